@@ -1,0 +1,90 @@
+"""cmab_milp: combinatorial semi-bandits whose oracles are exact optimisation models.
+
+Implements "Oracle-Efficient Combinatorial Semi-Bandits": action spaces declared
+as constraint models, exact oracles compiled to HiGHS (and other backends), the
+rare-oracle policies (AROQ / SROQ families) and their every-round baselines.
+
+>>> import numpy as np
+>>> import cmab_milp as cm
+>>> oracle = cm.make_oracle(cm.Cardinality(5, 2), "auto")
+>>> oracle.argmax(np.array([0.1, 0.5, 0.2, 0.9, 0.0])).nonzero()[0].tolist()
+[1, 3]
+"""
+
+from .oracles import (
+    Ledger,
+    Oracle,
+    OracleError,
+    UnsupportedQuery,
+    available_backends,
+    make_oracle,
+    register_backend,
+)
+from .spaces import (
+    ActionSpace,
+    Cardinality,
+    ExplicitActions,
+    GraphicMatroid,
+    Intersection,
+    Matchings,
+    PartitionMatroid,
+    SpanningTrees,
+    STPaths,
+)
+
+__version__ = "0.1.0"
+
+# Names implemented in modules above the oracle layer are imported lazily, so
+# ``import cmab_milp`` stays cheap and the layers keep importing downward only.
+_LAZY = {
+    "UniformNoise": "cmab_milp.environments",
+    "BernoulliArms": "cmab_milp.environments",
+    "GaussianNoise": "cmab_milp.environments",
+    "DiscreteArms": "cmab_milp.environments",
+    "CUCB": "cmab_milp.policies",
+    "AROQ": "cmab_milp.policies",
+    "SROQ": "cmab_milp.policies",
+    "OLSUCBC": "cmab_milp.policies",
+    "AROQCov": "cmab_milp.policies",
+    "SROQCov": "cmab_milp.policies",
+    "SDCB": "cmab_milp.policies",
+    "AROQGR": "cmab_milp.policies",
+    "SROQGR": "cmab_milp.policies",
+    "simulate": "cmab_milp.simulate",
+    "SimulationResult": "cmab_milp.simulate",
+}
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'cmab_milp' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
+__all__ = [
+    "ActionSpace",
+    "Cardinality",
+    "ExplicitActions",
+    "GraphicMatroid",
+    "Intersection",
+    "Ledger",
+    "Matchings",
+    "Oracle",
+    "OracleError",
+    "PartitionMatroid",
+    "STPaths",
+    "SpanningTrees",
+    "UnsupportedQuery",
+    "available_backends",
+    "make_oracle",
+    "register_backend",
+]

@@ -1,0 +1,16 @@
+"""Oracles: exact restricted argmax over an action space (contract section 2)."""
+
+from .base import Ledger, Oracle, OracleError, UnsupportedQuery, norm_objective
+from .registry import BACKENDS, available_backends, make_oracle, register_backend
+
+__all__ = [
+    "BACKENDS",
+    "Ledger",
+    "Oracle",
+    "OracleError",
+    "UnsupportedQuery",
+    "available_backends",
+    "make_oracle",
+    "norm_objective",
+    "register_backend",
+]

@@ -1,0 +1,342 @@
+"""The oracle protocol: validated queries, the ledger, batches.
+
+Every backend subclasses :class:`Oracle` and implements ``_linear`` (and
+``_norm`` for the covariance-norm index). The base class validates the
+query once, keeps the :class:`Ledger` and runs batches concurrently.
+
+Example
+-------
+>>> import numpy as np
+>>> import cmab_milp as cm
+>>> oracle = cm.make_oracle(cm.Cardinality(4, 2), "enumerate")
+>>> oracle.argmax(np.array([0.1, 0.9, -1.0, 0.5])).astype(int)
+array([0, 1, 0, 1])
+>>> oracle.ledger.queries, oracle.ledger.rounds
+(1, 1)
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..spaces.base import ActionSpace
+
+__all__ = [
+    "Ledger",
+    "LinearQuery",
+    "NormQuery",
+    "Oracle",
+    "OracleError",
+    "UnsupportedQuery",
+    "norm_objective",
+]
+
+
+class UnsupportedQuery(Exception):
+    """A backend cannot answer this query exactly (e.g. combinatorial + forbid_pairs)."""
+
+
+class OracleError(RuntimeError):
+    """The solver failed, hit a limit or returned an answer that does not check out."""
+
+
+@dataclass
+class Ledger:
+    """Counts of oracle use: answered ``queries``, adaptivity ``rounds``, wall ``seconds``."""
+
+    queries: int = 0
+    rounds: int = 0
+    seconds: float = 0.0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def record(self, queries: int, seconds: float) -> None:
+        with self._lock:
+            self.queries += queries
+            self.rounds += 1
+            self.seconds += seconds
+
+    def reset(self) -> None:
+        with self._lock:
+            self.queries = self.rounds = 0
+            self.seconds = 0.0
+
+    def snapshot(self) -> tuple[int, int, float]:
+        return self.queries, self.rounds, self.seconds
+
+
+def _arm_tuple(values: Iterable[Any], d: int, name: str) -> tuple[int, ...]:
+    out = []
+    for i in values:
+        if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
+            raise ValueError(f"{name} must hold integer arm indices, got {i!r}")
+        if not 0 <= i < d:
+            raise ValueError(f"{name} holds arm {int(i)}, out of range for d={d}")
+        out.append(int(i))
+    return tuple(sorted(set(out)))
+
+
+def _pairs(values: Iterable[Any], d: int) -> tuple[tuple[int, int], ...]:
+    out = set()
+    for p in values:
+        try:
+            i, j = p
+        except (TypeError, ValueError):
+            raise ValueError(f"forbid_pairs must hold pairs (i, j), got {p!r}") from None
+        i, j = _arm_tuple((i,), d, "forbid_pairs")[0], _arm_tuple((j,), d, "forbid_pairs")[0]
+        if i == j:
+            raise ValueError(f"forbid_pairs holds ({i}, {j}); a pair needs two different arms")
+        out.add((min(i, j), max(i, j)))
+    return tuple(sorted(out))
+
+
+@dataclass(frozen=True)
+class _Restrictions:
+    include: tuple[int, ...] = ()
+    exclude: tuple[int, ...] = ()
+    forbid_pairs: tuple[tuple[int, int], ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not (self.include or self.exclude or self.forbid_pairs)
+
+    def trivially_infeasible(self) -> bool:
+        inc = set(self.include)
+        if inc.intersection(self.exclude):
+            return True
+        return any(i in inc and j in inc for i, j in self.forbid_pairs)
+
+    def admits(self, action: np.ndarray) -> bool:
+        if not action[list(self.include)].all() or action[list(self.exclude)].any():
+            return False
+        return not any(action[i] and action[j] for i, j in self.forbid_pairs)
+
+    def mask(self, actions: np.ndarray) -> np.ndarray | None:
+        """Rows of an (n, d) bool matrix that satisfy the restrictions (None: all)."""
+        if self.empty:
+            return None
+        ok = np.ones(len(actions), bool)
+        if self.include:
+            ok &= actions[:, list(self.include)].all(axis=1)
+        if self.exclude:
+            ok &= ~actions[:, list(self.exclude)].any(axis=1)
+        for i, j in self.forbid_pairs:
+            ok &= ~(actions[:, i] & actions[:, j])
+        return ok
+
+
+_NO_RESTRICTIONS = _Restrictions()
+
+
+def _restrictions(d: int, include: Any, exclude: Any, forbid_pairs: Any) -> _Restrictions:
+    if not include and not exclude and (forbid_pairs is None or len(forbid_pairs) == 0):
+        return _NO_RESTRICTIONS
+    return _Restrictions(
+        _arm_tuple(include, d, "include"),
+        _arm_tuple(exclude, d, "exclude"),
+        _pairs(forbid_pairs if forbid_pairs is not None else (), d),
+    )
+
+
+@dataclass(frozen=True)
+class LinearQuery:
+    """Maximise ``weights @ a`` under restrictions."""
+
+    weights: np.ndarray
+    restrictions: _Restrictions
+
+    def value(self, action: np.ndarray) -> float:
+        return float(self.weights[action].sum())
+
+
+@dataclass(frozen=True)
+class NormQuery:
+    """Maximise ``mu @ a + sign * f * sqrt(max(a @ M @ a, 0))`` under restrictions."""
+
+    mu: np.ndarray
+    M: np.ndarray
+    f: float
+    sign: int
+    restrictions: _Restrictions
+
+    def value(self, action: np.ndarray) -> float:
+        return norm_objective(self.mu, self.M, self.f, self.sign, action)
+
+
+def norm_objective(mu: np.ndarray, M: np.ndarray, f: float, sign: int, action: np.ndarray) -> float:
+    """``mu @ a + sign * f * sqrt(max(a @ M @ a, 0))`` for one bool action.
+
+    >>> norm_objective(np.ones(2), np.eye(2), 2.0, -1, np.array([True, True]))
+    -0.8284271247461903
+    """
+    idx = np.flatnonzero(action)
+    quad = float(M[np.ix_(idx, idx)].sum())
+    return float(mu[idx].sum()) + sign * f * float(np.sqrt(max(quad, 0.0)))
+
+
+def tolerance(value: float) -> float:
+    """The contract's optimality tolerance ``1e-9 * (1 + |value|)``."""
+    return 1e-9 * (1.0 + abs(value))
+
+
+class Oracle:
+    """Exact restricted argmax over the actions of ``space``.
+
+    Subclasses implement :meth:`_linear` and, where supported, :meth:`_norm`;
+    both receive validated queries and return a bool action or ``None``.
+    """
+
+    name = "oracle"
+
+    def __init__(self, space: ActionSpace):
+        if not isinstance(space, ActionSpace):
+            raise ValueError(f"space must be an ActionSpace, got {type(space).__name__}")
+        self.space = space
+        self.d = space.d
+        self.ledger = Ledger()
+        self._pool: ThreadPoolExecutor | None = None
+
+    # ----------------------------------------------------------- public API
+    def argmax(
+        self,
+        weights: Any,
+        include: Sequence[int] = (),
+        exclude: Sequence[int] = (),
+        forbid_pairs: Sequence[tuple[int, int]] = (),
+    ) -> np.ndarray | None:
+        """An action maximising ``weights @ a`` under the restrictions, or ``None``."""
+        query = self.linear_query(weights, include, exclude, forbid_pairs)
+        start = time.perf_counter()
+        answer = self._answer(query)
+        self.ledger.record(1, time.perf_counter() - start)
+        return answer
+
+    def argmax_norm(
+        self,
+        mu: Any,
+        M: Any,
+        f: float,
+        sign: int = +1,
+        include: Sequence[int] = (),
+        exclude: Sequence[int] = (),
+        forbid_pairs: Sequence[tuple[int, int]] = (),
+    ) -> np.ndarray | None:
+        """An action maximising ``mu @ a + sign * f * sqrt(max(a @ M @ a, 0))``, or ``None``."""
+        query = self.norm_query(mu, M, f, sign, include, exclude, forbid_pairs)
+        start = time.perf_counter()
+        answer = self._answer(query)
+        self.ledger.record(1, time.perf_counter() - start)
+        return answer
+
+    def argmax_batch(self, queries: Sequence[Mapping[str, Any]]) -> list[np.ndarray | None]:
+        """Answer independent queries concurrently as one adaptivity round.
+
+        Each query is a dict of :meth:`argmax` / :meth:`argmax_norm` keyword
+        arguments plus ``kind="linear"`` (default) or ``kind="norm"``.
+        """
+        parsed = [self._parse_batch_entry(k, q) for k, q in enumerate(queries)]
+        start = time.perf_counter()
+        if len(parsed) <= 1 or self.max_workers() <= 1:
+            answers = [self._answer(q) for q in parsed]
+        else:
+            answers = list(self._executor().map(self._answer, parsed))
+        self.ledger.record(len(parsed), time.perf_counter() - start)
+        return answers
+
+    # ----------------------------------------------------------- validation
+    def linear_query(self, weights: Any, include: Any = (), exclude: Any = (), forbid_pairs: Any = ()) -> LinearQuery:
+        w = np.asarray(weights, dtype=float)
+        if w.shape != (self.d,):
+            raise ValueError(f"weights must have shape ({self.d},), got {w.shape}")
+        if not np.isfinite(w).all():
+            raise ValueError("weights must be finite (no NaN or inf)")
+        return LinearQuery(w, _restrictions(self.d, include, exclude, forbid_pairs))
+
+    def norm_query(
+        self,
+        mu: Any,
+        M: Any,
+        f: float,
+        sign: int = 1,
+        include: Any = (),
+        exclude: Any = (),
+        forbid_pairs: Any = (),
+    ) -> NormQuery:
+        mu_arr = np.asarray(mu, dtype=float)
+        if mu_arr.shape != (self.d,):
+            raise ValueError(f"mu must have shape ({self.d},), got {mu_arr.shape}")
+        mat = np.asarray(M, dtype=float)
+        if mat.shape != (self.d, self.d):
+            raise ValueError(f"M must have shape ({self.d}, {self.d}), got {mat.shape}")
+        if not (np.isfinite(mu_arr).all() and np.isfinite(mat).all()):
+            raise ValueError("mu and M must be finite")
+        scale = 1.0 + float(np.abs(mat).max())
+        if np.abs(mat - mat.T).max() > 1e-9 * scale:
+            raise ValueError("M must be symmetric")
+        f = float(f)
+        if not np.isfinite(f) or f < 0:
+            raise ValueError(f"f must be a finite number >= 0, got {f}")
+        if sign not in (1, -1):
+            raise ValueError(f"sign must be +1 or -1, got {sign!r}")
+        mat = 0.5 * (mat + mat.T)
+        return NormQuery(mu_arr, mat, f, int(sign), _restrictions(self.d, include, exclude, forbid_pairs))
+
+    def _parse_batch_entry(self, k: int, entry: Mapping[str, Any]) -> LinearQuery | NormQuery:
+        if not isinstance(entry, Mapping):
+            raise ValueError(f"batch query {k} must be a dict, got {type(entry).__name__}")
+        args = dict(entry)
+        kind = args.pop("kind", "linear")
+        try:
+            if kind == "linear":
+                return self.linear_query(**args)
+            if kind == "norm":
+                return self.norm_query(**args)
+        except TypeError as exc:
+            raise ValueError(f"batch query {k}: {exc}") from None
+        raise ValueError(f"batch query {k}: kind must be 'linear' or 'norm', got {kind!r}")
+
+    # ------------------------------------------------------------ dispatch
+    def _answer(self, query: LinearQuery | NormQuery) -> np.ndarray | None:
+        if query.restrictions.trivially_infeasible():
+            return None
+        if isinstance(query, LinearQuery):
+            return self._linear(query)
+        if query.f == 0.0:
+            return self._linear(LinearQuery(query.mu, query.restrictions))
+        return self._norm(query)
+
+    def _linear(self, query: LinearQuery) -> np.ndarray | None:
+        raise NotImplementedError
+
+    def _norm(self, query: NormQuery) -> np.ndarray | None:
+        raise UnsupportedQuery(f"backend {self.name!r} does not answer norm queries")
+
+    # ---------------------------------------------------------- concurrency
+    def max_workers(self) -> int:
+        return max(1, min(4, os.cpu_count() or 1))
+
+    def _executor(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.max_workers(), thread_name_prefix=f"{self.name}-oracle")
+        return self._pool
+
+    def close(self) -> None:
+        """Stop the worker threads of :meth:`argmax_batch` (also done at exit)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=False)
+            self._pool = None
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["_pool"] = None
+        return state
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.space!r})"

@@ -1,0 +1,69 @@
+"""Brute force over ``space.enumerate()``, vectorised in numpy.
+
+The action matrix is enumerated once. Linear values are one matrix-vector
+product; quadratic forms use a padded index table (``n x m`` gathers of
+``M`` instead of ``n x d x d`` products).
+
+Example
+-------
+>>> import numpy as np
+>>> import cmab_milp as cm
+>>> oracle = cm.make_oracle(cm.Cardinality(3, 2), "enumerate")
+>>> int(oracle.argmax_norm(np.zeros(3), np.eye(3), 1.0).sum())
+2
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..spaces.base import ActionSpace
+from .base import LinearQuery, NormQuery, Oracle
+
+__all__ = ["EnumerateOracle"]
+
+
+class EnumerateOracle(Oracle):
+    """Exact by listing every action; refuses spaces past ``max_actions``."""
+
+    name = "enumerate"
+
+    def __init__(self, space: ActionSpace, max_actions: int | None = None):
+        super().__init__(space)
+        self.actions = space.enumerate(max_actions)
+        self._dense = self.actions.astype(np.float64)
+        sizes = self.actions.sum(axis=1)
+        width = max(1, int(sizes.max()) if len(sizes) else 1)
+        # padded index table: unused slots point at a dummy arm d
+        self._index = np.full((len(self.actions), width), self.d, dtype=np.intp)
+        rows, cols = np.nonzero(self.actions)
+        slot = np.arange(len(rows)) - np.repeat(np.r_[0, np.cumsum(sizes)[:-1]], sizes)
+        self._index[rows, slot] = cols
+
+    def _best(self, values: np.ndarray, query: LinearQuery | NormQuery) -> np.ndarray | None:
+        mask = query.restrictions.mask(self.actions)
+        if mask is not None:
+            if not mask.any():
+                return None
+            values = np.where(mask, values, -np.inf)
+        if len(values) == 0:
+            return None
+        return self.actions[int(np.argmax(values))].copy()
+
+    def _linear(self, query: LinearQuery) -> np.ndarray | None:
+        return self._best(self._dense @ query.weights, query)
+
+    def quadratic_forms(self, M: np.ndarray) -> np.ndarray:
+        """``a @ M @ a`` for every enumerated action."""
+        padded = np.zeros((self.d + 1, self.d + 1))
+        padded[: self.d, : self.d] = M
+        idx = self._index
+        total = np.zeros(len(idx))
+        for p in range(idx.shape[1]):
+            total += padded[idx[:, p][:, None], idx].sum(axis=1)
+        return total
+
+    def _norm(self, query: NormQuery) -> np.ndarray | None:
+        quad = self.quadratic_forms(query.M)
+        values = self._dense @ query.mu + query.sign * query.f * np.sqrt(np.maximum(quad, 0.0))
+        return self._best(values, query)

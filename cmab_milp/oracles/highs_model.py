@@ -1,0 +1,245 @@
+"""Compile a :class:`~cmab_milp.spaces.formulation.Formulation` into a HiGHS model.
+
+This module is the one place that talks to ``highspy`` for building,
+re-solving and reading back models; the linear and the norm oracles both use
+:class:`CompiledModel`.
+
+Example
+-------
+>>> import numpy as np
+>>> import cmab_milp as cm
+>>> model = CompiledModel(cm.Cardinality(3, 1).formulation())
+>>> model.set_costs(np.array([0.2, 0.7, 0.1]))
+>>> model.solve().status
+'optimal'
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..spaces.formulation import Formulation, Row
+from .base import OracleError
+
+__all__ = ["HIGHS_OPTIONS", "CompiledModel", "SolveResult", "new_highs"]
+
+#: Options applied to every HiGHS instance: silent, single-threaded (the
+#: scheduler is per OS thread; batches run one instance per thread), gaps and
+#: tolerances tight enough to separate indices that differ by ~1e-9, and the
+#: feasibility-jump heuristic off (it slows small MILPs 2-4x).
+HIGHS_OPTIONS: dict[str, object] = {
+    "output_flag": False,
+    "threads": 1,
+    "mip_rel_gap": 1e-12,
+    "mip_abs_gap": 1e-11,
+    "mip_feasibility_tolerance": 1e-9,
+    "primal_feasibility_tolerance": 1e-9,
+    "dual_feasibility_tolerance": 1e-10,
+    "mip_heuristic_run_feasibility_jump": False,
+}
+
+_banner_lock = threading.Lock()
+_banner_done = False
+
+
+def new_highs(time_limit: float | None = None):  # -> highspy.Highs
+    """A configured ``highspy.Highs``; the once-per-process banner is swallowed."""
+    global _banner_done
+    import highspy
+
+    if not _banner_done:
+        with _banner_lock:
+            if not _banner_done:
+                sys.stdout.flush()
+                saved = os.dup(1)
+                try:
+                    with open(os.devnull, "w") as null:
+                        os.dup2(null.fileno(), 1)
+                        h = highspy.Highs()
+                finally:
+                    os.dup2(saved, 1)
+                    os.close(saved)
+                _banner_done = True
+                _configure(h, time_limit)
+                return h
+    h = highspy.Highs()
+    _configure(h, time_limit)
+    return h
+
+
+def _configure(h, time_limit: float | None) -> None:
+    for key, value in HIGHS_OPTIONS.items():
+        h.setOptionValue(key, value)
+    if time_limit is not None:
+        h.setOptionValue("time_limit", float(time_limit))
+
+
+@dataclass
+class SolveResult:
+    """Outcome of one solve: ``status`` is ``'optimal'`` or ``'infeasible'``."""
+
+    status: str
+    x: np.ndarray | None = None
+    objective: float = float("nan")
+    bound: float = float("nan")
+
+
+class CompiledModel:
+    """One HiGHS instance holding a formulation, re-solved with new costs and bounds.
+
+    Not thread-safe: use one per thread. Columns ``0..d-1`` are the arms;
+    callers may append columns and rows (:meth:`add_cols`, :meth:`add_rows`).
+    """
+
+    def __init__(self, formulation: Formulation, *, integer: bool = True, time_limit: float | None = None):
+        import highspy
+
+        self._hs = highspy
+        self.d = formulation.d
+        self.integer = integer
+        self.h = new_highs(time_limit)
+        a, row_lb, row_ub = formulation.matrix()
+        lp = highspy.HighsLp()
+        lp.num_col_ = formulation.n_cols
+        lp.num_row_ = formulation.n_rows
+        lp.col_cost_ = np.zeros(formulation.n_cols)
+        lp.col_lower_ = np.concatenate([np.zeros(self.d), formulation.aux_lb])
+        lp.col_upper_ = np.concatenate([np.ones(self.d), formulation.aux_ub])
+        lp.row_lower_ = row_lb
+        lp.row_upper_ = row_ub
+        lp.sense_ = highspy.ObjSense.kMaximize
+        lp.col_names_ = formulation.col_names()
+        lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
+        lp.a_matrix_.start_ = a.indptr
+        lp.a_matrix_.index_ = a.indices
+        lp.a_matrix_.value_ = a.data
+        lp.a_matrix_.num_col_ = formulation.n_cols
+        lp.a_matrix_.num_row_ = formulation.n_rows
+        if integer:
+            kint, kcont = highspy.HighsVarType.kInteger, highspy.HighsVarType.kContinuous
+            lp.integrality_ = [kint] * self.d + [kint if t else kcont for t in formulation.aux_integer]
+        self._check(self.h.passModel(lp), "passModel")
+        self.col_names = formulation.col_names()
+        self.arm_idx = np.arange(self.d, dtype=np.int32)
+        self.lower = np.zeros(self.d)
+        self.upper = np.ones(self.d)
+        self._free = True
+        self.cuts_synced = 0
+        self._status = {
+            highspy.HighsModelStatus.kOptimal: "optimal",
+            highspy.HighsModelStatus.kInfeasible: "infeasible",
+        }
+
+    # ------------------------------------------------------------- editing
+    def _check(self, status, what: str) -> None:
+        if status == self._hs.HighsStatus.kError:
+            raise OracleError(f"HiGHS {what} failed")
+
+    def set_costs(self, costs: np.ndarray, cols: np.ndarray | None = None) -> None:
+        """Objective coefficients of the arm columns (or of ``cols``)."""
+        idx = self.arm_idx if cols is None else cols
+        self.h.changeColsCost(len(idx), idx, costs)
+
+    def set_arm_bounds(self, include: tuple[int, ...], exclude: tuple[int, ...]) -> None:
+        """Fix arms in (``include``) or out (``exclude``); others free in [0, 1]."""
+        if not include and not exclude:
+            if self._free:
+                return
+            lower, upper = np.zeros(self.d), np.ones(self.d)
+        else:
+            lower, upper = np.zeros(self.d), np.ones(self.d)
+        if include:
+            lower[list(include)] = 1.0
+        if exclude:
+            upper[list(exclude)] = 0.0
+        changed = np.flatnonzero((lower != self.lower) | (upper != self.upper)).astype(np.int32)
+        if len(changed):
+            self.h.changeColsBounds(len(changed), changed, lower[changed], upper[changed])
+            self.lower, self.upper = lower, upper
+        self._free = not include and not exclude
+
+    def add_rows(self, rows: list[Row]) -> tuple[int, int]:
+        """Append rows; return the ``[first, last)`` row range they occupy."""
+        if not rows:
+            return 0, 0
+        first = self.h.getNumRow()
+        starts, index, value = [], [], []
+        for row in rows:
+            starts.append(len(index))
+            index.extend(row.cols)
+            value.extend(row.coefs)
+        lb = np.array([r.lb for r in rows], float)
+        ub = np.array([r.ub for r in rows], float)
+        inf = self._hs.kHighsInf
+        lb[np.isneginf(lb)] = -inf
+        ub[np.isposinf(ub)] = inf
+        self._check(
+            self.h.addRows(
+                len(rows),
+                lb,
+                ub,
+                len(index),
+                np.array(starts, np.int32),
+                np.array(index, np.int32),
+                np.array(value, float),
+            ),
+            "addRows",
+        )
+        return first, first + len(rows)
+
+    def delete_rows(self, first: int, last: int) -> None:
+        if last > first:
+            self._check(self.h.deleteRows(last - first, np.arange(first, last, dtype=np.int32)), "deleteRows")
+
+    def add_cols(self, lb: np.ndarray, ub: np.ndarray, integer: np.ndarray, names: list[str]) -> int:
+        """Append empty columns; return the index of the first."""
+        first = self.h.getNumCol()
+        n = len(lb)
+        self._check(
+            self.h.addCols(n, np.zeros(n), np.asarray(lb, float), np.asarray(ub, float), 0, [], [], []),
+            "addCols",
+        )
+        if self.integer and np.any(integer):
+            cols = np.arange(first, first + n, dtype=np.int32)[np.asarray(integer, bool)]
+            kint = self._hs.HighsVarType.kInteger
+            self.h.changeColsIntegrality(len(cols), cols, np.array([kint] * len(cols)))
+        self.col_names.extend(names)
+        return first
+
+    # ------------------------------------------------------------- solving
+    def solve(self) -> SolveResult:
+        """Run HiGHS; raise :class:`OracleError` on anything but optimal/infeasible."""
+        self._check(self.h.run(), "run")
+        model_status = self.h.getModelStatus()
+        status = self._status.get(model_status)
+        if status is None:
+            raise OracleError(
+                f"HiGHS returned status {self.h.modelStatusToString(model_status)!r}"
+                " (time limit, numerical trouble or unbounded model); no action is returned"
+            )
+        if status == "infeasible":
+            return SolveResult("infeasible")
+        x = np.asarray(self.h.getSolution().col_value)
+        objective = self.h.getObjectiveValue()
+        bound = self.h.getInfoValue("mip_dual_bound")[1] if self.integer else objective
+        return SolveResult("optimal", x, objective, bound)
+
+    # ----------------------------------------------------------- inspection
+    def write(self, path: str | Path) -> Path:
+        """Write the current model (LP or MPS by the file suffix)."""
+        path = Path(path)
+        self._check(self.h.writeModel(str(path)), "writeModel")
+        return path
+
+    def text(self) -> str:
+        """The current model in LP format."""
+        with tempfile.TemporaryDirectory() as tmp:
+            path = self.write(Path(tmp) / "model.lp")
+            return path.read_text()

@@ -1,0 +1,366 @@
+"""Graph action spaces: forests, spanning trees, s-t paths and matchings.
+
+Arm ``k`` is the edge ``list(graph.edges())[k]``; ``space.arms`` holds those
+edge tuples.
+
+Exactness of the formulations:
+
+* forests and spanning trees use subtour-elimination cuts
+  ``sum_{e in E(S)} a_e <= |S| - 1``, separated lazily on integer candidates
+  (a candidate whose chosen edges contain a cycle gets the cut of that cycle's
+  component); with all cuts the integer hull is exactly the forests.
+* s-t paths use a degree/flow model whose integer solutions are one simple
+  s-t path plus vertex-disjoint cycles; the same forest cut (valid because a
+  simple path is a forest) removes any cycle, so the loop ends on a simple
+  path. On a DAG no cycle exists and the flow LP is integral.
+* matchings use degree rows; they are integral as LPs on bipartite graphs.
+
+Example
+-------
+>>> import networkx as nx
+>>> import cmab_milp as cm
+>>> space = cm.STPaths(nx.cycle_graph(4), 0, 2)
+>>> len(space.enumerate()), space.m
+(2, 2)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from math import comb
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from .base import ActionSpace
+from .formulation import Formulation, Row
+
+__all__ = ["GraphicMatroid", "Matchings", "STPaths", "SpanningTrees"]
+
+
+class _GraphSpace(ActionSpace):
+    """Common storage: the graph, its edge list (arms) and integer endpoints."""
+
+    def __init__(self, graph: Any, *, allow_directed: bool = False):
+        if not isinstance(graph, nx.Graph):
+            raise ValueError(f"graph must be a networkx graph, got {type(graph).__name__}")
+        if graph.is_multigraph():
+            raise ValueError("multigraphs are not supported: parallel edges would share a label")
+        if graph.is_directed() and not allow_directed:
+            raise ValueError(f"{type(self).__name__} needs an undirected graph")
+        if graph.number_of_edges() == 0:
+            raise ValueError("graph has no edges, so there are no arms")
+        loops = list(nx.selfloop_edges(graph))
+        if loops:
+            raise ValueError(f"graph has self-loops (e.g. {loops[0]}); remove them")
+        self.graph = graph
+        self.arms = list(graph.edges())
+        self.d = len(self.arms)
+        self.nodes = list(graph.nodes())
+        self.node_index = {v: k for k, v in enumerate(self.nodes)}
+        self.tail = np.array([self.node_index[u] for u, _ in self.arms], dtype=np.int64)
+        self.head = np.array([self.node_index[v] for _, v in self.arms], dtype=np.int64)
+        self.n_nodes = len(self.nodes)
+
+    def _components(self, action: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Union-find over chosen edges: (component root per node, edges per root, nodes per root)."""
+        parent = np.arange(self.n_nodes)
+
+        def find(x: int) -> int:
+            while parent[x] != x:
+                parent[x] = parent[parent[x]]
+                x = parent[x]
+            return x
+
+        for k in np.flatnonzero(action):
+            ru, rv = find(self.tail[k]), find(self.head[k])
+            if ru != rv:
+                parent[ru] = rv
+        roots = np.array([find(v) for v in range(self.n_nodes)])
+        edges = np.bincount(roots[self.tail[action]], minlength=self.n_nodes)
+        touched = np.zeros(self.n_nodes, bool)
+        touched[self.tail[action]] = True
+        touched[self.head[action]] = True
+        nodes = np.bincount(roots[touched], minlength=self.n_nodes)
+        return roots, edges, nodes
+
+    def _is_forest(self, action: np.ndarray) -> bool:
+        _, edges, nodes = self._components(action)
+        return bool((edges < np.maximum(nodes, 1)).all())
+
+    def _subtour_row(self, node_mask: np.ndarray) -> Row:
+        inside = np.flatnonzero(node_mask[self.tail] & node_mask[self.head])
+        size = int(node_mask.sum())
+        return Row(tuple(int(k) for k in inside), (1.0,) * len(inside), -np.inf, float(size - 1))
+
+    def separate_cycles(self, action: np.ndarray) -> list[Row]:
+        """Subtour cuts for every component of the chosen edges that holds a cycle."""
+        roots, edges, nodes = self._components(action)
+        cyclic = np.flatnonzero((edges >= nodes) & (edges > 0))
+        return [self._subtour_row(roots == r) for r in cyclic]
+
+    def _short_cycle_rows(self, limit: int = 400) -> list[Row]:
+        """Subtour cuts of a minimum cycle basis (a strong start for the lazy loop)."""
+        if self.d > limit:
+            return []
+        und = nx.Graph(self.graph)
+        rows = []
+        for cycle in nx.minimum_cycle_basis(und):
+            mask = np.zeros(self.n_nodes, bool)
+            mask[[self.node_index[v] for v in cycle]] = True
+            rows.append(self._subtour_row(mask))
+        return rows
+
+    def _iter_forests(self, size: int | None) -> Iterator[np.ndarray]:
+        """Backtracking over edges with union-find; only forests of ``size`` edges if given."""
+        d = self.d
+        chosen = np.zeros(d, bool)
+        parent = list(range(self.n_nodes))
+
+        def find(x: int) -> int:
+            while parent[x] != x:
+                x = parent[x]
+            return x
+
+        def rec(k: int, count: int) -> Iterator[np.ndarray]:
+            if size is not None and count + (d - k) < size:
+                return
+            if k == d:
+                if size is None or count == size:
+                    yield chosen.copy()
+                return
+            if size is None or count < size:
+                ru, rv = find(self.tail[k]), find(self.head[k])
+                if ru != rv:
+                    parent[ru] = rv
+                    chosen[k] = True
+                    yield from rec(k + 1, count + 1)
+                    chosen[k] = False
+                    parent[ru] = ru
+            yield from rec(k + 1, count)
+
+        return rec(0, 0)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.n_nodes} nodes, {self.d} edges)"
+
+
+class GraphicMatroid(_GraphSpace):
+    """Forests (acyclic edge sets) of an undirected graph.
+
+    >>> import networkx as nx
+    >>> GraphicMatroid(nx.complete_graph(3)).m
+    2
+    """
+
+    def __init__(self, graph: Any):
+        super().__init__(graph)
+
+    def _max_arms(self) -> int:
+        return self.n_nodes - nx.number_connected_components(self.graph)
+
+    def _contains(self, action: np.ndarray) -> bool:
+        return self._is_forest(action)
+
+    def _iter_actions(self) -> Iterator[np.ndarray]:
+        return self._iter_forests(None)
+
+    def count_upper_bound(self) -> int:
+        return sum(comb(self.d, k) for k in range(self.m + 1))
+
+    def _build_formulation(self) -> Formulation:
+        rank = Row(tuple(range(self.d)), (1.0,) * self.d, -np.inf, float(self.m))
+        return Formulation(
+            d=self.d,
+            rows=[rank, *self._short_cycle_rows()],
+            separators=[self.separate_cycles],
+        )
+
+
+class SpanningTrees(_GraphSpace):
+    """Spanning trees of a connected undirected graph.
+
+    >>> import networkx as nx
+    >>> len(SpanningTrees(nx.complete_graph(4)).enumerate())
+    16
+    """
+
+    def __init__(self, graph: Any):
+        super().__init__(graph)
+        if not nx.is_connected(graph):
+            raise ValueError("SpanningTrees needs a connected graph")
+        self.__dict__["m"] = self.n_nodes - 1
+
+    def _contains(self, action: np.ndarray) -> bool:
+        return int(action.sum()) == self.n_nodes - 1 and self._is_forest(action)
+
+    def _iter_actions(self) -> Iterator[np.ndarray]:
+        return self._iter_forests(self.n_nodes - 1)
+
+    def count_upper_bound(self) -> int:
+        return comb(self.d, self.n_nodes - 1)
+
+    def _build_formulation(self) -> Formulation:
+        n1 = float(self.n_nodes - 1)
+        rows = [Row(tuple(range(self.d)), (1.0,) * self.d, n1, n1)]
+        for v in range(self.n_nodes):  # every node is touched by a spanning tree
+            incident = np.flatnonzero((self.tail == v) | (self.head == v))
+            rows.append(Row(tuple(int(k) for k in incident), (1.0,) * len(incident), 1.0, np.inf))
+        rows.extend(self._short_cycle_rows())
+        return Formulation(d=self.d, rows=rows, separators=[self.separate_cycles])
+
+
+class STPaths(_GraphSpace):
+    """Simple paths from ``source`` to ``target`` (directed if the graph is).
+
+    >>> import networkx as nx
+    >>> g = nx.DiGraph([(0, 1), (1, 2), (0, 2), (2, 0)])
+    >>> sorted(STPaths(g, 0, 2).enumerate().astype(int).tolist())
+    [[0, 1, 0, 0], [1, 0, 1, 0]]
+    """
+
+    def __init__(self, graph: Any, source: Any, target: Any):
+        super().__init__(graph, allow_directed=True)
+        for name, v in (("source", source), ("target", target)):
+            if v not in graph:
+                raise ValueError(f"{name} {v!r} is not a node of the graph")
+        if source == target:
+            raise ValueError("source and target must differ")
+        if not nx.has_path(graph, source, target):
+            raise ValueError(f"there is no path from {source!r} to {target!r}")
+        self.source, self.target = source, target
+        self.s, self.t = self.node_index[source], self.node_index[target]
+        self.directed = graph.is_directed()
+        self.acyclic = self.directed and nx.is_directed_acyclic_graph(graph)
+
+    def _max_arms(self) -> int:
+        if self.acyclic:
+            best = {self.source: 0}
+            for v in nx.topological_sort(self.graph):
+                if v not in best:
+                    continue
+                for w in self.graph.successors(v):
+                    best[w] = max(best.get(w, -1), best[v] + 1)
+            return best[self.target]
+        return super()._max_arms()
+
+    def _contains(self, action: np.ndarray) -> bool:
+        k = int(action.sum())
+        if k == 0:
+            return False
+        tail, head = self.tail[action], self.head[action]
+        if self.directed:
+            out_deg = np.bincount(tail, minlength=self.n_nodes)
+            in_deg = np.bincount(head, minlength=self.n_nodes)
+            if out_deg[self.s] != 1 or in_deg[self.s] != 0:
+                return False
+            if in_deg[self.t] != 1 or out_deg[self.t] != 0:
+                return False
+            if (out_deg > 1).any() or (in_deg > 1).any():
+                return False
+        else:
+            deg = np.bincount(np.concatenate([tail, head]), minlength=self.n_nodes)
+            if deg[self.s] != 1 or deg[self.t] != 1:
+                return False
+            inner = np.ones(self.n_nodes, bool)
+            inner[[self.s, self.t]] = False
+            if not np.isin(deg[inner], (0, 2)).all():
+                return False
+        # degrees fit one s-t path plus disjoint cycles; a forest has no cycle
+        return self._is_forest(action)
+
+    def _iter_actions(self) -> Iterator[np.ndarray]:
+        index = {e: k for k, e in enumerate(self.arms)}
+        for path in nx.all_simple_edge_paths(self.graph, self.source, self.target):
+            a = np.zeros(self.d, bool)
+            for u, v in path:
+                a[index[(u, v)] if (u, v) in index else index[(v, u)]] = True
+            yield a
+
+    def _build_formulation(self) -> Formulation:
+        f = Formulation(d=self.d)
+        ones = np.ones(self.d)
+        if self.directed:
+            for v in range(self.n_nodes):
+                out_e = np.flatnonzero(self.tail == v)
+                in_e = np.flatnonzero(self.head == v)
+                rhs = 1.0 if v == self.s else (-1.0 if v == self.t else 0.0)
+                cols = tuple(int(k) for k in np.concatenate([out_e, in_e]))
+                coefs = tuple(np.concatenate([ones[out_e], -ones[in_e]]))
+                f.rows.append(Row(cols, coefs, rhs, rhs))
+                if not self.acyclic and len(in_e):
+                    cap = 0.0 if v == self.s else 1.0
+                    f.rows.append(Row(tuple(int(k) for k in in_e), (1.0,) * len(in_e), -np.inf, cap))
+            if self.acyclic:
+                f.integral_lp = True
+            else:
+                f.separators.append(self.separate_cycles)
+        else:
+            for v in range(self.n_nodes):
+                incident = np.flatnonzero((self.tail == v) | (self.head == v))
+                cols = tuple(int(k) for k in incident)
+                if v in (self.s, self.t):
+                    f.rows.append(Row(cols, (1.0,) * len(cols), 1.0, 1.0))
+                else:
+                    z = f.add_aux(0.0, 1.0, True, f"visit{v}")
+                    f.rows.append(Row((*cols, z), (*(1.0,) * len(cols), -2.0), 0.0, 0.0))
+            f.separators.append(self.separate_cycles)
+        return f
+
+
+class Matchings(_GraphSpace):
+    """Matchings of an undirected graph (perfect matchings if ``perfect``).
+
+    >>> import networkx as nx
+    >>> len(Matchings(nx.complete_graph(4), perfect=True).enumerate())
+    3
+    """
+
+    def __init__(self, graph: Any, perfect: bool = False):
+        super().__init__(graph)
+        self.perfect = bool(perfect)
+        self.bipartite = nx.is_bipartite(graph)
+        size = len(nx.max_weight_matching(graph, maxcardinality=True))
+        if self.perfect and 2 * size != self.n_nodes:
+            raise ValueError("the graph has no perfect matching")
+        self.__dict__["m"] = size
+
+    def _contains(self, action: np.ndarray) -> bool:
+        deg = np.bincount(np.concatenate([self.tail[action], self.head[action]]), minlength=self.n_nodes)
+        if self.perfect:
+            return bool((deg == 1).all())
+        return bool((deg <= 1).all())
+
+    def _iter_actions(self) -> Iterator[np.ndarray]:
+        d = self.d
+        chosen = np.zeros(d, bool)
+        used = np.zeros(self.n_nodes, bool)
+        target = self.n_nodes // 2 if self.perfect else None
+
+        def rec(k: int, count: int) -> Iterator[np.ndarray]:
+            if target is not None and count + (d - k) < target:
+                return
+            if k == d:
+                if target is None or count == target:
+                    yield chosen.copy()
+                return
+            u, v = self.tail[k], self.head[k]
+            if not used[u] and not used[v]:
+                used[u] = used[v] = chosen[k] = True
+                yield from rec(k + 1, count + 1)
+                used[u] = used[v] = chosen[k] = False
+            yield from rec(k + 1, count)
+
+        return rec(0, 0)
+
+    def count_upper_bound(self) -> int:
+        return sum(comb(self.d, k) for k in range(self.m + 1))
+
+    def _build_formulation(self) -> Formulation:
+        rows = []
+        for v in range(self.n_nodes):
+            incident = np.flatnonzero((self.tail == v) | (self.head == v))
+            lb = 1.0 if self.perfect else -np.inf
+            rows.append(Row(tuple(int(k) for k in incident), (1.0,) * len(incident), lb, 1.0))
+        return Formulation(d=self.d, rows=rows, integral_lp=self.bipartite)
