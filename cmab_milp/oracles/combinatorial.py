@@ -1,0 +1,369 @@
+"""The ``combinatorial`` backend: specialised exact algorithms per family.
+
+==================  ===============================================  ======================
+space               algorithm                                        restrictions
+==================  ===============================================  ======================
+Cardinality         top-m selection (``argpartition``)               include, exclude
+PartitionMatroid    top-capacity per block                           include, exclude
+GraphicMatroid      matroid greedy (Kruskal); include = contract,    include, exclude
+                    exclude = delete
+SpanningTrees       maximum spanning tree (Kruskal)                  include, exclude
+STPaths (DAG)       longest-path dynamic programme over a            include, exclude
+                    topological order, through included edges
+STPaths (cyclic)    shortest path (Dijkstra) when no allowed edge    exclude
+                    has positive weight (else NP-hard: declined)
+Matchings           ``scipy.optimize.linear_sum_assignment``         include, exclude
+                    (bipartite), blossom (general graphs)
+ExplicitActions     vectorised scan                                  all
+==================  ===============================================  ======================
+
+Anything else (``forbid_pairs`` on a structured space, side constraints,
+intersections, norm queries) raises :class:`~cmab_milp.oracles.base.UnsupportedQuery`.
+
+Example
+-------
+>>> import numpy as np
+>>> import cmab_milp as cm
+>>> oracle = cm.make_oracle(cm.Cardinality(4, 2), "combinatorial")
+>>> oracle.argmax(np.array([0.3, -0.2, 0.9, 0.4]), include=[1]).astype(int)
+array([0, 1, 1, 0])
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+
+import networkx as nx
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+
+from ..spaces import (
+    ActionSpace,
+    Cardinality,
+    ExplicitActions,
+    GraphicMatroid,
+    Matchings,
+    PartitionMatroid,
+    SpanningTrees,
+    STPaths,
+)
+from .base import LinearQuery, Oracle, UnsupportedQuery
+
+__all__ = ["CombinatorialOracle", "supports"]
+
+Solver = Callable[[ActionSpace, LinearQuery], "np.ndarray | None"]
+
+
+def _cardinality(space: Cardinality, q: LinearQuery) -> np.ndarray | None:
+    w = q.weights
+    res = q.restrictions
+    d, m = space.d, space.m
+    action = np.zeros(d, bool)
+    if res.empty:
+        if space.exact:
+            top = np.argpartition(-w, m - 1)[:m]
+        else:
+            positive = np.flatnonzero(w > 0)
+            if len(positive) <= m:
+                action[positive] = True
+                return action
+            top = positive[np.argpartition(-w[positive], m - 1)[:m]]
+        action[top] = True
+        return action
+    need = m - len(res.include)
+    if need < 0:
+        return None
+    allowed = np.ones(d, bool)
+    allowed[list(res.include)] = False
+    allowed[list(res.exclude)] = False
+    candidates = np.flatnonzero(allowed if space.exact else allowed & (w > 0))
+    action[list(res.include)] = True
+    if space.exact and len(candidates) < need:
+        return None
+    take = min(need, len(candidates))
+    if take > 0:
+        action[candidates[np.argsort(-w[candidates], kind="stable")[:take]]] = True
+    return action
+
+
+def _partition(space: PartitionMatroid, q: LinearQuery) -> np.ndarray | None:
+    w, res = q.weights, q.restrictions
+    block = space.block_of
+    remaining = np.asarray(space.capacities, dtype=np.int64).copy()
+    action = np.zeros(space.d, bool)
+    if res.include:
+        inc = list(res.include)
+        action[inc] = True
+        remaining -= np.bincount(block[inc], minlength=len(remaining))
+        if (remaining < 0).any():
+            return None
+    eligible = (w > 0) & ~action
+    if res.exclude:
+        eligible[list(res.exclude)] = False
+    idx = np.flatnonzero(eligible)
+    if len(idx):
+        order = idx[np.lexsort((-w[idx], block[idx]))]
+        blocks = block[order]
+        starts = np.r_[0, np.flatnonzero(np.diff(blocks)) + 1]
+        rank = np.arange(len(order)) - np.repeat(starts, np.diff(np.r_[starts, len(order)]))
+        action[order[rank < remaining[blocks]]] = True
+    return action
+
+
+class _UnionFind:
+    def __init__(self, n: int):
+        self.parent = list(range(n))
+
+    def find(self, x: int) -> int:
+        parent = self.parent
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    def union(self, a: int, b: int) -> bool:
+        ra, rb = self.find(a), self.find(b)
+        if ra == rb:
+            return False
+        self.parent[ra] = rb
+        return True
+
+
+def _kruskal(space: GraphicMatroid | SpanningTrees, q: LinearQuery, spanning: bool) -> np.ndarray | None:
+    w, res = q.weights, q.restrictions
+    uf = _UnionFind(space.n_nodes)
+    action = np.zeros(space.d, bool)
+    for k in res.include:
+        if not uf.union(space.tail[k], space.head[k]):
+            return None  # included edges close a cycle
+        action[k] = True
+    banned = np.zeros(space.d, bool)
+    banned[list(res.exclude)] = True
+    banned |= action
+    candidates = np.flatnonzero(~banned if spanning else ~banned & (w > 0))
+    for k in candidates[np.argsort(-w[candidates], kind="stable")]:
+        if uf.union(space.tail[k], space.head[k]):
+            action[k] = True
+    if spanning and int(action.sum()) != space.n_nodes - 1:
+        return None
+    return action
+
+
+def _dag_path(space: STPaths, q: LinearQuery) -> np.ndarray | None:
+    w, res = q.weights, q.restrictions
+    order = space.__dict__.get("_topo")
+    if order is None:
+        order = np.array([space.node_index[v] for v in nx.topological_sort(space.graph)])
+        space.__dict__["_topo"] = order
+        rank = np.empty(space.n_nodes, np.int64)
+        rank[order] = np.arange(space.n_nodes)
+        space.__dict__["_topo_rank"] = rank
+        space.__dict__["_out_edges"] = [np.flatnonzero(space.tail == v) for v in range(space.n_nodes)]
+    rank = space.__dict__["_topo_rank"]
+    out_edges = space.__dict__["_out_edges"]
+    allowed = np.ones(space.d, bool)
+    allowed[list(res.exclude)] = False
+    fixed = sorted(res.include, key=lambda k: rank[space.tail[k]])
+    # waypoints: s -> tail(e1), head(e1) -> tail(e2), ..., head(ek) -> t
+    starts = [space.s] + [space.head[k] for k in fixed]
+    ends = [space.tail[k] for k in fixed] + [space.t]
+    action = np.zeros(space.d, bool)
+    action[fixed] = True
+    for a, b in zip(starts, ends, strict=True):
+        if rank[a] > rank[b]:
+            return None
+        segment = _dag_segment(space, w, allowed, order, rank, out_edges, a, b)
+        if segment is None:
+            return None
+        action[segment] = True
+    return action
+
+
+def _dag_segment(space, w, allowed, order, rank, out_edges, a, b) -> list[int] | None:
+    if a == b:
+        return []
+    best = np.full(space.n_nodes, -np.inf)
+    via = np.full(space.n_nodes, -1)
+    best[a] = 0.0
+    for v in order[rank[a] : rank[b]]:
+        if best[v] == -np.inf:
+            continue
+        edges = out_edges[v]
+        edges = edges[allowed[edges]]
+        heads = space.head[edges]
+        keep = rank[heads] <= rank[b]
+        edges, heads = edges[keep], heads[keep]
+        gain = best[v] + w[edges]
+        better = gain > best[heads]
+        best[heads[better]] = gain[better]
+        via[heads[better]] = edges[better]
+    if best[b] == -np.inf:
+        return None
+    path, v = [], b
+    while v != a:
+        k = via[v]
+        path.append(int(k))
+        v = space.tail[k]
+    return path
+
+
+def _cyclic_path(space: STPaths, q: LinearQuery) -> np.ndarray | None:
+    w, res = q.weights, q.restrictions
+    if res.include:
+        raise UnsupportedQuery("include on s-t paths in a cyclic graph needs the MILP backend")
+    allowed = np.ones(space.d, bool)
+    allowed[list(res.exclude)] = False
+    if (w[allowed] > 0).any():
+        raise UnsupportedQuery("longest simple path with positive weights is NP-hard; use a MILP backend")
+    graph = nx.DiGraph() if space.directed else nx.Graph()
+    graph.add_nodes_from(range(space.n_nodes))
+    for k in np.flatnonzero(allowed):
+        graph.add_edge(int(space.tail[k]), int(space.head[k]), cost=-float(w[k]), arm=int(k))
+    try:
+        nodes = nx.dijkstra_path(graph, space.s, space.t, weight="cost")
+    except nx.NetworkXNoPath:
+        return None
+    action = np.zeros(space.d, bool)
+    for u, v in itertools.pairwise(nodes):
+        action[graph.edges[u, v]["arm"]] = True
+    return action
+
+
+def _paths(space: STPaths, q: LinearQuery) -> np.ndarray | None:
+    return _dag_path(space, q) if space.acyclic else _cyclic_path(space, q)
+
+
+def _bipartite_sides(space: Matchings) -> tuple[np.ndarray, np.ndarray]:
+    sides = space.__dict__.get("_sides")
+    if sides is None:
+        color = nx.bipartite.color(space.graph)
+        left = np.array([color[space.nodes[v]] == 0 for v in range(space.n_nodes)])
+        sides = (np.flatnonzero(left), np.flatnonzero(~left))
+        space.__dict__["_sides"] = sides
+    return sides
+
+
+def _matching(space: Matchings, q: LinearQuery) -> np.ndarray | None:
+    w, res = q.weights, q.restrictions
+    action = np.zeros(space.d, bool)
+    used = np.zeros(space.n_nodes, bool)
+    for k in res.include:
+        u, v = space.tail[k], space.head[k]
+        if used[u] or used[v]:
+            return None
+        used[u] = used[v] = True
+        action[k] = True
+    allowed = ~np.isin(space.tail, np.flatnonzero(used)) & ~np.isin(space.head, np.flatnonzero(used))
+    allowed[list(res.exclude)] = False
+    if not space.perfect:
+        allowed &= w > 0
+    edges = np.flatnonzero(allowed)
+    if space.bipartite:
+        chosen = _assignment(space, w, edges, used)
+    else:
+        chosen = _blossom(space, w, edges)
+    if chosen is None:
+        return None
+    action[chosen] = True
+    if space.perfect and not space._contains(action):
+        return None
+    return action
+
+
+def _assignment(space: Matchings, w: np.ndarray, edges: np.ndarray, used: np.ndarray) -> list[int] | None:
+    left, right = _bipartite_sides(space)
+    left, right = left[~used[left]], right[~used[right]]
+    if space.perfect and len(left) != len(right):
+        return None
+    if len(left) == 0 or len(right) == 0:
+        return []
+    row = {v: r for r, v in enumerate(left)}
+    col = {v: c for c, v in enumerate(right)}
+    fill = np.inf if space.perfect else 0.0
+    cost = np.full((len(left), len(right)), fill)
+    arm = np.full((len(left), len(right)), -1)
+    for k in edges:
+        u, v = space.tail[k], space.head[k]
+        if u not in row:
+            u, v = v, u
+        cost[row[u], col[v]] = -w[k]
+        arm[row[u], col[v]] = k
+    try:
+        rows, cols = linear_sum_assignment(cost)
+    except ValueError:  # no perfect assignment exists
+        return None
+    return [int(arm[r, c]) for r, c in zip(rows, cols, strict=True) if arm[r, c] >= 0]
+
+
+def _blossom(space: Matchings, w: np.ndarray, edges: np.ndarray) -> list[int] | None:
+    # for perfect matchings: the heaviest maximum-cardinality matching is the
+    # heaviest perfect one when one exists (the caller checks perfection)
+    graph = nx.Graph()
+    for k in edges:
+        graph.add_edge(int(space.tail[k]), int(space.head[k]), weight=float(w[k]), arm=int(k))
+    matching = nx.max_weight_matching(graph, maxcardinality=space.perfect)
+    return [graph.edges[u, v]["arm"] for u, v in matching]
+
+
+def _explicit(space: ExplicitActions, q: LinearQuery) -> np.ndarray | None:
+    actions = space.actions
+    values = actions @ q.weights
+    mask = q.restrictions.mask(actions)
+    if mask is not None:
+        if not mask.any():
+            return None
+        values = np.where(mask, values, -np.inf)
+    return actions[int(np.argmax(values))].copy()
+
+
+def _graphic(space: GraphicMatroid, q: LinearQuery) -> np.ndarray | None:
+    return _kruskal(space, q, spanning=False)
+
+
+def _trees(space: SpanningTrees, q: LinearQuery) -> np.ndarray | None:
+    return _kruskal(space, q, spanning=True)
+
+
+_SOLVERS: dict[type, Solver] = {
+    Cardinality: _cardinality,
+    PartitionMatroid: _partition,
+    GraphicMatroid: _graphic,
+    SpanningTrees: _trees,
+    STPaths: _paths,
+    Matchings: _matching,
+    ExplicitActions: _explicit,
+}
+
+
+def supports(space: ActionSpace, query: LinearQuery) -> bool:
+    """Whether the combinatorial backend answers ``query`` exactly without trying it."""
+    solver = _SOLVERS.get(type(space))
+    if solver is None:
+        return False
+    if query.restrictions.forbid_pairs and type(space) is not ExplicitActions:
+        return False
+    if type(space) is STPaths and not space.acyclic:
+        if query.restrictions.include:
+            return False
+        allowed = np.ones(space.d, bool)
+        allowed[list(query.restrictions.exclude)] = False
+        return not (query.weights[allowed] > 0).any()
+    return True
+
+
+class CombinatorialOracle(Oracle):
+    """Exact specialised algorithms; declines what it cannot answer exactly."""
+
+    name = "combinatorial"
+
+    def __init__(self, space: ActionSpace):
+        super().__init__(space)
+        self._solver = _SOLVERS.get(type(space))
+
+    def _linear(self, query: LinearQuery) -> np.ndarray | None:
+        if self._solver is None:
+            raise UnsupportedQuery(f"no combinatorial algorithm for {type(self.space).__name__}")
+        if query.restrictions.forbid_pairs and type(self.space) is not ExplicitActions:
+            raise UnsupportedQuery("forbid_pairs breaks the combinatorial structure; use a MILP backend")
+        return self._solver(self.space, query)

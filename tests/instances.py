@@ -1,0 +1,59 @@
+"""Small instances of every action-space family, shared by the test modules.
+
+Each entry is ``(name, builder)``; builders are deterministic so test ids are
+stable. The spaces are small enough to enumerate, so brute force is the truth.
+"""
+
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+
+import cmab_milp as cm
+
+
+def _random_dag(n: int, p: float, seed: int) -> nx.DiGraph:
+    rng = np.random.default_rng(seed)
+    g = nx.DiGraph()
+    g.add_nodes_from(range(n))
+    for u in range(n):
+        for v in range(u + 1, n):
+            if rng.random() < p or v == u + 1:
+                g.add_edge(u, v)
+    return g
+
+
+def _cyclic_digraph() -> nx.DiGraph:
+    g = nx.DiGraph()
+    g.add_edges_from([(0, 1), (1, 2), (2, 3), (3, 1), (1, 4), (4, 3), (3, 5), (2, 5), (5, 2), (0, 4)])
+    g.add_edges_from([(6, 7), (7, 8), (8, 6), (0, 6)])  # a cycle off the path
+    return g
+
+
+def _grid(n: int, k: int) -> nx.Graph:
+    return nx.convert_node_labels_to_integers(nx.grid_2d_graph(n, k))
+
+
+SPACES = {
+    "cardinality": lambda: cm.Cardinality(8, 3),
+    "cardinality-exact": lambda: cm.Cardinality(7, 3, exact=True),
+    "partition": lambda: cm.PartitionMatroid([[0, 3, 5], [1, 2], [4, 6, 7, 8]], [2, 1, 2]),
+    "graphic": lambda: cm.GraphicMatroid(nx.Graph([(0, 1), (1, 2), (2, 0), (2, 3), (3, 4), (4, 2), (0, 4)])),
+    "spanning-trees": lambda: cm.SpanningTrees(_grid(3, 3)),
+    "paths-dag": lambda: cm.STPaths(_random_dag(7, 0.45, 3), 0, 6),
+    "paths-cyclic-directed": lambda: cm.STPaths(_cyclic_digraph(), 0, 5),
+    "paths-cyclic-undirected": lambda: cm.STPaths(_grid(3, 3), 0, 8),
+    "matchings-bipartite": lambda: cm.Matchings(nx.complete_bipartite_graph(3, 4)),
+    "matchings-general": lambda: cm.Matchings(nx.petersen_graph()),
+    "perfect-bipartite": lambda: cm.Matchings(nx.complete_bipartite_graph(3, 3), perfect=True),
+    "perfect-general": lambda: cm.Matchings(nx.complete_graph(6), perfect=True),
+    "explicit": lambda: cm.ExplicitActions(np.random.default_rng(5).random((12, 7)) < 0.4),
+    "with-constraint": lambda: cm.Cardinality(8, 4).with_constraint([3, 1, 2, 5, 1, 1, 4, 2], "<=", 7),
+    "with-constraint-ge": lambda: cm.PartitionMatroid([[0, 1, 2], [3, 4, 5]], [2, 2]).with_constraint(
+        [1, 2, 3, 1, 2, 3], ">=", 6
+    ),
+    "intersection": lambda: cm.Intersection(
+        cm.Cardinality(8, 3), cm.PartitionMatroid([[0, 1, 2, 3], [4, 5, 6, 7]], [1, 2])
+    ),
+    "trees-with-budget": lambda: cm.SpanningTrees(nx.complete_graph(5)).with_constraint(np.arange(10.0), "<=", 14),
+}

@@ -1,0 +1,235 @@
+"""One conformance kit that every oracle backend runs.
+
+Add a backend by adding its name to ``BACKENDS``. Each backend answers random
+linear queries (near-ties, negative weights, random include / exclude /
+forbid_pairs) on every family of ``instances.SPACES``; the truth is brute force
+over the enumerated actions, computed here in numpy.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from instances import SPACES
+
+import cmab_milp as cm
+from cmab_milp.oracles.registry import BACKENDS as REGISTRY
+
+BACKENDS = ["highs", "enumerate", "combinatorial", "auto", "pulp:PULP_CBC_CMD", "pulp:HiGHS", "scip"]
+
+#: Backends allowed to decline a query with UnsupportedQuery.
+MAY_DECLINE = {"combinatorial"}
+
+
+def _available(backend: str) -> bool:
+    entry = REGISTRY[backend.split(":")[0]]
+    module = entry.target.split(":")[0] if isinstance(entry.target, str) else None
+    return entry.available() and (module is None or importlib.util.find_spec(module) is not None)
+
+
+def _backend_param(name: str):
+    marks = [] if _available(name) else [pytest.mark.skip(reason=f"backend {name} not available")]
+    if name.startswith("pulp") or name == "scip":
+        marks.append(pytest.mark.slow_backend)
+    return pytest.param(name, marks=marks, id=name)
+
+
+_ORACLES: dict[tuple[str, str], cm.Oracle] = {}
+
+
+def oracle_for(backend: str, family: str) -> cm.Oracle:
+    key = (backend, family)
+    if key not in _ORACLES:
+        try:
+            _ORACLES[key] = cm.make_oracle(SPACES[family](), backend)
+        except ValueError as exc:  # e.g. a PuLP solver that is not installed
+            pytest.skip(str(exc))
+    return _ORACLES[key]
+
+
+def random_query(rng: np.random.Generator, d: int, kind: int) -> dict:
+    """Weights with near-ties and negatives, and random restrictions."""
+    if kind % 3 == 0:  # near-ties: values on a coarse grid plus ~1e-9 noise
+        w = rng.integers(-2, 5, d) / 4 + rng.normal(scale=3e-9, size=d)
+    elif kind % 3 == 1:
+        w = rng.normal(size=d)
+    else:
+        w = rng.uniform(0, 1, d)
+    arms = rng.permutation(d)
+    q: dict = {"weights": w}
+    if kind % 4 >= 1:
+        q["include"] = [int(arms[0])] if rng.random() < 0.7 else []
+    if kind % 4 >= 2:
+        q["exclude"] = [int(a) for a in arms[1 : 1 + int(rng.integers(1, 3))]]
+    if kind % 5 == 4:
+        q["forbid_pairs"] = [(int(arms[3]), int(arms[4])), (int(arms[5]), int(arms[0]))]
+    return q
+
+
+def brute_force(actions: np.ndarray, q: dict) -> float | None:
+    ok = np.ones(len(actions), bool)
+    for i in q.get("include", ()):
+        ok &= actions[:, i]
+    for i in q.get("exclude", ()):
+        ok &= ~actions[:, i]
+    for i, j in q.get("forbid_pairs", ()):
+        ok &= ~(actions[:, i] & actions[:, j])
+    if not ok.any():
+        return None
+    return float((actions[ok] @ q["weights"]).max())
+
+
+def check_answer(space: cm.ActionSpace, q: dict, answer, best: float | None) -> None:
+    if best is None:
+        assert answer is None, "the query is infeasible but an action was returned"
+        return
+    assert answer is not None, "a feasible query returned None"
+    assert answer.dtype == bool and answer.shape == (space.d,)
+    assert space.contains(answer)
+    assert answer[list(q.get("include", ()))].all()
+    assert not answer[list(q.get("exclude", ()))].any()
+    for i, j in q.get("forbid_pairs", ()):
+        assert not (answer[i] and answer[j])
+    value = float(q["weights"] @ answer)
+    assert value >= best - 1e-9 * (1 + abs(best)), f"value {value} < optimum {best}"
+
+
+@pytest.mark.parametrize("family", sorted(SPACES))
+@pytest.mark.parametrize("backend", [_backend_param(b) for b in BACKENDS])
+def test_linear_queries_match_brute_force(backend: str, family: str) -> None:
+    oracle = oracle_for(backend, family)
+    space = oracle.space
+    actions = space.enumerate()
+    rng = np.random.default_rng(abs(hash(family)) % 2**32)
+    n_queries = 8 if backend.startswith(("pulp", "scip")) else 24
+    answered = 0
+    for kind in range(n_queries):
+        q = random_query(rng, space.d, kind)
+        try:
+            answer = oracle.argmax(**q)
+        except cm.UnsupportedQuery:
+            assert backend in MAY_DECLINE
+            continue
+        check_answer(space, q, answer, brute_force(actions, q))
+        answered += 1
+    assert oracle.ledger.queries >= answered
+    if backend not in MAY_DECLINE:
+        assert answered == n_queries
+
+
+@pytest.mark.parametrize("backend", [_backend_param(b) for b in ["highs", "auto", "enumerate"]])
+def test_batch_matches_single_queries_and_counts_one_round(backend: str) -> None:
+    oracle = cm.make_oracle(SPACES["spanning-trees"](), backend)
+    rng = np.random.default_rng(1)
+    queries = [random_query(rng, oracle.space.d, k) for k in range(10)]
+    answers = oracle.argmax_batch([dict(q, kind="linear") for q in queries])
+    assert oracle.ledger.queries == 10 and oracle.ledger.rounds == 1
+    actions = oracle.space.enumerate()
+    for q, a in zip(queries, answers, strict=True):
+        check_answer(oracle.space, q, a, brute_force(actions, q))
+
+
+def test_combinatorial_declines_what_it_cannot_answer_exactly() -> None:
+    paths = cm.make_oracle(SPACES["paths-cyclic-undirected"](), "combinatorial")
+    with pytest.raises(cm.UnsupportedQuery, match="NP-hard"):
+        paths.argmax(np.ones(paths.d))
+    card = cm.make_oracle(SPACES["cardinality"](), "combinatorial")
+    with pytest.raises(cm.UnsupportedQuery, match="forbid_pairs"):
+        card.argmax(np.ones(8), forbid_pairs=[(0, 1)])
+    constrained = cm.make_oracle(SPACES["with-constraint"](), "combinatorial")
+    with pytest.raises(cm.UnsupportedQuery):
+        constrained.argmax(np.ones(8))
+
+
+def test_auto_routes_to_the_cheapest_exact_method() -> None:
+    auto = cm.make_oracle(cm.Cardinality(30, 4), "auto")
+    auto.argmax(np.linspace(0, 1, 30))
+    auto.argmax(np.linspace(0, 1, 30), forbid_pairs=[(28, 29)])
+    assert auto.routes["combinatorial"] == 1
+    assert auto.routes["highs"] == 1  # 31k actions: past the enumeration cap
+    dag = cm.make_oracle(SPACES["paths-dag"](), "auto")
+    dag.argmax(np.ones(dag.d), forbid_pairs=[(0, 1)])
+    assert dag.routes["enumerate"] == 1
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.floats(-1, 1, allow_nan=False), min_size=9, max_size=9),
+    st.sets(st.integers(0, 8), max_size=2),
+    st.sets(st.integers(0, 8), max_size=3),
+)
+def test_property_highs_equals_brute_force_on_partition(weights, include, exclude) -> None:
+    oracle = oracle_for("highs", "partition")
+    q = {"weights": np.array(weights), "include": sorted(include), "exclude": sorted(exclude)}
+    check_answer(oracle.space, q, oracle.argmax(**q), brute_force(oracle.space.enumerate(), q))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.floats(-1, 1, allow_nan=False), min_size=12, max_size=12), st.sets(st.integers(0, 11), max_size=2))
+def test_property_lazy_cuts_give_simple_paths(weights, exclude) -> None:
+    oracle = oracle_for("highs", "paths-cyclic-undirected")
+    q = {"weights": np.array(weights), "exclude": sorted(exclude)}
+    check_answer(oracle.space, q, oracle.argmax(**q), brute_force(oracle.space.enumerate(), q))
+
+
+BAD_QUERIES = [
+    ({"weights": np.ones(3)}, "shape"),
+    ({"weights": np.r_[np.ones(7), np.nan]}, "finite"),
+    ({"weights": np.ones(8), "include": [8]}, "out of range"),
+    ({"weights": np.ones(8), "exclude": [-1]}, "out of range"),
+    ({"weights": np.ones(8), "include": [1.5]}, "integer"),
+    ({"weights": np.ones(8), "forbid_pairs": [(1, 1)]}, "two different arms"),
+    ({"weights": np.ones(8), "forbid_pairs": [(1, 2, 3)]}, "pairs"),
+]
+
+
+@pytest.mark.parametrize("backend", ["highs", "enumerate", "combinatorial", "auto"])
+@pytest.mark.parametrize(("query", "message"), BAD_QUERIES)
+def test_bad_queries_raise_clear_errors(backend: str, query: dict, message: str) -> None:
+    oracle = oracle_for(backend, "cardinality")
+    with pytest.raises(ValueError, match=message):
+        oracle.argmax(**query)
+
+
+BAD_NORM = [
+    ({"mu": np.ones(8), "M": np.eye(7), "f": 1.0}, "shape"),
+    ({"mu": np.ones(8), "M": np.triu(np.ones((8, 8))), "f": 1.0}, "symmetric"),
+    ({"mu": np.ones(8), "M": np.eye(8), "f": -1.0}, "f must be"),
+    ({"mu": np.ones(8), "M": np.eye(8), "f": 1.0, "sign": 0}, "sign"),
+]
+
+
+@pytest.mark.parametrize(("query", "message"), BAD_NORM)
+def test_bad_norm_queries_raise_clear_errors(query: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        oracle_for("enumerate", "cardinality").argmax_norm(**query)
+
+
+def test_contradictory_restrictions_return_none_and_are_counted() -> None:
+    oracle = oracle_for("highs", "cardinality")
+    before = oracle.ledger.queries
+    assert oracle.argmax(np.ones(8), include=[1], exclude=[1]) is None
+    assert oracle.argmax(np.ones(8), include=[1, 2], forbid_pairs=[(1, 2)]) is None
+    assert oracle.argmax(np.ones(8), include=[0, 1, 2, 3]) is None  # more than m arms
+    assert oracle.ledger.queries == before + 3
+
+
+def test_make_oracle_rejects_unknown_backends() -> None:
+    space = cm.Cardinality(3, 1)
+    with pytest.raises(ValueError, match="unknown oracle backend"):
+        cm.make_oracle(space, "gurobi")
+    with pytest.raises(ValueError, match="takes no solver"):
+        cm.make_oracle(space, "highs:foo")
+
+
+def test_compiled_model_can_be_inspected(tmp_path) -> None:
+    oracle = cm.make_oracle(SPACES["spanning-trees"](), "highs")
+    oracle.argmax(np.ones(oracle.d))  # triggers lazy cuts
+    text = oracle.model_text()
+    assert "a0" in text and "a11" in text
+    path = oracle.write_model(tmp_path / "trees.mps")
+    assert path.stat().st_size > 0
