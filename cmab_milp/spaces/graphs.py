@@ -253,11 +253,9 @@ class STPaths(_GraphSpace):
         if self.directed:
             out_deg = np.bincount(tail, minlength=self.n_nodes)
             in_deg = np.bincount(head, minlength=self.n_nodes)
-            if out_deg[self.s] != 1 or in_deg[self.s] != 0:
-                return False
-            if in_deg[self.t] != 1 or out_deg[self.t] != 0:
-                return False
-            if (out_deg > 1).any() or (in_deg > 1).any():
+            balance = np.zeros(self.n_nodes, np.int64)
+            balance[self.s], balance[self.t] = 1, -1
+            if in_deg[self.s] != 0 or (out_deg - in_deg != balance).any() or (in_deg > 1).any():
                 return False
         else:
             deg = np.bincount(np.concatenate([tail, head]), minlength=self.n_nodes)
