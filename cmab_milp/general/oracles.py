@@ -1,0 +1,377 @@
+"""Oracles for distribution indices: maximise ``E[r(a, Y)]`` with ``Y_i ~ pmf[i]`` independent.
+
+A :class:`DistributionOracle` is an :class:`~cmab_milp.oracles.base.Oracle`:
+it keeps the same :class:`~cmab_milp.oracles.base.Ledger`, honours the same
+``include`` / ``exclude`` / ``forbid_pairs`` restrictions, answers batches
+concurrently as one adaptivity round (``argmax_batch`` with
+``kind="index"``), and forwards linear queries (e.g. the "most unobserved
+arms" query of the policies) to an inner linear oracle, counted in its own
+ledger. Methods for the index queries:
+
+``"enumerate"``
+    exact: every action of ``space.enumerate()``, expectations vectorised.
+``"branch_bound"``
+    exact, for rewards that depend symmetrically on the selected outcomes and
+    never drop when an arm is added (sum-based on a lattice grid, K-MAX), on
+    :class:`~cmab_milp.spaces.Cardinality` and
+    :class:`~cmab_milp.spaces.PartitionMatroid`: depth-first search over arms
+    sorted by mean, pruned by the value of the current set plus as many copies
+    as slots remain of the *upper envelope* of the remaining arms (pointwise
+    minimum CDF, which stochastically dominates each of them).
+``"greedy"``
+    approximate, for monotone submodular rewards: add the arm of largest
+    marginal gain while the set stays feasible. ``alpha = 1 - 1/e`` on
+    Cardinality, ``1/2`` on partition and graphic matroids (Algorithm 5's
+    setting).
+``"auto"``
+    ``"enumerate"`` when the space has at most ``max_actions`` actions, else
+    ``"branch_bound"`` where it applies.
+
+Example
+-------
+>>> import numpy as np
+>>> import cmab_milp as cm
+>>> from cmab_milp.general import OutcomeGrid
+>>> grid = OutcomeGrid([0.0, 1.0])
+>>> pmf = np.array([[0.9, 0.1], [0.5, 0.5], [0.4, 0.6], [0.0, 1.0]])
+>>> oracle = DistributionOracle(cm.Cardinality(4, 2), "max", grid, method="branch_bound")
+>>> np.flatnonzero(oracle.argmax_index(pmf, exclude=[3])).tolist()
+[1, 2]
+>>> oracle.ledger.queries
+1
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..oracles import Oracle, OracleError, make_oracle
+from ..oracles.base import LinearQuery, NormQuery, _Restrictions, _restrictions
+from ..spaces import Cardinality, GraphicMatroid, PartitionMatroid
+from ..spaces.base import ActionSpace
+from .grid import OutcomeGrid
+from .rewards import Reward, _check_pmf, make_reward
+
+__all__ = ["METHODS", "DistributionOracle", "IndexQuery"]
+
+METHODS = ("auto", "enumerate", "branch_bound", "greedy")
+
+#: Search nodes after which branch-and-bound gives up with an ``OracleError``.
+MAX_NODES = 2_000_000
+
+#: Actions scored per vectorised block by the enumeration method (bounds memory).
+_BLOCK = 4096
+
+
+@dataclass(frozen=True)
+class IndexQuery:
+    """Maximise ``E[r(a, Y)]``, ``Y_i ~ pmf[i]`` independent, under restrictions."""
+
+    pmf: np.ndarray
+    restrictions: _Restrictions
+
+
+def _greedy_alpha(space: ActionSpace) -> float | None:
+    if isinstance(space, Cardinality):
+        return 1.0 - 1.0 / math.e
+    if isinstance(space, (PartitionMatroid, GraphicMatroid)):
+        return 0.5
+    return None
+
+
+class DistributionOracle(Oracle):
+    """Restricted argmax of the expected reward under a product of per-arm distributions.
+
+    Parameters
+    ----------
+    space : ActionSpace
+    reward : str, callable or Reward
+        See :func:`~cmab_milp.general.rewards.make_reward`.
+    grid : OutcomeGrid
+        The values every ``pmf`` row is over.
+    method : str
+        One of :data:`METHODS`.
+    linear : str or Oracle
+        Backend answering linear queries (default ``"enumerate"`` when the
+        method enumerates, else ``"highs"``).
+    max_actions : int
+        Enumeration cap of ``"auto"`` and ``"enumerate"``.
+    """
+
+    name = "distribution"
+
+    def __init__(
+        self,
+        space: ActionSpace,
+        reward: Any,
+        grid: OutcomeGrid,
+        method: str = "auto",
+        linear: str | Oracle | None = None,
+        max_actions: int = 200_000,
+    ):
+        super().__init__(space)
+        if not isinstance(grid, OutcomeGrid):
+            raise ValueError(f"grid must be an OutcomeGrid, got {type(grid).__name__}")
+        if method not in METHODS:
+            raise ValueError(f"unknown distribution-oracle method {method!r}; choose from {METHODS}")
+        self.reward: Reward = make_reward(reward)
+        self.grid = grid
+        self.max_actions = int(max_actions)
+        self.method = self._resolve(method)
+        self.name = f"distribution:{self.method}"
+        self.alpha = 1.0
+        if self.method == "greedy":
+            alpha = _greedy_alpha(space)
+            if alpha is None:
+                raise ValueError(
+                    "the greedy oracle needs a Cardinality, PartitionMatroid or GraphicMatroid space, "
+                    f"got {type(space).__name__}"
+                )
+            if not getattr(self.reward, "submodular", False):
+                raise ValueError(
+                    f"the greedy oracle's guarantee needs a submodular reward; {self.reward.name!r} is not"
+                )
+            self.alpha = alpha
+        if self.method in ("branch_bound", "greedy") and not self.reward.accumulates(grid):
+            raise ValueError(
+                f"method {self.method!r} needs a sum-based reward on a lattice grid or 'max'; "
+                f"got {self.reward.name!r} on {grid!r}"
+            )
+        if self.method == "branch_bound" and not isinstance(space, (Cardinality, PartitionMatroid)):
+            raise ValueError(
+                f"branch_bound supports Cardinality and PartitionMatroid spaces, got {type(space).__name__}"
+            )
+        if self.method == "enumerate":
+            self.actions = space.enumerate(self.max_actions)
+        if linear is None:
+            linear = "enumerate" if self.method == "enumerate" else "highs"
+        self.linear = make_oracle(space, linear)
+
+    def _resolve(self, method: str) -> str:
+        if method != "auto":
+            return method
+        bound = self.space.count_upper_bound()
+        if bound is not None and bound <= self.max_actions:
+            return "enumerate"
+        structured = isinstance(self.space, (Cardinality, PartitionMatroid)) and self.reward.accumulates(self.grid)
+        if structured:
+            return "branch_bound"
+        try:
+            self.space.enumerate(self.max_actions)
+        except ValueError:
+            raise ValueError(
+                f"no exact distribution oracle for {self.space!r} with reward {self.reward.name!r}: "
+                f"more than {self.max_actions} actions and no structure to search (use method='greedy' "
+                "on a matroid with a submodular reward, or raise max_actions)"
+            ) from None
+        return "enumerate"
+
+    # ----------------------------------------------------------- public API
+    def argmax_index(
+        self,
+        pmf: Any,
+        include: Sequence[int] = (),
+        exclude: Sequence[int] = (),
+        forbid_pairs: Sequence[tuple[int, int]] = (),
+    ) -> np.ndarray | None:
+        """An action maximising ``E[r(a, Y)]`` with ``Y_i ~ pmf[i]`` under the restrictions, or ``None``."""
+        query = self.index_query(pmf, include, exclude, forbid_pairs)
+        start = time.perf_counter()
+        answer = self._answer(query)
+        self.ledger.record(1, time.perf_counter() - start)
+        return answer
+
+    def expected(self, actions: Any, pmf: Any) -> np.ndarray:
+        """``E[r(a, Y)]`` for the rows of ``actions`` (not an oracle query: not counted)."""
+        return self.reward.expected(actions, self.grid, pmf)
+
+    def index_query(self, pmf: Any, include: Any = (), exclude: Any = (), forbid_pairs: Any = ()) -> IndexQuery:
+        p = _check_pmf(pmf, self.grid)
+        if p.shape[0] != self.d:
+            raise ValueError(f"pmf must have {self.d} rows (one per arm), got {p.shape[0]}")
+        return IndexQuery(p, _restrictions(self.d, include, exclude, forbid_pairs))
+
+    def _parse_batch_entry(self, k: int, entry: Mapping[str, Any]) -> Any:
+        if isinstance(entry, Mapping) and entry.get("kind") == "index":
+            args = {key: v for key, v in entry.items() if key != "kind"}
+            try:
+                return self.index_query(**args)
+            except TypeError as exc:
+                raise ValueError(f"batch query {k}: {exc}") from None
+        return super()._parse_batch_entry(k, entry)
+
+    # ------------------------------------------------------------ dispatch
+    def _answer(self, query: Any) -> np.ndarray | None:
+        if not isinstance(query, IndexQuery):
+            return super()._answer(query)
+        if query.restrictions.trivially_infeasible():
+            return None
+        if self.method == "enumerate":
+            return self._enumerate(query)
+        if self.method == "branch_bound":
+            return self._branch_bound(query)
+        return self._greedy(query)
+
+    def _linear(self, query: LinearQuery) -> np.ndarray | None:
+        return self.linear._answer(query)
+
+    def _norm(self, query: NormQuery) -> np.ndarray | None:
+        return self.linear._answer(query)
+
+    # ----------------------------------------------------------- enumerate
+    def _enumerate(self, query: IndexQuery) -> np.ndarray | None:
+        mask = query.restrictions.mask(self.actions)
+        rows = np.arange(len(self.actions)) if mask is None else np.flatnonzero(mask)
+        if rows.size == 0:
+            return None
+        best_row, best_value = -1, -np.inf
+        for start in range(0, rows.size, _BLOCK):
+            block = rows[start : start + _BLOCK]
+            values = self.reward._expected(self.actions[block], self.grid, query.pmf)
+            k = int(np.argmax(values))
+            if values[k] > best_value:
+                best_row, best_value = int(block[k]), float(values[k])
+        return self.actions[best_row].copy()
+
+    # -------------------------------------------------- shared set helpers
+    def _capacity(self, chosen: list[int]) -> tuple[Any, int]:
+        """Remaining capacity (per block for partition matroids) and the total slots."""
+        space = self.space
+        if isinstance(space, PartitionMatroid):
+            used = np.bincount(space.block_of[chosen], minlength=len(space.blocks)) if chosen else 0
+            left = np.asarray(space.capacities) - used
+            return left, int(np.maximum(left, 0).sum())
+        return None, space.m - len(chosen)
+
+    def _fits(self, chosen: list[int], left: Any, arm: int) -> bool:
+        space = self.space
+        if isinstance(space, PartitionMatroid):
+            return left[space.block_of[arm]] > 0
+        if isinstance(space, Cardinality):
+            return len(chosen) < space.m
+        trial = np.zeros(self.d, bool)
+        trial[[*chosen, arm]] = True
+        return space.contains(trial)
+
+    def _final_ok(self, chosen: list[int]) -> bool:
+        if isinstance(self.space, Cardinality) and self.space.exact:
+            return len(chosen) == self.space.m
+        return True
+
+    def _start(self, query: IndexQuery) -> tuple[list[int], list[int]] | None:
+        """Included arms and the candidate arms compatible with them (None: infeasible)."""
+        r = query.restrictions
+        chosen = list(r.include)
+        trial = np.zeros(self.d, bool)
+        trial[chosen] = True
+        if chosen and not self.space.contains(trial) and not isinstance(self.space, Cardinality):
+            return None
+        if isinstance(self.space, Cardinality) and len(chosen) > self.space.m:
+            return None
+        banned = set(r.include) | set(r.exclude)
+        for i, j in r.forbid_pairs:
+            if i in r.include:
+                banned.add(j)
+            if j in r.include:
+                banned.add(i)
+        candidates = [i for i in range(self.d) if i not in banned]
+        return chosen, candidates
+
+    def _action(self, chosen: list[int]) -> np.ndarray:
+        a = np.zeros(self.d, bool)
+        a[chosen] = True
+        return a
+
+    # ------------------------------------------------------- branch & bound
+    def _branch_bound(self, query: IndexQuery) -> np.ndarray | None:
+        start = self._start(query)
+        if start is None:
+            return None
+        chosen, cands = start
+        reward, grid, pmf = self.reward, self.grid, query.pmf
+        means = pmf[cands] @ grid.values
+        cands = [cands[k] for k in np.argsort(-means, kind="stable")]
+        cdf = np.cumsum(pmf, axis=1)
+        # suffix upper envelopes: envelope[j] dominates every arm of cands[j:]
+        envelope = np.ones((len(cands) + 1, len(grid)))
+        for j in range(len(cands) - 1, -1, -1):
+            envelope[j] = np.minimum(envelope[j + 1], cdf[cands[j]])
+        envelope_pmf = np.clip(np.diff(envelope, axis=1, prepend=0.0), 0.0, None)
+        envelope_pmf[len(cands)] = 0.0
+        pairs = {}
+        for i, j in query.restrictions.forbid_pairs:
+            pairs.setdefault(i, set()).add(j)
+            pairs.setdefault(j, set()).add(i)
+
+        state = reward.start(grid, 1)
+        for arm in chosen:
+            state = reward.add(state, grid, pmf[arm][None, :])
+        best: list[Any] = [None, -np.inf]
+        nodes = [0]
+
+        def bound(state: np.ndarray, j: int, slots: int) -> float:
+            if j >= len(cands) or slots <= 0:
+                return float(reward.value(state, grid)[0])
+            s = state
+            row = envelope_pmf[j][None, :]
+            for _ in range(min(slots, len(cands) - j)):
+                s = reward.add(s, grid, row)
+            return float(reward.value(s, grid)[0])
+
+        def search(chosen: list[int], state: np.ndarray, j: int) -> None:
+            nodes[0] += 1
+            if nodes[0] > MAX_NODES:
+                raise OracleError(f"branch_bound explored more than {MAX_NODES} nodes; use method='greedy'")
+            if self._final_ok(chosen):
+                value = float(reward.value(state, grid)[0])
+                if value > best[1]:
+                    best[0], best[1] = list(chosen), value
+            left, slots = self._capacity(chosen)
+            if slots <= 0:
+                return
+            blocked = set().union(*(pairs.get(i, ()) for i in chosen)) if pairs else set()
+            for c in range(j, len(cands)):
+                if bound(state, c, slots) <= best[1] + 1e-12:
+                    return
+                arm = cands[c]
+                if arm in blocked or not self._fits(chosen, left, arm):
+                    continue
+                search([*chosen, arm], reward.add(state, grid, pmf[arm][None, :]), c + 1)
+
+        search(chosen, state, 0)
+        return None if best[0] is None else self._action(best[0])
+
+    # ---------------------------------------------------------------- greedy
+    def _greedy(self, query: IndexQuery) -> np.ndarray | None:
+        start = self._start(query)
+        if start is None:
+            return None
+        chosen, cands = start
+        reward, grid, pmf = self.reward, self.grid, query.pmf
+        pairs = query.restrictions.forbid_pairs
+        state = reward.start(grid, 1)
+        for arm in chosen:
+            state = reward.add(state, grid, pmf[arm][None, :])
+        while True:
+            left, _ = self._capacity(chosen)
+            blocked = {j for i, j in pairs if i in chosen} | {i for i, j in pairs if j in chosen}
+            options = [c for c in cands if c not in chosen and c not in blocked and self._fits(chosen, left, c)]
+            if not options:
+                break
+            trial = reward.add(np.repeat(state, len(options), axis=0), grid, pmf[options])
+            k = int(np.argmax(reward.value(trial, grid)))
+            chosen.append(options[k])
+            state = trial[k : k + 1]
+        if not self._final_ok(chosen):
+            return None
+        return self._action(chosen)
+
+    def close(self) -> None:
+        super().close()
+        self.linear.close()

@@ -1,0 +1,391 @@
+"""Monotone reward functions ``r(a, y)`` and their exact expectations under independent arms.
+
+A reward maps an action ``a`` (bool, shape ``(d,)``) and outcomes ``y`` (shape
+``(n, d)``, values in ``[0, 1]``) to ``n`` rewards. Expectations are taken
+under a *product* of per-arm distributions given as a probability matrix
+``pmf`` of shape ``(d, G)`` over an :class:`~cmab_milp.general.grid.OutcomeGrid`,
+and are exact:
+
+- sum-based rewards ``g(sum_{i in a} y_i)`` (``"linear"``, ``"sqrt_sum"``,
+  ``"threshold:THETA"``, ``"exp_utility:LAMBDA"``): the distribution of the sum
+  by convolution over the achievable sums ``k/q`` of the grid's lattice;
+- ``"max"`` (K-MAX): order statistics, ``P(max <= v) = prod_i F_i(v)``;
+- any other monotone callable: enumeration of the product of the selected
+  arms' supports (only values with positive probability), refused past
+  :data:`MAX_PRODUCT` outcome vectors.
+
+Bounds ``L`` (``0 <= r <= L`` for actions of at most ``m`` arms):
+linear ``m``, sqrt_sum ``sqrt(m)``, max ``1``, threshold ``1``,
+exp_utility ``1 - exp(-LAMBDA m)``; a callable's ``L`` is what the user declares.
+
+Example
+-------
+>>> import numpy as np
+>>> grid = OutcomeGrid([0.0, 1.0])
+>>> pmf = np.array([[0.5, 0.5], [0.5, 0.5]])          # two fair coins
+>>> a = np.array([[True, True]])
+>>> make_reward("max").expected(a, grid, pmf).tolist()   # P(at least one 1)
+[0.75]
+>>> round(float(make_reward("sqrt_sum").expected(a, grid, pmf)[0]), 6)  # (2*1 + sqrt 2)/4
+0.853553
+"""
+
+from __future__ import annotations
+
+import itertools
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .grid import OutcomeGrid
+
+__all__ = [
+    "MAX_PRODUCT",
+    "CallableReward",
+    "LinearReward",
+    "MaxReward",
+    "Reward",
+    "SumReward",
+    "check_monotone",
+    "make_reward",
+]
+
+#: Largest product support (outcome vectors per action) that callable rewards enumerate.
+MAX_PRODUCT = 2_000_000
+
+
+def _padded_index(actions: np.ndarray) -> np.ndarray:
+    """``(n, width)`` table of each action's arms; unused slots hold ``-1``."""
+    sizes = actions.sum(axis=1)
+    width = max(1, int(sizes.max()) if len(sizes) else 1)
+    index = np.full((len(actions), width), -1, dtype=np.intp)
+    rows, cols = np.nonzero(actions)
+    slot = np.arange(len(rows)) - np.repeat(np.r_[0, np.cumsum(sizes)[:-1]], sizes).astype(np.intp)
+    index[rows, slot] = cols
+    return index
+
+
+def _as_actions(actions: Any, d: int) -> np.ndarray:
+    a = np.asarray(actions)
+    if a.ndim == 1:
+        a = a[None, :]
+    if a.ndim != 2 or a.shape[1] != d:
+        raise ValueError(f"actions must have shape (n, {d}) (or ({d},)), got {np.asarray(actions).shape}")
+    if a.dtype != bool:
+        if not np.isin(a, (0, 1)).all():
+            raise ValueError("actions must be 0/1 (or bool)")
+        a = a.astype(bool)
+    return a
+
+
+def _check_pmf(pmf: Any, grid: OutcomeGrid) -> np.ndarray:
+    p = np.asarray(pmf, dtype=float)
+    if p.ndim != 2 or p.shape[1] != len(grid):
+        raise ValueError(f"pmf must have shape (d, {len(grid)}) to match the grid, got {p.shape}")
+    if not np.isfinite(p).all() or (p < -1e-12).any():
+        raise ValueError("pmf must hold finite, non-negative probabilities")
+    if np.abs(p.sum(axis=1) - 1.0).max() > 1e-9:
+        raise ValueError("every row of pmf must sum to 1")
+    return p
+
+
+class Reward(ABC):
+    """A reward ``r(a, y)`` that is monotone in ``y`` (Assumption 1 of the paper)."""
+
+    name: str = "reward"
+    #: Whether ``a -> E[r(a, Y)]`` is submodular (greedy oracles rely on it).
+    submodular: bool = False
+
+    @abstractmethod
+    def realised(self, action: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """Rewards of one bool action for each outcome row of ``y`` (shape ``(n, d)`` -> ``(n,)``)."""
+
+    @abstractmethod
+    def bound(self, m: int) -> float:
+        """``L``: the largest reward of an action with at most ``m`` arms."""
+
+    def accumulates(self, grid: OutcomeGrid) -> bool:
+        """Whether :meth:`start` / :meth:`add` / :meth:`value` work on ``grid``.
+
+        True means the reward depends only on the outcomes of the selected arms,
+        symmetrically, and adding an arm never lowers it (outcomes are >= 0): the
+        structure that the branch-and-bound and greedy oracles exploit.
+        """
+        return False
+
+    def expected(self, actions: Any, grid: OutcomeGrid, pmf: Any) -> np.ndarray:
+        """Exact ``E[r(a, Y)]`` for each row ``a`` of ``actions``, ``Y_i ~ pmf[i]`` independent."""
+        p = _check_pmf(pmf, grid)
+        acts = _as_actions(actions, p.shape[0])
+        return self._expected(acts, grid, p)
+
+    def _expected(self, actions: np.ndarray, grid: OutcomeGrid, pmf: np.ndarray) -> np.ndarray:
+        if self.accumulates(grid):
+            index = _padded_index(actions)
+            state = self.start(grid, len(actions))
+            for slot in range(index.shape[1]):
+                arms = index[:, slot]
+                active = arms >= 0
+                state = self.add(state, grid, pmf[np.where(active, arms, 0)], active)
+            return self.value(state, grid)
+        return np.array([_enumerate_expectation(self, a, grid, pmf) for a in actions])
+
+    # Accumulator protocol (only when ``accumulates(grid)``): a batch of n partial
+    # actions, each extended one arm at a time.
+    def start(self, grid: OutcomeGrid, n: int) -> np.ndarray:
+        raise NotImplementedError
+
+    def add(self, state: np.ndarray, grid: OutcomeGrid, rows: np.ndarray, active: Any = None) -> np.ndarray:
+        raise NotImplementedError
+
+    def value(self, state: np.ndarray, grid: OutcomeGrid) -> np.ndarray:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+
+def _enumerate_expectation(reward: Reward, action: np.ndarray, grid: OutcomeGrid, pmf: np.ndarray) -> float:
+    """``E[r(a, Y)]`` by listing the product of the selected arms' positive-probability values."""
+    arms = np.flatnonzero(action)
+    if arms.size == 0:
+        return float(reward.realised(action, np.zeros((1, pmf.shape[0])))[0])
+    supports = [np.flatnonzero(pmf[i] > 0) for i in arms]
+    size = int(np.prod([len(s) for s in supports], dtype=float))
+    if size > MAX_PRODUCT:
+        raise ValueError(
+            f"the expected reward of {reward.name!r} needs {size} outcome vectors for this action "
+            f"(more than MAX_PRODUCT={MAX_PRODUCT}); use a sum- or max-based reward or fewer values"
+        )
+    combos = np.array(list(itertools.product(*supports)), dtype=np.intp).reshape(size, len(arms))
+    y = np.zeros((size, pmf.shape[0]))
+    y[:, arms] = grid.values[combos]
+    prob = np.prod(pmf[arms[None, :], combos], axis=1)
+    return float(prob @ np.asarray(reward.realised(action, y), dtype=float))
+
+
+class SumReward(Reward):
+    """``r(a, y) = g(sum_{i in a} y_i)`` for a non-decreasing ``g`` on ``[0, inf)``.
+
+    Parameters
+    ----------
+    g : callable
+        Vectorised, non-decreasing (checked on ``[0, 64]``).
+    name : str
+    bound : callable ``m -> L``, optional
+        Default ``g(m)`` (``g >= 0`` is checked, and ``g`` is non-decreasing).
+    concave : bool
+        Declare ``g`` concave: the expected reward is then submodular in the
+        action (``E[g(sum)]`` with non-negative outcomes), as greedy oracles need.
+
+    >>> r = SumReward(np.sqrt, "sqrt_sum")
+    >>> r.realised(np.array([True, False, True]), np.array([[0.25, 1.0, 0.0]])).tolist()
+    [0.5]
+    """
+
+    def __init__(
+        self,
+        g: Callable[[np.ndarray], np.ndarray],
+        name: str = "sum",
+        bound: Callable | None = None,
+        concave: bool = False,
+    ):
+        if not callable(g):
+            raise ValueError(f"g must be callable, got {type(g).__name__}")
+        probe = np.linspace(0.0, 64.0, 6401)
+        gv = np.asarray(g(probe), dtype=float)
+        if gv.shape != probe.shape or not np.isfinite(gv).all():
+            raise ValueError(f"g of reward {name!r} must map an array of sums to finite values of the same shape")
+        if (np.diff(gv) < -1e-12).any():
+            raise ValueError(f"g of reward {name!r} must be non-decreasing (the reward must be monotone)")
+        if gv[0] < -1e-12:
+            raise ValueError(f"g of reward {name!r} must be >= 0 (rewards lie in [0, L])")
+        self.g = g
+        self.name = name
+        self._bound = bound
+        self.submodular = bool(concave)
+
+    def realised(self, action: np.ndarray, y: np.ndarray) -> np.ndarray:
+        y = np.atleast_2d(np.asarray(y, dtype=float))
+        return np.asarray(self.g(y[:, np.asarray(action, bool)].sum(axis=1)), dtype=float)
+
+    def bound(self, m: int) -> float:
+        return float(self._bound(m)) if self._bound is not None else float(self.g(np.array([float(m)]))[0])
+
+    def accumulates(self, grid: OutcomeGrid) -> bool:
+        return grid.denominator is not None
+
+    def start(self, grid: OutcomeGrid, n: int) -> np.ndarray:
+        state = np.zeros((n, 1))
+        state[:, 0] = 1.0  # the empty sum is 0 with probability 1
+        return state
+
+    def add(self, state: np.ndarray, grid: OutcomeGrid, rows: np.ndarray, active: Any = None) -> np.ndarray:
+        units = grid.units
+        width = state.shape[1]
+        new = np.zeros((state.shape[0], width + int(units[-1])))
+        for k, u in enumerate(units):
+            new[:, u : u + width] += state * rows[:, k : k + 1]
+        if active is not None:
+            keep = ~np.asarray(active, bool)
+            if keep.any():
+                new[keep] = 0.0
+                new[keep, :width] = state[keep]
+        return new
+
+    def value(self, state: np.ndarray, grid: OutcomeGrid) -> np.ndarray:
+        sums = np.arange(state.shape[1]) / grid.denominator
+        return state @ np.asarray(self.g(sums), dtype=float)
+
+
+class LinearReward(SumReward):
+    """``r(a, y) = sum_{i in a} y_i``; its expectation is the sum of means (any grid)."""
+
+    def __init__(self):
+        super().__init__(lambda s: np.asarray(s, dtype=float), "linear", bound=float, concave=True)
+
+    def _expected(self, actions: np.ndarray, grid: OutcomeGrid, pmf: np.ndarray) -> np.ndarray:
+        return actions.astype(float) @ (pmf @ grid.values)
+
+
+class MaxReward(Reward):
+    """K-MAX: ``r(a, y) = max_{i in a} y_i`` (0 for the empty action); ``L = 1``."""
+
+    name = "max"
+    submodular = True
+
+    def realised(self, action: np.ndarray, y: np.ndarray) -> np.ndarray:
+        y = np.atleast_2d(np.asarray(y, dtype=float))
+        sel = y[:, np.asarray(action, bool)]
+        return sel.max(axis=1) if sel.shape[1] else np.zeros(len(y))
+
+    def bound(self, m: int) -> float:
+        return 1.0
+
+    def accumulates(self, grid: OutcomeGrid) -> bool:
+        return True
+
+    def start(self, grid: OutcomeGrid, n: int) -> np.ndarray:
+        # column 0: P(max < smallest grid value), columns 1..G: P(max <= v_k)
+        return np.ones((n, len(grid) + 1))
+
+    def add(self, state: np.ndarray, grid: OutcomeGrid, rows: np.ndarray, active: Any = None) -> np.ndarray:
+        factor = np.concatenate([np.zeros((len(rows), 1)), np.minimum(np.cumsum(rows, axis=1), 1.0)], axis=1)
+        if active is not None:
+            factor[~np.asarray(active, bool)] = 1.0
+        return state * factor
+
+    def value(self, state: np.ndarray, grid: OutcomeGrid) -> np.ndarray:
+        return np.diff(state, axis=1) @ grid.values
+
+
+class CallableReward(Reward):
+    """A user reward ``f(a, y)``: ``a`` bool ``(d,)``, ``y`` ``(n, d)`` -> ``(n,)``, monotone in ``y``.
+
+    Its expectation enumerates the product support, so keep actions small.
+
+    >>> r = CallableReward(lambda a, y: y[:, a].min(axis=1), name="min", bound=1.0)
+    >>> r.realised(np.array([True, True]), np.array([[0.2, 0.7]])).tolist()
+    [0.2]
+    """
+
+    def __init__(self, f: Callable[[np.ndarray, np.ndarray], Any], name: str | None = None, bound: float | None = None):
+        if not callable(f):
+            raise ValueError(f"reward must be a name or a callable, got {type(f).__name__}")
+        self.f = f
+        self.name = name or getattr(f, "__name__", "callable")
+        self._bound = None if bound is None else float(bound)
+
+    def realised(self, action: np.ndarray, y: np.ndarray) -> np.ndarray:
+        y = np.atleast_2d(np.asarray(y, dtype=float))
+        out = np.asarray(self.f(np.asarray(action, bool), y), dtype=float)
+        if out.shape != (len(y),):
+            raise ValueError(
+                f"reward callable {self.name!r} must map (action (d,), y (n, d)) to shape (n,), "
+                f"got shape {out.shape} for n={len(y)}"
+            )
+        return out
+
+    def bound(self, m: int) -> float:
+        """The declared ``L`` (``nan`` when none was declared)."""
+        return float("nan") if self._bound is None else self._bound
+
+
+_NAMED: dict[str, Callable[[], Reward]] = {
+    "linear": LinearReward,
+    "sqrt_sum": lambda: SumReward(np.sqrt, "sqrt_sum", bound=lambda m: float(np.sqrt(m)), concave=True),
+    "max": MaxReward,
+}
+
+
+def _parametrised(name: str, arg: str) -> Reward:
+    try:
+        x = float(arg)
+    except ValueError:
+        raise ValueError(f"reward {name!r} needs a number after ':', got {arg!r}") from None
+    if name == "threshold":
+        if not x > 0:
+            raise ValueError(f"threshold must be > 0, got {x}")
+        return SumReward(lambda s: (np.asarray(s) >= x - 1e-9).astype(float), f"threshold:{arg}", bound=lambda m: 1.0)
+    if name == "exp_utility":
+        if not x > 0:
+            raise ValueError(f"exp_utility needs LAMBDA > 0, got {x}")
+        return SumReward(lambda s: 1.0 - np.exp(-x * np.asarray(s)), f"exp_utility:{arg}", concave=True)
+    raise ValueError(f"unknown reward {name!r}")
+
+
+def make_reward(spec: Any) -> Reward:
+    """A :class:`Reward` from a name, ``"threshold:THETA"``, ``"exp_utility:LAMBDA"``, a callable or a Reward.
+
+    ``"threshold:THETA"`` is ``1{sum >= THETA}`` (a K-SUM-style success
+    probability); ``"exp_utility:LAMBDA"`` is the expected utility ``1 - exp(-LAMBDA sum)``.
+
+    >>> make_reward("threshold:1.5").name
+    'threshold:1.5'
+    """
+    if isinstance(spec, Reward):
+        return spec
+    if isinstance(spec, str):
+        if spec in _NAMED:
+            return _NAMED[spec]()
+        name, sep, arg = spec.partition(":")
+        if sep and name in ("threshold", "exp_utility"):
+            return _parametrised(name, arg)
+        raise ValueError(
+            f"unknown reward {spec!r}; use one of {sorted(_NAMED)}, 'threshold:THETA', "
+            "'exp_utility:LAMBDA', a callable f(a, y) or a Reward"
+        )
+    if callable(spec):
+        return CallableReward(spec)
+    raise ValueError(f"reward must be a name, a callable or a Reward, got {type(spec).__name__}")
+
+
+def check_monotone(reward: Reward, d: int, grid: OutcomeGrid, seed: int = 0, samples: int = 256) -> None:
+    """Raise ``ValueError`` if ``reward`` decreases when an outcome increases, on random samples.
+
+    Draws random actions and pairs ``y <= y'`` on the grid (plus the all-lowest
+    and all-highest outcomes) and checks ``r(a, y) <= r(a, y')``.
+
+    >>> check_monotone(make_reward("max"), 4, OutcomeGrid([0.1, 0.5, 1.0]))
+    >>> check_monotone(CallableReward(lambda a, y: -y[:, a].sum(axis=1)), 3, OutcomeGrid([0.0, 1.0]))
+    ... # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: reward '<lambda>' is not monotone in the outcomes: ...
+    """
+    rng = np.random.default_rng(seed)
+    v = grid.values
+    for k in range(samples):
+        action = rng.random(d) < 0.5 if k else np.ones(d, bool)
+        lo = rng.integers(0, len(v), size=d)
+        hi = lo + rng.integers(0, len(v) - lo)
+        y = np.stack([v[lo], v[hi], np.full(d, v[0]), np.full(d, v[-1])])
+        r = reward.realised(action, y)
+        if r[0] > r[1] + 1e-9 or r[2] > r[3] + 1e-9:
+            raise ValueError(
+                f"reward {reward.name!r} is not monotone in the outcomes: for action "
+                f"{np.flatnonzero(action).tolist()}, raising y from {y[0].tolist()} to {y[1].tolist()} "
+                f"changes the reward from {r[0]:g} to {r[1]:g}"
+            )
