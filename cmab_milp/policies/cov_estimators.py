@@ -113,23 +113,22 @@ class CovarianceEstimator:
         self.sums[arms] += np.asarray(sums, dtype=float)[arms]
         self.outer_sums[block] += np.asarray(outer, dtype=float)[block]
 
-    def add_stats(self, actions: np.ndarray, stats: Any) -> None:
-        """Add a :class:`FeedbackStats` of a stretch cycling through the rows of ``actions``.
+    def add_stats(self, stats: Any, actions: np.ndarray | None = None) -> None:
+        """Add a :class:`~cmab_milp.environments.base.FeedbackStats` of a stretch.
 
-        Needs its ``sum``, ``outer`` and ``counts``, plus ``pairs`` when the
-        cycle holds more than one action.
+        Uses its ``counts``, ``sum`` and ``outer``, and its ``pairs`` (the pair
+        counts); without ``pairs``, ``actions`` must be the single action held
+        during the stretch.
         """
-        acts = np.asarray(actions, dtype=bool)
-        if acts.ndim == 1:
-            acts = acts[None, :]
         if stats.sum is None or stats.outer is None:
             raise ValueError("the feedback statistics must include 'sum' and 'outer'")
-        if len(acts) == 1:
-            pairs = np.outer(acts[0], acts[0]).astype(np.int64) * int(stats.rounds)
-        elif stats.pairs is not None:
+        if stats.pairs is not None:
             pairs = stats.pairs
+        elif actions is not None and np.asarray(actions).reshape(-1, self.d).shape[0] == 1:
+            held = np.asarray(actions, dtype=bool).reshape(self.d)
+            pairs = np.outer(held, held).astype(np.int64) * int(stats.rounds)
         else:
-            raise ValueError("a stretch of several actions needs the 'pairs' statistic")
+            raise ValueError("the feedback statistics need 'pairs' unless one held action is given")
         self.counts += stats.counts
         self.pair_counts += pairs
         self.sums += stats.sum
