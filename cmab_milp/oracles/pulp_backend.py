@@ -1,0 +1,318 @@
+"""The ``pulp`` backend: the space's MILP solved through PuLP with any of its solvers.
+
+``make_oracle(space, "pulp")`` uses ``PULP_CBC_CMD`` when PuLP finds it, else
+PuLP's ``HiGHS`` (the highspy API solver); ``"pulp:NAME"`` picks any solver in
+``pulp.listSolvers(onlyAvailable=True)``. PuLP cannot re-solve a model in
+place: every solve hands the whole problem to the solver again (CBC even
+writes an MPS file and starts a process), so a query costs the build
+(~0.3-0.6 ms of Python for small spaces) plus the solver's start-up (~10-30 ms
+for CBC). Use ``"highs"`` when speed matters; this backend is for
+cross-checking and for users who want a particular PuLP solver.
+
+The formulation is the one every model-based backend compiles
+(:meth:`~cmab_milp.spaces.base.ActionSpace.formulation`): ``include`` and
+``exclude`` become arm bounds, ``forbid_pairs`` rows ``a_i + a_j <= 1``, and the
+lazy cuts of the separators are added until the answer is a feasible action
+(they stay for later queries). Gaps are set to zero (absolute gap ``1e-11``)
+for the solvers listed in :data:`EXACT_OPTIONS`. PuLP hands CBC its costs
+through an MPS file with 13 significant digits, so CBC answers are exact to
+about ``m * 5e-13 * max|w|``, inside the contract's ``1e-9 * (1 + |optimum|)``
+for weights of moderate size. Norm queries are not linear: this backend
+raises :class:`~cmab_milp.oracles.base.UnsupportedQuery` for them.
+
+Example
+-------
+>>> import numpy as np
+>>> import cmab_milp as cm
+>>> oracle = cm.make_oracle(cm.Cardinality(4, 2), "pulp:HiGHS")
+>>> oracle.argmax(np.array([0.3, -0.2, 0.9, 0.4]), exclude=[2]).astype(int)
+array([1, 0, 0, 1])
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from functools import cache
+from typing import Any
+
+import numpy as np
+
+from ..spaces.base import ActionSpace
+from ..spaces.formulation import Row
+from .base import LinearQuery, NormQuery, Oracle, OracleError, UnsupportedQuery, tolerance
+from .highs_model import HIGHS_OPTIONS
+
+__all__ = ["EXACT_OPTIONS", "PulpOracle", "available_pulp_solvers"]
+
+_MAX_CUT_ROUNDS = 10_000
+
+#: Solver options that make each PuLP solver prove optimality to ~1e-11
+#: (PuLP's defaults stop at a relative gap of 1e-4 for HiGHS and leave CBC's
+#: and SCIP's own defaults); solvers not listed get ``gapRel=0, gapAbs=1e-11``.
+EXACT_OPTIONS: dict[str, dict[str, Any]] = {
+    "PULP_CBC_CMD": {
+        "gapRel": 0.0,
+        "gapAbs": 1e-11,
+        "threads": 1,
+        "options": ["integerTolerance 1e-9", "primalTolerance 1e-9"],
+    },
+    "HiGHS": {
+        "gapRel": 0.0,
+        "gapAbs": 1e-11,
+        "threads": 1,
+        **{k: v for k, v in HIGHS_OPTIONS.items() if k not in ("output_flag", "threads", "mip_rel_gap", "mip_abs_gap")},
+    },
+    "SCIP_PY": {
+        "gapRel": 0.0,
+        "gapAbs": 1e-11,
+        "options": ["numerics/feastol=1e-9", "numerics/dualfeastol=1e-9"],
+    },
+}
+EXACT_OPTIONS["COIN_CMD"] = EXACT_OPTIONS["PULP_CBC_CMD"]
+_GENERIC_EXACT = {"gapRel": 0.0, "gapAbs": 1e-11}
+
+
+@cache
+def available_pulp_solvers() -> tuple[str, ...]:
+    """Names of the PuLP solvers usable here (``pulp.listSolvers(onlyAvailable=True)``, cached).
+
+    >>> "HiGHS" in available_pulp_solvers()
+    True
+    """
+    import pulp
+
+    return tuple(dict.fromkeys(pulp.listSolvers(onlyAvailable=True)))
+
+
+def _default_solver() -> str:
+    for name in ("PULP_CBC_CMD", "HiGHS"):
+        if name in available_pulp_solvers():
+            return name
+    raise ValueError(
+        f"no default PuLP solver: neither PULP_CBC_CMD nor HiGHS is available; "
+        f"available: {list(available_pulp_solvers())}"
+    )
+
+
+class _ThreadModel:
+    """One thread's PuLP variables and base constraints (PuLP writes solutions into them)."""
+
+    def __init__(self, formulation, pulp) -> None:
+        self.pulp = pulp
+        owner = pulp.LpProblem("cmab_vars", pulp.LpMaximize)
+        self.cols = [owner.add_variable(f"a{i}", 0, 1, cat=pulp.LpInteger) for i in range(formulation.d)]
+        for j in range(formulation.n_aux):
+            lb, ub = float(formulation.aux_lb[j]), float(formulation.aux_ub[j])
+            cat = pulp.LpInteger if formulation.aux_integer[j] else pulp.LpContinuous
+            self.cols.append(
+                owner.add_variable(f"x{j}", lb if np.isfinite(lb) else None, ub if np.isfinite(ub) else None, cat=cat)
+            )
+        self.arms = self.cols[: formulation.d]
+        self.constraints: list = []
+        self.add_rows(formulation.rows, "r")
+        self.cuts_synced = 0
+
+    def constraints_of(self, row: Row, name: str) -> list:
+        pulp = self.pulp
+        coefs: dict[int, float] = {}
+        for c, v in zip(row.cols, row.coefs, strict=True):
+            coefs[c] = coefs.get(c, 0.0) + float(v)
+        expr = pulp.LpAffineExpression([(self.cols[c], v) for c, v in coefs.items()])
+        lb, ub = float(row.lb), float(row.ub)
+        if lb == ub:
+            return [pulp.LpConstraint(expr, pulp.LpConstraintEQ, f"{name}e", ub)]
+        out = []
+        if np.isfinite(lb):
+            out.append(pulp.LpConstraint(expr, pulp.LpConstraintGE, f"{name}l", lb))
+        if np.isfinite(ub):
+            out.append(pulp.LpConstraint(expr, pulp.LpConstraintLE, f"{name}u", ub))
+        return out
+
+    def add_rows(self, rows: list[Row], prefix: str) -> None:
+        start = len(self.constraints)
+        for k, row in enumerate(rows):
+            self.constraints.extend(self.constraints_of(row, f"{prefix}{start + k}"))
+
+    def problem(self, weights: np.ndarray, include, exclude, pairs: list[Row]):
+        """A fresh ``LpProblem`` for one solve: costs, arm bounds, base rows, cuts and pair rows."""
+        pulp = self.pulp
+        lower = np.zeros(len(self.arms))
+        upper = np.ones(len(self.arms))
+        lower[list(include)] = 1.0
+        upper[list(exclude)] = 0.0
+        for var, lo, up in zip(self.arms, lower, upper, strict=True):
+            var.lowBound, var.upBound = float(lo), float(up)
+        prob = pulp.LpProblem("cmab_oracle", pulp.LpMaximize)
+        prob.setObjective(pulp.LpAffineExpression([(v, float(w)) for v, w in zip(self.arms, weights, strict=True)]))
+        for con in self.constraints:
+            prob.addConstraint(con)
+        for k, row in enumerate(pairs):
+            for con in self.constraints_of(row, f"p{k}"):
+                prob.addConstraint(con)
+        return prob
+
+
+class PulpOracle(Oracle):
+    """Exact MILP oracle through PuLP; the problem is handed to the solver anew per solve.
+
+    Parameters
+    ----------
+    space:
+        The action space.
+    solver:
+        A PuLP solver name from ``pulp.listSolvers(onlyAvailable=True)``;
+        default ``PULP_CBC_CMD`` if available, else ``HiGHS``.
+    time_limit:
+        Seconds per solve; hitting it raises ``OracleError``.
+    solver_options:
+        Extra keyword arguments for the PuLP solver's constructor; they
+        override :data:`EXACT_OPTIONS` (loosening gaps breaks exactness).
+    verify:
+        Also check every answer with ``space.contains`` (slower; for tests).
+    """
+
+    name = "pulp"
+
+    def __init__(
+        self,
+        space: ActionSpace,
+        solver: str | None = None,
+        time_limit: float | None = None,
+        solver_options: dict[str, Any] | None = None,
+        verify: bool = False,
+    ):
+        if solver is None:
+            solver = _default_solver()
+        if not isinstance(solver, str) or solver not in available_pulp_solvers():
+            raise ValueError(
+                f"unknown or unavailable PuLP solver {solver!r}; available: {list(available_pulp_solvers())}"
+            )
+        if time_limit is not None and not (np.isfinite(time_limit) and time_limit > 0):
+            raise ValueError(f"time_limit must be a positive number of seconds, got {time_limit!r}")
+        if solver_options is not None and not isinstance(solver_options, dict):
+            raise ValueError(f"solver_options must be a dict, got {type(solver_options).__name__}")
+        super().__init__(space)
+        self.solver_name = solver
+        self.time_limit = time_limit
+        self.verify = verify
+        self.solver_options = {**EXACT_OPTIONS.get(solver, _GENERIC_EXACT), **(solver_options or {})}
+        self.formulation = space.formulation()
+        self._cuts: list[Row] = []
+        self._cuts_lock = threading.Lock()
+        self._local = threading.local()
+        if solver == "HiGHS":
+            from .highs_model import new_highs
+
+            new_highs()  # swallows highspy's once-per-process banner
+        # PuLP solver objects keep no per-solve state (results go into the
+        # LpProblem), so all threads share one.
+        self._solver = self._new_solver()
+
+    def __getstate__(self) -> dict:
+        state = super().__getstate__()
+        state["_local"] = None
+        state["_cuts_lock"] = None
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._local = threading.local()
+        self._cuts_lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"PulpOracle({self.space!r}, solver={self.solver_name!r})"
+
+    # ------------------------------------------------------------- pieces
+    def _new_solver(self):
+        import pulp
+
+        options = {"msg": False, **self.solver_options}
+        if self.time_limit is not None:
+            options["timeLimit"] = self.time_limit
+        try:
+            with warnings.catch_warnings():
+                # PuLP 3.3 warns that PULP_CBC_CMD goes away in PuLP 4.0; once it
+                # does, listSolvers() stops offering it and the default is HiGHS.
+                warnings.filterwarnings("ignore", "PULP_CBC_CMD is deprecated", DeprecationWarning)
+                return pulp.getSolver(self.solver_name, **options)
+        except TypeError as exc:
+            raise ValueError(f"PuLP solver {self.solver_name!r} rejects the options {sorted(options)}: {exc}") from None
+
+    def _model(self) -> _ThreadModel:
+        local = self._local
+        model = getattr(local, "model", None)
+        if model is None:
+            import pulp
+
+            model = local.model = _ThreadModel(self.formulation, pulp)
+        if model.cuts_synced < len(self._cuts):
+            with self._cuts_lock:
+                new = self._cuts[model.cuts_synced :]
+            model.add_rows(new, "c")
+            model.cuts_synced += len(new)
+        return model
+
+    # ------------------------------------------------------------- queries
+    def _linear(self, query: LinearQuery) -> np.ndarray | None:
+        import pulp
+
+        res = query.restrictions
+        pairs = [Row((i, j), (1.0, 1.0), -np.inf, 1.0) for i, j in res.forbid_pairs]
+        for _ in range(_MAX_CUT_ROUNDS):
+            model = self._model()
+            prob = model.problem(query.weights, res.include, res.exclude, pairs)
+            try:
+                prob.solve(self._solver)
+            except pulp.PulpSolverError as exc:
+                raise OracleError(f"PuLP solver {self.solver_name} failed: {exc}") from None
+            if prob.status == pulp.LpStatusInfeasible:
+                return None
+            if prob.status != pulp.LpStatusOptimal or prob.sol_status != pulp.LpSolutionOptimal:
+                raise OracleError(
+                    f"PuLP solver {self.solver_name} returned status {pulp.LpStatus[prob.status]!r}"
+                    f" / solution {pulp.LpSolution.get(prob.sol_status, prob.sol_status)!r}"
+                    " (time limit or failure): optimality not proven, no action is returned"
+                )
+            action = self._integral_action(model)
+            cuts = self.formulation.violated_rows(action) if self.formulation.separators else []
+            if not cuts:
+                break
+            with self._cuts_lock:
+                self._cuts.extend(cuts)
+        else:  # pragma: no cover - a separator that never converges is a bug
+            raise OracleError("lazy cut loop did not converge")
+        self._check_bound(prob, query, action)
+        if not res.admits(action) or (self.verify and not self.space._contains(action)):
+            raise OracleError(f"PuLP solver {self.solver_name} returned an action that violates the restrictions")
+        return action
+
+    def _integral_action(self, model: _ThreadModel) -> np.ndarray:
+        values = np.array([np.nan if v.varValue is None else v.varValue for v in model.arms], float)
+        action = values > 0.5
+        if not np.isfinite(values).all() or np.abs(values - action).max(initial=0.0) > 1e-6:
+            raise OracleError(f"PuLP solver {self.solver_name} returned a missing or fractional arm value")
+        return action
+
+    def _check_bound(self, prob, query: LinearQuery, action: np.ndarray) -> None:
+        """Where the solver object exposes its dual bound (HiGHS, SCIP_PY), check the value against it."""
+        bound = None
+        solver_model = getattr(prob, "solverModel", None)
+        if self.solver_name == "HiGHS" and solver_model is not None:
+            bound = -float(solver_model.getInfoValue("mip_dual_bound")[1])  # PuLP minimises -objective
+        elif self.solver_name == "SCIP_PY" and solver_model is not None:
+            bound = float(solver_model.getDualbound())
+        if bound is None or not np.isfinite(bound):
+            return
+        value = query.value(action)
+        if value < bound - tolerance(bound):
+            raise OracleError(
+                f"PuLP {self.solver_name} answer has value {value!r} but the solver's bound is {bound!r}:"
+                " optimality not proven within 1e-9 * (1 + |optimum|)"
+            )
+
+    def _norm(self, query: NormQuery) -> np.ndarray | None:
+        raise UnsupportedQuery(
+            "the pulp backend answers linear queries only (PuLP models are linear); "
+            "use 'highs', 'scip' or 'enumerate' for argmax_norm"
+        )
