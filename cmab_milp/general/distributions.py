@@ -57,8 +57,9 @@ def empirical_pmf(counts: Any) -> np.ndarray:
 
 
 def _pmf_from_cdf(cdf: np.ndarray) -> np.ndarray:
-    pmf = np.diff(cdf, axis=1, prepend=0.0)
-    return np.clip(pmf, 0.0, None)
+    pmf = cdf.copy()
+    pmf[:, 1:] -= cdf[:, :-1]
+    return np.maximum(pmf, 0.0, out=pmf)
 
 
 def optimistic_pmf(counts: Any, radius: Any) -> np.ndarray:

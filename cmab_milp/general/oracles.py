@@ -56,7 +56,7 @@ from ..oracles.base import LinearQuery, NormQuery, _Restrictions, _restrictions
 from ..spaces import Cardinality, GraphicMatroid, PartitionMatroid
 from ..spaces.base import ActionSpace
 from .grid import OutcomeGrid
-from .rewards import Reward, _check_pmf, make_reward
+from .rewards import Reward, _check_pmf, _padded_index, make_reward
 
 __all__ = ["METHODS", "DistributionOracle", "IndexQuery"]
 
@@ -149,9 +149,21 @@ class DistributionOracle(Oracle):
             )
         if self.method == "enumerate":
             self.actions = space.enumerate(self.max_actions)
+            self._blocks = [
+                (start, _padded_index(self.actions[start : start + _BLOCK]))
+                for start in range(0, len(self.actions), _BLOCK)
+            ]
         if linear is None:
             linear = "enumerate" if self.method == "enumerate" else "highs"
-        self.linear = make_oracle(space, linear)
+        self._linear_spec = linear
+        self._linear_oracle: Oracle | None = linear if isinstance(linear, Oracle) else None
+
+    @property
+    def linear(self) -> Oracle:
+        """The inner oracle answering linear (and norm) queries, built on first use."""
+        if self._linear_oracle is None:
+            self._linear_oracle = make_oracle(self.space, self._linear_spec)
+        return self._linear_oracle
 
     def _resolve(self, method: str) -> str:
         if method != "auto":
@@ -227,17 +239,18 @@ class DistributionOracle(Oracle):
     # ----------------------------------------------------------- enumerate
     def _enumerate(self, query: IndexQuery) -> np.ndarray | None:
         mask = query.restrictions.mask(self.actions)
-        rows = np.arange(len(self.actions)) if mask is None else np.flatnonzero(mask)
-        if rows.size == 0:
+        if mask is not None and not mask.any():
             return None
         best_row, best_value = -1, -np.inf
-        for start in range(0, rows.size, _BLOCK):
-            block = rows[start : start + _BLOCK]
-            values = self.reward._expected(self.actions[block], self.grid, query.pmf)
+        for start, index in self._blocks:
+            block = self.actions[start : start + len(index)]
+            values = self.reward._expected(block, self.grid, query.pmf, index)
+            if mask is not None:
+                values = np.where(mask[start : start + len(index)], values, -np.inf)
             k = int(np.argmax(values))
             if values[k] > best_value:
-                best_row, best_value = int(block[k]), float(values[k])
-        return self.actions[best_row].copy()
+                best_row, best_value = start + k, float(values[k])
+        return None if best_row < 0 else self.actions[best_row].copy()
 
     # -------------------------------------------------- shared set helpers
     def _capacity(self, chosen: list[int]) -> tuple[Any, int]:
@@ -374,4 +387,5 @@ class DistributionOracle(Oracle):
 
     def close(self) -> None:
         super().close()
-        self.linear.close()
+        if self._linear_oracle is not None:
+            self._linear_oracle.close()

@@ -121,9 +121,12 @@ class Reward(ABC):
         acts = _as_actions(actions, p.shape[0])
         return self._expected(acts, grid, p)
 
-    def _expected(self, actions: np.ndarray, grid: OutcomeGrid, pmf: np.ndarray) -> np.ndarray:
+    def _expected(
+        self, actions: np.ndarray, grid: OutcomeGrid, pmf: np.ndarray, index: np.ndarray | None = None
+    ) -> np.ndarray:
+        """:meth:`expected` without validation; ``index`` is ``_padded_index(actions)`` if known."""
         if self.accumulates(grid):
-            index = _padded_index(actions)
+            index = _padded_index(actions) if index is None else index
             state = self.start(grid, len(actions))
             for slot in range(index.shape[1]):
                 arms = index[:, slot]
@@ -246,7 +249,9 @@ class LinearReward(SumReward):
     def __init__(self):
         super().__init__(lambda s: np.asarray(s, dtype=float), "linear", bound=float, concave=True)
 
-    def _expected(self, actions: np.ndarray, grid: OutcomeGrid, pmf: np.ndarray) -> np.ndarray:
+    def _expected(
+        self, actions: np.ndarray, grid: OutcomeGrid, pmf: np.ndarray, index: np.ndarray | None = None
+    ) -> np.ndarray:
         return actions.astype(float) @ (pmf @ grid.values)
 
 
