@@ -60,6 +60,8 @@ __all__ = ["STATISTICS", "Environment", "FeedbackStats"]
 #: The per-arm observation ``counts`` are always returned.
 STATISTICS = frozenset({"sum", "outer", "pairs", "hist", "samples"})
 
+_SUM_ONLY = frozenset({"sum"})
+
 #: Base draws per chunk of :meth:`Environment.observe` (bounds its memory).
 CHUNK_DRAWS = 1 << 18
 
@@ -89,7 +91,7 @@ class FeedbackStats:
     @classmethod
     def empty(cls, d: int, needs: Iterable[str] = ("sum",), support_size: int = 0) -> FeedbackStats:
         """Zero statistics for ``d`` arms (the neutral element of :meth:`add`)."""
-        needs = check_needs(needs)
+        needs = needs if isinstance(needs, frozenset) and needs <= STATISTICS else check_needs(needs)
         return cls(
             rounds=0,
             counts=np.zeros(d, np.int64),
@@ -229,15 +231,21 @@ class Environment(ABC):
         rounds = int(rounds)
         if rounds < 0:
             raise ValueError(f"rounds must be >= 0, got {rounds}")
-        needs = check_needs(needs)
+        needs = needs if isinstance(needs, frozenset) and needs <= STATISTICS else check_needs(needs)
         if "hist" in needs and self.support is None:
             raise ValueError(f"{type(self).__name__} has continuous outcomes: ask for 'samples', not 'hist'")
         rng = self.rng if rng is None else rng
-        per_action = np.full(len(acts), rounds // len(acts), np.int64)
-        per_action[: rounds % len(acts)] += 1
+        if len(acts) == 1 and needs <= _SUM_ONLY and not exact_stats:
+            return self._observe_held(acts[0], rounds, rng, needs)
         stats = FeedbackStats.empty(self.d, needs, 0 if self.support is None else len(self.support))
         stats.rounds = rounds
-        stats.counts = per_action @ acts.astype(np.int64)
+        if len(acts) == 1:
+            per_action = np.array([rounds], np.int64)
+            stats.counts = rounds * acts[0].astype(np.int64)
+        else:
+            per_action = np.full(len(acts), rounds // len(acts), np.int64)
+            per_action[: rounds % len(acts)] += 1
+            stats.counts = per_action @ acts.astype(np.int64)
         if "pairs" in needs:
             weighted = acts.T.astype(np.int64) * per_action
             stats.pairs = weighted @ acts.astype(np.int64)
@@ -248,7 +256,29 @@ class Environment(ABC):
         self._draw_stretch(acts, rounds, rng, needs, stats)
         return stats
 
+    def _observe_held(
+        self, action: np.ndarray, rounds: int, rng: np.random.Generator, needs: frozenset[str]
+    ) -> FeedbackStats:
+        """Fast path of :meth:`observe`: one action held, per-arm sums only (same stream)."""
+        arms = np.flatnonzero(action)
+        counts = np.zeros(self.d, np.int64)
+        counts[arms] = rounds
+        total = np.zeros(self.d) if "sum" in needs else None
+        width = arms.size
+        if width and rounds and total is not None:
+            step = max(1, CHUNK_DRAWS // width)
+            for start in range(0, rounds, step):
+                n = min(step, rounds - start)
+                total[arms] += self._sum_outcomes(arms, self._base_draws(rng, n * width).reshape(n, width))
+        elif width and rounds:
+            self._base_draws(rng, rounds * width)  # keep the stream aligned
+        return FeedbackStats(rounds, counts, sum=total, needs=needs)
+
     # ------------------------------------------------------- subclass hooks
+    def _sum_outcomes(self, arms: np.ndarray, draws: np.ndarray) -> np.ndarray:
+        """Column sums of ``_outcomes(arms, draws)`` (override when a shortcut exists)."""
+        return self._outcomes(arms, draws).sum(axis=0)
+
     @abstractmethod
     def _base_draws(self, rng: np.random.Generator, size: int) -> np.ndarray:
         """``size`` consecutive base draws of the stream (uniforms, standard normals, ...)."""
@@ -290,8 +320,8 @@ class Environment(ABC):
         """Draw the stream cycle by cycle, in chunks of at most :data:`CHUNK_DRAWS` draws."""
         p = len(acts)
         arms = [np.flatnonzero(a) for a in acts]
-        widths = np.array([x.size for x in arms])
-        offsets = np.r_[0, np.cumsum(widths)]
+        offsets = np.zeros(p + 1, np.int64)
+        np.cumsum([x.size for x in arms], out=offsets[1:])
         per_cycle = int(offsets[-1])
         if per_cycle == 0:  # only empty actions: nothing observed, nothing drawn
             if stats.samples is not None:

@@ -58,6 +58,10 @@ class UniformNoise(Environment):
     def _outcomes(self, arms: np.ndarray, draws: np.ndarray) -> np.ndarray:
         return self._means[arms] + self.half_widths[arms] * (2.0 * draws - 1.0)
 
+    def _sum_outcomes(self, arms: np.ndarray, draws: np.ndarray) -> np.ndarray:
+        n = draws.shape[0]
+        return n * self._means[arms] + self.half_widths[arms] * (2.0 * draws.sum(axis=0) - n)
+
     def __repr__(self) -> str:
         return f"UniformNoise(d={self.d}, width={self.width})"
 
@@ -85,6 +89,9 @@ class BernoulliArms(Environment):
 
     def _outcomes(self, arms: np.ndarray, draws: np.ndarray) -> np.ndarray:
         return (draws < self._means[arms]).astype(float)
+
+    def _sum_outcomes(self, arms: np.ndarray, draws: np.ndarray) -> np.ndarray:
+        return np.count_nonzero(draws < self._means[arms], axis=0).astype(float)
 
     def _exact_stats(
         self,
@@ -165,6 +172,9 @@ class GaussianNoise(Environment):
 
     def _outcomes(self, arms: np.ndarray, draws: np.ndarray) -> np.ndarray:
         return self._means[arms] + draws @ self._factor(arms).T
+
+    def _sum_outcomes(self, arms: np.ndarray, draws: np.ndarray) -> np.ndarray:
+        return draws.shape[0] * self._means[arms] + self._factor(arms) @ draws.sum(axis=0)
 
     def _exact_stats(
         self,

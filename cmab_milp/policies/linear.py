@@ -1,0 +1,174 @@
+"""The worst-case linear family: CUCB, AROQ (Algorithms 1 and 5) and SROQ (Algorithm 2).
+
+All three share :class:`LinearIndex`, the UCB/LCB of eqs. (1)-(2) with the
+empirical *mean* ``mu_hat_i = sum of outcomes / n_i``:
+``mu_hat_i +- sqrt(C log t / n_i)`` per arm, summed over the arms of an action,
+asked as ``oracle.argmax(weights, ...)``. The schedules come from
+:mod:`cmab_milp.policies.schedules`.
+
+Example
+-------
+>>> import cmab_milp as cm
+>>> space = cm.Cardinality(6, 2)
+>>> env = cm.UniformNoise([0.1, 0.2, 0.3, 0.4, 0.8, 0.9], seed=0)
+>>> result = cm.simulate(cm.AROQ(space, 2000, oracle="enumerate"), env, 2000, seed=1)
+>>> bool(result.queries[-1] < 60), bool(result.regret[-1] < 0.1 * 2000)
+(True, True)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..environments.base import FeedbackStats
+from ..oracles import Oracle
+from ..spaces.base import ActionSpace
+from .base import Index, check_positive, check_unit_interval
+from .schedules import AdaptiveEpochs, EveryRound, ScheduledElimination
+
+__all__ = ["AROQ", "CUCB", "SROQ", "LinearIndex"]
+
+
+class LinearIndex(Index):
+    """Empirical means and the Hoeffding radius ``sqrt(C log t / n_i)`` per arm.
+
+    >>> index = LinearIndex(2, C=1.5)
+    >>> index.update(FeedbackStats(4, np.array([4, 0]), sum=np.array([2.0, 0.0])))
+    >>> index.means.tolist(), index.upper_values(1, np.array([[1, 0], [1, 1]], bool)).tolist()
+    ([0.5, 0.0], [0.5, inf])
+    """
+
+    needs: ClassVar[frozenset[str]] = frozenset({"sum"})
+
+    def __init__(self, d: int, C: float = 1.5):
+        self.C = check_positive("C", C)
+        super().__init__(d)
+
+    def reset(self) -> None:
+        super().reset()
+        self.sums = np.zeros(self.d)
+
+    def update(self, stats: FeedbackStats) -> None:
+        super().update(stats)
+        self.sums += stats.sum
+
+    @property
+    def means(self) -> np.ndarray:
+        """Empirical means (0 for unobserved arms, which no query may select)."""
+        return np.divide(self.sums, self.counts, out=np.zeros(self.d), where=self.counts > 0)
+
+    def radius(self, t: int) -> np.ndarray:
+        """``sqrt(C log t / n_i)`` per observed arm (0 for unobserved arms)."""
+        n = np.maximum(self.counts, 1)
+        return np.sqrt(self.C * math.log(max(t, 1)) / n) * (self.counts > 0)
+
+    def upper_weights(self, t: int) -> np.ndarray:
+        return self.means + self.radius(t)
+
+    def lower_weights(self, t: int) -> np.ndarray:
+        return self.means - self.radius(t)
+
+    def upper_query(self, t: int, include: Sequence[int] = (), exclude: Sequence[int] = ()) -> dict:
+        return {"kind": "linear", "weights": self.upper_weights(t), "include": include, "exclude": exclude}
+
+    def lower_query(self, t: int, include: Sequence[int] = (), exclude: Sequence[int] = ()) -> dict:
+        return {"kind": "linear", "weights": self.lower_weights(t), "include": include, "exclude": exclude}
+
+    def upper_values(self, t: int, actions: np.ndarray) -> np.ndarray:
+        return self._values(actions, self.upper_weights(t), np.inf)
+
+    def lower_values(self, t: int, actions: np.ndarray) -> np.ndarray:
+        return self._values(actions, self.lower_weights(t), -np.inf)
+
+    def _values(self, actions: np.ndarray, weights: np.ndarray, unseen_value: float) -> np.ndarray:
+        acts = np.asarray(actions, dtype=bool)
+        values = acts.astype(float) @ weights
+        values[acts[:, ~self.observed].any(axis=1)] = unseen_value
+        return values
+
+
+class CUCB(EveryRound):
+    """CUCB: the UCB argmax of eq. (1) at every round (the baseline, ``T`` oracle queries).
+
+    Parameters
+    ----------
+    space, T, oracle
+        See :class:`~cmab_milp.policies.base.Policy`.
+    C : float > 0
+        Exploration constant (default 1.5).
+
+    >>> import cmab_milp as cm
+    >>> CUCB(cm.Cardinality(3, 1), 10, oracle="enumerate", C=2.0).params
+    {'C': 2.0}
+    """
+
+    name = "CUCB"
+
+    def __init__(self, space: ActionSpace, T: int, *, oracle: str | Oracle = "highs", C: float = 1.5):
+        super().__init__(space, T, oracle=oracle, C=check_positive("C", C))
+
+    def make_index(self) -> LinearIndex:
+        return LinearIndex(self.d, **self.params)
+
+
+class AROQ(AdaptiveEpochs):
+    """AROQ-CMAB (Algorithm 1): the UCB argmax of eq. (1), refreshed only when an arm's epoch ends.
+
+    With ``alpha < 1`` and an ``alpha``-approximate oracle this is Algorithm 5
+    (Appendix A.3): the schedule is unchanged and the runner reports the
+    ``alpha``-regret ``sum_t alpha r(a*) - r(a_t)`` beside the regret.
+
+    Parameters
+    ----------
+    space, T, oracle
+        See :class:`~cmab_milp.policies.base.Policy`.
+    C : float > 0
+        Exploration constant (default 1.5).
+    alpha : float in (0, 1]
+        Approximation factor of ``oracle`` (default 1: exact).
+
+    >>> import cmab_milp as cm
+    >>> AROQ(cm.Cardinality(3, 1), 10, oracle="enumerate", alpha=0.5).alpha
+    0.5
+    """
+
+    name = "AROQ"
+
+    def __init__(
+        self, space: ActionSpace, T: int, *, oracle: str | Oracle = "highs", C: float = 1.5, alpha: float = 1.0
+    ):
+        self.alpha = check_unit_interval("alpha", alpha)
+        super().__init__(space, T, oracle=oracle, C=check_positive("C", C), alpha=self.alpha)
+
+    def make_index(self) -> LinearIndex:
+        return LinearIndex(self.d, C=self.params["C"])
+
+
+class SROQ(ScheduledElimination):
+    """SROQ-CMAB (Algorithm 2): scheduled batches of representative queries and elimination, eq. (2).
+
+    Parameters
+    ----------
+    space, T, oracle
+        See :class:`~cmab_milp.policies.base.Policy`.
+    C : float > 0
+        Exploration constant (default 1.5); the radius uses ``log T``.
+    M : int >= 1, optional
+        Number of epochs (default ``max(2, ceil(log2(log2(T))))``).
+
+    >>> import cmab_milp as cm
+    >>> SROQ(cm.Cardinality(3, 1), 10**5, oracle="enumerate").grid.tolist()
+    [1, 380, 7422, 32802, 68959]
+    """
+
+    name = "SROQ"
+
+    def __init__(self, space: ActionSpace, T: int, *, oracle: str | Oracle = "highs", C: float = 1.5, M: Any = None):
+        super().__init__(space, T, oracle=oracle, M=M, C=check_positive("C", C))
+
+    def make_index(self) -> LinearIndex:
+        return LinearIndex(self.d, C=self.params["C"])

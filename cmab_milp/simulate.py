@@ -1,0 +1,240 @@
+"""The runner: play a policy against an environment and record exact regret curves.
+
+:func:`simulate` asks the policy for *stretches* (a cycle of actions held for a
+number of rounds, see :class:`~cmab_milp.policies.base.Stretch`), has the
+environment draw their feedback in bulk, and records at about 100 log-spaced
+rounds (and at ``T``) the cumulative pseudo-regret ``sum_t r(a*) - r(a_t)``
+from the environment's exact expected rewards, the oracle's ledger and the
+time spent. Its cost grows with the number of stretches (oracle consultations),
+not with ``T``; a regret value recorded inside a stretch is computed exactly
+from the stretch's per-action gaps.
+
+Example
+-------
+>>> import cmab_milp as cm
+>>> space = cm.Cardinality(4, 2)
+>>> env = cm.BernoulliArms([0.1, 0.3, 0.6, 0.8], seed=0)
+>>> result = cm.simulate(cm.SROQ(space, 1000, oracle="enumerate"), env, 1000, seed=0)
+>>> int(result.t[-1]), bool(result.rounds[-1] == len(cm.SROQ(space, 1000, oracle="enumerate").grid))
+(1000, True)
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import types
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .environments.base import Environment
+from .policies.base import Policy
+
+__all__ = ["SimulationResult", "record_points", "simulate"]
+
+
+@dataclass
+class SimulationResult:
+    """Curves of one run, recorded at rounds ``t`` (ending at ``T``), and totals.
+
+    ``regret``, ``queries``, ``rounds``, ``runtime`` and ``oracle_runtime`` are
+    cumulative values at the rounds ``t``. ``runtime`` at a round is the wall
+    time when the stretch holding that round had been played. ``alpha_regret``
+    (``sum_t alpha r(a*) - r(a_t)``) is present when the policy declares an
+    approximation factor ``alpha < 1``.
+    """
+
+    policy: str
+    T: int
+    seed: int | None
+    t: np.ndarray
+    regret: np.ndarray
+    queries: np.ndarray
+    rounds: np.ndarray
+    runtime: np.ndarray
+    oracle_runtime: np.ndarray
+    wall_seconds: float
+    oracle_seconds: float
+    optimum: float
+    stretches: int
+    alpha: float = 1.0
+    alpha_regret: np.ndarray | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain Python values (lists, numbers), ready for ``json.dump``."""
+        out: dict[str, Any] = {}
+        for name, value in self.__dict__.items():
+            out[name] = value.tolist() if isinstance(value, np.ndarray) else value
+        return out
+
+
+def record_points(T: int, points: int = 100) -> np.ndarray:
+    """About ``points`` log-spaced rounds in ``[1, T]``, always ending at ``T``.
+
+    >>> record_points(1000, 5).tolist()
+    [1, 6, 32, 178, 1000]
+    """
+    if T < 1:
+        raise ValueError(f"T must be >= 1, got {T}")
+    if points < 1:
+        raise ValueError(f"points must be >= 1, got {points}")
+    grid = np.unique(np.geomspace(1, T, points).round().astype(np.int64))
+    return np.union1d(grid[(grid >= 1) & (grid <= T)], [T])
+
+
+def simulate(
+    policy: Policy,
+    env: Environment,
+    T: int | None = None,
+    seed: int | None = 0,
+    *,
+    record: int | Sequence[int] = 100,
+    bulk: bool = True,
+    exact_stats: bool = False,
+    optimum: tuple[np.ndarray, float] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> SimulationResult:
+    """Play ``T`` rounds of ``policy`` against ``env``; return a :class:`SimulationResult`.
+
+    Parameters
+    ----------
+    policy : Policy
+        Reset before the run, so a policy can be simulated several times.
+    env : Environment
+    T : int, optional
+        Rounds to play, at most the horizon the policy was built for (default: that horizon).
+    seed : int or None
+        Seeds the feedback stream; same seed, policy and environment give the same run.
+    record : int or sequence of int
+        Number of log-spaced recording rounds, or the rounds themselves (``T`` is always added).
+    bulk : bool
+        Play each stretch in one piece (default). ``False`` plays round by
+        round; with ``exact_stats=False`` both give the same actions and numbers.
+    exact_stats : bool
+        Let the environment draw stretch statistics from their exact law where
+        it can (faster on long holds; a different random stream).
+    optimum : (action, value), optional
+        The optimal action and its expected reward, if already known
+        (default: ``env.optimal(policy.space)``).
+    progress : callable, optional
+        Called as ``progress(t, T)`` after each stretch.
+    """
+    if not isinstance(policy, Policy):
+        raise ValueError(f"policy must be a Policy, got {type(policy).__name__}")
+    if not isinstance(env, Environment):
+        raise ValueError(f"env must be an Environment, got {type(env).__name__}")
+    if env.d != policy.d:
+        raise ValueError(f"the environment has d={env.d} arms but the policy's space has d={policy.d}")
+    T = policy.T if T is None else T
+    if isinstance(T, bool) or not isinstance(T, (int, np.integer)) or T < 1:
+        raise ValueError(f"T must be an integer >= 1, got {T!r}")
+    T = int(T)
+    if T > policy.T:
+        raise ValueError(f"T={T} exceeds the horizon the policy was built for ({policy.T})")
+    if isinstance(record, (int, np.integer)):
+        points = record_points(T, int(record))
+    else:
+        points = np.asarray(record, dtype=np.int64)
+        if points.ndim != 1 or (points < 1).any() or (points > T).any():
+            raise ValueError(f"record rounds must be a 1-D sequence of rounds in [1, {T}]")
+        points = np.union1d(points, [T])
+
+    best_value = float(optimum[1]) if optimum is not None else env.optimal(policy.space)[1]
+    alpha = float(getattr(policy, "alpha", 1.0))
+    rng = np.random.default_rng(seed)
+    policy.reset()
+    ledger = policy.oracle.ledger
+    q0, r0, s0 = ledger.snapshot()
+
+    n = len(points)
+    regret = np.empty(n)
+    alpha_regret = np.empty(n) if alpha != 1.0 else None
+    queries = np.empty(n, np.int64)
+    rounds = np.empty(n, np.int64)
+    runtime = np.empty(n)
+    oracle_runtime = np.empty(n)
+
+    needs = policy.needs
+    cum_regret = cum_alpha = 0.0
+    t, k_next, stretches = 1, 0, 0
+    start = time.perf_counter()
+    while t <= T:
+        stretch = policy.plan()
+        length = min(stretch.length, T - t + 1) if bulk else 1
+        stats = env.observe(stretch.actions, length, rng, needs, exact_stats)
+        rewards = env.expected_rewards(stretch.actions)
+        gaps = best_value - rewards
+        end = t + length - 1
+        k_stop = k_next + int(np.searchsorted(points[k_next:], end, side="right"))
+        if k_stop > k_next:
+            offsets = points[k_next:k_stop] - t + 1  # rounds of the stretch played by each point
+            regret[k_next:k_stop] = cum_regret + _prefix_sums(gaps, offsets)
+            if alpha_regret is not None:
+                alpha_regret[k_next:k_stop] = cum_alpha + _prefix_sums(alpha * best_value - rewards, offsets)
+        cum_regret += _prefix_sums(gaps, np.array([length]))[0]
+        if alpha_regret is not None:
+            cum_alpha += _prefix_sums(alpha * best_value - rewards, np.array([length]))[0]
+        policy.update(length, stats)
+        stretches += 1
+        if k_stop > k_next:
+            q, r, s = ledger.snapshot()
+            queries[k_next:k_stop] = q - q0
+            rounds[k_next:k_stop] = r - r0
+            oracle_runtime[k_next:k_stop] = s - s0
+            runtime[k_next:k_stop] = time.perf_counter() - start
+            k_next = k_stop
+        t = end + 1
+        if progress is not None:
+            progress(end, T)
+    wall = time.perf_counter() - start
+    q, r, s = ledger.snapshot()
+
+    info = {"env": repr(env), "policy": repr(policy), "bulk": bulk, "exact_stats": exact_stats}
+    return SimulationResult(
+        policy=policy.name,
+        T=T,
+        seed=seed,
+        t=points,
+        regret=regret,
+        queries=queries,
+        rounds=rounds,
+        runtime=runtime,
+        oracle_runtime=oracle_runtime,
+        wall_seconds=wall,
+        oracle_seconds=s - s0,
+        optimum=best_value,
+        stretches=stretches,
+        alpha=alpha,
+        alpha_regret=alpha_regret,
+        info=info,
+    )
+
+
+class _CallableModule(types.ModuleType):
+    """Makes ``cmab_milp.simulate`` callable as the function of the same name.
+
+    Importing this module binds the attribute ``cmab_milp.simulate`` to the
+    module (Python sets a package attribute per imported submodule), which would
+    shadow the lazily exported function whenever the module is imported before
+    ``cm.simulate`` is first used. Calling the module runs :func:`simulate`.
+    """
+
+    def __call__(self, *args: Any, **kwargs: Any) -> SimulationResult:
+        return simulate(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule
+
+
+def _prefix_sums(gaps: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Sum of the first ``L`` gaps of the cycle ``gaps`` repeated, for each ``L`` in ``lengths``."""
+    p = len(gaps)
+    if p == 1:
+        return lengths * gaps[0]
+    cycles, rest = np.divmod(lengths, p)
+    partial = np.r_[0.0, np.cumsum(gaps)]
+    return cycles * partial[-1] + partial[rest]
