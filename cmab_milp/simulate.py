@@ -69,6 +69,7 @@ class SimulationResult:
         out: dict[str, Any] = {}
         for name, value in self.__dict__.items():
             out[name] = value.tolist() if isinstance(value, np.ndarray) else value
+        out["info"] = {k: v for k, v in self.info.items() if k != "trace"}
         return out
 
 
@@ -97,6 +98,7 @@ def simulate(
     exact_stats: bool = False,
     optimum: tuple[np.ndarray, float] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    trace: bool = False,
 ) -> SimulationResult:
     """Play ``T`` rounds of ``policy`` against ``env``; return a :class:`SimulationResult`.
 
@@ -122,6 +124,10 @@ def simulate(
         (default: ``env.optimal(policy.space)``).
     progress : callable, optional
         Called as ``progress(t, T)`` after each stretch.
+    trace : bool
+        Keep every stretch played as ``result.info["trace"]``: a list of
+        ``(first_round, rounds, actions)`` (for tests and inspection; memory
+        grows with the number of stretches).
     """
     if not isinstance(policy, Policy):
         raise ValueError(f"policy must be a Policy, got {type(policy).__name__}")
@@ -159,6 +165,7 @@ def simulate(
     oracle_runtime = np.empty(n)
 
     needs = policy.needs
+    played: list[tuple[int, int, np.ndarray]] | None = [] if trace else None
     cum_regret = cum_alpha = 0.0
     t, k_next, stretches = 1, 0, 0
     start = time.perf_counter()
@@ -180,6 +187,8 @@ def simulate(
             cum_alpha += _prefix_sums(alpha * best_value - rewards, np.array([length]))[0]
         policy.update(length, stats)
         stretches += 1
+        if played is not None:
+            played.append((t, length, stretch.actions.copy()))
         if k_stop > k_next:
             q, r, s = ledger.snapshot()
             queries[k_next:k_stop] = q - q0
@@ -193,7 +202,9 @@ def simulate(
     wall = time.perf_counter() - start
     q, r, s = ledger.snapshot()
 
-    info = {"env": repr(env), "policy": repr(policy), "bulk": bulk, "exact_stats": exact_stats}
+    info: dict[str, Any] = {"env": repr(env), "policy": repr(policy), "bulk": bulk, "exact_stats": exact_stats}
+    if played is not None:
+        info["trace"] = played
     return SimulationResult(
         policy=policy.name,
         T=T,
