@@ -64,7 +64,7 @@ SCIP_PARAMS: dict[str, Any] = {
     "numerics/epsilon": 1e-12,
     "numerics/sumepsilon": 1e-10,
     "numerics/feastol": 1e-9,
-    "numerics/dualfeastol": 1e-9,
+    "numerics/dualfeastol": 1e-10,
     "parallel/maxnthreads": 1,
 }
 
