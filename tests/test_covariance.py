@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import cmab_milp as cm
-from cmab_milp.environments.correlated import CopulaNoise, paper_covariance
+from cmab_milp.environments.correlated import CopulaNoise, PaperGaussianNoise, paper_covariance
 from cmab_milp.policies.cov_estimators import CovarianceEstimator
 from cmab_milp.policies.covariance import OLSUCBC, AROQCov, CovarianceIndex, SROQCov, all_pairs, pair_cover
 from cmab_milp.policies.schedules import default_epochs
@@ -362,3 +362,14 @@ def test_regret_is_sublinear(cls, kwargs):
     result = cm.simulate(cls(space, T, oracle="enumerate", **kwargs), env, T, seed=3, record=[T // 10])
     early, late = result.regret[0] / (T // 10), result.regret[-1] / T
     assert late < 0.6 * early, (early, late)
+
+
+def test_paper_gaussian_noise_and_copula_seed_use_the_papers_covariance():
+    env = PaperGaussianNoise([0.1, 0.5, 0.9, 0.3], cov_seed=4, normalise="max", scale=0.25)
+    np.testing.assert_allclose(env.cov, paper_covariance(4, seed=4, normalise="max", scale=0.25))
+    copula = CopulaNoise([0.1, 0.5, 0.9, 0.3], corr_seed=4)
+    np.testing.assert_allclose(copula.corr, paper_covariance(4, seed=4))
+    with pytest.raises(ValueError, match="not both"):
+        CopulaNoise([0.1, 0.5], np.eye(2), corr_seed=1)
+    with pytest.raises(ValueError, match="cov_seed"):
+        PaperGaussianNoise([0.1, 0.5], cov_seed=-1)

@@ -32,8 +32,9 @@ import numpy as np
 from scipy import special
 
 from .base import Environment, check_means
+from .basic import GaussianNoise
 
-__all__ = ["NORMALISATIONS", "CopulaNoise", "paper_covariance"]
+__all__ = ["NORMALISATIONS", "CopulaNoise", "PaperGaussianNoise", "paper_covariance"]
 
 #: How :func:`paper_covariance` normalises ``A A^T + I``.
 NORMALISATIONS = ("correlation", "max", "trace")
@@ -74,6 +75,48 @@ def paper_covariance(d: int, seed: int | None = None, normalise: str = "correlat
     else:
         sigma = sigma * (d / np.trace(sigma))
     return scale * 0.5 * (sigma + sigma.T)
+
+
+class PaperGaussianNoise(GaussianNoise):
+    """Gaussian feedback with the paper's random covariance (Figure 3): ``GaussianNoise(means, paper_covariance(...))``.
+
+    Unbounded outcomes, outside the paper's [0, 1] model (as in its Figure 3).
+    The covariance is ``paper_covariance(d, cov_seed, normalise, scale)``, so a
+    problem file can state it in three numbers.
+
+    Parameters
+    ----------
+    means : array of shape (d,)
+    cov_seed : int
+        Seed of the random matrix ``A``.
+    normalise : str
+        See :func:`paper_covariance` (default ``"correlation"``).
+    scale : float > 0
+        Multiplies the normalised covariance (default 1).
+    seed : int or None
+
+    >>> env = PaperGaussianNoise([0.1, 0.5, 0.9], cov_seed=3, normalise="max", scale=0.25)
+    >>> float(env.cov.max())
+    0.25
+    """
+
+    def __init__(
+        self,
+        means: Any,
+        cov_seed: int = 0,
+        normalise: str = "correlation",
+        scale: float = 1.0,
+        seed: int | None = None,
+    ):
+        d = check_means(means, unit=False).size
+        if isinstance(cov_seed, bool) or not isinstance(cov_seed, (int, np.integer)) or cov_seed < 0:
+            raise ValueError(f"cov_seed must be an integer >= 0, got {cov_seed!r}")
+        super().__init__(means, paper_covariance(d, int(cov_seed), normalise, scale), seed=seed)
+        self.cov_seed, self.normalise, self.scale = int(cov_seed), normalise, float(scale)
+
+    def __repr__(self) -> str:
+        args = f"cov_seed={self.cov_seed}, normalise={self.normalise!r}, scale={self.scale}"
+        return f"PaperGaussianNoise(d={self.d}, {args})"
 
 
 def _check_correlation(corr: Any, d: int) -> np.ndarray:
@@ -120,7 +163,10 @@ class CopulaNoise(Environment):
     ----------
     means : array of shape (d,), values in [0, 1]
     corr : array of shape (d, d) or None
-        Correlation matrix of the latent Gaussian (``None``: independent arms).
+        Correlation matrix of the latent Gaussian (``None``: independent arms,
+        unless ``corr_seed`` is given).
+    corr_seed : int or None
+        Use ``paper_covariance(d, seed=corr_seed)`` (unit diagonal) as ``corr``.
     marginal : ``"uniform"`` or ``"beta"``
     width : float in [0, 0.5]
         Half-width of the uniform marginals.
@@ -142,10 +188,17 @@ class CopulaNoise(Environment):
         marginal: str = "uniform",
         width: float = 0.5,
         concentration: float = 10.0,
+        corr_seed: int | None = None,
         seed: int | None = None,
     ):
         mu = check_means(means, unit=True)
         d = mu.size
+        if corr_seed is not None:
+            if corr is not None:
+                raise ValueError("give corr or corr_seed, not both")
+            if isinstance(corr_seed, bool) or not isinstance(corr_seed, (int, np.integer)) or corr_seed < 0:
+                raise ValueError(f"corr_seed must be an integer >= 0, got {corr_seed!r}")
+            corr = paper_covariance(d, seed=int(corr_seed))
         if marginal not in self.MARGINALS:
             raise ValueError(f"marginal must be one of {self.MARGINALS}, got {marginal!r}")
         width, concentration = float(width), float(concentration)
