@@ -1,0 +1,178 @@
+"""The ``cmab-milp`` command line.
+
+Subcommands:
+
+- ``cmab-milp run PROBLEM.toml --out DIR [--horizon N] [--seeds K] [--jobs J] [--resume]
+  [--no-plots] [--executor local]``: run a problem file (see
+  :mod:`cmab_milp.experiments.problem` for the schema) and write ``DIR/summary.json``,
+  per-job curves under ``DIR/runs/`` and the figures.
+- ``cmab-milp validate PROBLEM.toml ...``: check problem files without running them.
+- ``cmab-milp plot DIR``: redraw the figures of a (possibly partial) run.
+
+Exit codes: 0 success; 2 a refused problem file, folder or argument (nothing
+ran); 1 some jobs failed (the others are saved); 130 interrupted (finished jobs
+are saved; continue with ``--resume``).
+
+Example
+-------
+>>> main(["validate", "no/such/file.toml"])
+2
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["COMMANDS", "build_parser", "main"]
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def _error(message: str) -> int:
+    sys.stderr.write(f"cmab-milp: error: {message}\n")
+    return 2
+
+
+def _print_summary(summary: dict[str, Any]) -> None:
+    rows = [("policy", "regret", "queries", "rounds", "wall s", "oracle s")]
+    for name, stats in summary["policies"].items():
+        cell = {m: f"{stats[m]['mean']:.4g} ± {stats[m]['std']:.2g}" for m in stats}
+        rows.append(
+            (name, cell["regret"], cell["queries"], cell["rounds"], cell["wall_seconds"], cell["oracle_seconds"])
+        )
+    widths = [max(len(r[k]) for r in rows) for k in range(len(rows[0]))]
+    for row in rows:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+
+
+# ---------------------------------------------------------------- commands
+def _add_run(sub: Any) -> None:
+    p = sub.add_parser("run", help="run a problem file", description="Run a problem file and write results and plots.")
+    p.add_argument("problem", help="problem file (TOML)")
+    p.add_argument("--out", required=True, help="results folder (created if needed)")
+    p.add_argument("--horizon", type=_positive_int, help="override [run] horizon (T)")
+    p.add_argument("--seeds", type=_positive_int, help="override [run] seeds with seeds 0..K-1")
+    p.add_argument("--jobs", type=_positive_int, default=os.cpu_count() or 1, help="parallel jobs (default: cores)")
+    p.add_argument("--resume", action="store_true", help="continue a run in --out, skipping finished jobs")
+    p.add_argument("--no-plots", action="store_true", help="skip the figures")
+    p.add_argument("--executor", default="local", help="where jobs run: local (default), serial, NAME://ADDRESS")
+    p.set_defaults(handler=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from .experiments import JobsFailed, RunError, RunInterrupted, load_problem, run_problem
+    from .experiments.executors import EXECUTORS
+
+    name = args.executor.partition("://")[0]
+    if name not in EXECUTORS:
+        return _error(f"unknown executor {args.executor!r}; known: {', '.join(sorted(EXECUTORS))}")
+    problem = load_problem(args.problem, horizon=args.horizon, seeds=args.seeds)
+    try:
+        summary = run_problem(
+            problem,
+            args.out,
+            jobs=args.jobs,
+            executor=args.executor,
+            resume=args.resume,
+            plots=not args.no_plots,
+        )
+    except RunInterrupted as exc:
+        sys.stderr.write(f"cmab-milp: {exc}\n")
+        return 130
+    except JobsFailed as exc:
+        sys.stderr.write(f"cmab-milp: {exc}\n")
+        return 1
+    except RunError as exc:
+        return _error(str(exc))
+    _print_summary(summary)
+    return 0
+
+
+def _add_validate(sub: Any) -> None:
+    p = sub.add_parser("validate", help="check problem files without running them")
+    p.add_argument("problems", nargs="+", help="problem files (TOML)")
+    p.set_defaults(handler=_validate)
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from .experiments import load_problem
+
+    for path in args.problems:
+        problem = load_problem(path)
+        space = problem.build_space()
+        names = ", ".join(p.name for p in problem.policies)
+        print(
+            f"{path}: ok ({problem.space['kind']} d={space.d}, {problem.environment['kind']}, "
+            f"policies {names}, T={problem.horizon}, {len(problem.seeds)} seeds)"
+        )
+    return 0
+
+
+def _add_plot(sub: Any) -> None:
+    p = sub.add_parser("plot", help="redraw the figures of a run folder")
+    p.add_argument("out", help="results folder written by 'cmab-milp run'")
+    p.add_argument("--panels", help="comma-separated panel names (default: the problem's)")
+    p.set_defaults(handler=_plot)
+
+
+def _plot(args: argparse.Namespace) -> int:
+    from .experiments import PANELS, collect_curves, parse_problem, save_figures
+    from .experiments.storage import read_json
+
+    stored = read_json(Path(args.out) / "problem.json")
+    if stored is None:
+        return _error(f"{args.out} holds no problem.json: not a run folder")
+    problem = parse_problem(stored["problem"], stored.get("file", str(Path(args.out) / "problem.json")))
+    panels = args.panels.split(",") if args.panels else problem.panels
+    unknown = [p for p in panels if p not in PANELS]
+    if unknown:
+        return _error(f"unknown panels {unknown}; known: {', '.join(PANELS)}")
+    curves = collect_curves(problem, args.out)
+    if not curves:
+        return _error(f"{args.out} holds no finished jobs to plot")
+    for path in save_figures(curves, panels, args.out, problem.title):
+        print(path)
+    return 0
+
+
+#: Subcommands: each adds its parser (and handler) to the subparsers object.
+COMMANDS: dict[str, Callable[[Any], None]] = {"run": _add_run, "validate": _add_validate, "plot": _add_plot}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with every subcommand of :data:`COMMANDS`."""
+    parser = argparse.ArgumentParser(
+        prog="cmab-milp", description="Combinatorial semi-bandits with exact optimisation oracles."
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add in COMMANDS.values():
+        add(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``cmab-milp``; returns the exit code."""
+    from .experiments import ProblemError
+
+    args = build_parser().parse_args(argv)
+    try:
+        return args.handler(args)
+    except ProblemError as exc:
+        return _error(str(exc))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,196 @@
+"""Figures of a run: the paper's Figure 2 panels, chosen by name from :data:`PANELS`.
+
+A panel is data: which recorded metric it shows, against ``t`` (a curve: mean
+over seeds with a band of ±1 standard deviation) or at ``T`` (a bar per policy
+with ±1 standard deviation error bars), and its axis scale. Figure 2 of the paper
+is :data:`DEFAULT_PANELS`; Figure 3/4 add ``"total_queries"``. Rendering uses
+matplotlib's Agg canvas directly (no pyplot state, no display needed).
+
+Example
+-------
+>>> import numpy as np
+>>> t = np.arange(1, 101)
+>>> curves = {"CUCB": PolicyCurves(t, {"regret": np.vstack([np.sqrt(t), 1.1 * np.sqrt(t)])})}
+>>> figure = make_figure(curves, ["regret"])
+>>> [ax.get_title() for ax in figure.axes]
+['(a) regret']
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["DEFAULT_PANELS", "PANELS", "Panel", "PolicyCurves", "make_figure", "save_figures"]
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One plot: ``metric`` (a curve column) against t (``kind="curve"``) or at T (``kind="final"``)."""
+
+    title: str
+    metric: str
+    ylabel: str
+    kind: str = "curve"
+    yscale: str = "linear"
+    xscale: str = "linear"
+
+
+#: Every panel a problem file may ask for in ``[run] panels``.
+PANELS: dict[str, Panel] = {
+    "rounds": Panel("cumulative oracle adaptivity", "rounds", "adaptivity rounds", yscale="log"),
+    "queries": Panel("cumulative oracle queries", "queries", "oracle queries", yscale="log"),
+    "regret": Panel("regret", "regret", "cumulative regret"),
+    "runtime": Panel("runtime", "runtime", "wall-clock seconds", yscale="log"),
+    "oracle_runtime": Panel("oracle time", "oracle_runtime", "seconds in oracle calls", yscale="log"),
+    "total_rounds": Panel("total adaptivity at T", "rounds", "adaptivity rounds at T", kind="final", yscale="log"),
+    "total_queries": Panel("total queries at T", "queries", "oracle queries at T", kind="final", yscale="log"),
+}
+
+#: The paper's Figure 2: (a) adaptivity, (b) queries, (c) regret, (d) runtime, (e) total adaptivity.
+DEFAULT_PANELS: tuple[str, ...] = ("rounds", "queries", "regret", "runtime", "total_rounds")
+
+_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#17becf")
+
+
+@dataclass
+class PolicyCurves:
+    """One policy's recorded curves: ``t`` (shape ``(n,)``) and ``values[metric]`` (shape ``(seeds, n)``)."""
+
+    t: np.ndarray
+    values: dict[str, np.ndarray]
+
+    @property
+    def n_seeds(self) -> int:
+        return len(next(iter(self.values.values())))
+
+
+def _band(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean over seeds (axis 0) and the sample standard deviation (0 for one seed)."""
+    mean = values.mean(axis=0)
+    std = values.std(axis=0, ddof=1) if len(values) > 1 else np.zeros_like(mean)
+    return mean, std
+
+
+def _band_label(curves: Mapping[str, PolicyCurves]) -> str:
+    seeds = sorted({c.n_seeds for c in curves.values()})
+    count = str(seeds[0]) if len(seeds) == 1 else f"{seeds[0]}-{seeds[-1]}"
+    return f"mean over {count} seeds; band/bars: ±1 s.d."
+
+
+def _draw_panel(ax: Any, letter: str, panel: Panel, curves: Mapping[str, PolicyCurves]) -> None:
+    ax.set_title(f"({letter}) {panel.title}", fontsize=10)
+    ax.set_ylabel(panel.ylabel)
+    ax.grid(True, which="major", alpha=0.3)
+    if panel.kind == "final":
+        names = list(curves)
+        finals = [curves[n].values[panel.metric][:, -1] for n in names]
+        means = np.array([f.mean() for f in finals])
+        stds = np.array([f.std(ddof=1) if len(f) > 1 else 0.0 for f in finals])
+        colors = [_COLORS[k % len(_COLORS)] for k in range(len(names))]
+        x = np.arange(len(names))
+        ax.bar(x, means, yerr=stds, color=colors, capsize=4, alpha=0.85)
+        ax.set_xticks(x, names, rotation=20 if len(names) > 3 else 0)
+        for xi, value in zip(x, means, strict=True):
+            text = f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
+            ax.annotate(
+                text, (xi, value), ha="center", va="bottom", fontsize=8, xytext=(0, 3), textcoords="offset points"
+            )
+        ax.set_yscale(panel.yscale)
+        if panel.yscale == "log":
+            ax.set_ylim(
+                bottom=max(0.5, 0.5 * float(means[means > 0].min())) if (means > 0).any() else None,
+                top=float(means.max() + stds.max()) * 4 if len(means) else None,
+            )
+        return
+    for k, (name, data) in enumerate(curves.items()):
+        color = _COLORS[k % len(_COLORS)]
+        mean, std = _band(data.values[panel.metric])
+        ax.plot(data.t, mean, color=color, label=name, lw=1.6)
+        low = mean - std
+        if panel.yscale == "log":
+            low = np.maximum(low, mean / 10)  # keep the band on a log axis
+        ax.fill_between(data.t, low, mean + std, color=color, alpha=0.2, lw=0)
+    ax.set_xlabel("round t")
+    ax.set_xscale(panel.xscale)
+    ax.set_yscale(panel.yscale)
+    if panel.xscale == "linear":
+        ax.ticklabel_format(axis="x", style="sci", scilimits=(0, 3))
+
+
+def _legend_handles(curves: Mapping[str, PolicyCurves]) -> tuple[list, list[str]]:
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    handles: list = [Line2D([], [], color=_COLORS[k % len(_COLORS)], lw=2) for k in range(len(curves))]
+    labels = list(curves)
+    handles.append(Patch(color="grey", alpha=0.3))
+    labels.append(_band_label(curves))
+    return handles, labels
+
+
+def make_figure(curves: Mapping[str, PolicyCurves], panels: Sequence[str], title: str = "") -> Any:
+    """One matplotlib ``Figure`` holding the named panels side by side, with a shared legend."""
+    from matplotlib.figure import Figure
+
+    if not curves:
+        raise ValueError("no curves to plot")
+    unknown = [p for p in panels if p not in PANELS]
+    if unknown:
+        raise ValueError(f"unknown panels {unknown}; known: {sorted(PANELS)}")
+    n = len(panels)
+    cols = n if n <= 3 else (n + 1) // 2 if n <= 6 else 4
+    rows = -(-n // cols)
+    figure = Figure(figsize=(4.2 * cols, 3.4 * rows + 0.6), layout="constrained")
+    axes = figure.subplots(rows, cols, squeeze=False).ravel()
+    for k, name in enumerate(panels):
+        _draw_panel(axes[k], chr(ord("a") + k), PANELS[name], curves)
+    handles, labels = _legend_handles(curves)
+    if n == 1:
+        axes[0].legend(handles, labels, loc="best", fontsize=8, framealpha=0.85)
+    elif n < len(axes):  # a free slot: the legend goes there
+        for ax in axes[n:]:
+            ax.set_axis_off()
+        axes[n].legend(handles, labels, loc="center", frameon=False)
+    else:
+        figure.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 5), frameon=False)
+    if title:
+        figure.suptitle(title)
+    return figure
+
+
+def _save_atomic(figure: Any, path: Path, dpi: int) -> None:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    FigureCanvasAgg(figure)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        figure.savefig(tmp, format="png", dpi=dpi)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def save_figures(
+    curves: Mapping[str, PolicyCurves], panels: Sequence[str], out_dir: str | Path, title: str = "", dpi: int = 130
+) -> list[Path]:
+    """Write ``out_dir/figure.png`` (all panels) and ``out_dir/panels/<letter>_<panel>.png``; return the paths."""
+    out = Path(out_dir)
+    (out / "panels").mkdir(parents=True, exist_ok=True)
+    written = [out / "figure.png"]
+    _save_atomic(make_figure(curves, panels, title), written[0], dpi)
+    for k, name in enumerate(panels):
+        path = out / "panels" / f"{chr(ord('a') + k)}_{name}.png"
+        figure = make_figure(curves, [name])
+        figure.axes[0].set_title(f"{title}\n{PANELS[name].title}" if title else PANELS[name].title, fontsize=10)
+        _save_atomic(figure, path, dpi)
+        written.append(path)
+    return written

@@ -1,0 +1,303 @@
+"""Problem files: the TOML schema, its validation, and the validated :class:`Problem`.
+
+A problem file states one experiment: an action space, an environment, the
+policies to compare (each with its oracle backend and constants), the horizon
+and the seeds. :func:`load_problem` checks everything before anything runs,
+building the space, the environment and every policy once, so that any mistake
+is reported as a :class:`~cmab_milp.experiments.schema.ProblemError` naming the
+file, the key (``space.m``, ``policies[1].oracle``) and what is wrong.
+
+Schema (every key not listed is refused)::
+
+    title = "..."                  # optional: figure title
+    description = "..."            # optional: free text
+
+    [space]
+    kind = "Cardinality"           # any space class of cmab_milp (Cardinality, PartitionMatroid,
+                                   # GraphicMatroid, SpanningTrees, STPaths, Matchings,
+                                   # ExplicitActions, Intersection)
+    d = 20                         # the other keys are the constructor's parameters:
+    m = 3                          #   d, m, exact / blocks, capacities / graph / source, target /
+                                   #   perfect / actions (an array of 0/1 rows)
+    [space.graph]                  # graph families: a networkx generator ...
+    generator = "grid_2d_graph"    #   any function of networkx.generators
+    args = [3, 3]                  #   its positional arguments
+    kwargs = {}                    #   its keyword arguments (e.g. seed = 1)
+    relabel = true                 #   nodes renamed 0..n-1 in networkx's node order (default for
+                                   #   generators); source/target may use either label ([0, 0] or 0)
+    directed = false               #   true: a DiGraph, each edge oriented as listed
+    # edges = [[0, 1], [1, 2]]     # ... or an explicit edge list (relabel defaults to false)
+                                   # arm k is list(graph.edges())[k]: networkx's order, which for
+                                   # undirected graphs follows the nodes, not the order written
+
+    [[space.constraints]]          # optional side constraints, applied in order (with_constraint)
+    coeffs = [1.0, ...]            #   one number per arm, or: arms = [0, 3], weights = [1, 2]
+    sense = "<="                   #   "<=", ">=" or "=="
+    rhs = 2
+
+    # kind = "Intersection" takes [[space.parts]] (each a space table) instead.
+
+    [environment]
+    kind = "UniformNoise"          # any class of cmab_milp.environments (or "pkg.module:Class")
+    means = { draw = "uniform", low = 0.0, high = 1.0, seed = 7 }   # or an explicit array
+    width = 0.5                    # the other keys are the constructor's parameters; any value
+                                   # may be a { draw = ... } table (see builders.DRAWS)
+
+    [[policies]]                   # one table per compared policy
+    name = "AROQ"                  # label in plots and results (letters, digits, _ . + -)
+    kind = "AROQ"                  # any class of cmab_milp.policies (or "pkg.module:Class")
+    oracle = "highs"               # oracle backend (default "highs"): see cm.available_backends()
+    constants = { C = 1.5 }        # optional keyword constants of the policy
+
+    [run]
+    horizon = 100000               # T
+    seeds = 10                     # a count (seeds 0..9) or an explicit array [3, 5, 8]
+    panels = ["rounds", "queries", "regret", "runtime", "total_rounds"]   # optional
+    curve_points = 200             # optional: points recorded per curve (log-spaced in t, default 200)
+
+Example
+-------
+>>> problem = parse_problem(
+...     {
+...         "space": {"kind": "Cardinality", "d": 4, "m": 2},
+...         "environment": {"kind": "BernoulliArms", "means": [0.1, 0.2, 0.3, 0.4]},
+...         "policies": [{"name": "CUCB", "kind": "CUCB"}],
+...         "run": {"horizon": 50, "seeds": 2},
+...     },
+...     "demo.toml",
+... )
+>>> problem.seeds, problem.policies[0].oracle
+([0, 1], 'highs')
+>>> parse_problem({"space": {}}, "demo.toml")
+Traceback (most recent call last):
+...
+cmab_milp.experiments.schema.ProblemError: demo.toml: environment: missing required key
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import tomllib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .builders import build_environment, build_policy, build_space
+from .plots import DEFAULT_PANELS, PANELS
+from .schema import ProblemError, Table, check_integer, describe, join_key
+
+__all__ = ["PolicySpec", "Problem", "load_problem", "parse_problem"]
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
+
+
+@dataclass(frozen=True)
+class PolicySpec:
+    """One ``[[policies]]`` entry: label, class name, oracle backend and constants."""
+
+    name: str
+    kind: str
+    oracle: str = "highs"
+    constants: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A validated problem: plain data (picklable, JSON-able) that rebuilds its objects on demand.
+
+    ``environment`` holds drawn parameters as values, so every rebuild gives the
+    same environment without drawing again.
+    """
+
+    file: str
+    space: dict[str, Any]
+    environment: dict[str, Any]
+    policies: list[PolicySpec]
+    horizon: int
+    seeds: list[int]
+    panels: list[str] = field(default_factory=lambda: list(DEFAULT_PANELS))
+    curve_points: int = 200
+    title: str = ""
+
+    # ------------------------------------------------------------ builders
+    def build_space(self) -> Any:
+        """The action space (a fresh object)."""
+        return build_space(Table(_copy(self.space), "space", self.file))
+
+    def build_environment(self, space: Any | None = None) -> Any:
+        """The environment (a fresh object) for ``space`` (built if not given)."""
+        space = self.build_space() if space is None else space
+        return build_environment(Table(_copy(self.environment), "environment", self.file), space)[0]
+
+    def policy(self, name: str) -> PolicySpec:
+        """The policy entry labelled ``name``."""
+        for spec in self.policies:
+            if spec.name == name:
+                return spec
+        raise KeyError(f"no policy named {name!r} in {self.file}")
+
+    def build_policy(self, name: str, space: Any | None = None) -> Any:
+        """A fresh policy object for the entry labelled ``name``."""
+        spec = self.policy(name)
+        space = self.build_space() if space is None else space
+        k = self.policies.index(spec)
+        table = Table(asdict(spec), join_key("policies", k), self.file)
+        return build_policy(table, spec.kind, space, self.horizon, spec.oracle, dict(spec.constants))
+
+    # --------------------------------------------------------------- identity
+    def to_dict(self) -> dict[str, Any]:
+        """The resolved problem as JSON-able data (drawn values included)."""
+        return {
+            "title": self.title,
+            "space": self.space,
+            "environment": self.environment,
+            "policies": [asdict(p) for p in self.policies],
+            "run": {
+                "horizon": self.horizon,
+                "seeds": self.seeds,
+                "panels": self.panels,
+                "curve_points": self.curve_points,
+            },
+        }
+
+    def digest(self) -> str:
+        """A hash of everything that changes a job's numbers (not the seed list, title or panels)."""
+        data = self.to_dict()
+        key = {
+            "space": data["space"],
+            "environment": data["environment"],
+            "policies": data["policies"],
+            "horizon": self.horizon,
+            "curve_points": self.curve_points,
+        }
+        return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+
+    def with_run(self, horizon: int | None = None, seeds: list[int] | None = None) -> Problem:
+        """A copy with another horizon and/or seed list (re-validated)."""
+        data = self.to_dict()
+        if horizon is not None:
+            data["run"]["horizon"] = horizon
+        if seeds is not None:
+            data["run"]["seeds"] = seeds
+        return parse_problem(data, self.file)
+
+
+def _copy(data: Any) -> Any:
+    return json.loads(json.dumps(data))
+
+
+# ------------------------------------------------------------------ parsing
+def load_problem(path: str | Path, *, horizon: int | None = None, seeds: int | list[int] | None = None) -> Problem:
+    """Read, validate and resolve a problem file; ``horizon`` / ``seeds`` override its ``[run]``.
+
+    ``seeds`` is a count (seeds ``0..seeds-1``) or a list. Raises
+    :class:`~cmab_milp.experiments.schema.ProblemError` for any mistake.
+    """
+    file = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ProblemError(file, "", f"cannot read the file: {exc.strerror or exc}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ProblemError(file, "", f"not valid TOML: {exc}") from None
+    run = data.get("run")
+    if isinstance(run, dict):
+        if horizon is not None:
+            run["horizon"] = horizon
+        if seeds is not None:
+            run["seeds"] = seeds
+    return parse_problem(data, file)
+
+
+def parse_problem(data: dict[str, Any], file: str = "<problem>") -> Problem:
+    """Validate a parsed problem (a dict as ``tomllib`` returns it).
+
+    The space, the environment and every policy are constructed once, so that
+    their own checks run now rather than in the middle of a run.
+    """
+    top = Table(data, "", file)
+    title = top.string("title", "")
+    top.string("description", "")
+    space_table = top.table("space")
+    env_table = top.table("environment")
+    policy_tables = top.tables("policies")
+    run = top.table("run")
+    top.finish()
+
+    horizon, seeds, panels, curve_points = _parse_run(run)
+    space_data = _copy(space_table.data)
+    space = build_space(space_table)
+    environment, environment_data = build_environment(env_table, space)
+    policies = _parse_policies(policy_tables, file)
+    problem = Problem(
+        file=file,
+        space=space_data,
+        environment=_copy(environment_data),
+        policies=policies,
+        horizon=horizon,
+        seeds=seeds,
+        panels=panels,
+        curve_points=curve_points,
+        title=title,
+    )
+    for spec in policies:
+        problem.build_policy(spec.name, space)
+    del environment
+    return problem
+
+
+def _parse_run(run: Table) -> tuple[int, list[int], list[str], int]:
+    horizon = run.integer("horizon", minimum=1)
+    raw_seeds = run.raw("seeds")
+    if isinstance(raw_seeds, list):
+        seeds = [check_integer(s, join_key(run.path("seeds"), k), run.file, minimum=0) for k, s in enumerate(raw_seeds)]
+        if not seeds:
+            raise run.error("seeds", "needs at least one seed")
+        if len(set(seeds)) != len(seeds):
+            raise run.error("seeds", f"seeds must be distinct, got {seeds}")
+    elif isinstance(raw_seeds, int) and not isinstance(raw_seeds, bool):
+        seeds = list(range(check_integer(raw_seeds, run.path("seeds"), run.file, minimum=1)))
+    else:
+        raise run.error("seeds", f"expected a count or an array of seeds, got {describe(raw_seeds)}")
+    panels = run.array("panels", list(DEFAULT_PANELS))
+    for k, panel in enumerate(panels):
+        if panel not in PANELS:
+            key = join_key(run.path("panels"), k)
+            raise ProblemError(run.file, key, f"unknown panel {panel!r}; known: {', '.join(PANELS)}")
+    curve_points = run.integer("curve_points", 200, minimum=2)
+    run.finish()
+    return horizon, seeds, list(panels), curve_points
+
+
+def _parse_policies(tables: list[Table], file: str) -> list[PolicySpec]:
+    from cmab_milp.oracles import BACKENDS, available_backends
+
+    if not tables:
+        raise ProblemError(file, "policies", "needs at least one [[policies]] entry")
+    specs: list[PolicySpec] = []
+    seen: dict[str, int] = {}
+    for k, table in enumerate(tables):
+        name = table.string("name")
+        if not _NAME.match(name):
+            raise table.error("name", f"{name!r}: use letters, digits and _ . + - (it names a results folder)")
+        if name in seen:
+            raise table.error("name", f"duplicate policy name {name!r} (also policies[{seen[name]}])")
+        seen[name] = k
+        kind = table.string("kind")
+        oracle = table.string("oracle", "highs")
+        backend, _, solver = oracle.partition(":")
+        if backend not in BACKENDS:
+            raise table.error("oracle", f"unknown oracle backend {oracle!r}; known: {', '.join(sorted(BACKENDS))}")
+        if backend not in available_backends():
+            raise table.error("oracle", f"oracle backend {backend!r} is not installed here")
+        if solver and not BACKENDS[backend].takes_solver:
+            raise table.error("oracle", f"backend {backend!r} takes no ':SOLVER' suffix")
+        constants_table = table.table("constants", None)
+        constants = {} if constants_table is None else dict(constants_table.data)
+        table.finish()
+        specs.append(PolicySpec(name=name, kind=kind, oracle=oracle, constants=constants))
+    return specs

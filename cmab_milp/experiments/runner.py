@@ -1,0 +1,341 @@
+"""Run a problem: one job per (policy, seed), results on disk as they finish, then summary and plots.
+
+:func:`run_problem` prepares the results folder (refusing to overwrite an earlier
+run unless resuming it, and refusing to resume a run of a changed problem), runs
+the missing jobs on an executor (:mod:`.executors`), writes each job's curves and
+totals atomically the moment it finishes (:mod:`.storage`), then writes
+``summary.json`` and the figures. A job that fails is reported and the others go
+on; an interrupted run keeps every finished job for ``--resume``.
+
+Example
+-------
+>>> import io, tempfile
+>>> from cmab_milp.experiments.problem import parse_problem
+>>> problem = parse_problem({
+...     "space": {"kind": "Cardinality", "d": 4, "m": 2},
+...     "environment": {"kind": "BernoulliArms", "means": [0.1, 0.2, 0.3, 0.4]},
+...     "policies": [{"name": "CUCB", "kind": "CUCB"}],
+...     "run": {"horizon": 30, "seeds": 2},
+... }, "demo.toml")
+>>> summary = run_problem(problem, tempfile.mkdtemp(), jobs=1, plots=False, stream=io.StringIO())
+>>> summary["policies"]["CUCB"]["queries"]
+{'mean': 30.0, 'std': 0.0, 'min': 30.0, 'max': 30.0}
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import platform
+import sys
+import time
+import traceback
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any, TextIO
+
+import numpy as np
+
+from .executors import open_executor
+from .plots import PolicyCurves, save_figures
+from .problem import Problem
+from .progress import Progress, format_seconds
+from .storage import CURVE_COLUMNS, downsample, job_paths, read_curve, read_json, write_curve, write_json
+
+__all__ = [
+    "METRICS",
+    "JobsFailed",
+    "RunError",
+    "RunInterrupted",
+    "collect_curves",
+    "run_job",
+    "run_problem",
+    "summarise",
+]
+
+#: Totals summarised per policy (contract section 6).
+METRICS: tuple[str, ...] = ("regret", "queries", "rounds", "wall_seconds", "oracle_seconds")
+
+
+class RunError(RuntimeError):
+    """A run that cannot start (a folder conflict) or that ended with failed jobs."""
+
+
+class RunInterrupted(RunError):
+    """The run was interrupted; finished jobs are on disk."""
+
+
+class JobsFailed(RunError):
+    """Some jobs raised; the others finished and are on disk."""
+
+
+@dataclass(frozen=True)
+class Job:
+    policy: str
+    seed: int
+
+    def __str__(self) -> str:
+        return f"{self.policy} seed {self.seed}"
+
+
+# ------------------------------------------------------------------ one job
+def run_job(problem: Problem, policy: str, seed: int) -> dict[str, Any]:
+    """Build the space, environment and policy afresh, simulate, and return curves and totals.
+
+    Runs in a worker process: everything it needs is in the (picklable) problem.
+    Errors are returned (``{"error": traceback}``), not raised, so that the
+    parent can report them with the job's name.
+    """
+    import cmab_milp
+
+    started = time.perf_counter()
+    try:
+        space = problem.build_space()
+        env = problem.build_environment(space)
+        agent = problem.build_policy(policy, space)
+        result = cmab_milp.simulate(agent, env, problem.horizon, seed=seed, record=problem.curve_points)
+        t = np.asarray(result.t)
+        curve = {"t": t}
+        for column in CURVE_COLUMNS[1:]:
+            values = getattr(result, column, None)
+            curve[column] = np.full(len(t), np.nan) if values is None else np.asarray(values, dtype=float)
+        keep = downsample(t, problem.curve_points)
+        curve = {name: values[keep] for name, values in curve.items()}
+        totals = {
+            "regret": float(np.asarray(result.regret)[-1]),
+            "queries": int(np.asarray(result.queries)[-1]),
+            "rounds": int(np.asarray(result.rounds)[-1]),
+            "wall_seconds": float(result.wall_seconds),
+            "oracle_seconds": float(result.oracle_seconds),
+        }
+    except Exception:  # reported by the parent with the job's name; other jobs go on
+        return {"error": traceback.format_exc()}
+    return {"curve": curve, "totals": totals, "job_seconds": time.perf_counter() - started}
+
+
+# --------------------------------------------------------------- the folder
+def _now() -> str:
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+
+
+def _differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    parts = [k for k in ("space", "environment", "policies") if old.get(k) != new.get(k)]
+    for key in ("horizon", "curve_points"):
+        if old.get("run", {}).get(key) != new["run"][key]:
+            parts.append(f"run.{key} ({old.get('run', {}).get(key)} -> {new['run'][key]})")
+    return parts
+
+
+def _prepare_folder(problem: Problem, out: Path, resume: bool) -> None:
+    stored = read_json(out / "problem.json")
+    if stored is not None or (out / "runs").exists():
+        if not resume:
+            raise RunError(f"{out} already holds a run; pass --resume to continue it, or choose another --out")
+        if stored is None:
+            raise RunError(f"{out} holds results but no problem.json; cannot check they belong to this problem")
+        if stored.get("digest") != problem.digest():
+            changed = ", ".join(_differences(stored.get("problem", {}), problem.to_dict())) or "details"
+            raise RunError(
+                f"{out} holds a run of a different problem (changed: {changed}); "
+                "resume only continues the same problem: choose another --out"
+            )
+    out.mkdir(parents=True, exist_ok=True)
+    write_json(out / "problem.json", {"digest": problem.digest(), "problem": problem.to_dict(), "file": problem.file})
+    source = Path(problem.file)
+    if source.is_file():
+        from .storage import atomic_write_text
+
+        atomic_write_text(out / "problem.toml", source.read_text(encoding="utf-8"))
+
+
+def _is_complete(out: Path, problem: Problem, job: Job) -> bool:
+    csv_path, json_path = job_paths(out, job.policy, job.seed)
+    record = read_json(json_path)
+    return (
+        isinstance(record, dict)
+        and record.get("complete") is True
+        and record.get("digest") == problem.digest()
+        and csv_path.is_file()
+    )
+
+
+def _save_job(out: Path, problem: Problem, job: Job, outcome: dict[str, Any]) -> None:
+    csv_path, json_path = job_paths(out, job.policy, job.seed)
+    write_curve(csv_path, outcome["curve"])  # the curve first: the JSON marks the job complete
+    spec = problem.policy(job.policy)
+    write_json(
+        json_path,
+        {
+            "policy": job.policy,
+            "seed": job.seed,
+            "kind": spec.kind,
+            "oracle": spec.oracle,
+            "horizon": problem.horizon,
+            "digest": problem.digest(),
+            "totals": outcome["totals"],
+            "rows": len(outcome["curve"]["t"]),
+            "job_seconds": outcome["job_seconds"],
+            "finished": _now(),
+            "complete": True,
+        },
+    )
+
+
+# ------------------------------------------------------------------ summary
+def _versions() -> dict[str, str]:
+    import cmab_milp
+
+    out = {"cmab_milp": cmab_milp.__version__, "python": platform.python_version(), "platform": platform.platform()}
+    for package in ("numpy", "scipy", "networkx", "highspy", "pulp", "pyscipopt"):
+        try:
+            out[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def _stats(values: list[float]) -> dict[str, float]:
+    array = np.asarray(values, dtype=float)
+    std = float(array.std(ddof=1)) if len(array) > 1 else 0.0
+    return {"mean": float(array.mean()), "std": std, "min": float(array.min()), "max": float(array.max())}
+
+
+def summarise(problem: Problem, out_dir: str | Path, run_info: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``summary.json``'s content from the job files in ``out_dir`` (complete jobs of this problem only)."""
+    out = Path(out_dir)
+    policies: dict[str, Any] = {}
+    info: dict[str, Any] = {}
+    missing: list[str] = []
+    for spec in problem.policies:
+        totals: dict[str, list[float]] = {metric: [] for metric in METRICS}
+        seeds = []
+        for seed in problem.seeds:
+            job = Job(spec.name, seed)
+            if not _is_complete(out, problem, job):
+                missing.append(str(job))
+                continue
+            record = read_json(job_paths(out, spec.name, seed)[1])
+            for metric in METRICS:
+                totals[metric].append(record["totals"][metric])
+            seeds.append(seed)
+        if seeds:
+            policies[spec.name] = {metric: _stats(totals[metric]) for metric in METRICS}
+        info[spec.name] = {"kind": spec.kind, "oracle": spec.oracle, "constants": spec.constants, "seeds": seeds}
+    return {
+        "policies": policies,
+        "std": "sample standard deviation over seeds (ddof=1; 0 for one seed)",
+        "policy_info": info,
+        "complete": not missing,
+        "missing_jobs": missing,
+        "problem": {
+            "file": problem.file,
+            "title": problem.title,
+            "digest": problem.digest(),
+            "horizon": problem.horizon,
+            "seeds": problem.seeds,
+            "space": problem.space,
+            "environment": problem.environment.get("kind"),
+        },
+        "run": run_info or {},
+        "versions": _versions(),
+    }
+
+
+def collect_curves(problem: Problem, out_dir: str | Path) -> dict[str, PolicyCurves]:
+    """Every complete job's curves, per policy, on the first seed's ``t`` grid."""
+    out = Path(out_dir)
+    curves: dict[str, PolicyCurves] = {}
+    for spec in problem.policies:
+        runs = [
+            read_curve(job_paths(out, spec.name, seed)[0])
+            for seed in problem.seeds
+            if _is_complete(out, problem, Job(spec.name, seed))
+        ]
+        if not runs:
+            continue
+        t = runs[0]["t"]
+        values = {}
+        for column in CURVE_COLUMNS[1:]:
+            rows = [r[column] if np.array_equal(r["t"], t) else np.interp(t, r["t"], r[column]) for r in runs]
+            values[column] = np.vstack(rows)
+        curves[spec.name] = PolicyCurves(t, values)
+    return curves
+
+
+# ---------------------------------------------------------------------- run
+def run_problem(
+    problem: Problem,
+    out_dir: str | Path,
+    *,
+    jobs: int | None = None,
+    executor: str = "local",
+    resume: bool = False,
+    plots: bool = True,
+    stream: TextIO | None = None,
+) -> dict[str, Any]:
+    """Run every (policy, seed) job of ``problem`` into ``out_dir``; return the summary.
+
+    ``jobs`` workers (default: the number of cores) on the named ``executor``.
+    With ``resume``, jobs whose results are already complete are skipped.
+    Raises :class:`RunError` if the folder holds another run, if a job failed
+    (after finishing the others), and :class:`RunInterrupted` on Ctrl-C.
+    """
+    stream = sys.stderr if stream is None else stream
+    out = Path(out_dir)
+    workers = jobs or os.cpu_count() or 1
+    _prepare_folder(problem, out, resume)
+    all_jobs = [Job(spec.name, seed) for seed in problem.seeds for spec in problem.policies]
+    todo = [job for job in all_jobs if not (resume and _is_complete(out, problem, job))]
+    skipped = len(all_jobs) - len(todo)
+    stream.write(
+        f"{problem.file}: {len(problem.policies)} policies x {len(problem.seeds)} seeds, T={problem.horizon}; "
+        f"{len(todo)} jobs to run" + (f" ({skipped} already complete)" if skipped else "") + f" -> {out}\n"
+    )
+    started, clock = _now(), time.perf_counter()
+    failures: list[str] = []
+    interrupted = False
+    progress = Progress(len(todo), stream=stream)
+    runner = open_executor(executor, min(workers, max(len(todo), 1)))
+    try:
+        for index, outcome in runner.run(run_job, [(problem, job.policy, job.seed) for job in todo]):
+            job = todo[index]
+            if "error" in outcome:
+                failures.append(str(job))
+                progress.note(f"job {job} failed:\n{outcome['error'].rstrip()}")
+                progress.advance(f"{job} FAILED")
+                continue
+            _save_job(out, problem, job, outcome)
+            progress.advance(f"{job} ({outcome['job_seconds']:.1f} s)")
+    except KeyboardInterrupt:
+        interrupted = True
+        runner.close(cancel=True)
+    else:
+        runner.close()
+    finally:
+        progress.close()
+    run_info = {
+        "started": started,
+        "finished": _now(),
+        "wall_seconds": time.perf_counter() - clock,
+        "executor": executor,
+        "workers": runner.workers,
+        "jobs_run": len(todo) - len(failures),
+        "jobs_resumed": skipped,
+        "failed_jobs": failures,
+        "interrupted": interrupted,
+    }
+    summary = summarise(problem, out, run_info)
+    write_json(out / "summary.json", summary)
+    if plots and summary["policies"]:
+        save_figures(collect_curves(problem, out), problem.panels, out, problem.title)
+    elapsed = format_seconds(run_info["wall_seconds"])
+    if interrupted:
+        raise RunInterrupted(
+            f"interrupted after {elapsed}: {len(summary['missing_jobs'])} jobs not finished; "
+            f"finished jobs are saved, continue with --resume --out {out}"
+        )
+    if failures:
+        raise JobsFailed(f"{len(failures)} job(s) failed: {', '.join(failures)}; other results are in {out}")
+    stream.write(f"done in {elapsed}: {out / 'summary.json'}\n")
+    return summary

@@ -1,0 +1,184 @@
+"""Reading TOML tables with key paths, so every refusal names the file and the key.
+
+A :class:`Table` wraps one TOML table and the dotted path that leads to it
+(``space``, ``policies[1].constants``). Reading a key checks its type; reading
+a table marks its keys as used, and :meth:`Table.finish` refuses whatever was
+not read (a misspelt key is an error, not silently ignored). Every problem is
+raised as a :class:`ProblemError` carrying the file, the key and what is wrong.
+
+Example
+-------
+>>> t = Table({"d": 20, "m": "3"}, "space", "demo.toml")
+>>> t.integer("d", minimum=1)
+20
+>>> t.integer("m")
+Traceback (most recent call last):
+...
+cmab_milp.experiments.schema.ProblemError: demo.toml: space.m: expected an integer, got a string ('3')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+__all__ = ["MISSING", "ProblemError", "Table", "describe", "join_key"]
+
+
+class ProblemError(ValueError):
+    """A problem file refused: ``file``, ``key`` (dotted path) and ``message``."""
+
+    def __init__(self, file: str, key: str, message: str):
+        self.file = file
+        self.key = key
+        self.message = message
+        where = f"{file}: {key}" if key else file
+        super().__init__(f"{where}: {message}")
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+#: Sentinel default meaning "this key is required".
+MISSING: Any = _Missing()
+
+
+def join_key(prefix: str, key: str | int) -> str:
+    """``join_key("space", "m") == "space.m"``; integers index: ``policies[0]``."""
+    if isinstance(key, int):
+        return f"{prefix}[{key}]"
+    return f"{prefix}.{key}" if prefix else key
+
+
+def describe(value: Any) -> str:
+    """A short phrase naming the TOML type of ``value`` (for error messages)."""
+    names = {
+        bool: "a boolean",
+        int: "an integer",
+        float: "a number",
+        str: "a string",
+        list: "an array",
+        dict: "a table",
+    }
+    for kind, name in names.items():
+        if type(value) is kind:
+            shown = repr(value)
+            return f"{name} ({shown[:40] + '...' if len(shown) > 40 else shown})"
+    return type(value).__name__
+
+
+class Table:
+    """One TOML table plus its key path; typed getters that raise :class:`ProblemError`."""
+
+    def __init__(self, data: Any, key: str, file: str):
+        if not isinstance(data, dict):
+            raise ProblemError(file, key, f"expected a table, got {describe(data)}")
+        self.data = data
+        self.key = key
+        self.file = file
+        self.used: set[str] = set()
+
+    # ------------------------------------------------------------ basics
+    def error(self, key: str | int | None, message: str) -> ProblemError:
+        """A :class:`ProblemError` for ``key`` inside this table (``None``: the table itself)."""
+        return ProblemError(self.file, self.key if key is None else join_key(self.key, key), message)
+
+    def path(self, key: str | int) -> str:
+        return join_key(self.key, key)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.data
+
+    def raw(self, key: str, default: Any = MISSING) -> Any:
+        """The value at ``key`` unchecked (marks it used); ``default`` if absent."""
+        self.used.add(key)
+        if key in self.data:
+            return self.data[key]
+        if default is MISSING:
+            raise self.error(key, "missing required key")
+        return default
+
+    def finish(self) -> None:
+        """Refuse keys that no getter read (typos, keys of another kind)."""
+        unknown = [k for k in self.data if k not in self.used]
+        if unknown:
+            known = sorted(self.used)
+            raise self.error(unknown[0], f"unknown key (this table takes: {', '.join(known) or 'nothing'})")
+
+    # ------------------------------------------------------------ scalars
+    def integer(self, key: str, default: Any = MISSING, *, minimum: int | None = None) -> Any:
+        if key not in self.data:
+            return self.raw(key, default)
+        value = self.raw(key)
+        return check_integer(value, self.path(key), self.file, minimum=minimum)
+
+    def number(self, key: str, default: Any = MISSING) -> Any:
+        if key not in self.data:
+            return self.raw(key, default)
+        value = self.raw(key)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.error(key, f"expected a number, got {describe(value)}")
+        return float(value)
+
+    def boolean(self, key: str, default: Any = MISSING) -> Any:
+        if key not in self.data:
+            return self.raw(key, default)
+        value = self.raw(key)
+        if not isinstance(value, bool):
+            raise self.error(key, f"expected true or false, got {describe(value)}")
+        return value
+
+    def string(self, key: str, default: Any = MISSING, *, choices: Sequence[str] | None = None) -> Any:
+        if key not in self.data:
+            return self.raw(key, default)
+        value = self.raw(key)
+        if not isinstance(value, str):
+            raise self.error(key, f"expected a string, got {describe(value)}")
+        if choices is not None and value not in choices:
+            raise self.error(key, f"unknown value {value!r}; expected one of: {', '.join(choices)}")
+        return value
+
+    # ------------------------------------------------------------ containers
+    def table(self, key: str, default: Any = MISSING) -> Any:
+        if key not in self.data:
+            return self.raw(key, default)
+        value = self.raw(key)
+        return Table(value, self.path(key), self.file)
+
+    def tables(self, key: str, default: Any = MISSING) -> Any:
+        """An array of tables (``[[key]]``) as a list of :class:`Table`."""
+        if key not in self.data:
+            return self.raw(key, default)
+        value = self.raw(key)
+        if not isinstance(value, list):
+            raise self.error(key, f"expected an array of tables, got {describe(value)}")
+        return [Table(item, join_key(self.path(key), k), self.file) for k, item in enumerate(value)]
+
+    def array(self, key: str, default: Any = MISSING, *, item: Callable[[Any, str], Any] | None = None) -> Any:
+        """An array; ``item(value, key_path)`` checks and converts each entry."""
+        if key not in self.data:
+            return self.raw(key, default)
+        value = self.raw(key)
+        if not isinstance(value, list):
+            raise self.error(key, f"expected an array, got {describe(value)}")
+        if item is None:
+            return value
+        return [item(v, join_key(self.path(key), k)) for k, v in enumerate(value)]
+
+
+def check_integer(value: Any, key: str, file: str, *, minimum: int | None = None) -> int:
+    """``value`` as an int, or a :class:`ProblemError` naming ``key``."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ProblemError(file, key, f"expected an integer, got {describe(value)}")
+    if minimum is not None and value < minimum:
+        raise ProblemError(file, key, f"must be >= {minimum}, got {value}")
+    return value
+
+
+def check_number(value: Any, key: str, file: str) -> float:
+    """``value`` as a float, or a :class:`ProblemError` naming ``key``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ProblemError(file, key, f"expected a number, got {describe(value)}")
+    return float(value)

@@ -1,0 +1,126 @@
+"""The results folder: where each file lives, atomic writes, and reading results back.
+
+Layout of ``DIR`` (one run of one problem file)::
+
+    problem.toml                  the problem file as given
+    problem.json                  the resolved problem (drawn values, overrides) and its digest
+    runs/<policy>/seed_<k>.csv    one job's curves: t, regret, queries, rounds, runtime, oracle_runtime
+    runs/<policy>/seed_<k>.json   its totals; written last, so it marks the job complete
+    summary.json                  mean / std over seeds per policy (contract section 6)
+    figure.png, panels/*.png      plots
+
+Every file is written to a temporary file in the same folder and moved into
+place with :func:`os.replace`, so an interrupted run never leaves a half-written
+file that looks finished.
+
+Example
+-------
+>>> import tempfile, numpy as np
+>>> folder = tempfile.mkdtemp()
+>>> curve = {name: np.arange(1.0, 4.0) for name in CURVE_COLUMNS}
+>>> write_curve(Path(folder) / "c.csv", curve)
+>>> read_curve(Path(folder) / "c.csv")["regret"].tolist()
+[1.0, 2.0, 3.0]
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "CURVE_COLUMNS",
+    "atomic_write_text",
+    "downsample",
+    "job_paths",
+    "read_curve",
+    "read_json",
+    "write_curve",
+    "write_json",
+]
+
+#: Columns of a job's curve CSV, in order.
+CURVE_COLUMNS: tuple[str, ...] = ("t", "regret", "queries", "rounds", "runtime", "oracle_runtime")
+_INTEGER_COLUMNS = {"t", "queries", "rounds"}
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same folder and ``os.replace``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def write_json(path: str | Path, data: Any) -> None:
+    """``data`` as indented JSON, atomically."""
+    atomic_write_text(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
+
+
+def read_json(path: str | Path) -> Any:
+    """Parsed JSON, or ``None`` if the file is missing or unreadable."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def job_paths(out_dir: str | Path, policy: str, seed: int) -> tuple[Path, Path]:
+    """``(curve CSV, totals JSON)`` of the job (policy, seed)."""
+    folder = Path(out_dir) / "runs" / policy
+    return folder / f"seed_{seed}.csv", folder / f"seed_{seed}.json"
+
+
+def downsample(t: np.ndarray, points: int) -> np.ndarray:
+    """Indices of at most ``points`` entries of ``t``, log-spaced (as ``simulate`` records), keeping both ends.
+
+    >>> downsample(np.arange(1, 11), 4).tolist()
+    [0, 1, 4, 9]
+    >>> len(downsample(np.arange(1, 100_001), 1000)) <= 1000
+    True
+    """
+    n = len(t)
+    if n <= points:
+        return np.arange(n)
+    return np.unique(np.geomspace(1, n, points).round().astype(np.int64) - 1)
+
+
+def write_curve(path: str | Path, curve: dict[str, np.ndarray]) -> None:
+    """A job's curves as CSV (integers exact, floats with 17 significant digits), atomically."""
+    columns = [np.asarray(curve[name]) for name in CURVE_COLUMNS]
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(CURVE_COLUMNS)
+    for row in zip(*columns, strict=True):
+        writer.writerow(
+            int(v) if name in _INTEGER_COLUMNS else repr(float(v)) for name, v in zip(CURVE_COLUMNS, row, strict=True)
+        )
+    atomic_write_text(path, buffer.getvalue())
+
+
+def read_curve(path: str | Path) -> dict[str, np.ndarray]:
+    """The columns of a curve CSV as float arrays (``t``, ``queries``, ``rounds`` as int)."""
+    with open(path, encoding="utf-8", newline="") as handle:
+        rows = list(csv.reader(handle))
+    header, body = rows[0], rows[1:]
+    if tuple(header) != CURVE_COLUMNS:
+        raise ValueError(f"{path}: unexpected columns {header}, expected {list(CURVE_COLUMNS)}")
+    data = np.array(body, dtype=float).reshape(len(body), len(header))
+    return {
+        name: data[:, k].astype(np.int64) if name in _INTEGER_COLUMNS else data[:, k] for k, name in enumerate(header)
+    }

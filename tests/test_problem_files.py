@@ -1,0 +1,283 @@
+"""Problem files: every file in problems/ validates; bad files are refused with file, key and problem;
+the schema builds the spaces and environments it describes."""
+
+from __future__ import annotations
+
+from math import comb
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import cmab_milp
+from cmab_milp.cli import main
+from cmab_milp.experiments import ProblemError, load_problem
+
+PROBLEMS = sorted((Path(__file__).resolve().parents[1] / "problems").glob("*.toml"))
+
+SPACE = """
+[space]
+kind = "Cardinality"
+d = 4
+m = 2
+"""
+ENVIRONMENT = """
+[environment]
+kind = "BernoulliArms"
+means = [0.1, 0.2, 0.3, 0.4]
+"""
+POLICIES = """
+[[policies]]
+name = "CUCB"
+kind = "CUCB"
+oracle = "enumerate"
+"""
+RUN = """
+[run]
+horizon = 20
+seeds = 2
+"""
+
+
+def problem_text(space: str = SPACE, environment: str = ENVIRONMENT, policies: str = POLICIES, run: str = RUN) -> str:
+    return space + environment + policies + run
+
+
+def write(tmp_path: Path, text: str, name: str = "problem.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("path", PROBLEMS, ids=[p.name for p in PROBLEMS])
+def test_every_shipped_problem_validates(path: Path) -> None:
+    problem = load_problem(path)
+    assert problem.policies and problem.horizon >= 1 and problem.seeds
+    space = problem.build_space()
+    env = problem.build_environment(space)
+    assert space.d >= 1 and env is not None
+
+
+def test_shipped_folder_is_not_empty() -> None:
+    assert any(p.name == "paper_linear.toml" for p in PROBLEMS)
+
+
+def test_paper_linear_matches_the_paper_setting() -> None:
+    problem = load_problem(PROBLEMS[[p.name for p in PROBLEMS].index("paper_linear.toml")])
+    space = problem.build_space()
+    assert (space.d, space.m) == (20, 3)
+    assert problem.horizon == 100_000 and len(problem.seeds) == 10
+    assert problem.environment["means"] == np.random.default_rng(7).uniform(0, 1, 20).tolist()
+    assert {p.kind for p in problem.policies} == {"CUCB", "AROQ", "SROQ"}
+    assert {p.oracle for p in problem.policies} == {"highs"}
+
+
+# ------------------------------------------------------------- refusals
+INVALID = [
+    # (file content, key in the message, problem in the message)
+    ("title = 1\n" + problem_text(), ": title:", "expected a string"),
+    ("[spaces]\nkind = 'x'\n" + problem_text(), ": spaces:", "unknown key"),
+    (problem_text(space=SPACE.replace("m = 2", "m = 30")), ": space.m:", "m must be <= d"),
+    (problem_text(space=SPACE.replace("m = 2", "m = 2\nmm = 3")), ": space.mm:", "unknown key"),
+    (problem_text(space=SPACE.replace("d = 4", 'd = "4"')), ": space.d:", "expected an integer"),
+    (problem_text(space=SPACE.replace("Cardinality", "Cardinal")), ": space.kind:", "unknown space kind"),
+    (problem_text(space=SPACE.replace("m = 2\n", "")), ": space.m:", "missing required key"),
+    (
+        problem_text(space=SPACE + "[[space.constraints]]\ncoeffs = [1, 1]\nsense = '<='\nrhs = 1\n"),
+        ": space.constraints[0].coeffs:",
+        "one number per arm",
+    ),
+    (
+        problem_text(space=SPACE + "[[space.constraints]]\narms = [0, 9]\nsense = '<='\nrhs = 1\n"),
+        ": space.constraints[0].arms[1]:",
+        "out of range",
+    ),
+    (
+        problem_text(space=SPACE + "[[space.constraints]]\narms = [0]\nsense = '<'\nrhs = 1\n"),
+        ": space.constraints[0].sense:",
+        "unknown value",
+    ),
+    (
+        problem_text(
+            space="[space]\nkind = 'STPaths'\nsource = 0\ntarget = 99\n[space.graph]\nedges = [[0, 1], [1, 2]]\n"
+        ),
+        ": space.target:",
+        "99",
+    ),
+    (
+        problem_text(space="[space]\nkind = 'SpanningTrees'\n[space.graph]\ngenerator = 'no_such_graph'\n"),
+        ": space.graph.generator:",
+        "unknown networkx generator",
+    ),
+    (
+        problem_text(
+            space="[space]\nkind = 'SpanningTrees'\n[space.graph]\ngenerator = 'cycle_graph'\nedges = [[0, 1]]\n"
+        ),
+        ": space.graph:",
+        "exactly one of",
+    ),
+    (
+        problem_text(
+            space="[space]\nkind = 'Intersection'\n[[space.parts]]\nkind = 'Cardinality'\nd = 4\nm = 2\n"
+            "[[space.parts]]\nkind = 'Cardinality'\nd = 5\nm = 2\n"
+        ),
+        ": space:",
+        "same d",
+    ),
+    (problem_text(environment=ENVIRONMENT.replace("Bernoulli", "Bernouli")), ": environment.kind:", "unknown"),
+    (problem_text(environment=ENVIRONMENT + "width = 0.5\n"), ": environment.width:", "unknown parameter"),
+    (
+        problem_text(environment=ENVIRONMENT.replace("0.4]", "0.4, 0.5]")),
+        ": environment.means:",
+        "one mean per arm",
+    ),
+    (
+        problem_text(environment=ENVIRONMENT.replace("0.4]", "1.4]")),
+        ": environment.means:",
+        "must lie in [0, 1]",
+    ),
+    (
+        problem_text(environment="[environment]\nkind = 'BernoulliArms'\nmeans = { draw = 'gauss', seed = 1 }\n"),
+        ": environment.means.draw:",
+        "unknown value",
+    ),
+    (
+        problem_text(environment="[environment]\nkind = 'BernoulliArms'\nmeans = { draw = 'uniform' }\n"),
+        ": environment.means.seed:",
+        "missing required key",
+    ),
+    (
+        problem_text(environment="[environment]\nkind = 'UniformNoise'\nmeans = [0.1, 0.2, 0.3, 0.4]\nwidth = -1\n"),
+        ": environment.width:",
+        "width must be",
+    ),
+    (problem_text(policies=POLICIES.replace('kind = "CUCB"', 'kind = "CUCBX"')), ": policies[0].kind:", "unknown"),
+    (problem_text(policies=POLICIES.replace("enumerate", "gurobi")), ": policies[0].oracle:", "unknown oracle"),
+    (problem_text(policies=POLICIES.replace("enumerate", "highs:X")), ": policies[0].oracle:", "no ':SOLVER'"),
+    (problem_text(policies=POLICIES + "constants = { C = -1 }\n"), ": policies[0].constants.C:", "C must be"),
+    (problem_text(policies=POLICIES + "constants = { Q = 1 }\n"), ": policies[0].constants:", "unexpected keyword"),
+    (problem_text(policies=POLICIES + "colour = 'red'\n"), ": policies[0].colour:", "unknown key"),
+    (problem_text(policies=POLICIES + POLICIES), ": policies[1].name:", "duplicate policy name"),
+    (problem_text(policies=POLICIES.replace('name = "CUCB"', 'name = "a/b"')), ": policies[0].name:", "letters"),
+    (problem_text(policies=""), ": policies:", "missing required key"),
+    (problem_text(run=RUN.replace("horizon = 20", "horizon = 0")), ": run.horizon:", "must be >= 1"),
+    (problem_text(run=RUN.replace("horizon = 20", "horizon = 2.5")), ": run.horizon:", "expected an integer"),
+    (problem_text(run=RUN.replace("seeds = 2", "seeds = [1, 1]")), ": run.seeds:", "distinct"),
+    (problem_text(run=RUN.replace("seeds = 2", "seeds = 'two'")), ": run.seeds:", "expected a count"),
+    (problem_text(run=RUN + "panels = ['regret', 'fun']\n"), ": run.panels[1]:", "unknown panel"),
+    (problem_text(run=RUN + "horizn = 3\n"), ": run.horizn:", "unknown key"),
+    (problem_text() + "[run\n", "problem.toml:", "not valid TOML"),
+]
+
+
+@pytest.mark.parametrize(("content", "key", "message"), INVALID)
+def test_invalid_problem_is_refused_with_file_key_and_problem(
+    tmp_path: Path, content: str, key: str, message: str
+) -> None:
+    path = write(tmp_path, content)
+    with pytest.raises(ProblemError) as info:
+        load_problem(path)
+    text = str(info.value)
+    assert text.startswith(str(path)), text
+    assert key in text, text
+    assert message in text, text
+
+
+def test_cli_refuses_before_any_simulation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    def boom(*args, **kwargs):
+        raise AssertionError("simulate must not run for a refused problem")
+
+    monkeypatch.setattr(cmab_milp, "simulate", boom, raising=False)
+    path = write(tmp_path, problem_text(space=SPACE.replace("m = 2", "m = 30")))
+    out = tmp_path / "out"
+    code = main(["run", str(path), "--out", str(out), "--jobs", "1"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert f"{path}: space.m: m must be <= d" in err
+    assert "Traceback" not in err
+    assert not out.exists()
+
+
+def test_missing_file_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ProblemError, match="cannot read"):
+        load_problem(tmp_path / "absent.toml")
+
+
+# --------------------------------------------------- what the schema builds
+def build(tmp_path: Path, space: str, environment: str | None = None):
+    if environment is None:
+        environment = "[environment]\nkind = 'BernoulliArms'\nmeans = { draw = 'uniform', seed = 3 }\n"
+    problem = load_problem(write(tmp_path, problem_text(space=space, environment=environment)))
+    return problem, problem.build_space()
+
+
+def test_directed_grid_paths_count_the_monotone_lattice_paths(tmp_path: Path) -> None:
+    # On a 3x3 grid oriented towards larger coordinates, s-t paths are the C(4, 2) = 6 lattice paths.
+    _, space = build(
+        tmp_path,
+        "[space]\nkind = 'STPaths'\nsource = [0, 0]\ntarget = 8\n"
+        "[space.graph]\ngenerator = 'grid_2d_graph'\nargs = [3, 3]\ndirected = true\n",
+    )
+    assert space.d == 12 and len(space.enumerate()) == comb(4, 2)
+    assert all(isinstance(u, int) for edge in space.arms for u in edge)
+
+
+def test_spanning_trees_of_k4_follow_cayley(tmp_path: Path) -> None:
+    _, space = build(
+        tmp_path, "[space]\nkind = 'SpanningTrees'\n[space.graph]\ngenerator = 'complete_graph'\nargs = [4]\n"
+    )
+    assert len(space.enumerate()) == 4 ** (4 - 2)
+
+
+def test_perfect_matchings_of_k4(tmp_path: Path) -> None:
+    _, space = build(
+        tmp_path,
+        "[space]\nkind = 'Matchings'\nperfect = true\n[space.graph]\ngenerator = 'complete_graph'\nargs = [4]\n",
+    )
+    assert len(space.enumerate()) == 3
+
+
+def test_explicit_edges_keep_their_labels(tmp_path: Path) -> None:
+    _, space = build(
+        tmp_path,
+        "[space]\nkind = 'GraphicMatroid'\n[space.graph]\nedges = [['a', 'b'], ['b', 'c'], ['c', 'a']]\n",
+        "[environment]\nkind = 'BernoulliArms'\nmeans = [0.1, 0.2, 0.3]\n",
+    )
+    # arms are numbered as networkx lists the edges (contract: list(graph.edges())), labels as written
+    assert {frozenset(e) for e in space.arms} == {frozenset("ab"), frozenset("bc"), frozenset("ca")}
+    assert len(space.enumerate()) == 7  # every edge subset but the triangle
+
+
+def test_side_constraint_by_arms_removes_exactly_the_forbidden_pair(tmp_path: Path) -> None:
+    _, space = build(tmp_path, SPACE + "[[space.constraints]]\narms = [0, 1]\nsense = '<='\nrhs = 1\n")
+    actions = space.enumerate()
+    assert len(actions) == sum(comb(4, k) for k in range(3)) - 1
+    assert not any(a[0] and a[1] for a in actions)
+
+
+def test_intersection_of_parts(tmp_path: Path) -> None:
+    _, space = build(
+        tmp_path,
+        "[space]\nkind = 'Intersection'\n[[space.parts]]\nkind = 'Cardinality'\nd = 4\nm = 2\n"
+        "[[space.parts]]\nkind = 'PartitionMatroid'\nblocks = [[0, 1], [2, 3]]\ncapacities = [1, 1]\n",
+    )
+    assert len(space.enumerate()) == 9  # (1 + 2) * (1 + 2) choices per block, all within m = 2
+
+
+def test_explicit_actions(tmp_path: Path) -> None:
+    _, space = build(tmp_path, "[space]\nkind = 'ExplicitActions'\nactions = [[1, 0, 0, 1], [0, 1, 1, 0]]\n")
+    assert space.enumerate().astype(int).tolist() == [[1, 0, 0, 1], [0, 1, 1, 0]]
+
+
+def test_drawn_means_come_from_the_stated_seed_and_range(tmp_path: Path) -> None:
+    env = "[environment]\nkind = 'BernoulliArms'\nmeans = { draw = 'uniform', low = 0.2, high = 0.6, seed = 11 }\n"
+    problem, _ = build(tmp_path, SPACE, env)
+    expected = np.random.default_rng(11).uniform(0.2, 0.6, 4)
+    assert np.array_equal(problem.environment["means"], expected)
+    again, _ = build(tmp_path, SPACE, env)
+    assert again.digest() == problem.digest()
+
+
+def test_overrides_replace_the_run_table(tmp_path: Path) -> None:
+    problem = load_problem(write(tmp_path, problem_text()), horizon=7, seeds=3)
+    assert problem.horizon == 7 and problem.seeds == [0, 1, 2]
