@@ -1,0 +1,294 @@
+"""The ``pulp`` / ``pulp:<SOLVER>`` and ``scip`` backends against brute force.
+
+Random instances of every family (fresh graphs and arrays from a seed, unlike
+the fixed instances of the conformance kit), random include / exclude /
+forbid_pairs, and SCIP's norm index for both signs and for semidefinite and
+indefinite ``M``. The truth is ``make_oracle(space, "enumerate")``.
+"""
+
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+import pytest
+
+import cmab_milp as cm
+from cmab_milp.oracles import OracleError, UnsupportedQuery, norm_objective
+
+pytest.importorskip("pulp")
+
+LINEAR_BACKENDS = ["pulp:PULP_CBC_CMD", "pulp:HiGHS", "scip"]
+
+
+def _needs(backend: str):
+    if backend == "scip" or backend.endswith("SCIP_PY"):
+        pytest.importorskip("pyscipopt")
+    if backend.startswith("pulp:"):
+        from cmab_milp.oracles.pulp_backend import available_pulp_solvers
+
+        if backend.split(":")[1] not in available_pulp_solvers():
+            pytest.skip(f"PuLP solver {backend} not available here")
+
+
+# ------------------------------------------------------------------ instances
+def _connected_gnp(n: int, p: float, rng: np.random.Generator) -> nx.Graph:
+    while True:
+        g = nx.gnp_random_graph(n, p, seed=int(rng.integers(2**31)))
+        if nx.is_connected(g):
+            return g
+
+
+def _dag(n: int, p: float, rng: np.random.Generator) -> nx.DiGraph:
+    g = nx.DiGraph()
+    g.add_nodes_from(range(n))
+    for u in range(n):
+        for v in range(u + 1, n):
+            if v == u + 1 or rng.random() < p:
+                g.add_edge(u, v)
+    return g
+
+
+def _bipartite(k: int, p: float, rng: np.random.Generator, perfect: bool) -> nx.Graph:
+    g = nx.Graph()
+    g.add_nodes_from(range(2 * k))
+    for u in range(k):
+        for v in range(k, 2 * k):
+            if rng.random() < p:
+                g.add_edge(u, v)
+    if perfect:
+        g.add_edges_from((u, k + int(v)) for u, v in enumerate(rng.permutation(k)))
+    return g
+
+
+def _partition(d: int, rng: np.random.Generator) -> cm.PartitionMatroid:
+    cut = np.sort(rng.choice(np.arange(1, d), size=2, replace=False))
+    blocks = [list(b) for b in np.split(rng.permutation(d), cut)]
+    return cm.PartitionMatroid(blocks, [int(rng.integers(0, len(b) + 1)) for b in blocks])
+
+
+FAMILIES = {
+    "cardinality": lambda r: cm.Cardinality(int(r.integers(5, 9)), int(r.integers(1, 4)), exact=bool(r.random() < 0.5)),
+    "partition": lambda r: _partition(int(r.integers(6, 9)), r),
+    "graphic": lambda r: cm.GraphicMatroid(_connected_gnp(6, 0.5, r)),
+    "spanning-trees": lambda r: cm.SpanningTrees(_connected_gnp(6, 0.5, r)),
+    "paths-dag": lambda r: cm.STPaths(_dag(7, 0.4, r), 0, 6),
+    "paths-cyclic-undirected": lambda r: cm.STPaths(_connected_gnp(7, 0.45, r), 0, 6),
+    "matchings-bipartite": lambda r: cm.Matchings(_bipartite(4, 0.5, r, perfect=False)),
+    "matchings-general": lambda r: cm.Matchings(_connected_gnp(7, 0.4, r)),
+    "matchings-perfect": lambda r: cm.Matchings(_bipartite(4, 0.4, r, perfect=True), perfect=True),
+    "explicit": lambda r: cm.ExplicitActions(r.random((int(r.integers(5, 15)), 7)) < 0.4),
+    "with-constraint": lambda r: cm.Cardinality(8, 4).with_constraint(r.integers(1, 5, 8), "<=", 7),
+    "intersection": lambda r: cm.Intersection(cm.Cardinality(8, 3), _partition(8, r)),
+}
+
+
+def random_restrictions(rng: np.random.Generator, d: int, kind: int) -> dict:
+    arms = [int(a) for a in rng.permutation(d)]
+    out: dict = {}
+    if kind % 3 >= 1:
+        out["include"] = arms[:1]
+        out["exclude"] = arms[1 : 1 + int(rng.integers(0, 3))]
+    if kind % 3 == 2 and d >= 5:
+        out["forbid_pairs"] = [(arms[2], arms[3]), (arms[4], arms[0])]
+    return out
+
+
+def random_weights(rng: np.random.Generator, d: int, kind: int) -> np.ndarray:
+    if kind % 2 == 0:  # near-ties: a coarse grid plus noise at the contract's tolerance
+        return rng.integers(-2, 5, d) / 4 + rng.normal(scale=3e-9, size=d)
+    return rng.normal(size=d)
+
+
+def assert_optimal(space, restrictions: dict, answer, truth, value) -> None:
+    """``answer`` is a feasible action within 1e-9 * (1 + |opt|) of brute force's ``truth``."""
+    if truth is None:
+        assert answer is None, "the query is infeasible but an action was returned"
+        return
+    assert answer is not None, "a feasible query returned None"
+    assert answer.dtype == bool and answer.shape == (space.d,)
+    assert space.contains(answer)
+    assert answer[restrictions.get("include", [])].all()
+    assert not answer[restrictions.get("exclude", [])].any()
+    assert not any(answer[i] and answer[j] for i, j in restrictions.get("forbid_pairs", []))
+    best = value(truth)
+    assert value(answer) >= best - 1e-9 * (1 + abs(best)), f"value {value(answer)!r} < optimum {best!r}"
+
+
+# --------------------------------------------------------------- linear queries
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+@pytest.mark.parametrize("backend", LINEAR_BACKENDS)
+def test_linear_queries_match_brute_force_on_random_instances(backend: str, family: str) -> None:
+    _needs(backend)
+    rng = np.random.default_rng([7, sorted(FAMILIES).index(family)])
+    space = FAMILIES[family](rng)
+    oracle, truth = cm.make_oracle(space, backend), cm.make_oracle(space, "enumerate")
+    for kind in range(3):
+        w = random_weights(rng, space.d, kind)
+        res = random_restrictions(rng, space.d, kind)
+        assert_optimal(space, res, oracle.argmax(w, **res), truth.argmax(w, **res), lambda a, w=w: float(w @ a))
+    assert oracle.ledger.queries == 3
+
+
+def test_scip_through_pulp_matches_brute_force() -> None:
+    _needs("pulp:SCIP_PY")
+    rng = np.random.default_rng(3)
+    space = FAMILIES["paths-cyclic-undirected"](rng)
+    oracle, truth = cm.make_oracle(space, "pulp:SCIP_PY"), cm.make_oracle(space, "enumerate")
+    for kind in range(3):
+        w, res = random_weights(rng, space.d, kind), random_restrictions(rng, space.d, kind)
+        assert_optimal(space, res, oracle.argmax(w, **res), truth.argmax(w, **res), lambda a, w=w: float(w @ a))
+
+
+@pytest.mark.parametrize("backend", LINEAR_BACKENDS)
+def test_infeasible_queries_return_none(backend: str) -> None:
+    _needs(backend)
+    exact = cm.make_oracle(cm.Cardinality(6, 3, exact=True), backend)
+    assert exact.argmax(np.ones(6), exclude=[0, 1, 2, 3]) is None  # 2 arms left, 3 needed
+    assert exact.argmax(np.ones(6), include=[0], forbid_pairs=[(0, 1), (0, 2), (0, 3), (0, 4), (0, 5)]) is None
+    path = nx.Graph([(0, 1), (1, 2), (2, 3), (3, 0), (2, 4)])
+    trees = cm.make_oracle(cm.SpanningTrees(path), backend)
+    assert trees.argmax(np.ones(5), exclude=[4]) is None  # edge (2, 4) is a bridge
+    assert trees.argmax(np.ones(5), exclude=[3]) is not None
+
+
+def test_lazy_cuts_remove_a_disjoint_cycle_and_are_kept() -> None:
+    """Path 0-1 plus a hexagon hanging off node 0: the degree rows alone admit path + hexagon."""
+    graph = nx.Graph([(0, 1), (0, 2), *((2 + k, 2 + (k + 1) % 6) for k in range(6))])
+    space = cm.STPaths(graph, 0, 1)
+    w = np.array([0.0, -1.0, *[1.0] * 6])
+    for backend in ("scip", "pulp:HiGHS", "pulp:PULP_CBC_CMD"):
+        _needs(backend)
+        oracle = cm.make_oracle(space, backend)
+        assert oracle.argmax(w).astype(int).tolist() == [1, 0, 0, 0, 0, 0, 0, 0]
+        assert len(oracle._cuts) > 0
+        oracle.argmax(w)
+        assert oracle.ledger.queries == 2
+
+
+# -------------------------------------------------------------- pulp specifics
+@pytest.mark.parametrize("name", ["pulp:NO_SUCH_SOLVER", "pulp:GUROBI_CMD", "pulp:HiGHS_CMD"])
+def test_unknown_or_unavailable_pulp_solvers_are_refused(name: str) -> None:
+    from cmab_milp.oracles.pulp_backend import available_pulp_solvers
+
+    if name.split(":")[1] in available_pulp_solvers():
+        pytest.skip(f"{name} happens to be available here")
+    with pytest.raises(ValueError, match="unknown or unavailable PuLP solver") as info:
+        cm.make_oracle(cm.Cardinality(3, 1), name)
+    assert all(s in str(info.value) for s in available_pulp_solvers())
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"time_limit": -1.0}, "time_limit"),
+        ({"time_limit": float("nan")}, "time_limit"),
+        ({"solver_options": ["gapRel", 0]}, "solver_options"),
+        ({"solver": "PULP_CBC_CMD", "solver_options": {"no_such_option": 1}}, "rejects the options"),
+    ],
+)
+def test_pulp_bad_options_are_refused_before_solving(options: dict, message: str) -> None:
+    from cmab_milp.oracles.pulp_backend import PulpOracle
+
+    options = {"solver": "HiGHS", **options}
+    _needs(f"pulp:{options['solver']}")
+    with pytest.raises(ValueError, match=message):
+        PulpOracle(cm.Cardinality(3, 1), **options)
+
+
+def test_default_pulp_solver_is_cbc_then_highs() -> None:
+    from cmab_milp.oracles.pulp_backend import available_pulp_solvers
+
+    oracle = cm.make_oracle(cm.Cardinality(4, 2), "pulp")
+    expected = "PULP_CBC_CMD" if "PULP_CBC_CMD" in available_pulp_solvers() else "HiGHS"
+    assert oracle.solver_name == expected
+    assert oracle.argmax(np.array([0.1, -1.0, 0.3, 0.2])).astype(int).tolist() == [0, 0, 1, 1]
+
+
+def test_pulp_declines_norm_queries_but_answers_f_zero() -> None:
+    oracle = cm.make_oracle(cm.Cardinality(4, 2), "pulp:HiGHS")
+    with pytest.raises(UnsupportedQuery, match="linear queries only"):
+        oracle.argmax_norm(np.ones(4), np.eye(4), 1.0)
+    mu = np.array([0.5, -0.2, 0.1, 0.4])
+    assert oracle.argmax_norm(mu, np.eye(4), 0.0).astype(int).tolist() == [1, 0, 0, 1]
+
+
+# -------------------------------------------------------------- scip norm index
+NORM_SPACES = {
+    "cardinality": lambda r: cm.Cardinality(9, 3),
+    "partition": lambda r: _partition(9, r),
+    "paths-cyclic-undirected": lambda r: cm.STPaths(_connected_gnp(6, 0.5, r), 0, 5),
+}
+
+
+def _matrix(rng: np.random.Generator, d: int, kind: str) -> np.ndarray:
+    b = rng.normal(size=(d, d))
+    return b @ b.T / d if kind == "psd" else (b + b.T) / 2
+
+
+@pytest.mark.parametrize("family", sorted(NORM_SPACES))
+@pytest.mark.parametrize("sign", [1, -1])
+@pytest.mark.parametrize("kind", ["psd", "indefinite"])
+def test_scip_norm_queries_match_brute_force(family: str, sign: int, kind: str) -> None:
+    pytest.importorskip("pyscipopt")
+    rng = np.random.default_rng([11, sign + 1, kind == "psd", sorted(NORM_SPACES).index(family)])
+    space = NORM_SPACES[family](rng)
+    oracle, truth = cm.make_oracle(space, "scip"), cm.make_oracle(space, "enumerate")
+    for k in range(2):
+        mu, M, f = rng.normal(size=space.d), _matrix(rng, space.d, kind), float(rng.uniform(0.2, 2.0))
+        res = random_restrictions(rng, space.d, k)
+        answer = oracle.argmax_norm(mu, M, f, sign, **res)
+        assert_optimal(
+            space,
+            res,
+            answer,
+            truth.argmax_norm(mu, M, f, sign, **res),
+            lambda a, mu=mu, M=M, f=f: norm_objective(mu, M, f, sign, a),
+        )
+
+
+def test_scip_norm_where_every_action_has_negative_quadratic_form() -> None:
+    """With ``M = -I`` the MIQCP for sign=+1 only admits the empty action; the index is then ``mu @ a``."""
+    pytest.importorskip("pyscipopt")
+    oracle = cm.make_oracle(cm.Cardinality(4, 2, exact=True), "scip")
+    mu = np.array([1.0, 2.0, -1.0, 0.5])
+    assert oracle.argmax_norm(mu, -np.eye(4), 3.0, +1).astype(int).tolist() == [1, 1, 0, 0]
+    # sign=-1: the penalty vanishes as well, the answer is the same
+    assert oracle.argmax_norm(mu, -np.eye(4), 3.0, -1).astype(int).tolist() == [1, 1, 0, 0]
+    assert oracle.argmax_norm(mu, -np.eye(4), 3.0, +1, exclude=[0, 1, 2]) is None
+
+
+def test_scip_norm_then_linear_reuse_the_same_model() -> None:
+    pytest.importorskip("pyscipopt")
+    oracle = cm.make_oracle(cm.Cardinality(5, 2), "scip")
+    mu = np.array([0.3, 0.2, 0.1, 0.0, -0.1])
+    big = np.diag([0.0, 0.0, 0.0, 4.0, 4.0])
+    assert oracle.argmax_norm(mu, big, 1.0, +1).astype(int).tolist() == [0, 0, 0, 1, 1]
+    assert oracle.argmax(mu).astype(int).tolist() == [1, 1, 0, 0, 0]  # the column s is closed again
+    assert oracle.argmax_norm(mu, big, 1.0, -1).astype(int).tolist() == [1, 1, 0, 0, 0]
+
+
+# ---------------------------------------------------- limits, batches, pickling
+def test_time_limits_raise_oracle_error() -> None:
+    pytest.importorskip("pyscipopt")
+    rng = np.random.default_rng(0)
+    d = 14
+    oracle = cm.make_oracle(cm.Cardinality(d, 5), "scip", time_limit=1e-6)
+    with pytest.raises(OracleError, match="timelimit"):
+        oracle.argmax_norm(rng.normal(size=d), _matrix(rng, d, "indefinite"), 1.0, +1)
+    with pytest.raises(ValueError, match="time_limit"):
+        cm.make_oracle(cm.Cardinality(d, 5), "scip", time_limit=0)
+
+
+@pytest.mark.parametrize("backend", ["scip", "pulp:HiGHS"])
+def test_batches_in_threads_match_single_queries(backend: str) -> None:
+    _needs(backend)
+    rng = np.random.default_rng(5)
+    space = FAMILIES["spanning-trees"](rng)
+    oracle, truth = cm.make_oracle(space, backend), cm.make_oracle(space, "enumerate")
+    queries = [dict(weights=random_weights(rng, space.d, k), **random_restrictions(rng, space.d, k)) for k in range(6)]
+    answers = oracle.argmax_batch(queries)
+    assert oracle.ledger.rounds == 1 and oracle.ledger.queries == 6
+    for q, a in zip(queries, answers, strict=True):
+        res = {k: v for k, v in q.items() if k != "weights"}
+        assert_optimal(space, res, a, truth.argmax(**q), lambda x, w=q["weights"]: float(w @ x))
+    oracle.close()
