@@ -58,9 +58,12 @@ from ..spaces.base import ActionSpace
 from .grid import OutcomeGrid
 from .rewards import Reward, _check_pmf, _padded_index, make_reward
 
-__all__ = ["METHODS", "DistributionOracle", "IndexQuery"]
+__all__ = ["ENUMERATION_CAP", "METHODS", "DistributionOracle", "IndexQuery"]
 
 METHODS = ("auto", "enumerate", "branch_bound", "greedy")
+
+#: Default cap on the actions that ``"auto"`` and ``"enumerate"`` list.
+ENUMERATION_CAP = 200_000
 
 #: Search nodes after which branch-and-bound gives up with an ``OracleError``.
 MAX_NODES = 2_000_000
@@ -113,7 +116,7 @@ class DistributionOracle(Oracle):
         grid: OutcomeGrid,
         method: str = "auto",
         linear: str | Oracle | None = None,
-        max_actions: int = 200_000,
+        max_actions: int = ENUMERATION_CAP,
     ):
         super().__init__(space)
         if not isinstance(grid, OutcomeGrid):
