@@ -83,6 +83,8 @@ def record_points(T: int, points: int = 100) -> np.ndarray:
         raise ValueError(f"T must be >= 1, got {T}")
     if points < 1:
         raise ValueError(f"points must be >= 1, got {points}")
+    if points == 1:
+        return np.array([T], dtype=np.int64)
     grid = np.unique(np.geomspace(1, T, points).round().astype(np.int64))
     return np.union1d(grid[(grid >= 1) & (grid <= T)], [T])
 
