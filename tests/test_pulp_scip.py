@@ -292,3 +292,27 @@ def test_batches_in_threads_match_single_queries(backend: str) -> None:
         res = {k: v for k, v in q.items() if k != "weights"}
         assert_optimal(space, res, a, truth.argmax(**q), lambda x, w=q["weights"]: float(w @ x))
     oracle.close()
+
+
+@pytest.mark.parametrize("sign", [1, -1])
+def test_scip_norm_resolves_near_ties(sign: int) -> None:
+    """The best two actions made to differ by 2e-8 in index: SCIP must pick the better one."""
+    pytest.importorskip("pyscipopt")
+    rng = np.random.default_rng(21 + sign)
+    space = cm.Cardinality(7, 3)
+    actions = space.enumerate()
+    oracle = cm.make_oracle(space, "scip")
+    for _ in range(3):
+        mu, M, f = rng.normal(size=7), _matrix(rng, 7, "psd"), float(rng.uniform(0.5, 2.0))
+        index = np.array([norm_objective(mu, M, f, sign, a) for a in actions])
+        first, second = np.argsort(index)[::-1][:2]
+        gain = np.flatnonzero(actions[second] & ~actions[first])
+        shift = index[first] - index[second] + 2e-8  # `second` will lead by 2e-8
+        if len(gain):
+            mu[gain[0]] += shift
+        else:  # second is a subset of first
+            mu[np.flatnonzero(actions[first] & ~actions[second])[0]] -= shift
+        index = np.array([norm_objective(mu, M, f, sign, a) for a in actions])
+        answer = oracle.argmax_norm(mu, M, f, sign)
+        best = index.max()
+        assert norm_objective(mu, M, f, sign, answer) >= best - 1e-9 * (1 + abs(best))
