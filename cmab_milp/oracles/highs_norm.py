@@ -1,0 +1,500 @@
+"""The covariance-norm index ``mu @ a + sign * f * sqrt(max(a @ M @ a, 0))`` on HiGHS.
+
+:func:`solve_norm` answers a :class:`~cmab_milp.oracles.base.NormQuery` exactly
+with a short sequence of MILPs on one HiGHS instance per thread (the space's
+formulation, compiled once; each query appends its own columns and rows and
+removes them afterwards). Two methods, one per sign:
+
+``sign=+1`` (outer approximation in the quadratic form)
+    Products ``w_ij = a_i a_j`` are linearised on the side the objective
+    pushes against (``w <= a_i, w <= a_j`` where ``M_ij > 0``,
+    ``w >= a_i + a_j - 1`` where ``M_ij < 0``) plus the valid rows
+    ``sum_j w_ij <= (m - 1) a_i``; so the model's ``L`` never exceeds the true
+    ``a @ M @ a`` and reaches it. A column ``s`` is capped by tangents of
+    ``sqrt`` (concave); each incumbent adds the tangent at its true ``L`` until
+    the MILP's bound meets the best true value. ``sqrt`` has an infinite slope
+    at 0, so the model is restricted to ``L >= delta`` (``delta`` a small
+    fraction of the largest ``L``); actions with ``L < delta`` are worth at most
+    ``mu @ a + f sqrt(delta)`` and are covered by the linear argmax and, when
+    that bound is not already beaten, by listing the best actions by ``mu @ a``
+    with no-good cuts.
+
+``sign=-1`` (branch and bound over ``L``)
+    With full McCormick rows, the model's ``L`` equals ``a @ M @ a`` on every
+    action. On an interval ``[l, u]`` of ``L`` (``l >= 0``) ``-sqrt`` is convex,
+    so its secant lies above it: the MILP with the secant objective bounds the
+    interval, the true value of its answer is a lower bound, and intervals are
+    split at the answer's ``L`` (or the middle of ``sqrt``) until every bound is
+    within tolerance of the best value. ``L <= 0`` is one more interval where the
+    objective is ``mu @ a``.
+
+The answer's value is recomputed in numpy and must be within
+``1e-9 * (1 + |value|)`` of the proven upper bound; otherwise
+:class:`~cmab_milp.oracles.base.OracleError`.
+
+Example
+-------
+>>> import numpy as np
+>>> import cmab_milp as cm
+>>> oracle = cm.make_oracle(cm.Cardinality(4, 2), "highs")
+>>> M = np.diag([1.0, 4.0, 0.25, 0.0])
+>>> oracle.argmax_norm(np.array([0.5, 0.0, 0.6, 0.55]), M, 1.0).astype(int)
+array([1, 1, 0, 0])
+>>> oracle.argmax_norm(np.array([0.5, 0.0, 0.6, 0.55]), M, 1.0, sign=-1).astype(int)
+array([0, 0, 1, 1])
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .base import LinearQuery, NormQuery, OracleError, tolerance
+from .highs_model import CompiledModel, SolveResult
+
+__all__ = ["NormStats", "solve_norm"]
+
+#: Lazy-cut rounds per MILP solve before giving up (a separator bug otherwise).
+_MAX_CUT_ROUNDS = 10_000
+#: Outer-approximation iterations before the query is declared unproven.
+_MAX_OA_ITERATIONS = 200
+#: Nodes of the branch and bound over ``L`` before the query is declared unproven.
+_MAX_BNB_NODES = 2_000
+#: No-good enumerations near ``L = 0`` (sign +1) before giving up.
+_MAX_NO_GOODS = 500
+#: ``delta``, the smallest ``L`` handled by tangents, as a fraction of the largest ``L``.
+_DELTA_FRACTION = 1e-6
+
+
+@dataclass
+class NormStats:
+    """What the last query on this thread cost: MILP solves and the method used."""
+
+    method: str = ""
+    milp_solves: int = 0
+    extra: dict = field(default_factory=dict)
+
+
+def solve_norm(oracle, query: NormQuery) -> np.ndarray | None:
+    """Exact answer to ``query`` on a :class:`~cmab_milp.oracles.highs.HighsOracle`.
+
+    Returns the best action (bool array) or ``None`` when no action qualifies;
+    raises :class:`OracleError` when optimality cannot be proven.
+
+    >>> import numpy as np
+    >>> import cmab_milp as cm
+    >>> oracle = cm.make_oracle(cm.Cardinality(3, 2), "highs")
+    >>> solve_norm(oracle, oracle.norm_query(np.zeros(3), np.eye(3), 1.0)).sum()
+    np.int64(2)
+    """
+    solver = _NormSolver(oracle, query)
+    answer, bound = solver.run()
+    _record_stats(oracle, solver.stats)
+    if answer is None:
+        return None
+    res = query.restrictions
+    if (not res.empty and not res.admits(answer)) or (oracle.verify and not oracle.space._contains(answer)):
+        raise OracleError("HiGHS norm answer violates the space or the restrictions")
+    value = query.value(answer)
+    if value < bound - tolerance(bound):
+        raise OracleError(
+            f"HiGHS norm answer has value {value!r} but the proven bound is {bound!r}:"
+            " optimality not proven within 1e-9 * (1 + |optimum|)"
+        )
+    return answer
+
+
+def last_stats(oracle) -> NormStats | None:
+    """Statistics of the last norm query answered on the calling thread."""
+    return getattr(oracle._local, "norm_stats", None)
+
+
+def _record_stats(oracle, stats: NormStats) -> None:
+    oracle._local.norm_stats = stats
+
+
+# ---------------------------------------------------------------------- bounds
+def quadratic_form_bounds(M: np.ndarray, m: int, arms: np.ndarray) -> tuple[float, float]:
+    """Cheap bounds ``(lo, hi)`` on ``a @ M @ a`` over sets of at most ``m`` of ``arms``.
+
+    For a set ``S``, ``a @ M @ a = sum_{i in S} (M_ii + sum_{j in S, j != i} M_ij)``;
+    each term is bounded by the row's diagonal plus its ``m - 1`` largest (smallest)
+    off-diagonal entries, and the sum by the ``m`` largest (smallest) such terms.
+
+    >>> quadratic_form_bounds(np.array([[1.0, -2.0], [-2.0, 1.0]]), 2, np.arange(2))
+    (-2.0, 2.0)
+    """
+    sub = M[np.ix_(arms, arms)]
+    k = len(arms)
+    if k == 0 or m == 0:
+        return 0.0, 0.0
+    off = sub - np.diag(np.diag(sub))
+    take = min(m - 1, k - 1)
+    ordered = np.sort(off, axis=1)  # ascending; the diagonal zero sits among them
+    top = np.clip(ordered[:, ::-1][:, :take], 0.0, None).sum(axis=1) if take else np.zeros(k)
+    bottom = np.clip(ordered[:, :take], None, 0.0).sum(axis=1) if take else np.zeros(k)
+    high = np.sort(np.diag(sub) + top)[::-1][:m]
+    low = np.sort(np.diag(sub) + bottom)[:m]
+    return float(np.clip(low, None, 0.0).sum()), float(np.clip(high, 0.0, None).sum())
+
+
+# ---------------------------------------------------------------------- solver
+class _NormSolver:
+    """One query: the thread's norm model with this query's columns and rows appended."""
+
+    def __init__(self, oracle, query: NormQuery):
+        self.oracle = oracle
+        self.query = query
+        self.res = query.restrictions
+        self.d = oracle.d
+        self.stats = NormStats()
+        free = np.ones(self.d, bool)
+        free[list(self.res.exclude)] = False
+        self.arms = np.flatnonzero(free)
+        self.l_lo, self.l_hi = quadratic_form_bounds(query.M, oracle.space.m, self.arms)
+
+    # ------------------------------------------------------------ dispatch
+    def run(self) -> tuple[np.ndarray | None, float]:
+        q = self.query
+        if self.l_hi <= 0.0:  # the sqrt term vanishes on every action
+            self.stats.method = "linear"
+            return self._linear_only()
+        model = _thread_model(self.oracle)
+        n_cols, n_rows, synced = model.h.getNumCol(), model.h.getNumRow(), model.cuts_synced
+        try:
+            model.set_arm_bounds(self.res.include, self.res.exclude)
+            model.set_costs(q.mu)
+            self._add_forbid_rows(model)
+            if q.sign > 0:
+                self.stats.method = "oa-quadratic-form"
+                return self._maximise_plus(model)
+            self.stats.method = "bnb-quadratic-form"
+            return self._maximise_minus_bnb(model)
+        finally:
+            self._clear(model, n_cols, n_rows, synced)
+
+    def _clear(self, model: CompiledModel, n_cols: int, n_rows: int, synced: int) -> None:
+        h = model.h
+        if h.getNumRow() > n_rows:
+            rows = np.arange(n_rows, h.getNumRow(), dtype=np.int32)
+            h.deleteRows(len(rows), rows)
+        if h.getNumCol() > n_cols:
+            cols = np.arange(n_cols, h.getNumCol(), dtype=np.int32)
+            h.deleteCols(len(cols), cols)
+        model.cuts_synced = synced  # cuts found meanwhile are re-synced from the shared pool
+
+    def _linear_only(self) -> tuple[np.ndarray | None, float]:
+        action = self._linear_argmax()
+        if action is None:
+            return None, -np.inf
+        return action, self.query.value(action)
+
+    def _linear_argmax(self) -> np.ndarray | None:
+        self.stats.milp_solves += 1
+        return self.oracle._linear(LinearQuery(self.query.mu, self.res))
+
+    # ------------------------------------------------------------ solving
+    def _solve(self, model: CompiledModel) -> tuple[np.ndarray, SolveResult] | None:
+        """One MILP with the lazy-cut loop: a feasible action and the result, or None."""
+        oracle = self.oracle
+        for _ in range(_MAX_CUT_ROUNDS):
+            self.stats.milp_solves += 1
+            result = model.solve()
+            if result.status == "infeasible":
+                return None
+            action = oracle._integral_action(result.x, True)
+            if not oracle.formulation.separators:
+                return action, result
+            cuts = oracle.formulation.violated_rows(action)
+            if not cuts:
+                return action, result
+            oracle._share_cuts(model, cuts)
+        raise OracleError("lazy cut loop did not converge")  # pragma: no cover
+
+    def _add_forbid_rows(self, model: CompiledModel) -> None:
+        pairs = self.res.forbid_pairs
+        if pairs:
+            idx = np.asarray(pairs, np.int32).ravel()
+            _add_rows(model, np.full(len(pairs), -np.inf), np.ones(len(pairs)), idx, np.ones(len(idx)), 2)
+
+    def quadratic_form(self, action: np.ndarray) -> float:
+        idx = np.flatnonzero(action)
+        return float(self.query.M[np.ix_(idx, idx)].sum())
+
+    # --------------------------------------------------------- sign = +1
+    def _maximise_plus(self, model: CompiledModel) -> tuple[np.ndarray | None, float]:
+        q = self.query
+        delta = _DELTA_FRACTION * self.l_hi
+        lift = _Lifted.build(model, self, full=False, l_bounds=(delta, self.l_hi))
+        h = model.h
+        root_hi = np.sqrt(self.l_hi)
+        h.changeColBounds(lift.s, 0.0, root_hi)
+        h.changeColCost(lift.s, q.f)
+        tangents: set[float] = set()
+
+        def add_tangent(l0: float) -> None:
+            l0 = max(l0, delta)
+            if l0 in tangents:
+                return
+            tangents.add(l0)
+            r = np.sqrt(l0)
+            _add_rows(model, [-np.inf], [r / 2], np.array([lift.s, lift.L]), np.array([1.0, -0.5 / r]), 2)
+
+        add_tangent(self.l_hi)
+        add_tangent(delta)
+        best, best_value = None, -np.inf
+        bound = -np.inf
+        for _ in range(_MAX_OA_ITERATIONS):
+            found = self._solve(model)
+            if found is None:  # no action with L >= delta
+                bound = -np.inf
+                break
+            action, result = found
+            value = q.value(action)
+            if value > best_value:
+                best, best_value = action, value
+            bound = result.bound
+            if bound <= best_value + 0.5 * tolerance(best_value):
+                break
+            l_true = self.quadratic_form(action)
+            if max(l_true, delta) in tangents:
+                raise OracleError(
+                    f"norm outer approximation stalled (bound {bound!r}, best {best_value!r});"
+                    " numerical trouble in the quadratic-form model"
+                )
+            add_tangent(l_true)
+        else:
+            raise OracleError("norm outer approximation did not converge")
+        self.stats.extra["tangents"] = len(tangents)
+        # actions with L < delta: worth at most mu @ a + f sqrt(delta)
+        self._clear_lift(model, lift)
+        slack = q.f * np.sqrt(delta)
+        low_best, low_value, low_bound = self._best_near_zero(model, slack, best_value)
+        if low_value > best_value:
+            best, best_value = low_best, low_value
+        return best, max(bound, low_bound, best_value)
+
+    def _clear_lift(self, model: CompiledModel, lift: _Lifted) -> None:
+        """Drop the lifted columns and rows (cuts found meanwhile stay)."""
+        h = model.h
+        rows = np.array(sorted(lift.rows(h)), np.int32)
+        if len(rows):
+            h.deleteRows(len(rows), rows)
+        cols = np.arange(lift.first_col, lift.s + 1, dtype=np.int32)
+        h.deleteCols(len(cols), cols)
+
+    def _best_near_zero(
+        self, model: CompiledModel, slack: float, incumbent: float
+    ) -> tuple[np.ndarray | None, float, float]:
+        """Best true value among actions with ``mu @ a + slack > incumbent``.
+
+        Lists actions by decreasing ``mu @ a`` (no-good cuts) until the next one
+        cannot beat the incumbent even with the full ``slack``. Returns the best
+        listed action, its value, and an upper bound for the unlisted ones.
+        """
+        q = self.query
+        best, best_value = None, -np.inf
+        for _ in range(_MAX_NO_GOODS):
+            found = self._solve(model)
+            if found is None:
+                return best, best_value, -np.inf
+            action, result = found
+            value = q.value(action)
+            if value > best_value:
+                best, best_value = action, value
+            top = result.bound + slack
+            level = max(incumbent, best_value)
+            if top <= level + 0.5 * tolerance(level):
+                return best, best_value, top
+            self.stats.extra["no_goods"] = self.stats.extra.get("no_goods", 0) + 1
+            ones = np.flatnonzero(action)
+            zeros = np.setdiff1d(self.arms, ones)
+            idx = np.concatenate([ones, zeros]).astype(np.int32)
+            coef = np.concatenate([-np.ones(len(ones)), np.ones(len(zeros))])
+            _add_rows(model, [1.0 - len(ones)], [np.inf], idx, coef, len(idx))
+        raise OracleError("too many near-zero quadratic forms to certify the norm answer")
+
+    # --------------------------------------------------------- sign = -1
+    def _maximise_minus_bnb(self, model: CompiledModel) -> tuple[np.ndarray | None, float]:
+        q = self.query
+        h = model.h
+        lift = _Lifted.build(model, self, full=True, l_bounds=(self.l_lo, self.l_hi))
+        h.changeColBounds(lift.s, 0.0, 0.0)
+        best, best_value = None, -np.inf
+        # nodes: (-bound, counter, l, u); the interval [l_lo, 0] has the linear objective
+        heap: list[tuple[float, int, float, float]] = []
+        counter = 0
+        if self.l_lo < 0:
+            heap.append((-np.inf, counter, self.l_lo, 0.0))
+            counter += 1
+        heap.append((-np.inf, counter, 0.0, self.l_hi))
+        counter += 1
+        nodes = 0
+        top_bound = -np.inf
+        while heap:
+            neg_bound, _, lo, hi = heapq.heappop(heap)
+            if -neg_bound <= best_value + 0.5 * tolerance(best_value):
+                top_bound = max(top_bound, -neg_bound)
+                break
+            nodes += 1
+            if nodes > _MAX_BNB_NODES:
+                raise OracleError("norm branch and bound over the quadratic form did not converge")
+            if hi <= 0.0:
+                slope, const = 0.0, 0.0
+            else:
+                r_lo, r_hi = np.sqrt(lo), np.sqrt(hi)
+                slope = -1.0 / (r_lo + r_hi)  # secant of -sqrt over [lo, hi]
+                const = -r_lo - slope * lo
+            h.changeColBounds(lift.L, lo, hi)
+            h.changeColCost(lift.L, q.f * slope)
+            found = self._solve(model)
+            if found is None:
+                continue
+            action, result = found
+            value = q.value(action)
+            if value > best_value:
+                best, best_value = action, value
+            bound = result.bound + q.f * const
+            if bound <= best_value + 0.5 * tolerance(best_value):
+                top_bound = max(top_bound, bound)
+                continue
+            if hi <= 0.0:  # exact objective on L <= 0: its optimum is the answer there
+                top_bound = max(top_bound, value)
+                continue
+            l_star = self.quadratic_form(action)
+            width = hi - lo
+            if lo + 1e-3 * width < l_star < hi - 1e-3 * width:
+                split = l_star
+            else:
+                split = (0.5 * (np.sqrt(lo) + np.sqrt(hi))) ** 2
+            for a, b in ((lo, split), (split, hi)):
+                heapq.heappush(heap, (-bound, counter, a, b))
+                counter += 1
+        self.stats.extra["nodes"] = nodes
+        return best, max(top_bound, best_value)
+
+
+# ---------------------------------------------------------------------- lifting
+@dataclass
+class _Lifted:
+    """Columns ``w`` (one per pair), ``L`` and ``s`` appended to a model, with their rows."""
+
+    first_col: int
+    L: int
+    s: int
+    first_row: int
+    last_row: int
+
+    def rows(self, h) -> range:
+        return range(self.first_row, self.last_row)
+
+    @staticmethod
+    def build(model: CompiledModel, solver: _NormSolver, *, full: bool, l_bounds: tuple[float, float]) -> _Lifted:
+        q = solver.query
+        M = q.M
+        arms = solver.arms
+        forbidden = set(solver.res.forbid_pairs)
+        ii, jj = np.triu_indices(len(arms), 1)
+        I, J = arms[ii], arms[jj]
+        coef = M[I, J]
+        keep = coef != 0.0
+        if forbidden:
+            keep &= np.array([(i, j) not in forbidden for i, j in zip(I.tolist(), J.tolist(), strict=True)])
+        I, J, coef = I[keep], J[keep], coef[keep]
+        n_pairs = len(I)
+        h = model.h
+        inf = model._hs.kHighsInf
+        first_col = h.getNumCol()
+        w = first_col + np.arange(n_pairs)
+        L, s = first_col + n_pairs, first_col + n_pairs + 1
+        lb = np.concatenate([np.zeros(n_pairs), [l_bounds[0], -inf]])
+        ub = np.concatenate([np.ones(n_pairs), [l_bounds[1], inf]])
+        h.addCols(n_pairs + 2, np.zeros(n_pairs + 2), lb, ub, 0, [], [], [])
+        first_row = h.getNumRow()
+        row_lb, row_ub, starts, index, value = [], [], [], [], []
+
+        def block(lower, upper, cols, coefs, width):
+            n = len(lower)
+            starts.append(np.arange(n) * width + sum(len(x) for x in index))
+            row_lb.append(np.asarray(lower, float))
+            row_ub.append(np.asarray(upper, float))
+            index.append(np.asarray(cols, np.int64).ravel())
+            value.append(np.asarray(coefs, float).ravel())
+
+        # L = sum_i M_ii a_i + 2 sum_{i<j} M_ij w_ij
+        diag = M[arms, arms]
+        dmask = diag != 0.0
+        cols = np.concatenate([[L], arms[dmask], w])
+        coefs = np.concatenate([[1.0], -diag[dmask], -2.0 * coef])
+        block([0.0], [0.0], cols, coefs, len(cols))
+        upper = np.ones(n_pairs, bool) if full else coef > 0
+        lower = np.ones(n_pairs, bool) if full else coef < 0
+        if upper.any():  # w <= a_i, w <= a_j
+            n = int(upper.sum())
+            for other in (I, J):
+                block(
+                    np.full(n, -np.inf), np.zeros(n), np.stack([w[upper], other[upper]], 1), np.tile([1.0, -1.0], n), 2
+                )
+        if lower.any():  # w >= a_i + a_j - 1
+            n = int(lower.sum())
+            cols = np.stack([w[lower], I[lower], J[lower]], 1)
+            block(np.full(n, -1.0), np.full(n, np.inf), cols, np.tile([1.0, -1.0, -1.0], n), 3)
+        m = solver.oracle.space.m
+        if n_pairs and m < len(arms):  # sum_j w_ij <= (m - 1) a_i
+            for i in np.unique(np.concatenate([I, J])):
+                mine = w[(I == i) | (J == i)]
+                if len(mine) > m - 1:
+                    block(
+                        [-np.inf],
+                        [0.0],
+                        np.concatenate([mine, [i]]),
+                        np.concatenate([np.ones(len(mine)), [-(m - 1.0)]]),
+                        len(mine) + 1,
+                    )
+        nnz = sum(len(x) for x in index)
+        model._check(
+            h.addRows(
+                sum(len(x) for x in row_lb),
+                _finite(model, np.concatenate(row_lb)),
+                _finite(model, np.concatenate(row_ub)),
+                nnz,
+                np.concatenate(starts).astype(np.int32),
+                np.concatenate(index).astype(np.int32),
+                np.concatenate(value),
+            ),
+            "addRows",
+        )
+        return _Lifted(first_col, L, s, first_row, h.getNumRow())
+
+
+def _finite(model: CompiledModel, x: np.ndarray) -> np.ndarray:
+    inf = model._hs.kHighsInf
+    return np.clip(np.asarray(x, float), -inf, inf)
+
+
+def _add_rows(model: CompiledModel, lower, upper, index: np.ndarray, value: np.ndarray, width: int) -> None:
+    lower = _finite(model, np.atleast_1d(np.asarray(lower, float)))
+    upper = _finite(model, np.atleast_1d(np.asarray(upper, float)))
+    n = len(lower)
+    starts = (np.arange(n) * width).astype(np.int32)
+    model._check(
+        model.h.addRows(n, lower, upper, len(index), starts, np.asarray(index, np.int32), np.asarray(value, float)),
+        "addRows",
+    )
+
+
+def _thread_model(oracle) -> CompiledModel:
+    """This thread's norm model: the space's formulation with the shared cuts synced."""
+    local = oracle._local.__dict__
+    model = local.get("norm_model")
+    if model is None:
+        model = CompiledModel(oracle.formulation, integer=True, time_limit=oracle.time_limit)
+        local["norm_model"] = model
+    if model.cuts_synced < len(oracle._cuts):
+        with oracle._cuts_lock:
+            new = oracle._cuts[model.cuts_synced :]
+        model.add_rows(new)
+        model.cuts_synced += len(new)
+    return model
