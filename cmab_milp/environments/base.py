@@ -356,7 +356,12 @@ class Environment(ABC):
             idx = arms[j]
             if idx.size == 0:
                 continue
-            y = self._outcomes(idx, block[:, offsets[j] : offsets[j + 1]])
+            draws = block[:, offsets[j] : offsets[j + 1]]
+            if needs <= _SUM_ONLY:
+                if stats.sum is not None:
+                    stats.sum[idx] += self._sum_outcomes(idx, draws)
+                continue
+            y = self._outcomes(idx, draws)
             if stats.sum is not None:
                 stats.sum[idx] += y.sum(axis=0)
             if stats.outer is not None:

@@ -51,20 +51,22 @@ class LinearIndex(Index):
     def reset(self) -> None:
         super().reset()
         self.sums = np.zeros(self.d)
+        self._refresh()
 
     def update(self, stats: FeedbackStats) -> None:
         super().update(stats)
         self.sums += stats.sum
+        self._refresh()
 
-    @property
-    def means(self) -> np.ndarray:
-        """Empirical means (0 for unobserved arms, which no query may select)."""
-        return np.divide(self.sums, self.counts, out=np.zeros(self.d), where=self.counts > 0)
+    def _refresh(self) -> None:
+        seen = self.counts > 0
+        #: Empirical means (0 for unobserved arms, which no query may select).
+        self.means = np.divide(self.sums, self.counts, out=np.zeros(self.d), where=seen)
+        self._inv_sqrt_n = np.divide(1.0, np.sqrt(self.counts), out=np.zeros(self.d), where=seen)
 
     def radius(self, t: int) -> np.ndarray:
         """``sqrt(C log t / n_i)`` per observed arm (0 for unobserved arms)."""
-        n = np.maximum(self.counts, 1)
-        return np.sqrt(self.C * math.log(max(t, 1)) / n) * (self.counts > 0)
+        return math.sqrt(self.C * math.log(max(t, 1))) * self._inv_sqrt_n
 
     def upper_weights(self, t: int) -> np.ndarray:
         return self.means + self.radius(t)
