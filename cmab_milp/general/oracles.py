@@ -53,6 +53,7 @@ import numpy as np
 
 from ..oracles import Oracle, OracleError, make_oracle
 from ..oracles.base import LinearQuery, NormQuery, _Restrictions, _restrictions
+from ..oracles.registry import BACKENDS
 from ..spaces import Cardinality, GraphicMatroid, PartitionMatroid
 from ..spaces.base import ActionSpace
 from .grid import OutcomeGrid
@@ -158,6 +159,11 @@ class DistributionOracle(Oracle):
             ]
         if linear is None:
             linear = "enumerate" if self.method == "enumerate" else "highs"
+        if isinstance(linear, Oracle):
+            if linear.space.d != space.d:
+                raise ValueError(f"the linear oracle is built on d={linear.space.d} arms, the space has d={space.d}")
+        elif not isinstance(linear, str) or linear.partition(":")[0] not in BACKENDS:
+            raise ValueError(f"unknown oracle backend {linear!r}; known: {sorted(BACKENDS)} and methods {METHODS}")
         self._linear_spec = linear
         self._linear_oracle: Oracle | None = linear if isinstance(linear, Oracle) else None
 
