@@ -54,7 +54,7 @@ import numpy as np
 from .base import LinearQuery, NormQuery, OracleError, tolerance
 from .highs_model import CompiledModel, SolveResult
 
-__all__ = ["NormStats", "solve_norm"]
+__all__ = ["NormStats", "last_stats", "quadratic_form_bounds", "solve_norm"]
 
 #: Lazy-cut rounds per MILP solve before giving up (a separator bug otherwise).
 _MAX_CUT_ROUNDS = 10_000

@@ -1,0 +1,237 @@
+"""The covariance-norm index on the ``highs`` backend against brute force.
+
+Truth is ``make_oracle(space, "enumerate")`` plus an independent numpy
+evaluation of every action; answers are compared by VALUE within the
+contract's ``1e-9 * (1 + |optimum|)`` (the argmax may differ on ties).
+"""
+
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from instances import SPACES
+
+import cmab_milp as cm
+from cmab_milp.oracles.highs_norm import last_stats, quadratic_form_bounds
+
+FAMILIES = [
+    "cardinality",
+    "cardinality-exact",
+    "partition",
+    "explicit",
+    "graphic",
+    "spanning-trees",
+    "paths-cyclic-undirected",
+    "paths-cyclic-directed",
+    "matchings-general",
+    "perfect-bipartite",
+    "with-constraint",
+]
+
+_ORACLES: dict[tuple[str, str], cm.Oracle] = {}
+
+
+def oracles(family: str) -> tuple[cm.Oracle, np.ndarray]:
+    if (family, "highs") not in _ORACLES:
+        space = SPACES[family]()
+        _ORACLES[family, "highs"] = cm.make_oracle(space, "highs", verify=True)
+        _ORACLES[family, "enumerate"] = cm.make_oracle(space, "enumerate")
+    highs = _ORACLES[family, "highs"]
+    return highs, _ORACLES[family, "enumerate"].actions
+
+
+def all_values(actions: np.ndarray, q: dict) -> np.ndarray:
+    """True index of every action, ``-inf`` where the restrictions exclude it."""
+    x = actions.astype(float)
+    quad = np.einsum("ni,ij,nj->n", x, q["M"], x)
+    values = x @ q["mu"] + q.get("sign", 1) * q["f"] * np.sqrt(np.maximum(quad, 0.0))
+    ok = np.ones(len(actions), bool)
+    for i in q.get("include", ()):
+        ok &= actions[:, i]
+    for i in q.get("exclude", ()):
+        ok &= ~actions[:, i]
+    for i, j in q.get("forbid_pairs", ()):
+        ok &= ~(actions[:, i] & actions[:, j])
+    return np.where(ok, values, -np.inf)
+
+
+def check(oracle: cm.Oracle, actions: np.ndarray, q: dict) -> None:
+    values = all_values(actions, q)
+    answer = oracle.argmax_norm(**q)
+    if not np.isfinite(values).any():
+        assert answer is None, "an infeasible query returned an action"
+        return
+    assert answer is not None, "a feasible query returned None"
+    assert answer.dtype == bool and answer.shape == (oracle.d,)
+    assert oracle.space.contains(answer)
+    best = float(values.max())
+    got = float(all_values(answer[None, :], q)[0])
+    assert got >= best - 1e-9 * (1 + abs(best)), f"value {got!r} < optimum {best!r} (gap {best - got:.3g})"
+
+
+def random_matrix(rng: np.random.Generator, d: int, kind: str) -> np.ndarray:
+    a = rng.normal(size=(d, d))
+    if kind == "psd":
+        return (a @ a.T / d + np.eye(d)) * rng.uniform(0.05, 1.0)
+    if kind == "low-rank":  # PSD with exact zero quadratic forms on some actions
+        v = rng.normal(size=(d, 2))
+        v[rng.random(d) < 0.3] = 0.0
+        return v @ v.T
+    return (a + a.T) / 2 * rng.uniform(0.1, 1.0)  # indefinite
+
+
+def random_query(rng: np.random.Generator, d: int, k: int, sign: int) -> dict:
+    kind = ("psd", "indefinite", "low-rank")[k % 3]
+    q: dict = {
+        "mu": rng.uniform(0, 1, d) if k % 2 else rng.normal(scale=0.5, size=d),
+        "M": random_matrix(rng, d, kind),
+        "f": float(rng.uniform(0.3, 2.5)),
+        "sign": sign,
+    }
+    arms = [int(i) for i in rng.permutation(d)]
+    if k % 4 >= 1 and rng.random() < 0.6:
+        q["include"] = arms[:1]
+    if k % 4 >= 2:
+        q["exclude"] = arms[1 : 1 + int(rng.integers(1, 3))]
+    if k % 5 == 4:
+        q["forbid_pairs"] = [(arms[3], arms[4]), (arms[5], arms[0])]
+    return q
+
+
+@pytest.mark.parametrize("sign", [1, -1])
+@pytest.mark.parametrize("family", FAMILIES)
+def test_norm_queries_match_brute_force(family: str, sign: int) -> None:
+    oracle, actions = oracles(family)
+    rng = np.random.default_rng([sign + 1, FAMILIES.index(family)])
+    for k in range(6):
+        check(oracle, actions, random_query(rng, oracle.d, k, sign))
+
+
+@pytest.mark.parametrize("sign", [1, -1])
+def test_infeasible_restrictions_return_none(sign: int) -> None:
+    oracle, _ = oracles("cardinality-exact")  # 7 arms, exactly 3
+    mu, M = np.ones(7), np.eye(7)
+    assert oracle.argmax_norm(mu, M, 1.0, sign, include=[0, 1, 2, 3]) is None
+    assert oracle.argmax_norm(mu, M, 1.0, sign, exclude=[0, 1, 2, 3, 4]) is None
+    pairs = [(i, j) for i in range(7) for j in range(i + 1, 7) if not (i < 2 and j < 2)]
+    assert oracle.argmax_norm(mu, M, 1.0, sign, forbid_pairs=pairs) is None
+    paths, _ = oracles("paths-cyclic-undirected")
+    assert paths.argmax_norm(np.ones(paths.d), np.eye(paths.d), 1.0, sign, exclude=[0, 1]) is None
+
+
+@pytest.mark.parametrize("sign", [1, -1])
+@pytest.mark.parametrize("direction", [1, -1])
+def test_near_ties_are_resolved(sign: int, direction: int) -> None:
+    """Two disjoint actions whose indices differ by 3e-9 (1 + |v|); the better one must win."""
+    rng = np.random.default_rng([sign + 1, direction + 1])
+    d = 8
+    a1 = np.zeros(d, bool)
+    a1[[0, 1, 2]] = True
+    a2 = np.zeros(d, bool)
+    a2[[3, 4, 5]] = True
+    others = rng.random((10, d)) < 0.4
+    others[:, 6] = True  # every other action holds arm 6, worth -50: far behind
+    space = cm.ExplicitActions(np.vstack([a1, a2, others]))
+    oracle = cm.make_oracle(space, "highs")
+    a = rng.normal(size=(d, d))
+    M = a @ a.T / d + np.eye(d)
+    mu = rng.uniform(0, 1, d)
+    mu[6] = -50.0
+    q = {"mu": mu, "M": M, "f": 1.3, "sign": sign}
+    v1, v2 = all_values(np.vstack([a1, a2]), q)
+    gap = direction * 3e-9 * (1 + abs(v1))
+    mu[3] += v1 - v2 + gap  # a2 worth v1 + gap
+    values = all_values(space.enumerate(), q)
+    top_two = np.sort(values)[-2:]
+    assert 2e-9 * (1 + abs(v1)) < top_two[1] - top_two[0] < 4e-9 * (1 + abs(v1))
+    answer = oracle.argmax_norm(**q)
+    want = a2 if direction > 0 else a1
+    assert np.array_equal(answer, want)
+
+
+@pytest.mark.parametrize("sign", [1, -1])
+def test_zero_and_negative_quadratic_forms(sign: int) -> None:
+    """Actions with ``a @ M @ a`` exactly 0 or negative: the sqrt term vanishes."""
+    oracle, actions = oracles("cardinality")  # 8 arms, at most 3
+    d = oracle.d
+    M = np.zeros((d, d))
+    M[0, 0] = M[1, 1] = 1.0
+    M[0, 1] = M[1, 0] = -1.0  # {0, 1} has L = 0 exactly
+    M[2, 2] = -0.5  # {2} has L < 0
+    M[3, 3] = 1e-6
+    for mu0 in (-0.3, 0.0, 0.2):
+        mu = np.full(d, mu0)
+        mu[5] = -1.0
+        for f in (0.5, 3.0):
+            check(oracle, actions, {"mu": mu, "M": M, "f": f, "sign": sign})
+    # every action worse than the empty one: the empty action (L = 0) wins
+    check(oracle, actions, {"mu": -np.ones(d), "M": np.eye(d) * 0.1, "f": 1.0, "sign": sign})
+    # every quadratic form <= 0: a linear query in disguise
+    check(oracle, actions, {"mu": np.linspace(-1, 1, d), "M": -np.eye(d), "f": 2.0, "sign": sign})
+
+
+def test_batches_run_concurrently_and_stay_exact() -> None:
+    oracle, actions = oracles("spanning-trees")
+    rng = np.random.default_rng(11)
+    queries = [random_query(rng, oracle.d, k, (1, -1)[k % 2]) for k in range(8)]
+    answers = oracle.argmax_batch([dict(q, kind="norm") for q in queries])
+    for q, answer in zip(queries, answers, strict=True):
+        values = all_values(actions, q)
+        best = float(values.max())
+        got = float(all_values(answer[None, :], q)[0])
+        assert got >= best - 1e-9 * (1 + abs(best))
+
+
+def test_model_is_restored_between_queries() -> None:
+    """The per-thread model returns to its size after each query, and stats are recorded."""
+    space = cm.Cardinality(6, 2)
+    oracle = cm.make_oracle(space, "highs")
+    rng = np.random.default_rng(3)
+    oracle.argmax_norm(rng.uniform(size=6), np.eye(6), 1.0)
+    model = oracle._local.norm_model
+    size = (model.h.getNumCol(), model.h.getNumRow())
+    for sign in (1, -1):
+        oracle.argmax_norm(rng.uniform(size=6), random_matrix(rng, 6, "indefinite"), 1.0, sign, forbid_pairs=[(0, 1)])
+        assert (model.h.getNumCol(), model.h.getNumRow()) == size
+        stats = last_stats(oracle)
+        assert stats.milp_solves >= 1 and stats.method
+
+
+def test_quadratic_form_bounds_hold_on_every_action() -> None:
+    rng = np.random.default_rng(4)
+    space = cm.Cardinality(7, 3)
+    x = space.enumerate().astype(float)
+    for kind in ("psd", "indefinite", "low-rank"):
+        M = random_matrix(rng, 7, kind)
+        lo, hi = quadratic_form_bounds(M, 3, np.arange(7))
+        quad = np.einsum("ni,ij,nj->n", x, M, x)
+        assert lo <= quad.min() + 1e-12 and quad.max() <= hi + 1e-12
+
+
+def test_graph_spaces_with_lazy_cuts() -> None:
+    """Forests of a graph with many cycles: subtour cuts are found inside the norm loop."""
+    graph = nx.complete_graph(5)
+    space = cm.GraphicMatroid(graph)
+    oracle = cm.make_oracle(space, "highs", verify=True)
+    actions = space.enumerate()
+    rng = np.random.default_rng(8)
+    for k in range(4):
+        check(oracle, actions, random_query(rng, space.d, k, (1, -1)[k % 2]))
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    sign=st.sampled_from([1, -1]),
+    family=st.sampled_from(["cardinality", "partition", "explicit", "matchings-general"]),
+    scale=st.sampled_from([1e-3, 1.0, 50.0]),
+)
+def test_property_norm_values_match_brute_force(seed: int, sign: int, family: str, scale: float) -> None:
+    oracle, actions = oracles(family)
+    rng = np.random.default_rng(seed)
+    q = random_query(rng, oracle.d, int(rng.integers(0, 60)), sign)
+    q["M"] = q["M"] * scale
+    check(oracle, actions, q)
