@@ -23,10 +23,16 @@ Constructor, common to the three::
   ``s = ceil(sqrt(m T))`` intervals (Lipschitz constant 1), an int sets ``s``;
   each outcome is treated as the right end ``j/s`` of its interval. Exactly one
   of ``support`` and ``discretise`` is given.
-- ``oracle``: a distribution-oracle method (``"auto"``, ``"enumerate"``,
-  ``"branch_bound"``, ``"greedy"``), any other backend name (the method is then
-  ``"auto"`` and that backend answers the linear "most unobserved arms"
-  queries), or a built :class:`~cmab_milp.general.oracles.DistributionOracle`.
+- ``oracle``: the backend answering the linear "most unobserved arms" queries
+  (any name of :func:`~cmab_milp.make_oracle`; ``"enumerate"`` also makes the
+  index queries enumerate), a built
+  :class:`~cmab_milp.general.oracles.DistributionOracle`, or directly a method
+  name ``"branch_bound"`` / ``"greedy"``.
+- ``method``: how index queries are answered: ``"auto"`` (default:
+  enumeration up to 200,000 actions, else branch-and-bound where it applies),
+  ``"enumerate"``, ``"branch_bound"`` (exact, Cardinality / PartitionMatroid)
+  or ``"greedy"`` (``1 - 1/e`` on Cardinality, ``1/2`` on matroids, for
+  submodular rewards).
 
 An unobserved arm has an infinite index, resolved by the shared machinery: one
 linear query preferring the actions that hold the most unobserved arms.
@@ -183,18 +189,26 @@ def _grids(support: Any, discretise: Any, m: int, T: int) -> tuple[OutcomeGrid, 
     return discretisation_grid(s), None, s
 
 
-def _distribution_oracle(space: ActionSpace, oracle: Any, reward: Reward, grid: OutcomeGrid) -> DistributionOracle:
+def _distribution_oracle(
+    space: ActionSpace, oracle: Any, method: Any, reward: Reward, grid: OutcomeGrid
+) -> DistributionOracle:
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     if isinstance(oracle, DistributionOracle):
         if oracle.grid != grid:
             raise ValueError(f"the given distribution oracle works on {oracle.grid!r}, the policy needs {grid!r}")
         return oracle
     if isinstance(oracle, Oracle):
-        return DistributionOracle(space, reward, grid, method="auto", linear=oracle)
+        return DistributionOracle(space, reward, grid, method=method, linear=oracle)
     if not isinstance(oracle, str):
         raise ValueError(f"oracle must be a backend or method name or an Oracle, got {type(oracle).__name__}")
-    if oracle in METHODS:
+    if oracle in METHODS and oracle not in ("auto", "enumerate"):
+        if method not in ("auto", oracle):
+            raise ValueError(f"oracle={oracle!r} and method={method!r} disagree; give the method once")
         return DistributionOracle(space, reward, grid, method=oracle)
-    return DistributionOracle(space, reward, grid, method="auto", linear=oracle)
+    if oracle == "enumerate" and method == "auto":
+        method = "enumerate"
+    return DistributionOracle(space, reward, grid, method=method, linear=oracle)
 
 
 class _GeneralReward:
@@ -211,7 +225,7 @@ class _GeneralReward:
         if isinstance(reward, CallableReward):
             check_monotone(reward, space.d, grid, seed=0)
         self._reward = reward
-        return _distribution_oracle(space, oracle, reward, grid), params
+        return _distribution_oracle(space, oracle, params["method"], reward, grid), params
 
     def make_index(self) -> DistributionIndex:
         grid, observed, s = _grids(self.params["support"], self.params["discretise"], self.m, self.T)
@@ -221,7 +235,7 @@ class _GeneralReward:
 class SDCB(_GeneralReward, EveryRound):
     """SDCB (Chen et al. 2016): the optimistic-distribution argmax at every round (baseline).
 
-    Parameters: see the module docstring (``reward``, ``support``, ``discretise``, ``C``, ``oracle``).
+    Parameters: see the module docstring (``reward``, ``support``, ``discretise``, ``method``, ``C``, ``oracle``).
 
     >>> import cmab_milp as cm
     >>> SDCB(cm.Cardinality(3, 1), 10, oracle="enumerate", support=[0.0, 1.0]).oracle.name
@@ -239,10 +253,11 @@ class SDCB(_GeneralReward, EveryRound):
         reward: Any = "sqrt_sum",
         support: Any = None,
         discretise: Any = False,
+        method: str = "auto",
         C: float = 1.5,
     ):
         solver, params = self._setup(
-            space, T, oracle, {"reward": reward, "support": support, "discretise": discretise, "C": C}
+            space, T, oracle, {"reward": reward, "support": support, "discretise": discretise, "method": method, "C": C}
         )
         super().__init__(space, T, oracle=solver, **params)
         self._oracle_spec = oracle
@@ -270,11 +285,12 @@ class AROQGR(_GeneralReward, AdaptiveEpochs):
         reward: Any = "sqrt_sum",
         support: Any = None,
         discretise: Any = False,
+        method: str = "auto",
         C: float = 1.5,
         alpha: float | None = None,
     ):
         solver, params = self._setup(
-            space, T, oracle, {"reward": reward, "support": support, "discretise": discretise, "C": C}
+            space, T, oracle, {"reward": reward, "support": support, "discretise": discretise, "method": method, "C": C}
         )
         self.alpha = solver.alpha if alpha is None else check_unit_interval("alpha", alpha)
         super().__init__(space, T, oracle=solver, alpha=alpha, **params)
@@ -304,11 +320,12 @@ class SROQGR(_GeneralReward, ScheduledElimination):
         reward: Any = "sqrt_sum",
         support: Any = None,
         discretise: Any = False,
+        method: str = "auto",
         C: float = 1.5,
         M: Any = None,
     ):
         solver, params = self._setup(
-            space, T, oracle, {"reward": reward, "support": support, "discretise": discretise, "C": C}
+            space, T, oracle, {"reward": reward, "support": support, "discretise": discretise, "method": method, "C": C}
         )
         super().__init__(space, T, oracle=solver, M=M, **params)
         self._oracle_spec = oracle
