@@ -316,3 +316,13 @@ def test_scip_norm_resolves_near_ties(sign: int) -> None:
         answer = oracle.argmax_norm(mu, M, f, sign)
         best = index.max()
         assert norm_objective(mu, M, f, sign, answer) >= best - 1e-9 * (1 + abs(best))
+
+
+@pytest.mark.parametrize("backend", ["scip", "pulp:HiGHS"])
+def test_models_can_be_written_for_inspection(backend: str, tmp_path) -> None:
+    _needs(backend)
+    space = cm.SpanningTrees(nx.convert_node_labels_to_integers(nx.grid_2d_graph(3, 3)))
+    oracle = cm.make_oracle(space, backend)
+    oracle.argmax(np.ones(space.d))
+    text = oracle.write_model(tmp_path / "trees.lp").read_text()
+    assert "a0" in text and f"a{space.d - 1}" in text

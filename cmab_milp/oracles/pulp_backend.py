@@ -34,6 +34,7 @@ from __future__ import annotations
 import threading
 import warnings
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -319,3 +320,14 @@ class PulpOracle(Oracle):
             "the pulp backend answers linear queries only (PuLP models are linear); "
             "use 'highs', 'scip' or 'enumerate' for argmax_norm"
         )
+
+    # ---------------------------------------------------------- inspection
+    def write_model(self, path: str | Path) -> Path:
+        """Write the MILP with the cuts found so far and zero costs, as ``.lp`` or ``.mps``."""
+        path = Path(path)
+        prob = self._model().problem(np.zeros(self.d), (), (), [])
+        if path.suffix.lower() == ".mps":
+            prob.writeMPS(str(path))
+        else:
+            prob.writeLP(str(path))
+        return path

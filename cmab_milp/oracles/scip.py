@@ -47,6 +47,7 @@ array([1, 1, 0, 0])
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -315,3 +316,10 @@ class ScipOracle(Oracle):
                 " the quadratic model and the exact index disagree beyond the feasibility tolerance"
             )
         return candidates[best]
+
+    # ---------------------------------------------------------- inspection
+    def write_model(self, path: str | Path) -> Path:
+        """Write the MILP with the cuts found so far (format by suffix: ``.lp``, ``.cip``, ``.mps``)."""
+        path = Path(path)
+        self._model().model.writeProblem(str(path), verbose=False)
+        return path
