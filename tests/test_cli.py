@@ -185,6 +185,36 @@ def test_plots_are_written(problem_file: Path, tmp_path: Path) -> None:
     panels = sorted(p.name for p in (out / "panels").glob("*.png"))
     assert panels == ["a_regret.png", "b_total_rounds.png"]
     assert all((out / "panels" / p).read_bytes()[:8] == png for p in panels)
+    (out / "figure.png").unlink()
+    assert main(["plot", str(out), "--panels", "queries"]) == 0  # redraw from the saved runs
+    assert (out / "figure.png").read_bytes()[:8] == png and (out / "panels" / "a_queries.png").is_file()
+
+
+BROKEN = """
+class Broken:
+    # Accepts the policy constructor (so validation passes) but cannot be simulated.
+    def __init__(self, space, T, *, oracle="highs", **constants):
+        self.space = space
+"""
+
+
+def test_a_failing_job_is_reported_and_the_others_are_kept(
+    problem_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    (tmp_path / "broken_policy.py").write_text(BROKEN)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    text = TINY.split("[[policies]]")[0] + '[[policies]]\nname = "CUCB"\nkind = "CUCB"\noracle = "enumerate"\n'
+    text += '[[policies]]\nname = "Broken"\nkind = "broken_policy:Broken"\n' + TINY[TINY.index("[run]") :]
+    problem_file.write_text(text)
+    out = tmp_path / "out"
+    assert run(problem_file, out, "--seeds", "1") == 1
+    err = capsys.readouterr().err
+    assert "job Broken seed 0 failed" in err and "Traceback" in err  # the job's own traceback, for debugging
+    assert "1 job(s) failed: Broken seed 0" in err
+    summary = json.loads((out / "summary.json").read_text())
+    assert list(summary["policies"]) == ["CUCB"]
+    assert summary["complete"] is False and summary["missing_jobs"] == ["Broken seed 0"]
+    assert (out / "runs" / "CUCB" / "seed_0.json").is_file()
 
 
 @pytest.mark.slow  # spawning worker processes costs seconds

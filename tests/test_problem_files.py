@@ -281,3 +281,10 @@ def test_drawn_means_come_from_the_stated_seed_and_range(tmp_path: Path) -> None
 def test_overrides_replace_the_run_table(tmp_path: Path) -> None:
     problem = load_problem(write(tmp_path, problem_text()), horizon=7, seeds=3)
     assert problem.horizon == 7 and problem.seeds == [0, 1, 2]
+
+
+def test_environment_kinds_are_found_beside_the_exported_ones(tmp_path: Path) -> None:
+    env = "[environment]\nkind = 'PaperGaussianNoise'\nmeans = [0.1, 0.2, 0.3, 0.4]\ncov_seed = 2\n"
+    problem, space = build(tmp_path, SPACE, env)
+    cov = problem.build_environment(space).cov
+    assert cov.shape == (4, 4) and np.allclose(cov, cov.T)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import pkgutil
 import re
 from collections.abc import Callable
 from typing import Any
@@ -47,9 +48,37 @@ __all__ = [
 
 
 # --------------------------------------------------------------------- kinds
-def _exported_classes(module_name: str, exclude: tuple[str, ...]) -> list[str]:
-    module = importlib.import_module(module_name)
-    return sorted(n for n in dir(module) if n[:1].isupper() and n not in exclude)
+def _family(package_name: str, base_path: str) -> dict[str, str]:
+    """Concrete subclasses of ``base_path`` ("module:Class") in the modules of a package: name -> module.
+
+    Every module of the package is looked at, so a family placed beside the
+    others is usable by name before anyone exports it; a module that fails to
+    import offers no kinds (its exported names then report the import error).
+    """
+    module_path, _, base_name = base_path.partition(":")
+    base = getattr(importlib.import_module(module_path), base_name)
+    package = importlib.import_module(package_name)
+    found: dict[str, str] = {}
+    for info in pkgutil.iter_modules(package.__path__):
+        try:
+            module = importlib.import_module(f"{package_name}.{info.name}")
+        except Exception:  # someone's half-written module must not break the other kinds
+            continue
+        for name, obj in vars(module).items():
+            if (
+                inspect.isclass(obj)
+                and issubclass(obj, base)
+                and obj is not base
+                and obj.__module__ == module.__name__
+                and not name.startswith("_")
+                and not inspect.isabstract(obj)
+            ):
+                found.setdefault(name, module.__name__)
+    exported = [n for n in dir(package) if n[:1].isupper()]
+    for name in exported:
+        found.setdefault(name, package_name)
+    found.pop(base_name, None)
+    return found
 
 
 def space_kinds() -> list[str]:
@@ -65,18 +94,20 @@ def space_kinds() -> list[str]:
     return sorted(out)
 
 
-def environment_kinds() -> list[str]:
-    """Names of the environment classes exported by ``cmab_milp.environments``."""
-    return _exported_classes("cmab_milp.environments", ("Environment", "FeedbackStats"))
+def environment_kinds() -> dict[str, str]:
+    """Environment classes a problem file may name: class name -> module."""
+    found = _family("cmab_milp.environments", "cmab_milp.environments.base:Environment")
+    found.pop("FeedbackStats", None)
+    return found
 
 
-def policy_kinds() -> list[str]:
-    """Names of the policy classes exported by ``cmab_milp.policies``."""
-    return _exported_classes("cmab_milp.policies", ("Policy",))
+def policy_kinds() -> dict[str, str]:
+    """Policy classes a problem file may name: class name -> module."""
+    return _family("cmab_milp.policies", "cmab_milp.policies.base:Policy")
 
 
-def _resolve_class(table: Table, key: str, module_name: str, known: list[str], what: str) -> type:
-    """The class named by ``table[key]``: an exported name or ``"package.module:Class"``."""
+def _resolve_class(table: Table, key: str, known: dict[str, str], what: str) -> type:
+    """The class named by ``table[key]``: a known name or ``"package.module:Class"``."""
     name = table.string(key)
     if ":" in name:
         module_path, _, attr = name.partition(":")
@@ -86,9 +117,9 @@ def _resolve_class(table: Table, key: str, module_name: str, known: list[str], w
             raise table.error(key, f"cannot import {what} {name!r}: {exc}") from None
     else:
         if name not in known:
-            raise table.error(key, f"unknown {what} {name!r}; known: {', '.join(known)}")
+            raise table.error(key, f"unknown {what} {name!r}; known: {', '.join(sorted(known))}")
         try:
-            obj = getattr(importlib.import_module(module_name), name)
+            obj = getattr(importlib.import_module(known[name]), name)
         except ImportError as exc:
             raise table.error(key, f"{what} {name!r} is not available in this installation ({exc})") from None
     if not inspect.isclass(obj):
@@ -340,9 +371,7 @@ def build_environment(table: Table, space: Any) -> tuple[Any, dict[str, Any]]:
     Returns the environment and the resolved table (draws replaced by values),
     which rebuilds the same environment without drawing again.
     """
-    import cmab_milp.environments as environments
-
-    cls = _resolve_class(table, "kind", environments.__name__, environment_kinds(), "environment kind")
+    cls = _resolve_class(table, "kind", environment_kinds(), "environment kind")
     names, var_keyword = _parameters(cls)
     resolved: dict[str, Any] = {"kind": table.data["kind"]}
     for key, value in table.data.items():
@@ -370,11 +399,7 @@ def build_policy(table: Table, kind: str, space: Any, horizon: int, oracle: str,
 
     ``table`` is the ``[[policies]]`` entry, used to name keys in errors.
     """
-    import cmab_milp.policies as policies
-
-    cls = _resolve_class(
-        Table({"kind": kind}, table.key, table.file), "kind", policies.__name__, policy_kinds(), "policy kind"
-    )
+    cls = _resolve_class(Table({"kind": kind}, table.key, table.file), "kind", policy_kinds(), "policy kind")
     constants_table = Table(constants, table.path("constants"), table.file)
     try:
         return cls(space, horizon, oracle=oracle, **constants)

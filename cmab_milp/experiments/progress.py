@@ -74,7 +74,7 @@ class Progress:
             eta = f" | ~{format_seconds(elapsed / self.done * (self.total - self.done))} left"
         bar = "#" * filled + "-" * (self.width - filled)
         last = f" | last: {self.last}" if self.last else ""
-        return f"\r[{bar}] {self.done}/{self.total} jobs | {format_seconds(elapsed)}{eta}{last}\033[K"
+        return f"\r[{bar}] {self.done}/{self.total} jobs | {format_seconds(elapsed)} elapsed{eta}{last}\033[K"
 
     def _tick(self) -> None:
         while not self._stop.wait(1.0):
