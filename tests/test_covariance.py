@@ -373,3 +373,60 @@ def test_paper_gaussian_noise_and_copula_seed_use_the_papers_covariance():
         CopulaNoise([0.1, 0.5], np.eye(2), corr_seed=1)
     with pytest.raises(ValueError, match="cov_seed"):
         PaperGaussianNoise([0.1, 0.5], cov_seed=-1)
+
+
+def _naive_index(samples: np.ndarray, t: int, d: int, C: float = 1.5) -> tuple[np.ndarray, np.ndarray, float]:
+    """mu_hat, M and f_t of eq. (3) straight from the raw samples (NaN = arm not played)."""
+    played = ~np.isnan(samples)
+    y = np.nan_to_num(samples)
+    n = played.sum(axis=0).astype(float)
+    npair = played.T.astype(float) @ played.astype(float)
+    mu = y.sum(axis=0) / n
+    second = (y.T @ y) / np.where(npair > 0, npair, 1)
+    h = math.sqrt(math.log(t) + math.log(d))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sigma_bar = second - np.outer(mu, mu) + 0.25 * (5 * h / np.sqrt(npair) + h * h / npair + 1 / npair**2)
+    gram = np.where(npair > 0, npair * sigma_bar, 0.0)
+    gram[np.diag_indices(d)] = 2 * np.diag(gram) + 1
+    matrix = gram / np.outer(n, n)
+    log_t = math.log(t)
+    f = math.sqrt(2 * (C * log_t + d * (math.log(log_t) if log_t > 1 else 0.0)))
+    return mu, matrix, f
+
+
+def test_aroqcov_equals_algorithm_3_run_round_by_round():
+    d, m, T = 5, 2, 400
+    space, env = _instance(d, m, seed=6)
+    oracle = cm.make_oracle(space, "enumerate")
+    _, cover = pair_cover(CovarianceIndex(d), oracle)
+    warmup = math.ceil(2 * d * (d + 1) / 2)
+    rng = np.random.default_rng(11)
+    samples, played = [], []
+    tau, previous, current = np.zeros((d, d), int), np.zeros((d, d), int), np.zeros((d, d), int)
+    action = None
+    for t in range(1, T + 1):
+        update = False
+        if t <= warmup:
+            action = cover[(t - 1) % len(cover)]
+        else:
+            if t == warmup + 1:
+                tau[:], previous, current, update = 1, current, np.zeros((d, d), int), True
+            due = current >= 1 + 2 * previous
+            if due.any():
+                tau[due] += 1
+                previous[due], current[due] = current[due], 0
+                update = True
+            if update:
+                mu, matrix, f = _naive_index(np.array(samples), t, d)
+                action = oracle.argmax_norm(mu, 0.5 * (matrix + matrix.T), f)
+        samples.append(env.sample(action, rng))
+        current += np.outer(action, action)
+        played.append(action.copy())
+
+    policy = AROQCov(space, T, oracle="enumerate", warmup_cycles=2)
+    rng = np.random.default_rng(11)
+    for t in range(1, T + 1):  # the policy played round by round, on the same stream
+        action = policy.plan().actions[0]
+        assert np.array_equal(action, played[t - 1]), f"round {t}"
+        policy.update(1, env.observe(action, 1, rng, NEEDS))
+    np.testing.assert_array_equal(policy.epochs, tau)
