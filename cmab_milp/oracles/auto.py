@@ -52,7 +52,7 @@ class AutoOracle(Oracle):
 
     name = "auto"
 
-    def __init__(self, space: ActionSpace, enumerate_cap: int = 2_000, norm_enumerate_cap: int = 60_000):
+    def __init__(self, space: ActionSpace, enumerate_cap: int = 20_000, norm_enumerate_cap: int = 60_000):
         super().__init__(space)
         self.enumerate_cap = int(enumerate_cap)
         self.norm_enumerate_cap = int(norm_enumerate_cap)

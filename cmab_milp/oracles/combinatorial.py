@@ -89,25 +89,28 @@ def _cardinality(space: Cardinality, q: LinearQuery) -> np.ndarray | None:
 
 def _partition(space: PartitionMatroid, q: LinearQuery) -> np.ndarray | None:
     w, res = q.weights, q.restrictions
-    block = space.block_of
-    remaining = np.asarray(space.capacities, dtype=np.int64).copy()
     action = np.zeros(space.d, bool)
-    if res.include:
-        inc = list(res.include)
-        action[inc] = True
-        remaining -= np.bincount(block[inc], minlength=len(remaining))
-        if (remaining < 0).any():
+    blocks = space.__dict__.get("_block_arrays")
+    if blocks is None:
+        blocks = [np.asarray(b, dtype=np.intp) for b in space.blocks]
+        space.__dict__["_block_arrays"] = blocks
+    if not res.empty:
+        if res.include:
+            action[list(res.include)] = True
+        w = w.copy()
+        w[list(res.include)] = -np.inf  # already chosen
+        w[list(res.exclude)] = -np.inf
+    for block, cap in zip(blocks, space.capacities, strict=True):
+        room = cap - int(action[block].sum()) if not res.empty else cap
+        if room < 0:
             return None
-    eligible = (w > 0) & ~action
-    if res.exclude:
-        eligible[list(res.exclude)] = False
-    idx = np.flatnonzero(eligible)
-    if len(idx):
-        order = idx[np.lexsort((-w[idx], block[idx]))]
-        blocks = block[order]
-        starts = np.r_[0, np.flatnonzero(np.diff(blocks)) + 1]
-        rank = np.arange(len(order)) - np.repeat(starts, np.diff(np.r_[starts, len(order)]))
-        action[order[rank < remaining[blocks]]] = True
+        if room == 0:
+            continue
+        wb = w[block]
+        positive = block[wb > 0]
+        if len(positive) > room:
+            positive = positive[np.argpartition(-w[positive], room - 1)[:room]]
+        action[positive] = True
     return action
 
 
@@ -150,61 +153,69 @@ def _kruskal(space: GraphicMatroid | SpanningTrees, q: LinearQuery, spanning: bo
     return action
 
 
-def _dag_path(space: STPaths, q: LinearQuery) -> np.ndarray | None:
-    w, res = q.weights, q.restrictions
-    order = space.__dict__.get("_topo")
-    if order is None:
-        order = np.array([space.node_index[v] for v in nx.topological_sort(space.graph)])
-        space.__dict__["_topo"] = order
+def _dag_tables(space: STPaths) -> tuple[np.ndarray, list[tuple[int, int, int]]]:
+    """Topological rank per node and the edges ``(arm, tail, head)`` sorted by tail rank (cached)."""
+    tables = space.__dict__.get("_dag_tables")
+    if tables is None:
+        order = [space.node_index[v] for v in nx.topological_sort(space.graph)]
         rank = np.empty(space.n_nodes, np.int64)
         rank[order] = np.arange(space.n_nodes)
-        space.__dict__["_topo_rank"] = rank
-        space.__dict__["_out_edges"] = [np.flatnonzero(space.tail == v) for v in range(space.n_nodes)]
-    rank = space.__dict__["_topo_rank"]
-    out_edges = space.__dict__["_out_edges"]
-    allowed = np.ones(space.d, bool)
-    allowed[list(res.exclude)] = False
+        edges = sorted(range(space.d), key=lambda k: rank[space.tail[k]])
+        tables = (rank, [(k, int(space.tail[k]), int(space.head[k])) for k in edges])
+        space.__dict__["_dag_tables"] = tables
+    return tables
+
+
+def _dag_path(space: STPaths, q: LinearQuery) -> np.ndarray | None:
+    w, res = q.weights, q.restrictions
+    rank, edges = _dag_tables(space)
+    banned = set(res.exclude)
     fixed = sorted(res.include, key=lambda k: rank[space.tail[k]])
     # waypoints: s -> tail(e1), head(e1) -> tail(e2), ..., head(ek) -> t
-    starts = [space.s] + [space.head[k] for k in fixed]
-    ends = [space.tail[k] for k in fixed] + [space.t]
+    starts = [space.s] + [int(space.head[k]) for k in fixed]
+    ends = [int(space.tail[k]) for k in fixed] + [space.t]
     action = np.zeros(space.d, bool)
     action[fixed] = True
+    weights = w.tolist()
     for a, b in zip(starts, ends, strict=True):
         if rank[a] > rank[b]:
             return None
-        segment = _dag_segment(space, w, allowed, order, rank, out_edges, a, b)
+        segment = _dag_segment(edges, weights, banned, rank, a, b, space.n_nodes, space.tail)
         if segment is None:
             return None
         action[segment] = True
     return action
 
 
-def _dag_segment(space, w, allowed, order, rank, out_edges, a, b) -> list[int] | None:
+def _dag_segment(edges, weights, banned, rank, a: int, b: int, n_nodes: int, tail: np.ndarray) -> list[int] | None:
+    """Longest a-b path by dynamic programming over edges in topological order."""
     if a == b:
         return []
-    best = np.full(space.n_nodes, -np.inf)
-    via = np.full(space.n_nodes, -1)
+    lo, hi = rank[a], rank[b]
+    best: list[float | None] = [None] * n_nodes
+    via = [-1] * n_nodes
     best[a] = 0.0
-    for v in order[rank[a] : rank[b]]:
-        if best[v] == -np.inf:
+    for k, u, v in edges:
+        ru = rank[u]
+        if ru < lo:
             continue
-        edges = out_edges[v]
-        edges = edges[allowed[edges]]
-        heads = space.head[edges]
-        keep = rank[heads] <= rank[b]
-        edges, heads = edges[keep], heads[keep]
-        gain = best[v] + w[edges]
-        better = gain > best[heads]
-        best[heads[better]] = gain[better]
-        via[heads[better]] = edges[better]
-    if best[b] == -np.inf:
+        if ru >= hi:
+            break
+        bu = best[u]
+        if bu is None or k in banned or rank[v] > hi:
+            continue
+        gain = bu + weights[k]
+        bv = best[v]
+        if bv is None or gain > bv:
+            best[v] = gain
+            via[v] = k
+    if best[b] is None:
         return None
     path, v = [], b
     while v != a:
         k = via[v]
-        path.append(int(k))
-        v = space.tail[k]
+        path.append(k)
+        v = int(tail[k])
     return path
 
 
@@ -271,29 +282,42 @@ def _matching(space: Matchings, q: LinearQuery) -> np.ndarray | None:
     return action
 
 
+def _assignment_tables(space: Matchings) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Left/right node lists and each arm's (row, column) in the assignment matrix (cached)."""
+    tables = space.__dict__.get("_assignment_tables")
+    if tables is None:
+        left, right = _bipartite_sides(space)
+        pos = np.empty(space.n_nodes, np.intp)
+        pos[left] = np.arange(len(left))
+        pos[right] = np.arange(len(right))
+        on_left = np.isin(space.tail, left)
+        rows = np.where(on_left, pos[space.tail], pos[space.head])
+        cols = np.where(on_left, pos[space.head], pos[space.tail])
+        tables = (left, right, rows, cols)
+        space.__dict__["_assignment_tables"] = tables
+    return tables
+
+
 def _assignment(space: Matchings, w: np.ndarray, edges: np.ndarray, used: np.ndarray) -> list[int] | None:
-    left, right = _bipartite_sides(space)
-    left, right = left[~used[left]], right[~used[right]]
-    if space.perfect and len(left) != len(right):
+    left, right, rows, cols = _assignment_tables(space)
+    free_left, free_right = ~used[left], ~used[right]
+    if space.perfect and free_left.sum() != free_right.sum():
         return None
-    if len(left) == 0 or len(right) == 0:
+    if not free_left.any() or not free_right.any():
         return []
-    row = {v: r for r, v in enumerate(left)}
-    col = {v: c for c, v in enumerate(right)}
     fill = np.inf if space.perfect else 0.0
     cost = np.full((len(left), len(right)), fill)
     arm = np.full((len(left), len(right)), -1)
-    for k in edges:
-        u, v = space.tail[k], space.head[k]
-        if u not in row:
-            u, v = v, u
-        cost[row[u], col[v]] = -w[k]
-        arm[row[u], col[v]] = k
+    cost[rows[edges], cols[edges]] = -w[edges]
+    arm[rows[edges], cols[edges]] = edges
+    cost = cost[np.ix_(free_left, free_right)]
+    arm = arm[np.ix_(free_left, free_right)]
     try:
-        rows, cols = linear_sum_assignment(cost)
+        r, c = linear_sum_assignment(cost)
     except ValueError:  # no perfect assignment exists
         return None
-    return [int(arm[r, c]) for r, c in zip(rows, cols, strict=True) if arm[r, c] >= 0]
+    chosen = arm[r, c]
+    return chosen[chosen >= 0].tolist()
 
 
 def _blossom(space: Matchings, w: np.ndarray, edges: np.ndarray) -> list[int] | None:
