@@ -75,14 +75,16 @@ def test_bulk_statistics_equal_the_round_by_round_stream(index):
 
 
 @pytest.mark.parametrize("index", range(3), ids=ENV_IDS)
-def test_held_fast_path_follows_the_same_stream(index):
+@pytest.mark.parametrize("cycle", [CYCLE[:1], CYCLE], ids=["held", "cycle"])
+def test_sum_only_fast_paths_follow_the_same_stream(index, cycle, monkeypatch):
+    monkeypatch.setattr("cmab_milp.environments.base.CHUNK_DRAWS", 50)  # several chunks
     env = make_envs()[index]
-    action = CYCLE[0]
-    stats = env.observe(action, 777, np.random.default_rng(3), needs=("sum",))
-    rng = np.random.default_rng(3)
-    y = np.nan_to_num(np.array([env.sample(action, rng) for _ in range(777)]))
-    assert np.allclose(stats.sum, y.sum(axis=0), rtol=1e-12, atol=1e-9)
-    assert stats.counts.tolist() == (777 * action).tolist()
+    bulk_rng, rng = np.random.default_rng(3), np.random.default_rng(3)
+    stats = env.observe(cycle, 777, bulk_rng, needs=("sum",))
+    rows = np.array([env.sample(cycle[j % len(cycle)], rng) for j in range(777)])
+    assert np.allclose(stats.sum, np.nansum(rows, axis=0), rtol=1e-12, atol=1e-9)
+    assert stats.counts.tolist() == (~np.isnan(rows)).sum(axis=0).tolist()
+    assert bulk_rng.random() == rng.random()  # both streams stopped at the same place
 
 
 def test_chunked_draws_equal_one_draw(monkeypatch):

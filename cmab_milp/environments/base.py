@@ -153,6 +153,10 @@ class Environment(ABC):
 
     #: Values an outcome can take (sorted), or ``None`` for continuous outcomes.
     support: np.ndarray | None = None
+    #: True when arm ``i``'s outcome depends on its own base draw only, so that
+    #: ``_sum_outcomes`` may be applied column by column to any block of draws
+    #: (arm indices repeated, unsorted); lets a cycle of actions be summed at once.
+    columnwise = False
 
     def __init__(self, d: int, seed: int | None = None):
         self.d = int(d)
@@ -328,6 +332,9 @@ class Environment(ABC):
                 stats.samples = np.full((rounds, self.d), np.nan)
             return
         samples = [] if stats.samples is not None else None
+        if self.columnwise and needs <= _SUM_ONLY and stats.sum is not None:
+            self._sum_columns(np.concatenate(arms), rounds, per_cycle, offsets, rng, stats.sum)
+            return
         cycles, rest = divmod(rounds, p)
         step = max(1, CHUNK_DRAWS // per_cycle)
         for start in range(0, cycles, step):
@@ -339,6 +346,28 @@ class Environment(ABC):
             self._accumulate(arms[:rest], offsets[: rest + 1], block, rest, needs, stats, samples)
         if samples is not None:
             stats.samples = np.concatenate(samples) if samples else np.empty((0, self.d))
+
+    def _sum_columns(
+        self,
+        columns: np.ndarray,
+        rounds: int,
+        per_cycle: int,
+        offsets: np.ndarray,
+        rng: np.random.Generator,
+        total: np.ndarray,
+    ) -> None:
+        """Per-arm outcome sums of a cycle for column-wise environments: one pass per chunk."""
+        p = len(offsets) - 1
+        cycles, rest = divmod(rounds, p)
+        step = max(1, CHUNK_DRAWS // per_cycle)
+        column_sums = np.zeros(per_cycle)
+        for start in range(0, cycles, step):
+            n = min(step, cycles - start)
+            column_sums += self._sum_outcomes(columns, self._base_draws(rng, n * per_cycle).reshape(n, per_cycle))
+        if rest:
+            width = int(offsets[rest])
+            column_sums[:width] += self._sum_outcomes(columns[:width], self._base_draws(rng, width).reshape(1, -1))
+        total += np.bincount(columns, weights=column_sums, minlength=self.d)
 
     def _accumulate(
         self,

@@ -42,6 +42,8 @@ class UniformNoise(Environment):
     [0.1, 0.3]
     """
 
+    columnwise = True
+
     def __init__(self, means: Any, width: float = 0.5, seed: int | None = None):
         mu = check_means(means, unit=True)
         width = float(width)
@@ -78,6 +80,7 @@ class BernoulliArms(Environment):
     """
 
     support = np.array([0.0, 1.0])
+    columnwise = True
 
     def __init__(self, means: Any, seed: int | None = None):
         mu = check_means(means, unit=True)
