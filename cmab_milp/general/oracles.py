@@ -317,54 +317,70 @@ class DistributionOracle(Oracle):
             return None
         chosen, cands = start
         reward, grid, pmf = self.reward, self.grid, query.pmf
-        means = pmf[cands] @ grid.values
-        cands = [cands[k] for k in np.argsort(-means, kind="stable")]
-        cdf = np.cumsum(pmf, axis=1)
-        # suffix upper envelopes: envelope[j] dominates every arm of cands[j:]
-        envelope = np.ones((len(cands) + 1, len(grid)))
-        for j in range(len(cands) - 1, -1, -1):
-            envelope[j] = np.minimum(envelope[j + 1], cdf[cands[j]])
-        envelope_pmf = np.clip(np.diff(envelope, axis=1, prepend=0.0), 0.0, None)
-        envelope_pmf[len(cands)] = 0.0
-        pairs = {}
-        for i, j in query.restrictions.forbid_pairs:
-            pairs.setdefault(i, set()).add(j)
-            pairs.setdefault(j, set()).add(i)
-
+        submodular = reward.submodular
         state = reward.start(grid, 1)
         for arm in chosen:
             state = reward.add(state, grid, pmf[arm][None, :])
+        if cands:  # strongest single additions first
+            singles = reward.value(reward.add(np.repeat(state, len(cands), axis=0), grid, pmf[cands]), grid)
+            cands = [cands[k] for k in np.argsort(-singles, kind="stable")]
+        n = len(cands)
+        cdf = np.cumsum(pmf, axis=1)
+        # suffix upper envelopes: envelope[j] (pointwise min CDF) dominates every arm of cands[j:]
+        envelope = np.ones((n + 1, len(grid)))
+        for j in range(n - 1, -1, -1):
+            envelope[j] = np.minimum(envelope[j + 1], cdf[cands[j]])
+        envelope_pmf = np.maximum(np.diff(envelope, axis=1, prepend=0.0), 0.0)
+        pairs: dict[int, set[int]] = {}
+        for i, j in query.restrictions.forbid_pairs:
+            pairs.setdefault(i, set()).add(j)
+            pairs.setdefault(j, set()).add(i)
         best: list[Any] = [None, -np.inf]
         nodes = [0]
 
-        def bound(state: np.ndarray, j: int, slots: int) -> float:
-            if j >= len(cands) or slots <= 0:
-                return float(reward.value(state, grid)[0])
+        def envelope_bound(state: np.ndarray, c: int, slots: int) -> float:
+            """Value of the set plus ``slots`` copies of the envelope of ``cands[c:]`` (monotone rewards)."""
             s = state
-            row = envelope_pmf[j][None, :]
-            for _ in range(min(slots, len(cands) - j)):
-                s = reward.add(s, grid, row)
+            for _ in range(min(slots, n - c)):
+                s = reward.add(s, grid, envelope_pmf[c][None, :])
             return float(reward.value(s, grid)[0])
+
+        def suffix_bounds(gains: np.ndarray, value: float, slots: int) -> np.ndarray:
+            """``value + sum of the slots largest gains among cands[c:]``, per c (valid for submodular rewards)."""
+            gains = np.maximum(gains, 0.0)
+            suffix = np.triu(np.broadcast_to(gains, (len(gains), len(gains))))  # row c: gains of cands[c:]
+            return value + (-np.sort(-suffix, axis=1)[:, :slots]).sum(axis=1)
 
         def search(chosen: list[int], state: np.ndarray, j: int) -> None:
             nodes[0] += 1
             if nodes[0] > MAX_NODES:
                 raise OracleError(f"branch_bound explored more than {MAX_NODES} nodes; use method='greedy'")
-            if self._final_ok(chosen):
-                value = float(reward.value(state, grid)[0])
-                if value > best[1]:
-                    best[0], best[1] = list(chosen), value
+            value = float(reward.value(state, grid)[0])
+            if self._final_ok(chosen) and value > best[1]:
+                best[0], best[1] = list(chosen), value
             left, slots = self._capacity(chosen)
-            if slots <= 0:
+            if slots <= 0 or j >= n:
                 return
+            rest = cands[j:]
+            extended = reward.value(reward.add(np.repeat(state, len(rest), axis=0), grid, pmf[rest]), grid)
             blocked = set().union(*(pairs.get(i, ()) for i in chosen)) if pairs else set()
-            for c in range(j, len(cands)):
-                if bound(state, c, slots) <= best[1] + 1e-12:
+            allowed = [k for k, arm in enumerate(rest) if arm not in blocked and self._fits(chosen, left, arm)]
+            if slots == 1:  # the last arm: every one-arm completion is already scored
+                if allowed and self._final_ok([*chosen, rest[0]]):
+                    k = max(allowed, key=lambda k: extended[k])
+                    if extended[k] > best[1]:
+                        best[0], best[1] = [*chosen, rest[k]], float(extended[k])
+                return
+            sub = suffix_bounds(extended - value, value, slots) if submodular else None
+            allowed_set = set(allowed)
+            for c in range(j, n):
+                # both bounds cover every completion from cands[c:] and shrink as c grows: stop at the first prune
+                if sub is not None and sub[c - j] <= best[1] + 1e-12:
                     return
-                arm = cands[c]
-                if arm in blocked or not self._fits(chosen, left, arm):
-                    continue
-                search([*chosen, arm], reward.add(state, grid, pmf[arm][None, :]), c + 1)
+                if envelope_bound(state, c, slots) <= best[1] + 1e-12:
+                    return
+                if c - j in allowed_set:
+                    search([*chosen, cands[c]], reward.add(state, grid, pmf[cands[c]][None, :]), c + 1)
 
         search(chosen, state, 0)
         return None if best[0] is None else self._action(best[0])
