@@ -202,7 +202,7 @@ def test_cucb_regret_per_round_falls():
     space = cm.Cardinality(6, 2)
     means = np.array([0.9, 0.8, 0.2, 0.3, 0.1, 0.25])
     env = cm.BernoulliArms(means)
-    result = cm.simulate(cm.CUCB(space, 3000, oracle="enumerate"), env, seed=0, record=[300, 3000])
+    result = cm.simulate(cm.CUCB(space, 2000, oracle="enumerate"), env, seed=0, record=[200, 2000])
     per_round = result.regret / result.t
     assert per_round[-1] < 0.5 * per_round[0]
 

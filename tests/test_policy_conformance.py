@@ -51,7 +51,7 @@ CASES = [
     Case(cm.AROQ, uniform_env, bad=[*COMMON_BAD, ({"alpha": 0.0}, "alpha"), ({"alpha": 1.5}, "alpha")]),
     Case(cm.AROQ, uniform_env, constants={"alpha": 0.5, "C": 2.0}),
     Case(cm.SROQ, uniform_env, bad=[*COMMON_BAD, ({"M": 0}, "M"), ({"M": 2.5}, "M"), ({"M": True}, "M")]),
-    Case(cm.SROQ, uniform_env, constants={"M": 4}, T=2000),
+    Case(cm.SROQ, uniform_env, constants={"M": 4}, T=1000),
     Case(cm.AROQ, lambda: cm.BernoulliArms(MEANS, seed=1)),
     Case(cm.SROQ, lambda: cm.GaussianNoise(MEANS, 0.1 * np.eye(6), seed=1)),
 ]

@@ -35,7 +35,7 @@ def test_regret_at_every_round_is_exact(policy_class):
 
 
 def test_regret_inside_long_holds_matches_the_round_by_round_curve():
-    T = 6000
+    T = 3000
     env = cm.BernoulliArms(MEANS)
     points = np.unique(np.random.default_rng(0).integers(1, T, 300))
     bulk = cm.simulate(cm.AROQ(SPACE, T, oracle="enumerate"), env, seed=4, record=points)
