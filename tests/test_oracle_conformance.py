@@ -233,3 +233,16 @@ def test_compiled_model_can_be_inspected(tmp_path) -> None:
     assert "a0" in text and "a11" in text
     path = oracle.write_model(tmp_path / "trees.mps")
     assert path.stat().st_size > 0
+
+
+@pytest.mark.parametrize("backend", ["highs", "auto", "enumerate", "combinatorial"])
+def test_oracles_pickle_with_their_ledger(backend: str) -> None:
+    import pickle
+
+    oracle = cm.make_oracle(SPACES["spanning-trees"](), backend)
+    w = np.linspace(0, 1, oracle.d)
+    first = oracle.argmax(w)
+    copy = pickle.loads(pickle.dumps(oracle))
+    assert copy.ledger.queries == 1
+    assert np.array_equal(copy.argmax(w), first)
+    assert copy.ledger.queries == 2 and oracle.ledger.queries == 1

@@ -71,6 +71,15 @@ class Ledger:
     def snapshot(self) -> tuple[int, int, float]:
         return self.queries, self.rounds, self.seconds
 
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        del state["_lock"]  # locks do not pickle; a copy gets its own
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
 
 def _arm_tuple(values: Iterable[Any], d: int, name: str) -> tuple[int, ...]:
     out = []
