@@ -247,3 +247,13 @@ def test_aroq_with_an_approximate_oracle_has_sublinear_alpha_regret():
         ratios.append(result.alpha_regret[-1] / T)
     # the single best arm is worth 0.9 >= alpha * 1.7: alpha-regret per round goes to <= 0
     assert ratios[1] < ratios[0] and ratios[1] < 0.01
+
+
+def test_arms_in_no_action_cost_no_extra_queries():
+    # arms 2 and 3 are in no action: unobservable forever, found once and not asked about again
+    space = cm.ExplicitActions(np.array([[1, 0, 0, 0, 1], [0, 1, 0, 0, 1], [1, 1, 0, 0, 0]]))
+    env = cm.UniformNoise([0.9, 0.2, 0.5, 0.5, 0.6])
+    result = cm.simulate(cm.CUCB(space, 200, oracle="enumerate"), env, seed=0, trace=True)
+    assert result.queries[-1] <= 200 + 3
+    best = (played_actions(result)[-100:] == [True, False, False, False, True]).all(axis=1)
+    assert best.mean() > 0.7

@@ -43,7 +43,9 @@ unobserved, it first asks for the action holding the most of them (weight 1 on
 exactly those arms, under the same restrictions); only when that action holds
 none of them (so no action does) it asks the index's own query with the
 unobserved arms excluded. Indices may therefore assume that every arm a query
-may select has been observed.
+may select has been observed. Arms that an unrestricted query shows to be in
+no action at all (e.g. edges on no source-target path) are remembered as
+``unreachable`` and not asked about again.
 
 Bulk play
 ---------
@@ -310,6 +312,9 @@ class IndexPolicy(Policy):
     def reset(self) -> None:
         super().reset()
         self.index = self.make_index()
+        # arms in no action of the space (found when an unrestricted query for unobserved arms
+        # returns none of them): never observable, so never worth the extra query again
+        self.unreachable = np.zeros(self.d, bool)
 
     def best_upper(self, t: int, include: Iterable[int] = (), exclude: Iterable[int] = ()) -> np.ndarray | None:
         """The UCB-maximising action under the restrictions, unobserved arms first (sequential)."""
@@ -319,6 +324,8 @@ class IndexPolicy(Policy):
             (action,) = self.index.ask(self.oracle, [unobserved_query(unseen, include, exclude)])
             if action is None or action[unseen].any() or self._unseen_decides(unseen, include, exclude):
                 return action
+            if not include and not exclude:
+                self.unreachable |= unseen
             exclude = exclude + tuple(np.flatnonzero(unseen).tolist())
         (action,) = self.index.ask(self.oracle, [self.index.upper_query(t, include, exclude)])
         return action
@@ -371,9 +378,8 @@ class IndexPolicy(Policy):
         return not allowed.any()
 
     def _unseen(self, exclude: Iterable[int]) -> np.ndarray:
-        unseen = ~self.index.observed
+        unseen = ~self.index.observed & ~self.unreachable
         excl = list(exclude)
         if excl:
-            unseen = unseen.copy()
             unseen[excl] = False
         return unseen
