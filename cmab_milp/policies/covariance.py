@@ -368,14 +368,19 @@ class SROQCov(ScheduledElimination):
        (``include=[i, j]``), and the max-LCB action, all over ``A_{tau-1}``
        (eliminated arms excluded, eliminated pairs forbidden);
     2. arms whose representative's UCB is below that LCB are eliminated;
-    3. when some arm was eliminated, a second round asks the max-LCB over
-       ``A'_tau`` (Appendix A.1: sequential); pairs of surviving arms whose
-       representative's UCB is below it are eliminated (``forbid_pairs``);
+    3. pairs of surviving arms whose representative's UCB is below
+       ``max_{A'_tau} LCB`` are eliminated (``forbid_pairs`` from then on). The
+       paper asks this maximum as a second, sequential query (Appendix A.1);
+       it is not needed: every arm ``k`` of the max-LCB action ``a+`` of
+       ``A_{tau-1}`` passes step 2 (``UCB(rep_k) >= UCB(a+) >= LCB(a+)``), so
+       ``a+`` lies in ``A'_tau`` and ``max_{A'_tau} LCB = LCB(a+)``. The arms of
+       ``a+`` are kept explicitly, so this holds exactly, not only up to the
+       oracle's tolerance;
     4. phase 1 plays the arm representatives in turn, phase 2 (the last
        ``min(T_tau, (d^2 m^2 T_tau log T)^(2/3))`` rounds of the epoch, or
        ``pair_fraction * T_tau``) the pair representatives in turn.
 
-    Adaptivity is thus at most 2 per epoch plus 1 for the warm-up:
+    Adaptivity is thus one round per epoch plus one for the warm-up:
     ``Theta(log log T)``.
 
     Parameters
@@ -490,20 +495,18 @@ class SROQCov(ScheduledElimination):
         best_lcb = self._lcb_value(answers[-1])
 
         arm_reps = reps[: len(arm_restrictions)]
+        lcb_arms = set() if answers[-1] is None else set(np.flatnonzero(answers[-1]).tolist())
         keep, arm_cycle = [], []
         for arm, rep in zip(survivors, arm_reps, strict=True):
-            if rep is not None and self._ucb(rep) >= best_lcb - tolerance(best_lcb):
+            if rep is None:
+                continue
+            if int(arm) in lcb_arms or self._ucb(rep) >= best_lcb - tolerance(best_lcb):
                 keep.append(int(arm))
                 arm_cycle.append(rep)
-        dropped = [int(i) for i in survivors if int(i) not in keep]
         self.active[:] = False
         self.active[keep] = True
 
-        pair_best_lcb = best_lcb
-        if dropped:  # A'_tau differs from A_{tau-1}: one more (sequential) max-LCB query
-            excluded = tuple(np.flatnonzero(~self.active).tolist())
-            (lcb_action,) = self.index.ask(self.oracle, [self.index.lower_query(T, (), excluded + unseen)])
-            pair_best_lcb = self._lcb_value(lcb_action)
+        pair_best_lcb = best_lcb  # = max LCB over A'_tau: the max-LCB action keeps its arms (step 3)
         pair_reps = reps[len(arm_restrictions) :]
         kept_pairs, pair_cycle = [], []
         for (i, j), rep in zip(self.active_pairs, pair_reps, strict=True):
