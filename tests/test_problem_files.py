@@ -167,6 +167,7 @@ INVALID = [
     (problem_text(run=RUN + "panels = ['regret', 'fun']\n"), ": run.panels[1]:", "unknown panel"),
     (problem_text(run=RUN + "horizn = 3\n"), ": run.horizn:", "unknown key"),
     (problem_text() + "[run\n", "problem.toml:", "not valid TOML"),
+    (problem_text(policies=POLICIES + "constants = { C = 2024-01-01 }\n"), ": policies[0].constants:", "no dates"),
 ]
 
 

@@ -188,6 +188,16 @@ def _copy(data: Any) -> Any:
     return json.loads(json.dumps(data))
 
 
+def _plain(data: Any, key: str, file: str) -> Any:
+    """A JSON-able deep copy of ``data`` (results store the problem as JSON); TOML dates are refused."""
+    try:
+        return _copy(data)
+    except (TypeError, ValueError):
+        raise ProblemError(
+            file, key, "values must be numbers, strings, booleans, arrays or tables (no dates)"
+        ) from None
+
+
 # ------------------------------------------------------------------ parsing
 def load_problem(path: str | Path, *, horizon: int | None = None, seeds: int | list[int] | None = None) -> Problem:
     """Read, validate and resolve a problem file; ``horizon`` / ``seeds`` override its ``[run]``.
@@ -229,14 +239,13 @@ def parse_problem(data: dict[str, Any], file: str = "<problem>") -> Problem:
     top.finish()
 
     horizon, seeds, panels, curve_points = _parse_run(run)
-    space_data = _copy(space_table.data)
     space = build_space(space_table)
     environment, environment_data = build_environment(env_table, space)
     policies = _parse_policies(policy_tables, file)
     problem = Problem(
         file=file,
-        space=space_data,
-        environment=_copy(environment_data),
+        space=_plain(space_table.data, "space", file),
+        environment=_plain(environment_data, "environment", file),
         policies=policies,
         horizon=horizon,
         seeds=seeds,
@@ -297,7 +306,7 @@ def _parse_policies(tables: list[Table], file: str) -> list[PolicySpec]:
         if solver and not BACKENDS[backend].takes_solver:
             raise table.error("oracle", f"backend {backend!r} takes no ':SOLVER' suffix")
         constants_table = table.table("constants", None)
-        constants = {} if constants_table is None else dict(constants_table.data)
+        constants = {} if constants_table is None else _plain(constants_table.data, table.path("constants"), file)
         table.finish()
         specs.append(PolicySpec(name=name, kind=kind, oracle=oracle, constants=constants))
     return specs
