@@ -335,7 +335,7 @@ def test_sroqcov_adaptivity_is_log_log_T():
         policy = SROQCov(space, T, oracle="enumerate")
         result = cm.simulate(policy, env, T, seed=0, exact_stats=True, record=3)
         epochs = len(policy.history)
-        assert epochs == len(policy.grid) <= default_epochs(T)
+        assert epochs == len(policy.grid) == default_epochs(T)  # M = max(2, ceil(log2 log2 T))
         # one warm-up batch, then one adaptivity round per epoch
         assert result.rounds[-1] == epochs + 1
         assert result.queries[-1] <= len(all_pairs(d)) + epochs * (d + d * (d - 1) // 2 + 2)
