@@ -235,3 +235,16 @@ def test_property_norm_values_match_brute_force(seed: int, sign: int, family: st
     q = random_query(rng, oracle.d, int(rng.integers(0, 60)), sign)
     q["M"] = q["M"] * scale
     check(oracle, actions, q)
+
+
+@pytest.mark.parametrize("sign", [1, -1])
+@pytest.mark.parametrize("family", ["cardinality-exact", "spanning-trees", "perfect-general"])
+def test_sparse_matrices_on_fixed_size_actions(family: str, sign: int) -> None:
+    """Many exact zeros in ``M`` on spaces whose actions all have the same size (RLT rows)."""
+    oracle, actions = oracles(family)
+    rng = np.random.default_rng([sign + 1, len(family)])
+    d = oracle.d
+    for _ in range(4):
+        M = random_matrix(rng, d, "indefinite") * (rng.random((d, d)) < 0.2)
+        M = (M + M.T) / 2
+        check(oracle, actions, {"mu": rng.normal(size=d), "M": M, "f": 1.5, "sign": sign})

@@ -6,11 +6,11 @@ formulation, compiled once; each query appends its own columns and rows and
 removes them afterwards). Two methods, one per sign:
 
 ``sign=+1`` (outer approximation in the quadratic form)
-    Products ``w_ij = a_i a_j`` are linearised on the side the objective
-    pushes against (``w <= a_i, w <= a_j`` where ``M_ij > 0``,
-    ``w >= a_i + a_j - 1`` where ``M_ij < 0``) plus the valid rows
-    ``sum_j w_ij <= (m - 1) a_i``; so the model's ``L`` never exceeds the true
-    ``a @ M @ a`` and reaches it. A column ``s`` is capped by tangents of
+    Products ``w_ij = a_i a_j`` (pairs with ``M_ij != 0``) are linearised on
+    the side the objective pushes against (``w <= a_i, w <= a_j`` where
+    ``M_ij > 0``, ``w >= a_i + a_j - 1`` where ``M_ij < 0``) plus the valid
+    rows ``sum_j w_ij <= (m - 1) a_i`` (``m``: most arms in an action); so the
+    model's ``L`` never exceeds the true ``a @ M @ a`` and can reach it. A column ``s`` is capped by tangents of
     ``sqrt`` (concave); each incumbent adds the tangent at its true ``L`` until
     the MILP's bound meets the best true value. ``sqrt`` has an infinite slope
     at 0, so the model is restricted to ``L >= delta`` (``delta`` a small
@@ -20,13 +20,18 @@ removes them afterwards). Two methods, one per sign:
     with no-good cuts.
 
 ``sign=-1`` (branch and bound over ``L``)
-    With full McCormick rows, the model's ``L`` equals ``a @ M @ a`` on every
-    action. On an interval ``[l, u]`` of ``L`` (``l >= 0``) ``-sqrt`` is convex,
-    so its secant lies above it: the MILP with the secant objective bounds the
-    interval, the true value of its answer is a lower bound, and intervals are
-    split at the answer's ``L`` (or the middle of ``sqrt``) until every bound is
-    within tolerance of the best value. ``L <= 0`` is one more interval where the
-    objective is ``mu @ a``.
+    The mirror linearisation (``w >= a_i + a_j - 1`` where ``M_ij > 0``,
+    ``w <= a_i, w <= a_j`` elsewhere, every pair kept, plus the rows
+    ``sum_j w_ij >= sum_{j != i} a_j - m (1 - a_i)``) lets the model's ``L``
+    reach ``a @ M @ a`` and never go below it. On an interval ``[l, u]`` of ``L``
+    (``l >= 0``) ``-sqrt`` is convex, so its secant lies above it: the MILP with
+    the secant objective and ``l <= L <= u`` bounds every action whose true
+    ``L`` lies in the interval (an action from outside can only enter with an
+    ``L`` inflated past its own, hence valued below its true index); the true
+    value of the MILP's answer is a lower bound. Intervals are split at the
+    answer's ``L`` (where the secants of both halves are exact) or the middle
+    of ``sqrt``, best bound first, until every bound is within tolerance of the
+    best value. ``L <= 0`` is one more interval, with objective ``mu @ a``.
 
 The answer's value is recomputed in numpy and must be within
 ``1e-9 * (1 + |value|)`` of the proven upper bound; otherwise
@@ -47,6 +52,7 @@ array([0, 0, 1, 1])
 from __future__ import annotations
 
 import heapq
+import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -227,7 +233,7 @@ class _NormSolver:
     def _maximise_plus(self, model: CompiledModel) -> tuple[np.ndarray | None, float]:
         q = self.query
         delta = _DELTA_FRACTION * self.l_hi
-        lift = _Lifted.build(model, self, full=False, l_bounds=(delta, self.l_hi))
+        lift = _Lifted.build(model, self, push=1, l_bounds=(delta, self.l_hi))
         h = model.h
         root_hi = np.sqrt(self.l_hi)
         h.changeColBounds(lift.s, 0.0, root_hi)
@@ -279,7 +285,7 @@ class _NormSolver:
     def _clear_lift(self, model: CompiledModel, lift: _Lifted) -> None:
         """Drop the lifted columns and rows (cuts found meanwhile stay)."""
         h = model.h
-        rows = np.array(sorted(lift.rows(h)), np.int32)
+        rows = np.array(lift.rows(), np.int32)
         if len(rows):
             h.deleteRows(len(rows), rows)
         cols = np.arange(lift.first_col, lift.s + 1, dtype=np.int32)
@@ -320,7 +326,7 @@ class _NormSolver:
     def _maximise_minus_bnb(self, model: CompiledModel) -> tuple[np.ndarray | None, float]:
         q = self.query
         h = model.h
-        lift = _Lifted.build(model, self, full=True, l_bounds=(self.l_lo, self.l_hi))
+        lift = _Lifted.build(model, self, push=-1, l_bounds=(self.l_lo, self.l_hi))
         h.changeColBounds(lift.s, 0.0, 0.0)
         best, best_value = None, -np.inf
         # nodes: (-bound, counter, l, u); the interval [l_lo, 0] has the linear objective
@@ -387,11 +393,11 @@ class _Lifted:
     first_row: int
     last_row: int
 
-    def rows(self, h) -> range:
+    def rows(self) -> range:
         return range(self.first_row, self.last_row)
 
     @staticmethod
-    def build(model: CompiledModel, solver: _NormSolver, *, full: bool, l_bounds: tuple[float, float]) -> _Lifted:
+    def build(model: CompiledModel, solver: _NormSolver, *, push: int, l_bounds: tuple[float, float]) -> _Lifted:
         q = solver.query
         M = q.M
         arms = solver.arms
@@ -399,7 +405,8 @@ class _Lifted:
         ii, jj = np.triu_indices(len(arms), 1)
         I, J = arms[ii], arms[jj]
         coef = M[I, J]
-        keep = coef != 0.0
+        every_pair = push <= 0  # RLT rows >= need every pair's column
+        keep = np.ones(len(coef), bool) if every_pair else coef != 0.0
         if forbidden:
             keep &= np.array([(i, j) not in forbidden for i, j in zip(I.tolist(), J.tolist(), strict=True)])
         I, J, coef = I[keep], J[keep], coef[keep]
@@ -429,8 +436,12 @@ class _Lifted:
         cols = np.concatenate([[L], arms[dmask], w])
         coefs = np.concatenate([[1.0], -diag[dmask], -2.0 * coef])
         block([0.0], [0.0], cols, coefs, len(cols))
-        upper = np.ones(n_pairs, bool) if full else coef > 0
-        lower = np.ones(n_pairs, bool) if full else coef < 0
+        if push > 0:  # the model's L may only fall short of the truth
+            upper, lower = coef > 0, coef < 0
+        elif push < 0:  # the model's L may only exceed the truth
+            upper, lower = coef <= 0, coef > 0
+        else:
+            upper = lower = np.ones(n_pairs, bool)
         if upper.any():  # w <= a_i, w <= a_j
             n = int(upper.sum())
             for other in (I, J):
@@ -441,18 +452,24 @@ class _Lifted:
             n = int(lower.sum())
             cols = np.stack([w[lower], I[lower], J[lower]], 1)
             block(np.full(n, -1.0), np.full(n, np.inf), cols, np.tile([1.0, -1.0, -1.0], n), 3)
-        m = solver.oracle.space.m
-        if n_pairs and m < len(arms):  # sum_j w_ij <= (m - 1) a_i
-            for i in np.unique(np.concatenate([I, J])):
-                mine = w[(I == i) | (J == i)]
-                if len(mine) > m - 1:
-                    block(
-                        [-np.inf],
-                        [0.0],
-                        np.concatenate([mine, [i]]),
-                        np.concatenate([np.ones(len(mine)), [-(m - 1.0)]]),
-                        len(mine) + 1,
-                    )
+        # RLT rows: a_i * (K - 1) = sum_j w_ij with K = |a| in [k_min, m]
+        m, k_min = solver.oracle.space.m, _min_cardinality(solver.oracle)
+        for i in arms:
+            mine = w[(I == i) | (J == i)]
+            if not len(mine):
+                continue
+            rest = arms[arms != i]
+            ones = np.ones(len(mine))
+            if len(mine) > m - 1:  # sum_j w_ij <= (m - 1) a_i
+                block([-np.inf], [0.0], np.r_[mine, i], np.r_[ones, 1.0 - m], len(mine) + 1)
+            if k_min >= 2 and every_pair:  # sum_j w_ij >= (k_min - 1) a_i
+                block([0.0], [np.inf], np.r_[mine, i], np.r_[ones, 1.0 - k_min], len(mine) + 1)
+            if k_min >= 2:  # sum_j w_ij <= sum_{j != i} a_j - k_min (1 - a_i)
+                cols = np.r_[mine, rest, i]
+                block([-np.inf], [-k_min], cols, np.r_[ones, -np.ones(len(rest)), -k_min], len(cols))
+            if every_pair and m < len(arms):  # sum_j w_ij >= sum_{j != i} a_j - m (1 - a_i); needs every pair
+                cols = np.r_[mine, rest, i]
+                block([-m], [np.inf], cols, np.r_[ones, -np.ones(len(rest)), -m], len(cols))
         nnz = sum(len(x) for x in index)
         model._check(
             h.addRows(
@@ -483,6 +500,19 @@ def _add_rows(model: CompiledModel, lower, upper, index: np.ndarray, value: np.n
         model.h.addRows(n, lower, upper, len(index), starts, np.asarray(index, np.int32), np.asarray(value, float)),
         "addRows",
     )
+
+
+_MIN_CARDINALITY: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _min_cardinality(oracle) -> int:
+    """Fewest arms in any action of the space (one linear query, cached per oracle)."""
+    k = _MIN_CARDINALITY.get(oracle)
+    if k is None:
+        fewest = oracle._linear(oracle.linear_query(-np.ones(oracle.d)))
+        k = 0 if fewest is None else int(fewest.sum())
+        _MIN_CARDINALITY[oracle] = k
+    return k
 
 
 def _thread_model(oracle) -> CompiledModel:
