@@ -50,8 +50,8 @@ _LAZY = {
     "SDCB": "cmab_milp.policies",
     "AROQGR": "cmab_milp.policies",
     "SROQGR": "cmab_milp.policies",
-    "simulate": "cmab_milp.simulate",
-    "SimulationResult": "cmab_milp.simulate",
+    "simulate": "cmab_milp.simulation",
+    "SimulationResult": "cmab_milp.simulation",
 }
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import cmab_milp as cm
-from cmab_milp.simulate import record_points
+from cmab_milp.simulation import record_points
 
 SPACE = cm.Cardinality(6, 2)
 MEANS = np.array([0.9, 0.3, 0.8, 0.5, 0.2, 0.65])
@@ -134,11 +134,3 @@ BAD = [
 def test_bad_input_raises_value_error(run, message):
     with pytest.raises(ValueError, match=message):
         run()
-
-
-def test_simulate_stays_callable_after_importing_its_module():
-    import importlib
-
-    module = importlib.import_module("cmab_milp.simulate")
-    result = cm.simulate(cm.AROQ(SPACE, 50, oracle="enumerate"), cm.UniformNoise(MEANS))
-    assert module.simulate is not None and result.t[-1] == 50

@@ -21,9 +21,7 @@ Example
 
 from __future__ import annotations
 
-import sys
 import time
-import types
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -225,22 +223,6 @@ def simulate(
         alpha_regret=alpha_regret,
         info=info,
     )
-
-
-class _CallableModule(types.ModuleType):
-    """Makes ``cmab_milp.simulate`` callable as the function of the same name.
-
-    Importing this module binds the attribute ``cmab_milp.simulate`` to the
-    module (Python sets a package attribute per imported submodule), which would
-    shadow the lazily exported function whenever the module is imported before
-    ``cm.simulate`` is first used. Calling the module runs :func:`simulate`.
-    """
-
-    def __call__(self, *args: Any, **kwargs: Any) -> SimulationResult:
-        return simulate(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
 
 
 def _prefix_sums(gaps: np.ndarray, lengths: np.ndarray) -> np.ndarray:
