@@ -1,0 +1,145 @@
+"""The problem library: each file parses, validates and runs a tiny horizon, and each models what
+its comment says (optima checked against independent algorithms: Dijkstra, brute force over
+assignments and knapsack subsets, maximum spanning tree, top-k per category), and the routing
+files still agree with the topohub data they were written from."""
+
+from __future__ import annotations
+
+import io
+import itertools
+from pathlib import Path
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from cmab_milp.cli import main
+from cmab_milp.experiments import load_problem, run_problem
+
+PROBLEMS = Path(__file__).resolve().parents[1] / "problems"
+LIBRARY = [
+    "routing_abilene.toml",
+    "routing_geant.toml",
+    "ad_allocation.toml",
+    "network_design.toml",
+    "diversified_recommendation.toml",
+    "budgeted_selection.toml",
+]
+ROUTING = {
+    "routing_abilene.toml": ("topozoo/Abilene", "New York", "Los Angeles"),
+    "routing_geant.toml": ("topozoo/Geant2012", "PT", "TR"),
+}
+
+
+def _optimum(name: str) -> tuple[object, object, np.ndarray, float]:
+    problem = load_problem(PROBLEMS / name)
+    space = problem.build_space()
+    env = problem.build_environment(space)
+    action, value = env.optimal(space, "highs")
+    return space, env, action, value
+
+
+@pytest.mark.parametrize("name", LIBRARY)
+def test_file_documents_itself_validates_and_runs_a_tiny_horizon(name, tmp_path, capsys):
+    path = PROBLEMS / name
+    text = path.read_text(encoding="utf-8")
+    assert text.startswith("#"), "each library file opens with a comment saying what it models"
+    assert main(["validate", str(path)]) == 0
+    assert "ok" in capsys.readouterr().out
+    problem = load_problem(path, horizon=12, seeds=1)
+    summary = run_problem(problem, tmp_path / "out", jobs=1, executor="serial", plots=False, stream=io.StringIO())
+    assert summary["complete"]
+    assert set(summary["policies"]) == {p.name for p in problem.policies}
+    # CUCB asks the oracle every round, once more where some arm lies on no action (GEANT's spur links)
+    assert 12 <= summary["policies"]["CUCB"]["queries"]["mean"] <= 13
+
+
+@pytest.mark.parametrize("name", sorted(ROUTING))
+def test_routing_optimum_is_the_fastest_path(name):
+    space, env, action, value = _optimum(name)
+    graph = nx.Graph()
+    for (u, v), mean in zip(space.arms, env.means, strict=True):
+        assert mean < 0
+        graph.add_edge(u, v, delay=-mean)
+    assert nx.cycle_basis(graph), "the backbone has cycles"
+    _, source, target = ROUTING[name]
+    fastest = nx.shortest_path_length(graph, source, target, weight="delay")
+    assert value == pytest.approx(-fastest, abs=1e-9)
+    assert space.contains(action)
+
+
+@pytest.mark.parametrize("name", sorted(ROUTING))
+def test_routing_file_agrees_with_topohub(name):
+    pytest.importorskip("topohub")
+    from cmab_milp.topologies import link_mean, load_topology
+
+    topology, _source, _target = ROUTING[name]
+    truth = load_topology(topology)
+    space, env, _, _ = _optimum(name)
+    assert {frozenset(arm) for arm in space.arms} == {frozenset(e) for e in truth.edges()}
+    expected = [link_mean(truth.edges[u, v]["dist"]) for u, v in space.arms]
+    np.testing.assert_allclose(env.means, expected, atol=1e-6)
+    assert np.allclose(np.diag(env.cov), 0.05**2) and np.count_nonzero(env.cov - np.diag(np.diag(env.cov))) == 0
+
+
+def test_routing_mapping_by_hand():
+    from cmab_milp.topologies import link_delay_ms, link_mean
+
+    # New York - Washington DC, 328.58 km: 1.6429 ms in fibre + 1 ms per hop
+    assert link_delay_ms(328.58) == pytest.approx(2.6429)
+    assert link_mean(328.58) == pytest.approx(-2.6429 / 20)
+    with pytest.raises(ValueError, match="dist_km"):
+        link_delay_ms(-1.0)
+
+
+def test_routing_problem_refuses_unknown_nodes():
+    pytest.importorskip("topohub")
+    from cmab_milp.topologies import routing_problem
+
+    with pytest.raises(ValueError, match="source 'Paris' is not a node"):
+        routing_problem("topozoo/Abilene", "Paris", "Los Angeles")
+
+
+def test_ad_allocation_optimum_is_the_best_assignment():
+    space, env, _action, value = _optimum("ad_allocation.toml")
+    attractiveness = [0.30, 0.25, 0.20, 0.15, 0.10, 0.06]
+    examination = [1.0, 0.6, 0.35]
+    for (ad, slot), mean in zip(space.arms, env.means, strict=True):
+        assert mean == pytest.approx(attractiveness[ad] * examination[slot - 6])
+    best = max(
+        sum(attractiveness[a] * examination[s] for s, a in enumerate(ads))
+        for ads in itertools.permutations(range(6), 3)
+    )
+    assert value == pytest.approx(best)
+
+
+def test_network_design_optimum_is_the_maximum_spanning_tree():
+    space, env, action, value = _optimum("network_design.toml")
+    graph = nx.Graph()
+    for (u, v), mean in zip(space.arms, env.means, strict=True):
+        graph.add_edge(u, v, weight=mean)
+    tree = nx.maximum_spanning_tree(graph)
+    assert graph.number_of_nodes() == 16 and action.sum() == 15
+    assert value == pytest.approx(tree.size(weight="weight"))
+
+
+def test_diversified_recommendation_optimum_is_top_two_per_category():
+    _space, env, action, value = _optimum("diversified_recommendation.toml")
+    means = np.asarray(env.means)
+    best = sum(np.sort(means[5 * k : 5 * k + 5])[-2:].sum() for k in range(4))
+    assert value == pytest.approx(best)
+    assert all(action[5 * k : 5 * k + 5].sum() <= 2 for k in range(4))
+
+
+def test_budgeted_selection_optimum_is_the_best_affordable_subset():
+    _space, env, action, value = _optimum("budgeted_selection.toml")
+    costs = [3.0, 1.0, 2.5, 4.0, 1.5, 2.0, 3.5, 1.0, 2.0, 5.0, 1.5, 3.0, 2.5, 0.5, 4.5]
+    means = np.asarray(env.means)
+    best = max(
+        means[list(subset)].sum()
+        for k in range(6)
+        for subset in itertools.combinations(range(15), k)
+        if sum(costs[i] for i in subset) <= 10
+    )
+    assert value == pytest.approx(best)
+    assert np.dot(costs, action) <= 10 and action.sum() <= 5
