@@ -340,9 +340,7 @@ class DistributionOracle(Oracle):
 
         def envelope_bound(state: np.ndarray, c: int, slots: int) -> float:
             """Value of the set plus ``slots`` copies of the envelope of ``cands[c:]`` (monotone rewards)."""
-            s = state
-            for _ in range(min(slots, n - c)):
-                s = reward.add(s, grid, envelope_pmf[c][None, :])
+            s = reward.add_copies(state, grid, envelope_pmf[c][None, :], min(slots, n - c))
             return float(reward.value(s, grid)[0])
 
         def suffix_bounds(gains: np.ndarray, value: float, slots: int) -> np.ndarray:

@@ -149,6 +149,12 @@ class Reward(ABC):
     def value(self, state: np.ndarray, grid: OutcomeGrid) -> np.ndarray:
         raise NotImplementedError
 
+    def add_copies(self, state: np.ndarray, grid: OutcomeGrid, row: np.ndarray, copies: int) -> np.ndarray:
+        """``copies`` independent arms with the same pmf ``row`` (shape ``(1, G)``) added to ``state``."""
+        for _ in range(copies):
+            state = self.add(state, grid, row)
+        return state
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"
 
@@ -296,6 +302,12 @@ class MaxReward(Reward):
 
     def value(self, state: np.ndarray, grid: OutcomeGrid) -> np.ndarray:
         return np.diff(state, axis=1) @ grid.values
+
+    def add_copies(self, state: np.ndarray, grid: OutcomeGrid, row: np.ndarray, copies: int) -> np.ndarray:
+        if copies <= 0:
+            return state
+        factor = np.concatenate([[0.0], np.minimum(np.cumsum(row[0]), 1.0)]) ** copies
+        return state * factor
 
 
 class CallableReward(Reward):
