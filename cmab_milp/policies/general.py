@@ -12,7 +12,8 @@ shared ones of :mod:`cmab_milp.policies.schedules`.
 
 Constructor, common to the three::
 
-    Policy(space, T, *, oracle="highs", reward="sqrt_sum", support=None, discretise=False, C=1.5, ...)
+    Policy(space, T, *, oracle="highs", reward="sqrt_sum", support=None, discretise=False,
+           method="auto", C=1.5, ...)
 
 - ``reward``: the monotone reward ``r(a, y)`` the policy maximises (a name of
   :func:`~cmab_milp.general.rewards.make_reward`, a callable or a Reward); it
@@ -197,6 +198,8 @@ def _distribution_oracle(
     if isinstance(oracle, DistributionOracle):
         if oracle.grid != grid:
             raise ValueError(f"the given distribution oracle works on {oracle.grid!r}, the policy needs {grid!r}")
+        if oracle.reward is not reward and oracle.reward.name != reward.name:
+            raise ValueError(f"the given distribution oracle maximises {oracle.reward.name!r}, not {reward.name!r}")
         return oracle
     if isinstance(oracle, Oracle):
         return DistributionOracle(space, reward, grid, method=method, linear=oracle)
