@@ -110,7 +110,7 @@ def routing_problem(
     horizon: int = 2000,
     seeds: int = 3,
     policies: Sequence[tuple[str, str]] = (("CUCB", "CUCB"), ("AROQ-CMAB", "AROQ"), ("SROQ-CMAB", "SROQ")),
-    oracle: str = "highs",
+    oracle: str = "auto",
 ) -> dict[str, Any]:
     """A routing problem on topology ``name`` as problem-file data (a dict ``tomllib`` would return).
 
