@@ -248,3 +248,22 @@ def test_sparse_matrices_on_fixed_size_actions(family: str, sign: int) -> None:
         M = random_matrix(rng, d, "indefinite") * (rng.random((d, d)) < 0.2)
         M = (M + M.T) / 2
         check(oracle, actions, {"mu": rng.normal(size=d), "M": M, "f": 1.5, "sign": sign})
+
+
+@pytest.mark.parametrize("side", [1, -1])
+def test_convex_reformulation_cuts_hold_on_every_action(side: int) -> None:
+    """Tangents of ``a @ P @ a`` at fractional points bound ``a @ M @ a`` on binaries."""
+    from cmab_milp.oracles.highs_norm import _ConvexCuts, _NormSolver
+
+    rng = np.random.default_rng(side + 5)
+    space = cm.Cardinality(7, 3)
+    oracle = cm.make_oracle(space, "highs")
+    x = space.enumerate().astype(float)
+    for kind in ("psd", "indefinite", "low-rank"):
+        M = random_matrix(rng, 7, kind)
+        cuts = _ConvexCuts(_NormSolver(oracle, oracle.norm_query(np.zeros(7), M, 1.0)), side=side, rounds=1)
+        quad = np.einsum("ni,ij,nj->n", x, M, x)
+        for a0 in rng.uniform(0, 1, (5, 7)):
+            tangent = 2.0 * x @ (cuts.P @ a0) - a0 @ cuts.P @ a0
+            bound = cuts.t * x.sum(axis=1) - side * tangent
+            assert np.all(side * quad <= side * bound + 1e-9)

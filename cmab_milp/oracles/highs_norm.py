@@ -74,9 +74,10 @@ _MAX_OA_ITERATIONS = 200
 _MAX_BNB_NODES = 2_000
 #: No-good enumerations near ``L = 0`` (sign +1) before giving up.
 _MAX_NO_GOODS = 500
-#: LP-relaxation rounds of convex quadratic-form cuts (sign -1) at each of the first nodes.
+#: LP-relaxation rounds of convex-reformulation cuts on ``L`` before each of the first nodes.
 _CONVEX_ROUNDS = 30
-#: Branch-and-bound nodes (sign -1) whose LP relaxation is tightened by convex cuts.
+#: Branch-and-bound nodes (sign -1) whose LP relaxation gets convex cuts. (The upper-bound
+#: cuts, ``side=+1``, never cut the sign +1 relaxation in measurements, so it does not use them.)
 _CONVEX_NODES = 2
 #: ``delta``, the smallest ``L`` handled by tangents, as a fraction of the largest ``L``.
 _DELTA_FRACTION = 1e-6
@@ -355,7 +356,7 @@ class _NormSolver:
         h = model.h
         lift = _Lifted.build(model, self, push=-1, l_bounds=(self.l_lo, self.l_hi))
         h.changeColBounds(lift.s, 0.0, 0.0)
-        convex = _ConvexCuts(self, _CONVEX_ROUNDS)
+        convex = _ConvexCuts(self, side=-1, rounds=_CONVEX_ROUNDS)
         best, best_value = None, -np.inf
         # nodes: (-bound, counter, l, u); the interval [l_lo, 0] has the linear objective
         heap: list[tuple[float, int, float, float]] = []
@@ -414,28 +415,39 @@ class _NormSolver:
 
 
 class _ConvexCuts:
-    """Cuts ``L >= 2 (P a0) @ a - a0 @ P @ a0 + t * sum(a)``, ``P = M - t I``, ``t = lambda_min(M)``.
+    """Cuts bounding ``L`` by tangents of a convex reformulation of ``a @ M @ a``.
 
-    On binary ``a``, ``a_i^2 = a_i`` so ``a @ M @ a = a @ P @ a + t * sum(a)``
-    with ``P`` positive semidefinite: every tangent of the convex ``a @ P @ a``
-    is a valid lower bound on the quadratic form (the uniform case of the
-    quadratic convex reformulation). At fractional points they are much
-    tighter than McCormick rows; they are separated at LP-relaxation points.
+    On binary ``a``, ``a_i^2 = a_i`` so ``a @ M @ a = t * sum(a) - side * a @ P @ a``
+    with ``P = -side * (M - t I)`` positive semidefinite when ``t`` is the
+    smallest (``side=-1``) or largest (``side=+1``) eigenvalue of ``M``: every
+    tangent of the convex ``a @ P @ a`` gives a valid lower (``side=-1``) or
+    upper (``side=+1``) bound on the quadratic form, linear in ``a`` (the uniform
+    case of the quadratic convex reformulation). At fractional points they are
+    much tighter than McCormick rows; they are separated at LP-relaxation points.
+
+    >>> import cmab_milp as cm
+    >>> oracle = cm.make_oracle(cm.Cardinality(3, 2), "highs")
+    >>> solver = _NormSolver(oracle, oracle.norm_query(np.zeros(3), np.eye(3), 1.0))
+    >>> float(_ConvexCuts(solver, side=-1, rounds=1).t) < 1.0 < float(_ConvexCuts(solver, side=1, rounds=1).t)
+    True
     """
 
-    def __init__(self, solver: _NormSolver, rounds: int):
+    def __init__(self, solver: _NormSolver, side: int, rounds: int):
         self.solver = solver
+        self.side = side
         self.rounds = rounds
         arms = solver.arms
         sub = solver.query.M[np.ix_(arms, arms)]
         scale = float(np.abs(sub).max(initial=0.0))
-        lam = float(np.linalg.eigvalsh(sub)[0]) if len(arms) else 0.0
-        self.t = lam - 1e-9 * scale  # keeps P safely positive semidefinite
-        self.P = sub - self.t * np.eye(len(arms))
+        eig = np.linalg.eigvalsh(sub) if len(arms) else np.zeros(1)
+        # a margin keeps P positive semidefinite despite rounding in eigvalsh
+        self.t = float(eig[-1] + 1e-9 * scale) if side > 0 else float(eig[0] - 1e-9 * scale)
+        self.P = -side * (sub - self.t * np.eye(len(arms)))
         self.cuts = 0
 
     def separate(self, model: CompiledModel, L: int) -> None:
-        arms = self.solver.arms
+        """Add violated tangents at LP-relaxation points, up to ``rounds`` LP solves."""
+        arms, side = self.solver.arms, self.side
         if not len(arms) or self.rounds == 0:
             return
         h = model.h
@@ -447,13 +459,12 @@ class _ConvexCuts:
                     return
                 x = np.asarray(h.getSolution().col_value)
                 a0 = x[arms]
-                convex = float(a0 @ self.P @ a0)
-                quad = convex + self.t * float(a0.sum())
-                if x[L] >= quad - 1e-6 * (1.0 + abs(quad)):
+                curve = float(a0 @ self.P @ a0)
+                quad = self.t * float(a0.sum()) - side * curve
+                if side * x[L] <= side * quad + 1e-6 * (1.0 + abs(quad)):
                     return
-                grad = 2.0 * (self.P @ a0) + self.t
-                cols = np.r_[L, arms]
-                _add_rows(model, [-convex], [np.inf], cols, np.r_[1.0, -grad], len(cols))
+                coefs = np.r_[side, 2.0 * (self.P @ a0) - side * self.t]
+                _add_rows(model, [-np.inf], [curve], np.r_[L, arms], coefs, len(arms) + 1)
                 self.cuts += 1
         finally:
             h.setOptionValue("solve_relaxation", False)
