@@ -232,7 +232,9 @@ def test_command_exit_codes(tmp_path, wrong_backends, capsys):
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"backends": ["highs", "no_such"]}, "unknown oracle backends"),
+        ({"backends": ["highs", "no_such"]}, "unknown oracle backend 'no_such'"),
+        ({"backends": ["pulp:NO_SUCH_SOLVER"]}, "PuLP solver 'NO_SUCH_SOLVER' is not available"),
+        ({"backends": []}, "no backends to compare"),
         ({"policy": "Q"}, "policy 'Q' is not in"),
         ({"max_queries": 0}, "max_queries must be >= 1"),
         ({"horizon": 0}, "horizon must be >= 1"),

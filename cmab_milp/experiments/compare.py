@@ -54,6 +54,7 @@ __all__ = [
     "RecordingOracle",
     "add_command",
     "candidate_backends",
+    "check_backends",
     "compare_backends",
     "compare_oracles",
     "record_queries",
@@ -160,6 +161,32 @@ def candidate_backends() -> list[str]:
     return names
 
 
+def check_backends(names: Sequence[str]) -> None:
+    """Refuse, before any work, a backend that is unknown, not installed, or a PuLP solver not available here.
+
+    >>> try:
+    ...     check_backends(["highs", "no_such"])
+    ... except ValueError as exc:
+    ...     print(str(exc).split(";")[0])
+    unknown oracle backend 'no_such'
+    """
+    if not names:
+        raise ValueError("no backends to compare")
+    for spec in names:
+        name, _, solver = spec.partition(":")
+        if name not in BACKENDS:
+            raise ValueError(f"unknown oracle backend {spec!r}; known: {', '.join(sorted(BACKENDS))}")
+        if name not in available_backends():
+            missing = ", ".join(BACKENDS[name].requires)
+            raise ValueError(f"oracle backend {spec!r} is not installed here (needs {missing})")
+        if solver and name == "pulp":
+            from ..oracles.pulp_backend import available_pulp_solvers
+
+            if solver not in available_pulp_solvers():
+                available = ", ".join(available_pulp_solvers())
+                raise ValueError(f"PuLP solver {solver!r} is not available here; available: {available}")
+
+
 def _ask(oracle: Oracle, query: Query) -> np.ndarray | None:
     r = query.restrictions
     if isinstance(query, LinearQuery):
@@ -193,11 +220,7 @@ def compare_backends(space: Any, queries: Sequence[Query], backends: Sequence[st
     once (its ``setup_seconds``) and timed per query.
     """
     names = candidate_backends() if backends is None else list(dict.fromkeys(backends))
-    if not names:
-        raise ValueError("no backends to compare")
-    unknown = [b for b in names if b.partition(":")[0] not in BACKENDS]
-    if unknown:
-        raise ValueError(f"unknown oracle backends {unknown}; known: {sorted(BACKENDS)}")
+    check_backends(names)
     n = len(queries)
     # outcome per (backend, query): ("answer", action or None, seconds) | ("declined", reason) | ("error", message)
     outcomes: dict[str, list[tuple]] = {}
@@ -398,10 +421,8 @@ def compare_oracles(
     if max_queries is not None and max_queries < 1:
         raise ValueError(f"max_queries must be >= 1 (or None for all), got {max_queries}")
     stream = sys.stderr if stream is None else stream
-    names = candidate_backends() if backends is None else list(backends)
-    unknown = [b for b in names if b.partition(":")[0] not in BACKENDS]
-    if unknown:
-        raise ValueError(f"unknown oracle backends {unknown}; known: {sorted(BACKENDS)}")
+    names = candidate_backends() if backends is None else list(dict.fromkeys(backends))
+    check_backends(names)
     start = time.perf_counter()
     space, queries, facts = record_queries(problem, policy, seed, horizon)
     stream.write(
