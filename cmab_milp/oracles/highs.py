@@ -100,11 +100,14 @@ class HighsOracle(Oracle):
         return model
 
     def _share_cuts(self, model: CompiledModel, cuts: list[Row]) -> None:
+        """Add ``cuts`` to the shared pool and to ``model``, with any cuts other threads added meanwhile."""
         with self._cuts_lock:
+            pending = self._cuts[model.cuts_synced :]
             self._cuts.extend(cuts)
             self.cut_rounds += 1
-        model.add_rows(cuts)
-        model.cuts_synced += len(cuts)
+            synced = len(self._cuts)
+        model.add_rows(pending + cuts)
+        model.cuts_synced = synced
 
     # ------------------------------------------------------------- queries
     def _linear(self, query: LinearQuery) -> np.ndarray | None:
