@@ -166,9 +166,18 @@ class CovarianceEstimator:
         return self.covariance() + self.confidence_widths(h)
 
     def gram_ucb(self, h: float) -> np.ndarray:
-        """``G_bar``: ``n_ij Sigma_bar_ij`` off the diagonal, ``2 n_i Sigma_bar_ii + 1`` on it."""
-        sigma_bar = np.nan_to_num(self.covariance_ucb(h), nan=0.0)
-        gram = self.pair_counts * sigma_bar
+        """``G_bar``: ``n_ij Sigma_bar_ij`` off the diagonal, ``2 n_i Sigma_bar_ii + 1`` on it.
+
+        Computed as ``outer_ij - n_ij mu_i mu_j + (5 h sqrt(n_ij) + h^2 + 1 / n_ij) / 4``
+        (``n_ij`` times ``Sigma_bar_ij``, no division by zero; 0 where ``n_ij = 0``).
+        """
+        h = _check_h(h)
+        n = self.pair_counts.astype(float)
+        seen = n > 0
+        safe = np.where(seen, n, 1.0)
+        mu = self.means()
+        gram = self.outer_sums - n * np.outer(mu, mu) + 0.25 * (5.0 * h * np.sqrt(safe) + h * h + 1.0 / safe)
+        gram[~seen] = 0.0
         diag = np.diag_indices(self.d)
         gram[diag] = 2.0 * gram[diag] + 1.0
         return gram
