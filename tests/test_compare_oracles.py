@@ -317,6 +317,16 @@ GEANT_QUERY_INCLUDE = [47]
 GEANT_QUERY_EXCLUDE = [7, 10, 28, 30, 45, 49, 53, 56]
 
 
+@pytest.fixture(scope="module")
+def geant_space():
+    """GEANT's PT -> TR paths; one space object, so its 17,023 paths are enumerated once."""
+    from pathlib import Path
+
+    from cmab_milp.experiments import load_problem
+
+    return load_problem(Path(__file__).resolve().parents[1] / "problems" / "routing_geant.toml").build_space()
+
+
 @pytest.mark.slow_backend
 @pytest.mark.parametrize(
     "backend",
@@ -330,15 +340,10 @@ GEANT_QUERY_EXCLUDE = [7, 10, 28, 30, 45, 49, 53, 56]
         ),
     ],
 )
-def test_recorded_geant_query_is_answered_exactly(backend):
-    from pathlib import Path
-
-    from cmab_milp.experiments import load_problem
-
+def test_recorded_geant_query_is_answered_exactly(backend, geant_space):
     if backend.partition(":")[0] not in cm.available_backends():
         pytest.skip(f"{backend} is not installed")
-    problem = load_problem(Path(__file__).resolve().parents[1] / "problems" / "routing_geant.toml")
-    space = problem.build_space()
+    space = geant_space
     weights = np.asarray(GEANT_QUERY_WEIGHTS)
     recorder = RecordingOracle(cm.make_oracle(space, "enumerate"))
     recorder.argmax(weights, include=GEANT_QUERY_INCLUDE, exclude=GEANT_QUERY_EXCLUDE)
