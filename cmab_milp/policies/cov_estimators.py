@@ -172,14 +172,14 @@ class CovarianceEstimator:
         (``n_ij`` times ``Sigma_bar_ij``, no division by zero; 0 where ``n_ij = 0``).
         """
         h = _check_h(h)
-        n = self.pair_counts.astype(float)
-        seen = n > 0
-        safe = np.where(seen, n, 1.0)
-        mu = self.means()
-        gram = self.outer_sums - n * np.outer(mu, mu) + 0.25 * (5.0 * h * np.sqrt(safe) + h * h + 1.0 / safe)
-        gram[~seen] = 0.0
-        diag = np.diag_indices(self.d)
-        gram[diag] = 2.0 * gram[diag] + 1.0
+        n = self.pair_counts
+        safe = np.maximum(n, 1).astype(float)
+        mu = self.sums / np.maximum(self.counts, 1)
+        gram = self.outer_sums - n * (mu[:, None] * mu) + 0.25 * (5.0 * h * np.sqrt(safe) + h * h + 1.0 / safe)
+        gram *= n > 0
+        diag = gram.reshape(-1)[:: self.d + 1]  # a view of the diagonal
+        diag *= 2.0
+        diag += 1.0
         return gram
 
     def index_matrix(self, h: float) -> np.ndarray:
@@ -192,8 +192,8 @@ class CovarianceEstimator:
         >>> est.index_matrix(h=0.0).tolist()  # Sigma_hat = 0, Sigma_bar = 1/64: (2*4/64 + 1) / 4**2
         [[0.0703125, 0.0], [0.0, 0.0]]
         """
-        inv = np.divide(1.0, self.counts, out=np.zeros(self.d), where=self.counts > 0)
-        matrix = self.gram_ucb(h) * np.outer(inv, inv)
+        inv = (self.counts > 0) / np.maximum(self.counts, 1)
+        matrix = self.gram_ucb(h) * (inv[:, None] * inv)
         return 0.5 * (matrix + matrix.T)
 
     def copy(self) -> CovarianceEstimator:
