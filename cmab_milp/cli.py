@@ -46,13 +46,23 @@ def _error(message: str) -> int:
     return 2
 
 
+def _number(x: float, digits: int = 4) -> str:
+    """``1,273`` for large values, ``digits`` significant digits otherwise.
+
+    >>> _number(16329.7), _number(45.8), _number(0.24681), _number(0.07509, 2)
+    ('16,330', '45.8', '0.2468', '0.075')
+    """
+    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.{digits}g}"
+
+
 def _print_summary(summary: dict[str, Any]) -> None:
     rows = [("policy", "regret", "queries", "rounds", "wall s", "oracle s")]
     for name, stats in summary["policies"].items():
-        cell = {m: f"{stats[m]['mean']:.4g} ± {stats[m]['std']:.2g}" for m in stats}
+        cell = {m: f"{_number(stats[m]['mean'])} ± {_number(stats[m]['std'], 2)}" for m in stats}
         rows.append(
             (name, cell["regret"], cell["queries"], cell["rounds"], cell["wall_seconds"], cell["oracle_seconds"])
         )
+    print("mean ± standard deviation over seeds")
     widths = [max(len(r[k]) for r in rows) for k in range(len(rows[0]))]
     for row in rows:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -76,6 +77,9 @@ def test_run_writes_every_file_and_a_contract_summary(problem_file: Path, tmp_pa
     for name in ("summary.json", "problem.json", "problem.toml"):
         assert (out / name).is_file()
     assert (out / "problem.toml").read_text() == TINY
+    umask = os.umask(0)
+    os.umask(umask)
+    assert (out / "summary.json").stat().st_mode & 0o777 == 0o666 & ~umask  # atomic writes keep usual permissions
     assert not (out / "figure.png").exists()  # --no-plots
 
     summary = json.loads((out / "summary.json").read_text())

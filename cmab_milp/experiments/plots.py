@@ -18,8 +18,6 @@ Example
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -168,15 +166,11 @@ def make_figure(curves: Mapping[str, PolicyCurves], panels: Sequence[str], title
 def _save_atomic(figure: Any, path: Path, dpi: int) -> None:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
+    from .storage import atomic_target
+
     FigureCanvasAgg(figure)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
+    with atomic_target(path) as tmp:
         figure.savefig(tmp, format="png", dpi=dpi)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 def save_figures(

@@ -30,6 +30,8 @@ import io
 import json
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +39,7 @@ import numpy as np
 
 __all__ = [
     "CURVE_COLUMNS",
+    "atomic_target",
     "atomic_write_text",
     "downsample",
     "job_paths",
@@ -51,20 +54,37 @@ CURVE_COLUMNS: tuple[str, ...] = ("t", "regret", "queries", "rounds", "runtime",
 _INTEGER_COLUMNS = {"t", "queries", "rounds"}
 
 
-def atomic_write_text(path: str | Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same folder and ``os.replace``."""
+@contextmanager
+def atomic_target(path: str | Path) -> Iterator[Path]:
+    """A temporary path beside ``path`` to write to; moved onto ``path`` (``os.replace``) if the block succeeds.
+
+    The file gets the usual permissions (``0o666`` less the umask), not ``mkstemp``'s private ``0o600``.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
+        yield Path(tmp)
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same folder and ``os.replace``."""
+    with atomic_target(path) as tmp, open(tmp, "w", encoding="utf-8", newline="") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
 
 
 def write_json(path: str | Path, data: Any) -> None:
