@@ -195,7 +195,7 @@ def _ask(oracle: Oracle, query: Query) -> np.ndarray | None:
 
 
 def _describe(query: Query, d: int) -> dict[str, Any]:
-    """The query as JSON-able data, enough to ask it again."""
+    """The query as JSON-able data, enough to ask it again (a norm query's ``M`` only for d <= 20)."""
     r = query.restrictions
     out: dict[str, Any] = {"kind": "linear" if isinstance(query, LinearQuery) else "norm"}
     if isinstance(query, LinearQuery):
