@@ -66,6 +66,18 @@ def gaussian_env() -> cm.environments.Environment:
 
 CASES += [Case(cls, gaussian_env, bad=COMMON_BAD) for cls in (cm.OLSUCBC, cm.AROQCov, cm.SROQCov)]
 CASES[-3].T = 120
+# the paper's warm-up covers all of T=400; a short one exercises the adaptive pair epochs
+CASES += [
+    Case(
+        cm.AROQCov,
+        gaussian_env,
+        constants={"warmup_cycles": 2},
+        bad=[({"warmup_cycles": -1}, "warmup_cycles"), ({"warmup_cycles": "x"}, "warmup_cycles")],
+    ),
+    Case(
+        cm.SROQCov, gaussian_env, constants={"M": 3}, bad=[({"M": 0}, "M"), ({"pair_fraction": 2.0}, "pair_fraction")]
+    ),
+]
 
 # --- general-reward family (policies/general.py)
 VALUES = [0.2, 0.4, 0.6, 0.8, 1.0]

@@ -9,6 +9,10 @@ _LAZY = {
     "BernoulliArms": "basic",
     "GaussianNoise": "basic",
     "DiscreteArms": "discrete",
+    "BetaArms": "continuous",
+    "CopulaNoise": "correlated",
+    "PaperGaussianNoise": "correlated",
+    "paper_covariance": "correlated",
 }
 
 
