@@ -81,7 +81,7 @@ def test_sweep_on_the_cluster_equals_a_local_run(cluster, dask_registered, tmp_p
 
 
 def test_address_without_scheme_means_tcp_and_unreachable_is_clear():
-    with pytest.raises(ValueError, match=r"cannot reach a Dask scheduler at tcp://127\.0\.0\.1:9"):
+    with pytest.raises(ConnectionError, match=r"cannot reach a Dask scheduler at tcp://127\.0\.0\.1:9"):
         DaskExecutor("127.0.0.1:9", timeout=1)
 
 
