@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 
 from ..oracles import Oracle, OracleError, make_oracle
-from ..oracles.base import LinearQuery, NormQuery, _Restrictions, _restrictions
+from ..oracles.base import LinearQuery, NormQuery, _Restrictions, _restrictions, tolerance
 from ..oracles.registry import BACKENDS
 from ..spaces import Cardinality, GraphicMatroid, PartitionMatroid
 from ..spaces.base import ActionSpace
@@ -373,9 +373,11 @@ class DistributionOracle(Oracle):
             allowed_set = set(allowed)
             for c in range(j, n):
                 # both bounds cover every completion from cands[c:] and shrink as c grows: stop at the first prune
-                if sub is not None and sub[c - j] <= best[1] + 1e-12:
+                # prune within the contract's tolerance 1e-9 (1 + |optimum|): near-ties need not be explored
+                cutoff = best[1] + 0.5 * tolerance(best[1]) if best[0] is not None else -np.inf
+                if sub is not None and sub[c - j] <= cutoff:
                     return
-                if envelope_bound(state, c, slots) <= best[1] + 1e-12:
+                if envelope_bound(state, c, slots) <= cutoff:
                     return
                 if c - j in allowed_set:
                     search([*chosen, cands[c]], reward.add(state, grid, pmf[cands[c]][None, :]), c + 1)
