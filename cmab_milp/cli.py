@@ -3,11 +3,13 @@
 Subcommands:
 
 - ``cmab-milp run PROBLEM.toml --out DIR [--horizon N] [--seeds K] [--jobs J] [--resume]
-  [--no-plots] [--executor local]``: run a problem file (see
+  [--no-plots] [--executor local|serial|dask://HOST:PORT]``: run a problem file (see
   :mod:`cmab_milp.experiments.problem` for the schema) and write ``DIR/summary.json``,
   per-job curves under ``DIR/runs/`` and the figures.
 - ``cmab-milp validate PROBLEM.toml ...``: check problem files without running them.
 - ``cmab-milp plot DIR``: redraw the figures of a (possibly partial) run.
+- ``cmab-milp compare-oracles PROBLEM.toml --out DIR``: replay a run's oracle queries on
+  every backend and check they agree (:mod:`cmab_milp.experiments.compare`).
 
 Exit codes: 0 success; 2 a refused problem file, folder or argument (nothing
 ran); 1 some jobs failed (the others are saved); 130 interrupted (finished jobs
@@ -78,7 +80,11 @@ def _add_run(sub: Any) -> None:
     p.add_argument("--jobs", type=_positive_int, default=os.cpu_count() or 1, help="parallel jobs (default: cores)")
     p.add_argument("--resume", action="store_true", help="continue a run in --out, skipping finished jobs")
     p.add_argument("--no-plots", action="store_true", help="skip the figures")
-    p.add_argument("--executor", default="local", help="where jobs run: local (default), serial, NAME://ADDRESS")
+    p.add_argument(
+        "--executor",
+        default="local",
+        help="where jobs run: local (default: a process pool), serial, dask://HOST:PORT",
+    )
     p.set_defaults(handler=_run)
 
 
@@ -158,8 +164,19 @@ def _plot(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_compare_oracles(sub: Any) -> None:
+    from .experiments.compare import add_command
+
+    add_command(sub)
+
+
 #: Subcommands: each adds its parser (and handler) to the subparsers object.
-COMMANDS: dict[str, Callable[[Any], None]] = {"run": _add_run, "validate": _add_validate, "plot": _add_plot}
+COMMANDS: dict[str, Callable[[Any], None]] = {
+    "run": _add_run,
+    "validate": _add_validate,
+    "plot": _add_plot,
+    "compare-oracles": _add_compare_oracles,
+}
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -240,3 +240,9 @@ def test_validate_and_bad_arguments(problem_file: Path, tmp_path: Path, capsys) 
     assert info.value.code == 2
     assert main(["run", str(problem_file), "--out", str(tmp_path / "o"), "--executor", "cloud"]) == 2
     assert "unknown executor" in capsys.readouterr().err
+    assert main(["run", str(problem_file), "--out", str(tmp_path / "o"), "--executor", "serial://host"]) == 2
+    assert "cannot start the executor" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()  # refused before anything was written
+    with pytest.raises(SystemExit) as info:
+        main(["compare-oracles", "--help"])
+    assert info.value.code == 0 and "compare-oracles" in capsys.readouterr().out

@@ -5,7 +5,8 @@ yields ``(index, value)`` pairs as each call finishes, in any order. The runner
 writes each result to disk as soon as it arrives, so only the calls still
 running are lost if a run is interrupted. ``"local"`` (the default) is a pool of
 processes on this machine (or the calling process itself for one job at a time);
-``"serial"`` always runs in the calling process. Add more (e.g. a cluster) with
+``"serial"`` always runs in the calling process; ``"dask://HOST:PORT"`` sends the
+calls to a Dask cluster (:mod:`.dask_executor`). Add more with
 :func:`register_executor`; the spec ``"NAME://ADDRESS"`` passes ``ADDRESS`` on.
 
 Example
@@ -107,8 +108,14 @@ def _serial(address: str, jobs: int) -> Executor:
     return Serial()
 
 
+def _dask(address: str, jobs: int) -> Executor:
+    from .dask_executor import dask_executor  # optional extra: imported only when asked for
+
+    return dask_executor(address, jobs)
+
+
 #: Executors by name: ``factory(address, jobs) -> Executor``.
-EXECUTORS: dict[str, Callable[[str, int], Executor]] = {"local": _local, "serial": _serial}
+EXECUTORS: dict[str, Callable[[str, int], Executor]] = {"local": _local, "serial": _serial, "dask": _dask}
 
 
 def register_executor(name: str, factory: Callable[[str, int], Executor]) -> None:

@@ -127,7 +127,8 @@ def _differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     return parts
 
 
-def _prepare_folder(problem: Problem, out: Path, resume: bool) -> None:
+def _check_folder(problem: Problem, out: Path, resume: bool) -> None:
+    """Refuse to overwrite an earlier run, or to resume a run of another problem."""
     stored = read_json(out / "problem.json")
     if stored is not None or (out / "runs").exists():
         if not resume:
@@ -140,6 +141,10 @@ def _prepare_folder(problem: Problem, out: Path, resume: bool) -> None:
                 f"{out} holds a run of a different problem (changed: {changed}); "
                 "resume only continues the same problem: choose another --out"
             )
+
+
+def _write_problem(problem: Problem, out: Path) -> None:
+    """The resolved problem, its digest and a copy of the problem file, in the results folder."""
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / "problem.json", {"digest": problem.digest(), "problem": problem.to_dict(), "file": problem.file})
     source = Path(problem.file)
@@ -284,10 +289,15 @@ def run_problem(
     stream = sys.stderr if stream is None else stream
     out = Path(out_dir)
     workers = jobs or os.cpu_count() or 1
-    _prepare_folder(problem, out, resume)
+    _check_folder(problem, out, resume)
     all_jobs = [Job(spec.name, seed) for seed in problem.seeds for spec in problem.policies]
     todo = [job for job in all_jobs if not (resume and _is_complete(out, problem, job))]
     skipped = len(all_jobs) - len(todo)
+    try:
+        runner = open_executor(executor, min(workers, max(len(todo), 1)))
+    except (ValueError, ImportError) as exc:
+        raise RunError(f"cannot start the executor {executor!r}: {exc}") from None
+    _write_problem(problem, out)
     stream.write(
         f"{problem.file}: {len(problem.policies)} policies x {len(problem.seeds)} seeds, T={problem.horizon}; "
         f"{len(todo)} jobs to run" + (f" ({skipped} already complete)" if skipped else "") + f" -> {out}\n"
@@ -296,7 +306,6 @@ def run_problem(
     failures: list[str] = []
     interrupted = False
     progress = Progress(len(todo), stream=stream)
-    runner = open_executor(executor, min(workers, max(len(todo), 1)))
     try:
         for index, outcome in runner.run(run_job, [(problem, job.policy, job.seed) for job in todo]):
             job = todo[index]
