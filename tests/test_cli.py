@@ -246,3 +246,29 @@ def test_validate_and_bad_arguments(problem_file: Path, tmp_path: Path, capsys) 
     with pytest.raises(SystemExit) as info:
         main(["compare-oracles", "--help"])
     assert info.value.code == 0 and "compare-oracles" in capsys.readouterr().out
+
+
+def test_an_interrupted_run_keeps_finished_jobs_and_resumes(
+    problem_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    from cmab_milp.experiments import runner
+
+    real_job, calls = runner.run_job, []
+
+    def interrupted_on_the_third(*args):
+        calls.append(args)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real_job(*args)
+
+    monkeypatch.setattr(runner, "run_job", interrupted_on_the_third)
+    out = tmp_path / "out"
+    assert run(problem_file, out) == 130
+    assert "continue with --resume" in capsys.readouterr().err
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["complete"] is False and len(summary["missing_jobs"]) == 4
+    assert summary["run"]["interrupted"] is True
+    monkeypatch.setattr(runner, "run_job", real_job)
+    assert run(problem_file, out, "--resume") == 0
+    assert "4 jobs to run (2 already complete)" in capsys.readouterr().err
+    assert json.loads((out / "summary.json").read_text())["complete"] is True
