@@ -29,6 +29,8 @@ ROUTING = {
     "routing_abilene.toml": ("topozoo/Abilene", "New York", "Los Angeles"),
     "routing_geant.toml": ("topozoo/Geant2012", "PT", "TR"),
 }
+#: Options the routing files were written with (as their header's command says).
+ROUTING_OPTIONS = {"routing_abilene.toml": {"horizon": 20_000}, "routing_geant.toml": {}}
 
 
 def _optimum(name: str) -> tuple[object, object, np.ndarray, float]:
@@ -80,6 +82,17 @@ def test_routing_file_agrees_with_topohub(name):
     expected = [link_mean(truth.edges[u, v]["dist"]) for u, v in space.arms]
     np.testing.assert_allclose(env.means, expected, atol=1e-6)
     assert np.allclose(np.diag(env.cov), 0.05**2) and np.count_nonzero(env.cov - np.diag(np.diag(env.cov))) == 0
+
+
+@pytest.mark.parametrize("name", sorted(ROUTING))
+def test_routing_file_is_the_generator_output_below_its_comments(name):
+    pytest.importorskip("topohub")
+    from cmab_milp.topologies import routing_problem_toml
+
+    text = (PROBLEMS / name).read_text(encoding="utf-8")
+    lines = text.splitlines(keepends=True)
+    body = "".join(lines[next(k for k, line in enumerate(lines) if not line.startswith("#")) :])
+    assert body == routing_problem_toml(*ROUTING[name], **ROUTING_OPTIONS[name])
 
 
 def test_routing_mapping_by_hand():
