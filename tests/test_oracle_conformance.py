@@ -19,13 +19,17 @@ from instances import SPACES
 import cmab_milp as cm
 from cmab_milp.oracles.registry import BACKENDS as REGISTRY
 
-BACKENDS = ["highs", "enumerate", "combinatorial", "auto", "pulp:PULP_CBC_CMD", "pulp:HiGHS", "scip"]
+BACKENDS = ["highs", "highs-milp", "enumerate", "combinatorial", "auto", "pulp:PULP_CBC_CMD", "pulp:HiGHS", "scip"]
+
+#: Backend variants: registry name plus options.
+VARIANTS = {"highs-milp": ("highs", {"lp_when_integral": False})}
 
 #: Backends allowed to decline a query with UnsupportedQuery.
 MAY_DECLINE = {"combinatorial"}
 
 
 def _available(backend: str) -> bool:
+    backend = VARIANTS.get(backend, (backend, {}))[0]
     entry = REGISTRY[backend.split(":")[0]]
     module = entry.target.split(":")[0] if isinstance(entry.target, str) else None
     return entry.available() and (module is None or importlib.util.find_spec(module) is not None)
@@ -44,8 +48,9 @@ _ORACLES: dict[tuple[str, str], cm.Oracle] = {}
 def oracle_for(backend: str, family: str) -> cm.Oracle:
     key = (backend, family)
     if key not in _ORACLES:
+        name, options = VARIANTS.get(backend, (backend, {}))
         try:
-            _ORACLES[key] = cm.make_oracle(SPACES[family](), backend)
+            _ORACLES[key] = cm.make_oracle(SPACES[family](), name, **options)
         except ValueError as exc:  # e.g. a PuLP solver that is not installed
             pytest.skip(str(exc))
     return _ORACLES[key]

@@ -57,7 +57,7 @@ class AutoOracle(Oracle):
         self.enumerate_cap = int(enumerate_cap)
         self.norm_enumerate_cap = int(norm_enumerate_cap)
         self.combinatorial = CombinatorialOracle(space)
-        self.highs = HighsOracle(space, lp_when_integral=True)
+        self.highs = HighsOracle(space)
         self._enumerator: EnumerateOracle | None = None
         self._enumerable: bool | None = None
         self.routes: Counter[str] = Counter()

@@ -37,6 +37,10 @@ __all__ = ["HighsOracle"]
 _MAX_CUT_ROUNDS = 10_000
 
 
+class _FractionalAnswer(OracleError):
+    """The solver's arm vector is not integral."""
+
+
 class HighsOracle(Oracle):
     """Exact MILP oracle on HiGHS (``highspy``), built once per thread.
 
@@ -46,8 +50,10 @@ class HighsOracle(Oracle):
         The action space.
     lp_when_integral:
         Solve as an LP when the formulation is integral (totally unimodular
-        structures, DAG paths) and the query has no ``forbid_pairs``: exact and
-        about 5x cheaper. ``make_oracle(space, "auto")`` turns this on.
+        structures, DAG paths) and the query has no ``forbid_pairs``: exact
+        (simplex returns a vertex, which is integral there) and several times
+        cheaper. On by default; should an LP answer ever be fractional, the
+        query is re-solved as a MILP. ``False`` always solves the MILP.
     time_limit:
         Seconds per solve; hitting it raises ``OracleError``.
     verify:
@@ -59,7 +65,7 @@ class HighsOracle(Oracle):
     def __init__(
         self,
         space: ActionSpace,
-        lp_when_integral: bool = False,
+        lp_when_integral: bool = True,
         time_limit: float | None = None,
         verify: bool = False,
     ):
@@ -112,8 +118,14 @@ class HighsOracle(Oracle):
     # ------------------------------------------------------------- queries
     def _linear(self, query: LinearQuery) -> np.ndarray | None:
         res = query.restrictions
-        use_lp = self.lp_when_integral and not res.forbid_pairs
-        model = self.model(integer=not use_lp)
+        if self.lp_when_integral and not res.forbid_pairs:
+            model = self.model(integer=False)
+            model.set_costs(query.weights)
+            try:
+                return self.solve_restricted(model, res, query)
+            except _FractionalAnswer:
+                pass  # a degenerate LP optimum off the vertices: fall back to the MILP
+        model = self.model(integer=True)
         model.set_costs(query.weights)
         return self.solve_restricted(model, res, query)
 
@@ -149,7 +161,7 @@ class HighsOracle(Oracle):
         action = arms > 0.5
         if np.abs(arms - action).max(initial=0.0) > 1e-6:
             kind = "MILP" if integer else "LP (formulation declared integral)"
-            raise OracleError(f"HiGHS {kind} returned a fractional arm vector")
+            raise _FractionalAnswer(f"HiGHS {kind} returned a fractional arm vector")
         return action
 
     @staticmethod
