@@ -257,11 +257,12 @@ def test_oracle_ledger_counts_index_and_linear_queries_and_batches():
 
 def test_auto_method_picks_branch_and_bound_past_the_enumeration_cap():
     grid = OutcomeGrid([0.0, 0.5, 1.0])
-    big = DistributionOracle(cm.Cardinality(60, 5), "max", grid)
+    big = DistributionOracle(cm.Cardinality(60, 5), "sqrt_sum", grid)
     assert big.method == "branch_bound"
     rng = np.random.default_rng(0)
     pmf = random_pmf(rng, 60, 3, 0.3)
     a = big.argmax_index(pmf)
+    # sqrt of a sum of independent arms: with 5 slots, the optimum takes 5 arms (adding never hurts)
     assert a.sum() == 5
     # exactness on a big space: K-MAX prefers arms whose P(Y = 1) is largest, checked by sorting
     small = DistributionOracle(cm.Cardinality(12, 3), "max", OutcomeGrid([0.0, 1.0]), method="branch_bound")
@@ -386,3 +387,39 @@ def test_greedy_answers_honour_the_restrictions(space):
             assert b is None or (isinstance(space, cm.Cardinality) and space.exact and forbid)
             continue
         assert space.contains(a) and _admits(a, include, exclude, forbid)
+
+
+@pytest.mark.parametrize(
+    "space",
+    [
+        cm.Cardinality(10, 3),
+        cm.PartitionMatroid([[0, 1, 2, 3], [4, 5, 6], [7, 8, 9]], [1, 2, 1]),
+        cm.SpanningTrees(nx.convert_node_labels_to_integers(nx.grid_2d_graph(3, 3))),
+        cm.STPaths(nx.convert_node_labels_to_integers(nx.grid_2d_graph(3, 3)), 0, 8),
+        cm.Matchings(nx.complete_graph(5)),
+    ],
+    ids=repr,
+)
+def test_kmax_milp_oracle_matches_enumeration_on_any_formulation(space):
+    rng = np.random.default_rng(6)
+    grid = OutcomeGrid([0.0, 0.25, 0.5, 0.75, 1.0])
+    exact = DistributionOracle(space, "max", grid, method="enumerate")
+    milp = DistributionOracle(space, "max", grid, method="milp")
+    for trial in range(6):
+        pmf = random_pmf(rng, space.d, 5, 0.3)
+        include, exclude, forbid = _restrictions(rng, space.d, trial)
+        forbid = [(i, j) for i, j in forbid if max(i, j) < space.d]
+        a = exact.argmax_index(pmf, include=include, exclude=exclude, forbid_pairs=forbid)
+        b = milp.argmax_index(pmf, include=include, exclude=exclude, forbid_pairs=forbid)
+        if a is None:
+            assert b is None
+            continue
+        assert space.contains(b) and _admits(b, include, exclude, forbid)
+        assert exact.expected(b, pmf)[0] >= exact.expected(a, pmf)[0] - 1e-8
+
+
+def test_auto_method_uses_the_milp_for_kmax_past_the_enumeration_cap():
+    oracle = DistributionOracle(cm.Cardinality(60, 5), "max", OutcomeGrid([0.0, 0.5, 1.0]))
+    assert oracle.method == "milp"
+    with pytest.raises(ValueError, match="K-MAX"):
+        DistributionOracle(cm.Cardinality(5, 2), "sqrt_sum", OutcomeGrid([0.0, 1.0]), method="milp")

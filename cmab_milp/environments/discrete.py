@@ -114,13 +114,13 @@ class DiscreteArms(Environment):
     def optimal(self, space: ActionSpace, oracle: str | Oracle = "auto") -> tuple[np.ndarray, float]:
         """An optimal action of ``space`` and its exact expected reward.
 
-        ``oracle`` is a distribution-oracle method (``"auto"``, ``"enumerate"``,
-        ``"branch_bound"``) or, for the linear reward only, any linear backend.
+        ``oracle`` is an exact distribution-oracle method (``"auto"``, ``"enumerate"``,
+        ``"branch_bound"``, ``"milp"`` for K-MAX) or, for the linear reward only, any linear backend.
         Any other backend name means ``"auto"``.
         """
         if space.d != self.d:
             raise ValueError(f"space has d={space.d} arms but the environment has d={self.d}")
-        methods = ("auto", "enumerate", "branch_bound")
+        methods = ("auto", "enumerate", "branch_bound", "milp")
         if isinstance(self.reward, LinearReward) and not (isinstance(oracle, str) and oracle in methods):
             return super().optimal(space, oracle)
         method = oracle if isinstance(oracle, str) and oracle in methods else "auto"

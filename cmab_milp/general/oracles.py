@@ -18,6 +18,9 @@ ledger. Methods for the index queries:
     sorted by mean, pruned by the value of the current set plus as many copies
     as slots remain of the *upper envelope* of the remaining arms (pointwise
     minimum CDF, which stochastically dominates each of them).
+``"milp"``
+    exact, K-MAX only, on any space with a MILP formulation: HiGHS with tangent
+    cuts of the concave ``E[max]`` (see :mod:`~cmab_milp.general.kmax_milp`).
 ``"greedy"``
     approximate, for monotone submodular rewards: add the arm of largest
     marginal gain while the set stays feasible. ``alpha = 1 - 1/e`` on
@@ -25,7 +28,7 @@ ledger. Methods for the index queries:
     setting).
 ``"auto"``
     ``"enumerate"`` when the space has at most ``max_actions`` actions, else
-    ``"branch_bound"`` where it applies.
+    ``"milp"`` for K-MAX and ``"branch_bound"`` where it applies.
 
 Example
 -------
@@ -57,11 +60,12 @@ from ..oracles.registry import BACKENDS
 from ..spaces import Cardinality, GraphicMatroid, PartitionMatroid
 from ..spaces.base import ActionSpace
 from .grid import OutcomeGrid
-from .rewards import Reward, _check_pmf, _padded_index, make_reward
+from .kmax_milp import KMaxMilp
+from .rewards import MaxReward, Reward, _check_pmf, _padded_index, make_reward
 
 __all__ = ["ENUMERATION_CAP", "METHODS", "DistributionOracle", "IndexQuery"]
 
-METHODS = ("auto", "enumerate", "branch_bound", "greedy")
+METHODS = ("auto", "enumerate", "branch_bound", "milp", "greedy")
 
 #: Default cap on the actions that ``"auto"`` and ``"enumerate"`` list.
 ENUMERATION_CAP = 200_000
@@ -151,6 +155,10 @@ class DistributionOracle(Oracle):
             raise ValueError(
                 f"branch_bound supports Cardinality and PartitionMatroid spaces, got {type(space).__name__}"
             )
+        if self.method == "milp":
+            if not isinstance(self.reward, MaxReward):
+                raise ValueError(f"method 'milp' answers K-MAX ('max') index queries only, not {self.reward.name!r}")
+            self._milp = KMaxMilp(space, grid)
         if self.method == "enumerate":
             self.actions = space.enumerate(self.max_actions)
             self._blocks = [
@@ -180,6 +188,8 @@ class DistributionOracle(Oracle):
         bound = self.space.count_upper_bound()
         if bound is not None and bound <= self.max_actions:
             return "enumerate"
+        if isinstance(self.reward, MaxReward):
+            return "milp"
         structured = isinstance(self.space, (Cardinality, PartitionMatroid)) and self.reward.accumulates(self.grid)
         if structured:
             return "branch_bound"
@@ -237,6 +247,9 @@ class DistributionOracle(Oracle):
             return self._enumerate(query)
         if self.method == "branch_bound":
             return self._branch_bound(query)
+        if self.method == "milp":
+            r = query.restrictions
+            return self._milp.solve(query.pmf, r.include, r.exclude, r.forbid_pairs)
         return self._greedy(query)
 
     def _linear(self, query: LinearQuery) -> np.ndarray | None:
