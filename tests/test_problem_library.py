@@ -30,7 +30,7 @@ ROUTING = {
     "routing_geant.toml": ("topozoo/Geant2012", "PT", "TR"),
 }
 #: Options the routing files were written with (as their header's command says).
-ROUTING_OPTIONS = {"routing_abilene.toml": {"horizon": 20_000}, "routing_geant.toml": {}}
+ROUTING_OPTIONS = {"routing_abilene.toml": {"horizon": 20_000}, "routing_geant.toml": {"horizon": 20_000}}
 
 
 def _optimum(name: str) -> tuple[object, object, np.ndarray, float]:
