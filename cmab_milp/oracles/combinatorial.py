@@ -87,31 +87,41 @@ def _cardinality(space: Cardinality, q: LinearQuery) -> np.ndarray | None:
     return action
 
 
+def _block_table(space: PartitionMatroid) -> np.ndarray:
+    """Arms of each block as rows of a matrix padded with the dummy arm ``d`` (cached)."""
+    table = space.__dict__.get("_block_table")
+    if table is None:
+        width = max(len(b) for b in space.blocks)
+        table = np.full((len(space.blocks), width), space.d, dtype=np.intp)
+        for k, block in enumerate(space.blocks):
+            table[k, : len(block)] = block
+        space.__dict__["_block_table"] = table
+        space.__dict__["_capacities"] = np.asarray(space.capacities, dtype=np.intp)[:, None]
+    return table
+
+
 def _partition(space: PartitionMatroid, q: LinearQuery) -> np.ndarray | None:
-    w, res = q.weights, q.restrictions
-    action = np.zeros(space.d, bool)
-    blocks = space.__dict__.get("_block_arrays")
-    if blocks is None:
-        blocks = [np.asarray(b, dtype=np.intp) for b in space.blocks]
-        space.__dict__["_block_arrays"] = blocks
+    res = q.restrictions
+    table = _block_table(space)
+    room = space.__dict__["_capacities"]
+    padded = np.append(q.weights, -np.inf)  # the dummy arm is never chosen
+    action = np.zeros(space.d + 1, bool)
     if not res.empty:
         if res.include:
-            action[list(res.include)] = True
-        w = w.copy()
-        w[list(res.include)] = -np.inf  # already chosen
-        w[list(res.exclude)] = -np.inf
-    for block, cap in zip(blocks, space.capacities, strict=True):
-        room = cap - int(action[block].sum()) if not res.empty else cap
-        if room < 0:
-            return None
-        if room == 0:
-            continue
-        wb = w[block]
-        positive = block[wb > 0]
-        if len(positive) > room:
-            positive = positive[np.argpartition(-w[positive], room - 1)[:room]]
-        action[positive] = True
-    return action
+            inc = list(res.include)
+            action[inc] = True
+            room = room - action[table].sum(axis=1, keepdims=True)
+            if (room < 0).any():
+                return None
+            padded[inc] = -np.inf  # already chosen
+        if res.exclude:
+            padded[list(res.exclude)] = -np.inf
+    values = padded[table]
+    order = np.argsort(-values, axis=1, kind="stable")
+    ranked = np.take_along_axis(values, order, axis=1)
+    take = (ranked > 0) & (np.arange(table.shape[1]) < room)
+    action[np.take_along_axis(table, order, axis=1)[take]] = True
+    return action[: space.d]
 
 
 class _UnionFind:
@@ -265,7 +275,13 @@ def _matching(space: Matchings, q: LinearQuery) -> np.ndarray | None:
             return None
         used[u] = used[v] = True
         action[k] = True
-    allowed = ~np.isin(space.tail, np.flatnonzero(used)) & ~np.isin(space.head, np.flatnonzero(used))
+    if res.empty and space.bipartite:
+        chosen = _assignment(space, w, None, used)
+        if chosen is None:
+            return None
+        action[chosen] = True
+        return action
+    allowed = ~(used[space.tail] | used[space.head])
     allowed[list(res.exclude)] = False
     if not space.perfect:
         allowed &= w > 0
@@ -298,26 +314,34 @@ def _assignment_tables(space: Matchings) -> tuple[np.ndarray, np.ndarray, np.nda
     return tables
 
 
-def _assignment(space: Matchings, w: np.ndarray, edges: np.ndarray, used: np.ndarray) -> list[int] | None:
+def _assignment(space: Matchings, w: np.ndarray, edges: np.ndarray | None, used: np.ndarray) -> list[int] | None:
+    """Heaviest (perfect) matching of the ``edges`` (None: all arms) avoiding ``used`` nodes."""
     left, right, rows, cols = _assignment_tables(space)
-    free_left, free_right = ~used[left], ~used[right]
-    if space.perfect and free_left.sum() != free_right.sum():
-        return None
-    if not free_left.any() or not free_right.any():
-        return []
     fill = np.inf if space.perfect else 0.0
     cost = np.full((len(left), len(right)), fill)
     arm = np.full((len(left), len(right)), -1)
-    cost[rows[edges], cols[edges]] = -w[edges]
-    arm[rows[edges], cols[edges]] = edges
-    cost = cost[np.ix_(free_left, free_right)]
-    arm = arm[np.ix_(free_left, free_right)]
+    if edges is None:  # no restrictions: every arm, weights clipped at 0 unless perfect
+        cost[rows, cols] = -w if space.perfect else -np.maximum(w, 0.0)
+        arm[rows, cols] = np.arange(space.d)
+    else:
+        free_left, free_right = ~used[left], ~used[right]
+        if space.perfect and free_left.sum() != free_right.sum():
+            return None
+        if not free_left.any() or not free_right.any():
+            return []
+        cost[rows[edges], cols[edges]] = -w[edges]
+        arm[rows[edges], cols[edges]] = edges
+        cost = cost[np.ix_(free_left, free_right)]
+        arm = arm[np.ix_(free_left, free_right)]
     try:
         r, c = linear_sum_assignment(cost)
     except ValueError:  # no perfect assignment exists
         return None
     chosen = arm[r, c]
-    return chosen[chosen >= 0].tolist()
+    chosen = chosen[chosen >= 0]
+    if not space.perfect:
+        chosen = chosen[w[chosen] > 0]
+    return chosen.tolist()
 
 
 def _blossom(space: Matchings, w: np.ndarray, edges: np.ndarray) -> list[int] | None:

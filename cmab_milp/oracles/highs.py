@@ -158,8 +158,16 @@ class HighsOracle(Oracle):
 
     def _integral_action(self, x: np.ndarray, integer: bool) -> np.ndarray:
         arms = x[: self.d]
-        action = arms > 0.5
-        if np.abs(arms - action).max(initial=0.0) > 1e-6:
+        if self.d <= 64:  # plain Python beats several small numpy calls on the per-query path
+            values = arms.tolist()
+            bits = [v > 0.5 for v in values]
+            fractional = any(abs(v - b) > 1e-6 for v, b in zip(values, bits, strict=True))
+            action = np.array(bits, dtype=bool)
+        else:
+            rounded = np.rint(arms)
+            action = rounded > 0.5
+            fractional = bool(np.abs(arms - rounded).max() > 1e-6)
+        if fractional:
             kind = "MILP" if integer else "LP (formulation declared integral)"
             raise _FractionalAnswer(f"HiGHS {kind} returned a fractional arm vector")
         return action
