@@ -227,6 +227,15 @@ def test_command_exit_codes(tmp_path, wrong_backends, capsys):
     assert "DISAGREEMENTS" in capsys.readouterr().err
     args = parser.parse_args(["compare-oracles", str(path), "--out", str(tmp_path / "x"), "--policy", "nope"])
     assert args.handler(args) == 2
+    # the same through the cmab-milp entry point
+    from cmab_milp.cli import main
+
+    out = tmp_path / "cli"
+    assert main(["compare-oracles", str(path), "--out", str(out), "--backends", "enumerate,worst", "--no-plot"]) == 1
+    assert json.loads((out / "oracles.json").read_text())["backends"]["worst"]["disagree"] > 0
+    assert not (out / "oracles.png").exists()
+    assert main(["compare-oracles", str(path), "--out", str(out), "--backends", "enumerate,highs"]) == 0
+    assert (out / "oracles.png").exists()
 
 
 @pytest.mark.parametrize(

@@ -10,8 +10,8 @@ import sys
 import numpy as np
 import pytest
 
+from cmab_milp.cli import main
 from cmab_milp.experiments import parse_problem, run_problem
-from cmab_milp.experiments.executors import EXECUTORS
 from cmab_milp.experiments.storage import job_paths, read_curve
 
 distributed = pytest.importorskip("distributed")
@@ -47,11 +47,6 @@ def cluster():
         yield running
 
 
-@pytest.fixture
-def dask_registered(monkeypatch):
-    monkeypatch.setitem(EXECUTORS, "dask", dask_executor)
-
-
 def test_runs_calls_and_reports_indices(cluster):
     with dask_executor(cluster.scheduler_address, jobs=4) as executor:
         assert executor.workers == 1
@@ -60,7 +55,7 @@ def test_runs_calls_and_reports_indices(cluster):
             dict(executor.run(_fail_odd, [(0,), (1,)]))
 
 
-def test_sweep_on_the_cluster_equals_a_local_run(cluster, dask_registered, tmp_path):
+def test_sweep_on_the_cluster_equals_a_local_run(cluster, tmp_path):
     problem = parse_problem(PROBLEM, "dask.toml")
     stream = io.StringIO()
     local = run_problem(problem, tmp_path / "local", jobs=1, executor="serial", plots=False, stream=stream)
@@ -81,7 +76,7 @@ def test_sweep_on_the_cluster_equals_a_local_run(cluster, dask_registered, tmp_p
 
 
 def test_address_without_scheme_means_tcp_and_unreachable_is_clear():
-    with pytest.raises(ConnectionError, match=r"cannot reach a Dask scheduler at tcp://127\.0\.0\.1:9"):
+    with pytest.raises(ValueError, match=r"cannot reach a Dask scheduler at tcp://127\.0\.0\.1:9"):
         DaskExecutor("127.0.0.1:9", timeout=1)
 
 
@@ -94,3 +89,42 @@ def test_missing_dask_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "distributed", None)  # import distributed -> ImportError
     with pytest.raises(ImportError, match=r"pip install 'cmab_milp\[dask\]'"):
         dask_executor("127.0.0.1:8786", jobs=1)
+
+
+PROBLEM_TOML = """
+[space]
+kind = "Cardinality"
+d = 5
+m = 2
+[environment]
+kind = "BernoulliArms"
+means = [0.1, 0.3, 0.5, 0.7, 0.9]
+[[policies]]
+name = "SROQ"
+kind = "SROQ"
+oracle = "enumerate"
+[run]
+horizon = 150
+seeds = 2
+"""
+
+
+def test_command_line_runs_on_the_cluster(cluster, tmp_path, capsys):
+    path = tmp_path / "p.toml"
+    path.write_text(PROBLEM_TOML)
+    spec = f"dask://{cluster.scheduler_address}"
+    assert main(["run", str(path), "--out", str(tmp_path / "dask"), "--executor", spec, "--no-plots"]) == 0
+    assert main(["run", str(path), "--out", str(tmp_path / "local"), "--executor", "serial", "--no-plots"]) == 0
+    remote = json.loads((tmp_path / "dask" / "summary.json").read_text())
+    local = json.loads((tmp_path / "local" / "summary.json").read_text())
+    assert remote["run"]["executor"] == spec
+    assert remote["policies"]["SROQ"]["regret"] == local["policies"]["SROQ"]["regret"]
+
+
+def test_command_line_without_dask_names_the_extra(monkeypatch, tmp_path, capsys):
+    path = tmp_path / "p.toml"
+    path.write_text(PROBLEM_TOML)
+    monkeypatch.setitem(sys.modules, "distributed", None)
+    assert main(["run", str(path), "--out", str(tmp_path / "o"), "--executor", "dask://127.0.0.1:8786"]) == 2
+    assert "pip install 'cmab_milp[dask]'" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()

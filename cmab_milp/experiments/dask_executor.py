@@ -10,8 +10,8 @@ everything it draws comes from its seed.
 
 Needs the optional extra ``dask`` (``pip install 'cmab_milp[dask]'``); without
 it, :func:`dask_executor` raises an :class:`ImportError` that says so; an
-unreachable scheduler raises :class:`ConnectionError`, a missing address
-:class:`ValueError`.
+unreachable scheduler or a missing address raises :class:`ValueError` (the
+runner refuses both before writing anything).
 
 Example
 -------
@@ -61,7 +61,7 @@ class DaskExecutor:
         try:
             self._client = distributed.Client(self.address, timeout=timeout, set_as_default=False)
         except (OSError, TimeoutError) as exc:
-            raise ConnectionError(f"cannot reach a Dask scheduler at {self.address}: {exc}") from None
+            raise ValueError(f"cannot reach a Dask scheduler at {self.address}: {exc}") from None
         self._futures: list[Any] = []
         self.workers = max(1, sum(self._client.nthreads().values()))
 
