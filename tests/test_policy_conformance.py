@@ -94,8 +94,6 @@ CASES += [
         discrete_env,
         constants={"reward": "sqrt_sum", "support": np.array(VALUES)},
         bad=COMMON_BAD,
-        # unknown backend names and oracles built on another space pass construction (reported)
-        known_accepted=("no-such-backend", "d="),
     )
     for cls in (cm.SDCB, cm.AROQGR, cm.SROQGR)
 ]
