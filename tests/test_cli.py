@@ -272,3 +272,18 @@ def test_an_interrupted_run_keeps_finished_jobs_and_resumes(
     assert run(problem_file, out, "--resume") == 0
     assert "4 jobs to run (2 already complete)" in capsys.readouterr().err
     assert json.loads((out / "summary.json").read_text())["complete"] is True
+
+
+def test_alpha_regret_is_summarised_for_approximate_oracle_policies(problem_file: Path, tmp_path: Path) -> None:
+    text = problem_file.read_text().replace(
+        'name = "AROQ-CMAB"\nkind = "AROQ"\noracle = "enumerate"',
+        'name = "AROQ-CMAB"\nkind = "AROQ"\noracle = "enumerate"\nconstants = { alpha = 0.5 }',
+    )
+    path = tmp_path / "alpha.toml"
+    path.write_text(text)
+    out = tmp_path / "alpha-out"
+    assert run(path, out) == 0
+    summary = json.loads((out / "summary.json").read_text())["policies"]
+    assert "alpha_regret" in summary["AROQ-CMAB"] and "alpha_regret" not in summary["CUCB"]
+    # alpha-regret = regret - (1 - alpha) * T * r(a*): below the regret for alpha < 1
+    assert summary["AROQ-CMAB"]["alpha_regret"]["mean"] < summary["AROQ-CMAB"]["regret"]["mean"]

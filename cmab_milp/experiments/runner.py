@@ -56,6 +56,8 @@ __all__ = [
 
 #: Totals summarised per policy (contract section 6).
 METRICS: tuple[str, ...] = ("regret", "queries", "rounds", "wall_seconds", "oracle_seconds")
+#: Totals present only for some policies (``alpha_regret``: policies run with an alpha-approximate oracle).
+OPTIONAL_METRICS: tuple[str, ...] = ("alpha_regret",)
 
 
 class RunError(RuntimeError):
@@ -109,6 +111,8 @@ def run_job(problem: Problem, policy: str, seed: int) -> dict[str, Any]:
             "wall_seconds": float(result.wall_seconds),
             "oracle_seconds": float(result.oracle_seconds),
         }
+        if getattr(result, "alpha_regret", None) is not None:  # Algorithm 5: alpha-approximate oracles
+            totals["alpha_regret"] = float(np.asarray(result.alpha_regret)[-1])
     except Exception:  # reported by the parent with the job's name; other jobs go on
         return {"error": traceback.format_exc()}
     return {"curve": curve, "totals": totals, "job_seconds": time.perf_counter() - started}
@@ -213,7 +217,7 @@ def summarise(problem: Problem, out_dir: str | Path, run_info: dict[str, Any] | 
     info: dict[str, Any] = {}
     missing: list[str] = []
     for spec in problem.policies:
-        totals: dict[str, list[float]] = {metric: [] for metric in METRICS}
+        totals: dict[str, list[float]] = {metric: [] for metric in (*METRICS, *OPTIONAL_METRICS)}
         seeds = []
         for seed in problem.seeds:
             job = Job(spec.name, seed)
@@ -223,9 +227,15 @@ def summarise(problem: Problem, out_dir: str | Path, run_info: dict[str, Any] | 
             record = read_json(job_paths(out, spec.name, seed)[1])
             for metric in METRICS:
                 totals[metric].append(record["totals"][metric])
+            for metric in OPTIONAL_METRICS:
+                if metric in record["totals"]:
+                    totals[metric].append(record["totals"][metric])
             seeds.append(seed)
         if seeds:
             policies[spec.name] = {metric: _stats(totals[metric]) for metric in METRICS}
+            for metric in OPTIONAL_METRICS:
+                if len(totals[metric]) == len(seeds):
+                    policies[spec.name][metric] = _stats(totals[metric])
         info[spec.name] = {"kind": spec.kind, "oracle": spec.oracle, "constants": spec.constants, "seeds": seeds}
     return {
         "policies": policies,
