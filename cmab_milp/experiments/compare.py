@@ -298,7 +298,9 @@ def _report(
             if outcome[0] == "error":
                 entry["errors"] += 1
                 if len(entry["error_examples"]) < EXAMPLES:
-                    entry["error_examples"].append({"query": k, "error": outcome[1]})
+                    entry["error_examples"].append(
+                        {"query": k, "error": outcome[1], "asked": _describe(query, space.d)}
+                    )
                 continue
             problem, value = None, values.get(name)
             if name in infeasible:
