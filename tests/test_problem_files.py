@@ -289,3 +289,19 @@ def test_environment_kinds_are_found_beside_the_exported_ones(tmp_path: Path) ->
     problem, space = build(tmp_path, SPACE, env)
     cov = problem.build_environment(space).cov
     assert cov.shape == (4, 4) and np.allclose(cov, cov.T)
+
+
+def test_bipartite_generators_build_matching_spaces() -> None:
+    from cmab_milp.experiments.problem import parse_problem
+
+    problem = parse_problem(
+        {
+            "space": {"kind": "Matchings", "graph": {"generator": "complete_bipartite_graph", "args": [3, 4]}},
+            "environment": {"kind": "BernoulliArms", "means": {"draw": "uniform", "seed": 1}},
+            "policies": [{"name": "CUCB", "kind": "CUCB", "oracle": "auto"}],
+            "run": {"horizon": 10, "seeds": 1},
+        },
+        "bipartite.toml",
+    )
+    space = problem.build_space()
+    assert space.d == 12 and space.m == 3 and space.bipartite

@@ -178,6 +178,21 @@ def _node(value: Any, key: str, file: str) -> Any:
     return value
 
 
+#: Modules whose public functions may be named as ``space.graph.generator``.
+GENERATOR_MODULES = (nx.generators, nx.algorithms.bipartite.generators)
+
+
+def _generator(name: str) -> Any:
+    """The networkx graph generator called ``name`` (``nx.generators`` or the bipartite ones), or None."""
+    if name.startswith("_"):
+        return None
+    for module in GENERATOR_MODULES:
+        func = getattr(module, name, None)
+        if callable(func):
+            return func
+    return None
+
+
 def build_graph(table: Table) -> tuple[nx.Graph, dict[Any, Any]]:
     """A networkx graph from ``generator`` (+ ``args``, ``kwargs``) or ``edges``.
 
@@ -196,8 +211,8 @@ def build_graph(table: Table) -> tuple[nx.Graph, dict[Any, Any]]:
     directed = table.boolean("directed", False)
     if has_gen:
         name = table.string("generator")
-        func = getattr(nx.generators, name, None) if name in dir(nx.generators) else None
-        if not callable(func):
+        func = _generator(name)
+        if func is None:
             raise table.error("generator", f"unknown networkx generator {name!r} (e.g. grid_2d_graph, complete_graph)")
         args = table.array("args", [])
         kwargs_table = table.table("kwargs", None)
