@@ -132,6 +132,7 @@ class CompiledModel:
         self.upper = np.ones(self.d)
         self._free = True
         self.cuts_synced = 0
+        self.cold_restarts = 0  # solves retried from scratch after an 'Unknown' status
         self._status = {
             highspy.HighsModelStatus.kOptimal: "optimal",
             highspy.HighsModelStatus.kInfeasible: "infeasible",
@@ -216,9 +217,19 @@ class CompiledModel:
     # ------------------------------------------------------------- solving
     def solve(self) -> SolveResult:
         """Run HiGHS; raise :class:`OracleError` on anything but optimal/infeasible."""
-        self._check(self.h.run(), "run")
+        run_status = self.h.run()
         model_status = self.h.getModelStatus()
         status = self._status.get(model_status)
+        if status is None and model_status != self._hs.HighsModelStatus.kTimeLimit:
+            # A hot-started solve occasionally ends as 'Unknown' (seen once in ~10^6 CUCB
+            # queries); a cold start from the same model is the cure. The answer is checked
+            # as any other (integrality, restrictions, value against the bound).
+            self.h.clearSolver()
+            run_status = self.h.run()
+            model_status = self.h.getModelStatus()
+            status = self._status.get(model_status)
+            self.cold_restarts += 1
+        self._check(run_status, "run")
         if status is None:
             raise OracleError(
                 f"HiGHS returned status {self.h.modelStatusToString(model_status)!r}"
