@@ -343,10 +343,7 @@ def geant_space():
         "highs",
         "scip",
         "pulp:HiGHS",
-        pytest.param(
-            "pulp:SCIP_PY",
-            marks=pytest.mark.xfail(strict=True, reason="known defect: suboptimal path (3.1214 < 3.8861)"),
-        ),
+        "pulp:SCIP_PY",
     ],
 )
 def test_recorded_geant_query_is_answered_exactly(backend, geant_space):

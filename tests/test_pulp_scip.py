@@ -139,6 +139,87 @@ def test_scip_through_pulp_matches_brute_force() -> None:
         assert_optimal(space, res, oracle.argmax(w, **res), truth.argmax(w, **res), lambda a, w=w: float(w @ a))
 
 
+# A 25-edge subgraph of GEANT cut out of the recorded compare-oracles query (tests/test_compare_oracles.py,
+# GEANT_QUERY_*) by deleting edges while the defect stayed: with SCIP 10.0's default presolve (probing),
+# pulp:SCIP_PY answered a path worth 19 where the best path through edge 17 is worth 63, and SCIP reported
+# its wrong optimum with a matching dual bound. Edge order matters (it fixes the model's column order).
+PROBING_GRAPH_EDGES = [
+    (0, 3), (0, 4), (0, 5), (0, 6), (0, 7), (0, 2), (1, 9), (1, 5), (7, 11), (7, 12), (7, 8), (7, 19), (8, 14),
+    (9, 10), (10, 11), (10, 18), (11, 12), (12, 13), (13, 14), (13, 15), (13, 16), (14, 15), (14, 17), (15, 16),
+    (17, 19),
+]  # fmt: skip
+PROBING_WEIGHTS = [7, 15, -13, -1, 82, 18, 8, -26, -3, 20, 11, 27, 18, -14, -4, 1, -22, 1, 0, 13, -1, -4, 26, -9, 30]
+
+
+def _probing_space() -> cm.STPaths:
+    graph = nx.Graph()
+    graph.add_nodes_from(range(20))
+    graph.add_edges_from(PROBING_GRAPH_EDGES)
+    space = cm.STPaths(graph, 18, 16)
+    assert [
+        (space.nodes[t], space.nodes[h]) for t, h in zip(space.tail, space.head, strict=True)
+    ] == PROBING_GRAPH_EDGES
+    return space
+
+
+@pytest.mark.parametrize(
+    ("backend", "solver_options"),
+    [
+        ("pulp:SCIP_PY", None),
+        ("pulp:SCIP_PY", {"options": ["numerics/feastol=1e-9"]}),  # user options keep the exact ones
+        ("pulp:HiGHS", None),
+        ("pulp:PULP_CBC_CMD", None),
+        ("scip", None),
+    ],
+)
+def test_optimal_path_on_the_graph_where_scip_probing_lost_it(backend: str, solver_options) -> None:
+    _needs(backend)
+    space = _probing_space()
+    weights = np.asarray(PROBING_WEIGHTS, float)
+    options = {} if solver_options is None else {"solver_options": solver_options}
+    oracle, truth = cm.make_oracle(space, backend, **options), cm.make_oracle(space, "enumerate")
+    for restrictions in ({"include": [17]}, {}, {"include": [17], "exclude": [4]}):
+        best = truth.argmax(weights, **restrictions)
+        assert_optimal(space, restrictions, oracle.argmax(weights, **restrictions), best, lambda a: float(weights @ a))
+    assert float(weights @ truth.argmax(weights, include=[17])) == 63.0  # the recorded optimum
+
+
+@pytest.mark.parametrize("solver", ["HiGHS", "SCIP_PY"])
+def test_pulp_answers_the_bound_does_not_prove_are_refused(solver: str) -> None:
+    """At a 50% gap both solvers stop at an incumbent below their bound; the bound check must refuse it."""
+    from cmab_milp.oracles.pulp_backend import PulpOracle
+
+    _needs(f"pulp:{solver}")
+    rng = np.random.default_rng(0)
+    d = 24
+    space = cm.Cardinality(d, 12).with_constraint(rng.integers(5, 40, d), "<=", 150)
+    loose = PulpOracle(space, solver, solver_options={"gapRel": 0.5})
+    exact, truth = PulpOracle(space, solver), cm.make_oracle(space, "highs")
+    refused = 0
+    for _ in range(4):
+        w = rng.normal(size=d) + 1
+        best = float(w @ truth.argmax(w))
+        assert float(w @ exact.argmax(w)) >= best - 1e-9 * (1 + abs(best))
+        try:
+            answer = loose.argmax(w)
+        except OracleError as exc:
+            assert "bound" in str(exc)
+            refused += 1
+        else:  # accepted only if the bound proved it
+            assert float(w @ answer) >= best - 1e-9 * (1 + abs(best))
+    assert refused > 0, "a 50% gap never stopped early: the instance no longer exercises the bound check"
+
+
+def test_pulp_refuses_loose_gaps_for_solvers_without_a_bound() -> None:
+    from cmab_milp.oracles.pulp_backend import BOUND_SOLVERS, PulpOracle
+
+    _needs("pulp:PULP_CBC_CMD")
+    assert "PULP_CBC_CMD" not in BOUND_SOLVERS
+    with pytest.raises(ValueError, match="reports no bound"):
+        PulpOracle(cm.Cardinality(4, 2), "PULP_CBC_CMD", solver_options={"gapRel": 0.01})
+    PulpOracle(cm.Cardinality(4, 2), "PULP_CBC_CMD", solver_options={"gapAbs": 1e-12})  # tighter is fine
+
+
 @pytest.mark.parametrize("backend", LINEAR_BACKENDS)
 def test_infeasible_queries_return_none(backend: str) -> None:
     _needs(backend)

@@ -22,6 +22,22 @@ through an MPS file with 13 significant digits, so CBC answers are exact to
 about ``m * 5e-13 * max|w|``, inside the contract's ``1e-9 * (1 + |optimum|)``
 for weights of moderate size.
 
+What guards exactness. Every answer must be integral, obey the restrictions
+and pass the separators. For ``HiGHS`` and ``SCIP_PY``
+(:data:`BOUND_SOLVERS`) the solver's dual bound is read after the last solve
+and the answer is refused (:class:`~cmab_milp.oracles.base.OracleError`) unless
+its value, recomputed in numpy, is within ``1e-9 * (1 + |bound|)`` of it; this
+catches early stops (gaps loosened by the user, SCIP's ``gaplimit``, time
+limits with an incumbent), which are accepted only when the bound proves
+them. PuLP's command-line solvers (``PULP_CBC_CMD``, ``COIN_CMD``, ``GLPK_CMD``,
+...) hand back no bound: there only PuLP's ``Optimal`` status with an
+``Optimal`` solution is accepted, the gaps stay at zero (looser ``gapRel`` /
+``gapAbs`` are refused with ``ValueError``), and exactness rests on the
+solver's own proof. No bound check can catch a solver that proves a wrong
+bound: SCIP 10.0's probing presolve did exactly that on path MILPs (see
+:data:`EXACT_OPTIONS`, which turns it off); such defects are found by
+cross-checking backends (the conformance kit, ``cmab-milp compare-oracles``).
+
 Norm queries are not linear, and the exact method of ``highs_norm`` edits a
 compiled HiGHS model between many MILP solves, which PuLP's solve-from-scratch
 interface would make slow and would need a second implementation; this
@@ -51,8 +67,9 @@ from ..spaces.base import ActionSpace
 from ..spaces.formulation import Row
 from .base import LinearQuery, NormQuery, Oracle, OracleError, UnsupportedQuery, tolerance
 from .highs_model import HIGHS_OPTIONS
+from .scip import SCIP_PARAMS
 
-__all__ = ["EXACT_OPTIONS", "PulpOracle", "available_pulp_solvers"]
+__all__ = ["BOUND_SOLVERS", "EXACT_OPTIONS", "PulpOracle", "available_pulp_solvers"]
 
 _MAX_CUT_ROUNDS = 10_000
 
@@ -61,7 +78,18 @@ _MAX_CUT_ROUNDS = 10_000
 #: accepts LP optima within a dual tolerance of 1e-7 and prunes nodes that
 #: cannot improve the incumbent by its cutoff increment, both of which lose
 #: near-ties of ~1e-9 (seen in the conformance kit), hence ``dualTolerance``
-#: and ``increment``. Solvers not listed get ``gapRel=0, gapAbs=1e-11``.
+#: and ``increment``. ``SCIP_PY`` gets the numerics of the ``scip`` backend
+#: (:data:`~cmab_milp.oracles.scip.SCIP_PARAMS`) and no probing in presolve:
+#: with SCIP 10.0 (PySCIPOpt 6.3) probing presolve cuts off the optimal path
+#: of some degree-model path MILPs and then reports the smaller optimum with a
+#: matching dual bound (status ``optimal``, gap 0), so no bound check can see
+#: it; the recorded GEANT query (3.1214 instead of 3.8861) and the 25-edge
+#: graph in ``tests/test_pulp_scip.py`` reproduce it with SCIP's default
+#: settings on the model read from an LP file. The ``scip`` backend's fast
+#: presolve already skips probing. Solvers not listed get
+#: ``gapRel=0, gapAbs=1e-11``. An ``options`` list given by the user is
+#: appended to the one here (SCIP and CBC apply options in order, so the
+#: user's settings win).
 EXACT_OPTIONS: dict[str, dict[str, Any]] = {
     "PULP_CBC_CMD": {
         "gapRel": 0.0,
@@ -77,13 +105,26 @@ EXACT_OPTIONS: dict[str, dict[str, Any]] = {
         **{k: v for k, v in HIGHS_OPTIONS.items() if k not in ("output_flag", "threads", "mip_rel_gap", "mip_abs_gap")},
     },
     "SCIP_PY": {
-        "gapRel": 0.0,
+        "gapRel": 0.0,  # PuLP sets limits/gap and limits/absgap from these
         "gapAbs": 1e-11,
-        "options": ["numerics/feastol=1e-9", "numerics/dualfeastol=1e-10"],
+        "options": [
+            *(f"{k}={v}" for k, v in SCIP_PARAMS.items() if k not in ("limits/gap", "limits/absgap")),
+            "propagating/probing/maxprerounds=0",
+        ],
     },
 }
 EXACT_OPTIONS["COIN_CMD"] = EXACT_OPTIONS["PULP_CBC_CMD"]
 _GENERIC_EXACT = {"gapRel": 0.0, "gapAbs": 1e-11}
+
+#: PuLP solvers whose dual bound this backend reads (from ``prob.solverModel``)
+#: and checks every answer against. The others report only a status and a
+#: solution; there, exactness rests on the zero gaps of :data:`EXACT_OPTIONS`
+#: and on accepting only PuLP's ``Optimal`` status with an ``Optimal``
+#: solution, i.e. on the solver's own proof.
+BOUND_SOLVERS = ("HiGHS", "SCIP_PY")
+
+# The loosest gapRel / gapAbs accepted for a solver outside BOUND_SOLVERS.
+_MAX_UNCHECKED_GAP = 1e-9
 
 
 @cache
@@ -177,10 +218,14 @@ class PulpOracle(Oracle):
         A PuLP solver name from ``pulp.listSolvers(onlyAvailable=True)``;
         default ``PULP_CBC_CMD`` if available, else ``HiGHS``.
     time_limit:
-        Seconds per solve; hitting it raises ``OracleError``.
+        Seconds per solve; hitting it raises ``OracleError`` (unless the
+        solver's bound already proves its incumbent, for :data:`BOUND_SOLVERS`).
     solver_options:
         Extra keyword arguments for the PuLP solver's constructor; they
-        override :data:`EXACT_OPTIONS` (loosening gaps breaks exactness).
+        override :data:`EXACT_OPTIONS`, except that an ``options`` list is
+        appended to the exact one. Looser gaps are refused (``ValueError``)
+        for solvers outside :data:`BOUND_SOLVERS`; for those inside, answers
+        that the bound does not prove raise ``OracleError``.
     verify:
         Also check every answer with ``space.contains`` (slower; for tests).
     """
@@ -205,11 +250,24 @@ class PulpOracle(Oracle):
             raise ValueError(f"time_limit must be a positive number of seconds, got {time_limit!r}")
         if solver_options is not None and not isinstance(solver_options, dict):
             raise ValueError(f"solver_options must be a dict, got {type(solver_options).__name__}")
+        if solver not in BOUND_SOLVERS:
+            loose = {
+                k: v for k, v in (solver_options or {}).items() if k in ("gapRel", "gapAbs") and v > _MAX_UNCHECKED_GAP
+            }
+            if loose:
+                raise ValueError(
+                    f"PuLP solver {solver!r} reports no bound, so answers at the loosened gaps {loose} could be"
+                    f" suboptimal without anyone noticing; keep gaps <= {_MAX_UNCHECKED_GAP:g} or use one of"
+                    f" {list(BOUND_SOLVERS)}, whose answers are checked against their bound"
+                )
         super().__init__(space)
         self.solver_name = solver
         self.time_limit = time_limit
         self.verify = verify
-        self.solver_options = {**EXACT_OPTIONS.get(solver, _GENERIC_EXACT), **(solver_options or {})}
+        exact = EXACT_OPTIONS.get(solver, _GENERIC_EXACT)
+        self.solver_options = {**exact, **(solver_options or {})}
+        if "options" in exact and "options" in (solver_options or {}):
+            self.solver_options["options"] = [*exact["options"], *solver_options["options"]]
         self.formulation = space.formulation()
         self._cuts: list[Row] = []
         self._cuts_lock = threading.Lock()
@@ -281,7 +339,15 @@ class PulpOracle(Oracle):
                 raise OracleError(f"PuLP solver {self.solver_name} failed: {exc}") from None
             if prob.status == pulp.LpStatusInfeasible:
                 return None
-            if prob.status != pulp.LpStatusOptimal or prob.sol_status != pulp.LpSolutionOptimal:
+            proven = prob.status == pulp.LpStatusOptimal and prob.sol_status == pulp.LpSolutionOptimal
+            # a solver with a readable bound may stop early (SCIP's "gaplimit" at
+            # absgap 1e-11, a time limit): the answer stands if the bound proves it
+            checkable = (
+                prob.status == pulp.LpStatusOptimal
+                and prob.sol_status == pulp.LpSolutionIntegerFeasible
+                and self.solver_name in BOUND_SOLVERS
+            )
+            if not (proven or checkable):
                 raise OracleError(
                     f"PuLP solver {self.solver_name} returned status {pulp.LpStatus[prob.status]!r}"
                     f" / solution {pulp.LpSolution.get(prob.sol_status, prob.sol_status)!r}"
@@ -307,16 +373,35 @@ class PulpOracle(Oracle):
             raise OracleError(f"PuLP solver {self.solver_name} returned a missing or fractional arm value")
         return action
 
-    def _check_bound(self, prob, query: LinearQuery, action: np.ndarray) -> None:
-        """Where the solver object exposes its dual bound (HiGHS, SCIP_PY), check the value against it."""
-        bound = None
+    def solver_bound(self, prob) -> float | None:
+        """The solver's dual (upper) bound on the last solve of ``prob``; ``None`` if PuLP does not expose one.
+
+        Available for the solvers in :data:`BOUND_SOLVERS` (read from
+        ``prob.solverModel``); PuLP's command-line solvers (CBC, GLPK, ...)
+        only hand back a status and a solution.
+        """
         solver_model = getattr(prob, "solverModel", None)
-        if self.solver_name == "HiGHS" and solver_model is not None:
-            bound = -float(solver_model.getInfoValue("mip_dual_bound")[1])  # PuLP minimises -objective
-        elif self.solver_name == "SCIP_PY" and solver_model is not None:
-            bound = float(solver_model.getDualbound())
-        if bound is None or not np.isfinite(bound):
+        if solver_model is None or self.solver_name not in BOUND_SOLVERS:
+            return None
+        if self.solver_name == "HiGHS":
+            # PuLP hands HiGHS the minimisation of -objective; the bound is that problem's lower bound
+            return -float(solver_model.getInfoValue("mip_dual_bound")[1])
+        return float(solver_model.getDualbound())  # SCIP_PY: the model keeps the maximise sense
+
+    def _check_bound(self, prob, query: LinearQuery, action: np.ndarray) -> None:
+        """Refuse an answer whose value is below the solver's bound by more than the contract's tolerance.
+
+        For the solvers in :data:`BOUND_SOLVERS` the bound is required: a
+        missing or non-finite bound raises too. The cuts in ``prob`` are valid
+        for every action, so its bound is also a bound over the space.
+        """
+        if self.solver_name not in BOUND_SOLVERS:
             return
+        bound = self.solver_bound(prob)
+        if bound is None or not np.isfinite(bound):
+            raise OracleError(
+                f"PuLP solver {self.solver_name} reported no finite bound ({bound!r}): cannot check the answer"
+            )
         value = query.value(action)
         if value < bound - tolerance(bound):
             raise OracleError(
