@@ -470,10 +470,7 @@ NORM_QUERY_SIGN = 1
     "backend",
     [
         "enumerate",
-        pytest.param(
-            "highs",
-            marks=pytest.mark.xfail(strict=True, reason="known defect: norm outer approximation stalls (OracleError)"),
-        ),
+        "highs",
     ],
 )
 def test_recorded_norm_query_is_answered_exactly(backend):
