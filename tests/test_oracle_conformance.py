@@ -19,7 +19,17 @@ from instances import SPACES
 import cmab_milp as cm
 from cmab_milp.oracles.registry import BACKENDS as REGISTRY
 
-BACKENDS = ["highs", "highs-milp", "enumerate", "combinatorial", "auto", "pulp:PULP_CBC_CMD", "pulp:HiGHS", "scip"]
+BACKENDS = [
+    "highs",
+    "highs-milp",
+    "enumerate",
+    "combinatorial",
+    "auto",
+    "pulp:PULP_CBC_CMD",
+    "pulp:HiGHS",
+    "pulp:SCIP_PY",
+    "scip",
+]
 
 #: Backend variants: registry name plus options.
 VARIANTS = {"highs-milp": ("highs", {"lp_when_integral": False})}

@@ -94,6 +94,9 @@ class _ScipModel:
         model.setHeuristics(fast)  # these small, re-solved models (2x on a 6x6-grid tree)
         for key, value in SCIP_PARAMS.items():
             model.setParam(key, value)
+        # Probing presolve is off explicitly (FAST leaves it out too): SCIP 10's probing proved a
+        # wrong optimum on a recorded GEANT path query (see tests/test_pulp_scip.py).
+        model.setParam("propagating/probing/maxprerounds", 0)
         if time_limit is not None:
             model.setParam("limits/time", float(time_limit))
         self.cols = [model.addVar(f"a{i}", vtype="B") for i in range(formulation.d)]
