@@ -1,0 +1,21 @@
+"""The README's Python examples run as written (so the README stays honest)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+BLOCKS = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+
+
+def test_readme_has_python_examples() -> None:
+    assert BLOCKS, "README.md lost its Python examples"
+
+
+@pytest.mark.parametrize("code", BLOCKS, ids=[f"block{k}" for k in range(len(BLOCKS))])
+def test_readme_python_block_runs(code: str, capsys: pytest.CaptureFixture[str]) -> None:
+    exec(compile(code, str(README), "exec"), {"__name__": "readme"})
+    assert capsys.readouterr().out.strip(), "the example should print its results"
