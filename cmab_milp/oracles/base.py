@@ -212,6 +212,8 @@ class Oracle:
         self.d = space.d
         self.ledger = Ledger()
         self._pool: ThreadPoolExecutor | None = None
+        #: Per-thread solver state (models are not thread-safe; batches use one per thread).
+        self._local = threading.local()
 
     # ----------------------------------------------------------- public API
     def argmax(
@@ -346,7 +348,12 @@ class Oracle:
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
         state["_pool"] = None
+        state.pop("_local", None)  # solver models stay with their threads
         return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._local = threading.local()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.space!r})"

@@ -22,7 +22,6 @@ array([1, 0, 0, 1])
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +29,7 @@ import numpy as np
 from ..spaces.base import ActionSpace
 from ..spaces.formulation import Row
 from .base import LinearQuery, NormQuery, Oracle, OracleError, tolerance
+from .cut_pool import CutPool
 from .highs_model import CompiledModel
 
 __all__ = ["HighsOracle"]
@@ -74,21 +74,7 @@ class HighsOracle(Oracle):
         self.lp_when_integral = bool(lp_when_integral) and self.formulation.integral_lp
         self.time_limit = time_limit
         self.verify = verify
-        self._cuts: list[Row] = []
-        self._cuts_lock = threading.Lock()
-        self._local = threading.local()
-        self.cut_rounds = 0
-
-    def __getstate__(self) -> dict:
-        state = super().__getstate__()
-        state["_local"] = None
-        state["_cuts_lock"] = None
-        return state
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        self._local = threading.local()
-        self._cuts_lock = threading.Lock()
+        self.cuts = CutPool()
 
     # -------------------------------------------------------------- models
     def model(self, integer: bool = True) -> CompiledModel:
@@ -98,22 +84,13 @@ class HighsOracle(Oracle):
         if model is None:
             model = CompiledModel(self.formulation, integer=integer, time_limit=self.time_limit)
             models[integer] = model
-        if model.cuts_synced < len(self._cuts):
-            with self._cuts_lock:
-                new = self._cuts[model.cuts_synced :]
-            model.add_rows(new)
-            model.cuts_synced += len(new)
+        self.cuts.sync(model)
         return model
 
     def _share_cuts(self, model: CompiledModel, cuts: list[Row]) -> None:
         """Add ``cuts`` to the shared pool and to ``model``, with any cuts other threads added meanwhile."""
-        with self._cuts_lock:
-            pending = self._cuts[model.cuts_synced :]
-            self._cuts.extend(cuts)
-            self.cut_rounds += 1
-            synced = len(self._cuts)
-        model.add_rows(pending + cuts)
-        model.cuts_synced = synced
+        self.cuts.add(cuts)
+        self.cuts.sync(model)
 
     # ------------------------------------------------------------- queries
     def _linear(self, query: LinearQuery) -> np.ndarray | None:

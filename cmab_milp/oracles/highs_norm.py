@@ -667,9 +667,5 @@ def _thread_model(oracle) -> CompiledModel:
     if model is None:
         model = CompiledModel(oracle.formulation, integer=True, time_limit=oracle.time_limit)
         local["norm_model"] = model
-    if model.cuts_synced < len(oracle._cuts):
-        with oracle._cuts_lock:
-            new = oracle._cuts[model.cuts_synced :]
-        model.add_rows(new)
-        model.cuts_synced += len(new)
+    oracle.cuts.sync(model)
     return model

@@ -55,7 +55,6 @@ array([1, 0, 0, 1])
 
 from __future__ import annotations
 
-import threading
 import warnings
 from functools import cache
 from pathlib import Path
@@ -66,6 +65,7 @@ import numpy as np
 from ..spaces.base import ActionSpace
 from ..spaces.formulation import Row
 from .base import LinearQuery, NormQuery, Oracle, OracleError, UnsupportedQuery, tolerance
+from .cut_pool import CutPool
 from .highs_model import HIGHS_OPTIONS
 from .scip import SCIP_PARAMS
 
@@ -269,9 +269,7 @@ class PulpOracle(Oracle):
         if "options" in exact and "options" in (solver_options or {}):
             self.solver_options["options"] = [*exact["options"], *solver_options["options"]]
         self.formulation = space.formulation()
-        self._cuts: list[Row] = []
-        self._cuts_lock = threading.Lock()
-        self._local = threading.local()
+        self.cuts = CutPool()
         if solver == "HiGHS":
             from .highs_model import new_highs
 
@@ -279,17 +277,6 @@ class PulpOracle(Oracle):
         # PuLP solver objects keep no per-solve state (results go into the
         # LpProblem), so all threads share one.
         self._solver = self._new_solver()
-
-    def __getstate__(self) -> dict:
-        state = super().__getstate__()
-        state["_local"] = None
-        state["_cuts_lock"] = None
-        return state
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        self._local = threading.local()
-        self._cuts_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"PulpOracle({self.space!r}, solver={self.solver_name!r})"
@@ -317,11 +304,7 @@ class PulpOracle(Oracle):
             import pulp
 
             model = local.model = _ThreadModel(self.formulation, pulp)
-        if model.cuts_synced < len(self._cuts):
-            with self._cuts_lock:
-                new = self._cuts[model.cuts_synced :]
-            model.add_rows(new, "c")
-            model.cuts_synced += len(new)
+        self.cuts.sync(model, lambda rows: model.add_rows(rows, "c"))
         return model
 
     # ------------------------------------------------------------- queries
@@ -357,8 +340,7 @@ class PulpOracle(Oracle):
             cuts = self.formulation.violated_rows(action) if self.formulation.separators else []
             if not cuts:
                 break
-            with self._cuts_lock:
-                self._cuts.extend(cuts)
+            self.cuts.add(cuts)
         else:  # pragma: no cover - a separator that never converges is a bug
             raise OracleError("lazy cut loop did not converge")
         self._check_bound(prob, query, action)

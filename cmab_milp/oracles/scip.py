@@ -46,7 +46,6 @@ array([1, 1, 0, 0])
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +54,7 @@ import numpy as np
 from ..spaces.base import ActionSpace
 from ..spaces.formulation import Formulation, Row
 from .base import LinearQuery, NormQuery, Oracle, OracleError, tolerance
+from .cut_pool import CutPool
 
 __all__ = ["NORM_SLACK", "SCIP_PARAMS", "ScipOracle"]
 
@@ -196,20 +196,7 @@ class ScipOracle(Oracle):
         self.formulation = space.formulation()
         self.time_limit = time_limit
         self.verify = verify
-        self._cuts: list[Row] = []
-        self._cuts_lock = threading.Lock()
-        self._local = threading.local()
-
-    def __getstate__(self) -> dict:
-        state = super().__getstate__()
-        state["_local"] = None
-        state["_cuts_lock"] = None
-        return state
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        self._local = threading.local()
-        self._cuts_lock = threading.Lock()
+        self.cuts = CutPool()
 
     def _model(self) -> _ScipModel:
         """This thread's model, in SCIP's problem stage, with every shared cut."""
@@ -217,11 +204,7 @@ class ScipOracle(Oracle):
         if model is None:
             model = self._local.model = _ScipModel(self.formulation, self.time_limit)
         model.model.freeTransform()
-        if model.cuts_synced < len(self._cuts):
-            with self._cuts_lock:
-                new = self._cuts[model.cuts_synced :]
-            model.add_rows(new)
-            model.cuts_synced += len(new)
+        self.cuts.sync(model)
         return model
 
     # ------------------------------------------------------------- solving
@@ -245,8 +228,7 @@ class ScipOracle(Oracle):
             cuts = self.formulation.violated_rows(action) if self.formulation.separators else []
             if not cuts:
                 break
-            with self._cuts_lock:
-                self._cuts.extend(cuts)
+            self.cuts.add(cuts)
         else:  # pragma: no cover - a separator that never converges is a bug
             raise OracleError("lazy cut loop did not converge")
         if not res.admits(action) or (self.verify and not self.space._contains(action)):
