@@ -116,6 +116,31 @@ class FeedbackStats:
         return self
 
 
+class SquareRoots:
+    """Cached symmetric square roots ``L`` of principal submatrices (``L @ L.T = matrix[arms][:, arms]``).
+
+    PSD-safe (tiny negative eigenvalues are clipped); one factor per distinct arm set,
+    so a held action's draws cost one matrix product.
+
+    >>> roots = SquareRoots(np.array([[4.0, 0.0], [0.0, 9.0]]))
+    >>> roots(np.array([0, 1])).diagonal().tolist()
+    [2.0, 3.0]
+    """
+
+    def __init__(self, matrix: np.ndarray):
+        self.matrix = matrix
+        self._cache: dict[bytes, np.ndarray] = {}
+
+    def __call__(self, arms: np.ndarray) -> np.ndarray:
+        key = arms.tobytes()
+        factor = self._cache.get(key)
+        if factor is None:
+            vals, vecs = np.linalg.eigh(self.matrix[np.ix_(arms, arms)])
+            factor = (vecs * np.sqrt(np.clip(vals, 0.0, None))) @ vecs.T
+            self._cache[key] = factor
+        return factor
+
+
 def check_needs(needs: Iterable[str]) -> frozenset[str]:
     """Validate a collection of statistic names against :data:`STATISTICS`."""
     if isinstance(needs, str):

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from .base import Environment, FeedbackStats, check_means
+from .base import Environment, FeedbackStats, SquareRoots, check_means
 
 __all__ = ["BernoulliArms", "GaussianNoise", "UniformNoise"]
 
@@ -158,17 +158,8 @@ class GaussianNoise(Environment):
         super().__init__(d, seed)
         self._means = mu
         self.cov = sigma
-        self._factors: dict[bytes, np.ndarray] = {}
-
-    def _factor(self, arms: np.ndarray) -> np.ndarray:
-        """A matrix ``L`` with ``L @ L.T = cov[arms][:, arms]`` (symmetric square root, PSD-safe)."""
-        key = arms.tobytes()
-        factor = self._factors.get(key)
-        if factor is None:
-            vals, vecs = np.linalg.eigh(self.cov[np.ix_(arms, arms)])
-            factor = (vecs * np.sqrt(np.clip(vals, 0.0, None))) @ vecs.T
-            self._factors[key] = factor
-        return factor
+        #: ``L`` with ``L @ L.T = cov[arms][:, arms]``, per arm set.
+        self._factor = SquareRoots(self.cov)
 
     def _base_draws(self, rng: np.random.Generator, size: int) -> np.ndarray:
         return rng.standard_normal(size)

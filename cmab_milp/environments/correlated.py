@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from .base import Environment, check_means
+from .base import Environment, SquareRoots, check_means
 from .basic import GaussianNoise
 
 __all__ = ["NORMALISATIONS", "CopulaNoise", "PaperGaussianNoise", "paper_covariance"]
@@ -218,18 +218,10 @@ class CopulaNoise(Environment):
         self.half_widths = np.minimum(width, np.minimum(mu, 1.0 - mu))
         self._alpha = concentration * mu
         self._beta = concentration * (1.0 - mu)
-        self._factors: dict[bytes, np.ndarray] = {}
+        #: ``L`` with ``L @ L.T = corr[arms][:, arms]``, per arm set.
+        self._factor = SquareRoots(self.corr)
 
     # ------------------------------------------------------------- sampling
-    def _factor(self, arms: np.ndarray) -> np.ndarray:
-        """``L`` with ``L @ L.T = corr[arms][:, arms]`` (symmetric square root, PSD-safe)."""
-        key = arms.tobytes()
-        factor = self._factors.get(key)
-        if factor is None:
-            vals, vecs = np.linalg.eigh(self.corr[np.ix_(arms, arms)])
-            factor = (vecs * np.sqrt(np.clip(vals, 0.0, None))) @ vecs.T
-            self._factors[key] = factor
-        return factor
 
     def _base_draws(self, rng: np.random.Generator, size: int) -> np.ndarray:
         return rng.standard_normal(size)
