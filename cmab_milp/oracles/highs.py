@@ -35,6 +35,7 @@ from .highs_model import CompiledModel
 __all__ = ["HighsOracle"]
 
 _MAX_CUT_ROUNDS = 10_000
+_INTEGRAL_TOL = 1e-6  # an arm value this close to 0 or 1 counts as integral
 
 
 class _FractionalAnswer(OracleError):
@@ -93,70 +94,64 @@ class HighsOracle(Oracle):
         self.cuts.sync(model)
 
     # ------------------------------------------------------------- queries
+    # This is the per-query path of every-round algorithms (CUCB solves ~10^5 of these
+    # per run): its Python work is kept to a few list operations around the solver call.
     def _linear(self, query: LinearQuery) -> np.ndarray | None:
         res = query.restrictions
         if self.lp_when_integral and not res.forbid_pairs:
-            model = self.model(integer=False)
-            model.set_costs(query.weights)
             try:
-                return self.solve_restricted(model, res, query)
+                return self.solve_restricted(self.model(integer=False), res, query)
             except _FractionalAnswer:
                 pass  # a degenerate LP optimum off the vertices: fall back to the MILP
-        model = self.model(integer=True)
-        model.set_costs(query.weights)
-        return self.solve_restricted(model, res, query)
+        return self.solve_restricted(self.model(integer=True), res, query)
 
-    def solve_restricted(self, model: CompiledModel, res, query: LinearQuery | NormQuery) -> np.ndarray | None:
-        """Apply restrictions, solve with the cut loop, check and return the action."""
+    def solve_restricted(self, model: CompiledModel, res, query: LinearQuery) -> np.ndarray | None:
+        """Set costs and restrictions, solve with the cut loop, check and return the action."""
+        model.set_costs(query.weights)
         model.set_arm_bounds(res.include, res.exclude)
-        pair_rows = [Row((i, j), (1.0, 1.0), -np.inf, 1.0) for i, j in res.forbid_pairs]
-        first, last = model.add_rows(pair_rows)
+        first = last = 0
+        if res.forbid_pairs:
+            first, last = model.add_rows([Row((i, j), (1.0, 1.0), -np.inf, 1.0) for i, j in res.forbid_pairs])
         try:
             for _ in range(_MAX_CUT_ROUNDS):
                 result = model.solve()
                 if result.status == "infeasible":
                     return None
-                action = self._integral_action(result.x, model.integer)
-                if not self.formulation.separators:
-                    break
-                cuts = self.formulation.violated_rows(action)
+                action = self._integral_action(result.values, model.integer)
+                cuts = self.formulation.violated_rows(action) if self.formulation.separators else None
                 if not cuts:
                     break
                 self._share_cuts(model, cuts)
             else:  # pragma: no cover - a separator that never converges is a bug
                 raise OracleError("lazy cut loop did not converge")
         finally:
-            model.delete_rows(first, last)
-        if isinstance(query, LinearQuery):
-            self._check_value(query, action, result.bound)
+            if last > first:
+                model.delete_rows(first, last)
+        value = query.value(action)
+        if value < result.bound - tolerance(result.bound):
+            raise OracleError(
+                f"HiGHS answer has value {value!r} but the solver's bound is {result.bound!r}:"
+                " optimality not proven within 1e-9 * (1 + |optimum|)"
+            )
         if (not res.empty and not res.admits(action)) or (self.verify and not self.space._contains(action)):
             raise OracleError("HiGHS returned an action that violates the space or the restrictions")
         return action
 
-    def _integral_action(self, x: np.ndarray, integer: bool) -> np.ndarray:
-        arms = x[: self.d]
-        if self.d <= 64:  # plain Python beats several small numpy calls on the per-query path
-            values = arms.tolist()
-            bits = [v > 0.5 for v in values]
-            fractional = any(abs(v - b) > 1e-6 for v, b in zip(values, bits, strict=True))
-            action = np.array(bits, dtype=bool)
+    def _integral_action(self, values: list[float] | np.ndarray, integer: bool) -> np.ndarray:
+        """The bool arm vector of a solution's column ``values``; raise if it is not integral."""
+        arms = values[: self.d]
+        if self.d <= 64:  # a few list operations beat numpy calls on short vectors between solver runs
+            lo, hi = _INTEGRAL_TOL, 1.0 - _INTEGRAL_TOL
+            fractional = bool([v for v in arms if lo < v < hi or not -lo <= v <= 1.0 + lo])
+            action = np.array([v > 0.5 for v in arms])
         else:
-            rounded = np.rint(arms)
-            action = rounded > 0.5
-            fractional = bool(np.abs(arms - rounded).max() > 1e-6)
+            arms = np.asarray(arms, dtype=float)
+            action = arms > 0.5
+            fractional = bool(np.abs(arms - action).max() > _INTEGRAL_TOL)
         if fractional:
             kind = "MILP" if integer else "LP (formulation declared integral)"
             raise _FractionalAnswer(f"HiGHS {kind} returned a fractional arm vector")
         return action
-
-    @staticmethod
-    def _check_value(query: LinearQuery, action: np.ndarray, bound: float) -> None:
-        value = query.value(action)
-        if value < bound - tolerance(bound):
-            raise OracleError(
-                f"HiGHS answer has value {value!r} but the solver's bound is {bound!r}:"
-                " optimality not proven within 1e-9 * (1 + |optimum|)"
-            )
 
     def _norm(self, query: NormQuery) -> np.ndarray | None:
         from .highs_norm import solve_norm  # the norm index has its own module

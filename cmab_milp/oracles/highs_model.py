@@ -21,6 +21,7 @@ import sys
 import tempfile
 import threading
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -83,12 +84,20 @@ def _configure(h, time_limit: float | None) -> None:
 
 @dataclass
 class SolveResult:
-    """Outcome of one solve: ``status`` is ``'optimal'`` or ``'infeasible'``."""
+    """Outcome of one solve: ``status`` is ``'optimal'`` or ``'infeasible'``.
+
+    ``values`` are the column values as HiGHS returns them (a list: the per-query
+    path reads the arm columns in plain Python); ``x`` is the same as an array.
+    """
 
     status: str
-    x: np.ndarray | None = None
+    values: list[float] | None = None
     objective: float = float("nan")
     bound: float = float("nan")
+
+    @cached_property
+    def x(self) -> np.ndarray | None:
+        return None if self.values is None else np.asarray(self.values)
 
 
 class CompiledModel:
@@ -102,6 +111,7 @@ class CompiledModel:
         import highspy
 
         self._hs = highspy
+        self._error = highspy.HighsStatus.kError
         self.d = formulation.d
         self.integer = integer
         self.h = new_highs(time_limit)
@@ -133,14 +143,12 @@ class CompiledModel:
         self._free = True
         self.cuts_synced = 0
         self.cold_restarts = 0  # solves retried from scratch after an 'Unknown' status
-        self._status = {
-            highspy.HighsModelStatus.kOptimal: "optimal",
-            highspy.HighsModelStatus.kInfeasible: "infeasible",
-        }
+        self._optimal = highspy.HighsModelStatus.kOptimal
+        self._status = {self._optimal: "optimal", highspy.HighsModelStatus.kInfeasible: "infeasible"}
 
     # ------------------------------------------------------------- editing
     def _check(self, status, what: str) -> None:
-        if status == self._hs.HighsStatus.kError:
+        if status == self._error:
             raise OracleError(f"HiGHS {what} failed")
 
     def set_costs(self, costs: np.ndarray, cols: np.ndarray | None = None) -> None:
@@ -217,30 +225,37 @@ class CompiledModel:
     # ------------------------------------------------------------- solving
     def solve(self) -> SolveResult:
         """Run HiGHS; raise :class:`OracleError` on anything but optimal/infeasible."""
-        run_status = self.h.run()
-        model_status = self.h.getModelStatus()
+        h = self.h
+        run_status = h.run()
+        model_status = h.getModelStatus()
+        # The per-query path: one comparison. (A run that errs never leaves the status 'Optimal'.)
+        if model_status != self._optimal:
+            if self._settle(run_status, model_status) == "infeasible":
+                return SolveResult("infeasible")
+        objective = h.getObjectiveValue()
+        bound = h.getInfoValue("mip_dual_bound")[1] if self.integer else objective
+        return SolveResult("optimal", h.getSolution().col_value, objective, bound)
+
+    def _settle(self, run_status, model_status) -> str:
+        """``'optimal'`` or ``'infeasible'`` after an uncommon status, or raise."""
+        h = self.h
         status = self._status.get(model_status)
         if status is None and model_status != self._hs.HighsModelStatus.kTimeLimit:
             # A hot-started solve occasionally ends as 'Unknown' (seen once in ~10^6 CUCB
             # queries); a cold start from the same model is the cure. The answer is checked
             # as any other (integrality, restrictions, value against the bound).
-            self.h.clearSolver()
-            run_status = self.h.run()
-            model_status = self.h.getModelStatus()
+            h.clearSolver()
+            run_status = h.run()
+            model_status = h.getModelStatus()
             status = self._status.get(model_status)
             self.cold_restarts += 1
         self._check(run_status, "run")
         if status is None:
             raise OracleError(
-                f"HiGHS returned status {self.h.modelStatusToString(model_status)!r}"
+                f"HiGHS returned status {h.modelStatusToString(model_status)!r}"
                 " (time limit, numerical trouble or unbounded model); no action is returned"
             )
-        if status == "infeasible":
-            return SolveResult("infeasible")
-        x = np.asarray(self.h.getSolution().col_value)
-        objective = self.h.getObjectiveValue()
-        bound = self.h.getInfoValue("mip_dual_bound")[1] if self.integer else objective
-        return SolveResult("optimal", x, objective, bound)
+        return status
 
     # ----------------------------------------------------------- inspection
     def write(self, path: str | Path) -> Path:

@@ -254,7 +254,7 @@ class _NormSolver:
             result = model.solve()
             if result.status == "infeasible":
                 return None
-            action = oracle._integral_action(result.x, True)
+            action = oracle._integral_action(result.values, True)
             if not oracle.formulation.separators:
                 return action, result
             cuts = oracle.formulation.violated_rows(action)
