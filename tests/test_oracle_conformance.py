@@ -261,3 +261,16 @@ def test_oracles_pickle_with_their_ledger(backend: str) -> None:
     assert copy.ledger.queries == 1
     assert np.array_equal(copy.argmax(w), first)
     assert copy.ledger.queries == 2 and oracle.ledger.queries == 1
+
+
+@pytest.mark.parametrize("backend", ["highs", "auto", "enumerate"])
+def test_restrictions_given_as_arrays_or_lists_mean_the_same(backend: str) -> None:
+    oracle = cm.make_oracle(SPACES["cardinality"](), backend)
+    w = np.linspace(1.0, 0.0, oracle.d)
+    as_lists = oracle.argmax(w, include=[oracle.d - 1, oracle.d - 2], exclude=[0, 1], forbid_pairs=[(2, 3)])
+    as_arrays = oracle.argmax(
+        w, include=np.array([oracle.d - 1, oracle.d - 2]), exclude=np.array([0, 1]), forbid_pairs=np.array([[2, 3]])
+    )
+    assert as_lists is not None and np.array_equal(as_lists, as_arrays)
+    empty = oracle.argmax(w, include=np.array([], int), exclude=[], forbid_pairs=np.zeros((0, 2), int))
+    assert np.array_equal(empty, oracle.argmax(w))

@@ -24,6 +24,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from itertools import compress
 from typing import Any
 
 import numpy as np
@@ -151,13 +152,20 @@ _SMALL = 256
 
 
 def _restrictions(d: int, include: Any, exclude: Any, forbid_pairs: Any) -> _Restrictions:
-    if not include and not exclude and (forbid_pairs is None or len(forbid_pairs) == 0):
-        return _NO_RESTRICTIONS
-    return _Restrictions(
+    if (
+        type(include) is tuple
+        and type(exclude) is tuple
+        and not include
+        and not exclude
+        and (forbid_pairs is None or (type(forbid_pairs) is tuple and not forbid_pairs))
+    ):
+        return _NO_RESTRICTIONS  # the defaults (empty tuples): no conversion on the per-query path
+    out = _Restrictions(
         _arm_tuple(include, d, "include"),
         _arm_tuple(exclude, d, "exclude"),
         _pairs(forbid_pairs if forbid_pairs is not None else (), d),
     )
+    return _NO_RESTRICTIONS if out.empty else out
 
 
 @dataclass(frozen=True)
@@ -172,7 +180,7 @@ class LinearQuery:
     def value(self, action: np.ndarray) -> float:
         if len(action) <= _SMALL:  # plain Python: several times cheaper between solver runs
             weights = self.weights_list if self.weights_list is not None else self.weights.tolist()
-            return float(sum([w for w, a in zip(weights, action.tolist(), strict=True) if a]))
+            return float(sum(compress(weights, action.tolist())))
         return float(self.weights @ action)
 
 

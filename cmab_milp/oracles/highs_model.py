@@ -21,7 +21,6 @@ import sys
 import tempfile
 import threading
 from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -82,7 +81,7 @@ def _configure(h, time_limit: float | None) -> None:
         h.setOptionValue("time_limit", float(time_limit))
 
 
-@dataclass
+@dataclass(slots=True)
 class SolveResult:
     """Outcome of one solve: ``status`` is ``'optimal'`` or ``'infeasible'``.
 
@@ -95,7 +94,7 @@ class SolveResult:
     objective: float = float("nan")
     bound: float = float("nan")
 
-    @cached_property
+    @property
     def x(self) -> np.ndarray | None:
         return None if self.values is None else np.asarray(self.values)
 
