@@ -29,7 +29,7 @@ import numpy as np
 
 from ..spaces.base import ActionSpace
 from ..spaces.formulation import Row
-from .base import LinearQuery, NormQuery, Oracle, OracleError
+from .base import _NO_RESTRICTIONS, LinearQuery, NormQuery, Oracle, OracleError
 from .cut_pool import CutPool
 from .highs_model import CompiledModel
 
@@ -110,7 +110,8 @@ class HighsOracle(Oracle):
     def solve_restricted(self, model: CompiledModel, res, query: LinearQuery) -> np.ndarray | None:
         """Set costs and restrictions, solve with the cut loop, check and return the action."""
         model.set_costs(query.weights)
-        model.set_arm_bounds(res.include, res.exclude)
+        if res.include or res.exclude or not model.arms_free:
+            model.set_arm_bounds(res.include, res.exclude)
         first = last = 0
         if res.forbid_pairs:
             first, last = model.add_rows([Row((i, j), (1.0, 1.0), -np.inf, 1.0) for i, j in res.forbid_pairs])
@@ -139,7 +140,9 @@ class HighsOracle(Oracle):
                 " optimality not proven within 1e-9 * (1 + |optimum|)"
             )
         action = np.array(chosen)
-        if (not res.empty and not res.admits(action)) or (self.verify and not self.space._contains(action)):
+        if (res is not _NO_RESTRICTIONS and not res.admits(action)) or (
+            self.verify and not self.space._contains(action)
+        ):
             raise OracleError("HiGHS returned an action that violates the space or the restrictions")
         return action
 

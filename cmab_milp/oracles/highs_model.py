@@ -139,7 +139,7 @@ class CompiledModel:
         self.arm_idx = np.arange(self.d, dtype=np.int32)
         self.lower = np.zeros(self.d)
         self.upper = np.ones(self.d)
-        self._free = True
+        self.arms_free = True
         self.cuts_synced = 0
         self.cold_restarts = 0  # solves retried from scratch after an 'Unknown' status
         self._optimal = highspy.HighsModelStatus.kOptimal
@@ -158,7 +158,7 @@ class CompiledModel:
     def set_arm_bounds(self, include: tuple[int, ...], exclude: tuple[int, ...]) -> None:
         """Fix arms in (``include``) or out (``exclude``); others free in [0, 1]."""
         if not include and not exclude:
-            if self._free:
+            if self.arms_free:
                 return
             lower, upper = np.zeros(self.d), np.ones(self.d)
         else:
@@ -171,7 +171,7 @@ class CompiledModel:
         if len(changed):
             self.h.changeColsBounds(len(changed), changed, lower[changed], upper[changed])
             self.lower, self.upper = lower, upper
-        self._free = not include and not exclude
+        self.arms_free = not include and not exclude
 
     def add_rows(self, rows: list[Row]) -> tuple[int, int]:
         """Append rows; return the ``[first, last)`` row range they occupy."""
