@@ -61,3 +61,33 @@ def test_a_time_limit_raises_without_retrying() -> None:
     with pytest.raises(OracleError, match=r"[Tt]ime limit"):
         model.solve()
     assert model.cold_restarts == 0
+
+
+def test_integrality_is_judged_to_one_millionth_and_out_of_range_values_are_refused() -> None:
+    from cmab_milp.oracles.highs import _FractionalAnswer
+
+    oracle = cm.make_oracle(cm.Cardinality(4, 2), "highs")
+    assert oracle._chosen_arms([1.0 - 5e-7, 4e-7, -3e-7, 1.0 + 2e-7, 7.5], False) == [True, False, False, True]
+    for bad in ([0.5, 0.0, 1.0, 0.0], [1.1, 0.0, 1.0, 0.0], [-0.2, 0.0, 1.0, 1.0], [2e-6, 0.0, 1.0, 1.0]):
+        with pytest.raises(_FractionalAnswer, match="fractional"):
+            oracle._chosen_arms(bad, True)
+
+
+def test_a_fractional_lp_answer_falls_back_to_the_milp() -> None:
+    """Should an LP solve ever return a non-vertex point, the query is re-solved as a MILP."""
+    space = cm.Cardinality(5, 2)
+    oracle = cm.make_oracle(space, "highs")
+    lp = oracle.model(integer=False)
+    real_solve = lp.solve
+
+    def fractional_solve():
+        result = real_solve()
+        result.values = [0.5] * space.d + list(result.values[space.d :])
+        return result
+
+    lp.solve = fractional_solve
+    w = np.array([0.1, 0.5, 0.3, 0.9, -1.0])
+    answer = oracle.argmax(w, exclude=[3])
+    best = max(space.enumerate()[~space.enumerate()[:, 3]], key=lambda a: w @ a)
+    assert np.array_equal(answer, best)
+    assert True in oracle._local.models  # the MILP model was built and used
