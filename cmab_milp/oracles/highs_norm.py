@@ -20,23 +20,29 @@ removes them afterwards). Two methods, one per sign:
     that bound is not already beaten, by listing the best actions by ``mu @ a``
     with no-good cuts.
 
-``sign=-1`` (branch and bound over ``L``)
-    The mirror linearisation (``w >= a_i + a_j - 1`` where ``M_ij > 0``,
-    ``w <= a_i, w <= a_j`` elsewhere, every pair kept, plus the rows
-    ``sum_j w_ij >= sum_{j != i} a_j - m (1 - a_i)``) lets the model's ``L``
-    reach ``a @ M @ a`` and never go below it. On an interval ``[l, u]`` of ``L``
-    (``l >= 0``) ``-sqrt`` is convex, so its secant lies above it: the MILP with
-    the secant objective and ``l <= L <= u`` bounds every action whose true
-    ``L`` lies in the interval (an action from outside can only enter with an
-    ``L`` inflated past its own, hence valued below its true index); the true
-    value of the MILP's answer is a lower bound. Intervals are split at the
-    answer's ``L`` (where the secants of both halves are exact) or the middle
-    of ``sqrt``, best bound first, until every bound is within tolerance of the
-    best value. ``L <= 0`` is one more interval, with objective ``mu @ a``.
-    McCormick rows are weak where ``a`` is fractional; with ``t`` the smallest
-    eigenvalue of ``M``, ``a @ M @ a = a @ (M - t I) @ a + t sum(a)`` on binary
-    ``a`` and the first term is convex, so its tangents, separated at the LP
-    relaxation's points, are valid cuts ``L >= ...`` that tighten the bound.
+``sign=-1`` (piecewise secants over ``L``, one MILP tree)
+    Glover's linearisation (``z_i`` for ``a_i sum_{j != i} M_ij a_j``, two rows per
+    arm; see :meth:`_Lifted.glover`) lets the model's ``L`` reach ``a @ M @ a`` and
+    never go below it on binary actions. ``-sqrt(max(L, 0))`` is linear on ``L <= 0``
+    and convex on ``L >= 0``, so between breakpoints (``0`` among them) its secants
+    lie above it: an incremental piecewise-linear block (a binary per breakpoint)
+    values every ``L`` of the window at the secant of its piece, and the MILP's bound
+    is an upper bound on the index of every action whose ``L`` is in the window (an
+    action may enter with an ``L`` inflated past its own, which only lowers its
+    secant value); the true value of its answer is a lower bound. HiGHS explores the
+    pieces in one tree, pruning all of them against the incumbent (a separate MILP
+    per interval solved each to optimality took 5x longer). The window
+    ``[min(l_lo, 0), hi)`` holds every action that beats the incumbent ``v``: such an
+    action has ``f sqrt(L) < mu @ a - v <= top - v`` with ``top`` the linear
+    optimum (the incumbent starts as the linear argmax), so ``L < ((top - v) / f)^2``
+    (:func:`window_top`), usually half the range of :func:`quadratic_form_bounds`.
+    While the bound is unproven, the answer's ``L`` becomes a breakpoint (the
+    secants are then exact there), or, when the incumbent improved, the window
+    shrinks and the secants are rebuilt with every ``L`` seen as a breakpoint. With
+    ``t`` the smallest eigenvalue of ``M``, ``a @ M @ a = a @ (M - t I) @ a + t sum(a)``
+    on binary ``a`` and the first term is convex, so its tangents, separated at the
+    LP relaxation's points before the first MILP, are valid cuts ``L >= ...`` that
+    tighten the bound where ``a`` is fractional.
 
 Solver noise
     HiGHS holds rows to ``1e-9``, so a bound can exceed the best value by the
@@ -46,13 +52,14 @@ Solver noise
     ``f ~ 7``, ``6e-9`` above its optimum, past the ``5.4e-9`` tolerance). Other slacks
     remain (the row defining ``L`` is multiplied by the slope of ``f sqrt``), so when
     the model already values the MILP's answer at its true index (sign +1: its
-    tangent is in the model; sign -1: the node's secant is exact at its ``L`` within
+    tangent is in the model; sign -1: the secants are exact at its ``L`` within
     the tolerance) and the bound is still unproven, no more cuts can help: the
-    answer is set aside by a no-good row and the MILP solved again. This keeps
+    answer is set aside by a no-good row and the MILP solved again (sign -1 also sets
+    aside an answer whose ``L`` cannot become a breakpoint). This keeps
     the answer exact: the incumbent is at least the true value of every action set
     aside (each was evaluated in numpy), and the MILP's bound covers the others,
     so the returned bound is ``max(incumbent, bound over the rest)``; every step
-    adds a tangent, a node or a no-good, so the loop cannot stall.
+    adds a tangent, a breakpoint, a no-good or a better incumbent, so the loop cannot stall.
 
 The answer's value is recomputed in numpy and must be within
 ``1e-9 * (1 + |value|)`` of the proven upper bound; otherwise
@@ -72,7 +79,7 @@ array([0, 0, 1, 1])
 
 from __future__ import annotations
 
-import heapq
+import math
 import weakref
 from dataclasses import dataclass, field
 
@@ -87,15 +94,27 @@ __all__ = ["NormStats", "last_stats", "proven", "quadratic_form_bounds", "solve_
 _MAX_CUT_ROUNDS = 10_000
 #: Outer-approximation iterations before the query is declared unproven.
 _MAX_OA_ITERATIONS = 200
-#: Nodes of the branch and bound over ``L`` before the query is declared unproven.
-_MAX_BNB_NODES = 2_000
+#: MILP solves of the piecewise-secant method (sign -1) before the query is declared unproven.
+_MAX_SECANT_SOLVES = 500
 #: No-good enumerations near ``L = 0`` (sign +1) before giving up.
 _MAX_NO_GOODS = 500
-#: LP-relaxation rounds of convex-reformulation cuts on ``L`` before each of the first nodes.
+#: LP-relaxation rounds of convex-reformulation cuts on ``L`` before the first secant MILP.
+#: (The upper-bound cuts, ``side=+1``, never cut the sign +1 relaxation in measurements,
+#: so it does not use them.)
 _CONVEX_ROUNDS = 30
-#: Branch-and-bound nodes (sign -1) whose LP relaxation gets convex cuts. (The upper-bound
-#: cuts, ``side=+1``, never cut the sign +1 relaxation in measurements, so it does not use them.)
-_CONVEX_NODES = 2
+#: Initial secant pieces (sign -1), even in ``sqrt(L)``; 8 and 24 were slower at d=40.
+_SECANT_PIECES = 16
+#: Breakpoints closer than this (relative to the window) are merged.
+_MIN_PIECE = 1e-9
+#: HiGHS options during the sign -1 solves: the MIP start already gives the incumbent and
+#: the sub-MIP heuristics and restarts took most of the time (3x at d=40).
+_SECANT_OPTIONS: dict[str, object] = {
+    "mip_heuristic_effort": 0.0,
+    "mip_heuristic_run_rins": False,
+    "mip_heuristic_run_rens": False,
+    "mip_heuristic_run_root_reduced_cost": False,
+    "mip_allow_restart": False,
+}
 #: ``delta``, the smallest ``L`` handled by tangents, as a fraction of the largest ``L``.
 _DELTA_FRACTION = 1e-6
 
@@ -214,8 +233,15 @@ class _NormSolver:
             if q.sign > 0:
                 self.stats.method = "oa-quadratic-form"
                 return self._maximise_plus(model)
-            self.stats.method = "bnb-quadratic-form"
-            return self._maximise_minus_bnb(model)
+            self.stats.method = "secants-quadratic-form"
+            saved = {key: model.h.getOptionValue(key)[1] for key in _SECANT_OPTIONS}
+            try:
+                for key, value in _SECANT_OPTIONS.items():
+                    model.h.setOptionValue(key, value)
+                return self._maximise_minus(model)
+            finally:
+                for key, value in saved.items():
+                    model.h.setOptionValue(key, value)
         finally:
             self._clear(model, n_cols, n_rows, synced)
 
@@ -365,77 +391,193 @@ class _NormSolver:
         raise OracleError("too many near-zero quadratic forms to certify the norm answer")
 
     # --------------------------------------------------------- sign = -1
-    def _maximise_minus_bnb(self, model: CompiledModel) -> tuple[np.ndarray | None, float]:
-        q = self.query
-        h = model.h
-        lift = _Lifted.build(model, self, push=-1, l_bounds=(self.l_lo, self.l_hi))
-        h.changeColBounds(lift.s, 0.0, 0.0)
+    def _maximise_minus(self, model: CompiledModel) -> tuple[np.ndarray | None, float]:
+        q, h, f = self.query, model.h, self.query.f
+        lin = self._linear_argmax()
+        if lin is None:
+            return None, -np.inf
+        top = float(q.mu @ lin)
+        top += tolerance(top)  # no action has mu @ a above this (HiGHS's gap is 1e-11)
+        best, best_value = lin, q.value(lin)
+        if proven(top, best_value):  # includes f = 0
+            return best, top
+        lo = min(self.l_lo, 0.0)
+        lift = _Lifted.glover(model, self, l_bounds=(lo, self.l_hi))
         convex = _ConvexCuts(self, side=-1, rounds=_CONVEX_ROUNDS)
-        best, best_value = None, -np.inf
-        # nodes: (-bound, counter, l, u); the interval [l_lo, 0] has the linear objective
-        heap: list[tuple[float, int, float, float]] = []
-        counter = 0
-        if self.l_lo < 0:
-            heap.append((-np.inf, counter, self.l_lo, 0.0))
-            counter += 1
-        heap.append((-np.inf, counter, 0.0, self.l_hi))
-        counter += 1
-        nodes = 0
-        top_bound = -np.inf
         excluded = _Exclusions(self)
-        while heap:
-            neg_bound, _, lo, hi = heapq.heappop(heap)
-            if proven(-neg_bound, best_value):
-                top_bound = max(top_bound, -neg_bound)
-                break
-            nodes += 1
-            if nodes > _MAX_BNB_NODES:
-                raise OracleError("norm branch and bound over the quadratic form did not converge")
-            if hi <= 0.0:
-                slope, const = 0.0, 0.0
-            else:
-                r_lo, r_hi = np.sqrt(lo), np.sqrt(hi)
-                slope = -1.0 / (r_lo + r_hi)  # secant of -sqrt over [lo, hi]
-                const = -r_lo - slope * lo
-            h.changeColBounds(lift.L, lo, hi)
-            h.changeColCost(lift.L, q.f * slope)
-            if nodes <= _CONVEX_NODES:
-                convex.separate(model, lift.L)
+        points = {self.quadratic_form(lin)}  # L of every answer: breakpoints when in the window
+        secants: _PiecewiseSqrt | None = None
+        bound = best_value
+        for solves in range(1, _MAX_SECANT_SOLVES + 1):
+            if secants is None:  # (re)build the secants on the incumbent's window
+                hi = window_top(self.l_hi, top, best_value, f)
+                if hi <= lo:  # no action can beat the incumbent
+                    break
+                h.changeColBounds(lift.L, lo, hi)
+                secants = _PiecewiseSqrt(model, lift.L, f, _sqrt_grid(lo, hi, _SECANT_PIECES, points))
+                if solves == 1:
+                    convex.separate(model, lift.L)
             found = self._solve(model, excluded.start(best))
-            if found is None:
-                continue
+            if found is None:  # no action left in the window
+                bound = best_value
+                break
             action, result = found
             value = q.value(action)
-            if value > best_value:
+            bound = result.bound + secants.const
+            improved = value > best_value
+            if improved:
                 best, best_value = action, value
-            bound = result.bound + q.f * const
             if proven(bound, best_value):
-                top_bound = max(top_bound, bound)
-                continue
-            if hi <= 0.0:  # exact objective on L <= 0: its optimum is the answer there
-                top_bound = max(top_bound, value)
-                continue
+                break
             l_star = self.quadratic_form(action)
-            overshoot = q.f * (slope * l_star + const + np.sqrt(max(l_star, 0.0)))
-            if lo <= l_star <= hi and proven(value + overshoot, value):
-                # The secant values this action at its true index (up to the tolerance),
-                # so the gap is solver noise: set it aside, exactly valued, and redo the node.
+            points.add(l_star)
+            if proven(value + f * secants.overshoot(l_star), value) or not secants.can_split(l_star):
+                # The secants value this action at its true index (up to the tolerance), so
+                # the gap is solver noise: set it aside, exactly valued, and solve again.
                 excluded.add(model, action)
-                heapq.heappush(heap, (-bound, counter, lo, hi))
-                counter += 1
-                continue
-            width = hi - lo
-            if lo + 1e-3 * width < l_star < hi - 1e-3 * width:
-                split = l_star
+            elif improved:  # a better incumbent narrows the window: rebuild the secants
+                secants.remove()
+                secants = None
             else:
-                split = (0.5 * (np.sqrt(lo) + np.sqrt(hi))) ** 2
-            for a, b in ((lo, split), (split, hi)):
-                heapq.heappush(heap, (-bound, counter, a, b))
-                counter += 1
-        self.stats.extra["nodes"] = nodes
+                secants.add_point(l_star)
+        else:
+            raise OracleError("norm piecewise secants over the quadratic form did not converge")
+        self.stats.extra["secant_solves"] = solves
         self.stats.extra["excluded"] = excluded.count
         self.stats.extra["convex_cuts"] = convex.cuts
-        return best, max(top_bound, best_value)
+        self.stats.extra["pieces"] = 0 if secants is None else len(secants.points) - 1
+        return best, max(bound, best_value)
+
+
+def window_top(l_hi: float, top: float, incumbent: float, f: float) -> float:
+    """Every action worth more than ``incumbent`` has ``L`` below the returned value.
+
+    Such an action has ``f sqrt(L) < mu @ a - incumbent <= top - incumbent`` (``top``:
+    the largest ``mu @ a``), so ``L < ((top - incumbent) / f)^2``; ``l_hi`` bounds
+    every ``L``.
+
+    >>> window_top(100.0, 5.0, 2.0, 1.0), window_top(4.0, 5.0, 2.0, 1.0)
+    (9.0, 4.0)
+    """
+    return min(l_hi, ((top - incumbent) / f) ** 2)
+
+
+def _sqrt_grid(lo: float, hi: float, n: int, extra: set[float]) -> list[float]:
+    """Breakpoints on ``[lo, hi]``: ``0`` if inside, ``n`` pieces even in ``sqrt(L)``, and ``extra``.
+
+    >>> [round(x, 3) for x in _sqrt_grid(-1.0, 4.0, 2, {3.0})]
+    [-1.0, 0.0, 1.0, 3.0, 4.0]
+    """
+    start = max(lo, 0.0)
+    r0, r1 = math.sqrt(start), math.sqrt(hi)
+    points = [lo, hi, start, *((r0 + (r1 - r0) * i / n) ** 2 for i in range(1, n))]
+    points += [float(p) for p in extra if lo < p < hi]
+    points.sort()
+    kept = [points[0]]
+    for p in points[1:]:
+        if p - kept[-1] > _MIN_PIECE * (1.0 + abs(hi)):
+            kept.append(p)
+    kept[-1] = hi
+    return kept
+
+
+class _PiecewiseSqrt:
+    """Secants of ``-f sqrt(max(L, 0))`` between breakpoints, as an incremental MILP block.
+
+    ``L = points[0] + sum_k delta_k`` with ``0 <= delta_k <= width_k`` and binaries
+    ``z_k`` that make the pieces fill in order (``delta_k >= width_k z_k``,
+    ``delta_{k+1} <= width_{k+1} z_k``); the objective gets ``f slope_k delta_k`` plus
+    :attr:`const`. Every ``L`` in range is representable with the value of the secant
+    of its piece, which is at least ``-f sqrt(max(L, 0))`` (the function is linear on
+    ``L <= 0`` and convex on ``L >= 0``).
+    """
+
+    def __init__(self, model: CompiledModel, L: int, f: float, points: list[float]):
+        self.model = model
+        self.L = L
+        self.f = f
+        self.points = points
+        self.cols = self.rows = (0, 0)
+        self._build()
+
+    @staticmethod
+    def phi(x):
+        return -np.sqrt(np.maximum(x, 0.0))
+
+    @property
+    def const(self) -> float:
+        return self.f * float(self.phi(self.points[0]))
+
+    def overshoot(self, l: float) -> float:
+        """How far the secants value ``l`` above ``-sqrt(max(l, 0))`` (per unit of ``f``)."""
+        p = np.asarray(self.points)
+        return float(np.interp(l, p, self.phi(p)) - self.phi(l))
+
+    def can_split(self, l: float) -> bool:
+        """Whether ``l`` lies inside the window and away from every breakpoint."""
+        p = self.points
+        return p[0] < l < p[-1] and min(abs(x - l) for x in p) > _MIN_PIECE * (1.0 + abs(p[-1]))
+
+    def add_point(self, l: float) -> None:
+        """Split the piece holding ``l`` there: the secants become exact at ``l``."""
+        if not self.can_split(l):
+            raise OracleError("norm secants: breakpoint outside the window or already present")
+        self.remove()
+        self.points = sorted([*self.points, l])
+        self._build()
+
+    def remove(self) -> None:
+        """Delete the block's rows and columns (rows appended after it only shift)."""
+        h = self.model.h
+        first, last = self.rows
+        h.deleteRows(last - first, np.arange(first, last, dtype=np.int32))
+        first, last = self.cols
+        h.deleteCols(last - first, np.arange(first, last, dtype=np.int32))
+
+    def _build(self) -> None:
+        model, h = self.model, self.model.h
+        p = np.asarray(self.points)
+        width = np.diff(p)
+        slope = np.diff(self.phi(p)) / width
+        k = len(width)
+        first = h.getNumCol()
+        delta = first + np.arange(k)
+        z = first + k + np.arange(k - 1)
+        h.addCols(
+            2 * k - 1,
+            np.r_[self.f * slope, np.zeros(k - 1)],
+            np.zeros(2 * k - 1),
+            np.r_[width, np.ones(k - 1)],
+            0,
+            [],
+            [],
+            [],
+        )
+        if k > 1:
+            kint = model._hs.HighsVarType.kInteger
+            h.changeColsIntegrality(k - 1, z.astype(np.int32), np.array([kint] * (k - 1)))
+        self.cols = (first, h.getNumCol())
+        row0 = h.getNumRow()
+        _add_rows(model, [p[0]], [p[0]], np.r_[self.L, delta], np.r_[1.0, -np.ones(k)], k + 1)
+        if k > 1:
+            ones = np.ones(k - 1)
+            _add_rows(
+                model,
+                np.zeros(k - 1),
+                np.full(k - 1, np.inf),
+                np.stack([delta[:-1], z], 1).ravel(),
+                np.stack([ones, -width[:-1]], 1).ravel(),
+                2,
+            )
+            _add_rows(
+                model,
+                np.full(k - 1, -np.inf),
+                np.zeros(k - 1),
+                np.stack([delta[1:], z], 1).ravel(),
+                np.stack([ones, -width[1:]], 1).ravel(),
+                2,
+            )
+        self.rows = (row0, h.getNumRow())
 
 
 class _ConvexCuts:
@@ -471,8 +613,7 @@ class _ConvexCuts:
 
     def separate(self, model: CompiledModel, L: int) -> None:
         """Add violated tangents at LP-relaxation points, up to ``rounds`` LP solves."""
-        arms, side = self.solver.arms, self.side
-        if not len(arms) or self.rounds == 0:
+        if not len(self.solver.arms) or self.rounds == 0:
             return
         h = model.h
         h.setOptionValue("solve_relaxation", True)
@@ -481,17 +622,25 @@ class _ConvexCuts:
                 h.run()
                 if h.getModelStatus() != model._hs.HighsModelStatus.kOptimal:
                     return
-                x = np.asarray(h.getSolution().col_value)
-                a0 = x[arms]
-                curve = float(a0 @ self.P @ a0)
-                quad = self.t * float(a0.sum()) - side * curve
-                if side * x[L] <= side * quad + 1e-6 * (1.0 + abs(quad)):
+                if not self.cut_at(model, L, np.asarray(h.getSolution().col_value)):
                     return
-                coefs = np.r_[side, 2.0 * (self.P @ a0) - side * self.t]
-                _add_rows(model, [-np.inf], [curve], np.r_[L, arms], coefs, len(arms) + 1)
-                self.cuts += 1
         finally:
             h.setOptionValue("solve_relaxation", False)
+
+    def cut_at(self, model: CompiledModel, L: int, x: np.ndarray) -> bool:
+        """Add the tangent at the arm values of ``x`` if ``x[L]`` violates it; say whether it did."""
+        arms, side = self.solver.arms, self.side
+        if not len(arms):
+            return False
+        a0 = x[arms]
+        curve = float(a0 @ self.P @ a0)
+        quad = self.t * float(a0.sum()) - side * curve
+        if side * x[L] <= side * quad + 1e-6 * (1.0 + abs(quad)):
+            return False
+        coefs = np.r_[side, 2.0 * (self.P @ a0) - side * self.t]
+        _add_rows(model, [-np.inf], [curve], np.r_[L, arms], coefs, len(arms) + 1)
+        self.cuts += 1
+        return True
 
 
 class _Exclusions:
@@ -540,6 +689,52 @@ class _Lifted:
 
     def rows(self) -> range:
         return range(self.first_row, self.last_row)
+
+    @staticmethod
+    def glover(model: CompiledModel, solver: _NormSolver, *, l_bounds: tuple[float, float]) -> _Lifted:
+        """Columns ``z_i`` (one per free arm), ``L`` and ``s``, with Glover's rows (sign -1).
+
+        ``z_i`` stands for ``a_i g_i(a)``, ``g_i(a) = sum_{j != i} M_ij a_j``. With ``lo_i``
+        the least ``g_i`` on an action holding ``i`` (its ``m - 1`` most negative entries)
+        and ``up_i`` the largest ``g_i`` on any action (its ``m`` largest), the rows
+        ``z_i >= lo_i a_i`` and ``z_i >= g_i(a) - up_i (1 - a_i)`` hold at ``z_i = a_i g_i(a)``
+        on every binary action and force at least that, so
+        ``L = sum_i M_ii a_i + sum_i z_i`` can reach ``a @ M @ a`` and never goes below
+        it. ``2 d`` rows instead of a column per pair: the LPs are ~8x smaller than
+        the pairwise lifting and the MILPs 2-3x faster at d=40.
+        """
+        M = solver.query.M
+        arms = solver.arms
+        k = len(arms)
+        m = solver.oracle.space.m
+        sub = M[np.ix_(arms, arms)]
+        diag = np.diag(sub)
+        off = sub - np.diag(diag)
+        ordered = np.sort(off, axis=1)  # the row's own zero is among them and adds nothing
+        lo = np.clip(ordered[:, : max(min(m - 1, k), 0)], None, 0.0).sum(axis=1)
+        up = np.clip(ordered[:, ::-1][:, : min(m, k)], 0.0, None).sum(axis=1)
+        h = model.h
+        inf = model._hs.kHighsInf
+        first_col = h.getNumCol()
+        z = first_col + np.arange(k)
+        L, s = first_col + k, first_col + k + 1
+        lb = np.concatenate([np.minimum(lo, 0.0), [l_bounds[0], -inf]])
+        ub = np.concatenate([np.maximum(up, 0.0), [l_bounds[1], inf]])
+        h.addCols(k + 2, np.zeros(k + 2), lb, ub, 0, [], [], [])
+        first_row = h.getNumRow()
+        # L = sum_i M_ii a_i + sum_i z_i
+        _add_rows(model, [0.0], [0.0], np.r_[L, arms, z], np.r_[1.0, -diag, -np.ones(k)], 2 * k + 1)
+        # z_i - lo_i a_i >= 0
+        pairs = np.stack([z, arms], 1).ravel()
+        _add_rows(model, np.zeros(k), np.full(k, np.inf), pairs, np.stack([np.ones(k), -lo], 1).ravel(), 2)
+        # z_i - sum_{j != i} M_ij a_j - up_i a_i >= -up_i
+        coefs = -off
+        coefs[np.arange(k), np.arange(k)] = -up
+        cols = np.concatenate([z[:, None], np.broadcast_to(arms, (k, k))], 1)
+        _add_rows(
+            model, -up, np.full(k, np.inf), cols.ravel(), np.concatenate([np.ones((k, 1)), coefs], 1).ravel(), k + 1
+        )
+        return _Lifted(first_col, L, s, first_row, h.getNumRow())
 
     @staticmethod
     def build(model: CompiledModel, solver: _NormSolver, *, push: int, l_bounds: tuple[float, float]) -> _Lifted:
