@@ -350,3 +350,92 @@ def test_gaps_left_by_noise_are_closed_by_setting_actions_aside(sign: int, monke
         check_against_enumeration(highs, enum, q)
         set_aside += last_stats(highs).extra["excluded"]
     assert set_aside > 0
+
+
+# ------------------------------------------------------- piecewise secants (sign -1)
+@pytest.mark.parametrize("family", ["cardinality", "cardinality-exact", "partition", "with-constraint"])
+def test_glover_lifting_reaches_the_quadratic_form_and_never_goes_below(family: str) -> None:
+    """With the arms fixed to an action, the least ``L`` of the sign -1 model is ``a @ M @ a``."""
+    from cmab_milp.oracles.highs_model import CompiledModel
+    from cmab_milp.oracles.highs_norm import _Lifted, _NormSolver
+
+    oracle, actions = oracles(family)
+    d = oracle.d
+    rng = np.random.default_rng([3, FAMILIES.index(family)])
+    for kind in ("psd", "indefinite", "low-rank"):
+        M = random_matrix(rng, d, kind)
+        exclude = (int(rng.integers(d)),) if kind == "indefinite" else ()
+        solver = _NormSolver(oracle, oracle.norm_query(np.zeros(d), M, 1.0, -1, exclude=exclude))
+        model = CompiledModel(oracle.formulation, integer=False)
+        lift = _Lifted.glover(model, solver, l_bounds=(solver.l_lo, solver.l_hi))
+        model.h.changeColCost(lift.L, -1.0)  # maximise -L
+        idx = np.arange(d, dtype=np.int32)
+        for action in actions:
+            if exclude and action[exclude[0]]:
+                continue
+            x = action.astype(float)
+            model.h.changeColsBounds(d, idx, x, x)
+            assert model.solve().status == "optimal"
+            least = -model.h.getObjectiveValue()
+            assert least == pytest.approx(x @ M @ x, abs=1e-9), action.astype(int)
+
+
+@pytest.mark.parametrize("family", ["cardinality", "partition", "matchings-general", "explicit"])
+def test_window_holds_every_action_that_beats_the_incumbent(family: str) -> None:
+    """``L < window_top(...)`` for every action worth more than any incumbent (brute force)."""
+    from cmab_milp.oracles.highs_norm import window_top
+
+    oracle, actions = oracles(family)
+    rng = np.random.default_rng([4, len(family)])
+    x = actions.astype(float)
+    for k in range(6):
+        q = random_query(rng, oracle.d, k, -1)
+        quad = np.einsum("ni,ij,nj->n", x, q["M"], x)
+        _, hi = quadratic_form_bounds(q["M"], oracle.space.m, np.arange(oracle.d))
+        values = all_values(actions, q)
+        top = float((x @ q["mu"])[np.isfinite(values)].max())  # the restricted linear optimum
+        for incumbent in np.sort(values[np.isfinite(values)])[::3]:
+            better = values > incumbent
+            assert np.all(quad[better] < window_top(hi, top, float(incumbent), q["f"]))
+
+
+def test_secant_block_values_every_L_at_the_secant_of_its_piece() -> None:
+    """The incremental block is a MILP over its binaries: at each fixed ``L`` its best value is
+    the interpolation of ``-f sqrt(max(L, 0))`` through the breakpoints, never below the curve."""
+    from cmab_milp.oracles.highs_model import CompiledModel
+    from cmab_milp.oracles.highs_norm import _PiecewiseSqrt, _sqrt_grid
+
+    model = CompiledModel(cm.Cardinality(2, 1).formulation())
+    h = model.h
+    L = h.getNumCol()
+    h.addCols(1, np.zeros(1), np.array([-2.0]), np.array([9.0]), 0, [], [], [])
+    f = 1.7
+    block = _PiecewiseSqrt(model, L, f, _sqrt_grid(-2.0, 9.0, 3, {5.0}))
+    assert block.points == pytest.approx([-2.0, 0.0, 1.0, 4.0, 5.0, 9.0])
+    block.add_point(2.5)
+    assert not block.can_split(2.5) and not block.can_split(9.5)
+    p = np.asarray(block.points)
+    for level in np.r_[p, np.linspace(-2.0, 9.0, 23)]:
+        h.changeColBounds(L, level, level)
+        assert model.solve().status == "optimal"
+        value = h.getObjectiveValue() + block.const
+        secant = f * np.interp(level, p, -np.sqrt(np.maximum(p, 0.0)))
+        assert value == pytest.approx(secant, abs=1e-9)
+        assert value >= -f * np.sqrt(max(level, 0.0)) - 1e-9
+        assert block.overshoot(level) >= -1e-12
+    assert max(abs(block.overshoot(x)) for x in p) < 1e-12
+
+
+@pytest.mark.parametrize("sign", [1, -1])
+def test_benchmark_like_covariances_match_brute_force(sign: int) -> None:
+    """``M = A A^T / d + I`` as in ``bench/oracle.py``, on a space small enough to enumerate."""
+    space = cm.Cardinality(12, 4)
+    highs = cm.make_oracle(space, "highs", verify=True)
+    actions = space.enumerate()
+    rng = np.random.default_rng(12)
+    a = rng.normal(size=(12, 12))
+    M = a @ a.T / 12 + np.eye(12)
+    for mu in rng.uniform(0, 1, (4, 12)):
+        check(highs, actions, {"mu": mu, "M": M, "f": 1.0, "sign": sign})
+    if sign < 0:
+        assert last_stats(highs).method == "secants-quadratic-form"
