@@ -439,3 +439,30 @@ def test_benchmark_like_covariances_match_brute_force(sign: int) -> None:
         check(highs, actions, {"mu": mu, "M": M, "f": 1.0, "sign": sign})
     if sign < 0:
         assert last_stats(highs).method == "secants-quadratic-form"
+
+
+@pytest.mark.parametrize("family", ["cardinality", "partition", "graphic", "with-constraint"])
+def test_local_search_returns_a_feasible_local_optimum(family: str) -> None:
+    """The first incumbent's local search stays in the space and the restrictions, never loses
+    value, and ends where no single add, drop or swap (brute force) gains."""
+    from cmab_milp.oracles.highs_norm import _NormSolver
+
+    oracle, actions = oracles(family)
+    rng = np.random.default_rng([5, len(family)])
+    for k in range(8):
+        q = random_query(rng, oracle.d, k, -1)
+        values = all_values(actions, q)
+        allowed = actions[np.isfinite(values)]
+        if not len(allowed):
+            continue
+        start = allowed[int(rng.integers(len(allowed)))]
+        query = oracle.norm_query(**q)
+        solver = _NormSolver(oracle, query)
+        found, value = solver._improve_locally(start.copy(), query.value(start))
+        assert oracle.space.contains(found) and query.restrictions.admits(found)
+        assert value == query.value(found) >= query.value(start)
+        assert solver.stats.extra["local_checks"] < 200
+        differ = (found ^ allowed).sum(axis=1)
+        swap = (differ == 2) & (allowed.sum(axis=1) == found.sum())
+        moves = (differ == 1) | swap  # one add, one drop or one swap away
+        assert all_values(allowed[moves], q).max() <= value + 1e-9 * (1 + abs(value))

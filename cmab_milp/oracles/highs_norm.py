@@ -106,6 +106,8 @@ _CONVEX_ROUNDS = 30
 _SECANT_PIECES = 16
 #: Breakpoints closer than this (relative to the window) are merged.
 _MIN_PIECE = 1e-9
+#: Feasibility checks of the local search that improves the first incumbent (sign -1).
+_LOCAL_CHECKS = 200
 #: HiGHS options during the sign -1 solves: the MIP start already gives the incumbent and
 #: the sub-MIP heuristics and restarts took most of the time (3x at d=40).
 _SECANT_OPTIONS: dict[str, object] = {
@@ -401,11 +403,12 @@ class _NormSolver:
         best, best_value = lin, q.value(lin)
         if proven(top, best_value):  # includes f = 0
             return best, top
+        best, best_value = self._improve_locally(best, best_value)
         lo = min(self.l_lo, 0.0)
         lift = _Lifted.glover(model, self, l_bounds=(lo, self.l_hi))
         convex = _ConvexCuts(self, side=-1, rounds=_CONVEX_ROUNDS)
         excluded = _Exclusions(self)
-        points = {self.quadratic_form(lin)}  # L of every answer: breakpoints when in the window
+        points = {self.quadratic_form(lin), self.quadratic_form(best)}  # breakpoints when in the window
         secants: _PiecewiseSqrt | None = None
         bound = best_value
         for solves in range(1, _MAX_SECANT_SOLVES + 1):
@@ -447,6 +450,62 @@ class _NormSolver:
         self.stats.extra["convex_cuts"] = convex.cuts
         self.stats.extra["pieces"] = 0 if secants is None else len(secants.points) - 1
         return best, max(bound, best_value)
+
+    def _improve_locally(self, action: np.ndarray, value: float) -> tuple[np.ndarray, float]:
+        """Best-improvement local search (add, drop or swap one arm) from ``action``.
+
+        Only a heuristic for the incumbent (its ``L`` becomes a breakpoint and its
+        value narrows the window; halves the MILP work at d=40 when it finds the
+        optimum): every move is checked against the space and the restrictions and
+        valued exactly; at most ``_LOCAL_CHECKS`` feasibility checks per query.
+        """
+        q, res, space = self.query, self.res, self.oracle.space
+        M, mu, f = q.M, q.mu, q.f
+        diag = np.diag(M)
+        free = np.zeros(self.d, bool)
+        free[self.arms] = True
+        keep = np.zeros(self.d, bool)
+        keep[list(res.include)] = True
+        checks = 0
+        while checks < _LOCAL_CHECKS:
+            x = action.astype(float)
+            mx = M @ x
+            base_lin, base_quad = float(mu @ x), float(x @ mx)
+            out = np.flatnonzero(free & ~action)
+            inn = np.flatnonzero(action & ~keep)
+            # (arm dropped or -1, arm added or -1) and the resulting mu @ a and L
+            drop = np.r_[inn, np.full(len(out), -1), np.repeat(inn, len(out))]
+            add = np.r_[np.full(len(inn), -1), out, np.tile(out, len(inn))]
+            lin = np.full(len(drop), base_lin)
+            quad = np.full(len(drop), base_quad)
+            has_drop, has_add = drop >= 0, add >= 0
+            i, j = drop[has_drop], add[has_add]
+            lin[has_drop] -= mu[i]
+            quad[has_drop] += diag[i] - 2.0 * mx[i]
+            lin[has_add] += mu[j]
+            quad[has_add] += diag[j] + 2.0 * mx[j]
+            both = has_drop & has_add
+            quad[both] -= 2.0 * M[drop[both], add[both]]
+            gain = lin - f * np.sqrt(np.maximum(quad, 0.0)) - value
+            moved = False
+            for k in np.argsort(-gain):
+                if gain[k] <= tolerance(value) or checks >= _LOCAL_CHECKS:
+                    break
+                candidate = action.copy()
+                if drop[k] >= 0:
+                    candidate[drop[k]] = False
+                if add[k] >= 0:
+                    candidate[add[k]] = True
+                checks += 1
+                if (res.empty or res.admits(candidate)) and space._contains(candidate):
+                    new_value = q.value(candidate)
+                    if new_value > value:
+                        action, value, moved = candidate, new_value, True
+                        break
+            if not moved:
+                break
+        self.stats.extra["local_checks"] = checks
+        return action, value
 
 
 def window_top(l_hi: float, top: float, incumbent: float, f: float) -> float:
