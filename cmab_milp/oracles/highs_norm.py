@@ -101,7 +101,9 @@ _MAX_OA_ITERATIONS = 200
 _MAX_SECANT_SOLVES = 500
 #: No-good enumerations near ``L = 0`` (sign +1) before giving up.
 _MAX_NO_GOODS = 500
-#: LP-relaxation rounds of convex-reformulation cuts on ``L`` before the first secant MILP.
+#: LP-relaxation rounds of convex-reformulation cuts on ``L`` before the first secant MILP,
+#: at most one per free arm (d=40: the slowest query 0.8 s with 30 rounds, 1.3 s with none;
+#: d=10: 30 rounds cost 12 ms of 36).
 #: (The upper-bound cuts, ``side=+1``, never cut the sign +1 relaxation in measurements,
 #: so it does not use them.)
 _CONVEX_ROUNDS = 30
@@ -409,7 +411,7 @@ class _NormSolver:
         best, best_value = self._improve_locally(best, best_value)
         lo = min(self.l_lo, 0.0)
         lift = _Lifted.glover(model, self, l_bounds=(lo, self.l_hi))
-        convex = _ConvexCuts(self, side=-1, rounds=_CONVEX_ROUNDS)
+        convex = _ConvexCuts(self, side=-1, rounds=min(_CONVEX_ROUNDS, len(self.arms)))
         excluded = _Exclusions(self)
         points = {self.quadratic_form(lin), self.quadratic_form(best)}  # breakpoints when in the window
         secants: _PiecewiseSqrt | None = None
