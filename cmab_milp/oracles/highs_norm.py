@@ -310,7 +310,7 @@ class _NormSolver:
     def _maximise_plus(self, model: CompiledModel) -> tuple[np.ndarray | None, float]:
         q = self.query
         delta = _DELTA_FRACTION * self.l_hi
-        lift = _Lifted.build(model, self, push=1, l_bounds=(delta, self.l_hi))
+        lift = _Lifted.pairs(model, self, l_bounds=(delta, self.l_hi))
         h = model.h
         root_hi = np.sqrt(self.l_hi)
         h.changeColBounds(lift.s, 0.0, q.f * root_hi)
@@ -763,7 +763,10 @@ def _add_no_good(model: CompiledModel, arms: np.ndarray, action: np.ndarray) -> 
 # ---------------------------------------------------------------------- lifting
 @dataclass
 class _Lifted:
-    """Columns ``w`` (one per pair), ``L`` and ``s`` appended to a model, with their rows."""
+    """Columns for the quadratic form ``L`` (and ``s``) appended to a model, with their rows.
+
+    :meth:`pairs` (sign +1) lifts every pair, :meth:`glover` (sign -1) every arm.
+    """
 
     first_col: int
     L: int
@@ -821,7 +824,8 @@ class _Lifted:
         return _Lifted(first_col, L, s, first_row, h.getNumRow())
 
     @staticmethod
-    def build(model: CompiledModel, solver: _NormSolver, *, push: int, l_bounds: tuple[float, float]) -> _Lifted:
+    def pairs(model: CompiledModel, solver: _NormSolver, *, l_bounds: tuple[float, float]) -> _Lifted:
+        """Columns ``w_ij`` (pairs with ``M_ij != 0``), ``L`` and ``s``: the model's ``L`` never exceeds the truth."""
         q = solver.query
         M = q.M
         arms = solver.arms
@@ -829,8 +833,7 @@ class _Lifted:
         ii, jj = np.triu_indices(len(arms), 1)
         I, J = arms[ii], arms[jj]
         coef = M[I, J]
-        every_pair = push <= 0  # RLT rows >= need every pair's column
-        keep = np.ones(len(coef), bool) if every_pair else coef != 0.0
+        keep = coef != 0.0
         if forbidden:
             keep &= np.array([(i, j) not in forbidden for i, j in zip(I.tolist(), J.tolist(), strict=True)])
         I, J, coef = I[keep], J[keep], coef[keep]
@@ -860,12 +863,7 @@ class _Lifted:
         cols = np.concatenate([[L], arms[dmask], w])
         coefs = np.concatenate([[1.0], -diag[dmask], -2.0 * coef])
         block([0.0], [0.0], cols, coefs, len(cols))
-        if push > 0:  # the model's L may only fall short of the truth
-            upper, lower = coef > 0, coef < 0
-        elif push < 0:  # the model's L may only exceed the truth
-            upper, lower = coef <= 0, coef > 0
-        else:
-            upper = lower = np.ones(n_pairs, bool)
+        upper, lower = coef > 0, coef < 0  # the model's L may only fall short of the truth
         if upper.any():  # w <= a_i, w <= a_j
             n = int(upper.sum())
             for other in (I, J):
@@ -886,14 +884,9 @@ class _Lifted:
             ones = np.ones(len(mine))
             if len(mine) > m - 1:  # sum_j w_ij <= (m - 1) a_i
                 block([-np.inf], [0.0], np.r_[mine, i], np.r_[ones, 1.0 - m], len(mine) + 1)
-            if k_min >= 2 and every_pair:  # sum_j w_ij >= (k_min - 1) a_i
-                block([0.0], [np.inf], np.r_[mine, i], np.r_[ones, 1.0 - k_min], len(mine) + 1)
             if k_min >= 2:  # sum_j w_ij <= sum_{j != i} a_j - k_min (1 - a_i)
                 cols = np.r_[mine, rest, i]
                 block([-np.inf], [-k_min], cols, np.r_[ones, -np.ones(len(rest)), -k_min], len(cols))
-            if every_pair and m < len(arms):  # sum_j w_ij >= sum_{j != i} a_j - m (1 - a_i)
-                cols = np.r_[mine, rest, i]
-                block([-m], [np.inf], cols, np.r_[ones, -np.ones(len(rest)), -m], len(cols))
         nnz = sum(len(x) for x in index)
         model._check(
             h.addRows(
