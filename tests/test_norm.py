@@ -466,3 +466,15 @@ def test_local_search_returns_a_feasible_local_optimum(family: str) -> None:
         swap = ((differ == 2) | (differ == 4)) & (allowed.sum(axis=1) == found.sum())
         moves = (differ == 1) | swap  # one add, one drop, one swap or a swap of two away
         assert all_values(allowed[moves], q).max() <= value + 1e-9 * (1 + abs(value))
+
+
+@pytest.mark.parametrize("sign", [1, -1])
+@pytest.mark.parametrize("scale", [1e-16, 1e-12, 1e-8])
+def test_tiny_quadratic_forms(scale: float, sign: int) -> None:
+    """The sqrt term near the tolerance: the sign -1 window ``[0, ((top - v) / f)^2)`` is then
+    ~1e-16 wide (its breakpoints once merged into one point and the secant block failed)."""
+    oracle, actions = oracles("cardinality")
+    rng = np.random.default_rng([sign + 1, int(-np.log10(scale))])
+    for kind in ("psd", "indefinite"):
+        q = {"mu": rng.uniform(0, 1, oracle.d), "M": random_matrix(rng, oracle.d, kind) * scale, "f": 1.0}
+        check(oracle, actions, dict(q, sign=sign))

@@ -548,22 +548,25 @@ def window_top(l_hi: float, top: float, incumbent: float, f: float) -> float:
 
 
 def _sqrt_grid(lo: float, hi: float, n: int, extra: set[float]) -> list[float]:
-    """Breakpoints on ``[lo, hi]``: ``0`` if inside, ``n`` pieces even in ``sqrt(L)``, and ``extra``.
+    """Breakpoints from ``lo`` to ``hi > lo``: ``0`` if inside, ``n`` pieces even in ``sqrt(L)``, ``extra``.
+
+    Interior points closer than ``_MIN_PIECE * (1 + |hi|)`` to a kept one are dropped;
+    both ends always stay, so even a tiny window has one piece.
 
     >>> [round(x, 3) for x in _sqrt_grid(-1.0, 4.0, 2, {3.0})]
     [-1.0, 0.0, 1.0, 3.0, 4.0]
+    >>> _sqrt_grid(0.0, 1e-12, 16, {5e-13})
+    [0.0, 1e-12]
     """
     start = max(lo, 0.0)
     r0, r1 = math.sqrt(start), math.sqrt(hi)
-    points = [lo, hi, start, *((r0 + (r1 - r0) * i / n) ** 2 for i in range(1, n))]
-    points += [float(p) for p in extra if lo < p < hi]
-    points.sort()
-    kept = [points[0]]
-    for p in points[1:]:
-        if p - kept[-1] > _MIN_PIECE * (1.0 + abs(hi)):
+    inside = [start, *((r0 + (r1 - r0) * i / n) ** 2 for i in range(1, n)), *map(float, extra)]
+    gap = _MIN_PIECE * (1.0 + abs(hi))
+    kept = [lo]
+    for p in sorted(inside):
+        if p - kept[-1] > gap and hi - p > gap:
             kept.append(p)
-    kept[-1] = hi
-    return kept
+    return [*kept, hi]
 
 
 class _PiecewiseSqrt:
