@@ -401,29 +401,36 @@ def test_window_holds_every_action_that_beats_the_incumbent(family: str) -> None
 
 def test_secant_block_values_every_L_at_the_secant_of_its_piece() -> None:
     """The incremental block is a MILP over its binaries: at each fixed ``L`` its best value is
-    the interpolation of ``-f sqrt(max(L, 0))`` through the breakpoints, never below the curve."""
+    the interpolation of ``-f sqrt(max(L, 0))`` through the breakpoints, never below the curve;
+    a first piece ``[0, p]`` steeper than allowed (``p < least``) is flat."""
     from cmab_milp.oracles.highs_model import CompiledModel
     from cmab_milp.oracles.highs_norm import _PiecewiseSqrt, _sqrt_grid
 
-    model = CompiledModel(cm.Cardinality(2, 1).formulation())
-    h = model.h
-    L = h.getNumCol()
-    h.addCols(1, np.zeros(1), np.array([-2.0]), np.array([9.0]), 0, [], [], [])
     f = 1.7
-    block = _PiecewiseSqrt(model, L, f, _sqrt_grid(-2.0, 9.0, 3, {5.0}))
-    assert block.points == pytest.approx([-2.0, 0.0, 1.0, 4.0, 5.0, 9.0])
-    block.add_point(2.5)
-    assert not block.can_split(2.5) and not block.can_split(9.5)
-    p = np.asarray(block.points)
-    for level in np.r_[p, np.linspace(-2.0, 9.0, 23)]:
-        h.changeColBounds(L, level, level)
-        assert model.solve().status == "optimal"
-        value = h.getObjectiveValue() + block.const
-        secant = f * np.interp(level, p, -np.sqrt(np.maximum(p, 0.0)))
-        assert value == pytest.approx(secant, abs=1e-9)
-        assert value >= -f * np.sqrt(max(level, 0.0)) - 1e-9
-        assert block.overshoot(level) >= -1e-12
-    assert max(abs(block.overshoot(x)) for x in p) < 1e-12
+    for lo, hi, least in ((-2.0, 9.0, 0.0), (-1.0, 0.01, 0.5)):
+        model = CompiledModel(cm.Cardinality(2, 1).formulation())
+        h = model.h
+        L = h.getNumCol()
+        h.addCols(1, np.zeros(1), np.array([lo]), np.array([hi]), 0, [], [], [])
+        block = _PiecewiseSqrt(model, L, f, _sqrt_grid(lo, hi, 3, {5.0}, least), least)
+        if least == 0.0:
+            assert block.points == pytest.approx([-2.0, 0.0, 1.0, 4.0, 5.0, 9.0])
+            block.add_point(2.5)
+            assert not block.can_split(2.5) and not block.can_split(9.5)
+        else:
+            assert block.points == [-1.0, 0.0, 0.01] and not block.can_split(0.005)
+        p = np.asarray(block.points)
+        curve = -np.sqrt(np.maximum(p, 0.0))
+        expected = curve if least == 0.0 else np.zeros_like(p)  # flat [0, 0.01]: 0 everywhere
+        for level in np.r_[p, np.linspace(lo, hi, 23)]:
+            h.changeColBounds(L, level, level)
+            assert model.solve().status == "optimal"
+            value = h.getObjectiveValue() + block.const
+            assert value == pytest.approx(f * np.interp(level, p, expected), abs=1e-9)
+            assert value >= -f * np.sqrt(max(level, 0.0)) - 1e-9
+            assert block.overshoot(level) >= -1e-12
+        if least == 0.0:
+            assert max(abs(block.overshoot(x)) for x in p) < 1e-12
 
 
 @pytest.mark.parametrize("sign", [1, -1])
@@ -478,3 +485,15 @@ def test_tiny_quadratic_forms(scale: float, sign: int) -> None:
     for kind in ("psd", "indefinite"):
         q = {"mu": rng.uniform(0, 1, oracle.d), "M": random_matrix(rng, oracle.d, kind) * scale, "f": 1.0}
         check(oracle, actions, dict(q, sign=sign))
+
+
+@pytest.mark.parametrize("family", ["cardinality", "partition"])
+def test_tiny_linear_part_with_negative_quadratic_forms(family: str) -> None:
+    """``mu`` ~ 1e-6 and an indefinite ``M``: the best actions have ``L < 0`` and the window
+    ``[l_lo, ((top - v) / f)^2)`` reaches just past 0, where the kink of ``-sqrt(max(L, 0))``
+    must stay a breakpoint (a grid that merged it into a 3e-13 piece proved a wrong optimum)."""
+    oracle, actions = oracles(family)
+    rng = np.random.default_rng([6, len(family)])
+    for _ in range(12):
+        q = {"mu": rng.normal(size=oracle.d) * 1e-6, "M": random_matrix(rng, oracle.d, "indefinite"), "f": 1.0}
+        check(oracle, actions, dict(q, sign=-1))

@@ -111,6 +111,9 @@ _CONVEX_ROUNDS = 30
 _SECANT_PIECES = 16
 #: Breakpoints closer than this (relative to the window) are merged.
 _MIN_PIECE = 1e-9
+#: Steepest objective slope ``f / sqrt(p)`` of a first secant ``[0, p]`` (sign -1): a steeper one
+#: multiplies HiGHS's row tolerance (1e-9) into the objective.
+_MAX_SLOPE = 1e4
 #: Feasibility checks of the local search that improves the first incumbent (sign -1).
 _LOCAL_CHECKS = 200
 #: HiGHS options during the sign -1 solves: the MIP start already gives the incumbent and
@@ -415,6 +418,7 @@ class _NormSolver:
         excluded = _Exclusions(self)
         points = {self.quadratic_form(lin), self.quadratic_form(best)}  # breakpoints when in the window
         secants: _PiecewiseSqrt | None = None
+        least = (f / _MAX_SLOPE) ** 2  # no breakpoint in (0, least): slopes stay above -_MAX_SLOPE
         bound = best_value
         solves = 0
         for _ in range(_MAX_SECANT_SOLVES):
@@ -423,7 +427,8 @@ class _NormSolver:
                 if hi <= lo:  # no action can beat the incumbent
                     break
                 h.changeColBounds(lift.L, lo, hi)
-                secants = _PiecewiseSqrt(model, lift.L, f, _sqrt_grid(lo, hi, _SECANT_PIECES, points))
+                grid = _sqrt_grid(lo, hi, _SECANT_PIECES, points, least)
+                secants = _PiecewiseSqrt(model, lift.L, f, grid, least)
                 if solves == 0:
                     convex.separate(model, lift.L)
             solves += 1
@@ -547,26 +552,28 @@ def window_top(l_hi: float, top: float, incumbent: float, f: float) -> float:
     return min(l_hi, ((top - incumbent) / f) ** 2)
 
 
-def _sqrt_grid(lo: float, hi: float, n: int, extra: set[float]) -> list[float]:
-    """Breakpoints from ``lo`` to ``hi > lo``: ``0`` if inside, ``n`` pieces even in ``sqrt(L)``, ``extra``.
+def _sqrt_grid(lo: float, hi: float, n: int, extra: set[float], least: float = 0.0) -> list[float]:
+    """Breakpoints from ``lo`` to ``hi > lo``: ``n`` pieces even in ``sqrt(L)``, and ``extra``.
 
-    Interior points closer than ``_MIN_PIECE * (1 + |hi|)`` to a kept one are dropped;
-    both ends always stay, so even a tiny window has one piece.
+    ``lo``, ``hi`` and, inside, ``0`` (the kink of ``-sqrt(max(L, 0))``) always stay;
+    other points go when closer than ``_MIN_PIECE * (1 + |hi|)`` to a kept one or in
+    ``(0, least)`` (a steep first secant, see :class:`_PiecewiseSqrt`).
 
     >>> [round(x, 3) for x in _sqrt_grid(-1.0, 4.0, 2, {3.0})]
     [-1.0, 0.0, 1.0, 3.0, 4.0]
-    >>> _sqrt_grid(0.0, 1e-12, 16, {5e-13})
-    [0.0, 1e-12]
+    >>> _sqrt_grid(-1.0, 1e-12, 16, {5e-13})
+    [-1.0, 0.0, 1e-12]
+    >>> _sqrt_grid(0.0, 4.0, 2, {0.5}, least=2.0)
+    [0.0, 4.0]
     """
+    gap = _MIN_PIECE * (1.0 + abs(hi))
+    kept = [lo, 0.0, hi] if lo < 0.0 < hi else [lo, hi]
     start = max(lo, 0.0)
     r0, r1 = math.sqrt(start), math.sqrt(hi)
-    inside = [start, *((r0 + (r1 - r0) * i / n) ** 2 for i in range(1, n)), *map(float, extra)]
-    gap = _MIN_PIECE * (1.0 + abs(hi))
-    kept = [lo]
-    for p in sorted(inside):
-        if p - kept[-1] > gap and hi - p > gap:
+    for p in sorted([*((r0 + (r1 - r0) * i / n) ** 2 for i in range(1, n)), *map(float, extra)]):
+        if lo < p < hi and not 0.0 < p < least and min(abs(p - x) for x in kept) > gap:
             kept.append(p)
-    return [*kept, hi]
+    return sorted(kept)
 
 
 class _PiecewiseSqrt:
@@ -577,13 +584,18 @@ class _PiecewiseSqrt:
     ``delta_{k+1} <= width_{k+1} z_k``); the objective gets ``f slope_k delta_k`` plus
     :attr:`const`. Every ``L`` in range is representable with the value of the secant
     of its piece, which is at least ``-f sqrt(max(L, 0))`` (the function is linear on
-    ``L <= 0`` and convex on ``L >= 0``).
+    ``L <= 0`` and convex on ``L >= 0``). A piece ``[0, p]`` with ``p < least`` would
+    have a slope steeper than ``-f / sqrt(least)``, which multiplies HiGHS's row
+    tolerance into the objective: it is flat instead (``0 >= -f sqrt(L)``, still
+    above the curve), and its actions are set aside when found (no breakpoint goes
+    into ``(0, least)``).
     """
 
-    def __init__(self, model: CompiledModel, L: int, f: float, points: list[float]):
+    def __init__(self, model: CompiledModel, L: int, f: float, points: list[float], least: float = 0.0):
         self.model = model
         self.L = L
         self.f = f
+        self.least = least
         self.points = points
         self.cols = self.rows = (0, 0)
         self._build()
@@ -596,15 +608,26 @@ class _PiecewiseSqrt:
     def const(self) -> float:
         return self.f * float(self.phi(self.points[0]))
 
-    def overshoot(self, l: float) -> float:
-        """How far the secants value ``l`` above ``-sqrt(max(l, 0))`` (per unit of ``f``)."""
+    def slopes(self) -> np.ndarray:
         p = np.asarray(self.points)
-        return float(np.interp(l, p, self.phi(p)) - self.phi(l))
+        slope = np.diff(self.phi(p)) / np.diff(p)
+        slope[(p[:-1] >= 0.0) & (p[1:] < self.least)] = 0.0
+        return slope
+
+    def values(self) -> np.ndarray:
+        """The block's value (per unit of ``f``) at each breakpoint."""
+        p = np.asarray(self.points)
+        return self.phi(p[0]) + np.r_[0.0, np.cumsum(self.slopes() * np.diff(p))]
+
+    def overshoot(self, l: float) -> float:
+        """How far the block values ``l`` above ``-sqrt(max(l, 0))`` (per unit of ``f``)."""
+        return float(np.interp(l, self.points, self.values()) - self.phi(l))
 
     def can_split(self, l: float) -> bool:
-        """Whether ``l`` lies inside the window and away from every breakpoint."""
+        """Whether ``l`` lies inside the window, outside ``(0, least)`` and away from every breakpoint."""
         p = self.points
-        return p[0] < l < p[-1] and min(abs(x - l) for x in p) > _MIN_PIECE * (1.0 + abs(p[-1]))
+        inside = p[0] < l < p[-1] and not 0.0 < l < self.least
+        return inside and min(abs(x - l) for x in p) > _MIN_PIECE * (1.0 + abs(p[-1]))
 
     def add_point(self, l: float) -> None:
         """Split the piece holding ``l`` there: the secants become exact at ``l``."""
@@ -626,7 +649,7 @@ class _PiecewiseSqrt:
         model, h = self.model, self.model.h
         p = np.asarray(self.points)
         width = np.diff(p)
-        slope = np.diff(self.phi(p)) / width
+        slope = self.slopes()
         k = len(width)
         first = h.getNumCol()
         delta = first + np.arange(k)
