@@ -117,13 +117,14 @@ _MAX_SLOPE = 1e4
 #: Feasibility checks of the local search that improves the first incumbent (sign -1).
 _LOCAL_CHECKS = 200
 #: HiGHS options during the sign -1 solves: the MIP start already gives the incumbent and
-#: the sub-MIP heuristics and restarts took most of the time (3x at d=40).
+#: the sub-MIP heuristics took most of the time (2-3x at d=40). Restarts stay on: with
+#: ``mip_allow_restart=False`` HiGHS 1.16 reported 'Optimal' with a bound below a feasible
+#: action (paths on a 3x3 grid, M ~ 1e6, f = 1e4; test_norm's badly scaled cases).
 _SECANT_OPTIONS: dict[str, object] = {
     "mip_heuristic_effort": 0.0,
     "mip_heuristic_run_rins": False,
     "mip_heuristic_run_rens": False,
     "mip_heuristic_run_root_reduced_cost": False,
-    "mip_allow_restart": False,
 }
 #: ``delta``, the smallest ``L`` handled by tangents, as a fraction of the largest ``L``.
 _DELTA_FRACTION = 1e-6
