@@ -261,7 +261,9 @@ def test_convex_reformulation_cuts_hold_on_every_action(side: int) -> None:
     x = space.enumerate().astype(float)
     for kind in ("psd", "indefinite", "low-rank"):
         M = random_matrix(rng, 7, kind)
-        cuts = _ConvexCuts(_NormSolver(oracle, oracle.norm_query(np.zeros(7), M, 1.0)), side=side, rounds=1)
+        solver = _NormSolver(oracle, oracle.norm_query(np.zeros(7), M, 1.0))
+        cuts = _ConvexCuts(solver, side=side, rounds=1)
+        M = solver.query.M  # the solver holds M rescaled by a power of 4
         quad = np.einsum("ni,ij,nj->n", x, M, x)
         for a0 in rng.uniform(0, 1, (5, 7)):
             tangent = 2.0 * x @ (cuts.P @ a0) - a0 @ cuts.P @ a0
@@ -511,3 +513,14 @@ def test_badly_scaled_covariances_on_paths() -> None:
         if seed % 2:
             q["include"] = [int(rng.integers(d))]
         check(oracle, actions, dict(q, f=1e4, sign=-1))
+
+
+@pytest.mark.parametrize(("f", "m_scale", "mu_scale"), [(1.0, 1e6, 1.0), (1.0, 1e-12, 1e-6), (1e-6, 1e6, 1e-6)])
+def test_sign_plus_one_on_badly_scaled_covariances(f: float, m_scale: float, mu_scale: float) -> None:
+    """Without rescaling ``M`` the sign +1 model proved wrong optima at these scales
+    (e.g. a gap of 331 at ``M ~ 1e6``, ``f = 1``), silently."""
+    oracle, actions = oracles("partition")
+    for seed, kind in enumerate(("psd", "indefinite", "low-rank")):
+        rng = np.random.default_rng([seed, round(np.log10(f)) + 10, round(np.log10(m_scale)) + 20])
+        q = {"mu": rng.normal(size=oracle.d) * mu_scale, "M": random_matrix(rng, oracle.d, kind) * m_scale}
+        check(oracle, actions, dict(q, f=f, sign=1))

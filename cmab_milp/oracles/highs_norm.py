@@ -221,7 +221,7 @@ class _NormSolver:
 
     def __init__(self, oracle, query: NormQuery):
         self.oracle = oracle
-        self.query = _unit_scale(query) if query.sign < 0 else query
+        self.query = _unit_scale(query)
         query = self.query
         self.res = query.restrictions
         self.d = oracle.d
@@ -547,7 +547,7 @@ def _unit_scale(query: NormQuery) -> NormQuery:
 
     ``f sqrt(a @ M @ a) = (f 2^k) sqrt(a @ (M / 4^k) @ a)`` exactly in floating point, so
     every value is unchanged; the rows built from ``M`` get entries of order 1
-    (with ``M ~ 1e6`` HiGHS proved wrong optima of the sign -1 model).
+    (with ``M ~ 1e6`` or ``1e-12`` HiGHS proved wrong optima of both signs' models).
 
     >>> import cmab_milp as cm
     >>> q = cm.make_oracle(cm.Cardinality(2, 1), "highs").norm_query(np.ones(2), np.eye(2) * 64.0, 1.0, -1)
