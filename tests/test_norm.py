@@ -343,7 +343,7 @@ def test_gaps_left_by_noise_are_closed_by_setting_actions_aside(sign: int, monke
     actions are set aside by no-good rows, and the answers stay optimal."""
     from cmab_milp.oracles import highs_norm
 
-    monkeypatch.setattr(highs_norm, "proven", lambda bound, value: value >= bound)
+    monkeypatch.setattr(highs_norm, "proven", lambda bound, value, unit=1.0: value >= bound)
     highs, enum = noise_oracles()
     rng = np.random.default_rng([sign + 1, 5])
     set_aside = 0
@@ -524,3 +524,14 @@ def test_sign_plus_one_on_badly_scaled_covariances(f: float, m_scale: float, mu_
         rng = np.random.default_rng([seed, round(np.log10(f)) + 10, round(np.log10(m_scale)) + 20])
         q = {"mu": rng.normal(size=oracle.d) * mu_scale, "M": random_matrix(rng, oracle.d, kind) * m_scale}
         check(oracle, actions, dict(q, f=f, sign=1))
+
+
+def test_sign_plus_one_with_huge_terms() -> None:
+    """``f = 1e4``, ``M ~ 1e6``, ``mu ~ 1e4`` (terms ~1e7 even after rescaling ``M``): HiGHS
+    proved a wrong optimum (gap 1.4e7) until ``mu`` and ``f`` were scaled down as well."""
+    oracle, actions = oracles("partition")
+    for seed in range(3):
+        rng = np.random.default_rng([seed, 14, 26, 14])
+        kind = ("psd", "indefinite", "low-rank")[seed]
+        q = {"mu": rng.normal(size=oracle.d) * 1e4, "M": random_matrix(rng, oracle.d, kind) * 1e6}
+        check(oracle, actions, dict(q, f=1e4, sign=1))

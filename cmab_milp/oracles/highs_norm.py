@@ -154,6 +154,7 @@ def solve_norm(oracle, query: NormQuery) -> np.ndarray | None:
     """
     solver = _NormSolver(oracle, query)
     answer, bound = solver.run()
+    bound *= solver.value_scale  # back to the query's units (a power of 2: exact)
     _record_stats(oracle, solver.stats)
     if answer is None:
         return None
@@ -169,16 +170,20 @@ def solve_norm(oracle, query: NormQuery) -> np.ndarray | None:
     return answer
 
 
-def proven(bound: float, value: float) -> bool:
+def proven(bound: float, value: float, unit: float = 1.0) -> bool:
     """Whether ``value`` is within the contract's tolerance of the upper ``bound``.
 
     The bound comes from HiGHS, whose rows hold to ``1e-9``: the same test
-    closes every loop here and checks the final answer.
+    closes every loop here and checks the final answer. For a query whose values
+    were divided by ``s`` (:func:`_unit_objective`), ``unit=1/s`` gives the
+    tolerance of the original values, ``1e-9 * (1 + s |bound|) / s``.
 
     >>> proven(1.0 + 1e-9, 1.0), proven(1.0 + 1e-8, 1.0)
     (True, False)
+    >>> proven(2.0 + 2.5e-9, 2.0), proven(2.0 + 2.5e-9, 2.0, unit=1e-3)
+    (True, False)
     """
-    return value >= bound - tolerance(bound)
+    return value >= bound - (tolerance(bound) if unit == 1.0 else 1e-9 * (unit + abs(bound)))
 
 
 def last_stats(oracle) -> NormStats | None:
@@ -222,6 +227,9 @@ class _NormSolver:
     def __init__(self, oracle, query: NormQuery):
         self.oracle = oracle
         self.query = _unit_scale(query)
+        self.value_scale = 1.0
+        if query.sign > 0:
+            self.query, self.value_scale = _unit_objective(self.query)
         query = self.query
         self.res = query.restrictions
         self.d = oracle.d
@@ -346,7 +354,7 @@ class _NormSolver:
             if value > best_value:
                 best, best_value = action, value
             bound = result.bound
-            if proven(bound, best_value):
+            if proven(bound, best_value, 1.0 / self.value_scale):
                 break
             l_true = self.quadratic_form(action)
             if max(l_true, delta) in tangents:
@@ -397,7 +405,7 @@ class _NormSolver:
                 best, best_value = action, value
             top = result.bound + slack
             level = max(incumbent, best_value)
-            if proven(top, level):
+            if proven(top, level, 1.0 / self.value_scale):
                 return best, best_value, top
             self.stats.extra["no_goods"] = self.stats.extra.get("no_goods", 0) + 1
             _add_no_good(model, self.arms, action)
@@ -562,6 +570,27 @@ def _unit_scale(query: NormQuery) -> NormQuery:
     if k == 0:
         return query
     return dataclasses.replace(query, M=query.M * 4.0**-k, f=query.f * 2.0**k)
+
+
+def _unit_objective(query: NormQuery) -> tuple[NormQuery, float]:
+    """The query with ``mu`` and ``f`` divided by a power of 2 when its terms are far from 1.
+
+    Every value is divided by the same power of 2 (exactly), so the argmax is unchanged;
+    the second result multiplies a bound back. With terms ~1e7 (``f ~ 1e4``, ``M ~ 1e6``,
+    ``mu ~ 1e4``) HiGHS proved a wrong optimum of the sign +1 model. Queries whose terms
+    lie within ``2^+-13`` of 1 are left alone.
+
+    >>> import cmab_milp as cm
+    >>> q = cm.make_oracle(cm.Cardinality(2, 1), "highs").norm_query(np.ones(2) * 2.0**20, np.eye(2), 2.0**20)
+    >>> scaled, factor = _unit_objective(q)
+    >>> float(scaled.mu.max()), scaled.f, factor
+    (1.0, 1.0, 1048576.0)
+    """
+    size = max(float(np.abs(query.mu).max(initial=0.0)), query.f * math.sqrt(float(np.abs(query.M).max(initial=0.0))))
+    if not np.isfinite(size) or size == 0.0 or 2.0**-13 <= size <= 2.0**13:
+        return query, 1.0
+    j = round(math.log2(size))
+    return dataclasses.replace(query, mu=query.mu * 2.0**-j, f=query.f * 2.0**-j), 2.0**j
 
 
 def window_top(l_hi: float, top: float, incumbent: float, f: float) -> float:
