@@ -177,11 +177,13 @@ class LinearQuery:
     #: ``weights.tolist()`` when the validation made it (short vectors), for :meth:`value`.
     weights_list: list[float] | None = field(default=None, repr=False, compare=False)
 
-    def value(self, action: np.ndarray) -> float:
+    def value(self, action: np.ndarray | list[bool]) -> float:
+        """``weights @ action`` for a bool array or a list of bools."""
         if len(action) <= _SMALL:  # plain Python: several times cheaper between solver runs
             weights = self.weights_list if self.weights_list is not None else self.weights.tolist()
-            return float(sum(compress(weights, action.tolist())))
-        return float(self.weights @ action)
+            chosen = action.tolist() if isinstance(action, np.ndarray) else action
+            return float(sum(compress(weights, chosen)))
+        return float(self.weights @ np.asarray(action, dtype=bool))
 
 
 @dataclass(frozen=True)

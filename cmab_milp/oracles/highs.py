@@ -22,14 +22,13 @@ array([1, 0, 0, 1])
 
 from __future__ import annotations
 
-from itertools import compress
 from pathlib import Path
 
 import numpy as np
 
 from ..spaces.base import ActionSpace
 from ..spaces.formulation import Row
-from .base import _NO_RESTRICTIONS, LinearQuery, NormQuery, Oracle, OracleError
+from .base import _NO_RESTRICTIONS, LinearQuery, NormQuery, Oracle, OracleError, tolerance
 from .cut_pool import CutPool
 from .highs_model import CompiledModel
 
@@ -132,9 +131,8 @@ class HighsOracle(Oracle):
         finally:
             if last > first:
                 model.delete_rows(first, last)
-        weights = query.weights_list if query.weights_list is not None else query.weights.tolist()
-        value, bound = sum(compress(weights, chosen)), result.bound
-        if value < bound - 1e-9 * (1.0 + abs(bound)):  # the contract's tolerance, inlined
+        value, bound = query.value(chosen), result.bound
+        if value < bound - tolerance(bound):
             raise OracleError(
                 f"HiGHS answer has value {value!r} but the solver's bound is {bound!r}:"
                 " optimality not proven within 1e-9 * (1 + |optimum|)"
