@@ -104,7 +104,8 @@ class KMaxMilp:
                 result = model.solve()
                 if result.status == "infeasible":
                     return None
-                arms = result.x[: self.d]
+                x = result.x  # one conversion of HiGHS's column values per solve
+                arms = x[: self.d]
                 action = arms > 0.5
                 if np.abs(arms - action).max(initial=0.0) > 1e-6:
                     raise OracleError("HiGHS returned a fractional arm vector for a K-MAX query")
@@ -113,7 +114,7 @@ class KMaxMilp:
                     model.add_rows(cuts)
                     continue
                 z = logs[action].sum(axis=0)[self.levels] if action.any() else np.zeros(len(self.levels))
-                w = result.x[w_cols]
+                w = x[w_cols]
                 exact = self.delta[self.levels] * (1.0 - np.exp(z))
                 loose = np.flatnonzero(w > exact + _SLACK)
                 if loose.size == 0:
