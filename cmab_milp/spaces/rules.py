@@ -201,7 +201,7 @@ def budget_rule(parent: ActionSpace, costs: Any, budget: float) -> ConstrainedSp
         raise ValueError(f"budget must be a number, got {budget!r}")
     if not np.isfinite(budget) or budget < 0:
         raise ValueError(f"budget must be a finite number >= 0, got {budget!r}")
-    return ConstrainedSpace(parent, c, "<=", float(budget), rule=f"budget: total cost <= {float(budget):g}")
+    return ConstrainedSpace(parent, c, "<=", float(budget), rule=f"budget (total cost <= {float(budget):g})")
 
 
 # ------------------------------------------------------------ explanation
