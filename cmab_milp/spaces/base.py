@@ -179,7 +179,7 @@ class ActionSpace(ABC):
     @property
     def labels(self) -> list:
         """One label per arm: the labels given, else the edges (graph spaces), else the indices."""
-        return self.arm_labels.display
+        return list(self.arm_labels.display)
 
     def with_labels(self, labels: Iterable[Hashable]) -> ActionSpace:
         """The same space with arms named ``labels`` (one per arm; graph edges keep resolving too).

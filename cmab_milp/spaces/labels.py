@@ -24,7 +24,7 @@ Example
 >>> names.index("w", "include")
 Traceback (most recent call last):
 ...
-ValueError: include: unknown arm 'w'; arms are indices 0..2 or labels such as 'x', 'y', 'z'
+ValueError: include: unknown arm 'w'; arms are integer indices 0..2 or labels such as 'x', 'y', 'z'
 """
 
 from __future__ import annotations
@@ -101,6 +101,7 @@ class ArmLabels:
                     )
                 table[label] = k
         self.table = table
+        self._display: tuple | None = None
 
     def _check_custom(self, custom: Iterable[Hashable]) -> list:
         if isinstance(custom, str | bytes) or not isinstance(custom, Iterable):
@@ -127,13 +128,16 @@ class ArmLabels:
 
     # ------------------------------------------------------------- showing
     @property
-    def display(self) -> list:
+    def display(self) -> tuple:
         """One label per arm: the custom labels, else the edges, else the indices."""
-        if self.custom is not None:
-            return list(self.custom)
-        if self.edges is not None:
-            return list(self.edges)
-        return list(range(self.d))
+        if self._display is None:
+            if self.custom is not None:
+                self._display = tuple(self.custom)
+            elif self.edges is not None:
+                self._display = tuple(self.edges)
+            else:
+                self._display = tuple(range(self.d))
+        return self._display
 
     def relabelled(self, custom: Iterable[Hashable] | None) -> ArmLabels:
         """The same arms (and edges) under new custom labels (``None``: none)."""
@@ -143,7 +147,7 @@ class ArmLabels:
     def _unknown(self, key: Any, what: str) -> ValueError:
         examples = _short(self.display, 3) if (self.custom is not None or self.edges is not None) else ""
         hint = f" or labels such as {examples}" if examples else " (this space has no labels)"
-        return ValueError(f"{what}: unknown arm {key!r}; arms are indices 0..{self.d - 1}{hint}")
+        return ValueError(f"{what}: unknown arm {key!r}; arms are integer indices 0..{self.d - 1}{hint}")
 
     def index(self, key: Any, what: str = "arm") -> int:
         """The index of the arm ``key`` names (an index or a label)."""
@@ -170,9 +174,13 @@ class ArmLabels:
 
     def indices(self, values: Any, what: str = "arms") -> tuple[int, ...]:
         """Sorted distinct indices of the arms in ``values`` (indices or labels)."""
+        d = self.d
+        if isinstance(values, np.ndarray) and values.ndim == 1 and values.dtype.kind in "iu":
+            if len(values) == 0 or (values.min() >= 0 and values.max() < d):
+                return tuple(sorted(set(values.tolist())))
         items = self._items(values, what, "arms")
-        try:
-            return tuple(sorted({self.index(v, what) for v in items}))
+        try:  # plain in-range ints (the common case on the per-query path) skip the general lookup
+            return tuple(sorted({v if type(v) is int and 0 <= v < d else self.index(v, what) for v in items}))
         except ValueError:
             whole = _key(values) if isinstance(values, tuple | list) else None
             if whole is not None and whole in self.table:
@@ -185,12 +193,16 @@ class ArmLabels:
         """Sorted distinct pairs ``(i, j)``, ``i < j``, from pairs of arms (indices or labels)."""
         out = set()
         for p in self._items(values, what, "pairs of arms"):
-            if isinstance(p, str | bytes) or isinstance(p, Mapping) or not isinstance(p, Iterable):
+            if type(p) is not tuple and (isinstance(p, str | bytes | Mapping) or not isinstance(p, Iterable)):
                 raise ValueError(f"{what} must hold pairs of two arms, got {p!r}")
-            pair = list(p)
+            pair = p if type(p) is tuple else list(p)
             if len(pair) != 2:
                 raise ValueError(f"{what} must hold pairs of two arms, got {p!r} ({len(pair)} items)")
-            i, j = self.index(pair[0], what), self.index(pair[1], what)
+            i, j = pair
+            if not (type(i) is int and 0 <= i < self.d):
+                i = self.index(i, what)
+            if not (type(j) is int and 0 <= j < self.d):
+                j = self.index(j, what)
             if i == j:
                 raise ValueError(f"{what}: the pair {p!r} names arm {i} twice; a pair needs two different arms")
             out.add((min(i, j), max(i, j)))
