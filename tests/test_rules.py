@@ -280,3 +280,33 @@ def test_spaces_with_rules_and_an_enumerate_oracle_load_no_highspy_module() -> N
     m, brute, big = map(int, out[0].split())
     assert m == brute and big == 8  # big: the 8 heaviest arms (22..29) pass both rules
     assert out[1] == "[]", f"highspy-based modules loaded: {out[1]}"
+
+
+def test_building_a_policy_on_an_empty_space_names_the_rules() -> None:
+    space = cm.Cardinality(3, 2).with_conflicts([(0, 1)]).with_at_least(2, [0, 1])
+    with pytest.raises(ValueError, match=r"conflicts \[\(0, 1\)\] together with at least 2 of \[0, 1\]"):
+        cm.CUCB(space, 100, oracle="enumerate")
+
+
+@pytest.mark.slow
+def test_milp_route_is_exact_on_random_ruled_path_spaces() -> None:
+    rng = np.random.default_rng(0)
+    checked = 0
+    for seed in range(60):
+        g = nx.gnp_random_graph(8, 0.45, seed=seed, directed=seed % 2 == 1)
+        if not nx.has_path(g, 0, 7):
+            continue
+        paths = cm.STPaths(g, 0, 7)
+        pairs = [tuple(int(x) for x in rng.choice(paths.d, 2, replace=False)) for _ in range(3)]
+        ruled = paths.with_conflicts(pairs).with_budget(rng.integers(0, 4, paths.d), 8)
+        for space in (paths, ruled):
+            try:
+                actions = space.enumerate()
+            except ValueError:
+                continue
+            checked += 1
+            assert int(best_action(space, enumerate_below=0).sum()) == int(actions.sum(axis=1).max())
+            for _ in range(5):
+                w = rng.normal(size=space.d)
+                assert np.isclose(w @ best_action(space, w, enumerate_below=0), (actions @ w).max(), atol=1e-7)
+    assert checked > 80
