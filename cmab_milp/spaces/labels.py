@@ -183,10 +183,12 @@ class ArmLabels:
             return tuple(sorted({v if type(v) is int and 0 <= v < d else self.index(v, what) for v in items}))
         except ValueError:
             whole = _key(values) if isinstance(values, tuple | list) else None
-            if whole is not None and whole in self.table:
-                raise ValueError(
-                    f"{what} must be a list of arms; {values!r} is one arm (the edge {whole!r}): write [{whole!r}]"
-                ) from None
+            try:
+                one_arm = whole is not None and whole in self.table
+            except TypeError:  # holds something unhashable: not one arm either
+                one_arm = False
+            if one_arm:
+                raise ValueError(f"{what} must be a list of arms; {values!r} is one arm: write [{whole!r}]") from None
             raise
 
     def pairs(self, values: Any, what: str = "pairs") -> tuple[tuple[int, int], ...]:
