@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 __all__ = ["ENUMERATE_BELOW", "MAX_CUT_ROUNDS", "best_action"]
 
 #: Spaces with at most this many actions (by ``count_upper_bound``) are solved by enumeration.
-ENUMERATE_BELOW = 5_000
+ENUMERATE_BELOW = 2_000
 #: Cap on solve -> separate rounds of the MILP loop.
 MAX_CUT_ROUNDS = 2_000
 
