@@ -1,14 +1,18 @@
 """Action spaces declared as constraint models (contract section 1)."""
 
-from .base import MAX_ENUMERATE, ActionSpace, ConstrainedSpace, Intersection, as_action
+from .base import MAX_ENUMERATE, ActionSpace, Intersection, as_action
 from .formulation import Formulation, Row
 from .graphs import GraphicMatroid, Matchings, SpanningTrees, STPaths
+from .labels import ArmLabels
+from .rules import ConflictSpace, ConstrainedSpace, RuleSpace
 from .sets import Cardinality, ExplicitActions, PartitionMatroid
 
 __all__ = [
     "MAX_ENUMERATE",
     "ActionSpace",
+    "ArmLabels",
     "Cardinality",
+    "ConflictSpace",
     "ConstrainedSpace",
     "ExplicitActions",
     "Formulation",
@@ -17,6 +21,7 @@ __all__ = [
     "Matchings",
     "PartitionMatroid",
     "Row",
+    "RuleSpace",
     "STPaths",
     "SpanningTrees",
     "as_action",

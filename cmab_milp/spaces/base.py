@@ -4,7 +4,8 @@ An action is a ``numpy`` bool vector of length ``d``. A space knows which
 actions are feasible (:meth:`ActionSpace.contains`), can list them
 (:meth:`ActionSpace.enumerate`, capped), and declares a mixed-integer linear
 :class:`~cmab_milp.spaces.formulation.Formulation` that model-based oracles
-compile.
+compile. Arms are accepted by index or by label (:mod:`.labels`) wherever an
+arm is asked for; side rules (:mod:`.rules`) make new spaces.
 
 Example
 -------
@@ -19,21 +20,25 @@ False
 
 from __future__ import annotations
 
+import copy
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Hashable, Iterable, Iterator
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .formulation import Formulation, Row
+from .formulation import Formulation
+from .labels import ArmLabels
+from .solve import best_action
 
-__all__ = ["MAX_ENUMERATE", "ActionSpace", "ConstrainedSpace", "Intersection", "as_action"]
+if TYPE_CHECKING:
+    from .rules import ConflictSpace, ConstrainedSpace
+
+__all__ = ["MAX_ENUMERATE", "ActionSpace", "Intersection", "as_action"]
 
 #: Default cap on :meth:`ActionSpace.enumerate`.
 MAX_ENUMERATE = 1_000_000
-
-_SENSES = ("<=", ">=", "==")
 
 
 def as_action(action: Any, d: int) -> np.ndarray:
@@ -92,7 +97,8 @@ class ActionSpace(ABC):
         """Every feasible action as a ``(n, d)`` bool array.
 
         Raises ``ValueError`` when the space has more than ``max_actions``
-        actions (default :data:`MAX_ENUMERATE`).
+        actions (default :data:`MAX_ENUMERATE`), or none (naming the rules
+        that leave no action).
         """
         cap = MAX_ENUMERATE if max_actions is None else int(max_actions)
         key = cap
@@ -109,6 +115,8 @@ class ActionSpace(ABC):
             if len(rows) > cap:
                 cache.setdefault("too_many", set()).add(key)
                 raise ValueError(self._too_many(cap))
+        if not rows:
+            raise ValueError(self._empty_message())
         out = np.array(rows, dtype=bool).reshape(len(rows), self.d)
         out.setflags(write=False)
         cache["all"] = out
@@ -133,79 +141,150 @@ class ActionSpace(ABC):
     # ------------------------------------------------------------- size m
     @cached_property
     def m(self) -> int:
-        """Largest number of arms in any action."""
+        """Largest number of arms in any action (``ValueError`` naming the culprit rules if there is none)."""
         return int(self._max_arms())
 
     def _max_arms(self) -> int:
-        from ..oracles import make_oracle  # local import: oracles sit above spaces
-
-        best = make_oracle(self, "highs").argmax(np.ones(self.d))
+        best = best_action(self)  # enumeration or scipy's MILP on the formulation: no oracle needed
         if best is None:
-            raise ValueError(f"{type(self).__name__} has no feasible action")
+            raise ValueError(self._empty_message())
         return int(best.sum())
 
+    def check_feasible(self) -> None:
+        """Raise ``ValueError`` naming the rules that leave no action, if the space has none."""
+        self.m  # noqa: B018 (computing m finds the largest action, or refuses an empty space)
+
+    def _empty_message(self) -> str:
+        from .rules import explain_empty
+
+        return explain_empty(self) or f"{self!r} has no action"
+
+    # -------------------------------------------------------------- labels
+    def _make_labels(self) -> ArmLabels:
+        """The labels this space has unless given others (indices only; graph spaces add edges)."""
+        return ArmLabels(self.d)
+
+    def _set_labels(self, labels: Iterable[Hashable] | None) -> None:
+        """Validate and keep user ``labels`` (constructors call this after setting ``d``)."""
+        if labels is not None:
+            self.__dict__["_arm_labels"] = self._make_labels().relabelled(labels)
+
+    @property
+    def arm_labels(self) -> ArmLabels:
+        """How arms are named and looked up (see :mod:`cmab_milp.spaces.labels`)."""
+        if "_arm_labels" not in self.__dict__:
+            self.__dict__["_arm_labels"] = self._make_labels()
+        return self.__dict__["_arm_labels"]
+
+    @property
+    def labels(self) -> list:
+        """One label per arm: the labels given, else the edges (graph spaces), else the indices."""
+        return list(self.arm_labels.display)
+
+    def with_labels(self, labels: Iterable[Hashable]) -> ActionSpace:
+        """The same space with arms named ``labels`` (one per arm; graph edges keep resolving too).
+
+        >>> import cmab_milp as cm
+        >>> space = cm.Cardinality(3, 1).with_labels(["red", "green", "blue"])
+        >>> space.arm_index("blue"), space.label_of(0)
+        (2, 'red')
+        """
+        out = copy.copy(self)
+        out.__dict__["_arm_labels"] = self.arm_labels.relabelled(labels)
+        return out
+
+    def arm_index(self, arm: Any, what: str = "arm") -> int:
+        """The index of ``arm``: an int is an index; anything else a label (an edge ``(u, v)`` on graphs).
+
+        ``what`` names the argument in the ``ValueError`` raised for an unknown arm.
+        """
+        return self.arm_labels.index(arm, what)
+
+    def arm_indices(self, arms: Any, what: str = "arms") -> tuple[int, ...]:
+        """Sorted distinct indices of an iterable of arms (indices or labels)."""
+        return self.arm_labels.indices(arms, what)
+
+    def arm_pairs(self, pairs: Any, what: str = "pairs") -> tuple[tuple[int, int], ...]:
+        """Sorted distinct index pairs ``(i, j)``, ``i < j``, from pairs of arms (indices or labels)."""
+        return self.arm_labels.pairs(pairs, what)
+
+    def arm_vector(self, values: Any, default: float | None = 0.0, what: str = "values") -> np.ndarray:
+        """A length-``d`` float vector from ``{arm: value}`` or a sequence of ``d`` numbers.
+
+        Arms missing from a mapping get ``default`` (``None``: every arm must be given).
+
+        >>> import networkx as nx
+        >>> import cmab_milp as cm
+        >>> space = cm.SpanningTrees(nx.Graph([("a", "b"), ("b", "c"), ("c", "a")]))
+        >>> space.arm_vector({("b", "a"): 2.0, ("c", "b"): 1.0}).tolist()
+        [2.0, 0.0, 1.0]
+        """
+        return self.arm_labels.vector(values, default, what)
+
+    def label_of(self, arm: int) -> Any:
+        """The label of arm index ``arm``."""
+        return self.arm_labels.display[self.arm_index(arm)]
+
+    def labels_of(self, action: Any) -> list:
+        """The labels of the arms an action chooses, in index order."""
+        display = self.arm_labels.display
+        return [display[i] for i in np.flatnonzero(as_action(action, self.d))]
+
     # ------------------------------------------------------------ combinators
-    def with_constraint(self, coeffs: Sequence[float], sense: str, rhs: float) -> ConstrainedSpace:
-        """This space plus the linear constraint ``coeffs @ a  sense  rhs``."""
+    def with_constraint(self, coeffs: Any, sense: str, rhs: float) -> ConstrainedSpace:
+        """This space plus ``coeffs @ a  sense  rhs``; ``coeffs`` may be a mapping ``{arm: coefficient}``.
+
+        >>> import cmab_milp as cm
+        >>> cm.Cardinality(4, 3).with_constraint({0: 1, 3: 1}, "<=", 1).m
+        3
+        """
+        from .rules import ConstrainedSpace
+
         return ConstrainedSpace(self, coeffs, sense, rhs)
+
+    def with_conflicts(self, pairs: Any) -> ConflictSpace:
+        """This space where the two arms of each pair (by index or label) are never both chosen.
+
+        >>> import cmab_milp as cm
+        >>> cm.Cardinality(3, 3).with_conflicts([(0, 1), (1, 2)]).m
+        2
+        """
+        from .rules import ConflictSpace
+
+        return ConflictSpace(self, pairs)
+
+    def with_budget(self, costs: Any, budget: float) -> ConstrainedSpace:
+        """This space with total cost ``costs @ a <= budget`` (a knapsack row; costs >= 0, by arm or mapping).
+
+        >>> import cmab_milp as cm
+        >>> cm.Cardinality(4, 4).with_budget([3, 1, 1, 2], 4).m
+        3
+        """
+        from .rules import budget_rule
+
+        return budget_rule(self, costs, budget)
+
+    def with_group(self, group: Any, at_least: int | None = None, at_most: int | None = None) -> ActionSpace:
+        """This space with at least ``at_least`` and/or at most ``at_most`` arms of ``group``.
+
+        >>> import cmab_milp as cm
+        >>> len(cm.Cardinality(4, 2, exact=True).with_group([0, 1], at_least=1, at_most=1).enumerate())
+        4
+        """
+        from .rules import group_rule
+
+        return group_rule(self, group, at_least, at_most)
+
+    def with_at_least(self, k: int, group: Any) -> ActionSpace:
+        """This space with at least ``k`` arms of ``group`` (arms by index or label)."""
+        return self.with_group(group, at_least=k)
+
+    def with_at_most(self, k: int, group: Any) -> ActionSpace:
+        """This space with at most ``k`` arms of ``group`` (arms by index or label)."""
+        return self.with_group(group, at_most=k)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(d={self.d})"
-
-
-class ConstrainedSpace(ActionSpace):
-    """A parent space with one extra linear constraint (see ``with_constraint``)."""
-
-    def __init__(self, parent: ActionSpace, coeffs: Sequence[float], sense: str, rhs: float):
-        if not isinstance(parent, ActionSpace):
-            raise ValueError(f"parent must be an ActionSpace, got {type(parent).__name__}")
-        c = np.asarray(coeffs, dtype=float)
-        if c.shape != (parent.d,):
-            raise ValueError(f"coeffs must have length d={parent.d}, got shape {c.shape}")
-        if not np.isfinite(c).all():
-            raise ValueError("coeffs must be finite")
-        if sense not in _SENSES:
-            raise ValueError(f"sense must be one of {_SENSES}, got {sense!r}")
-        if not np.isfinite(float(rhs)):
-            raise ValueError("rhs must be a finite number")
-        self.parent = parent
-        self.coeffs = c
-        self.sense = sense
-        self.rhs = float(rhs)
-        self.d = parent.d
-        self.arms = parent.arms
-        self._tol = 1e-9 * (1.0 + abs(self.rhs))
-
-    def _satisfied(self, action: np.ndarray) -> bool:
-        lhs = float(self.coeffs[action].sum())
-        if self.sense == "<=":
-            return lhs <= self.rhs + self._tol
-        if self.sense == ">=":
-            return lhs >= self.rhs - self._tol
-        return abs(lhs - self.rhs) <= self._tol
-
-    def _contains(self, action: np.ndarray) -> bool:
-        return self._satisfied(action) and self.parent._contains(action)
-
-    def _iter_actions(self) -> Iterator[np.ndarray]:
-        return (a for a in self.parent._iter_actions() if self._satisfied(a))
-
-    def count_upper_bound(self) -> int | None:
-        return self.parent.count_upper_bound()
-
-    def _build_formulation(self) -> Formulation:
-        base = self.parent.formulation()
-        nz = np.flatnonzero(self.coeffs)
-        lb = -np.inf if self.sense == "<=" else self.rhs
-        ub = np.inf if self.sense == ">=" else self.rhs
-        row = Row(tuple(int(i) for i in nz), tuple(float(self.coeffs[i]) for i in nz), lb, ub)
-        out = base.shifted(0, self.d)
-        out.rows.append(row)
-        out.integral_lp = False
-        return out
-
-    def __repr__(self) -> str:
-        return f"{self.parent!r}.with_constraint(..., {self.sense!r}, {self.rhs:g})"
 
 
 class Intersection(ActionSpace):
@@ -217,7 +296,7 @@ class Intersection(ActionSpace):
     9
     """
 
-    def __init__(self, *spaces: ActionSpace):
+    def __init__(self, *spaces: ActionSpace, labels: Iterable[Hashable] | None = None):
         if len(spaces) == 1 and isinstance(spaces[0], Iterable) and not isinstance(spaces[0], ActionSpace):
             spaces = tuple(spaces[0])
         if not spaces:
@@ -230,7 +309,23 @@ class Intersection(ActionSpace):
             raise ValueError(f"Intersection needs spaces with the same d, got d values {sorted(ds)}")
         self.spaces = tuple(spaces)
         self.d = spaces[0].d
-        self.arms = spaces[0].arms
+        named = [s for s in spaces if s.arm_labels.custom is not None or s.arm_labels.edges is not None]
+        self._source = named[0] if named else spaces[0]
+        if labels is None:
+            mine = self._source.labels
+            for other in named[1:]:
+                theirs = other.labels
+                if theirs != mine:
+                    k = next(i for i in range(self.d) if mine[i] != theirs[i])
+                    raise ValueError(
+                        f"Intersection members label arm {k} differently ({mine[k]!r} and {theirs[k]!r}); "
+                        "pass labels= to choose"
+                    )
+        self.arms = self._source.arms
+        self._set_labels(labels)
+
+    def _make_labels(self) -> ArmLabels:
+        return self._source.arm_labels
 
     def _contains(self, action: np.ndarray) -> bool:
         return all(s._contains(action) for s in self.spaces)

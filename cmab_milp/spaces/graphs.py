@@ -1,7 +1,9 @@
 """Graph action spaces: forests, spanning trees, s-t paths and matchings.
 
 Arm ``k`` is the edge ``list(graph.edges())[k]``; ``space.arms`` holds those
-edge tuples.
+edge tuples. Wherever an arm is accepted, an edge ``(u, v)`` (node labels as in
+the graph; either orientation if undirected) names it too, and ``labels=``
+adds names of your own.
 
 Exactness of the formulations:
 
@@ -26,15 +28,17 @@ Example
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterable, Iterator
+from itertools import pairwise
 from math import comb
 from typing import Any
 
 import networkx as nx
 import numpy as np
 
-from .base import ActionSpace
+from .base import ActionSpace, as_action
 from .formulation import Formulation, Row
+from .labels import ArmLabels
 
 __all__ = ["GraphicMatroid", "Matchings", "STPaths", "SpanningTrees"]
 
@@ -42,7 +46,7 @@ __all__ = ["GraphicMatroid", "Matchings", "STPaths", "SpanningTrees"]
 class _GraphSpace(ActionSpace):
     """Common storage: the graph, its edge list (arms) and integer endpoints."""
 
-    def __init__(self, graph: Any, *, allow_directed: bool = False):
+    def __init__(self, graph: Any, *, allow_directed: bool = False, labels: Iterable[Hashable] | None = None):
         if not isinstance(graph, nx.Graph):
             raise ValueError(f"graph must be a networkx graph, got {type(graph).__name__}")
         if graph.is_multigraph():
@@ -62,6 +66,10 @@ class _GraphSpace(ActionSpace):
         self.tail = np.array([self.node_index[u] for u, _ in self.arms], dtype=np.int64)
         self.head = np.array([self.node_index[v] for _, v in self.arms], dtype=np.int64)
         self.n_nodes = len(self.nodes)
+        self._set_labels(labels)
+
+    def _make_labels(self) -> ArmLabels:
+        return ArmLabels(self.d, edges=self.arms, undirected=not self.graph.is_directed())
 
     def _components(self, action: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Union-find over chosen edges: (component root per node, edges per root, nodes per root)."""
@@ -154,8 +162,8 @@ class GraphicMatroid(_GraphSpace):
     2
     """
 
-    def __init__(self, graph: Any):
-        super().__init__(graph)
+    def __init__(self, graph: Any, *, labels: Iterable[Hashable] | None = None):
+        super().__init__(graph, labels=labels)
 
     def _max_arms(self) -> int:
         return self.n_nodes - nx.number_connected_components(self.graph)
@@ -186,8 +194,8 @@ class SpanningTrees(_GraphSpace):
     16
     """
 
-    def __init__(self, graph: Any):
-        super().__init__(graph)
+    def __init__(self, graph: Any, *, labels: Iterable[Hashable] | None = None):
+        super().__init__(graph, labels=labels)
         if not nx.is_connected(graph):
             raise ValueError("SpanningTrees needs a connected graph")
         self.__dict__["m"] = self.n_nodes - 1
@@ -220,8 +228,8 @@ class STPaths(_GraphSpace):
     [[0, 1, 0, 0], [1, 0, 1, 0]]
     """
 
-    def __init__(self, graph: Any, source: Any, target: Any):
-        super().__init__(graph, allow_directed=True)
+    def __init__(self, graph: Any, source: Any, target: Any, *, labels: Iterable[Hashable] | None = None):
+        super().__init__(graph, allow_directed=True, labels=labels)
         for name, v in (("source", source), ("target", target)):
             if v not in graph:
                 raise ValueError(f"{name} {v!r} is not a node of the graph")
@@ -267,6 +275,41 @@ class STPaths(_GraphSpace):
                 return False
         # degrees fit one s-t path plus disjoint cycles; a forest has no cycle
         return self._is_forest(action)
+
+    def path_nodes(self, action: Any) -> list:
+        """The nodes of a path action, from source to target.
+
+        >>> import networkx as nx
+        >>> space = STPaths(nx.Graph([("c", "t"), ("s", "b"), ("b", "c")]), "s", "t")
+        >>> space.path_nodes([1, 1, 1])
+        ['s', 'b', 'c', 't']
+        """
+        a = as_action(action, self.d)
+        if not self._contains(a):
+            raise ValueError(f"action is not a path from {self.source!r} to {self.target!r} of this space")
+        step: dict[int, list[int]] = {}
+        for k in np.flatnonzero(a):
+            u, v = int(self.tail[k]), int(self.head[k])
+            step.setdefault(u, []).append(v)
+            if not self.directed:
+                step.setdefault(v, []).append(u)
+        order, previous = [self.s], -1
+        while order[-1] != self.t:
+            here = order[-1]
+            order.append(next(w for w in step[here] if w != previous))
+            previous = here
+        return [self.nodes[i] for i in order]
+
+    def path_edges(self, action: Any) -> list[tuple]:
+        """The edges of a path action in path order, each written ``(from, to)`` as travelled.
+
+        >>> import networkx as nx
+        >>> space = STPaths(nx.Graph([("c", "t"), ("s", "b"), ("b", "c")]), "s", "t")
+        >>> space.path_edges([1, 1, 1])
+        [('s', 'b'), ('b', 'c'), ('c', 't')]
+        """
+        nodes = self.path_nodes(action)
+        return list(pairwise(nodes))
 
     def _iter_actions(self) -> Iterator[np.ndarray]:
         index = {e: k for k, e in enumerate(self.arms)}
@@ -315,8 +358,8 @@ class Matchings(_GraphSpace):
     3
     """
 
-    def __init__(self, graph: Any, perfect: bool = False):
-        super().__init__(graph)
+    def __init__(self, graph: Any, perfect: bool = False, *, labels: Iterable[Hashable] | None = None):
+        super().__init__(graph, labels=labels)
         self.perfect = bool(perfect)
         self.bipartite = nx.is_bipartite(graph)
         size = len(nx.max_weight_matching(graph, maxcardinality=True))

@@ -9,7 +9,7 @@ Example
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Sequence
 from itertools import combinations, product
 from math import comb
 from typing import Any
@@ -18,6 +18,7 @@ import numpy as np
 
 from .base import ActionSpace
 from .formulation import Formulation, Row
+from .labels import ArmLabels
 
 __all__ = ["Cardinality", "ExplicitActions", "PartitionMatroid"]
 
@@ -43,7 +44,7 @@ class Cardinality(ActionSpace):
     False
     """
 
-    def __init__(self, d: int, m: int, exact: bool = False):
+    def __init__(self, d: int, m: int, exact: bool = False, *, labels: Iterable[Hashable] | None = None):
         self.d = _positive_int(d, "d")
         m = _positive_int(m, "m")
         if m > self.d:
@@ -51,6 +52,7 @@ class Cardinality(ActionSpace):
         self.__dict__["m"] = m
         self.exact = bool(exact)
         self.arms = list(range(self.d))
+        self._set_labels(labels)
 
     def _sizes(self) -> range:
         return range(self.m, self.m + 1) if self.exact else range(self.m + 1)
@@ -80,12 +82,26 @@ class Cardinality(ActionSpace):
 class PartitionMatroid(ActionSpace):
     """At most ``capacities[k]`` arms from block ``k``; the blocks partition ``range(d)``.
 
+    With ``labels``, blocks may name arms by label.
+
     >>> PartitionMatroid([[0, 1], [2]], [1, 1]).m
     2
+    >>> PartitionMatroid([["ann", "bob"], ["cy"]], [1, 1], labels=["ann", "bob", "cy"]).blocks
+    [[0, 1], [2]]
     """
 
-    def __init__(self, blocks: Sequence[Sequence[int]], capacities: Sequence[int]):
+    def __init__(
+        self,
+        blocks: Sequence[Sequence[int]],
+        capacities: Sequence[int],
+        *,
+        labels: Iterable[Hashable] | None = None,
+    ):
         blocks = [list(b) for b in blocks]
+        if labels is not None:  # blocks may then name arms by label
+            labels = list(labels)
+            names = ArmLabels(len(labels), custom=labels)
+            blocks = [[names.index(i, f"block {k}") for i in b] for k, b in enumerate(blocks)]
         if not blocks:
             raise ValueError("blocks must hold at least one block")
         caps = list(capacities)
@@ -114,6 +130,7 @@ class PartitionMatroid(ActionSpace):
             self.block_of[block] = k
         if sum(min(c, len(b)) for b, c in zip(self.blocks, self.capacities, strict=True)) == 0:
             raise ValueError("all capacities are zero: the only action would be empty")
+        self._set_labels(labels)
 
     def _max_arms(self) -> int:
         return sum(min(c, len(b)) for b, c in zip(self.blocks, self.capacities, strict=True))
@@ -156,7 +173,7 @@ class ExplicitActions(ActionSpace):
     (3, 2)
     """
 
-    def __init__(self, actions: Any):
+    def __init__(self, actions: Any, *, labels: Iterable[Hashable] | None = None):
         arr = np.asarray(actions)
         if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] == 0:
             raise ValueError(f"actions must be a non-empty 2-D 0/1 array, got shape {arr.shape}")
@@ -172,6 +189,7 @@ class ExplicitActions(ActionSpace):
         self.d = int(arr.shape[1])
         self.arms = list(range(self.d))
         self._index = {row.tobytes(): k for k, row in enumerate(self.actions)}
+        self._set_labels(labels)
 
     def _max_arms(self) -> int:
         return int(self.actions.sum(axis=1).max())
