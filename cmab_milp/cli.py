@@ -11,9 +11,16 @@ Subcommands:
 - ``cmab-milp compare-oracles PROBLEM.toml --out DIR``: replay a run's oracle queries on
   every backend and check they agree (:mod:`cmab_milp.experiments.compare`).
 
+Every subcommand takes ``--plugin MODULE`` (repeatable: a module you trust,
+imported before the file is read, that registers its own kinds with
+:func:`cmab_milp.experiments.register_kind`; a problem file or a results folder
+never causes an import by itself) and ``--debug`` (show the traceback of an
+error instead of its one-line message).
+
 Exit codes: 0 success; 2 a refused problem file, folder or argument (nothing
-ran); 1 some jobs failed (the others are saved); 130 interrupted (finished jobs
-are saved; continue with ``--resume``).
+ran); 1 a failed run (some jobs failed, results could not be written, the
+executor was lost; what finished is saved); 130 interrupted by Ctrl-C (SIGINT),
+143 by SIGTERM (finished jobs are saved; continue with ``--resume``).
 
 Example
 -------
@@ -25,7 +32,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
+import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -88,14 +98,24 @@ def _add_run(sub: Any) -> None:
     p.set_defaults(handler=_run)
 
 
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread so that the run stops as on Ctrl-C."""
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    raise _Terminated()
+
+
 def _run(args: argparse.Namespace) -> int:
-    from .experiments import JobsFailed, RunError, RunInterrupted, load_problem, run_problem
+    from .experiments import RunError, RunFailed, RunInterrupted, load_problem, run_problem
     from .experiments.executors import EXECUTORS
 
     name = args.executor.partition("://")[0]
     if name not in EXECUTORS:
         return _error(f"unknown executor {args.executor!r}; known: {', '.join(sorted(EXECUTORS))}")
     problem = load_problem(args.problem, horizon=args.horizon, seeds=args.seeds)
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _on_sigterm) if main_thread else None
     try:
         summary = run_problem(
             problem,
@@ -107,12 +127,15 @@ def _run(args: argparse.Namespace) -> int:
         )
     except RunInterrupted as exc:
         sys.stderr.write(f"cmab-milp: {exc}\n")
-        return 130
-    except JobsFailed as exc:
+        return 143 if isinstance(exc.__context__, _Terminated) else 130
+    except RunFailed as exc:
         sys.stderr.write(f"cmab-milp: {exc}\n")
         return 1
     except RunError as exc:
         return _error(str(exc))
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, previous)
     _print_summary(summary)
     return 0
 
@@ -149,9 +172,10 @@ def _plot(args: argparse.Namespace) -> int:
     from .experiments.storage import read_json
 
     stored = read_json(Path(args.out) / "problem.json")
-    if stored is None:
-        return _error(f"{args.out} holds no problem.json: not a run folder")
-    problem = parse_problem(stored["problem"], stored.get("file", str(Path(args.out) / "problem.json")))
+    if not isinstance(stored, dict) or not isinstance(stored.get("problem"), dict):
+        return _error(f"{args.out} holds no readable problem.json: not a run folder")
+    # build=False: the folder's problem is read as data; no kind it names is looked up or constructed
+    problem = parse_problem(stored["problem"], str(Path(args.out) / "problem.json"), build=False)
     panels = args.panels.split(",") if args.panels else problem.panels
     unknown = [p for p in panels if p not in PANELS]
     if unknown:
@@ -179,26 +203,66 @@ COMMANDS: dict[str, Callable[[Any], None]] = {
 }
 
 
+def _add_common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--plugin",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import MODULE (code you trust) first; it may register kinds with "
+        "cmab_milp.experiments.register_kind (repeatable)",
+    )
+    parser.add_argument("--debug", action="store_true", help="show tracebacks instead of one-line messages")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand of :data:`COMMANDS`."""
     parser = argparse.ArgumentParser(
         prog="cmab-milp", description="Combinatorial semi-bandits with exact optimisation oracles."
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for add in COMMANDS.values():
+    for name, add in COMMANDS.items():
         add(sub)
+        _add_common(sub.choices[name])
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``cmab-milp``; returns the exit code."""
+    """Entry point of ``cmab-milp``; returns the exit code.
+
+    A user error (a refused file, folder or argument) is one line on stderr and
+    exit code 2; anything unexpected is one line and exit code 1; ``--debug``
+    adds the traceback.
+    """
     from .experiments import ProblemError
+    from .experiments.registry import load_plugins
+    from .experiments.storage import FolderError
 
     args = build_parser().parse_args(argv)
     try:
+        load_plugins(args.plugin)
+    except ValueError as exc:
+        return _failed(args, str(exc), 2)
+    try:
         return args.handler(args)
-    except ProblemError as exc:
-        return _error(str(exc))
+    except (ProblemError, FolderError) as exc:
+        return _failed(args, str(exc), 2)
+    except KeyboardInterrupt:
+        return _failed(args, "interrupted", 143 if isinstance(sys.exc_info()[1], _Terminated) else 130)
+    except MemoryError:
+        return _failed(args, "out of memory (lower the problem's sizes)", 1)
+    except OSError as exc:
+        where = f" {exc.filename}" if exc.filename else ""
+        return _failed(args, f"cannot access{where}: {exc.strerror or exc}", 1)
+    except Exception as exc:  # a bug or an unforeseen failure: one line, the traceback with --debug
+        return _failed(args, f"unexpected {type(exc).__name__}: {exc} (run again with --debug for the traceback)", 1)
+
+
+def _failed(args: argparse.Namespace, message: str, code: int) -> int:
+    if getattr(args, "debug", False):
+        traceback.print_exc(file=sys.stderr)
+    sys.stderr.write(f"cmab-milp: error: {message}\n")
+    return code
 
 
 if __name__ == "__main__":

@@ -211,7 +211,7 @@ def test_a_failing_job_is_reported_and_the_others_are_kept(
     text += '[[policies]]\nname = "Broken"\nkind = "broken_policy:Broken"\n' + TINY[TINY.index("[run]") :]
     problem_file.write_text(text)
     out = tmp_path / "out"
-    assert run(problem_file, out, "--seeds", "1") == 1
+    assert run(problem_file, out, "--seeds", "1", "--plugin", "broken_policy") == 1
     err = capsys.readouterr().err
     assert "job Broken seed 0 failed" in err and "Traceback" in err  # the job's own traceback, for debugging
     assert "1 job(s) failed: Broken seed 0" in err

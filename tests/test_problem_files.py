@@ -67,7 +67,8 @@ def test_paper_linear_matches_the_paper_setting() -> None:
     space = problem.build_space()
     assert (space.d, space.m) == (20, 3)
     assert problem.horizon == 100_000 and len(problem.seeds) == 10
-    assert problem.environment["means"] == np.random.default_rng(7).uniform(0, 1, 20).tolist()
+    assert problem.environment["means"] == {"draw": "uniform", "low": 0.0, "high": 1.0, "seed": 7}  # the recipe
+    assert problem.build_environment(space).means.tolist() == np.random.default_rng(7).uniform(0, 1, 20).tolist()
     assert {p.kind for p in problem.policies} == {"CUCB", "AROQ", "SROQ"}
     assert {p.oracle for p in problem.policies} == {"highs"}
 
@@ -139,7 +140,7 @@ INVALID = [
     (
         problem_text(environment="[environment]\nkind = 'BernoulliArms'\nmeans = { draw = 'gauss', seed = 1 }\n"),
         ": environment.means.draw:",
-        "unknown value",
+        "unknown draw 'gauss'",
     ),
     (
         problem_text(environment="[environment]\nkind = 'BernoulliArms'\nmeans = { draw = 'uniform' }\n"),
@@ -274,7 +275,7 @@ def test_drawn_means_come_from_the_stated_seed_and_range(tmp_path: Path) -> None
     env = "[environment]\nkind = 'BernoulliArms'\nmeans = { draw = 'uniform', low = 0.2, high = 0.6, seed = 11 }\n"
     problem, _ = build(tmp_path, SPACE, env)
     expected = np.random.default_rng(11).uniform(0.2, 0.6, 4)
-    assert np.array_equal(problem.environment["means"], expected)
+    assert np.array_equal(problem.build_environment().means, expected)
     again, _ = build(tmp_path, SPACE, env)
     assert again.digest() == problem.digest()
 

@@ -85,7 +85,9 @@ from pathlib import Path
 from typing import Any
 
 from .builders import build_environment, build_policy, build_space
+from .limits import Limits
 from .plots import DEFAULT_PANELS, PANELS
+from .registry import plugins
 from .schema import ProblemError, Table, check_integer, describe, join_key
 
 __all__ = ["PolicySpec", "Problem", "load_problem", "parse_problem"]
@@ -120,16 +122,25 @@ class Problem:
     panels: list[str] = field(default_factory=lambda: list(DEFAULT_PANELS))
     curve_points: int = 200
     title: str = ""
+    limits: dict[str, int] = field(default_factory=dict)
+    #: Trusted modules (``--plugin``) loaded when the problem was read; each job loads them again.
+    plugins: tuple[str, ...] = ()
+
+    @property
+    def size_limits(self) -> Limits:
+        """The :class:`~cmab_milp.experiments.limits.Limits` this problem was checked against."""
+        return Limits(**self.limits)
 
     # ------------------------------------------------------------ builders
     def build_space(self) -> Any:
         """The action space (a fresh object)."""
-        return build_space(Table(_copy(self.space), "space", self.file))
+        return build_space(Table(_copy(self.space), "space", self.file), self.size_limits)
 
     def build_environment(self, space: Any | None = None) -> Any:
         """The environment (a fresh object) for ``space`` (built if not given)."""
         space = self.build_space() if space is None else space
-        return build_environment(Table(_copy(self.environment), "environment", self.file), space)[0]
+        table = Table(_copy(self.environment), "environment", self.file)
+        return build_environment(table, space, self.size_limits)[0]
 
     def policy(self, name: str) -> PolicySpec:
         """The policy entry labelled ``name``."""
@@ -148,18 +159,21 @@ class Problem:
 
     # --------------------------------------------------------------- identity
     def to_dict(self) -> dict[str, Any]:
-        """The resolved problem as JSON-able data (drawn values included)."""
+        """The resolved problem as JSON-able data (draws as their recipes, overrides applied)."""
+        run: dict[str, Any] = {
+            "horizon": self.horizon,
+            "seeds": self.seeds,
+            "panels": self.panels,
+            "curve_points": self.curve_points,
+        }
+        if self.limits:
+            run["limits"] = dict(self.limits)
         return {
             "title": self.title,
             "space": self.space,
             "environment": self.environment,
             "policies": [asdict(p) for p in self.policies],
-            "run": {
-                "horizon": self.horizon,
-                "seeds": self.seeds,
-                "panels": self.panels,
-                "curve_points": self.curve_points,
-            },
+            "run": run,
         }
 
     def digest(self) -> str:
@@ -210,6 +224,8 @@ def load_problem(path: str | Path, *, horizon: int | None = None, seeds: int | l
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise ProblemError(file, "", f"cannot read the file: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ProblemError(file, "", f"not a UTF-8 text file (byte {exc.start}: {exc.reason})") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -223,12 +239,16 @@ def load_problem(path: str | Path, *, horizon: int | None = None, seeds: int | l
     return parse_problem(data, file)
 
 
-def parse_problem(data: dict[str, Any], file: str = "<problem>") -> Problem:
+def parse_problem(data: dict[str, Any], file: str = "<problem>", *, build: bool = True) -> Problem:
     """Validate a parsed problem (a dict as ``tomllib`` returns it).
 
     The space, the environment and every policy are constructed once, so that
-    their own checks run now rather than in the middle of a run.
+    their own checks run now rather than in the middle of a run. With
+    ``build=False`` only the structure is read (what ``cmab-milp plot`` needs to
+    redraw a results folder): no kind is looked up and nothing is constructed.
     """
+    if not isinstance(data, dict):
+        raise ProblemError(file, "", f"expected a table, got {describe(data)}")
     top = Table(data, "", file)
     title = top.string("title", "")
     top.string("description", "")
@@ -238,48 +258,56 @@ def parse_problem(data: dict[str, Any], file: str = "<problem>") -> Problem:
     run = top.table("run")
     top.finish()
 
-    horizon, seeds, panels, curve_points = _parse_run(run)
-    space = build_space(space_table)
-    environment, environment_data = build_environment(env_table, space)
+    limits, horizon, seeds, panels, curve_points = _parse_run(run)
     policies = _parse_policies(policy_tables, file)
     problem = Problem(
         file=file,
         space=_plain(space_table.data, "space", file),
-        environment=_plain(environment_data, "environment", file),
+        environment=_plain(env_table.data, "environment", file),
         policies=policies,
         horizon=horizon,
         seeds=seeds,
         panels=panels,
         curve_points=curve_points,
         title=title,
+        limits=limits.changed(),
+        plugins=tuple(plugins()),
     )
+    if not build:
+        return problem
+    space = build_space(space_table, limits)
+    environment, _ = build_environment(env_table, space, limits)
     for spec in policies:
         problem.build_policy(spec.name, space)
     del environment
     return problem
 
 
-def _parse_run(run: Table) -> tuple[int, list[int], list[str], int]:
-    horizon = run.integer("horizon", minimum=1)
+def _parse_run(run: Table) -> tuple[Limits, int, list[int], list[str], int]:
+    limits = Limits.from_table(run.table("limits", None))
+    horizon = limits.check("horizon", run.integer("horizon", minimum=1), run.path("horizon"), run.file)
     raw_seeds = run.raw("seeds")
     if isinstance(raw_seeds, list):
+        limits.check("seeds", len(raw_seeds), run.path("seeds"), run.file)
         seeds = [check_integer(s, join_key(run.path("seeds"), k), run.file, minimum=0) for k, s in enumerate(raw_seeds)]
         if not seeds:
             raise run.error("seeds", "needs at least one seed")
         if len(set(seeds)) != len(seeds):
             raise run.error("seeds", f"seeds must be distinct, got {seeds}")
     elif isinstance(raw_seeds, int) and not isinstance(raw_seeds, bool):
-        seeds = list(range(check_integer(raw_seeds, run.path("seeds"), run.file, minimum=1)))
+        count = check_integer(raw_seeds, run.path("seeds"), run.file, minimum=1)
+        seeds = list(range(limits.check("seeds", count, run.path("seeds"), run.file)))
     else:
         raise run.error("seeds", f"expected a count or an array of seeds, got {describe(raw_seeds)}")
     panels = run.array("panels", list(DEFAULT_PANELS))
     for k, panel in enumerate(panels):
-        if panel not in PANELS:
+        if not isinstance(panel, str) or panel not in PANELS:
             key = join_key(run.path("panels"), k)
             raise ProblemError(run.file, key, f"unknown panel {panel!r}; known: {', '.join(PANELS)}")
     curve_points = run.integer("curve_points", 200, minimum=2)
+    limits.check("curve_points", curve_points, run.path("curve_points"), run.file)
     run.finish()
-    return horizon, seeds, list(panels), curve_points
+    return limits, horizon, seeds, list(panels), curve_points
 
 
 def _parse_policies(tables: list[Table], file: str) -> list[PolicySpec]:

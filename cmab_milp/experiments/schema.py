@@ -19,6 +19,7 @@ cmab_milp.experiments.schema.ProblemError: demo.toml: space.m: expected an integ
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -117,10 +118,7 @@ class Table:
     def number(self, key: str, default: Any = MISSING) -> Any:
         if key not in self.data:
             return self.raw(key, default)
-        value = self.raw(key)
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise self.error(key, f"expected a number, got {describe(value)}")
-        return float(value)
+        return check_number(self.raw(key), self.path(key), self.file)
 
     def boolean(self, key: str, default: Any = MISSING) -> Any:
         if key not in self.data:
@@ -178,7 +176,13 @@ def check_integer(value: Any, key: str, file: str, *, minimum: int | None = None
 
 
 def check_number(value: Any, key: str, file: str) -> float:
-    """``value`` as a float, or a :class:`ProblemError` naming ``key``."""
+    """``value`` as a finite float, or a :class:`ProblemError` naming ``key`` (``inf`` and ``nan`` refused)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ProblemError(file, key, f"expected a number, got {describe(value)}")
-    return float(value)
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if not math.isfinite(number):
+        raise ProblemError(file, key, f"expected a finite number, got {value}")
+    return number
