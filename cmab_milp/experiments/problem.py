@@ -87,7 +87,7 @@ from typing import Any
 from .builders import build_environment, build_policy, build_space
 from .limits import Limits
 from .plots import DEFAULT_PANELS, PANELS
-from .registry import plugins
+from .registry import check_name, plugins
 from .schema import ProblemError, Table, check_integer, describe, join_key
 
 __all__ = ["PolicySpec", "Problem", "load_problem", "parse_problem"]
@@ -333,6 +333,11 @@ def _parse_policies(tables: list[Table], file: str) -> list[PolicySpec]:
             raise table.error("oracle", f"oracle backend {backend!r} is not installed here")
         if solver and not BACKENDS[backend].takes_solver:
             raise table.error("oracle", f"backend {backend!r} takes no ':SOLVER' suffix")
+        if solver:
+            try:
+                check_name(solver)
+            except ValueError as exc:
+                raise table.error("oracle", f"refused solver: {exc}") from None
         constants_table = table.table("constants", None)
         constants = {} if constants_table is None else _plain(constants_table.data, table.path("constants"), file)
         table.finish()

@@ -104,13 +104,14 @@ def plugin_class(spec: str) -> Any:
     Nothing is imported here: a module not given with ``--plugin`` is refused.
     """
     module, _, attr = spec.partition(":")
+    if not _MODULE.match(module) or not _NAME.match(attr):
+        raise ValueError(f"{spec!r} is not a plain name (letters, digits and _, not starting with _) nor MODULE:Class")
     if module not in _PLUGINS:
         loaded = ", ".join(_PLUGINS) or "none"
         raise ValueError(
             f"{spec!r} names code in module {module!r}, which a problem file cannot import; "
             f"register the kind from a module given with --plugin (loaded plugins: {loaded})"
         )
-    check_name(attr)
     obj = vars(sys.modules[module]).get(attr)
     if not inspect.isclass(obj):
         raise ValueError(f"plugin module {module!r} defines no class {attr!r}")

@@ -180,7 +180,6 @@ def _check_folder(problem: Problem, out: Path, resume: bool) -> None:
             )
 
 
-
 def _write_problem(problem: Problem, out: Path) -> None:
     """The resolved problem, its digest and a copy of the problem file, in the results folder."""
     out.mkdir(parents=True, exist_ok=True)
