@@ -424,10 +424,9 @@ def _generate(table: Table, limits: Limits) -> nx.Graph:
                 default = inspect.signature(spec.function).parameters.get(p)
                 values[p] = None if default is None else default.default
     nodes, edges = spec.size(values)
-    where = table.path("args")
-    limits.check("graph_nodes", nodes, where, table.file)
-    if edges > limits.arms:
-        limits.check("arms", edges, where, table.file)
+    where, call = table.path("args"), f"{name}({', '.join(map(str, args))})"
+    limits.check("graph_nodes", nodes, where, table.file, f"{call} has {nodes} nodes, which")
+    limits.check("arms", edges, where, table.file, f"{call} may have {edges} edges (arms), which")
     try:
         graph = spec.function(*args, **kwargs)
     except Exception as exc:  # a generator's own complaint, e.g. a degree sequence that cannot exist

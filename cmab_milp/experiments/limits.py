@@ -20,7 +20,6 @@ cmab_milp.experiments.schema.ProblemError: demo.toml: space.d: 30000 is above th
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields, replace
-from typing import Any
 
 from .schema import ProblemError, Table
 
@@ -71,8 +70,11 @@ class Limits:
         default = asdict(Limits())
         return {k: v for k, v in asdict(self).items() if v != default[k]}
 
-    def check(self, name: str, value: int, key: str, file: str) -> int:
-        """``value`` if within the limit ``name``; else a :class:`ProblemError` at ``key`` saying how to raise it."""
+    def check(self, name: str, value: int, key: str, file: str, what: str = "") -> int:
+        """``value`` if within the limit ``name``; else a :class:`ProblemError` at ``key`` saying how to raise it.
+
+        ``what`` describes the value in the message (default: the value alone).
+        """
         limit = getattr(self, name)
         if value > limit:
             ceiling = CEILINGS.get(name)
@@ -81,12 +83,5 @@ class Limits:
                 if ceiling is None or limit < ceiling
                 else "this is the most a run can take"
             )
-            raise ProblemError(file, key, f"{value} is above the limit {name} = {limit} ({how})")
+            raise ProblemError(file, key, f"{what or value} is above the limit {name} = {limit} ({how})")
         return value
-
-
-def limits_of(data: Any) -> dict[str, Any]:
-    """The ``limits`` table of a problem's ``run`` data (empty if none)."""
-    run = data.get("run") if isinstance(data, dict) else None
-    limits = run.get("limits") if isinstance(run, dict) else None
-    return limits if isinstance(limits, dict) else {}
