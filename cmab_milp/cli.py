@@ -102,7 +102,12 @@ class _Terminated(KeyboardInterrupt):
     """SIGTERM, raised in the main thread so that the run stops as on Ctrl-C."""
 
 
+#: Set when SIGTERM arrived during a run (the exit code is then 143, not 130).
+_SIGTERM: list[bool] = []
+
+
 def _on_sigterm(signum: int, frame: Any) -> None:
+    _SIGTERM.append(True)
     raise _Terminated()
 
 
@@ -115,6 +120,7 @@ def _run(args: argparse.Namespace) -> int:
         return _error(f"unknown executor {args.executor!r}; known: {', '.join(sorted(EXECUTORS))}")
     problem = load_problem(args.problem, horizon=args.horizon, seeds=args.seeds)
     main_thread = threading.current_thread() is threading.main_thread()
+    _SIGTERM.clear()
     previous = signal.signal(signal.SIGTERM, _on_sigterm) if main_thread else None
     try:
         summary = run_problem(
@@ -127,7 +133,7 @@ def _run(args: argparse.Namespace) -> int:
         )
     except RunInterrupted as exc:
         sys.stderr.write(f"cmab-milp: {exc}\n")
-        return 143 if isinstance(exc.__context__, _Terminated) else 130
+        return 143 if _SIGTERM else 130
     except RunFailed as exc:
         sys.stderr.write(f"cmab-milp: {exc}\n")
         return 1
@@ -248,7 +254,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ProblemError, FolderError) as exc:
         return _failed(args, str(exc), 2)
     except KeyboardInterrupt:
-        return _failed(args, "interrupted", 143 if isinstance(sys.exc_info()[1], _Terminated) else 130)
+        return _failed(args, "interrupted", 143 if _SIGTERM else 130)
     except MemoryError:
         return _failed(args, "out of memory (lower the problem's sizes)", 1)
     except OSError as exc:

@@ -169,6 +169,42 @@ INVALID = [
     (problem_text(run=RUN + "horizn = 3\n"), ": run.horizn:", "unknown key"),
     (problem_text() + "[run\n", "problem.toml:", "not valid TOML"),
     (problem_text(policies=POLICIES + "constants = { C = 2024-01-01 }\n"), ": policies[0].constants:", "no dates"),
+    # keys that were misattributed: an infeasible side constraint (was policies[0]), a string in means
+    # (was environment), an Intersection without common action
+    (
+        problem_text(space=SPACE + "exact = true\n[[space.constraints]]\narms = [0, 1, 2, 3]\nsense = '<='\nrhs = 1\n"),
+        ": space.constraints[0]:",
+        "no action of the space satisfies this constraint",
+    ),
+    (
+        problem_text(
+            space=SPACE
+            + "[[space.constraints]]\narms = [0]\nsense = '<='\nrhs = 5\n"
+            + "[[space.constraints]]\narms = [0, 1, 2, 3]\nsense = '>='\nrhs = 3\n"
+        ),
+        ": space.constraints[1]:",
+        "no action of the space satisfies",
+    ),
+    (problem_text(environment=ENVIRONMENT.replace("0.2,", '"0.2",')), ": environment.means[1]:", "expected a number"),
+    (
+        problem_text(environment=ENVIRONMENT.replace("0.2,", "[0.2],")),
+        ": environment.means[1]:",
+        "expected a number",
+    ),
+    (
+        problem_text(
+            space="[space]\nkind = 'Intersection'\n[[space.parts]]\nkind = 'Cardinality'\nd = 4\nm = 1\nexact = true\n"
+            "[[space.parts]]\nkind = 'Cardinality'\nd = 4\nm = 2\nexact = true\n"
+        ),
+        ": space:",
+        "no action in common",
+    ),
+    (problem_text(run=RUN + "panels = [[1]]\n"), ": run.panels[0]:", "unknown panel"),
+    (
+        problem_text(space=SPACE + "[[space.constraints]]\narms = [0]\nsense = '<='\nrhs = nan\n"),
+        ": space.constraints[0].rhs:",
+        "finite",
+    ),
 ]
 
 

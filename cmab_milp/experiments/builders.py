@@ -698,17 +698,19 @@ def build_environment(table: Table, space: Any, limits: Limits | None = None) ->
     if isinstance(means, list):
         if len(means) != space.d:
             raise table.error("means", f"needs one mean per arm: the space has d={space.d}, got {len(means)}")
-        bad = _bad_entry(means, table.path("means"))
-        if bad is not None:
-            raise ProblemError(table.file, bad, "expected a number")
+        for k, mean in enumerate(means):
+            check_number(mean, join_key(table.path("means"), k), table.file)
     try:
         env = _construct(table, cls, (), kwargs, cls.__name__)
     except ProblemError as exc:
         if exc.key != table.key:
             raise
-        arrays = [k for k, v in kwargs.items() if isinstance(v, list) and _bad_entry(v, "") is not None]
-        if len(arrays) == 1:  # the one array holding a non-number is what the constructor refused
-            raise ProblemError(table.file, _bad_entry(kwargs[arrays[0]], table.path(arrays[0])), exc.message) from None
+        arrays = [k for k, v in kwargs.items() if isinstance(v, list)]
+        bad = [k for k in arrays if _bad_entry(kwargs[k], "") is not None]
+        if len(bad) == 1:  # the one array holding a non-number is what the constructor refused
+            raise ProblemError(table.file, _bad_entry(kwargs[bad[0]], table.path(bad[0])), exc.message) from None
+        if len(arrays) == 1:  # e.g. a ragged array: the only array parameter is the one at fault
+            raise table.error(arrays[0], exc.message) from None
         raise
     env_d = getattr(env, "d", space.d)
     if env_d != space.d:
