@@ -7,6 +7,21 @@ building the space, the environment and every policy once, so that any mistake
 is reported as a :class:`~cmab_milp.experiments.schema.ProblemError` naming the
 file, the key (``space.m``, ``policies[1].oracle``) and what is wrong.
 
+A problem file is data, never code: every name in it is looked up in a table
+(the library's own kinds, :data:`~cmab_milp.experiments.builders.GENERATORS`,
+:data:`~cmab_milp.experiments.builders.DRAWS`, the oracle backends, the reward
+names); nothing it says is imported. Names are plain identifiers (``__class__``,
+``_private``, ``os.path.join``, ``lambda: 0`` are refused). Your own kinds come
+from code you name outside the file: ``cmab-milp ... --plugin MODULE`` imports
+``MODULE``, which calls :func:`~cmab_milp.experiments.register_kind`; a public
+class of such a module may also be written ``"MODULE:Class"``.
+
+Sizes are checked before anything is built (:class:`~cmab_milp.experiments.limits.Limits`):
+arms ``d`` (and a graph's edges) <= 5,000, graph nodes <= 20,000, values per draw
+<= 10^6, explicit actions <= 10^5, horizon <= 10^8, seeds <= 1,000, curve points
+<= 10,000. A file that means it raises them in ``[run] limits`` (the horizon
+stops at 2^50).
+
 Schema (every key not listed is refused)::
 
     title = "..."                  # optional: figure title
@@ -15,14 +30,16 @@ Schema (every key not listed is refused)::
     [space]
     kind = "Cardinality"           # any space class of cmab_milp (Cardinality, PartitionMatroid,
                                    # GraphicMatroid, SpanningTrees, STPaths, Matchings,
-                                   # ExplicitActions, Intersection)
+                                   # ExplicitActions, Intersection) or a registered kind
     d = 20                         # the other keys are the constructor's parameters:
     m = 3                          #   d, m, exact / blocks, capacities / graph / source, target /
                                    #   perfect / actions (an array of 0/1 rows)
     [space.graph]                  # graph families: a networkx generator ...
-    generator = "grid_2d_graph"    #   any function of networkx.generators
-    args = [3, 3]                  #   its positional arguments
-    kwargs = {}                    #   its keyword arguments (e.g. seed = 1)
+    generator = "grid_2d_graph"    #   a generator of builders.GENERATORS (complete_graph, grid_2d_graph,
+                                   #   complete_bipartite_graph, gnm_random_graph, petersen_graph, ...)
+    args = [3, 3]                  #   its positional arguments (counts, probabilities, booleans)
+    kwargs = {}                    #   its keyword arguments (e.g. seed = 1); its size is bounded from
+                                   #   these before it runs
     relabel = true                 #   nodes renamed 0..n-1 in networkx's node order (default for
                                    #   generators); source/target may use either label ([0, 0] or 0)
     directed = false               #   true: a DiGraph, each edge oriented as listed
@@ -38,14 +55,17 @@ Schema (every key not listed is refused)::
     # kind = "Intersection" takes [[space.parts]] (each a space table) instead.
 
     [environment]
-    kind = "UniformNoise"          # any class of cmab_milp.environments (or "pkg.module:Class")
+    kind = "UniformNoise"          # any class of cmab_milp.environments, or a registered kind
+                                   # ("MODULE:Class" only for a module given with --plugin)
     means = { draw = "uniform", low = 0.0, high = 1.0, seed = 7 }   # or an explicit array
+                                   #   (low, high finite; size = d by default)
     width = 0.5                    # the other keys are the constructor's parameters; any value
-                                   # may be a { draw = ... } table (see builders.DRAWS)
+                                   # may be a { draw = ... } table (see builders.DRAWS), stored as
+                                   # this recipe and drawn again from its seed on every rebuild
 
     [[policies]]                   # one table per compared policy
     name = "AROQ"                  # label in plots and results (letters, digits, _ . + -)
-    kind = "AROQ"                  # any class of cmab_milp.policies (or "pkg.module:Class")
+    kind = "AROQ"                  # any class of cmab_milp.policies, or a registered kind
     oracle = "highs"               # oracle backend (default "highs"): see cm.available_backends()
     constants = { C = 1.5 }        # optional keyword constants of the policy
 
@@ -54,6 +74,7 @@ Schema (every key not listed is refused)::
     seeds = 10                     # a count (seeds 0..9) or an explicit array [3, 5, 8]
     panels = ["rounds", "queries", "regret", "runtime", "total_rounds"]   # optional
     curve_points = 200             # optional: points recorded per curve (log-spaced in t, default 200)
+    limits = { arms = 20000 }      # optional: raise (or lower) a size limit (see limits.Limits)
 
 Example
 -------
