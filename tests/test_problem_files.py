@@ -342,3 +342,58 @@ def test_bipartite_generators_build_matching_spaces() -> None:
     )
     space = problem.build_space()
     assert space.d == 12 and space.m == 3 and space.bipartite
+
+
+# ------------------------------------------------------------------- draws
+@pytest.mark.parametrize(
+    ("recipe", "expected"),
+    [
+        (
+            {"draw": "integers", "low": 2, "high": 5, "seed": 4},
+            np.random.default_rng(4).integers(2, 5, 4, endpoint=True),
+        ),
+        ({"draw": "normal", "mean": 1.0, "std": 0.5, "seed": 4}, np.random.default_rng(4).normal(1.0, 0.5, 4)),
+        ({"draw": "choice", "values": [1, 3], "seed": 4}, np.random.default_rng(4).choice([1.0, 3.0], 4)),
+        (
+            {"draw": "choice", "values": [1, 3, 5, 7], "replace": False, "seed": 4},
+            np.random.default_rng(4).choice([1.0, 3.0, 5.0, 7.0], 4, replace=False),
+        ),
+        ({"draw": "dirichlet", "alpha": [1, 2, 3], "seed": 4}, np.random.default_rng(4).dirichlet([1, 2, 3], 4)),
+    ],
+)
+def test_draws_come_from_numpy_with_the_stated_seed(recipe: dict, expected: np.ndarray) -> None:
+    from cmab_milp.experiments.builders import resolve_parameter
+
+    drawn = np.asarray(resolve_parameter(recipe, "environment.x", "x.toml", 4))
+    assert drawn.shape == expected.shape and np.array_equal(drawn, expected)
+
+
+def test_a_dirichlet_draw_is_a_probability_table_per_arm(tmp_path: Path) -> None:
+    env = (
+        "[environment]\nkind = 'DiscreteArms'\nvalues = [0.0, 0.5, 1.0]\n"
+        "probs = { draw = 'dirichlet', alpha = [1, 1, 1], seed = 9 }\n"
+    )
+    problem, space = build(tmp_path, SPACE, env)
+    probs = problem.build_environment(space).pmf  # values are sorted already: columns in the given order
+    assert probs.shape == (4, 3) and np.allclose(probs.sum(axis=1), 1.0)
+    assert np.allclose(probs, np.random.default_rng(9).dirichlet([1, 1, 1], 4))
+
+
+@pytest.mark.parametrize(
+    ("recipe", "key", "message"),
+    [
+        ("{ draw = 'integers', low = 3, high = 2, seed = 1 }", "means.high", "low <= high"),
+        ("{ draw = 'normal', std = 0, seed = 1 }", "means.std", "must be > 0"),
+        ("{ draw = 'normal', mean = inf, seed = 1 }", "means.mean", "finite"),
+        ("{ draw = 'dirichlet', alpha = [1, -1], seed = 1 }", "means.alpha[1]", "must be > 0"),
+        ("{ draw = 'dirichlet', alpha = [1], seed = 1 }", "means.alpha", "between 2"),
+        ("{ draw = 'choice', values = [], seed = 1 }", "means.values", "at least one"),
+        ("{ draw = 'choice', values = [1, 2], p = [0.5, 0.6], seed = 1 }", "means.p", "summing to 1"),
+        ("{ draw = 'choice', values = [1, 2], replace = false, seed = 1 }", "means.size", "without replacement"),
+    ],
+)
+def test_bad_draws_are_refused(recipe: str, key: str, message: str, tmp_path: Path) -> None:
+    env = f"[environment]\nkind = 'BernoulliArms'\nmeans = {recipe}\n"
+    with pytest.raises(ProblemError) as info:
+        load_problem(write(tmp_path, problem_text(environment=env)))
+    assert f"environment.{key}:" in str(info.value) and message in str(info.value), str(info.value)

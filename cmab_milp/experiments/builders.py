@@ -625,10 +625,78 @@ def _draw_uniform(table: Table, d: int) -> np.ndarray:
     return np.random.default_rng(seed).uniform(low, high, size=size)
 
 
+def _draw_integers(table: Table, d: int) -> np.ndarray:
+    """Integers uniform in ``[low, high]`` (both included)."""
+    low, high = table.integer("low", 0), table.integer("high")
+    if not low <= high:
+        raise table.error("high", f"needs low <= high, got low={low}, high={high}")
+    seed = table.integer("seed", minimum=0)
+    size = table.integer("size", d, minimum=1)
+    table.finish()
+    if high - low >= 2**63:
+        raise table.error("high", "high - low must be below 2**63")
+    return np.random.default_rng(seed).integers(low, high, size=size, endpoint=True)
+
+
+def _draw_normal(table: Table, d: int) -> np.ndarray:
+    """Gaussian values: ``mean`` (default 0) and ``std`` (> 0, default 1)."""
+    mean, std = table.number("mean", 0.0), table.number("std", 1.0)
+    if not std > 0:
+        raise table.error("std", f"must be > 0, got {std}")
+    seed = table.integer("seed", minimum=0)
+    size = table.integer("size", d, minimum=1)
+    table.finish()
+    return np.random.default_rng(seed).normal(mean, std, size=size)
+
+
+def _draw_dirichlet(table: Table, d: int) -> np.ndarray:
+    """One probability vector per row (``size`` rows, default d): a probability table per arm."""
+    alpha = [check_number(a, join_key(table.path("alpha"), k), table.file) for k, a in enumerate(table.array("alpha"))]
+    if len(alpha) < 2 or len(alpha) > 10_000:
+        raise table.error("alpha", f"needs between 2 and 10000 concentrations, got {len(alpha)}")
+    for k, a in enumerate(alpha):
+        if not a > 0:
+            raise ProblemError(table.file, join_key(table.path("alpha"), k), f"must be > 0, got {a}")
+    seed = table.integer("seed", minimum=0)
+    size = table.integer("size", d, minimum=1)
+    table.finish()
+    if size * len(alpha) > 10**7:
+        raise table.error("size", f"{size} rows x {len(alpha)} entries is too many values (more than 10^7)")
+    return np.random.default_rng(seed).dirichlet(alpha, size=size)
+
+
+def _draw_choice(table: Table, d: int) -> np.ndarray:
+    """Values picked from ``values`` (numbers), with probabilities ``p`` (default uniform)."""
+    values = [
+        check_number(v, join_key(table.path("values"), k), table.file) for k, v in enumerate(table.array("values"))
+    ]
+    if not values:
+        raise table.error("values", "needs at least one value")
+    p = None
+    if "p" in table:
+        p = [check_number(v, join_key(table.path("p"), k), table.file) for k, v in enumerate(table.array("p"))]
+        if len(p) != len(values) or min(p) < 0 or not np.isclose(sum(p), 1.0):
+            raise table.error("p", f"needs {len(values)} probabilities >= 0 summing to 1, got {p}")
+        p = np.asarray(p) / sum(p)
+    replace = table.boolean("replace", True)
+    seed = table.integer("seed", minimum=0)
+    size = table.integer("size", d, minimum=1)
+    table.finish()
+    if not replace and size > len(values):
+        raise table.error("size", f"cannot pick {size} of {len(values)} values without replacement")
+    return np.random.default_rng(seed).choice(np.asarray(values), size=size, replace=replace, p=p)
+
+
 #: Random parameter draws ``{ draw = NAME, ..., seed = S }``: name -> ``f(table, d) -> array``.
 #: Each draw reads its own keys from ``table`` (and calls ``table.finish()``); its ``size``
 #: (default d) is checked against the limits before it is called.
-DRAWS: dict[str, Callable[[Table, int], np.ndarray]] = {"uniform": _draw_uniform}
+DRAWS: dict[str, Callable[[Table, int], np.ndarray]] = {
+    "uniform": _draw_uniform,
+    "integers": _draw_integers,
+    "normal": _draw_normal,
+    "dirichlet": _draw_dirichlet,
+    "choice": _draw_choice,
+}
 
 
 def register_draw(name: str, draw: Callable[[Table, int], np.ndarray]) -> None:

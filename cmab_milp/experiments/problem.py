@@ -58,7 +58,10 @@ Schema (every key not listed is refused)::
     kind = "UniformNoise"          # any class of cmab_milp.environments, or a registered kind
                                    # ("MODULE:Class" only for a module given with --plugin)
     means = { draw = "uniform", low = 0.0, high = 1.0, seed = 7 }   # or an explicit array
-                                   #   (low, high finite; size = d by default)
+                                   #   (low, high finite; size = d by default). Other draws:
+                                   #   integers (low, high, both included), normal (mean, std),
+                                   #   dirichlet (alpha: one probability row per arm), choice
+                                   #   (values, optional p and replace)
     width = 0.5                    # the other keys are the constructor's parameters; any value
                                    # may be a { draw = ... } table (see builders.DRAWS), stored as
                                    # this recipe and drawn again from its seed on every rebuild
