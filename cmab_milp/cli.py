@@ -3,7 +3,7 @@
 Subcommands:
 
 - ``cmab-milp run PROBLEM.toml --out DIR [--horizon N] [--seeds K] [--jobs J] [--resume]
-  [--no-plots] [--executor local|serial|dask://HOST:PORT]``: run a problem file (see
+  [--no-plots] [--executor local|serial|dask://HOST:PORT] [--policies NAME,...]``: run a problem file (see
   :mod:`cmab_milp.experiments.problem` for the schema) and write ``DIR/summary.json``,
   per-job curves under ``DIR/runs/`` and the figures.
 - ``cmab-milp validate PROBLEM.toml ...``: check problem files without running them.
@@ -31,6 +31,7 @@ Example
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import signal
 import sys
@@ -58,26 +59,34 @@ def _error(message: str) -> int:
     return 2
 
 
-def _number(x: float, digits: int = 4) -> str:
-    """``1,273`` for large values, ``digits`` significant digits otherwise.
+def _mean_std(mean: float, std: float) -> str:
+    """``mean ± std`` in one format: both with the decimals that give the mean 4 significant digits.
 
-    >>> _number(16329.7), _number(45.8), _number(0.24681), _number(0.07509, 2)
-    ('16,330', '45.8', '0.2468', '0.075')
+    >>> _mean_std(3220.4, 391.6), _mean_std(45.8, 3.214), _mean_std(0.24681, 0.0751), _mean_std(0.0, 0.0)
+    ('3,220 ± 392', '45.80 ± 3.21', '0.2468 ± 0.0751', '0 ± 0')
     """
-    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.{digits}g}"
+    size = abs(mean)
+    decimals = 0 if size >= 1000 or size == 0 else min(6, max(0, 3 - math.floor(math.log10(size))))
+    return f"{mean:,.{decimals}f} ± {std:,.{decimals}f}"
 
 
 def _print_summary(summary: dict[str, Any]) -> None:
     rows = [("policy", "regret", "queries", "rounds", "wall s", "oracle s")]
+    notes = []
     for name, stats in summary["policies"].items():
-        cell = {m: f"{_number(stats[m]['mean'])} ± {_number(stats[m]['std'], 2)}" for m in stats}
+        cell = {m: _mean_std(stats[m]["mean"], stats[m]["std"]) for m in stats}
         rows.append(
             (name, cell["regret"], cell["queries"], cell["rounds"], cell["wall_seconds"], cell["oracle_seconds"])
         )
+        seeds = len(summary.get("policy_info", {}).get(name, {}).get("seeds", []))
+        if seeds > 1 and stats["regret"]["std"] == 0:
+            notes.append(f"note: {name}'s regret is the same on all {seeds} seeds (exactly equal, not rounded)")
     print("mean ± standard deviation over seeds")
     widths = [max(len(r[k]) for r in rows) for k in range(len(rows[0]))]
     for row in rows:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+    for note in notes:
+        print(note)
 
 
 # ---------------------------------------------------------------- commands
@@ -90,6 +99,11 @@ def _add_run(sub: Any) -> None:
     p.add_argument("--jobs", type=_positive_int, default=os.cpu_count() or 1, help="parallel jobs (default: cores)")
     p.add_argument("--resume", action="store_true", help="continue a run in --out, skipping finished jobs")
     p.add_argument("--no-plots", action="store_true", help="skip the figures")
+    p.add_argument(
+        "--policies",
+        metavar="NAME,...",
+        help="run only these policies (comma-separated names); run the others later with --resume",
+    )
     p.add_argument(
         "--executor",
         default="local",
@@ -130,6 +144,7 @@ def _run(args: argparse.Namespace) -> int:
             executor=args.executor,
             resume=args.resume,
             plots=not args.no_plots,
+            policies=[n.strip() for n in args.policies.split(",") if n.strip()] if args.policies else None,
         )
     except RunInterrupted as exc:
         sys.stderr.write(f"cmab-milp: {exc}\n")

@@ -31,6 +31,7 @@ import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -322,8 +323,12 @@ def run_problem(
     resume: bool = False,
     plots: bool = True,
     stream: TextIO | None = None,
+    policies: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Run every (policy, seed) job of ``problem`` into ``out_dir``; return the summary.
+
+    ``policies`` (names) runs only their jobs; the folder still belongs to the
+    whole problem, so the others can be run later with ``resume``.
 
     ``jobs`` workers (default: the number of cores) on the named ``executor``.
     With ``resume``, jobs whose results are already complete are skipped.
@@ -334,7 +339,15 @@ def run_problem(
     out = Path(out_dir)
     workers = jobs or os.cpu_count() or 1
     _check_folder(problem, out, resume)
-    all_jobs = [Job(spec.name, seed) for seed in problem.seeds for spec in problem.policies]
+    names = [spec.name for spec in problem.policies]
+    chosen = names if policies is None else list(dict.fromkeys(policies))
+    unknown = [name for name in chosen if name not in names]
+    if unknown or not chosen:
+        raise RunError(
+            f"no policy named {', '.join(unknown) or '(none given)'} in {problem.file}; its policies: "
+            f"{', '.join(names)}"
+        )
+    all_jobs = [Job(name, seed) for seed in problem.seeds for name in names if name in chosen]
     todo = [job for job in all_jobs if not (resume and _is_complete(out, problem, job))]
     skipped = len(all_jobs) - len(todo)
     try:
