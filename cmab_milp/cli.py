@@ -282,7 +282,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _failed(args: argparse.Namespace, message: str, code: int) -> int:
     if getattr(args, "debug", False):
         traceback.print_exc(file=sys.stderr)
-    sys.stderr.write(f"cmab-milp: error: {message}\n")
+    for line in message.splitlines() or [""]:  # several errors of one file: one line each
+        sys.stderr.write(f"cmab-milp: error: {line}\n")
     return code
 
 

@@ -397,3 +397,23 @@ def test_bad_draws_are_refused(recipe: str, key: str, message: str, tmp_path: Pa
     with pytest.raises(ProblemError) as info:
         load_problem(write(tmp_path, problem_text(environment=env)))
     assert f"environment.{key}:" in str(info.value) and message in str(info.value), str(info.value)
+
+
+def test_every_error_of_a_file_is_reported_at_once(tmp_path: Path, capsys) -> None:
+    from cmab_milp.cli import main
+    from cmab_milp.experiments import ProblemErrors
+
+    text = problem_text(
+        space=SPACE.replace("m = 2", "m = 9"),
+        policies=POLICIES + '[[policies]]\nname = "B"\nkind = "CUCB"\noracle = "nope"\n',
+        run=RUN.replace("horizon = 20", "horizon = -1") + "colour = 1\n",
+    )
+    text = "surprise = 1\n" + text
+    path = write(tmp_path, text)
+    with pytest.raises(ProblemErrors) as info:
+        load_problem(path)
+    keys = [e.key for e in info.value.errors]
+    assert keys == ["surprise", "run.horizon", "policies[1].oracle", "space.m"], keys
+    assert main(["validate", str(path)]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 4 and all(line.startswith(f"cmab-milp: error: {path}: ") for line in lines)

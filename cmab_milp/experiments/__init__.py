@@ -28,7 +28,7 @@ from .runner import (
     run_problem,
     summarise,
 )
-from .schema import ProblemError
+from .schema import ProblemError, ProblemErrors
 
 __all__ = [
     "DEFAULT_PANELS",
@@ -44,6 +44,7 @@ __all__ = [
     "PolicySpec",
     "Problem",
     "ProblemError",
+    "ProblemErrors",
     "RunError",
     "RunFailed",
     "RunInterrupted",

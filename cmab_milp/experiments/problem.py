@@ -92,10 +92,13 @@ Example
 ... )
 >>> problem.seeds, problem.policies[0].oracle
 ([0, 1], 'highs')
->>> parse_problem({"space": {}}, "demo.toml")
+>>> parse_problem({"space": {}}, "demo.toml")  # every error at once, one line each
 Traceback (most recent call last):
 ...
-cmab_milp.experiments.schema.ProblemError: demo.toml: environment: missing required key
+cmab_milp.experiments.schema.ProblemErrors: demo.toml: environment: missing required key
+demo.toml: policies: missing required key
+demo.toml: run: missing required key
+demo.toml: space.kind: missing required key
 """
 
 from __future__ import annotations
@@ -112,7 +115,7 @@ from .builders import build_environment, build_policy, build_space
 from .limits import Limits
 from .plots import DEFAULT_PANELS, PANELS
 from .registry import check_name, plugins
-from .schema import ProblemError, Table, check_integer, describe, join_key
+from .schema import ProblemError, ProblemErrors, Table, check_integer, describe, join_key
 
 __all__ = ["PolicySpec", "Problem", "load_problem", "parse_problem"]
 
@@ -273,21 +276,47 @@ def parse_problem(data: dict[str, Any], file: str = "<problem>", *, build: bool 
     """
     if not isinstance(data, dict):
         raise ProblemError(file, "", f"expected a table, got {describe(data)}")
-    top = Table(data, "", file)
-    title = top.string("title", "")
-    top.string("description", "")
-    space_table = top.table("space")
-    env_table = top.table("environment")
-    policy_tables = top.tables("policies")
-    run = top.table("run")
-    top.finish()
+    errors: list[ProblemError] = []
 
-    limits, horizon, seeds, panels, curve_points = _parse_run(run)
-    policies = _parse_policies(policy_tables, file)
-    problem = Problem(
+    def attempt(step: Any, *args: Any, **kwargs: Any) -> Any:
+        """``step(...)``, or None with its error kept: every part of the file is checked, all errors reported."""
+        try:
+            return step(*args, **kwargs)
+        except ProblemErrors as exc:
+            errors.extend(exc.errors)
+        except ProblemError as exc:
+            errors.append(exc)
+        return None
+
+    top = Table(data, "", file)
+    title = attempt(top.string, "title", "")
+    attempt(top.string, "description", "")
+    space_table = attempt(top.table, "space")
+    env_table = attempt(top.table, "environment")
+    policy_tables = attempt(top.tables, "policies")
+    run = attempt(top.table, "run")
+    attempt(top.finish)
+
+    parsed_run = attempt(_parse_run, run) if run is not None else None
+    limits = parsed_run[0] if parsed_run is not None else Limits()
+    policies = attempt(_parse_policies, policy_tables, file) if policy_tables is not None else None
+    space_data = attempt(_plain, space_table.data, "space", file) if space_table is not None else None
+    env_data = attempt(_plain, env_table.data, "environment", file) if env_table is not None else None
+    if build and space_table is not None:
+        space = attempt(build_space, space_table, limits)
+        if space is not None and env_table is not None:
+            attempt(build_environment, env_table, space, limits)
+        if space is not None and policies is not None and parsed_run is not None:
+            for k, spec in enumerate(policies):
+                table = Table(asdict(spec), join_key("policies", k), file)
+                attempt(build_policy, table, spec.kind, space, parsed_run[1], spec.oracle, dict(spec.constants))
+    if errors:
+        raise errors[0] if len(errors) == 1 else ProblemErrors(errors)
+    _, horizon, seeds, panels, curve_points = parsed_run
+    return Problem(
         file=file,
-        space=_plain(space_table.data, "space", file),
-        environment=_plain(env_table.data, "environment", file),
+        space=space_data,
+        environment=env_data,
         policies=policies,
         horizon=horizon,
         seeds=seeds,
@@ -297,14 +326,6 @@ def parse_problem(data: dict[str, Any], file: str = "<problem>", *, build: bool 
         limits=limits.changed(),
         plugins=tuple(plugins()),
     )
-    if not build:
-        return problem
-    space = build_space(space_table, limits)
-    environment, _ = build_environment(env_table, space, limits)
-    for spec in policies:
-        problem.build_policy(spec.name, space)
-    del environment
-    return problem
 
 
 def _parse_run(run: Table) -> tuple[Limits, int, list[int], list[str], int]:
@@ -340,30 +361,41 @@ def _parse_policies(tables: list[Table], file: str) -> list[PolicySpec]:
     if not tables:
         raise ProblemError(file, "policies", "needs at least one [[policies]] entry")
     specs: list[PolicySpec] = []
+    errors: list[ProblemError] = []
     seen: dict[str, int] = {}
     for k, table in enumerate(tables):
-        name = table.string("name")
-        if not _NAME.match(name):
-            raise table.error("name", f"{name!r}: use letters, digits and _ . + - (it names a results folder)")
-        if name in seen:
-            raise table.error("name", f"duplicate policy name {name!r} (also policies[{seen[name]}])")
-        seen[name] = k
-        kind = table.string("kind")
-        oracle = table.string("oracle", "highs")
-        backend, _, solver = oracle.partition(":")
-        if backend not in BACKENDS:
-            raise table.error("oracle", f"unknown oracle backend {oracle!r}; known: {', '.join(sorted(BACKENDS))}")
-        if backend not in available_backends():
-            raise table.error("oracle", f"oracle backend {backend!r} is not installed here")
-        if solver and not BACKENDS[backend].takes_solver:
-            raise table.error("oracle", f"backend {backend!r} takes no ':SOLVER' suffix")
-        if solver:
-            try:
-                check_name(solver)
-            except ValueError as exc:
-                raise table.error("oracle", f"refused solver: {exc}") from None
-        constants_table = table.table("constants", None)
-        constants = {} if constants_table is None else _plain(constants_table.data, table.path("constants"), file)
-        table.finish()
-        specs.append(PolicySpec(name=name, kind=kind, oracle=oracle, constants=constants))
+        try:
+            specs.append(_parse_policy(table, k, seen, BACKENDS, available_backends()))
+        except ProblemError as exc:
+            errors.append(exc)
+    if errors:
+        raise errors[0] if len(errors) == 1 else ProblemErrors(errors)
     return specs
+
+
+def _parse_policy(table: Table, k: int, seen: dict[str, int], backends: dict, available: list[str]) -> PolicySpec:
+    file = table.file
+    name = table.string("name")
+    if not _NAME.match(name):
+        raise table.error("name", f"{name!r}: use letters, digits and _ . + - (it names a results folder)")
+    if name in seen:
+        raise table.error("name", f"duplicate policy name {name!r} (also policies[{seen[name]}])")
+    seen[name] = k
+    kind = table.string("kind")
+    oracle = table.string("oracle", "highs")
+    backend, _, solver = oracle.partition(":")
+    if backend not in backends:
+        raise table.error("oracle", f"unknown oracle backend {oracle!r}; known: {', '.join(sorted(backends))}")
+    if backend not in available:
+        raise table.error("oracle", f"oracle backend {backend!r} is not installed here")
+    if solver and not backends[backend].takes_solver:
+        raise table.error("oracle", f"backend {backend!r} takes no ':SOLVER' suffix")
+    if solver:
+        try:
+            check_name(solver)
+        except ValueError as exc:
+            raise table.error("oracle", f"refused solver: {exc}") from None
+    constants_table = table.table("constants", None)
+    constants = {} if constants_table is None else _plain(constants_table.data, table.path("constants"), file)
+    table.finish()
+    return PolicySpec(name=name, kind=kind, oracle=oracle, constants=constants)

@@ -23,7 +23,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["MISSING", "ProblemError", "Table", "describe", "join_key"]
+__all__ = ["MISSING", "ProblemError", "ProblemErrors", "Table", "describe", "join_key"]
 
 
 class ProblemError(ValueError):
@@ -35,6 +35,24 @@ class ProblemError(ValueError):
         self.message = message
         where = f"{file}: {key}" if key else file
         super().__init__(f"{where}: {message}")
+
+
+class ProblemErrors(ProblemError):
+    """Several :class:`ProblemError` of one file, reported at once; ``errors`` lists them in the order checked.
+
+    Its message has one line per error; ``file``, ``key`` and ``message`` are the first error's.
+    """
+
+    def __init__(self, errors: Sequence[ProblemError]):
+        if not errors:
+            raise ValueError("ProblemErrors needs at least one error")
+        self.errors = list(errors)
+        first = self.errors[0]
+        super().__init__(first.file, first.key, first.message)
+        self.args = ("\n".join(str(e) for e in self.errors),)
+
+    def __str__(self) -> str:
+        return self.args[0]
 
 
 class _Missing:
