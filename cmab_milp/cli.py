@@ -3,7 +3,7 @@
 Subcommands:
 
 - ``cmab-milp run PROBLEM.toml --out DIR [--horizon N] [--seeds K] [--jobs J] [--resume]
-  [--no-plots] [--executor local|serial|dask://HOST:PORT]``: run a problem file (see
+  [--no-plots] [--executor local|serial|dask://HOST:PORT] [--policies NAME,...]``: run a problem file (see
   :mod:`cmab_milp.experiments.problem` for the schema) and write ``DIR/summary.json``,
   per-job curves under ``DIR/runs/`` and the figures.
 - ``cmab-milp validate PROBLEM.toml ...``: check problem files without running them.
@@ -11,9 +11,16 @@ Subcommands:
 - ``cmab-milp compare-oracles PROBLEM.toml --out DIR``: replay a run's oracle queries on
   every backend and check they agree (:mod:`cmab_milp.experiments.compare`).
 
+Every subcommand takes ``--plugin MODULE`` (repeatable: a module you trust,
+imported before the file is read, that registers its own kinds with
+:func:`cmab_milp.experiments.register_kind`; a problem file or a results folder
+never causes an import by itself) and ``--debug`` (show the traceback of an
+error instead of its one-line message).
+
 Exit codes: 0 success; 2 a refused problem file, folder or argument (nothing
-ran); 1 some jobs failed (the others are saved); 130 interrupted (finished jobs
-are saved; continue with ``--resume``).
+ran); 1 a failed run (some jobs failed, results could not be written, the
+executor was lost; what finished is saved); 130 interrupted by Ctrl-C (SIGINT),
+143 by SIGTERM (finished jobs are saved; continue with ``--resume``).
 
 Example
 -------
@@ -24,8 +31,12 @@ Example
 from __future__ import annotations
 
 import argparse
+import math
 import os
+import signal
 import sys
+import threading
+import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -48,26 +59,34 @@ def _error(message: str) -> int:
     return 2
 
 
-def _number(x: float, digits: int = 4) -> str:
-    """``1,273`` for large values, ``digits`` significant digits otherwise.
+def _mean_std(mean: float, std: float) -> str:
+    """``mean ± std`` in one format: both with the decimals that give the mean 4 significant digits.
 
-    >>> _number(16329.7), _number(45.8), _number(0.24681), _number(0.07509, 2)
-    ('16,330', '45.8', '0.2468', '0.075')
+    >>> _mean_std(3220.4, 391.6), _mean_std(45.8, 3.214), _mean_std(0.24681, 0.0751), _mean_std(0.0, 0.0)
+    ('3,220 ± 392', '45.80 ± 3.21', '0.2468 ± 0.0751', '0 ± 0')
     """
-    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.{digits}g}"
+    size = abs(mean)
+    decimals = 0 if size >= 1000 or size == 0 else min(6, max(0, 3 - math.floor(math.log10(size))))
+    return f"{mean:,.{decimals}f} ± {std:,.{decimals}f}"
 
 
 def _print_summary(summary: dict[str, Any]) -> None:
     rows = [("policy", "regret", "queries", "rounds", "wall s", "oracle s")]
+    notes = []
     for name, stats in summary["policies"].items():
-        cell = {m: f"{_number(stats[m]['mean'])} ± {_number(stats[m]['std'], 2)}" for m in stats}
+        cell = {m: _mean_std(stats[m]["mean"], stats[m]["std"]) for m in stats}
         rows.append(
             (name, cell["regret"], cell["queries"], cell["rounds"], cell["wall_seconds"], cell["oracle_seconds"])
         )
+        seeds = len(summary.get("policy_info", {}).get(name, {}).get("seeds", []))
+        if seeds > 1 and stats["regret"]["std"] == 0:
+            notes.append(f"note: {name}'s regret is the same on all {seeds} seeds (exactly equal, not rounded)")
     print("mean ± standard deviation over seeds")
     widths = [max(len(r[k]) for r in rows) for k in range(len(rows[0]))]
     for row in rows:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+    for note in notes:
+        print(note)
 
 
 # ---------------------------------------------------------------- commands
@@ -81,6 +100,11 @@ def _add_run(sub: Any) -> None:
     p.add_argument("--resume", action="store_true", help="continue a run in --out, skipping finished jobs")
     p.add_argument("--no-plots", action="store_true", help="skip the figures")
     p.add_argument(
+        "--policies",
+        metavar="NAME,...",
+        help="run only these policies (comma-separated names); run the others later with --resume",
+    )
+    p.add_argument(
         "--executor",
         default="local",
         help="where jobs run: local (default: a process pool), serial, dask://HOST:PORT",
@@ -88,14 +112,30 @@ def _add_run(sub: Any) -> None:
     p.set_defaults(handler=_run)
 
 
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread so that the run stops as on Ctrl-C."""
+
+
+#: Set when SIGTERM arrived during a run (the exit code is then 143, not 130).
+_SIGTERM: list[bool] = []
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    _SIGTERM.append(True)
+    raise _Terminated()
+
+
 def _run(args: argparse.Namespace) -> int:
-    from .experiments import JobsFailed, RunError, RunInterrupted, load_problem, run_problem
+    from .experiments import RunError, RunFailed, RunInterrupted, load_problem, run_problem
     from .experiments.executors import EXECUTORS
 
     name = args.executor.partition("://")[0]
     if name not in EXECUTORS:
         return _error(f"unknown executor {args.executor!r}; known: {', '.join(sorted(EXECUTORS))}")
     problem = load_problem(args.problem, horizon=args.horizon, seeds=args.seeds)
+    main_thread = threading.current_thread() is threading.main_thread()
+    _SIGTERM.clear()
+    previous = signal.signal(signal.SIGTERM, _on_sigterm) if main_thread else None
     try:
         summary = run_problem(
             problem,
@@ -104,15 +144,19 @@ def _run(args: argparse.Namespace) -> int:
             executor=args.executor,
             resume=args.resume,
             plots=not args.no_plots,
+            policies=[n.strip() for n in args.policies.split(",") if n.strip()] if args.policies else None,
         )
     except RunInterrupted as exc:
         sys.stderr.write(f"cmab-milp: {exc}\n")
-        return 130
-    except JobsFailed as exc:
+        return 143 if _SIGTERM else 130
+    except RunFailed as exc:
         sys.stderr.write(f"cmab-milp: {exc}\n")
         return 1
     except RunError as exc:
         return _error(str(exc))
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, previous)
     _print_summary(summary)
     return 0
 
@@ -149,9 +193,10 @@ def _plot(args: argparse.Namespace) -> int:
     from .experiments.storage import read_json
 
     stored = read_json(Path(args.out) / "problem.json")
-    if stored is None:
-        return _error(f"{args.out} holds no problem.json: not a run folder")
-    problem = parse_problem(stored["problem"], stored.get("file", str(Path(args.out) / "problem.json")))
+    if not isinstance(stored, dict) or not isinstance(stored.get("problem"), dict):
+        return _error(f"{args.out} holds no readable problem.json: not a run folder")
+    # build=False: the folder's problem is read as data; no kind it names is looked up or constructed
+    problem = parse_problem(stored["problem"], str(Path(args.out) / "problem.json"), build=False)
     panels = args.panels.split(",") if args.panels else problem.panels
     unknown = [p for p in panels if p not in PANELS]
     if unknown:
@@ -179,26 +224,67 @@ COMMANDS: dict[str, Callable[[Any], None]] = {
 }
 
 
+def _add_common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--plugin",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import MODULE (code you trust) first; it may register kinds with "
+        "cmab_milp.experiments.register_kind (repeatable)",
+    )
+    parser.add_argument("--debug", action="store_true", help="show tracebacks instead of one-line messages")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand of :data:`COMMANDS`."""
     parser = argparse.ArgumentParser(
         prog="cmab-milp", description="Combinatorial semi-bandits with exact optimisation oracles."
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for add in COMMANDS.values():
+    for name, add in COMMANDS.items():
         add(sub)
+        _add_common(sub.choices[name])
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``cmab-milp``; returns the exit code."""
+    """Entry point of ``cmab-milp``; returns the exit code.
+
+    A user error (a refused file, folder or argument) is one line on stderr and
+    exit code 2; anything unexpected is one line and exit code 1; ``--debug``
+    adds the traceback.
+    """
     from .experiments import ProblemError
+    from .experiments.registry import load_plugins
+    from .experiments.storage import FolderError
 
     args = build_parser().parse_args(argv)
     try:
+        load_plugins(args.plugin)
+    except ValueError as exc:
+        return _failed(args, str(exc), 2)
+    try:
         return args.handler(args)
-    except ProblemError as exc:
-        return _error(str(exc))
+    except (ProblemError, FolderError) as exc:
+        return _failed(args, str(exc), 2)
+    except KeyboardInterrupt:
+        return _failed(args, "interrupted", 143 if _SIGTERM else 130)
+    except MemoryError:
+        return _failed(args, "out of memory (lower the problem's sizes)", 1)
+    except OSError as exc:
+        where = f" {exc.filename}" if exc.filename else ""
+        return _failed(args, f"cannot access{where}: {exc.strerror or exc}", 1)
+    except Exception as exc:  # a bug or an unforeseen failure: one line, the traceback with --debug
+        return _failed(args, f"unexpected {type(exc).__name__}: {exc} (run again with --debug for the traceback)", 1)
+
+
+def _failed(args: argparse.Namespace, message: str, code: int) -> int:
+    if getattr(args, "debug", False):
+        traceback.print_exc(file=sys.stderr)
+    for line in message.splitlines() or [""]:  # several errors of one file: one line each
+        sys.stderr.write(f"cmab-milp: error: {line}\n")
+    return code
 
 
 if __name__ == "__main__":

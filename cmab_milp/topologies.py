@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -77,12 +78,18 @@ def link_mean(dist_km: float) -> float:
     return -link_delay_ms(dist_km) / DELAY_SCALE_MS
 
 
+#: A topohub key: path segments of letters, digits, ``_ . -`` (no ``..``: topohub opens ``data/<key>.json``).
+_TOPOLOGY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*(/[A-Za-z0-9][A-Za-z0-9_.-]*)*$")
+
+
 def load_topology(name: str) -> nx.Graph:
     """The ``topohub`` topology ``name`` (e.g. ``"topozoo/Abilene"``) with nodes labelled by their names.
 
     Edges keep topohub's attributes; ``dist`` is the link length in km. Needs
     the optional extra ``routing`` (``pip install 'cmab_milp[routing]'``).
     """
+    if not isinstance(name, str) or not _TOPOLOGY.match(name) or ".." in name.split("/"):
+        raise ValueError(f"a topohub name is GROUP/NAME such as 'topozoo/Abilene', got {name!r}")
     if importlib.util.find_spec("topohub") is None:
         raise ImportError("real topologies need topohub: pip install 'cmab_milp[routing]'")
     import topohub

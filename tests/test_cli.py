@@ -211,7 +211,7 @@ def test_a_failing_job_is_reported_and_the_others_are_kept(
     text += '[[policies]]\nname = "Broken"\nkind = "broken_policy:Broken"\n' + TINY[TINY.index("[run]") :]
     problem_file.write_text(text)
     out = tmp_path / "out"
-    assert run(problem_file, out, "--seeds", "1") == 1
+    assert run(problem_file, out, "--seeds", "1", "--plugin", "broken_policy") == 1
     err = capsys.readouterr().err
     assert "job Broken seed 0 failed" in err and "Traceback" in err  # the job's own traceback, for debugging
     assert "1 job(s) failed: Broken seed 0" in err
@@ -287,3 +287,35 @@ def test_alpha_regret_is_summarised_for_approximate_oracle_policies(problem_file
     assert "alpha_regret" in summary["AROQ-CMAB"] and "alpha_regret" not in summary["CUCB"]
     # alpha-regret = regret - (1 - alpha) * T * r(a*): below the regret for alpha < 1
     assert summary["AROQ-CMAB"]["alpha_regret"]["mean"] < summary["AROQ-CMAB"]["regret"]["mean"]
+
+
+def test_policies_option_runs_a_subset_and_resume_adds_the_rest(problem_file: Path, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "out"
+    assert run(problem_file, out, "--policies", "CUCB") == 0
+    assert sorted(p.name for p in (out / "runs").iterdir()) == ["CUCB"]
+    summary = json.loads((out / "summary.json").read_text())
+    assert list(summary["policies"]) == ["CUCB"] and not summary["complete"]
+    assert run(problem_file, out, "--policies", "SROQ-CMAB,AROQ-CMAB", "--resume") == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["complete"] and list(summary["policies"]) == NAMES
+    capsys.readouterr()
+    assert run(problem_file, tmp_path / "other", "--policies", "CUCB,UCB") == 2
+    err = capsys.readouterr().err
+    assert "no policy named UCB" in err and "its policies: CUCB, AROQ-CMAB, SROQ-CMAB" in err
+    assert not (tmp_path / "other").exists()
+
+
+def test_summary_table_uses_one_number_format_and_notes_equal_seeds(tmp_path: Path, capsys) -> None:
+    text = TINY.replace('means = { draw = "uniform", seed = 3 }\nwidth = 0.3', "means = [0.0, 0.0, 0.0, 1.0, 1.0]")
+    text = text.replace('kind = "UniformNoise"', 'kind = "BernoulliArms"')  # outcomes are certain: no seed matters
+    path = tmp_path / "certain.toml"
+    path.write_text(text)
+    assert run(path, tmp_path / "out", "--policies", "CUCB") == 0
+    lines = capsys.readouterr().out.splitlines()
+    row = next(line for line in lines if line.startswith("CUCB"))
+    cells = [c for c in row.split("  ") if c.strip()][1:]
+    for cell in cells:
+        mean, std = cell.strip().split(" ± ")
+        decimals = [len(x.partition(".")[2]) for x in (mean, std)]
+        assert decimals[0] == decimals[1], cell  # mean and std in the same format
+    assert "note: CUCB's regret is the same on all 2 seeds" in "\n".join(lines)

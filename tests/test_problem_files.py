@@ -67,7 +67,8 @@ def test_paper_linear_matches_the_paper_setting() -> None:
     space = problem.build_space()
     assert (space.d, space.m) == (20, 3)
     assert problem.horizon == 100_000 and len(problem.seeds) == 10
-    assert problem.environment["means"] == np.random.default_rng(7).uniform(0, 1, 20).tolist()
+    assert problem.environment["means"] == {"draw": "uniform", "low": 0.0, "high": 1.0, "seed": 7}  # the recipe
+    assert problem.build_environment(space).means.tolist() == np.random.default_rng(7).uniform(0, 1, 20).tolist()
     assert {p.kind for p in problem.policies} == {"CUCB", "AROQ", "SROQ"}
     assert {p.oracle for p in problem.policies} == {"highs"}
 
@@ -139,7 +140,7 @@ INVALID = [
     (
         problem_text(environment="[environment]\nkind = 'BernoulliArms'\nmeans = { draw = 'gauss', seed = 1 }\n"),
         ": environment.means.draw:",
-        "unknown value",
+        "unknown draw 'gauss'",
     ),
     (
         problem_text(environment="[environment]\nkind = 'BernoulliArms'\nmeans = { draw = 'uniform' }\n"),
@@ -168,6 +169,42 @@ INVALID = [
     (problem_text(run=RUN + "horizn = 3\n"), ": run.horizn:", "unknown key"),
     (problem_text() + "[run\n", "problem.toml:", "not valid TOML"),
     (problem_text(policies=POLICIES + "constants = { C = 2024-01-01 }\n"), ": policies[0].constants:", "no dates"),
+    # keys that were misattributed: an infeasible side constraint (was policies[0]), a string in means
+    # (was environment), an Intersection without common action
+    (
+        problem_text(space=SPACE + "exact = true\n[[space.constraints]]\narms = [0, 1, 2, 3]\nsense = '<='\nrhs = 1\n"),
+        ": space.constraints[0]:",
+        "no action of the space satisfies this constraint",
+    ),
+    (
+        problem_text(
+            space=SPACE
+            + "[[space.constraints]]\narms = [0]\nsense = '<='\nrhs = 5\n"
+            + "[[space.constraints]]\narms = [0, 1, 2, 3]\nsense = '>='\nrhs = 3\n"
+        ),
+        ": space.constraints[1]:",
+        "no action of the space satisfies",
+    ),
+    (problem_text(environment=ENVIRONMENT.replace("0.2,", '"0.2",')), ": environment.means[1]:", "expected a number"),
+    (
+        problem_text(environment=ENVIRONMENT.replace("0.2,", "[0.2],")),
+        ": environment.means[1]:",
+        "expected a number",
+    ),
+    (
+        problem_text(
+            space="[space]\nkind = 'Intersection'\n[[space.parts]]\nkind = 'Cardinality'\nd = 4\nm = 1\nexact = true\n"
+            "[[space.parts]]\nkind = 'Cardinality'\nd = 4\nm = 2\nexact = true\n"
+        ),
+        ": space:",
+        "no action in common",
+    ),
+    (problem_text(run=RUN + "panels = [[1]]\n"), ": run.panels[0]:", "unknown panel"),
+    (
+        problem_text(space=SPACE + "[[space.constraints]]\narms = [0]\nsense = '<='\nrhs = nan\n"),
+        ": space.constraints[0].rhs:",
+        "finite",
+    ),
 ]
 
 
@@ -274,7 +311,7 @@ def test_drawn_means_come_from_the_stated_seed_and_range(tmp_path: Path) -> None
     env = "[environment]\nkind = 'BernoulliArms'\nmeans = { draw = 'uniform', low = 0.2, high = 0.6, seed = 11 }\n"
     problem, _ = build(tmp_path, SPACE, env)
     expected = np.random.default_rng(11).uniform(0.2, 0.6, 4)
-    assert np.array_equal(problem.environment["means"], expected)
+    assert np.array_equal(problem.build_environment().means, expected)
     again, _ = build(tmp_path, SPACE, env)
     assert again.digest() == problem.digest()
 
@@ -305,3 +342,78 @@ def test_bipartite_generators_build_matching_spaces() -> None:
     )
     space = problem.build_space()
     assert space.d == 12 and space.m == 3 and space.bipartite
+
+
+# ------------------------------------------------------------------- draws
+@pytest.mark.parametrize(
+    ("recipe", "expected"),
+    [
+        (
+            {"draw": "integers", "low": 2, "high": 5, "seed": 4},
+            np.random.default_rng(4).integers(2, 5, 4, endpoint=True),
+        ),
+        ({"draw": "normal", "mean": 1.0, "std": 0.5, "seed": 4}, np.random.default_rng(4).normal(1.0, 0.5, 4)),
+        ({"draw": "choice", "values": [1, 3], "seed": 4}, np.random.default_rng(4).choice([1.0, 3.0], 4)),
+        (
+            {"draw": "choice", "values": [1, 3, 5, 7], "replace": False, "seed": 4},
+            np.random.default_rng(4).choice([1.0, 3.0, 5.0, 7.0], 4, replace=False),
+        ),
+        ({"draw": "dirichlet", "alpha": [1, 2, 3], "seed": 4}, np.random.default_rng(4).dirichlet([1, 2, 3], 4)),
+    ],
+)
+def test_draws_come_from_numpy_with_the_stated_seed(recipe: dict, expected: np.ndarray) -> None:
+    from cmab_milp.experiments.builders import resolve_parameter
+
+    drawn = np.asarray(resolve_parameter(recipe, "environment.x", "x.toml", 4))
+    assert drawn.shape == expected.shape and np.array_equal(drawn, expected)
+
+
+def test_a_dirichlet_draw_is_a_probability_table_per_arm(tmp_path: Path) -> None:
+    env = (
+        "[environment]\nkind = 'DiscreteArms'\nvalues = [0.0, 0.5, 1.0]\n"
+        "probs = { draw = 'dirichlet', alpha = [1, 1, 1], seed = 9 }\n"
+    )
+    problem, space = build(tmp_path, SPACE, env)
+    probs = problem.build_environment(space).pmf  # values are sorted already: columns in the given order
+    assert probs.shape == (4, 3) and np.allclose(probs.sum(axis=1), 1.0)
+    assert np.allclose(probs, np.random.default_rng(9).dirichlet([1, 1, 1], 4))
+
+
+@pytest.mark.parametrize(
+    ("recipe", "key", "message"),
+    [
+        ("{ draw = 'integers', low = 3, high = 2, seed = 1 }", "means.high", "low <= high"),
+        ("{ draw = 'normal', std = 0, seed = 1 }", "means.std", "must be > 0"),
+        ("{ draw = 'normal', mean = inf, seed = 1 }", "means.mean", "finite"),
+        ("{ draw = 'dirichlet', alpha = [1, -1], seed = 1 }", "means.alpha[1]", "must be > 0"),
+        ("{ draw = 'dirichlet', alpha = [1], seed = 1 }", "means.alpha", "between 2"),
+        ("{ draw = 'choice', values = [], seed = 1 }", "means.values", "at least one"),
+        ("{ draw = 'choice', values = [1, 2], p = [0.5, 0.6], seed = 1 }", "means.p", "summing to 1"),
+        ("{ draw = 'choice', values = [1, 2], replace = false, seed = 1 }", "means.size", "without replacement"),
+    ],
+)
+def test_bad_draws_are_refused(recipe: str, key: str, message: str, tmp_path: Path) -> None:
+    env = f"[environment]\nkind = 'BernoulliArms'\nmeans = {recipe}\n"
+    with pytest.raises(ProblemError) as info:
+        load_problem(write(tmp_path, problem_text(environment=env)))
+    assert f"environment.{key}:" in str(info.value) and message in str(info.value), str(info.value)
+
+
+def test_every_error_of_a_file_is_reported_at_once(tmp_path: Path, capsys) -> None:
+    from cmab_milp.cli import main
+    from cmab_milp.experiments import ProblemErrors
+
+    text = problem_text(
+        space=SPACE.replace("m = 2", "m = 9"),
+        policies=POLICIES + '[[policies]]\nname = "B"\nkind = "CUCB"\noracle = "nope"\n',
+        run=RUN.replace("horizon = 20", "horizon = -1") + "colour = 1\n",
+    )
+    text = "surprise = 1\n" + text
+    path = write(tmp_path, text)
+    with pytest.raises(ProblemErrors) as info:
+        load_problem(path)
+    keys = [e.key for e in info.value.errors]
+    assert keys == ["surprise", "run.horizon", "policies[1].oracle", "space.m"], keys
+    assert main(["validate", str(path)]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 4 and all(line.startswith(f"cmab-milp: error: {path}: ") for line in lines)

@@ -4,37 +4,60 @@
 :func:`load_problem` followed by :func:`run_problem`.
 
 Modules: :mod:`.schema` (typed reading of TOML tables with key paths),
+:mod:`.registry` (what a file may name: kinds, ``--plugin`` modules),
+:mod:`.limits` (sizes checked before any work),
 :mod:`.builders` (spaces, graphs, environments, policies from tables),
 :mod:`.problem` (the schema and :class:`Problem`), :mod:`.executors` (where jobs
 run), :mod:`.storage` (the results folder), :mod:`.progress`, :mod:`.runner`,
 :mod:`.plots`.
 """
 
+from .builders import DRAWS, GENERATORS, register_draw, register_generator
 from .executors import EXECUTORS, open_executor, register_executor
+from .limits import Limits
 from .plots import DEFAULT_PANELS, PANELS, Panel, PolicyCurves, make_figure, save_figures
 from .problem import PolicySpec, Problem, load_problem, parse_problem
-from .runner import METRICS, JobsFailed, RunError, RunInterrupted, collect_curves, run_problem, summarise
-from .schema import ProblemError
+from .registry import load_plugins, register_kind
+from .runner import (
+    METRICS,
+    JobsFailed,
+    RunError,
+    RunFailed,
+    RunInterrupted,
+    collect_curves,
+    run_problem,
+    summarise,
+)
+from .schema import ProblemError, ProblemErrors
 
 __all__ = [
     "DEFAULT_PANELS",
+    "DRAWS",
     "EXECUTORS",
+    "GENERATORS",
     "METRICS",
     "PANELS",
     "JobsFailed",
+    "Limits",
     "Panel",
     "PolicyCurves",
     "PolicySpec",
     "Problem",
     "ProblemError",
+    "ProblemErrors",
     "RunError",
+    "RunFailed",
     "RunInterrupted",
     "collect_curves",
+    "load_plugins",
     "load_problem",
     "make_figure",
     "open_executor",
     "parse_problem",
+    "register_draw",
     "register_executor",
+    "register_generator",
+    "register_kind",
     "run_problem",
     "save_figures",
     "summarise",

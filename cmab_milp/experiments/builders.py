@@ -3,7 +3,11 @@
 Kinds are resolved by name, never through an if/elif chain: a space kind is any
 :class:`~cmab_milp.spaces.ActionSpace` class exported by ``cmab_milp``; an
 environment or policy kind is any class exported by ``cmab_milp.environments`` /
-``cmab_milp.policies`` (or ``"package.module:Class"`` for your own). Keys of a
+``cmab_milp.policies``, or one registered by trusted code
+(:func:`~cmab_milp.experiments.registry.register_kind`, ``--plugin``). Graph
+generators come from :data:`GENERATORS` and draws from :data:`DRAWS`; nothing a
+file names is ever imported. Sizes are checked against
+:class:`~cmab_milp.experiments.limits.Limits` before anything is built. Keys of a
 kind's table are its constructor's parameters, so a new family needs no change
 here. A constructor's ``ValueError`` is re-raised as a
 :class:`~cmab_milp.experiments.schema.ProblemError` naming the key it concerns.
@@ -26,22 +30,29 @@ import importlib
 import inspect
 import pkgutil
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import networkx as nx
 import numpy as np
 
+from .limits import Limits
+from .registry import check_name, plugin_class, registered
 from .schema import ProblemError, Table, check_integer, check_number, describe, join_key
 
 __all__ = [
     "DRAWS",
+    "GENERATORS",
+    "GraphGenerator",
     "build_environment",
     "build_graph",
     "build_policy",
     "build_space",
     "environment_kinds",
     "policy_kinds",
+    "register_draw",
+    "register_generator",
     "resolve_parameter",
     "space_kinds",
 ]
@@ -106,22 +117,33 @@ def policy_kinds() -> dict[str, str]:
     return _family("cmab_milp.policies", "cmab_milp.policies.base:Policy")
 
 
-def _resolve_class(table: Table, key: str, known: dict[str, str], what: str) -> type:
-    """The class named by ``table[key]``: a known name or ``"package.module:Class"``."""
+def _resolve_class(table: Table, key: str, known: dict[str, str], what: str, family: str) -> type:
+    """The class named by ``table[key]``: a library kind, a registered kind, or a ``--plugin`` module's class.
+
+    Nothing named by the file is imported: ``"module:Class"`` resolves only when
+    the module was loaded with :func:`~cmab_milp.experiments.registry.load_plugins`.
+    """
     name = table.string(key)
     if ":" in name:
-        module_path, _, attr = name.partition(":")
         try:
-            obj = getattr(importlib.import_module(module_path), attr)
-        except (ImportError, AttributeError) as exc:
-            raise table.error(key, f"cannot import {what} {name!r}: {exc}") from None
-    else:
-        if name not in known:
-            raise table.error(key, f"unknown {what} {name!r}; known: {', '.join(sorted(known))}")
-        try:
-            obj = getattr(importlib.import_module(known[name]), name)
-        except ImportError as exc:
-            raise table.error(key, f"{what} {name!r} is not available in this installation ({exc})") from None
+            obj = plugin_class(name)
+        except ValueError as exc:
+            raise table.error(key, f"refused: {exc}") from None
+        return obj
+    try:
+        check_name(name)
+    except ValueError as exc:
+        raise table.error(key, f"refused: {exc}") from None
+    extra = registered(family)
+    if name in extra:
+        return extra[name]
+    if name not in known:
+        names = ", ".join(sorted({*known, *extra}))
+        raise table.error(key, f"unknown {what} {name!r}; known: {names}")
+    try:
+        obj = getattr(importlib.import_module(known[name]), name)
+    except ImportError as exc:
+        raise table.error(key, f"{what} {name!r} is not available in this installation ({exc})") from None
     if not inspect.isclass(obj):
         raise table.error(key, f"{name!r} is not a class")
     return obj
@@ -178,56 +200,269 @@ def _node(value: Any, key: str, file: str) -> Any:
     return value
 
 
-#: Modules whose public functions may be named as ``space.graph.generator``.
-GENERATOR_MODULES = (nx.generators, nx.algorithms.bipartite.generators)
+@dataclass(frozen=True)
+class GraphGenerator:
+    """A graph generator a problem file may name, with a size bound computed from its arguments alone.
+
+    ``params`` are the argument names, in positional order, each with a kind:
+    ``"int"`` (a count >= 0), ``"ints"`` (an array of counts), ``"prob"`` (a number
+    in [0, 1]), ``"bool"`` or ``"seed"`` (an integer >= 0). ``size(values) -> (nodes,
+    edges)`` bounds the graph from the checked arguments *before* it is built;
+    ``variadic`` means every positional argument is an ``"int"`` (as
+    ``complete_multipartite_graph(*sizes)``).
+    """
+
+    function: Callable[..., nx.Graph]
+    params: tuple[tuple[str, str], ...]
+    size: Callable[[dict[str, Any]], tuple[int, int]]
+    variadic: bool = False
 
 
-def _generator(name: str) -> Any:
-    """The networkx graph generator called ``name`` (``nx.generators`` or the bipartite ones), or None."""
-    if name.startswith("_"):
-        return None
-    for module in GENERATOR_MODULES:
-        func = getattr(module, name, None)
-        if callable(func):
-            return func
-    return None
+def _pairs(n: int) -> int:
+    return n * (n - 1) // 2
 
 
-def build_graph(table: Table) -> tuple[nx.Graph, dict[Any, Any]]:
+def _tree_nodes(v: dict[str, Any]) -> int:
+    r, h, total, level = v["r"], v["h"], 0, 1
+    for _ in range(h + 1):
+        total += level
+        level *= r
+        if total > 10**12:
+            break
+    return total
+
+
+def _gnp_edges(n: int, p: float) -> int:
+    mean = p * _pairs(n)
+    return min(_pairs(n), int(mean + 6 * mean**0.5 + 6))
+
+
+def _grid_size(v: dict[str, Any]) -> tuple[int, int]:
+    nodes = int(np.prod([max(x, 1) for x in v["dim"]], dtype=object)) if v["dim"] else 0
+    return nodes, len(v["dim"]) * nodes
+
+
+_N = (("n", "int"),)
+_NAMED_GRAPHS = {
+    "petersen_graph": (10, 15),
+    "karate_club_graph": (34, 78),
+    "dodecahedral_graph": (20, 30),
+    "cubical_graph": (8, 12),
+    "octahedral_graph": (6, 12),
+    "icosahedral_graph": (12, 30),
+    "tetrahedral_graph": (4, 6),
+    "heawood_graph": (14, 21),
+    "frucht_graph": (12, 18),
+    "tutte_graph": (46, 69),
+    "florentine_families_graph": (15, 20),
+    "les_miserables_graph": (77, 254),
+}
+
+#: Graph generators a problem file may name as ``space.graph.generator`` (add with :func:`register_generator`).
+GENERATORS: dict[str, GraphGenerator] = {
+    "complete_graph": GraphGenerator(nx.complete_graph, _N, lambda v: (v["n"], _pairs(v["n"]))),
+    "cycle_graph": GraphGenerator(nx.cycle_graph, _N, lambda v: (v["n"], v["n"])),
+    "path_graph": GraphGenerator(nx.path_graph, _N, lambda v: (v["n"], v["n"])),
+    "star_graph": GraphGenerator(nx.star_graph, _N, lambda v: (v["n"] + 1, v["n"])),
+    "wheel_graph": GraphGenerator(nx.wheel_graph, _N, lambda v: (v["n"], 2 * v["n"])),
+    "ladder_graph": GraphGenerator(nx.ladder_graph, _N, lambda v: (2 * v["n"], 3 * v["n"])),
+    "circular_ladder_graph": GraphGenerator(nx.circular_ladder_graph, _N, lambda v: (2 * v["n"], 3 * v["n"])),
+    "hypercube_graph": GraphGenerator(
+        nx.hypercube_graph, _N, lambda v: (2 ** min(v["n"], 64), min(v["n"], 64) * 2 ** min(v["n"], 64))
+    ),
+    "grid_2d_graph": GraphGenerator(
+        nx.grid_2d_graph,
+        (("m", "int"), ("n", "int"), ("periodic", "bool")),
+        lambda v: (v["m"] * v["n"], 2 * v["m"] * v["n"]),
+    ),
+    "grid_graph": GraphGenerator(nx.grid_graph, (("dim", "ints"), ("periodic", "bool")), _grid_size),
+    "complete_bipartite_graph": GraphGenerator(
+        nx.complete_bipartite_graph, (("n1", "int"), ("n2", "int")), lambda v: (v["n1"] + v["n2"], v["n1"] * v["n2"])
+    ),
+    "complete_multipartite_graph": GraphGenerator(
+        nx.complete_multipartite_graph,
+        (("subset_sizes", "int"),),
+        lambda v: (sum(v["subset_sizes"]), _pairs(sum(v["subset_sizes"]))),
+        variadic=True,
+    ),
+    "balanced_tree": GraphGenerator(
+        nx.balanced_tree, (("r", "int"), ("h", "int")), lambda v: (_tree_nodes(v), _tree_nodes(v))
+    ),
+    "barbell_graph": GraphGenerator(
+        nx.barbell_graph,
+        (("m1", "int"), ("m2", "int")),
+        lambda v: (2 * v["m1"] + v["m2"], 2 * _pairs(v["m1"]) + v["m2"] + 1),
+    ),
+    "lollipop_graph": GraphGenerator(
+        nx.lollipop_graph, (("m", "int"), ("n", "int")), lambda v: (v["m"] + v["n"], _pairs(v["m"]) + v["n"])
+    ),
+    "turan_graph": GraphGenerator(nx.turan_graph, (("n", "int"), ("r", "int")), lambda v: (v["n"], _pairs(v["n"]))),
+    "gnm_random_graph": GraphGenerator(
+        nx.gnm_random_graph,
+        (("n", "int"), ("m", "int"), ("seed", "seed"), ("directed", "bool")),
+        lambda v: (v["n"], min(v["m"], 2 * _pairs(v["n"]))),
+    ),
+    "fast_gnp_random_graph": GraphGenerator(
+        nx.fast_gnp_random_graph,
+        (("n", "int"), ("p", "prob"), ("seed", "seed"), ("directed", "bool")),
+        lambda v: (v["n"], 2 * _gnp_edges(v["n"], v["p"])),
+    ),
+    "random_regular_graph": GraphGenerator(
+        nx.random_regular_graph, (("d", "int"), ("n", "int"), ("seed", "seed")), lambda v: (v["n"], v["n"] * v["d"])
+    ),
+    "barabasi_albert_graph": GraphGenerator(
+        nx.barabasi_albert_graph, (("n", "int"), ("m", "int"), ("seed", "seed")), lambda v: (v["n"], v["n"] * v["m"])
+    ),
+    "watts_strogatz_graph": GraphGenerator(
+        nx.watts_strogatz_graph,
+        (("n", "int"), ("k", "int"), ("p", "prob"), ("seed", "seed")),
+        lambda v: (v["n"], v["n"] * v["k"]),
+    ),
+    "connected_watts_strogatz_graph": GraphGenerator(
+        nx.connected_watts_strogatz_graph,
+        (("n", "int"), ("k", "int"), ("p", "prob"), ("tries", "int"), ("seed", "seed")),
+        lambda v: (v["n"], v["n"] * v["k"]),
+    ),
+    **{name: GraphGenerator(getattr(nx, name), (), lambda v, size=size: size) for name, size in _NAMED_GRAPHS.items()},
+}
+
+
+def register_generator(
+    name: str,
+    function: Callable[..., nx.Graph],
+    params: Sequence[tuple[str, str]],
+    size: Callable[[dict[str, Any]], tuple[int, int]],
+    variadic: bool = False,
+) -> None:
+    """Make ``space.graph.generator = name`` call ``function`` (see :class:`GraphGenerator`).
+
+    ``size(values)`` must bound ``(nodes, edges)`` from the arguments alone, so a
+    graph too large for the limits is refused before it is built.
+    """
+    check_name(name)
+    kinds = {"int", "ints", "prob", "bool", "seed"}
+    for param, kind in params:
+        check_name(param)
+        if kind not in kinds:
+            raise ValueError(f"parameter {param!r}: kind must be one of {sorted(kinds)}, got {kind!r}")
+    if not callable(function) or not callable(size):
+        raise ValueError("function and size must be callables")
+    GENERATORS[name] = GraphGenerator(function, tuple(params), size, variadic)
+
+
+def _generator_value(value: Any, kind: str, key: str, file: str) -> Any:
+    if kind in ("int", "seed"):
+        return check_integer(value, key, file, minimum=0)
+    if kind == "ints":
+        return _int_list(value, key, file, minimum=0)
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise ProblemError(file, key, f"expected true or false, got {describe(value)}")
+        return value
+    x = check_number(value, key, file)
+    if not 0 <= x <= 1:
+        raise ProblemError(file, key, f"a probability lies in [0, 1], got {x}")
+    return x
+
+
+def _generator_arguments(table: Table, name: str, spec: GraphGenerator) -> tuple[list[Any], dict[str, Any]]:
+    """The checked positional and keyword arguments of ``spec`` from ``args`` / ``kwargs``."""
+    file = table.file
+    args = table.array("args", [])
+    kwargs_table = table.table("kwargs", None)
+    kwargs = {} if kwargs_table is None else dict(kwargs_table.data)
+    names = [p for p, _ in spec.params]
+    kinds = dict(spec.params)
+    if spec.variadic:
+        if kwargs:
+            raise table.error("kwargs", f"{name} takes positional arguments only")
+        values = [_generator_value(a, "int", join_key(table.path("args"), k), file) for k, a in enumerate(args)]
+        return values, {}
+    if len(args) > len(names):
+        takes = ", ".join(names) or "no arguments"
+        raise table.error("args", f"{name} takes at most {len(names)} positional arguments ({takes}), got {len(args)}")
+    checked_args = [
+        _generator_value(a, kinds[p], join_key(table.path("args"), k), file)
+        for k, (a, p) in enumerate(zip(args, names, strict=False))
+    ]
+    checked_kwargs = {}
+    for key, value in kwargs.items():
+        where = join_key(table.path("kwargs"), key)
+        if key not in kinds:
+            takes = ", ".join(names) or "none"
+            raise ProblemError(file, where, f"{name} takes no argument {key!r} (it takes: {takes})")
+        if key in names[: len(args)]:
+            raise ProblemError(file, where, "given twice (also in args)")
+        checked_kwargs[key] = _generator_value(value, kinds[key], where, file)
+    return checked_args, checked_kwargs
+
+
+def _generate(table: Table, limits: Limits) -> nx.Graph:
+    """Call the named generator after checking its arguments and its size bound against ``limits``."""
+    name = table.string("generator")
+    spec = GENERATORS.get(name) if isinstance(name, str) and name[:1].isalpha() else None
+    if spec is None:
+        try:
+            check_name(name)
+        except ValueError as exc:
+            raise table.error("generator", f"refused: {exc}") from None
+        known = ", ".join(sorted(GENERATORS))
+        raise table.error("generator", f"unknown networkx generator {name!r}; known: {known}")
+    args, kwargs = _generator_arguments(table, name, spec)
+    names = [p for p, _ in spec.params]
+    if spec.variadic:
+        values = {names[0]: args}
+    else:
+        values = dict(zip(names, args, strict=False)) | kwargs
+        missing = [p for p, kind in spec.params if p not in values and kind in ("int", "ints", "prob")]
+        params = inspect.signature(spec.function).parameters
+        missing = [p for p in missing if p not in params or params[p].default is inspect.Parameter.empty]
+        if missing:
+            raise table.error("args", f"{name} needs {', '.join(missing)}")
+        for p, _ in spec.params:
+            if p not in values:
+                default = inspect.signature(spec.function).parameters.get(p)
+                values[p] = None if default is None else default.default
+    nodes, edges = spec.size(values)
+    where, call = table.path("args"), f"{name}({', '.join(map(str, args))})"
+    limits.check("graph_nodes", nodes, where, table.file, f"{call} has {nodes} nodes, which")
+    limits.check("arms", edges, where, table.file, f"{call} may have {edges} edges (arms), which")
+    try:
+        graph = spec.function(*args, **kwargs)
+    except Exception as exc:  # a generator's own complaint, e.g. a degree sequence that cannot exist
+        raise table.error("args", f"networkx.{name}{tuple(args)} failed: {exc}") from None
+    if not isinstance(graph, nx.Graph):
+        raise table.error("generator", f"{name} did not return a graph")
+    return graph
+
+
+def build_graph(table: Table, limits: Limits | None = None) -> tuple[nx.Graph, dict[Any, Any]]:
     """A networkx graph from ``generator`` (+ ``args``, ``kwargs``) or ``edges``.
 
     Returns the graph and the map from original node labels to the labels in
     the graph (the identity unless ``relabel``). ``directed = true`` orients each
-    edge as written (edge lists) or as networkx lists it (generators).
+    edge as written (edge lists) or as networkx lists it (generators). A
+    generator is one of :data:`GENERATORS`; its size is checked against
+    ``limits`` before it runs.
 
     >>> g, labels = build_graph(Table({"generator": "grid_2d_graph", "args": [2, 2]}, "space.graph", "x.toml"))
     >>> sorted(g.edges()), labels[(1, 1)]
     ([(0, 1), (0, 2), (1, 3), (2, 3)], 3)
     """
+    limits = Limits() if limits is None else limits
     file = table.file
     has_gen, has_edges = "generator" in table, "edges" in table
     if has_gen == has_edges:
         raise table.error(None, "give exactly one of 'generator' (a networkx generator name) or 'edges'")
     directed = table.boolean("directed", False)
     if has_gen:
-        name = table.string("generator")
-        func = _generator(name)
-        if func is None:
-            raise table.error("generator", f"unknown networkx generator {name!r} (e.g. grid_2d_graph, complete_graph)")
-        args = table.array("args", [])
-        kwargs_table = table.table("kwargs", None)
-        kwargs = {} if kwargs_table is None else dict(kwargs_table.data)
-        try:
-            graph = func(*args, **kwargs)
-        except Exception as exc:  # a generator's own complaint, e.g. a negative size
-            raise table.error("args", f"networkx.{name}{tuple(args)} failed: {exc}") from None
-        if not isinstance(graph, nx.Graph):
-            raise table.error("generator", f"networkx.{name} did not return a graph")
+        graph = _generate(table, limits)
         relabel = table.boolean("relabel", True)
         edges = list(graph.edges())
         nodes = list(graph.nodes())
     else:
         raw_edges = table.array("edges")
+        limits.check("arms", len(raw_edges), table.path("edges"), file)
         edges = []
         for k, edge in enumerate(raw_edges):
             key = join_key(table.path("edges"), k)
@@ -251,10 +486,10 @@ _NODE_PARAMS = {"source", "target"}
 _SENSES = ("<=", ">=", "==")
 
 
-def _int_list(value: Any, key: str, file: str) -> list[int]:
+def _int_list(value: Any, key: str, file: str, minimum: int | None = None) -> list[int]:
     if not isinstance(value, list):
         raise ProblemError(file, key, f"expected an array of integers, got {describe(value)}")
-    return [check_integer(v, join_key(key, k), file) for k, v in enumerate(value)]
+    return [check_integer(v, join_key(key, k), file, minimum=minimum) for k, v in enumerate(value)]
 
 
 def _int_matrix(value: Any, key: str, file: str) -> list[list[int]]:
@@ -263,17 +498,28 @@ def _int_matrix(value: Any, key: str, file: str) -> list[list[int]]:
     return [_int_list(v, join_key(key, k), file) for k, v in enumerate(value)]
 
 
-def _space_parameter(table: Table, name: str, labels: dict | None) -> Any:
-    """Read and convert one constructor parameter of a space family."""
+def _space_parameter(table: Table, name: str, labels: dict | None, limits: Limits) -> Any:
+    """Read and convert one constructor parameter of a space family (sizes checked against ``limits``)."""
     file, key = table.file, table.path(name)
     if name in _INT_PARAMS:
-        return table.integer(name, minimum=1)
+        value = table.integer(name, minimum=1)
+        if name == "d":
+            limits.check("arms", value, key, file)
+        return value
     if name in _BOOL_PARAMS:
         return table.boolean(name)
     if name == "capacities":
-        return _int_list(table.raw(name), key, file)
+        value = table.raw(name)
+        if isinstance(value, list):
+            limits.check("arms", len(value), key, file)
+        return _int_list(value, key, file)
     if name in ("blocks", "actions"):
-        return _int_matrix(table.raw(name), key, file)
+        value = table.raw(name)
+        if isinstance(value, list):
+            limits.check("actions" if name == "actions" else "arms", len(value), key, file)
+            width = max((len(row) for row in value if isinstance(row, list)), default=0)
+            limits.check("arms", width, join_key(key, 0), file)
+        return _int_matrix(value, key, file)
     if name in _NODE_PARAMS:
         node = _node(table.raw(name), key, file)
         if labels is not None and isinstance(node, tuple):
@@ -307,105 +553,237 @@ def _apply_constraint(space: Any, table: Table) -> Any:
     sense = table.string("sense", choices=_SENSES)
     rhs = table.number("rhs")
     table.finish()
-    return _construct(table, space.with_constraint, (coeffs, sense, rhs), {}, "with_constraint")
+    space = _construct(table, space.with_constraint, (coeffs, sense, rhs), {}, "with_constraint")
+    _check_feasible(space, table, "no action of the space satisfies this constraint (with the ones before it)")
+    return space
 
 
-def build_space(table: Table) -> Any:
-    """An action space from a ``[space]`` table (see :mod:`cmab_milp.experiments.problem`)."""
-    import cmab_milp
+def _check_feasible(space: Any, table: Table, message: str) -> None:
+    """Refuse, at ``table``'s key, a space without a feasible action (``space.m`` solves for it)."""
+    try:
+        space.m  # noqa: B018 -- computing m finds a feasible action or raises
+    except ValueError as exc:
+        if "no feasible action" not in str(exc):
+            raise
+        raise table.error(None, message) from None
 
-    kinds = space_kinds()
-    kind = table.string("kind")
-    if kind not in kinds:
-        raise table.error("kind", f"unknown space kind {kind!r}; known: {', '.join(kinds)}")
-    cls = getattr(cmab_milp, kind)
-    if kind == "Intersection":
+
+def build_space(table: Table, limits: Limits | None = None) -> Any:
+    """An action space from a ``[space]`` table (see :mod:`cmab_milp.experiments.problem`).
+
+    Sizes are checked against ``limits`` (default :class:`~.limits.Limits`) before anything is built.
+    """
+    limits = Limits() if limits is None else limits
+    cls = _resolve_class(table, "kind", dict.fromkeys(space_kinds(), "cmab_milp"), "space kind", "space")
+    kind = cls.__name__
+    if kind == "Intersection" and "parts" in table:
         parts = table.tables("parts")
         if not parts:
             raise table.error("parts", "an Intersection needs at least one part")
-        spaces = [build_space(part) for part in parts]
+        spaces = [build_space(part, limits) for part in parts]
         constraints = table.tables("constraints", [])
         table.finish()
         space = _construct(table, cls, tuple(spaces), {}, kind)
-        for c in constraints:
-            space = _apply_constraint(space, c)
-        return space
-    names, _ = _parameters(cls)
-    kwargs: dict[str, Any] = {}
-    labels = None
-    if "graph" in names:
-        graph, labels = build_graph(table.table("graph"))
-        kwargs["graph"] = graph
-    for name in names:
-        if name == "graph":
-            continue
-        param = inspect.signature(cls).parameters[name]
-        if name in table or param.default is inspect.Parameter.empty:
-            kwargs[name] = _space_parameter(table, name, labels)
-    constraints = table.tables("constraints", [])
-    table.finish()
-    space = _construct(table, cls, (), kwargs, kind)
+        _check_feasible(space, table, "the parts have no action in common")
+    else:
+        names, _ = _parameters(cls)
+        kwargs: dict[str, Any] = {}
+        labels = None
+        if "graph" in names:
+            graph, labels = build_graph(table.table("graph"), limits)
+            kwargs["graph"] = graph
+        for name in names:
+            if name == "graph":
+                continue
+            param = inspect.signature(cls).parameters[name]
+            if name in table or param.default is inspect.Parameter.empty:
+                kwargs[name] = _space_parameter(table, name, labels, limits)
+        constraints = table.tables("constraints", [])
+        table.finish()
+        space = _construct(table, cls, (), kwargs, kind)
+    limits.check("arms", int(space.d), table.key, table.file)
     for c in constraints:
         space = _apply_constraint(space, c)
     return space
 
 
 # ------------------------------------------------------------------- draws
-def _draw_uniform(table: Table, d: int) -> np.ndarray:
-    low, high = table.number("low", 0.0), table.number("high", 1.0)
+def _bounds(table: Table, low: float, high: float) -> tuple[float, float]:
+    low, high = table.number("low", low), table.number("high", high)
     if not low < high:
         raise table.error("high", f"needs low < high, got low={low}, high={high}")
+    if not high - low < np.finfo(float).max:
+        raise table.error("high", f"high - low must be a finite number, got low={low}, high={high}")
+    return low, high
+
+
+def _draw_uniform(table: Table, d: int) -> np.ndarray:
+    low, high = _bounds(table, 0.0, 1.0)
     seed = table.integer("seed", minimum=0)
     size = table.integer("size", d, minimum=1)
     table.finish()
     return np.random.default_rng(seed).uniform(low, high, size=size)
 
 
+def _draw_integers(table: Table, d: int) -> np.ndarray:
+    """Integers uniform in ``[low, high]`` (both included)."""
+    low, high = table.integer("low", 0), table.integer("high")
+    if not low <= high:
+        raise table.error("high", f"needs low <= high, got low={low}, high={high}")
+    seed = table.integer("seed", minimum=0)
+    size = table.integer("size", d, minimum=1)
+    table.finish()
+    if high - low >= 2**63:
+        raise table.error("high", "high - low must be below 2**63")
+    return np.random.default_rng(seed).integers(low, high, size=size, endpoint=True)
+
+
+def _draw_normal(table: Table, d: int) -> np.ndarray:
+    """Gaussian values: ``mean`` (default 0) and ``std`` (> 0, default 1)."""
+    mean, std = table.number("mean", 0.0), table.number("std", 1.0)
+    if not std > 0:
+        raise table.error("std", f"must be > 0, got {std}")
+    seed = table.integer("seed", minimum=0)
+    size = table.integer("size", d, minimum=1)
+    table.finish()
+    return np.random.default_rng(seed).normal(mean, std, size=size)
+
+
+def _draw_dirichlet(table: Table, d: int) -> np.ndarray:
+    """One probability vector per row (``size`` rows, default d): a probability table per arm."""
+    alpha = [check_number(a, join_key(table.path("alpha"), k), table.file) for k, a in enumerate(table.array("alpha"))]
+    if len(alpha) < 2 or len(alpha) > 10_000:
+        raise table.error("alpha", f"needs between 2 and 10000 concentrations, got {len(alpha)}")
+    for k, a in enumerate(alpha):
+        if not a > 0:
+            raise ProblemError(table.file, join_key(table.path("alpha"), k), f"must be > 0, got {a}")
+    seed = table.integer("seed", minimum=0)
+    size = table.integer("size", d, minimum=1)
+    table.finish()
+    if size * len(alpha) > 10**7:
+        raise table.error("size", f"{size} rows x {len(alpha)} entries is too many values (more than 10^7)")
+    return np.random.default_rng(seed).dirichlet(alpha, size=size)
+
+
+def _draw_choice(table: Table, d: int) -> np.ndarray:
+    """Values picked from ``values`` (numbers), with probabilities ``p`` (default uniform)."""
+    values = [
+        check_number(v, join_key(table.path("values"), k), table.file) for k, v in enumerate(table.array("values"))
+    ]
+    if not values:
+        raise table.error("values", "needs at least one value")
+    p = None
+    if "p" in table:
+        p = [check_number(v, join_key(table.path("p"), k), table.file) for k, v in enumerate(table.array("p"))]
+        if len(p) != len(values) or min(p) < 0 or not np.isclose(sum(p), 1.0):
+            raise table.error("p", f"needs {len(values)} probabilities >= 0 summing to 1, got {p}")
+        p = np.asarray(p) / sum(p)
+    replace = table.boolean("replace", True)
+    seed = table.integer("seed", minimum=0)
+    size = table.integer("size", d, minimum=1)
+    table.finish()
+    if not replace and size > len(values):
+        raise table.error("size", f"cannot pick {size} of {len(values)} values without replacement")
+    return np.random.default_rng(seed).choice(np.asarray(values), size=size, replace=replace, p=p)
+
+
 #: Random parameter draws ``{ draw = NAME, ..., seed = S }``: name -> ``f(table, d) -> array``.
-#: Each draw reads its own keys from ``table`` (and calls ``table.finish()``).
-DRAWS: dict[str, Callable[[Table, int], np.ndarray]] = {"uniform": _draw_uniform}
+#: Each draw reads its own keys from ``table`` (and calls ``table.finish()``); its ``size``
+#: (default d) is checked against the limits before it is called.
+DRAWS: dict[str, Callable[[Table, int], np.ndarray]] = {
+    "uniform": _draw_uniform,
+    "integers": _draw_integers,
+    "normal": _draw_normal,
+    "dirichlet": _draw_dirichlet,
+    "choice": _draw_choice,
+}
 
 
-def resolve_parameter(value: Any, key: str, file: str, d: int) -> Any:
+def register_draw(name: str, draw: Callable[[Table, int], np.ndarray]) -> None:
+    """Make ``{ draw = name, ... }`` call ``draw(table, d)`` (it reads its keys from ``table``)."""
+    check_name(name)
+    if not callable(draw):
+        raise ValueError(f"draw must be a callable, got {type(draw).__name__}")
+    DRAWS[name] = draw
+
+
+def resolve_parameter(value: Any, key: str, file: str, d: int, limits: Limits | None = None) -> Any:
     """A parameter value with every ``{ draw = ... }`` table replaced by its drawn values (a list).
 
     >>> resolve_parameter({"draw": "uniform", "seed": 7, "size": 2}, "environment.means", "x.toml", 5)
     [0.625095466604667, 0.8972138009695755]
     """
     if isinstance(value, dict) and "draw" in value:
-        table = Table(value, key, file)
-        name = table.string("draw", choices=sorted(DRAWS))
-        return DRAWS[name](table, d).tolist()
+        limits = Limits() if limits is None else limits
+        table = Table(dict(value), key, file)
+        name = table.string("draw")
+        if name not in DRAWS:
+            try:
+                check_name(name)
+            except ValueError as exc:
+                raise table.error("draw", f"refused: {exc}") from None
+            raise table.error("draw", f"unknown draw {name!r}; expected one of: {', '.join(sorted(DRAWS))}")
+        size = value.get("size", d)
+        if isinstance(size, int) and not isinstance(size, bool):
+            limits.check("draw_size", size, table.path("size") if "size" in value else key, file)
+        return np.asarray(DRAWS[name](table, d)).tolist()
     return value
 
 
 # -------------------------------------------------------------- environments
-def build_environment(table: Table, space: Any) -> tuple[Any, dict[str, Any]]:
+def _bad_entry(value: Any, key: str) -> str | None:
+    """The key of the first non-number inside an array parameter (``means[1]``), or None."""
+    if isinstance(value, list):
+        for k, item in enumerate(value):
+            found = _bad_entry(item, join_key(key, k))
+            if found is not None:
+                return found
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return key
+    return None
+
+
+def build_environment(table: Table, space: Any, limits: Limits | None = None) -> tuple[Any, dict[str, Any]]:
     """An environment from ``[environment]``: ``kind`` plus constructor parameters.
 
-    Returns the environment and the resolved table (draws replaced by values),
-    which rebuilds the same environment without drawing again.
+    Returns the environment and its table as stored (draws kept as recipes, not
+    values: every rebuild draws the same values from the stated seed).
     """
-    cls = _resolve_class(table, "kind", environment_kinds(), "environment kind")
+    limits = Limits() if limits is None else limits
+    cls = _resolve_class(table, "kind", environment_kinds(), "environment kind", "environment")
     names, var_keyword = _parameters(cls)
-    resolved: dict[str, Any] = {"kind": table.data["kind"]}
+    kwargs: dict[str, Any] = {}
     for key, value in table.data.items():
         if key == "kind":
             continue
         if key not in names and not var_keyword:
             raise table.error(key, f"unknown parameter of {cls.__name__} (it takes: {', '.join(names)})")
-        resolved[key] = resolve_parameter(value, table.path(key), table.file, space.d)
+        kwargs[key] = resolve_parameter(value, table.path(key), table.file, space.d, limits)
         table.used.add(key)
     table.finish()
-    means = resolved.get("means")
-    if isinstance(means, list) and len(means) != space.d:
-        raise table.error("means", f"needs one mean per arm: the space has d={space.d}, got {len(means)}")
-    kwargs = {k: v for k, v in resolved.items() if k != "kind"}
-    env = _construct(table, cls, (), kwargs, cls.__name__)
+    means = kwargs.get("means")
+    if isinstance(means, list):
+        if len(means) != space.d:
+            raise table.error("means", f"needs one mean per arm: the space has d={space.d}, got {len(means)}")
+        for k, mean in enumerate(means):
+            check_number(mean, join_key(table.path("means"), k), table.file)
+    try:
+        env = _construct(table, cls, (), kwargs, cls.__name__)
+    except ProblemError as exc:
+        if exc.key != table.key:
+            raise
+        arrays = [k for k, v in kwargs.items() if isinstance(v, list)]
+        bad = [k for k in arrays if _bad_entry(kwargs[k], "") is not None]
+        if len(bad) == 1:  # the one array holding a non-number is what the constructor refused
+            raise ProblemError(table.file, _bad_entry(kwargs[bad[0]], table.path(bad[0])), exc.message) from None
+        if len(arrays) == 1:  # e.g. a ragged array: the only array parameter is the one at fault
+            raise table.error(arrays[0], exc.message) from None
+        raise
     env_d = getattr(env, "d", space.d)
     if env_d != space.d:
         raise table.error(None, f"{cls.__name__} has d={env_d} arms but the space has d={space.d}")
-    return env, resolved
+    return env, dict(table.data)
 
 
 # ------------------------------------------------------------------ policies
@@ -414,7 +792,8 @@ def build_policy(table: Table, kind: str, space: Any, horizon: int, oracle: str,
 
     ``table`` is the ``[[policies]]`` entry, used to name keys in errors.
     """
-    cls = _resolve_class(Table({"kind": kind}, table.key, table.file), "kind", policy_kinds(), "policy kind")
+    kind_table = Table({"kind": kind}, table.key, table.file)
+    cls = _resolve_class(kind_table, "kind", policy_kinds(), "policy kind", "policy")
     constants_table = Table(constants, table.path("constants"), table.file)
     try:
         return cls(space, horizon, oracle=oracle, **constants)

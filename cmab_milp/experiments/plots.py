@@ -176,13 +176,20 @@ def _save_atomic(figure: Any, path: Path, dpi: int) -> None:
 def save_figures(
     curves: Mapping[str, PolicyCurves], panels: Sequence[str], out_dir: str | Path, title: str = "", dpi: int = 130
 ) -> list[Path]:
-    """Write ``out_dir/figure.png`` (all panels) and ``out_dir/panels/<letter>_<panel>.png``; return the paths."""
+    """Write ``out_dir/figure.png`` (all panels) and ``out_dir/panels/<letter>_<panel>.png``; return the paths.
+
+    Nothing is written through a symbolic link inside ``out_dir``
+    (:class:`~cmab_milp.experiments.storage.FolderError`).
+    """
+    from .storage import contained
+
     out = Path(out_dir)
+    contained(out, out / "panels" / "x.png")
     (out / "panels").mkdir(parents=True, exist_ok=True)
     written = [out / "figure.png"]
     _save_atomic(make_figure(curves, panels, title), written[0], dpi)
     for k, name in enumerate(panels):
-        path = out / "panels" / f"{chr(ord('a') + k)}_{name}.png"
+        path = contained(out, out / "panels" / f"{chr(ord('a') + k)}_{name}.png")
         figure = make_figure(curves, [name])
         figure.axes[0].set_title(f"{title}\n{PANELS[name].title}" if title else PANELS[name].title, fontsize=10)
         _save_atomic(figure, path, dpi)

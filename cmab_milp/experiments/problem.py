@@ -7,6 +7,21 @@ building the space, the environment and every policy once, so that any mistake
 is reported as a :class:`~cmab_milp.experiments.schema.ProblemError` naming the
 file, the key (``space.m``, ``policies[1].oracle``) and what is wrong.
 
+A problem file is data, never code: every name in it is looked up in a table
+(the library's own kinds, :data:`~cmab_milp.experiments.builders.GENERATORS`,
+:data:`~cmab_milp.experiments.builders.DRAWS`, the oracle backends, the reward
+names); nothing it says is imported. Names are plain identifiers (``__class__``,
+``_private``, ``os.path.join``, ``lambda: 0`` are refused). Your own kinds come
+from code you name outside the file: ``cmab-milp ... --plugin MODULE`` imports
+``MODULE``, which calls :func:`~cmab_milp.experiments.register_kind`; a public
+class of such a module may also be written ``"MODULE:Class"``.
+
+Sizes are checked before anything is built (:class:`~cmab_milp.experiments.limits.Limits`):
+arms ``d`` (and a graph's edges) <= 5,000, graph nodes <= 20,000, values per draw
+<= 10^6, explicit actions <= 10^5, horizon <= 10^8, seeds <= 1,000, curve points
+<= 10,000. A file that means it raises them in ``[run] limits`` (the horizon
+stops at 2^50).
+
 Schema (every key not listed is refused)::
 
     title = "..."                  # optional: figure title
@@ -15,14 +30,16 @@ Schema (every key not listed is refused)::
     [space]
     kind = "Cardinality"           # any space class of cmab_milp (Cardinality, PartitionMatroid,
                                    # GraphicMatroid, SpanningTrees, STPaths, Matchings,
-                                   # ExplicitActions, Intersection)
+                                   # ExplicitActions, Intersection) or a registered kind
     d = 20                         # the other keys are the constructor's parameters:
     m = 3                          #   d, m, exact / blocks, capacities / graph / source, target /
                                    #   perfect / actions (an array of 0/1 rows)
     [space.graph]                  # graph families: a networkx generator ...
-    generator = "grid_2d_graph"    #   any function of networkx.generators
-    args = [3, 3]                  #   its positional arguments
-    kwargs = {}                    #   its keyword arguments (e.g. seed = 1)
+    generator = "grid_2d_graph"    #   a generator of builders.GENERATORS (complete_graph, grid_2d_graph,
+                                   #   complete_bipartite_graph, gnm_random_graph, petersen_graph, ...)
+    args = [3, 3]                  #   its positional arguments (counts, probabilities, booleans)
+    kwargs = {}                    #   its keyword arguments (e.g. seed = 1); its size is bounded from
+                                   #   these before it runs
     relabel = true                 #   nodes renamed 0..n-1 in networkx's node order (default for
                                    #   generators); source/target may use either label ([0, 0] or 0)
     directed = false               #   true: a DiGraph, each edge oriented as listed
@@ -38,14 +55,20 @@ Schema (every key not listed is refused)::
     # kind = "Intersection" takes [[space.parts]] (each a space table) instead.
 
     [environment]
-    kind = "UniformNoise"          # any class of cmab_milp.environments (or "pkg.module:Class")
+    kind = "UniformNoise"          # any class of cmab_milp.environments, or a registered kind
+                                   # ("MODULE:Class" only for a module given with --plugin)
     means = { draw = "uniform", low = 0.0, high = 1.0, seed = 7 }   # or an explicit array
+                                   #   (low, high finite; size = d by default). Other draws:
+                                   #   integers (low, high, both included), normal (mean, std),
+                                   #   dirichlet (alpha: one probability row per arm), choice
+                                   #   (values, optional p and replace)
     width = 0.5                    # the other keys are the constructor's parameters; any value
-                                   # may be a { draw = ... } table (see builders.DRAWS)
+                                   # may be a { draw = ... } table (see builders.DRAWS), stored as
+                                   # this recipe and drawn again from its seed on every rebuild
 
     [[policies]]                   # one table per compared policy
     name = "AROQ"                  # label in plots and results (letters, digits, _ . + -)
-    kind = "AROQ"                  # any class of cmab_milp.policies (or "pkg.module:Class")
+    kind = "AROQ"                  # any class of cmab_milp.policies, or a registered kind
     oracle = "highs"               # oracle backend (default "highs"): see cm.available_backends()
     constants = { C = 1.5 }        # optional keyword constants of the policy
 
@@ -54,6 +77,7 @@ Schema (every key not listed is refused)::
     seeds = 10                     # a count (seeds 0..9) or an explicit array [3, 5, 8]
     panels = ["rounds", "queries", "regret", "runtime", "total_rounds"]   # optional
     curve_points = 200             # optional: points recorded per curve (log-spaced in t, default 200)
+    limits = { arms = 20000 }      # optional: raise (or lower) a size limit (see limits.Limits)
 
 Example
 -------
@@ -68,10 +92,13 @@ Example
 ... )
 >>> problem.seeds, problem.policies[0].oracle
 ([0, 1], 'highs')
->>> parse_problem({"space": {}}, "demo.toml")
+>>> parse_problem({"space": {}}, "demo.toml")  # every error at once, one line each
 Traceback (most recent call last):
 ...
-cmab_milp.experiments.schema.ProblemError: demo.toml: environment: missing required key
+cmab_milp.experiments.schema.ProblemErrors: demo.toml: environment: missing required key
+demo.toml: policies: missing required key
+demo.toml: run: missing required key
+demo.toml: space.kind: missing required key
 """
 
 from __future__ import annotations
@@ -85,8 +112,10 @@ from pathlib import Path
 from typing import Any
 
 from .builders import build_environment, build_policy, build_space
+from .limits import Limits
 from .plots import DEFAULT_PANELS, PANELS
-from .schema import ProblemError, Table, check_integer, describe, join_key
+from .registry import check_name, plugins
+from .schema import ProblemError, ProblemErrors, Table, check_integer, describe, join_key
 
 __all__ = ["PolicySpec", "Problem", "load_problem", "parse_problem"]
 
@@ -120,16 +149,25 @@ class Problem:
     panels: list[str] = field(default_factory=lambda: list(DEFAULT_PANELS))
     curve_points: int = 200
     title: str = ""
+    limits: dict[str, int] = field(default_factory=dict)
+    #: Trusted modules (``--plugin``) loaded when the problem was read; each job loads them again.
+    plugins: tuple[str, ...] = ()
+
+    @property
+    def size_limits(self) -> Limits:
+        """The :class:`~cmab_milp.experiments.limits.Limits` this problem was checked against."""
+        return Limits(**self.limits)
 
     # ------------------------------------------------------------ builders
     def build_space(self) -> Any:
         """The action space (a fresh object)."""
-        return build_space(Table(_copy(self.space), "space", self.file))
+        return build_space(Table(_copy(self.space), "space", self.file), self.size_limits)
 
     def build_environment(self, space: Any | None = None) -> Any:
         """The environment (a fresh object) for ``space`` (built if not given)."""
         space = self.build_space() if space is None else space
-        return build_environment(Table(_copy(self.environment), "environment", self.file), space)[0]
+        table = Table(_copy(self.environment), "environment", self.file)
+        return build_environment(table, space, self.size_limits)[0]
 
     def policy(self, name: str) -> PolicySpec:
         """The policy entry labelled ``name``."""
@@ -148,18 +186,21 @@ class Problem:
 
     # --------------------------------------------------------------- identity
     def to_dict(self) -> dict[str, Any]:
-        """The resolved problem as JSON-able data (drawn values included)."""
+        """The resolved problem as JSON-able data (draws as their recipes, overrides applied)."""
+        run: dict[str, Any] = {
+            "horizon": self.horizon,
+            "seeds": self.seeds,
+            "panels": self.panels,
+            "curve_points": self.curve_points,
+        }
+        if self.limits:
+            run["limits"] = dict(self.limits)
         return {
             "title": self.title,
             "space": self.space,
             "environment": self.environment,
             "policies": [asdict(p) for p in self.policies],
-            "run": {
-                "horizon": self.horizon,
-                "seeds": self.seeds,
-                "panels": self.panels,
-                "curve_points": self.curve_points,
-            },
+            "run": run,
         }
 
     def digest(self) -> str:
@@ -210,6 +251,8 @@ def load_problem(path: str | Path, *, horizon: int | None = None, seeds: int | l
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise ProblemError(file, "", f"cannot read the file: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ProblemError(file, "", f"not a UTF-8 text file (byte {exc.start}: {exc.reason})") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -223,63 +266,93 @@ def load_problem(path: str | Path, *, horizon: int | None = None, seeds: int | l
     return parse_problem(data, file)
 
 
-def parse_problem(data: dict[str, Any], file: str = "<problem>") -> Problem:
+def parse_problem(data: dict[str, Any], file: str = "<problem>", *, build: bool = True) -> Problem:
     """Validate a parsed problem (a dict as ``tomllib`` returns it).
 
     The space, the environment and every policy are constructed once, so that
-    their own checks run now rather than in the middle of a run.
+    their own checks run now rather than in the middle of a run. With
+    ``build=False`` only the structure is read (what ``cmab-milp plot`` needs to
+    redraw a results folder): no kind is looked up and nothing is constructed.
     """
-    top = Table(data, "", file)
-    title = top.string("title", "")
-    top.string("description", "")
-    space_table = top.table("space")
-    env_table = top.table("environment")
-    policy_tables = top.tables("policies")
-    run = top.table("run")
-    top.finish()
+    if not isinstance(data, dict):
+        raise ProblemError(file, "", f"expected a table, got {describe(data)}")
+    errors: list[ProblemError] = []
 
-    horizon, seeds, panels, curve_points = _parse_run(run)
-    space = build_space(space_table)
-    environment, environment_data = build_environment(env_table, space)
-    policies = _parse_policies(policy_tables, file)
-    problem = Problem(
+    def attempt(step: Any, *args: Any, **kwargs: Any) -> Any:
+        """``step(...)``, or None with its error kept: every part of the file is checked, all errors reported."""
+        try:
+            return step(*args, **kwargs)
+        except ProblemErrors as exc:
+            errors.extend(exc.errors)
+        except ProblemError as exc:
+            errors.append(exc)
+        return None
+
+    top = Table(data, "", file)
+    title = attempt(top.string, "title", "")
+    attempt(top.string, "description", "")
+    space_table = attempt(top.table, "space")
+    env_table = attempt(top.table, "environment")
+    policy_tables = attempt(top.tables, "policies")
+    run = attempt(top.table, "run")
+    attempt(top.finish)
+
+    parsed_run = attempt(_parse_run, run) if run is not None else None
+    limits = parsed_run[0] if parsed_run is not None else Limits()
+    policies = attempt(_parse_policies, policy_tables, file) if policy_tables is not None else None
+    space_data = attempt(_plain, space_table.data, "space", file) if space_table is not None else None
+    env_data = attempt(_plain, env_table.data, "environment", file) if env_table is not None else None
+    if build and space_table is not None:
+        space = attempt(build_space, space_table, limits)
+        if space is not None and env_table is not None:
+            attempt(build_environment, env_table, space, limits)
+        if space is not None and policies is not None and parsed_run is not None:
+            for k, spec in enumerate(policies):
+                table = Table(asdict(spec), join_key("policies", k), file)
+                attempt(build_policy, table, spec.kind, space, parsed_run[1], spec.oracle, dict(spec.constants))
+    if errors:
+        raise errors[0] if len(errors) == 1 else ProblemErrors(errors)
+    _, horizon, seeds, panels, curve_points = parsed_run
+    return Problem(
         file=file,
-        space=_plain(space_table.data, "space", file),
-        environment=_plain(environment_data, "environment", file),
+        space=space_data,
+        environment=env_data,
         policies=policies,
         horizon=horizon,
         seeds=seeds,
         panels=panels,
         curve_points=curve_points,
         title=title,
+        limits=limits.changed(),
+        plugins=tuple(plugins()),
     )
-    for spec in policies:
-        problem.build_policy(spec.name, space)
-    del environment
-    return problem
 
 
-def _parse_run(run: Table) -> tuple[int, list[int], list[str], int]:
-    horizon = run.integer("horizon", minimum=1)
+def _parse_run(run: Table) -> tuple[Limits, int, list[int], list[str], int]:
+    limits = Limits.from_table(run.table("limits", None))
+    horizon = limits.check("horizon", run.integer("horizon", minimum=1), run.path("horizon"), run.file)
     raw_seeds = run.raw("seeds")
     if isinstance(raw_seeds, list):
+        limits.check("seeds", len(raw_seeds), run.path("seeds"), run.file)
         seeds = [check_integer(s, join_key(run.path("seeds"), k), run.file, minimum=0) for k, s in enumerate(raw_seeds)]
         if not seeds:
             raise run.error("seeds", "needs at least one seed")
         if len(set(seeds)) != len(seeds):
             raise run.error("seeds", f"seeds must be distinct, got {seeds}")
     elif isinstance(raw_seeds, int) and not isinstance(raw_seeds, bool):
-        seeds = list(range(check_integer(raw_seeds, run.path("seeds"), run.file, minimum=1)))
+        count = check_integer(raw_seeds, run.path("seeds"), run.file, minimum=1)
+        seeds = list(range(limits.check("seeds", count, run.path("seeds"), run.file)))
     else:
         raise run.error("seeds", f"expected a count or an array of seeds, got {describe(raw_seeds)}")
     panels = run.array("panels", list(DEFAULT_PANELS))
     for k, panel in enumerate(panels):
-        if panel not in PANELS:
+        if not isinstance(panel, str) or panel not in PANELS:
             key = join_key(run.path("panels"), k)
             raise ProblemError(run.file, key, f"unknown panel {panel!r}; known: {', '.join(PANELS)}")
     curve_points = run.integer("curve_points", 200, minimum=2)
+    limits.check("curve_points", curve_points, run.path("curve_points"), run.file)
     run.finish()
-    return horizon, seeds, list(panels), curve_points
+    return limits, horizon, seeds, list(panels), curve_points
 
 
 def _parse_policies(tables: list[Table], file: str) -> list[PolicySpec]:
@@ -288,25 +361,41 @@ def _parse_policies(tables: list[Table], file: str) -> list[PolicySpec]:
     if not tables:
         raise ProblemError(file, "policies", "needs at least one [[policies]] entry")
     specs: list[PolicySpec] = []
+    errors: list[ProblemError] = []
     seen: dict[str, int] = {}
     for k, table in enumerate(tables):
-        name = table.string("name")
-        if not _NAME.match(name):
-            raise table.error("name", f"{name!r}: use letters, digits and _ . + - (it names a results folder)")
-        if name in seen:
-            raise table.error("name", f"duplicate policy name {name!r} (also policies[{seen[name]}])")
-        seen[name] = k
-        kind = table.string("kind")
-        oracle = table.string("oracle", "highs")
-        backend, _, solver = oracle.partition(":")
-        if backend not in BACKENDS:
-            raise table.error("oracle", f"unknown oracle backend {oracle!r}; known: {', '.join(sorted(BACKENDS))}")
-        if backend not in available_backends():
-            raise table.error("oracle", f"oracle backend {backend!r} is not installed here")
-        if solver and not BACKENDS[backend].takes_solver:
-            raise table.error("oracle", f"backend {backend!r} takes no ':SOLVER' suffix")
-        constants_table = table.table("constants", None)
-        constants = {} if constants_table is None else _plain(constants_table.data, table.path("constants"), file)
-        table.finish()
-        specs.append(PolicySpec(name=name, kind=kind, oracle=oracle, constants=constants))
+        try:
+            specs.append(_parse_policy(table, k, seen, BACKENDS, available_backends()))
+        except ProblemError as exc:
+            errors.append(exc)
+    if errors:
+        raise errors[0] if len(errors) == 1 else ProblemErrors(errors)
     return specs
+
+
+def _parse_policy(table: Table, k: int, seen: dict[str, int], backends: dict, available: list[str]) -> PolicySpec:
+    file = table.file
+    name = table.string("name")
+    if not _NAME.match(name):
+        raise table.error("name", f"{name!r}: use letters, digits and _ . + - (it names a results folder)")
+    if name in seen:
+        raise table.error("name", f"duplicate policy name {name!r} (also policies[{seen[name]}])")
+    seen[name] = k
+    kind = table.string("kind")
+    oracle = table.string("oracle", "highs")
+    backend, _, solver = oracle.partition(":")
+    if backend not in backends:
+        raise table.error("oracle", f"unknown oracle backend {oracle!r}; known: {', '.join(sorted(backends))}")
+    if backend not in available:
+        raise table.error("oracle", f"oracle backend {backend!r} is not installed here")
+    if solver and not backends[backend].takes_solver:
+        raise table.error("oracle", f"backend {backend!r} takes no ':SOLVER' suffix")
+    if solver:
+        try:
+            check_name(solver)
+        except ValueError as exc:
+            raise table.error("oracle", f"refused solver: {exc}") from None
+    constants_table = table.table("constants", None)
+    constants = {} if constants_table is None else _plain(constants_table.data, table.path("constants"), file)
+    table.finish()
+    return PolicySpec(name=name, kind=kind, oracle=oracle, constants=constants)

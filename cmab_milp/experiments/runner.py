@@ -28,8 +28,10 @@ import datetime as _dt
 import os
 import platform
 import sys
+import tempfile
 import time
 import traceback
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -41,12 +43,24 @@ from .executors import open_executor
 from .plots import PolicyCurves, save_figures
 from .problem import Problem
 from .progress import Progress, format_seconds
-from .storage import CURVE_COLUMNS, downsample, job_paths, read_curve, read_json, write_curve, write_json
+from .registry import load_plugins
+from .storage import (
+    CURVE_COLUMNS,
+    FolderError,
+    contained,
+    downsample,
+    job_paths,
+    read_curve,
+    read_json,
+    write_curve,
+    write_json,
+)
 
 __all__ = [
     "METRICS",
     "JobsFailed",
     "RunError",
+    "RunFailed",
     "RunInterrupted",
     "collect_curves",
     "run_job",
@@ -68,7 +82,11 @@ class RunInterrupted(RunError):
     """The run was interrupted; finished jobs are on disk."""
 
 
-class JobsFailed(RunError):
+class RunFailed(RunError):
+    """The run started but did not finish: results could not be written, or the executor was lost."""
+
+
+class JobsFailed(RunFailed):
     """Some jobs raised; the others finished and are on disk."""
 
 
@@ -93,6 +111,7 @@ def run_job(problem: Problem, policy: str, seed: int) -> dict[str, Any]:
 
     started = time.perf_counter()
     try:
+        load_plugins(problem.plugins)  # a fresh worker process: the trusted modules register their kinds again
         space = problem.build_space()
         env = problem.build_environment(space)
         agent = problem.build_policy(policy, space)
@@ -131,9 +150,24 @@ def _differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     return parts
 
 
+def _is_run(stored: Any) -> bool:
+    return isinstance(stored, dict) and isinstance(stored.get("digest"), str) and "problem" in stored
+
+
 def _check_folder(problem: Problem, out: Path, resume: bool) -> None:
-    """Refuse to overwrite an earlier run, or to resume a run of another problem."""
+    """Refuse a file, a folder holding other files, an earlier run (unless resuming), or a run of another problem."""
+    if out.exists() and not out.is_dir():
+        raise RunError(f"--out {out} is not a folder")
     stored = read_json(out / "problem.json")
+    entries = sorted(p.name for p in out.iterdir()) if out.is_dir() else []
+    if entries and not _is_run(stored):
+        shown = ", ".join(entries[:3]) + (", ..." if len(entries) > 3 else "")
+        raise RunError(
+            f"{out} is not empty and holds no cmab-milp run ({shown}); choose a new or empty folder for --out"
+        )
+    for name in ("runs", "panels"):
+        if (out / name).is_symlink():
+            raise RunError(f"{out / name} is a symbolic link: results are never written through a link")
     if stored is not None or (out / "runs").exists():
         if not resume:
             raise RunError(f"{out} already holds a run; pass --resume to continue it, or choose another --out")
@@ -171,6 +205,7 @@ def _is_complete(out: Path, problem: Problem, job: Job) -> bool:
 
 def _save_job(out: Path, problem: Problem, job: Job, outcome: dict[str, Any]) -> None:
     csv_path, json_path = job_paths(out, job.policy, job.seed)
+    contained(out, csv_path)
     write_curve(csv_path, outcome["curve"])  # the curve first: the JSON marks the job complete
     spec = problem.policy(job.policy)
     write_json(
@@ -288,8 +323,12 @@ def run_problem(
     resume: bool = False,
     plots: bool = True,
     stream: TextIO | None = None,
+    policies: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Run every (policy, seed) job of ``problem`` into ``out_dir``; return the summary.
+
+    ``policies`` (names) runs only their jobs; the folder still belongs to the
+    whole problem, so the others can be run later with ``resume``.
 
     ``jobs`` workers (default: the number of cores) on the named ``executor``.
     With ``resume``, jobs whose results are already complete are skipped.
@@ -300,14 +339,29 @@ def run_problem(
     out = Path(out_dir)
     workers = jobs or os.cpu_count() or 1
     _check_folder(problem, out, resume)
-    all_jobs = [Job(spec.name, seed) for seed in problem.seeds for spec in problem.policies]
+    names = [spec.name for spec in problem.policies]
+    chosen = names if policies is None else list(dict.fromkeys(policies))
+    unknown = [name for name in chosen if name not in names]
+    if unknown or not chosen:
+        raise RunError(
+            f"no policy named {', '.join(unknown) or '(none given)'} in {problem.file}; its policies: "
+            f"{', '.join(names)}"
+        )
+    all_jobs = [Job(name, seed) for seed in problem.seeds for name in names if name in chosen]
     todo = [job for job in all_jobs if not (resume and _is_complete(out, problem, job))]
     skipped = len(all_jobs) - len(todo)
     try:
         runner = open_executor(executor, min(workers, max(len(todo), 1)))
     except (ValueError, ImportError) as exc:
         raise RunError(f"cannot start the executor {executor!r}: {exc}") from None
-    _write_problem(problem, out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out):
+            pass
+        _write_problem(problem, out)
+    except OSError as exc:
+        runner.close(cancel=True)
+        raise RunError(f"cannot write to --out {out}: {exc.strerror or exc}") from None
     stream.write(
         f"{problem.file}: {len(problem.policies)} policies x {len(problem.seeds)} seeds, T={problem.horizon}; "
         f"{len(todo)} jobs to run" + (f" ({skipped} already complete)" if skipped else "") + f" -> {out}\n"
@@ -315,6 +369,7 @@ def run_problem(
     started, clock = _now(), time.perf_counter()
     failures: list[str] = []
     interrupted = False
+    broken: str | None = None  # why the run stopped early: results not writable, executor lost
     progress = Progress(len(todo), stream=stream)
     try:
         for index, outcome in runner.run(run_job, [(problem, job.policy, job.seed) for job in todo]):
@@ -324,15 +379,22 @@ def run_problem(
                 progress.note(f"job {job} failed:\n{outcome['error'].rstrip()}")
                 progress.advance(f"{job} FAILED")
                 continue
-            _save_job(out, problem, job, outcome)
+            try:
+                _save_job(out, problem, job, outcome)
+            except (OSError, FolderError) as exc:
+                broken = f"cannot write the results of {job} to {out}: {getattr(exc, 'strerror', None) or exc}"
+                break
             progress.advance(f"{job} ({outcome['job_seconds']:.1f} s)")
     except KeyboardInterrupt:
         interrupted = True
-        runner.close(cancel=True)
-    else:
-        runner.close()
+    except Exception as exc:  # the executor itself failed (a lost Dask cluster, a dead pool); jobs never raise
+        broken = f"the executor {executor!r} failed: {type(exc).__name__}: {exc}"
     finally:
         progress.close()
+    try:
+        runner.close(cancel=interrupted or broken is not None)
+    except Exception as exc:  # closing a lost cluster may fail too; the run's outcome is already known
+        broken = broken or f"the executor {executor!r} failed while closing: {exc}"
     run_info = {
         "started": started,
         "finished": _now(),
@@ -345,15 +407,20 @@ def run_problem(
         "interrupted": interrupted,
     }
     summary = summarise(problem, out, run_info)
-    write_json(out / "summary.json", summary)
-    if plots and summary["policies"]:
-        save_figures(collect_curves(problem, out), problem.panels, out, problem.title)
+    resume = f"finished jobs are saved, continue with --resume --out {out}"
+    try:
+        write_json(contained(out, out / "summary.json"), summary)
+        if plots and summary["policies"] and broken is None:
+            save_figures(collect_curves(problem, out), problem.panels, out, problem.title)
+    except (OSError, FolderError) as exc:
+        broken = broken or f"cannot write the summary or figures to {out}: {getattr(exc, 'strerror', None) or exc}"
     elapsed = format_seconds(run_info["wall_seconds"])
     if interrupted:
         raise RunInterrupted(
-            f"interrupted after {elapsed}: {len(summary['missing_jobs'])} jobs not finished; "
-            f"finished jobs are saved, continue with --resume --out {out}"
+            f"interrupted after {elapsed}: {len(summary['missing_jobs'])} jobs not finished; " + resume
         )
+    if broken is not None:
+        raise RunFailed(f"{broken}; {resume}")
     if failures:
         raise JobsFailed(f"{len(failures)} job(s) failed: {', '.join(failures)}; other results are in {out}")
     stream.write(f"done in {elapsed}: {out / 'summary.json'}\n")

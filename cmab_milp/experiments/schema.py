@@ -19,10 +19,11 @@ cmab_milp.experiments.schema.ProblemError: demo.toml: space.m: expected an integ
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["MISSING", "ProblemError", "Table", "describe", "join_key"]
+__all__ = ["MISSING", "ProblemError", "ProblemErrors", "Table", "describe", "join_key"]
 
 
 class ProblemError(ValueError):
@@ -34,6 +35,24 @@ class ProblemError(ValueError):
         self.message = message
         where = f"{file}: {key}" if key else file
         super().__init__(f"{where}: {message}")
+
+
+class ProblemErrors(ProblemError):
+    """Several :class:`ProblemError` of one file, reported at once; ``errors`` lists them in the order checked.
+
+    Its message has one line per error; ``file``, ``key`` and ``message`` are the first error's.
+    """
+
+    def __init__(self, errors: Sequence[ProblemError]):
+        if not errors:
+            raise ValueError("ProblemErrors needs at least one error")
+        self.errors = list(errors)
+        first = self.errors[0]
+        super().__init__(first.file, first.key, first.message)
+        self.args = ("\n".join(str(e) for e in self.errors),)
+
+    def __str__(self) -> str:
+        return self.args[0]
 
 
 class _Missing:
@@ -117,10 +136,7 @@ class Table:
     def number(self, key: str, default: Any = MISSING) -> Any:
         if key not in self.data:
             return self.raw(key, default)
-        value = self.raw(key)
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise self.error(key, f"expected a number, got {describe(value)}")
-        return float(value)
+        return check_number(self.raw(key), self.path(key), self.file)
 
     def boolean(self, key: str, default: Any = MISSING) -> Any:
         if key not in self.data:
@@ -178,7 +194,13 @@ def check_integer(value: Any, key: str, file: str, *, minimum: int | None = None
 
 
 def check_number(value: Any, key: str, file: str) -> float:
-    """``value`` as a float, or a :class:`ProblemError` naming ``key``."""
+    """``value`` as a finite float, or a :class:`ProblemError` naming ``key`` (``inf`` and ``nan`` refused)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ProblemError(file, key, f"expected a number, got {describe(value)}")
-    return float(value)
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if not math.isfinite(number):
+        raise ProblemError(file, key, f"expected a finite number, got {value}")
+    return number

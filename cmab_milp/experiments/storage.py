@@ -39,8 +39,10 @@ import numpy as np
 
 __all__ = [
     "CURVE_COLUMNS",
+    "FolderError",
     "atomic_target",
     "atomic_write_text",
+    "contained",
     "downsample",
     "job_paths",
     "read_curve",
@@ -52,6 +54,35 @@ __all__ = [
 #: Columns of a job's curve CSV, in order.
 CURVE_COLUMNS: tuple[str, ...] = ("t", "regret", "queries", "rounds", "runtime", "oracle_runtime")
 _INTEGER_COLUMNS = {"t", "queries", "rounds"}
+
+
+class FolderError(ValueError):
+    """A results folder that cannot be used: a corrupt file, or a path leading out of the folder."""
+
+
+def contained(root: str | Path, path: str | Path) -> Path:
+    """``path`` if writing it stays inside ``root``: no folder between them is a symbolic link.
+
+    Results are never written through a link that may lead out of the folder.
+
+    >>> import tempfile, os
+    >>> root = Path(tempfile.mkdtemp())
+    >>> contained(root, root / "panels" / "a.png") == root / "panels" / "a.png"
+    True
+    >>> os.symlink(tempfile.mkdtemp(), root / "panels")
+    >>> contained(root, root / "panels" / "a.png")
+    Traceback (most recent call last):
+    ...
+    cmab_milp.experiments.storage.FolderError: refusing to write panels/a.png: panels is a symbolic link
+    """
+    root, path = Path(root), Path(path)
+    relative = path.relative_to(root)
+    current = root
+    for part in relative.parts[:-1]:
+        current = current / part
+        if current.is_symlink():
+            raise FolderError(f"refusing to write {relative}: {current.relative_to(root)} is a symbolic link")
+    return path
 
 
 @contextmanager
@@ -135,12 +166,24 @@ def write_curve(path: str | Path, curve: dict[str, np.ndarray]) -> None:
 
 def read_curve(path: str | Path) -> dict[str, np.ndarray]:
     """The columns of a curve CSV as float arrays (``t``, ``queries``, ``rounds`` as int)."""
-    with open(path, encoding="utf-8", newline="") as handle:
-        rows = list(csv.reader(handle))
+    try:
+        with open(path, encoding="utf-8", newline="") as handle:
+            rows = list(csv.reader(handle))
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise FolderError(f"{path}: cannot read the curve file ({exc})") from None
+    if not rows or tuple(rows[0]) != CURVE_COLUMNS:
+        found = rows[0] if rows else "nothing"
+        raise FolderError(f"{path}: unexpected columns {found}, expected {list(CURVE_COLUMNS)}")
     header, body = rows[0], rows[1:]
-    if tuple(header) != CURVE_COLUMNS:
-        raise ValueError(f"{path}: unexpected columns {header}, expected {list(CURVE_COLUMNS)}")
-    data = np.array(body, dtype=float).reshape(len(body), len(header))
+    for k, row in enumerate(body, start=2):
+        if len(row) != len(header):
+            raise FolderError(f"{path}: line {k} has {len(row)} values, expected {len(header)}")
+    if not body:
+        raise FolderError(f"{path}: no rows")
+    try:
+        data = np.array(body, dtype=float).reshape(len(body), len(header))
+    except ValueError as exc:
+        raise FolderError(f"{path}: not a curve file ({exc})") from None
     return {
         name: data[:, k].astype(np.int64) if name in _INTEGER_COLUMNS else data[:, k] for k, name in enumerate(header)
     }

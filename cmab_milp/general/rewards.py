@@ -354,6 +354,8 @@ def _parametrised(name: str, arg: str) -> Reward:
         x = float(arg)
     except ValueError:
         raise ValueError(f"reward {name!r} needs a number after ':', got {arg!r}") from None
+    if not np.isfinite(x):
+        raise ValueError(f"reward {name!r} needs a finite number after ':', got {arg!r}")
     if name == "threshold":
         if not x > 0:
             raise ValueError(f"threshold must be > 0, got {x}")
