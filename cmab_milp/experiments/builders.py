@@ -37,6 +37,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
+from ..spaces.base import EmptySpaceError
 from .limits import Limits
 from .registry import check_name, plugin_class, registered
 from .schema import ProblemError, Table, check_integer, check_number, describe, join_key
@@ -562,10 +563,8 @@ def _check_feasible(space: Any, table: Table, message: str) -> None:
     """Refuse, at ``table``'s key, a space without a feasible action (``space.m`` solves for it)."""
     try:
         space.m  # noqa: B018 -- computing m finds a feasible action or raises
-    except ValueError as exc:
-        if "no feasible action" not in str(exc):
-            raise
-        raise table.error(None, message) from None
+    except EmptySpaceError as exc:
+        raise table.error(None, f"{message}: {exc}") from None
 
 
 def build_space(table: Table, limits: Limits | None = None) -> Any:

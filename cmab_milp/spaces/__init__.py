@@ -1,6 +1,6 @@
 """Action spaces declared as constraint models (contract section 1)."""
 
-from .base import MAX_ENUMERATE, ActionSpace, Intersection, as_action
+from .base import MAX_ENUMERATE, ActionSpace, EmptySpaceError, Intersection, as_action
 from .formulation import Formulation, Row
 from .graphs import GraphicMatroid, Matchings, SpanningTrees, STPaths
 from .labels import ArmLabels
@@ -14,6 +14,7 @@ __all__ = [
     "Cardinality",
     "ConflictSpace",
     "ConstrainedSpace",
+    "EmptySpaceError",
     "ExplicitActions",
     "Formulation",
     "GraphicMatroid",

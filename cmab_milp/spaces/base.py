@@ -35,7 +35,7 @@ from .solve import best_action
 if TYPE_CHECKING:
     from .rules import ConflictSpace, ConstrainedSpace
 
-__all__ = ["MAX_ENUMERATE", "ActionSpace", "Intersection", "as_action"]
+__all__ = ["MAX_ENUMERATE", "ActionSpace", "EmptySpaceError", "Intersection", "as_action"]
 
 #: Default cap on :meth:`ActionSpace.enumerate`.
 MAX_ENUMERATE = 1_000_000
@@ -64,6 +64,10 @@ def check_arm(i: Any, d: int, what: str = "arm") -> int:
     if not 0 <= int(i) < d:
         raise ValueError(f"{what} {int(i)} is out of range for d={d}")
     return int(i)
+
+
+class EmptySpaceError(ValueError):
+    """A space (with its side rules) has no action; the message names the rules that empty it."""
 
 
 class ActionSpace(ABC):
@@ -116,7 +120,7 @@ class ActionSpace(ABC):
                 cache.setdefault("too_many", set()).add(key)
                 raise ValueError(self._too_many(cap))
         if not rows:
-            raise ValueError(self._empty_message())
+            raise EmptySpaceError(self._empty_message())
         out = np.array(rows, dtype=bool).reshape(len(rows), self.d)
         out.setflags(write=False)
         cache["all"] = out
@@ -147,7 +151,7 @@ class ActionSpace(ABC):
     def _max_arms(self) -> int:
         best = best_action(self)  # enumeration or scipy's MILP on the formulation: no oracle needed
         if best is None:
-            raise ValueError(self._empty_message())
+            raise EmptySpaceError(self._empty_message())
         return int(best.sum())
 
     def check_feasible(self) -> None:

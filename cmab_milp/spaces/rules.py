@@ -16,7 +16,7 @@ Example
 >>> space.with_at_least(2, [0, 1]).m
 Traceback (most recent call last):
 ...
-ValueError: no action satisfies conflicts [(0, 1)] together with at least 2 of [0, 1] in Cardinality(d=3, m=2)
+cmab_milp.spaces.base.EmptySpaceError: no action satisfies conflicts [(0, 1)] together with at least 2 of [0, 1] in Cardinality(d=3, m=2)
 """
 
 from __future__ import annotations
