@@ -254,10 +254,22 @@ def test_directed_grid_paths_count_the_monotone_lattice_paths(tmp_path: Path) ->
     _, space = build(
         tmp_path,
         "[space]\nkind = 'STPaths'\nsource = [0, 0]\ntarget = 8\n"
-        "[space.graph]\ngenerator = 'grid_2d_graph'\nargs = [3, 3]\ndirected = true\n",
+        "[space.graph]\ngenerator = 'grid_2d_graph'\nargs = [3, 3]\ndirected = true\nrelabel = true\n",
     )
     assert space.d == 12 and len(space.enumerate()) == comb(4, 2)
     assert all(isinstance(u, int) for edge in space.arms for u in edge)
+
+
+def test_generated_graphs_keep_their_node_labels_by_default(tmp_path: Path) -> None:
+    # issue 14: node labels as given (grid cells stay (i, j)), and arms resolve by their edge
+    _, space = build(
+        tmp_path,
+        "[space]\nkind = 'STPaths'\nsource = [0, 0]\ntarget = [2, 2]\n"
+        "[space.graph]\ngenerator = 'grid_2d_graph'\nargs = [3, 3]\ndirected = true\n",
+    )
+    assert len(space.enumerate()) == comb(4, 2)
+    assert all(isinstance(u, tuple) and len(u) == 2 for edge in space.arms for u in edge)
+    assert space.arm_index(((0, 0), (0, 1))) == space.arms.index(((0, 0), (0, 1)))
 
 
 def test_spanning_trees_of_k4_follow_cayley(tmp_path: Path) -> None:

@@ -447,6 +447,11 @@ def build_graph(table: Table, limits: Limits | None = None) -> tuple[nx.Graph, d
     ``limits`` before it runs.
 
     >>> g, labels = build_graph(Table({"generator": "grid_2d_graph", "args": [2, 2]}, "space.graph", "x.toml"))
+    >>> sorted(g.edges())[:2], labels[(1, 1)]
+    ([((0, 0), (0, 1)), ((0, 0), (1, 0))], (1, 1))
+    >>> g, labels = build_graph(
+    ...     Table({"generator": "grid_2d_graph", "args": [2, 2], "relabel": True}, "space.graph", "x.toml")
+    ... )
     >>> sorted(g.edges()), labels[(1, 1)]
     ([(0, 1), (0, 2), (1, 3), (2, 3)], 3)
     """
@@ -458,7 +463,7 @@ def build_graph(table: Table, limits: Limits | None = None) -> tuple[nx.Graph, d
     directed = table.boolean("directed", False)
     if has_gen:
         graph = _generate(table, limits)
-        relabel = table.boolean("relabel", True)
+        relabel = table.boolean("relabel", False)
         edges = list(graph.edges())
         nodes = list(graph.nodes())
     else:

@@ -40,8 +40,8 @@ Schema (every key not listed is refused)::
     args = [3, 3]                  #   its positional arguments (counts, probabilities, booleans)
     kwargs = {}                    #   its keyword arguments (e.g. seed = 1); its size is bounded from
                                    #   these before it runs
-    relabel = true                 #   nodes renamed 0..n-1 in networkx's node order (default for
-                                   #   generators); source/target may use either label ([0, 0] or 0)
+    relabel = false                #   true: nodes renamed 0..n-1 in networkx's node order; default:
+                                   #   node labels as given (grid cells stay [i, j])
     directed = false               #   true: a DiGraph, each edge oriented as listed
     # edges = [[0, 1], [1, 2]]     # ... or an explicit edge list (relabel defaults to false)
                                    # arm k is list(graph.edges())[k]: networkx's order, which for
