@@ -19,7 +19,7 @@ Example
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -43,6 +43,7 @@ class LinearIndex(Index):
     """
 
     needs: ClassVar[frozenset[str]] = frozenset({"sum"})
+    _state_fields: ClassVar[tuple[str, ...]] = ("sums",)
 
     def __init__(self, d: int, C: float = 1.5):
         self.C = check_positive("C", C)
@@ -56,6 +57,10 @@ class LinearIndex(Index):
     def update(self, stats: FeedbackStats) -> None:
         super().update(stats)
         self.sums += stats.sum
+        self._refresh()
+
+    def set_state(self, state: Mapping[str, Any]) -> None:
+        super().set_state(state)
         self._refresh()
 
     def _refresh(self) -> None:
