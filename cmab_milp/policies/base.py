@@ -57,6 +57,33 @@ calls :meth:`Policy.update` with the number of rounds played and their
 same way whether a stretch is played whole or round by round, so the next
 :meth:`plan` after a partial stretch continues where it stopped.
 
+Online use: select / observe, late and batched feedback
+-------------------------------------------------------
+:meth:`Policy.select` returns the next action and counts it as **played**:
+round ``t`` advances and the schedule moves on exactly as if the round had been
+played in :meth:`Policy.update` -- epoch counts (AROQ's ``current``, AROQ-C's
+pair counts), the SROQ grid and the horizon guesses all count *plays*.
+:meth:`Policy.observe` delivers one played action's outcomes, at any later
+time and in any order; the index (means, radii, covariances, histograms) uses
+*observations* only. So, while feedback is outstanding:
+
+* ``select`` never blocks: it returns what the schedule says with the
+  statistics observed so far (a held action stays held; an oracle query made
+  now uses the observed statistics; an arm played but not yet observed still
+  has an infinite index);
+* when and how often the oracle is asked is unchanged: AROQ's epochs end on
+  play counts, so Lemma 1's bound on updates holds for any delays; SROQ asks
+  one batch per grid epoch (adaptivity = number of epochs) whatever the
+  delays. Only the answers change (they use older statistics);
+* statistics are sums, so a batch observed in any order gives the same learner;
+  equal actions are interchangeable (``observe`` closes the oldest selection of
+  that action).
+
+With prompt feedback (``observe`` right after each ``select``) the decisions
+are exactly those of :func:`~cmab_milp.simulate` played round by round on the
+same outcomes; ``simulate`` stays the fast path (bulk stretches). The learner's
+progress (``outstanding`` selections included) is saved by :meth:`Policy.save`.
+
 Example
 -------
 >>> import numpy as np

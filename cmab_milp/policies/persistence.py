@@ -315,6 +315,13 @@ def load_policy(path: str | os.PathLike, *, oracle: str | Oracle | None = None) 
         oracle object is given.
 
     Raises ``ValueError`` for a file of another format or version, or a damaged one.
+
+    >>> import os, tempfile
+    >>> import cmab_milp as cm
+    >>> path = os.path.join(tempfile.mkdtemp(), "cucb.npz")
+    >>> cm.CUCB(cm.Cardinality(3, 1), T=None, oracle="enumerate").save(path)
+    >>> cm.load_policy(path, oracle="enumerate")
+    CUCB(Cardinality(d=3, m=1), T=None, oracle='enumerate', C=1.5)
     """
     try:
         with np.load(os.fspath(path), allow_pickle=False) as archive:
