@@ -170,3 +170,13 @@ def test_of_rounds_matches_the_environment_statistics():
     for name in ("sum", "outer"):
         assert np.allclose(getattr(mine, name), getattr(stats, name), rtol=1e-12, atol=1e-12)
     assert np.array_equal(np.isnan(mine.samples), np.isnan(stats.samples))
+
+
+@pytest.mark.parametrize("cls", [cm.CUCB, cm.AROQ, cm.AROQCov, cm.SDCB])
+def test_every_arm_is_tried_once_before_any_is_tried_again_blind(cls):
+    """With no feedback yet, the first selections cover the arms (in-flight arms come last among the unobserved)."""
+    kw = {"support": [0.0, 1.0]} if cls is cm.SDCB else {"warmup_cycles": 0} if cls is cm.AROQCov else {}
+    policy = cls(cm.Cardinality(7, 2), 1000, oracle="enumerate", **kw)
+    covered = np.sum([policy.select() for _ in range(4)], axis=0)
+    assert covered.min() == 1 and covered.max() <= 2  # 7 arms in 4 actions of at most 2 arms
+    assert policy.pending == 4 and policy.index.counts.sum() == 0

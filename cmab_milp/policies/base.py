@@ -69,8 +69,12 @@ time and in any order; the index (means, radii, covariances, histograms) uses
 
 * ``select`` never blocks: it returns what the schedule says with the
   statistics observed so far (a held action stays held; an oracle query made
-  now uses the observed statistics; an arm played but not yet observed still
-  has an infinite index);
+  now uses the observed statistics). An arm never observed has an infinite
+  index, and arms already *in flight* (selected, outcome not back) come last
+  among them: the "most unobserved arms" query counts only the unobserved arms
+  not in flight while there are any, so every arm is tried once before any is
+  tried again blind. With prompt feedback nothing is in flight at a decision,
+  so this changes nothing there;
 * when and how often the oracle is asked is unchanged: AROQ's epochs end on
   play counts, so Lemma 1's bound on updates holds for any delays; SROQ asks
   one batch per grid epoch (adaptivity = number of epochs) whatever the
@@ -326,7 +330,14 @@ class Policy(ABC):
     #: Approximation factor of the oracle the policy is analysed with (1: exact).
     alpha: float = 1.0
     #: Attributes that hold the learner's progress (saved by :meth:`save`; subclasses add theirs).
-    _state_fields: ClassVar[tuple[str, ...]] = ("t", "_stretch", "horizon", "outstanding", "observed_rounds")
+    _state_fields: ClassVar[tuple[str, ...]] = (
+        "t",
+        "_stretch",
+        "horizon",
+        "outstanding",
+        "in_flight",
+        "observed_rounds",
+    )
 
     def __init__(self, space: ActionSpace, T: int | None, *, oracle: str | Oracle = "highs", **params: Any):
         if not isinstance(space, ActionSpace):
@@ -360,6 +371,8 @@ class Policy(ABC):
         self.horizon = self.T if self.T is not None else first_horizon()
         #: Selections not observed yet: action bytes -> rounds selected (oldest first).
         self.outstanding: dict[bytes, list[int]] = {}
+        #: Per arm, outstanding selections that hold it.
+        self.in_flight = np.zeros(self.d, np.int64)
         #: Rounds whose outcomes have been observed (through :meth:`observe` or :meth:`update`).
         self.observed_rounds = 0
 
@@ -428,6 +441,7 @@ class Policy(ABC):
         action = stretch.actions[0].copy()
         self._advance(stretch, 1)
         self.outstanding.setdefault(action.tobytes(), []).append(self.t)
+        self.in_flight += action
         self.t += 1
         self._stretch = stretch.rotated(1) if stretch.length > 1 else None
         return action
@@ -465,6 +479,7 @@ class Policy(ABC):
         self._learn(stats)
         self.observed_rounds += 1
         waiting.pop(0)
+        self.in_flight -= a
         if not waiting:
             del self.outstanding[key]
 
@@ -679,8 +694,10 @@ class IndexPolicy(Policy):
         return not allowed.any()
 
     def _unseen(self, exclude: Iterable[int]) -> np.ndarray:
+        """Arms to explore first: never observed, not excluded, and not in flight unless all such arms are."""
         unseen = ~self.index.observed & ~self.unreachable
         excl = list(exclude)
         if excl:
             unseen[excl] = False
-        return unseen
+        fresh = unseen & (self.in_flight == 0)
+        return fresh if fresh.any() else unseen
