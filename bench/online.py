@@ -9,7 +9,10 @@ drawn when it is played and delivered ``delay`` rounds later (after the
 selection of round ``t + delay``); delay 0 is prompt feedback (the same run as
 ``simulate``). Printed per policy and delay: mean pseudo-regret, its ratio to
 prompt feedback, oracle queries and adaptivity rounds, and microseconds per
-served round (select + observe).
+served round (select + observe). Measured (T = 10^5, 3 seeds), regret x prompt
+at delays 10 / 100 / 1000: CUCB 1.04 / 1.41 / 6.76, AROQ 0.96 / 0.96 / 3.20,
+SROQ 0.93 / 0.95 / 1.39; queries unchanged for CUCB and SROQ (5 adaptivity
+rounds at every delay), 44-49 for AROQ (48 prompt).
 """
 
 from __future__ import annotations

@@ -8,7 +8,17 @@ oracle "combinatorial". For T = 10^4 .. 10^7 and 5 feedback seeds it prints,
 per policy, the mean final regret, oracle queries and adaptivity rounds with
 the horizon known and unknown, and the ratios unknown / known.
 
-Targets (issue 13): regret ratio <= 1.5 and query ratio <= 4.
+Targets (issue 13): regret ratio <= 1.5 and query ratio <= 4. Measured (5 seeds)::
+
+    policy        T  regret ratio  query ratio  adaptivity known / unknown
+    AROQ       10^4          1.21         1.23      44 / 55
+    AROQ       10^5          1.09         1.41      48 / 68
+    AROQ       10^6          1.23         1.69      46 / 78
+    AROQ       10^7          1.06         1.82      48 / 86
+    SROQ       10^4          0.91         2.22       4 / 9
+    SROQ       10^5          0.91         2.38       5 / 11
+    SROQ       10^6          0.63         3.14       5 / 14
+    SROQ       10^7          0.46         3.47       5 / 15
 """
 
 from __future__ import annotations
