@@ -154,6 +154,8 @@ class Stretch:
 
     def rotated(self, k: int) -> Stretch:
         """The rest of the stretch after its first ``k`` rounds."""
+        if len(self.actions) == 1:
+            return Stretch(self.actions, self.length - k)
         return Stretch(np.roll(self.actions, -(k % len(self.actions)), axis=0), self.length - k)
 
 
@@ -471,7 +473,7 @@ class Policy(ABC):
             arms = np.flatnonzero(a).tolist()
             raise ValueError(
                 f"action with arms {arms} is not an outstanding selection of this policy "
-                f"({sum(len(v) for v in self.outstanding.values())} outstanding): observe only actions "
+                f"({self.pending} outstanding): observe only actions "
                 "returned by select(), each once"
             )
         y = self._outcomes(a, rewards)

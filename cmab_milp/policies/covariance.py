@@ -290,7 +290,9 @@ class AROQCov(AdaptiveEpochs):
         ``None`` (default): the paper's ``log(T)^3`` (natural log), i.e.
         ``ceil(d (d + 1) log^3 T / 2)`` rounds -- at ``d = 10`` that is about 84,000
         rounds for ``T = 10^5``, so it dominates practical horizons; pass a
-        small number (e.g. 2) to see the adaptive part.
+        small number (e.g. 2) to see the adaptive part. With ``T=None`` the
+        default is one pass (``log^3 T`` needs the horizon); the pair epochs
+        double and never needed ``T``.
 
     Attributes after a run: ``epochs`` (``tau_ij``, Lemma 5 bounds each by
     ``log2(T m) + 2``), ``updates`` (oracle consultations after the warm-up),

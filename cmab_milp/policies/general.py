@@ -23,7 +23,8 @@ Constructor, common to the three::
 - ``discretise``: Algorithm 8 for continuous outcomes: ``True`` uses
   ``s = ceil(sqrt(m T))`` intervals (Lipschitz constant 1), an int sets ``s``;
   each outcome is treated as the right end ``j/s`` of its interval. Exactly one
-  of ``support`` and ``discretise`` is given.
+  of ``support`` and ``discretise`` is given. With ``T=None`` (unknown horizon)
+  ``discretise`` must be an int.
 - ``oracle``: the backend answering the linear "most unobserved arms" queries
   (any name of :func:`~cmab_milp.make_oracle`; ``"enumerate"`` also makes the
   index queries enumerate), a built
