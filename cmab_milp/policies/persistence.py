@@ -327,7 +327,7 @@ def load_policy(path: str | os.PathLike, *, oracle: str | Oracle | None = None) 
         with np.load(os.fspath(path), allow_pickle=False) as archive:
             arrays = {k: archive[k] for k in archive.files}
         header = json.loads(bytes(arrays.pop("header")).decode("utf-8"))
-    except FileNotFoundError:
+    except (FileNotFoundError, PermissionError, IsADirectoryError):
         raise
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, UnicodeDecodeError) as exc:
         raise ValueError(f"{os.fspath(path)} is damaged or not a saved cmab_milp policy: {exc}") from None
