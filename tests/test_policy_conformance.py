@@ -231,10 +231,11 @@ def served(policy, env, rounds: int, rng: np.random.Generator, delay: int = 0, q
     return actions
 
 
-def test_select_observe_replays_a_simulated_run(case):
+@pytest.mark.parametrize("horizon", ["case", None])
+def test_select_observe_replays_a_simulated_run(case, horizon):
     env = case.make_env()
-    result = cm.simulate(case.build(), env, seed=5, trace=True, bulk=False)
-    policy = case.build()
+    result = cm.simulate(case.build(T=horizon), env, case.T, seed=5, trace=True, bulk=False)
+    policy = case.build(T=horizon)
     actions = served(policy, env, case.T, np.random.default_rng(5))  # the same stream of outcomes
     assert np.array_equal(np.array(actions), played_actions(result))
     assert policy.oracle.ledger.queries == result.queries[-1]
