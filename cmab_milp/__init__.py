@@ -54,6 +54,7 @@ _LAZY = {
     "SDCB": "cmab_milp.policies",
     "AROQGR": "cmab_milp.policies",
     "SROQGR": "cmab_milp.policies",
+    "load_policy": "cmab_milp.policies",
     "simulate": "cmab_milp.simulation",
     "SimulationResult": "cmab_milp.simulation",
 }

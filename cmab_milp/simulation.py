@@ -108,7 +108,8 @@ def simulate(
         Reset before the run, so a policy can be simulated several times.
     env : Environment
     T : int, optional
-        Rounds to play, at most the horizon the policy was built for (default: that horizon).
+        Rounds to play, at most the horizon the policy was built for (default: that horizon);
+        required for a policy built with ``T=None`` (unknown horizon).
     seed : int or None
         Seeds the feedback stream; same seed, policy and environment give the same run.
     record : int or sequence of int
@@ -135,11 +136,13 @@ def simulate(
         raise ValueError(f"env must be an Environment, got {type(env).__name__}")
     if env.d != policy.d:
         raise ValueError(f"the environment has d={env.d} arms but the policy's space has d={policy.d}")
+    if T is None and policy.T is None:
+        raise ValueError(f"{policy.name} has an unknown horizon (T=None): pass the number of rounds to play as T")
     T = policy.T if T is None else T
     if isinstance(T, bool) or not isinstance(T, (int, np.integer)) or T < 1:
         raise ValueError(f"T must be an integer >= 1, got {T!r}")
     T = int(T)
-    if T > policy.T:
+    if policy.T is not None and T > policy.T:
         raise ValueError(f"T={T} exceeds the horizon the policy was built for ({policy.T})")
     if isinstance(record, (int, np.integer)):
         points = record_points(T, int(record))

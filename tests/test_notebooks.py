@@ -17,6 +17,7 @@ EXPECTED = {
     "01_quickstart.ipynb": ["84 feasible actions", "actions\nTrue\nFalse\nFalse\n", "AROQ  regret"],
     "02_solver_swap.ipynb": ["all agree: True", "all agree: False", "'problem': 'suboptimal'"],
     "03_covariance_and_general_rewards.ipynb": ["OLS-UCB-C", "AROQ-GR", "SROQ-GR"],
+    "04_online.ipynb": ["pending 75", "refused: action", "restored continues identically: True", "AROQ T=None"],
 }
 
 

@@ -4,7 +4,10 @@ A family joins by appending a :class:`Case` to ``CASES``: how to build the
 policy (any constants) and an environment it can run on. Every case is checked
 for: same seed -> same numbers; every played action feasible; queries and
 rounds counted by the oracle ledger; ``reset`` and ``clone`` start fresh; bulk
-play equal to round-by-round play; bad constructor input raising ``ValueError``.
+play equal to round-by-round play; bad constructor input raising ``ValueError``;
+``select`` / ``observe`` fed a simulated run's outcomes replaying that run;
+``save`` / ``load_policy`` mid-run (selections outstanding) continuing exactly;
+``T=None`` runs; refusing to play past a known horizon.
 """
 
 from __future__ import annotations
@@ -36,8 +39,9 @@ class Case:
     # bad inputs of the common table a family is known to accept (reported), by message fragment
     known_accepted: tuple[str, ...] = ()
 
-    def build(self, T: int | None = None, oracle: Any = "enumerate", **overrides: Any):
-        return self.policy(self.space, self.T if T is None else T, oracle=oracle, **{**self.constants, **overrides})
+    def build(self, T: Any = "case", oracle: Any = "enumerate", **overrides: Any):
+        """The policy for horizon ``T`` (default: the case's; ``None``: unknown horizon)."""
+        return self.policy(self.space, self.T if T == "case" else T, oracle=oracle, **{**self.constants, **overrides})
 
 
 def uniform_env() -> cm.environments.Environment:
@@ -212,3 +216,77 @@ def test_bad_constructor_input_raises_value_error(case):
             case.build(T=10, **overrides)
     if accepted:
         pytest.xfail(f"known defect: {case.policy.__name__} accepts bad input {accepted}")
+
+
+def served(policy, env, rounds: int, rng: np.random.Generator, delay: int = 0, queue: list | None = None) -> list:
+    """Serve ``rounds`` rounds through select/observe; outcomes drawn at selection, delivered ``delay`` rounds later."""
+    queue = [] if queue is None else queue
+    actions = []
+    for _ in range(rounds):
+        action = policy.select()
+        actions.append(action)
+        queue.append((action, env.sample(action, rng)))
+        while len(queue) > delay:
+            policy.observe(*queue.pop(0))
+    return actions
+
+
+@pytest.mark.parametrize("horizon", ["case", None])
+def test_select_observe_replays_a_simulated_run(case, horizon):
+    env = case.make_env()
+    result = cm.simulate(case.build(T=horizon), env, case.T, seed=5, trace=True, bulk=False)
+    policy = case.build(T=horizon)
+    actions = served(policy, env, case.T, np.random.default_rng(5))  # the same stream of outcomes
+    assert np.array_equal(np.array(actions), played_actions(result))
+    assert policy.oracle.ledger.queries == result.queries[-1]
+    assert policy.oracle.ledger.rounds == result.rounds[-1]
+    assert policy.t == case.T + 1 and policy.pending == 0 and policy.observed_rounds == case.T
+
+
+def test_a_saved_learner_continues_exactly(case, tmp_path):
+    env = case.make_env()
+    half = case.T // 2
+    original, rng, queue = case.build(), np.random.default_rng(7), []
+    served(original, env, half, rng, delay=3, queue=queue)
+    assert original.pending == 3
+    path = tmp_path / "learner.npz"
+    original.save(path)
+    restored = cm.load_policy(path)
+    assert type(restored) is type(original) and restored.t == original.t and restored.pending == 3
+    assert restored.oracle.ledger.queries == original.oracle.ledger.queries
+    rng_copy = np.random.default_rng()
+    rng_copy.bit_generator.state = rng.bit_generator.state
+    rest = case.T - half
+    a = served(original, env, rest, rng, delay=3, queue=list(queue))
+    b = served(restored, env, rest, rng_copy, delay=3, queue=list(queue))
+    assert np.array_equal(np.array(a), np.array(b))
+    assert original.oracle.ledger.queries == restored.oracle.ledger.queries
+    assert np.array_equal(original.index.counts, restored.index.counts)
+
+
+def test_unknown_horizon_runs(case):
+    env = case.make_env()
+    first = cm.simulate(case.build(T=None), env, case.T, seed=4, trace=True, record=case.T)
+    single = cm.simulate(case.build(T=None), env, case.T, seed=4, trace=True, record=case.T, bulk=False)
+    actions = played_actions(first)
+    assert len(actions) == case.T
+    assert all(case.space.contains(a) for a in np.unique(actions, axis=0))
+    assert np.array_equal(actions, played_actions(single))
+    assert np.array_equal(first.queries, single.queries)
+    with pytest.raises(ValueError, match="unknown horizon"):
+        cm.simulate(case.build(T=None), env)
+
+
+def test_playing_past_a_known_horizon_is_refused(case):
+    policy = case.build(T=5)
+    served(policy, case.make_env(), 5, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="T=5 rounds and all of them have been played"):
+        policy.select()
+    with pytest.raises(ValueError, match="exceeds the horizon"):
+        cm.simulate(case.build(T=5), case.make_env(), 6)
+
+
+def test_absurd_horizons_are_refused(case):
+    with pytest.raises(ValueError, match="2\\*\\*53"):
+        case.build(T=2**70)
+    case.build(T=2**53)  # the largest accepted horizon builds (grids, warm-ups and thresholds stay finite)

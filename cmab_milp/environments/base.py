@@ -49,7 +49,7 @@ import numpy as np
 from ..oracles import Oracle, make_oracle
 from ..spaces.base import ActionSpace, as_action
 
-__all__ = ["STATISTICS", "Environment", "FeedbackStats"]
+__all__ = ["STATISTICS", "Environment", "FeedbackStats", "add_outcomes"]
 
 #: The statistics a policy may ask :meth:`Environment.observe` for.
 #: ``"sum"``: per arm, the sum of its outcomes; ``"outer"``: the sum over rounds of
@@ -103,6 +103,50 @@ class FeedbackStats:
             needs=needs,
         )
 
+    @classmethod
+    def of_rounds(
+        cls, actions: Any, outcomes: Any, needs: Iterable[str] = ("sum",), support: np.ndarray | None = None
+    ) -> FeedbackStats:
+        """The statistics of rounds given explicitly: row ``k`` of ``actions`` was played and saw ``outcomes[k]``.
+
+        ``outcomes`` entries of arms outside an action are ignored (they may be
+        NaN); a ``"hist"`` needs the sorted ``support`` and outcomes on it. The
+        same accumulation as :meth:`Environment.observe`, so one round given here
+        gives exactly the statistics the environment would give for it.
+
+        >>> stats = FeedbackStats.of_rounds([[1, 1, 0]], [[0.5, 1.0, np.nan]], ("sum", "pairs"))
+        >>> stats.sum.tolist(), stats.pairs[0].tolist()
+        ([0.5, 1.0, 0.0], [1, 1, 0])
+        """
+        acts = np.atleast_2d(np.asarray(actions)).astype(bool)
+        y = np.atleast_2d(np.asarray(outcomes, dtype=float))
+        if acts.shape != y.shape:
+            raise ValueError(f"actions and outcomes must have the same shape, got {acts.shape} and {y.shape}")
+        needs = check_needs(needs)
+        if "hist" in needs and support is None:
+            raise ValueError("a 'hist' statistic needs the outcome support")
+        n, d = acts.shape
+        stats = cls.empty(d, needs, 0 if support is None else len(support))
+        stats.rounds = n
+        ints = acts.astype(np.int64)
+        stats.counts = ints.sum(axis=0)
+        if stats.pairs is not None:
+            stats.pairs = ints.T @ ints
+        rows = [] if stats.samples is not None else None
+        for k in range(n):
+            arms = np.flatnonzero(acts[k])
+            values = y[k, arms][None, :]
+            if arms.size and not np.isfinite(values).all():
+                raise ValueError(f"outcomes of the played arms must be finite, round {k} has {values[0].tolist()}")
+            add_outcomes(stats, arms, values, support)
+            if rows is not None:
+                row = np.full(d, np.nan)
+                row[arms] = values[0]
+                rows.append(row)
+        if rows is not None:
+            stats.samples = np.array(rows).reshape(n, d)
+        return stats
+
     def add(self, other: FeedbackStats) -> FeedbackStats:
         """Add ``other`` (later rounds) into ``self`` in place; return ``self``."""
         self.rounds += other.rounds
@@ -139,6 +183,18 @@ class SquareRoots:
             factor = (vecs * np.sqrt(np.clip(vals, 0.0, None))) @ vecs.T
             self._cache[key] = factor
         return factor
+
+
+def add_outcomes(stats: FeedbackStats, arms: np.ndarray, y: np.ndarray, support: np.ndarray | None) -> None:
+    """Add the ``"sum"``, ``"outer"`` and ``"hist"`` of an ``(n, len(arms))`` block of outcomes of ``arms``."""
+    if stats.sum is not None:
+        stats.sum[arms] += y.sum(axis=0)
+    if stats.outer is not None:
+        stats.outer[np.ix_(arms, arms)] += y.T @ y
+    if stats.hist is not None:
+        codes = np.searchsorted(support, y)
+        for col, arm in enumerate(arms):
+            stats.hist[arm] += np.bincount(codes[:, col], minlength=len(support))
 
 
 def check_needs(needs: Iterable[str]) -> frozenset[str]:
@@ -416,14 +472,7 @@ class Environment(ABC):
                     stats.sum[idx] += self._sum_outcomes(idx, draws)
                 continue
             y = self._outcomes(idx, draws)
-            if stats.sum is not None:
-                stats.sum[idx] += y.sum(axis=0)
-            if stats.outer is not None:
-                stats.outer[np.ix_(idx, idx)] += y.T @ y
-            if stats.hist is not None:
-                codes = np.searchsorted(self.support, y)
-                for col, arm in enumerate(idx):
-                    stats.hist[arm] += np.bincount(codes[:, col], minlength=len(self.support))
+            add_outcomes(stats, idx, y, self.support)
             if rows is not None:
                 rows[:, j, idx] = y
         if rows is not None:

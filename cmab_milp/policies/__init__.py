@@ -13,6 +13,7 @@ _LAZY = {
     "SDCB": "general",
     "AROQGR": "general",
     "SROQGR": "general",
+    "load_policy": "persistence",
 }
 
 

@@ -41,7 +41,7 @@ Example
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -75,6 +75,8 @@ class CovarianceIndex(Index):
     """
 
     needs: ClassVar[frozenset[str]] = frozenset({"sum", "outer", "pairs"})
+    _state_fields: ClassVar[tuple[str, ...]] = ("forbid_pairs",)
+    _estimator_fields = ("counts", "pair_counts", "sums", "outer_sums")
 
     def __init__(self, d: int, C: float = 1.5, f_scale: float = 1.0, h_scale: float = 1.0):
         self.C = check_positive("C", C)
@@ -93,6 +95,24 @@ class CovarianceIndex(Index):
             raise ValueError("CovarianceIndex needs the 'sum', 'outer' and 'pairs' feedback statistics")
         super().update(stats)
         self.estimator.add_stats(stats)
+        self._cache.clear()
+
+    def get_state(self) -> dict[str, Any]:
+        estimator = {name: getattr(self.estimator, name) for name in self._estimator_fields}
+        return {**super().get_state(), "estimator": estimator}
+
+    def set_state(self, state: Mapping[str, Any]) -> None:
+        state = dict(state)
+        estimator = state.pop("estimator", None)
+        if not isinstance(estimator, Mapping) or set(estimator) != set(self._estimator_fields):
+            raise ValueError("CovarianceIndex state has no estimator statistics")
+        super().set_state(state)
+        for name in self._estimator_fields:
+            current, value = getattr(self.estimator, name), estimator[name]
+            if not isinstance(value, np.ndarray) or value.shape != current.shape:
+                raise ValueError(f"CovarianceIndex estimator field {name!r} does not match")
+            setattr(self.estimator, name, value.astype(current.dtype))
+        self.forbid_pairs = tuple(tuple(p) for p in self.forbid_pairs)
         self._cache.clear()
 
     # ------------------------------------------------------------ radii
@@ -270,7 +290,9 @@ class AROQCov(AdaptiveEpochs):
         ``None`` (default): the paper's ``log(T)^3`` (natural log), i.e.
         ``ceil(d (d + 1) log^3 T / 2)`` rounds -- at ``d = 10`` that is about 84,000
         rounds for ``T = 10^5``, so it dominates practical horizons; pass a
-        small number (e.g. 2) to see the adaptive part.
+        small number (e.g. 2) to see the adaptive part. With ``T=None`` the
+        default is one pass (``log^3 T`` needs the horizon); the pair epochs
+        double and never needed ``T``.
 
     Attributes after a run: ``epochs`` (``tau_ij``, Lemma 5 bounds each by
     ``log2(T m) + 2``), ``updates`` (oracle consultations after the warm-up),
@@ -299,6 +321,8 @@ class AROQCov(AdaptiveEpochs):
             warmup_cycles = _check_cycles("warmup_cycles", warmup_cycles)
         super().__init__(space, T, oracle=oracle, **_index_params(C, f_scale, h_scale), warmup_cycles=warmup_cycles)
 
+    _state_fields = ("warmup_rounds", "cover", "warmup_queries")
+
     def make_index(self) -> CovarianceIndex:
         params = {k: v for k, v in self.params.items() if k != "warmup_cycles"}
         return CovarianceIndex(self.d, **params)
@@ -311,8 +335,10 @@ class AROQCov(AdaptiveEpochs):
         self.current = np.zeros(shape, np.int64)  # |T_ij(tau_ij)|
         cycles = self.params["warmup_cycles"]
         if cycles is None:
-            cycles = math.log(self.T) ** 3
-        self.warmup_rounds = min(self.T, math.ceil(cycles * self.d * (self.d + 1) / 2))
+            cycles = math.log(self.T) ** 3 if self.T is not None else 1.0
+        self.warmup_rounds = math.ceil(cycles * self.d * (self.d + 1) / 2)
+        if self.T is not None:
+            self.warmup_rounds = min(self.T, self.warmup_rounds)
         self.cover: np.ndarray | None = None
         self.warmup_queries = 0
 
@@ -344,15 +370,14 @@ class AROQCov(AdaptiveEpochs):
                 raise RuntimeError(f"the oracle found no feasible action in {self.space!r}")
             self.action = action
             self.updates += 1
-        left = self.T - self.t + 1
+        left = self.horizon - self.t + 1
         held = np.outer(self.action, self.action)
         if held.any():
             left = min(left, int(np.maximum(1, thresholds[held] - self.current[held]).min()))
         return Stretch(self.action[None, :], max(1, left))
 
-    def _absorb(self, stretch: Stretch, rounds: int, stats: FeedbackStats) -> None:
+    def _advance(self, stretch: Stretch, rounds: int) -> None:
         self.current += _pair_counts(stretch, rounds)
-        self.index.update(stats)
 
 
 class SROQCov(ScheduledElimination):
@@ -437,29 +462,44 @@ class SROQCov(ScheduledElimination):
             pair_fraction=pair_fraction,
         )
 
+    _state_fields = ("warmup_rounds", "cover", "active_pairs", "forbidden", "phases")
+
     def make_index(self) -> CovarianceIndex:
         params = {k: self.params[k] for k in ("C", "f_scale", "h_scale")}
         return CovarianceIndex(self.d, **params)
 
     def reset(self) -> None:
-        super().reset()
         pairs = self.d * (self.d + 1) // 2
-        self.warmup_rounds = min(self.T, math.ceil(self.params["warmup_cycles"] * pairs))
-        starts = [int(g) for g in self.grid if g > self.warmup_rounds + 1]
-        if self.warmup_rounds < self.T:
-            starts = [self.warmup_rounds + 1, *starts]
-        self.grid = np.array(starts, dtype=np.int64)
+        self.warmup_rounds = math.ceil(self.params["warmup_cycles"] * pairs)
+        if self.T is not None:
+            self.warmup_rounds = min(self.T, self.warmup_rounds)
+        super().reset()
         self.cover: np.ndarray | None = None
         self.active_pairs = [(i, j) for i in range(self.d) for j in range(i + 1, self.d)]
         self.forbidden: list[tuple[int, int]] = []
         self.phases: list[tuple[int, np.ndarray]] = []  # (first round, cycle) of the current epoch
+
+    def phase_grid(self) -> np.ndarray:
+        """The phase's grid without the points inside the warm-up; its first epoch starts right after it."""
+        grid = super().phase_grid()
+        starts = [int(g) for g in grid if g > self.warmup_rounds + 1]
+        first = max(self.phase_start, self.warmup_rounds + 1)
+        if first <= self.horizon and (not starts or starts[0] > first):
+            starts = [first, *starts]
+        return np.array(starts, dtype=np.int64)
+
+    def _new_horizon(self) -> None:
+        super()._new_horizon()
+        self.active_pairs = [(i, j) for i in range(self.d) for j in range(i + 1, self.d)]
+        self.forbidden = []
+        self.phases = []
 
     def pair_phase_length(self, epoch_length: int) -> int:
         """Rounds of the pair phase in an epoch of ``epoch_length`` rounds."""
         fraction = self.params["pair_fraction"]
         if fraction is not None:
             return round(fraction * epoch_length)
-        paper = (self.d**2 * self.m**2 * epoch_length * math.log(self.T)) ** (2.0 / 3.0)
+        paper = (self.d**2 * self.m**2 * epoch_length * math.log(self.horizon)) ** (2.0 / 3.0)
         return min(epoch_length, math.ceil(paper))
 
     def _plan(self) -> Stretch:
@@ -470,7 +510,7 @@ class SROQCov(ScheduledElimination):
             return Stretch(np.roll(self.cover, -offset, axis=0), self.warmup_rounds - self.t + 1)
         if self.epoch < len(self.grid) and self.t >= self.grid[self.epoch]:
             self._start_epoch()
-        end = self.grid[self.epoch] - 1 if self.epoch < len(self.grid) else self.T
+        end = self.grid[self.epoch] - 1 if self.epoch < len(self.grid) else self.horizon
         start, cycle = self.phases[0]
         if len(self.phases) > 1 and self.t >= self.phases[1][0]:
             start, cycle = self.phases[1]
@@ -480,7 +520,7 @@ class SROQCov(ScheduledElimination):
         return Stretch(np.roll(cycle, -offset, axis=0), int(end - self.t + 1))
 
     def _start_epoch(self) -> None:
-        T = self.T
+        T = self.horizon
         eliminated = tuple(np.flatnonzero(~self.active).tolist())
         self.index.forbid_pairs = tuple(self.forbidden)
         survivors = np.flatnonzero(self.active)
@@ -524,7 +564,7 @@ class SROQCov(ScheduledElimination):
             if answers[-1] is None:
                 raise RuntimeError(f"no arm survived and no max-LCB action exists in {self.space!r}")
             arm_cycle = [answers[-1]]
-        end = self.grid[self.epoch + 1] if self.epoch + 1 < len(self.grid) else self.T + 1
+        end = self.grid[self.epoch + 1] if self.epoch + 1 < len(self.grid) else self.horizon + 1
         length = int(end - self.t)
         pair_rounds = self.pair_phase_length(length) if pair_cycle else 0
         self.phases = [(int(self.t), np.array(arm_cycle, dtype=bool))]
@@ -552,7 +592,7 @@ class SROQCov(ScheduledElimination):
         return entries
 
     def _ucb(self, action: np.ndarray) -> float:
-        return float(self.index.upper_values(self.T, action[None])[0])
+        return float(self.index.upper_values(self.horizon, action[None])[0])
 
     def _lcb_value(self, action: np.ndarray | None) -> float:
-        return -np.inf if action is None else float(self.index.lower_values(self.T, action[None])[0])
+        return -np.inf if action is None else float(self.index.lower_values(self.horizon, action[None])[0])

@@ -23,7 +23,8 @@ Constructor, common to the three::
 - ``discretise``: Algorithm 8 for continuous outcomes: ``True`` uses
   ``s = ceil(sqrt(m T))`` intervals (Lipschitz constant 1), an int sets ``s``;
   each outcome is treated as the right end ``j/s`` of its interval. Exactly one
-  of ``support`` and ``discretise`` is given.
+  of ``support`` and ``discretise`` is given. With ``T=None`` (unknown horizon)
+  ``discretise`` must be an int.
 - ``oracle``: the backend answering the linear "most unobserved arms" queries
   (any name of :func:`~cmab_milp.make_oracle`; ``"enumerate"`` also makes the
   index queries enumerate), a built
@@ -62,7 +63,7 @@ from ..general.oracles import METHODS, DistributionOracle
 from ..general.rewards import CallableReward, Reward, check_monotone, make_reward
 from ..oracles import Oracle
 from ..spaces.base import ActionSpace
-from .base import Index, check_positive, check_unit_interval
+from .base import Index, check_horizon, check_positive, check_unit_interval
 from .schedules import AdaptiveEpochs, EveryRound, ScheduledElimination
 
 __all__ = ["AROQGR", "SDCB", "SROQGR", "DistributionIndex"]
@@ -114,6 +115,8 @@ class DistributionIndex(Index):
         self._columns = None if observed is None else grid.index_of(observed.values)
         super().__init__(d)
 
+    _state_fields = ("hist",)
+
     def reset(self) -> None:
         super().reset()
         self.hist = np.zeros((self.d, len(self.grid)), np.int64)
@@ -139,6 +142,34 @@ class DistributionIndex(Index):
                 raise ValueError(f"outcomes must lie in [0, 1] to be discretised; arm {arm} saw {values.min():g}")
             j = np.rint(discretise(values, self.intervals) * self.intervals).astype(np.int64) - 1
             self.hist[arm] += np.bincount(j, minlength=len(self.grid))
+
+    def round_stats(self, action: np.ndarray, y: np.ndarray) -> FeedbackStats:
+        """One round's ``hist`` (outcomes must be values of the support) or ``samples`` (outcomes in [0, 1])."""
+        arms = np.flatnonzero(action)
+        values = y[arms]
+        if self.observed_grid is None:
+            bad = (values < 0) | (values > 1)
+            if bad.any():
+                k = int(np.flatnonzero(bad)[0])
+                raise ValueError(f"outcomes must lie in [0, 1] to be discretised; arm {int(arms[k])} has {values[k]:g}")
+            return FeedbackStats.of_rounds(action[None], y[None], self.needs)
+        support = self.observed_grid.values
+        pos = (
+            np.clip(np.searchsorted(support, values), 1, len(support) - 1)
+            if len(support) > 1
+            else np.zeros(len(values), np.int64)
+        )
+        below = support[pos - 1] if len(support) > 1 else support[pos]
+        nearest = np.where(np.abs(values - below) <= np.abs(values - support[pos]), below, support[pos])
+        off = ~np.isclose(nearest, values, rtol=0.0, atol=1e-9)
+        if off.any():
+            k = int(np.flatnonzero(off)[0])
+            raise ValueError(
+                f"outcome {values[k]:g} of arm {int(arms[k])} is not in the policy's support {support.tolist()}"
+            )
+        snapped = y.copy()
+        snapped[arms] = nearest
+        return FeedbackStats.of_rounds(action[None], snapped[None], self.needs, support)
 
     # -------------------------------------------------------- distributions
     def optimistic(self, t: int) -> np.ndarray:
@@ -169,7 +200,7 @@ class DistributionIndex(Index):
         return values
 
 
-def _grids(support: Any, discretise: Any, m: int, T: int) -> tuple[OutcomeGrid, OutcomeGrid | None, int | None]:
+def _grids(support: Any, discretise: Any, m: int, T: int | None) -> tuple[OutcomeGrid, OutcomeGrid | None, int | None]:
     """The index grid, the histogram grid (None: discretised samples) and the number of intervals."""
     if support is not None and discretise not in (False, None):
         raise ValueError("give either support= (discrete outcomes) or discretise= (continuous outcomes), not both")
@@ -177,6 +208,11 @@ def _grids(support: Any, discretise: Any, m: int, T: int) -> tuple[OutcomeGrid, 
         observed = OutcomeGrid(support)
         return observed.with_value(1.0), observed, None
     if discretise is True:
+        if T is None:
+            raise ValueError(
+                "discretise=True sets s = ceil(sqrt(m T)) intervals and needs the horizon; with T=None "
+                "give the number of intervals (discretise=<int>)"
+            )
         s = n_intervals(m, T, 1.0)
     elif isinstance(discretise, (int, np.integer)) and not isinstance(discretise, bool) and discretise >= 1:
         s = int(discretise)
@@ -220,11 +256,10 @@ class _GeneralReward:
     def _setup(self, space: ActionSpace, T: int, oracle: Any, params: dict) -> tuple[DistributionOracle, dict]:
         if not isinstance(space, ActionSpace):
             raise ValueError(f"space must be an ActionSpace, got {type(space).__name__}")
-        if isinstance(T, bool) or not isinstance(T, (int, np.integer)) or T < 1:
-            raise ValueError(f"T must be an integer >= 1, got {T!r}")
+        T = check_horizon(T)
         reward = make_reward(params["reward"])
         params["C"] = check_positive("C", params["C"])
-        grid, _, _ = _grids(params["support"], params["discretise"], space.m, int(T))
+        grid, _, _ = _grids(params["support"], params["discretise"], space.m, T)
         if isinstance(reward, CallableReward):
             check_monotone(reward, space.d, grid, seed=0)
         self._reward = reward

@@ -19,7 +19,7 @@ Example
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -43,6 +43,7 @@ class LinearIndex(Index):
     """
 
     needs: ClassVar[frozenset[str]] = frozenset({"sum"})
+    _state_fields: ClassVar[tuple[str, ...]] = ("sums",)
 
     def __init__(self, d: int, C: float = 1.5):
         self.C = check_positive("C", C)
@@ -56,6 +57,10 @@ class LinearIndex(Index):
     def update(self, stats: FeedbackStats) -> None:
         super().update(stats)
         self.sums += stats.sum
+        self._refresh()
+
+    def set_state(self, state: Mapping[str, Any]) -> None:
+        super().set_state(state)
         self._refresh()
 
     def _refresh(self) -> None:
@@ -133,9 +138,16 @@ class AROQ(AdaptiveEpochs):
     alpha : float in (0, 1]
         Approximation factor of ``oracle`` (default 1: exact).
 
+    With ``T=None`` the epoch threshold uses ``t ln t`` in place of ``T``
+    (:mod:`cmab_milp.policies.anytime`).
+
     >>> import cmab_milp as cm
     >>> AROQ(cm.Cardinality(3, 1), 10, oracle="enumerate", alpha=0.5).alpha
     0.5
+    >>> env = cm.BernoulliArms([0.2, 0.5, 0.9], seed=0)
+    >>> anytime = AROQ(cm.Cardinality(3, 1), T=None, oracle="enumerate")
+    >>> bool(cm.simulate(anytime, env, 5000).queries[-1] < 50)
+    True
     """
 
     name = "AROQ"
@@ -160,11 +172,19 @@ class SROQ(ScheduledElimination):
     C : float > 0
         Exploration constant (default 1.5); the radius uses ``log T``.
     M : int >= 1, optional
-        Number of epochs (default ``max(2, ceil(log2(log2(T))))``).
+        Number of epochs (default ``max(2, ceil(log2(log2(T))))``; with
+        ``T=None``, per phase, of the phase's horizon guess).
+
+    With ``T=None`` the run is a sequence of phases, one per horizon guess
+    ``256, 4096, 262144, ...`` (:mod:`cmab_milp.policies.anytime`), each a fresh
+    grid and elimination that keeps the statistics.
 
     >>> import cmab_milp as cm
     >>> SROQ(cm.Cardinality(3, 1), 10**5, oracle="enumerate").grid.tolist()
     [1, 380, 7422, 32802, 68959]
+    >>> anytime = SROQ(cm.Cardinality(3, 1), T=None, oracle="enumerate")
+    >>> anytime.grid.tolist(), anytime.horizon
+    ([1, 23, 114], 256)
     """
 
     name = "SROQ"

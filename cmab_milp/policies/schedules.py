@@ -32,10 +32,10 @@ from typing import Any
 
 import numpy as np
 
-from ..environments.base import FeedbackStats
 from ..oracles import Oracle
 from ..oracles.base import tolerance
 from ..spaces.base import ActionSpace
+from .anytime import anytime_scale
 from .base import IndexPolicy, Stretch
 
 __all__ = ["AdaptiveEpochs", "EveryRound", "ScheduledElimination", "default_epochs", "sroq_grid"]
@@ -88,8 +88,8 @@ class EveryRound(IndexPolicy):
             raise _infeasible(self.space)
         return Stretch(action[None, :], 1)
 
-    def _absorb(self, stretch: Stretch, rounds: int, stats: FeedbackStats) -> None:
-        self.index.update(stats)
+    def _advance(self, stretch: Stretch, rounds: int) -> None:
+        pass
 
 
 class AdaptiveEpochs(IndexPolicy):
@@ -100,6 +100,8 @@ class AdaptiveEpochs(IndexPolicy):
     the first at round 1 included).
     """
 
+    _state_fields = ("epochs", "previous", "current", "action", "updates")
+
     def reset(self) -> None:
         super().reset()
         self.epochs = np.ones(self.d, np.int64)
@@ -109,8 +111,9 @@ class AdaptiveEpochs(IndexPolicy):
         self.updates = 0
 
     def thresholds(self) -> np.ndarray:
-        """Per arm, the count in the current epoch that ends it."""
-        return 1.0 + np.sqrt(self.T * self.m * self.previous / self.d)
+        """Per arm, the count in the current epoch that ends it (``T=None``: ``T`` -> :func:`.anytime_scale`)."""
+        scale = self.T if self.T is not None else anytime_scale(self.t)
+        return 1.0 + np.sqrt(scale * self.m * self.previous / self.d)
 
     def _plan(self) -> Stretch:
         thresholds = self.thresholds()
@@ -125,7 +128,7 @@ class AdaptiveEpochs(IndexPolicy):
                 raise _infeasible(self.space)
             self.action = action
             self.updates += 1
-        left = self.T - self.t + 1
+        left = self.horizon - self.t + 1
         arms = self.action
         if arms.any():
             # smallest j >= 1 with current + j >= threshold, over the arms held
@@ -133,9 +136,8 @@ class AdaptiveEpochs(IndexPolicy):
             left = min(left, int(need))
         return Stretch(self.action[None, :], max(1, left))
 
-    def _absorb(self, stretch: Stretch, rounds: int, stats: FeedbackStats) -> None:
+    def _advance(self, stretch: Stretch, rounds: int) -> None:
         self.current += rounds * stretch.actions[0]
-        self.index.update(stats)
 
 
 class ScheduledElimination(IndexPolicy):
@@ -144,27 +146,50 @@ class ScheduledElimination(IndexPolicy):
     ``M`` (keyword, default :func:`default_epochs`) sets the grid. Attributes:
     ``grid``, ``epoch`` (epochs started), ``active`` (surviving arms) and
     ``history`` (per epoch: start round, survivors, representatives played).
+
+    With ``T=None`` the run is a sequence of phases, one per horizon guess
+    ``self.horizon`` (:mod:`cmab_milp.policies.anytime`): each phase restarts
+    the grid (``M`` epochs, default :func:`default_epochs` of the guess) and
+    the elimination on its own rounds, keeping the statistics.
     """
 
-    def __init__(self, space: ActionSpace, T: int, *, oracle: str | Oracle = "highs", M: Any = None, **params: Any):
-        if M is None:
+    def __init__(
+        self, space: ActionSpace, T: int | None, *, oracle: str | Oracle = "highs", M: Any = None, **params: Any
+    ):
+        if M is None and T is not None:
             M = default_epochs(int(T)) if isinstance(T, (int, np.integer)) and T >= 1 else 2
-        if isinstance(M, bool) or not isinstance(M, (int, np.integer)) or M < 1:
+        if M is not None and (isinstance(M, bool) or not isinstance(M, (int, np.integer)) or M < 1):
             raise ValueError(f"M must be an integer >= 1, got {M!r}")
-        super().__init__(space, T, oracle=oracle, M=int(M), **params)
+        super().__init__(space, T, oracle=oracle, M=None if M is None else int(M), **params)
+
+    _state_fields = ("phase_start", "grid", "epoch", "active", "cycle", "history")
 
     def reset(self) -> None:
         super().reset()
-        self.grid = sroq_grid(self.T, self.params["M"])
+        self.phase_start = 1
+        self.grid = self.phase_grid()
         self.epoch = 0
         self.active = np.ones(self.d, bool)
         self.cycle: np.ndarray | None = None
         self.history: list[dict[str, Any]] = []
 
+    def phase_grid(self) -> np.ndarray:
+        """Epoch starts of the phase that begins at round ``self.phase_start`` and ends at ``self.horizon``."""
+        length = self.horizon - self.phase_start + 1
+        M = self.params["M"] if self.params["M"] is not None else default_epochs(self.horizon)
+        return self.phase_start - 1 + sroq_grid(length, M)
+
+    def _new_horizon(self) -> None:
+        super()._new_horizon()
+        self.phase_start = self.t
+        self.grid = self.phase_grid()
+        self.epoch = 0
+        self.active[:] = True
+
     def _plan(self) -> Stretch:
         if self.epoch < len(self.grid) and self.t >= self.grid[self.epoch]:
             self._start_epoch()
-        end = self.grid[self.epoch] - 1 if self.epoch < len(self.grid) else self.T
+        end = self.grid[self.epoch] - 1 if self.epoch < len(self.grid) else self.horizon
         offset = (self.t - self.grid[self.epoch - 1]) % len(self.cycle)
         return Stretch(np.roll(self.cycle, -offset, axis=0), int(end - self.t + 1))
 
@@ -173,17 +198,17 @@ class ScheduledElimination(IndexPolicy):
         eliminated = tuple(np.flatnonzero(~self.active).tolist())
         restrictions = [((int(i),), eliminated) for i in survivors]
         unseen = tuple(np.flatnonzero(~self.index.observed & self.active).tolist())
-        entries = self.upper_batch(self.T, restrictions)
-        entries.append(self.index.lower_query(self.T, (), eliminated + unseen))
+        entries = self.upper_batch(self.horizon, restrictions)
+        entries.append(self.index.lower_query(self.horizon, (), eliminated + unseen))
         answers = self.index.ask(self.oracle, entries)
         reps = self.resolve_upper(restrictions, answers[:-1])
         lcb_action = answers[-1]
-        best_lcb = -np.inf if lcb_action is None else float(self.index.lower_values(self.T, lcb_action[None])[0])
+        best_lcb = -np.inf if lcb_action is None else float(self.index.lower_values(self.horizon, lcb_action[None])[0])
         keep, cycle = [], []
         for arm, rep in zip(survivors, reps, strict=True):
             if rep is None:
                 continue
-            ucb = float(self.index.upper_values(self.T, rep[None])[0])
+            ucb = float(self.index.upper_values(self.horizon, rep[None])[0])
             if ucb >= best_lcb - tolerance(best_lcb):
                 keep.append(int(arm))
                 cycle.append(rep)
@@ -197,5 +222,5 @@ class ScheduledElimination(IndexPolicy):
         self.history.append({"start": int(self.t), "survivors": keep, "plays": len(cycle)})
         self.epoch += 1
 
-    def _absorb(self, stretch: Stretch, rounds: int, stats: FeedbackStats) -> None:
-        self.index.update(stats)
+    def _advance(self, stretch: Stretch, rounds: int) -> None:
+        pass

@@ -1,0 +1,371 @@
+"""Saved learners: :meth:`Policy.save <cmab_milp.policies.base.Policy.save>` and :func:`load_policy`.
+
+A saved policy is one ``.npz`` file (a zip archive, read with
+``allow_pickle=False``) holding
+
+* ``header``: UTF-8 JSON (as a ``uint8`` array) with ``format`` =
+  ``"cmab_milp.policy"``, ``version`` = :data:`FORMAT_VERSION`, the policy's
+  class name, ``T``, its constants (``params``), the action space *as data*
+  (``kind`` + constructor arguments; graphs as node and edge lists), the oracle
+  (``backend`` name; ``instance: true`` when the user had passed an Oracle
+  object), the oracle ledger's counts, and the learner's ``state``: round,
+  horizon guess, outstanding selections, schedule (epochs, grid, survivors,
+  held action, planned stretch) and index statistics (counts, sums, pair
+  sums, histograms);
+* ``a0``, ``a1``, ...: the arrays the JSON refers to as ``{"__array__": "aK"}``.
+
+JSON values that are not plain JSON are tagged: ``{"__tuple__": [...]}``,
+``{"__bytes__": "hex"}``, ``{"__float__": "inf"}``, ``{"__map__": [[key, value], ...]}``
+and ``{"__stretch__": [actions, length]}``.
+
+Loading never imports or calls anything the file names: the policy class and
+the space kind are looked up in fixed tables of the library's own classes, a
+reward must be a name of :func:`~cmab_milp.general.rewards.make_reward`, and
+the oracle is rebuilt with :func:`~cmab_milp.make_oracle` from a registered
+backend name (or given as ``oracle=``). A file of another format version, or
+a damaged one, is refused with ``ValueError``. Saving writes a temporary file
+in the target's folder, fsyncs it and renames it over the target
+(``os.replace``), so a crash leaves either the old file or the new one.
+
+What cannot be stored is refused at save time, naming it: a space kind outside
+the table (e.g. a user subclass), graph node labels that are not ints, strings
+or tuples of them, a reward given as a callable, a policy subclass.
+
+Example
+-------
+>>> import os, tempfile
+>>> import numpy as np
+>>> import cmab_milp as cm
+>>> policy = cm.AROQ(cm.Cardinality(4, 2), T=1000, oracle="enumerate")
+>>> a = policy.select()
+>>> policy.observe(a, np.where(a, 0.7, np.nan))
+>>> path = os.path.join(tempfile.mkdtemp(), "aroq.npz")
+>>> policy.save(path)
+>>> restored = cm.load_policy(path)
+>>> bool((restored.select() == policy.select()).all()), restored.t
+(True, 3)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import zipfile
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..oracles import Oracle, available_backends
+from ..spaces import (
+    Cardinality,
+    ExplicitActions,
+    GraphicMatroid,
+    Intersection,
+    Matchings,
+    PartitionMatroid,
+    SpanningTrees,
+    STPaths,
+)
+from ..spaces.base import ActionSpace, ConstrainedSpace
+from .base import Policy, Stretch
+
+__all__ = ["FORMAT", "FORMAT_VERSION", "load_policy", "policy_classes", "save_policy"]
+
+FORMAT = "cmab_milp.policy"
+FORMAT_VERSION = 1
+
+
+def policy_classes() -> dict[str, type[Policy]]:
+    """The fixed table of classes a file may name (the nine policies of the library)."""
+    from .covariance import OLSUCBC, AROQCov, SROQCov
+    from .general import AROQGR, SDCB, SROQGR
+    from .linear import AROQ, CUCB, SROQ
+
+    return {cls.__name__: cls for cls in (CUCB, AROQ, SROQ, OLSUCBC, AROQCov, SROQCov, SDCB, AROQGR, SROQGR)}
+
+
+# ------------------------------------------------------------------ values
+class _Encoder:
+    """JSON-ready values, with arrays set aside under keys ``a0``, ``a1``, ..."""
+
+    def __init__(self) -> None:
+        self.arrays: dict[str, np.ndarray] = {}
+
+    def __call__(self, value: Any, where: str) -> Any:
+        if value is None or isinstance(value, (bool, str)):
+            return value
+        if isinstance(value, np.bool_):
+            return bool(value)
+        if isinstance(value, (int, np.integer)):
+            return int(value)
+        if isinstance(value, (float, np.floating)):
+            x = float(value)
+            return x if np.isfinite(x) else {"__float__": repr(x)}
+        if isinstance(value, np.ndarray):
+            if value.dtype.kind not in "biuf":
+                raise ValueError(f"cannot save {where}: an array of dtype {value.dtype}")
+            key = f"a{len(self.arrays)}"
+            self.arrays[key] = value
+            return {"__array__": key}
+        if isinstance(value, bytes):
+            return {"__bytes__": value.hex()}
+        if isinstance(value, tuple):
+            return {"__tuple__": [self(v, where) for v in value]}
+        if isinstance(value, list):
+            return [self(v, where) for v in value]
+        if isinstance(value, dict):
+            return {"__map__": [[self(k, where), self(v, where)] for k, v in value.items()]}
+        if isinstance(value, Stretch):
+            return {"__stretch__": [self(value.actions, where), int(value.length)]}
+        raise ValueError(f"cannot save {where}: a value of type {type(value).__name__}")
+
+
+def _decode(value: Any, arrays: Any) -> Any:
+    if isinstance(value, list):
+        return [_decode(v, arrays) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if len(value) != 1:
+        raise ValueError(f"unexpected object {sorted(value)}")
+    ((tag, body),) = value.items()
+    if tag == "__array__":
+        return np.array(arrays[body])
+    if tag == "__float__":
+        if body not in ("inf", "-inf", "nan"):
+            raise ValueError(f"unexpected float {body!r}")
+        return float(body)
+    if tag == "__bytes__":
+        return bytes.fromhex(body)
+    if tag == "__tuple__":
+        return tuple(_decode(v, arrays) for v in body)
+    if tag == "__map__":
+        return {_decode(k, arrays): _decode(v, arrays) for k, v in body}
+    if tag == "__stretch__":
+        return Stretch(_decode(body[0], arrays), int(body[1]))
+    raise ValueError(f"unexpected tag {tag!r}")
+
+
+# ------------------------------------------------------------------ spaces
+def _label(value: Any, where: str) -> Any:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer, str, tuple)):
+        raise ValueError(f"cannot save {where}: node label {value!r} is not an int, a string or a tuple of them")
+    if isinstance(value, tuple):
+        return {"__tuple__": [_label(v, where) for v in value]}
+    return int(value) if isinstance(value, np.integer) else value
+
+
+def _graph_data(graph: Any) -> dict:
+    return {
+        "directed": bool(graph.is_directed()),
+        "nodes": [_label(v, "the graph") for v in graph.nodes()],
+        "edges": [[_label(u, "the graph"), _label(v, "the graph")] for u, v in graph.edges()],
+    }
+
+
+def _graph(data: dict) -> Any:
+    import networkx as nx
+
+    graph = nx.DiGraph() if data["directed"] else nx.Graph()
+    graph.add_nodes_from(_decode(data["nodes"], {}))
+    graph.add_edges_from(tuple(e) for e in _decode(data["edges"], {}))
+    return graph
+
+
+def _space_data(space: ActionSpace, encode: _Encoder) -> dict:
+    kind = type(space)
+    if kind is Cardinality:
+        return {"kind": "Cardinality", "d": space.d, "m": space.m, "exact": space.exact}
+    if kind is PartitionMatroid:
+        return {"kind": "PartitionMatroid", "blocks": space.blocks, "capacities": space.capacities}
+    if kind is ExplicitActions:
+        return {"kind": "ExplicitActions", "actions": encode(space.actions, "the space")}
+    if kind in (GraphicMatroid, SpanningTrees):
+        return {"kind": kind.__name__, "graph": _graph_data(space.graph)}
+    if kind is STPaths:
+        return {
+            "kind": "STPaths",
+            "graph": _graph_data(space.graph),
+            "source": _label(space.source, "the source"),
+            "target": _label(space.target, "the target"),
+        }
+    if kind is Matchings:
+        return {"kind": "Matchings", "graph": _graph_data(space.graph), "perfect": space.perfect}
+    if kind is ConstrainedSpace:
+        return {
+            "kind": "ConstrainedSpace",
+            "parent": _space_data(space.parent, encode),
+            "coeffs": encode(space.coeffs, "the constraint"),
+            "sense": space.sense,
+            "rhs": space.rhs,
+        }
+    if kind is Intersection:
+        return {"kind": "Intersection", "spaces": [_space_data(s, encode) for s in space.spaces]}
+    raise ValueError(
+        f"cannot save a policy over a {kind.__name__}: its space kind cannot be stored as data "
+        f"(storable: {', '.join(sorted(_SPACES))})"
+    )
+
+
+_SPACES: dict[str, Callable[[dict, Any], ActionSpace]] = {
+    "Cardinality": lambda x, arrays: Cardinality(x["d"], x["m"], exact=x["exact"]),
+    "PartitionMatroid": lambda x, arrays: PartitionMatroid(x["blocks"], x["capacities"]),
+    "ExplicitActions": lambda x, arrays: ExplicitActions(_decode(x["actions"], arrays)),
+    "GraphicMatroid": lambda x, arrays: GraphicMatroid(_graph(x["graph"])),
+    "SpanningTrees": lambda x, arrays: SpanningTrees(_graph(x["graph"])),
+    "STPaths": lambda x, arrays: STPaths(_graph(x["graph"]), _decode(x["source"], {}), _decode(x["target"], {})),
+    "Matchings": lambda x, arrays: Matchings(_graph(x["graph"]), perfect=x["perfect"]),
+    "ConstrainedSpace": lambda x, arrays: ConstrainedSpace(
+        _space(x["parent"], arrays), _decode(x["coeffs"], arrays), x["sense"], x["rhs"]
+    ),
+    "Intersection": lambda x, arrays: Intersection(*(_space(s, arrays) for s in x["spaces"])),
+}
+
+
+def _space(data: dict, arrays: Any) -> ActionSpace:
+    build = _SPACES.get(data["kind"])
+    if build is None:
+        raise ValueError(f"unknown space kind {data['kind']!r}")
+    return build(data, arrays)
+
+
+# ------------------------------------------------------------------ params
+def _params_data(policy: Policy, encode: _Encoder) -> dict:
+    params = dict(policy.params)
+    if "reward" in params and not isinstance(params["reward"], str):
+        reward = params["reward"]
+        name = getattr(reward, "name", None)
+        from ..general.rewards import make_reward
+
+        try:
+            same = isinstance(name, str) and type(make_reward(name)) is type(reward)
+        except ValueError:
+            same = False
+        if not same:
+            raise ValueError(
+                f"cannot save {policy.name}: its reward {reward!r} is not a named reward of make_reward "
+                "(a callable cannot be stored as data); build the policy with reward='<name>'"
+            )
+        params["reward"] = name
+    return {k: encode(v, f"parameter {k}") for k, v in params.items()}
+
+
+def _oracle_data(policy: Policy) -> dict:
+    spec = policy._oracle_spec
+    if isinstance(spec, str):
+        return {"backend": spec, "instance": False}
+    return {"backend": getattr(spec, "name", type(spec).__name__), "instance": True}
+
+
+# ------------------------------------------------------------------ save / load
+def save_policy(policy: Policy, path: str | os.PathLike) -> None:
+    """Write ``policy`` to ``path`` atomically (module docstring: the format)."""
+    classes = policy_classes()
+    if classes.get(type(policy).__name__) is not type(policy):
+        raise ValueError(
+            f"cannot save a {type(policy).__name__}: only the library's policies ({', '.join(classes)}) can be saved"
+        )
+    encode = _Encoder()
+    space = _space_data(policy.space, encode)
+    _check_rebuilds(policy.space, space, encode.arrays)
+    ledger = policy.oracle.ledger
+    header = {
+        "format": FORMAT,
+        "version": FORMAT_VERSION,
+        "policy": type(policy).__name__,
+        "T": policy.T,
+        "params": _params_data(policy, encode),
+        "space": space,
+        "oracle": _oracle_data(policy),
+        "ledger": {"queries": ledger.queries, "rounds": ledger.rounds, "seconds": ledger.seconds},
+        "state": {k: encode(v, f"state {k}") for k, v in policy.get_state().items()},
+    }
+    blob = np.frombuffer(json.dumps(header).encode("utf-8"), dtype=np.uint8)
+    target = os.path.abspath(os.fspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp", dir=os.path.dirname(target))
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, header=blob, **encode.arrays)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _check_rebuilds(space: ActionSpace, data: dict, arrays: dict) -> None:
+    rebuilt = _space(json.loads(json.dumps(data)), arrays)
+    if rebuilt.d != space.d or list(rebuilt.arms) != list(space.arms):
+        raise ValueError(f"cannot save a policy over {space!r}: rebuilding it from data changes its arms")
+
+
+def load_policy(path: str | os.PathLike, *, oracle: str | Oracle | None = None) -> Policy:
+    """The policy saved at ``path``, continuing exactly where it was saved.
+
+    Parameters
+    ----------
+    path : str or path-like
+    oracle : str or Oracle, optional
+        The oracle to use instead of the saved backend name (needed when the
+        policy was saved with an Oracle object whose backend is not a registered
+        name). The oracle ledger continues from the saved counts unless an
+        oracle object is given.
+
+    Raises ``ValueError`` for a file of another format or version, or a damaged one.
+
+    >>> import os, tempfile
+    >>> import cmab_milp as cm
+    >>> path = os.path.join(tempfile.mkdtemp(), "cucb.npz")
+    >>> cm.CUCB(cm.Cardinality(3, 1), T=None, oracle="enumerate").save(path)
+    >>> cm.load_policy(path, oracle="enumerate")
+    CUCB(Cardinality(d=3, m=1), T=None, oracle='enumerate', C=1.5)
+    """
+    try:
+        with np.load(os.fspath(path), allow_pickle=False) as archive:
+            arrays = {k: archive[k] for k in archive.files}
+        header = json.loads(bytes(arrays.pop("header")).decode("utf-8"))
+    except (FileNotFoundError, PermissionError, IsADirectoryError):
+        raise
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, UnicodeDecodeError) as exc:
+        raise ValueError(f"{os.fspath(path)} is damaged or not a saved cmab_milp policy: {exc}") from None
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        raise ValueError(f"{os.fspath(path)} is not a saved cmab_milp policy (format {FORMAT!r} expected)")
+    if header.get("version") != FORMAT_VERSION:
+        raise ValueError(
+            f"{os.fspath(path)} has policy format version {header.get('version')!r}; "
+            f"this cmab_milp reads version {FORMAT_VERSION}"
+        )
+    try:
+        return _restore(header, arrays, oracle)
+    except (KeyError, TypeError, IndexError, AttributeError, ValueError) as exc:
+        raise ValueError(f"{os.fspath(path)} is damaged: {type(exc).__name__}: {exc}") from None
+
+
+def _restore(header: dict, arrays: dict, oracle: str | Oracle | None) -> Policy:
+    cls = policy_classes().get(header["policy"])
+    if cls is None:
+        raise ValueError(f"unknown policy class {header['policy']!r}")
+    space = _space(header["space"], arrays)
+    params = {k: _decode(v, arrays) for k, v in header["params"].items()}
+    saved = header["oracle"]
+    rebuilt_oracle = oracle is None
+    if oracle is None:
+        backend = saved["backend"]
+        if saved["instance"] and backend.partition(":")[0] not in available_backends():
+            raise ValueError(
+                f"the policy was saved with an oracle object (backend {backend!r}) that cannot be rebuilt "
+                "by name: pass oracle= to load_policy"
+            )
+        oracle = backend
+    policy = cls(space, header["T"], oracle=oracle, **params)
+    state = {k: _decode(v, arrays) for k, v in header["state"].items()}
+    policy.set_state(state)
+    if rebuilt_oracle:
+        ledger = policy.oracle.ledger
+        ledger.queries = int(header["ledger"]["queries"])
+        ledger.rounds = int(header["ledger"]["rounds"])
+        ledger.seconds = float(header["ledger"]["seconds"])
+    return policy
