@@ -48,6 +48,10 @@ SPACES = {
     "Matchings": cm.Matchings(nx.complete_bipartite_graph(2, 3), perfect=False),
     "ConstrainedSpace": cm.Cardinality(5, 3).with_constraint([1, 2, 0, 1, 1], "<=", 2),
     "Intersection": cm.Intersection(cm.Cardinality(4, 2), cm.PartitionMatroid([[0, 1], [2, 3]], [1, 1])),
+    "ConflictSpace": cm.STPaths(GRAPH, "s", "t").with_conflicts([(("s", "x"), ("y", "t"))]),
+    "labelled rules": cm.Cardinality(4, 3, labels=["a", "b", "c", "e"])
+    .with_budget({"a": 2, "b": 1}, 2)
+    .with_at_least(1, ["c", "e"]),
 }
 
 
@@ -58,6 +62,7 @@ def test_every_space_kind_is_stored_as_data(name, tmp_path):
     policy.save(tmp_path / "p.npz")
     restored = cm.load_policy(tmp_path / "p.npz")
     assert type(restored.space) is type(space) and list(restored.space.arms) == list(space.arms)
+    assert restored.space.labels == space.labels and repr(restored.space) == repr(space)
     assert sorted(map(tuple, restored.space.enumerate().astype(int))) == sorted(
         map(tuple, space.enumerate().astype(int))
     )

@@ -68,7 +68,8 @@ from ..spaces import (
     SpanningTrees,
     STPaths,
 )
-from ..spaces.base import ActionSpace, ConstrainedSpace
+from ..spaces.base import ActionSpace
+from ..spaces.rules import ConflictSpace, ConstrainedSpace
 from .base import Policy, Stretch
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "load_policy", "policy_classes", "save_policy"]
@@ -174,6 +175,15 @@ def _graph(data: dict) -> Any:
 
 
 def _space_data(space: ActionSpace, encode: _Encoder) -> dict:
+    data = _bare_space_data(space, encode)
+    custom = space.arm_labels.custom
+    parent = getattr(space, "parent", None)
+    if custom is not None and (parent is None or parent.arm_labels.custom != custom):
+        data["labels"] = [_label(v, "the arm labels") for v in custom]
+    return data
+
+
+def _bare_space_data(space: ActionSpace, encode: _Encoder) -> dict:
     kind = type(space)
     if kind is Cardinality:
         return {"kind": "Cardinality", "d": space.d, "m": space.m, "exact": space.exact}
@@ -199,6 +209,13 @@ def _space_data(space: ActionSpace, encode: _Encoder) -> dict:
             "coeffs": encode(space.coeffs, "the constraint"),
             "sense": space.sense,
             "rhs": space.rhs,
+            "rule": space.rule,
+        }
+    if kind is ConflictSpace:
+        return {
+            "kind": "ConflictSpace",
+            "parent": _space_data(space.parent, encode),
+            "pairs": [list(p) for p in space.pairs],
         }
     if kind is Intersection:
         return {"kind": "Intersection", "spaces": [_space_data(s, encode) for s in space.spaces]}
@@ -217,8 +234,9 @@ _SPACES: dict[str, Callable[[dict, Any], ActionSpace]] = {
     "STPaths": lambda x, arrays: STPaths(_graph(x["graph"]), _decode(x["source"], {}), _decode(x["target"], {})),
     "Matchings": lambda x, arrays: Matchings(_graph(x["graph"]), perfect=x["perfect"]),
     "ConstrainedSpace": lambda x, arrays: ConstrainedSpace(
-        _space(x["parent"], arrays), _decode(x["coeffs"], arrays), x["sense"], x["rhs"]
+        _space(x["parent"], arrays), _decode(x["coeffs"], arrays), x["sense"], x["rhs"], rule=x.get("rule")
     ),
+    "ConflictSpace": lambda x, arrays: ConflictSpace(_space(x["parent"], arrays), [tuple(p) for p in x["pairs"]]),
     "Intersection": lambda x, arrays: Intersection(*(_space(s, arrays) for s in x["spaces"])),
 }
 
@@ -227,7 +245,10 @@ def _space(data: dict, arrays: Any) -> ActionSpace:
     build = _SPACES.get(data["kind"])
     if build is None:
         raise ValueError(f"unknown space kind {data['kind']!r}")
-    return build(data, arrays)
+    space = build(data, arrays)
+    if "labels" in data:
+        space = space.with_labels([_decode(v, {}) for v in data["labels"]])
+    return space
 
 
 # ------------------------------------------------------------------ params
@@ -298,8 +319,8 @@ def save_policy(policy: Policy, path: str | os.PathLike) -> None:
 
 def _check_rebuilds(space: ActionSpace, data: dict, arrays: dict) -> None:
     rebuilt = _space(json.loads(json.dumps(data)), arrays)
-    if rebuilt.d != space.d or list(rebuilt.arms) != list(space.arms):
-        raise ValueError(f"cannot save a policy over {space!r}: rebuilding it from data changes its arms")
+    if rebuilt.d != space.d or list(rebuilt.arms) != list(space.arms) or rebuilt.labels != space.labels:
+        raise ValueError(f"cannot save a policy over {space!r}: rebuilding it from data changes its arms or their labels")
 
 
 def load_policy(path: str | os.PathLike, *, oracle: str | Oracle | None = None) -> Policy:
