@@ -320,7 +320,9 @@ def save_policy(policy: Policy, path: str | os.PathLike) -> None:
 def _check_rebuilds(space: ActionSpace, data: dict, arrays: dict) -> None:
     rebuilt = _space(json.loads(json.dumps(data)), arrays)
     if rebuilt.d != space.d or list(rebuilt.arms) != list(space.arms) or rebuilt.labels != space.labels:
-        raise ValueError(f"cannot save a policy over {space!r}: rebuilding it from data changes its arms or their labels")
+        raise ValueError(
+            f"cannot save a policy over {space!r}: rebuilding it from data changes its arms or their labels"
+        )
 
 
 def load_policy(path: str | os.PathLike, *, oracle: str | Oracle | None = None) -> Policy:

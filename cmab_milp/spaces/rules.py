@@ -13,10 +13,12 @@ Example
 >>> space = cm.Cardinality(3, 2).with_conflicts([(0, 1)])
 >>> sorted(a.astype(int).tolist() for a in space.enumerate() if a.sum() == 2)
 [[0, 1, 1], [1, 0, 1]]
->>> space.with_at_least(2, [0, 1]).m
-Traceback (most recent call last):
-...
-cmab_milp.spaces.base.EmptySpaceError: no action satisfies conflicts [(0, 1)] together with at least 2 of [0, 1] in Cardinality(d=3, m=2)
+>>> from cmab_milp.spaces import EmptySpaceError
+>>> try:
+...     space.with_at_least(2, [0, 1]).m
+... except EmptySpaceError as exc:
+...     print(exc)
+no action satisfies conflicts [(0, 1)] together with at least 2 of [0, 1] in Cardinality(d=3, m=2)
 """
 
 from __future__ import annotations
