@@ -282,7 +282,7 @@ register_backend(
     "auto",
     f"{_PKG}.auto:AutoOracle",
     description="fastest exact method per query",
-    capabilities=Capabilities(requires=("highspy",)),
+    capabilities=Capabilities(spaces="every space (it picks among the backends that accept it)"),
 )
 register_backend(
     "scip",
