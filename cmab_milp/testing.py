@@ -59,6 +59,7 @@ ORACLE_CASES = (
     "infeasible",
     "norm",
     "invalid",
+    "time_limit",
     "determinism",
     "batch",
     "ledger",
@@ -456,6 +457,30 @@ def _ledger(cases: _Cases, oracle: Oracle, label: str, norm: bool) -> None:
     cases.passed("ledger")
 
 
+def _time_limit(cases: _Cases, caps: Capabilities, backend: str, options: dict, space: ActionSpace, label: str) -> None:
+    """A declared ``time_limit``: a generous limit answers exactly; a non-positive or non-finite one is refused."""
+    where = f"space {label!r} ({space!r})"
+    if not caps.time_limit:
+        cases.skip("time_limit", "the backend declares no time_limit option")
+        return
+    oracle = make_oracle(space, backend, **{**options, "time_limit": 600.0})
+    try:
+        judge = _OracleJudge(cases, oracle, label, caps)
+        judge.judge("time_limit", "linear", {"weights": -np.linspace(0.1, 1.0, space.d)})
+    finally:
+        oracle.close()
+    for bad in (-1.0, 0.0, float("nan"), float("inf")):
+        try:
+            limited = make_oracle(space, backend, **{**options, "time_limit": bad})
+            limited.argmax(-np.linspace(0.1, 1.0, space.d))
+        except ValueError:
+            continue
+        except Exception as exc:
+            cases.fail("time_limit", where, f"time_limit={bad} raised {type(exc).__name__}: {exc}, expected ValueError")
+        cases.fail("time_limit", where, f"time_limit={bad} was accepted, expected ValueError (positive and finite)")
+    cases.passed("time_limit")
+
+
 # ------------------------------------------------------------------ check_oracle
 def check_oracle(
     backend: str,
@@ -500,6 +525,7 @@ def check_oracle(
     labelled = dict(spaces) if isinstance(spaces, Mapping) else {repr(s): s for s in spaces}
     options = dict(options or {})
     rng = np.random.default_rng(seed)
+    timed = False
     for label, space in labelled.items():
         if not isinstance(space, ActionSpace):
             raise ValueError(f"spaces[{label!r}] is not an ActionSpace: {space!r}")
@@ -520,6 +546,9 @@ def check_oracle(
             ) from None
         try:
             _oracle_cases_on(_OracleJudge(cases, oracle, label, caps), rng, fresh)
+            if cases.wanted("time_limit") and not timed and not caps.declines_some(space):
+                _time_limit(cases, caps, backend, options, space, label)
+                timed = True
             if cases.wanted("ledger"):
                 counted = fresh()
                 try:
