@@ -283,8 +283,9 @@ def _oracle_cases_on(judge: _OracleJudge, rng: np.random.Generator, fresh: Calla
     if cases.wanted("restrictions"):
         if not pairs:
             cases.skip("restrictions", "forbid_pairs not declared: include/exclude only")
-        for _ in range(8):
-            w = rng.integers(-2, 5, d) / 4 + 50 * tol * 6 * rng.integers(0, 2, d)
+        for _ in range(8):  # near-tied weights, so a restriction ignored shows as a wrong value
+            w = rng.integers(-2, 5, d) / 4
+            w = w + 50 * tol * (1.0 + np.abs(w).sum()) * rng.integers(0, 2, d)
             judge.judge("restrictions", "linear", {"weights": w, **_random_restrictions(rng, d, pairs)})
     if cases.wanted("infeasible"):
         _infeasible(judge, rng, pairs)
@@ -294,7 +295,9 @@ def _oracle_cases_on(judge: _OracleJudge, rng: np.random.Generator, fresh: Calla
         else:
             for sign in (1, -1):
                 for k in range(3):
-                    q = {"mu": rng.normal(size=d), "M": _psd(rng, d), "f": float(rng.uniform(0.2, 2.0)), "sign": sign}
+                    a = rng.normal(size=(d, d))
+                    M = _psd(rng, d) if k != 1 else (a + a.T) / 2  # k == 1: indefinite, sqrt(max(a M a, 0))
+                    q = {"mu": rng.normal(size=d), "M": M, "f": float(rng.uniform(0.2, 2.0)), "sign": sign}
                     if k == 2:
                         q.update(_random_restrictions(rng, d, pairs))
                     judge.judge("norm", "norm", q)
@@ -315,9 +318,11 @@ def _infeasible(judge: _OracleJudge, rng: np.random.Generator, pairs: bool) -> N
     needed = [i for i in range(d) if len(actions) and actions[:, i].all()]
     if needed:  # exclude an arm every action holds
         judge.judge("infeasible", "linear", {"weights": w, "exclude": needed[:1]})
+    # every arm excluded: only the empty action is left, where the space has one
+    judge.judge("infeasible", "linear", {"weights": w, "exclude": list(range(d))})
     if pairs and d >= 2:
         judge.judge("infeasible", "linear", {"weights": w, "include": [0, 1], "forbid_pairs": [(0, 1)]})
-        if never:  # forbid a pair that shares no action with the included arm's best partners: must answer
+        if never:  # a pair no action holds: forbidding it changes nothing
             i, j = never[0]
             judge.judge("infeasible", "linear", {"weights": w, "include": [i], "forbid_pairs": [(i, j)]})
 
