@@ -33,12 +33,13 @@ from __future__ import annotations
 import math
 import threading
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..spaces.base import ActionSpace
-from .base import LinearQuery, NormQuery, Oracle, UnsupportedQuery
+from .base import _NO_RESTRICTIONS, LinearQuery, NormQuery, Oracle, UnsupportedQuery
 
 __all__ = ["AutoOracle", "QueryShape", "SpaceFacts", "combinatorial_cost", "enumerate_cost", "highs_cost"]
 
@@ -59,6 +60,9 @@ class QueryShape:
         if isinstance(query, LinearQuery):
             return QueryShape("linear", 1, bool(r.include), bool(r.exclude), bool(r.forbid_pairs))
         return QueryShape("norm", query.sign, bool(r.include), bool(r.exclude), bool(r.forbid_pairs))
+
+
+_FREE_LINEAR = QueryShape("linear")
 
 
 class SpaceFacts:
@@ -179,6 +183,7 @@ class AutoOracle(Oracle):
         self.oracles: dict[str, Oracle] = {}
         self._plans: dict[QueryShape, list[str]] = {}
         self._costs: dict[QueryShape, dict[str, float]] = {}
+        self._methods: dict[QueryShape, list[tuple[str, Callable]]] = {}
         self._lock = threading.RLock()
         self.routes: Counter[str] = Counter()
 
@@ -247,12 +252,21 @@ class AutoOracle(Oracle):
         return oracle
 
     # ------------------------------------------------------------- queries
-    def _dispatch(self, query: LinearQuery | NormQuery) -> np.ndarray | None:
+    # The per-query path (CUCB asks ~10^5 linear queries a run): one dict look-up of the
+    # shape's routes (backend name, bound method), then the first route that answers.
+    def _routes_for(self, shape: QueryShape) -> list[tuple[str, Callable]]:
+        routes = self._methods.get(shape)
+        if routes is None:
+            kind = "_linear" if shape.kind == "linear" else "_norm"
+            routes = [(name, getattr(self._oracle(name), kind)) for name in self.plan(shape)]
+            self._methods[shape] = routes
+        return routes
+
+    def _dispatch(self, query: LinearQuery | NormQuery, shape: QueryShape) -> np.ndarray | None:
         declined = []
-        for name in self.plan(QueryShape.of(query)):
-            oracle = self._oracle(name)
+        for name, method in self._methods.get(shape) or self._routes_for(shape):
             try:
-                answer = oracle._linear(query) if isinstance(query, LinearQuery) else oracle._norm(query)
+                answer = method(query)
             except UnsupportedQuery as exc:
                 declined.append(f"{name}: {exc}")
                 continue
@@ -261,10 +275,12 @@ class AutoOracle(Oracle):
         raise UnsupportedQuery("no registered exact backend answers this query" + "".join(f"; {d}" for d in declined))
 
     def _linear(self, query: LinearQuery) -> np.ndarray | None:
-        return self._dispatch(query)
+        r = query.restrictions
+        shape = _FREE_LINEAR if r is _NO_RESTRICTIONS else QueryShape.of(query)
+        return self._dispatch(query, shape)
 
     def _norm(self, query: NormQuery) -> np.ndarray | None:
-        return self._dispatch(query)
+        return self._dispatch(query, QueryShape.of(query))
 
     def close(self) -> None:
         for oracle in self.oracles.values():
@@ -274,6 +290,7 @@ class AutoOracle(Oracle):
     def __getstate__(self) -> dict:
         state = super().__getstate__()
         del state["_lock"]  # locks do not pickle; a copy gets its own
+        state["_methods"] = {}  # bound methods: rebuilt on first use
         return state
 
     def __setstate__(self, state: dict) -> None:
