@@ -529,6 +529,11 @@ def check_oracle(
         spaces = small_spaces()
     labelled = dict(spaces) if isinstance(spaces, Mapping) else {repr(s): s for s in spaces}
     options = dict(options or {})
+    known = BACKENDS[name].options()
+    if known is not None and set(options) - set(known):
+        raise ValueError(
+            f"backend {name!r} takes no option(s) {sorted(set(options) - set(known))}; its options: {known}"
+        )
     rng = np.random.default_rng(seed)
     timed = False
     for label, space in labelled.items():

@@ -311,3 +311,32 @@ class MemoryCUCB(cm.CUCB):
 def test_a_deliberately_wrong_policy_is_caught(cls, case) -> None:
     with pytest.raises(AssertionError, match=f"check_policy\\({cls.__name__}\\): case '{case}' failed"):
         check_policy(cls, T=200)
+
+
+def test_options_reach_the_backend() -> None:
+    """check_oracle(options=...) builds every oracle with them: HiGHS as a MILP on every query here."""
+    report = check_oracle(
+        "highs",
+        options={"lp_when_integral": False},
+        include=["linear", "near_ties", "restrictions"],
+        spaces={k: v for k, v in small_spaces().items() if k in ("cardinality", "matchings-bipartite")},
+    )
+    assert set(report.values()) == {"passed"}
+    with pytest.raises(ValueError, match="takes no option"):
+        check_oracle("enumerate", options={"no_such_option": 1})
+
+
+def test_the_readme_recipe_for_a_new_backend(scratch_backends) -> None:
+    """How a user adds a backend and checks it in a few lines (the README's example)."""
+    from cmab_milp.oracles import Capabilities
+
+    class LinearOnly(EnumerateOracle):  # any cm.Oracle subclass: implement _linear (and _norm)
+        name = "linear_only"
+
+        def _norm(self, query):
+            raise UnsupportedQuery("linear queries only")
+
+    cm.register_backend("linear_only", LinearOnly, capabilities=Capabilities(norm=False))
+    report = check_oracle("linear_only")
+    assert report["norm"].startswith("skipped") and report["near_ties"] == "passed"
+    assert cm.make_oracle(cm.Cardinality(4, 2), "linear_only").argmax(np.arange(4.0)).sum() == 2

@@ -219,12 +219,6 @@ def _combinatorial_accepts(space: ActionSpace) -> bool:
     return type(space) in _SOLVERS
 
 
-def _combinatorial_forbid_pairs(space: ActionSpace) -> bool:
-    from ..spaces import ExplicitActions
-
-    return type(space) is ExplicitActions
-
-
 def _combinatorial_declines(space: ActionSpace) -> bool:
     from ..spaces import STPaths
 
@@ -258,8 +252,8 @@ register_backend(
     description="specialised exact algorithms",
     capabilities=Capabilities(
         norm=False,
-        # forbid_pairs only on ExplicitActions: declared per space by the cost model and
-        # CombinatorialOracle raises UnsupportedQuery elsewhere
+        # CombinatorialOracle answers forbid_pairs on ExplicitActions only (a scan): declared
+        # as not answered, which is what holds for every structured family
         forbid_pairs=False,
         accepts=f"{__name__}:_combinatorial_accepts",
         spaces=(
