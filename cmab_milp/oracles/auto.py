@@ -33,7 +33,6 @@ from __future__ import annotations
 import math
 import threading
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -183,7 +182,7 @@ class AutoOracle(Oracle):
         self.oracles: dict[str, Oracle] = {}
         self._plans: dict[QueryShape, list[str]] = {}
         self._costs: dict[QueryShape, dict[str, float]] = {}
-        self._methods: dict[QueryShape, list[tuple[str, Callable]]] = {}
+        self._methods: dict[QueryShape, list[list]] = {}
         self._lock = threading.RLock()
         self.routes: Counter[str] = Counter()
 
@@ -254,17 +253,20 @@ class AutoOracle(Oracle):
     # ------------------------------------------------------------- queries
     # The per-query path (CUCB asks ~10^5 linear queries a run): one dict look-up of the
     # shape's routes (backend name, bound method), then the first route that answers.
-    def _routes_for(self, shape: QueryShape) -> list[tuple[str, Callable]]:
+    def _routes_for(self, shape: QueryShape) -> list[list]:
+        """``[name, bound method or None]`` per planned backend; oracles are built when first asked."""
         routes = self._methods.get(shape)
         if routes is None:
-            kind = "_linear" if shape.kind == "linear" else "_norm"
-            routes = [(name, getattr(self._oracle(name), kind)) for name in self.plan(shape)]
+            routes = [[name, None] for name in self.plan(shape)]
             self._methods[shape] = routes
         return routes
 
     def _dispatch(self, query: LinearQuery | NormQuery, shape: QueryShape) -> np.ndarray | None:
         declined = []
-        for name, method in self._methods.get(shape) or self._routes_for(shape):
+        for route in self._methods.get(shape) or self._routes_for(shape):
+            name, method = route
+            if method is None:
+                method = route[1] = getattr(self._oracle(name), "_linear" if shape.kind == "linear" else "_norm")
             try:
                 answer = method(query)
             except UnsupportedQuery as exc:
