@@ -162,16 +162,16 @@ def _oracle_cases_on(judge: _OracleJudge, rng: np.random.Generator, fresh: Calla
                 judge.judge("ties", "linear", {"weights": w})
         judge.judge("ties", "linear", {"weights": np.zeros(d)})
     if cases.wanted("near_ties"):
-        for _ in range(4):  # gaps of 50x the declared tolerance must be resolved
+        for _ in range(4):  # gaps of 5x the declared tolerance must be resolved
             w = rng.integers(-2, 5, d) / 4
-            eps = 50 * tol * (1.0 + np.abs(w).sum())
+            eps = 5 * tol * (1.0 + np.abs(w).sum())
             judge.judge("near_ties", "linear", {"weights": w + eps * rng.integers(0, 2, d)})
     if cases.wanted("restrictions"):
         if not pairs:
             cases.skip("restrictions", "forbid_pairs not declared: include/exclude only")
         for _ in range(8):  # near-tied weights, so a restriction ignored shows as a wrong value
             w = rng.integers(-2, 5, d) / 4
-            w = w + 50 * tol * (1.0 + np.abs(w).sum()) * rng.integers(0, 2, d)
+            w = w + 5 * tol * (1.0 + np.abs(w).sum()) * rng.integers(0, 2, d)
             judge.judge("restrictions", "linear", {"weights": w, **_random_restrictions(rng, d, pairs)})
     if cases.wanted("infeasible"):
         _infeasible(judge, rng, pairs)
