@@ -340,3 +340,13 @@ def test_the_readme_recipe_for_a_new_backend(scratch_backends) -> None:
     report = check_oracle("linear_only")
     assert report["norm"].startswith("skipped") and report["near_ties"] == "passed"
     assert cm.make_oracle(cm.Cardinality(4, 2), "linear_only").argmax(np.arange(4.0)).sum() == 2
+
+
+def test_auto_without_enumeration_passes_the_kit() -> None:
+    """With enumeration capped off, auto's combinatorial and HiGHS routes answer every case (and are checked)."""
+    options = {"enumerate_cap": 0, "norm_enumerate_cap": 0}
+    report = check_oracle("auto", options=options, exclude=KNOWN_DEFECTS["highs"])
+    assert all(v == "passed" for k, v in report.items() if k != "time_limit")
+    oracle = cm.make_oracle(small_spaces()["paths-cyclic"], "auto", **options)
+    oracle.argmax_norm(np.ones(oracle.d), np.eye(oracle.d), 1.0)
+    assert oracle.routes == {"highs": 1}
