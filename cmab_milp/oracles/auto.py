@@ -1,17 +1,21 @@
-"""The ``auto`` backend: the fastest exact method for each query.
+"""The ``auto`` backend: each query goes to the cheapest capable exact backend.
 
-Linear queries, in order of preference:
+``auto`` names no backend class. Its candidates are the registered backends
+(:mod:`cmab_milp.oracles.registry`) that are installed, accept the space,
+declare the query's kind (linear or norm) and restrictions, and declare a cost
+model. For each query shape (kind, sign, which restrictions are present) it
+ranks them by estimated seconds per query, once, and asks the cheapest; a
+candidate that may decline (the combinatorial algorithms on cyclic s-t paths)
+passes the query on to the next one with :class:`~cmab_milp.UnsupportedQuery`.
+The ranking depends on the space and the query shape only, never on timings,
+so the same query gets the same backend (and the same answer) every run.
 
-1. a specialised combinatorial algorithm when one answers the query exactly
-   (sorting, matroid greedy, DAG dynamic programme, assignment);
-2. an LP solve on HiGHS when the formulation is integral (totally unimodular
-   structures, DAG paths) and the query adds no ``forbid_pairs`` rows;
-3. vectorised enumeration when the space has at most ``enumerate_cap`` actions;
-4. the compiled HiGHS MILP.
-
-Norm queries go to enumeration for spaces of at most ``norm_enumerate_cap``
-actions and to the exact HiGHS norm solver otherwise. :attr:`AutoOracle.routes`
-counts which method answered how many queries.
+A cost model is ``cost(space, shape, facts) -> seconds`` (``math.inf``: cannot
+answer). :class:`SpaceFacts` gives it the action count, found by enumerating at
+most as many actions as could still beat the cheapest sure candidate (and at
+most ``enumerate_cap`` / ``norm_enumerate_cap``). The estimates below were
+fitted on this machine's bench (``bench/auto_dispatch.py``); they only need to
+order backends whose costs differ by more than 2x.
 
 Example
 -------
@@ -26,79 +30,271 @@ Example
 
 from __future__ import annotations
 
+import math
+import threading
 from collections import Counter
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..spaces.base import ActionSpace
-from .base import LinearQuery, NormQuery, Oracle
-from .combinatorial import CombinatorialOracle, supports
-from .enumerate import EnumerateOracle
-from .highs import HighsOracle
+from .base import _NO_RESTRICTIONS, LinearQuery, NormQuery, Oracle, UnsupportedQuery
 
-__all__ = ["AutoOracle"]
+__all__ = ["AutoOracle", "QueryShape", "SpaceFacts", "combinatorial_cost", "enumerate_cost", "highs_cost"]
 
 
+@dataclass(frozen=True)
+class QueryShape:
+    """What a cost model may know of a query: its kind, sign and which restrictions it has."""
+
+    kind: str  # "linear" or "norm"
+    sign: int = 1
+    include: bool = False
+    exclude: bool = False
+    forbid_pairs: bool = False
+
+    @staticmethod
+    def of(query: LinearQuery | NormQuery) -> QueryShape:
+        r = query.restrictions
+        if isinstance(query, LinearQuery):
+            return QueryShape("linear", 1, bool(r.include), bool(r.exclude), bool(r.forbid_pairs))
+        return QueryShape("norm", query.sign, bool(r.include), bool(r.exclude), bool(r.forbid_pairs))
+
+
+_FREE_LINEAR = QueryShape("linear")
+
+
+class SpaceFacts:
+    """Facts about a space for cost models; counting its actions enumerates, capped and cached.
+
+    ``budget`` is the estimated cost of the cheapest candidate sure to answer:
+    a model should not probe (count) beyond what could beat it.
+    """
+
+    def __init__(self, space: ActionSpace, caps: dict[str, int]):
+        self.space = space
+        self.d = space.d
+        self.caps = caps
+        self.budget = math.inf
+        self.probe = False
+        self.wanted = False
+        self.actions: np.ndarray | None = None
+        self._more_than = -1  # the space is known to have more than this many actions
+
+    def count(self, limit: int) -> int | None:
+        """The number of actions if it is at most ``limit``, else (or while not probing) ``None``."""
+        if self.actions is not None:
+            return len(self.actions) if len(self.actions) <= limit else None
+        if limit <= self._more_than:
+            return None
+        if not self.probe:
+            self.wanted = True
+            return None
+        bound = self.space.count_upper_bound()
+        cap = int(limit) if bound is None else int(min(limit, bound))
+        try:
+            self.actions = self.space.enumerate(cap)
+        except ValueError:
+            self._more_than = max(self._more_than, cap)
+            return None
+        return len(self.actions)
+
+    def max_size(self) -> int:
+        """Largest action size (after a successful :meth:`count`; else ``d``)."""
+        if self.actions is None or not len(self.actions):
+            return self.d
+        return int(self.actions.sum(axis=1).max())
+
+    def formulation_size(self) -> tuple[int, bool, bool]:
+        """``(columns + rows, integral_lp, has separators)`` of the space's formulation."""
+        f = self.space.formulation()
+        return f.n_cols + f.n_rows, f.integral_lp, bool(f.separators)
+
+
+# ---------------------------------------------------------------- cost models
+# Seconds per query, fitted on bench/auto_dispatch.py (2-core machine, numpy + highspy 1.x).
+_ENUM_BASE, _ENUM_ENTRY, _ENUM_GATHER = 5e-6, 1.5e-9, 5e-9
+_HIGHS_LP, _HIGHS_MILP, _HIGHS_PER_ENTRY = 1e-4, 3e-4, 5e-6
+_NORM_SOLVES = 30  # MILP solves per exact norm query (secants, cuts), separators x3 more
+
+
+def enumerate_cost(space: ActionSpace, shape: QueryShape, facts: SpaceFacts) -> float:
+    """Brute force: a matrix-vector product over n actions; norm queries add ``n * m^2`` gathers."""
+    d = facts.d
+    per_action = _ENUM_ENTRY * (d + shape.include + shape.exclude + 2 * shape.forbid_pairs)
+    if shape.kind == "norm":
+        per_action += _ENUM_GATHER  # at least one gather per action (m >= 1)
+    affordable = (facts.budget - _ENUM_BASE) / per_action if math.isfinite(facts.budget) else math.inf
+    limit = int(min(facts.caps[shape.kind], max(affordable, 0)))
+    n = facts.count(limit)
+    if n is None:
+        return math.inf
+    m = facts.max_size()
+    gathers = _ENUM_GATHER * m * m if shape.kind == "norm" else 0.0
+    return _ENUM_BASE + n * (_ENUM_ENTRY * (d + shape.include + shape.exclude + 2 * shape.forbid_pairs) + gathers)
+
+
+def highs_cost(space: ActionSpace, shape: QueryShape, facts: SpaceFacts) -> float:
+    """A re-solve of the compiled model (LP when integral); the norm index runs many MILP solves."""
+    size, integral, separators = facts.formulation_size()
+    factor = 3.0 if separators else 1.0
+    if shape.kind == "linear":
+        base = _HIGHS_LP if integral and not shape.forbid_pairs else _HIGHS_MILP
+        return factor * (base + _HIGHS_PER_ENTRY * size)
+    return _NORM_SOLVES * factor * factor * (_HIGHS_MILP + _HIGHS_PER_ENTRY * size)
+
+
+def combinatorial_cost(space: ActionSpace, shape: QueryShape, facts: SpaceFacts) -> float:
+    """Sorting, greedy, dynamic programming, assignment: microseconds per arm."""
+    from ..spaces import ExplicitActions, Matchings
+
+    if shape.kind != "linear":
+        return math.inf
+    if isinstance(space, ExplicitActions):
+        return _ENUM_BASE + _ENUM_ENTRY * len(space.actions) * facts.d
+    if isinstance(space, Matchings) and not space.bipartite:
+        return 1e-4 + 2e-5 * facts.d  # blossom in pure Python
+    return 1e-5 + 5e-7 * facts.d
+
+
+# ---------------------------------------------------------------- the oracle
 class AutoOracle(Oracle):
-    """Dispatch each query to the cheapest exact backend (see module docstring).
+    """Dispatch each query to the cheapest capable exact backend (see module docstring).
 
     Parameters
     ----------
     enumerate_cap:
         Largest action count for which linear queries may be enumerated.
     norm_enumerate_cap:
-        Largest action count for which norm queries are enumerated.
+        Largest action count for which norm queries may be enumerated.
     """
 
     name = "auto"
 
     def __init__(self, space: ActionSpace, enumerate_cap: int = 20_000, norm_enumerate_cap: int = 60_000):
         super().__init__(space)
+        for label, cap in (("enumerate_cap", enumerate_cap), ("norm_enumerate_cap", norm_enumerate_cap)):
+            if isinstance(cap, bool) or not isinstance(cap, (int, np.integer)) or cap < 0:
+                raise ValueError(f"{label} must be an integer >= 0, got {cap!r}")
         self.enumerate_cap = int(enumerate_cap)
         self.norm_enumerate_cap = int(norm_enumerate_cap)
-        self.combinatorial = CombinatorialOracle(space)
-        self.highs = HighsOracle(space)
-        self._enumerator: EnumerateOracle | None = None
-        self._enumerable: bool | None = None
+        self.facts = SpaceFacts(space, {"linear": self.enumerate_cap, "norm": self.norm_enumerate_cap})
+        self.oracles: dict[str, Oracle] = {}
+        self._plans: dict[QueryShape, list[str]] = {}
+        self._costs: dict[QueryShape, dict[str, float]] = {}
+        self._methods: dict[QueryShape, list[list]] = {}
+        self._lock = threading.RLock()
         self.routes: Counter[str] = Counter()
 
-    def _enumeration(self, cap: int) -> EnumerateOracle | None:
-        """The enumeration oracle if the space has at most ``cap`` actions."""
-        if self._enumerator is not None:
-            return self._enumerator if len(self._enumerator.actions) <= cap else None
-        if self._enumerable is False:
-            return None
-        bound = self.space.count_upper_bound()
-        limit = max(self.norm_enumerate_cap, self.enumerate_cap)
-        if bound is not None and bound > limit:
-            small = None
-        else:
+    # ------------------------------------------------------------ planning
+    def _candidates(self, shape: QueryShape) -> list[tuple[str, object, bool]]:
+        from .registry import BACKENDS, _resolve
+
+        out = []
+        for name, entry in BACKENDS.items():
+            caps = entry.capabilities
+            if name == self.name or caps.cost is None or not caps.exact or not entry.available():
+                continue
+            if not (caps.norm if shape.kind == "norm" else caps.linear):
+                continue
+            if shape.forbid_pairs and not caps.forbid_pairs:
+                continue
+            if not caps.accepts_space(self.space):
+                continue
+            out.append((name, _resolve(caps.cost), caps.declines_some(self.space)))
+        return out
+
+    def plan(self, shape: QueryShape) -> list[str]:
+        """Backends for queries of ``shape``, cheapest first (estimated; cached per shape)."""
+        ranked = self._plans.get(shape)
+        if ranked is not None:
+            return ranked
+        with self._lock:  # batches plan from several threads; the facts are shared
+            if shape not in self._plans:
+                self._plans[shape] = self._rank(shape)
+        return self._plans[shape]
+
+    def _rank(self, shape: QueryShape) -> list[str]:
+        candidates = self._candidates(shape)
+        facts = self.facts
+        facts.budget, facts.probe, facts.wanted = math.inf, False, False
+        costs = {name: float(cost(self.space, shape, facts)) for name, cost, _ in candidates}
+        if facts.wanted:  # a model needs the action count: probe only as far as could beat the sure best
+            sure = [costs[name] for name, _, declines in candidates if not declines]
+            facts.budget, facts.probe = min(sure, default=math.inf), True
+            costs = {name: float(cost(self.space, shape, facts)) for name, cost, _ in candidates}
+            facts.probe = False
+        order = {name: k for k, (name, _, _) in enumerate(candidates)}
+        self._costs[shape] = costs
+        return sorted((n for n, c in costs.items() if math.isfinite(c)), key=lambda n: (costs[n], order[n]))
+
+    def estimates(self, shape: QueryShape) -> dict[str, float]:
+        """Estimated seconds per query of ``shape`` for each candidate (``inf``: cannot or too costly)."""
+        self.plan(shape)
+        return dict(self._costs[shape])
+
+    def _oracle(self, name: str) -> Oracle:
+        oracle = self.oracles.get(name)
+        if oracle is not None:
+            return oracle
+        with self._lock:
+            if name in self.oracles:
+                return self.oracles[name]
+            from .registry import make_oracle
+
+            if name == "enumerate":
+                cap = len(self.facts.actions) if self.facts.actions is not None else self.norm_enumerate_cap
+                oracle = make_oracle(self.space, name, max_actions=cap)
+            else:
+                oracle = make_oracle(self.space, name)
+            self.oracles[name] = oracle
+        return oracle
+
+    # ------------------------------------------------------------- queries
+    # The per-query path (CUCB asks ~10^5 linear queries a run): one dict look-up of the
+    # shape's routes (backend name, bound method), then the first route that answers.
+    def _routes_for(self, shape: QueryShape) -> list[list]:
+        """``[name, bound method or None]`` per planned backend; oracles are built when first asked."""
+        routes = self._methods.get(shape)
+        if routes is None:
+            routes = [[name, None] for name in self.plan(shape)]
+            self._methods[shape] = routes
+        return routes
+
+    def _dispatch(self, query: LinearQuery | NormQuery, shape: QueryShape) -> np.ndarray | None:
+        declined = []
+        for route in self._methods.get(shape) or self._routes_for(shape):
+            name, method = route
+            if method is None:
+                method = route[1] = getattr(self._oracle(name), "_linear" if shape.kind == "linear" else "_norm")
             try:
-                small = EnumerateOracle(self.space, max_actions=limit)
-            except ValueError:
-                small = None
-        self._enumerable = small is not None
-        self._enumerator = small
-        return small if small is not None and len(small.actions) <= cap else None
+                answer = method(query)
+            except UnsupportedQuery as exc:
+                declined.append(f"{name}: {exc}")
+                continue
+            self.routes[name] += 1
+            return answer
+        raise UnsupportedQuery("no registered exact backend answers this query" + "".join(f"; {d}" for d in declined))
 
     def _linear(self, query: LinearQuery) -> np.ndarray | None:
-        if supports(self.space, query):
-            self.routes["combinatorial"] += 1
-            return self.combinatorial._linear(query)
-        if self.highs.lp_when_integral and not query.restrictions.forbid_pairs:
-            self.routes["highs-lp"] += 1
-            return self.highs._linear(query)
-        small = self._enumeration(self.enumerate_cap)
-        if small is not None:
-            self.routes["enumerate"] += 1
-            return small._linear(query)
-        self.routes["highs"] += 1
-        return self.highs._linear(query)
+        r = query.restrictions
+        shape = _FREE_LINEAR if r is _NO_RESTRICTIONS else QueryShape.of(query)
+        return self._dispatch(query, shape)
 
     def _norm(self, query: NormQuery) -> np.ndarray | None:
-        small = self._enumeration(self.norm_enumerate_cap)
-        if small is not None:
-            self.routes["enumerate"] += 1
-            return small._norm(query)
-        self.routes["highs"] += 1
-        return self.highs._norm(query)
+        return self._dispatch(query, QueryShape.of(query))
+
+    def close(self) -> None:
+        for oracle in self.oracles.values():
+            oracle.close()
+        super().close()
+
+    def __getstate__(self) -> dict:
+        state = super().__getstate__()
+        del state["_lock"]  # locks do not pickle; a copy gets its own
+        state["_methods"] = {}  # bound methods: rebuilt on first use
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        super().__setstate__(state)
+        self._lock = threading.RLock()

@@ -1,9 +1,14 @@
-"""One table of oracle backends, resolved by name.
+"""One table of oracle backends, resolved by name, each with the capabilities it declares.
 
 ``make_oracle(space, "pulp:PULP_CBC_CMD")`` looks up ``"pulp"`` and passes
-``"PULP_CBC_CMD"`` as its ``solver``. A backend declares the modules it needs,
-so :func:`available_backends` can report what is usable without importing
-solvers. Users add backends with :func:`register_backend`.
+``"PULP_CBC_CMD"`` as its ``solver``. A backend declares, in a
+:class:`Capabilities` record, what it answers (linear and norm queries,
+``forbid_pairs``, time limits), its tolerance, the spaces it accepts, the
+modules it needs, its options and an estimated cost per query (read by
+``auto``). :func:`make_oracle` is the one validator: it refuses an unfit
+backend (unknown name or option, missing module, unfit space) with a
+``ValueError`` before any work. Users add backends with
+:func:`register_backend` and check them with :func:`cmab_milp.testing.check_oracle`.
 
 Example
 -------
@@ -12,20 +17,123 @@ Example
 True
 >>> cm.make_oracle(cm.Cardinality(3, 1), "enumerate").name
 'enumerate'
+>>> capabilities("combinatorial").norm
+False
+>>> check_backend_name("pulp:HiGHS")
+('pulp', 'HiGHS')
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
-from collections.abc import Callable
-from dataclasses import dataclass
+import inspect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..spaces.base import ActionSpace
 from .base import Oracle
 
-__all__ = ["BACKENDS", "Backend", "available_backends", "make_oracle", "register_backend"]
+__all__ = [
+    "BACKENDS",
+    "Backend",
+    "Capabilities",
+    "available_backends",
+    "capabilities",
+    "check_backend_name",
+    "make_oracle",
+    "register_backend",
+]
+
+
+def _resolve(target: Any) -> Any:
+    """A callable given as itself or as ``"module:attr"`` (imported on first use)."""
+    if target is None or callable(target):
+        return target
+    module, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend answers and accepts; the defaults describe a full exact backend.
+
+    Callables may be given as ``"module:attr"`` strings, imported only when used
+    (so a backend is described without importing its solver).
+
+    Parameters
+    ----------
+    linear, norm:
+        Whether it answers ``argmax`` / ``argmax_norm`` queries.
+    distribution:
+        Whether it answers the general-reward (distribution) index.
+    forbid_pairs:
+        Whether it answers queries with ``forbid_pairs``.
+    time_limit:
+        Whether it takes a ``time_limit`` option (seconds per solve).
+    exact:
+        Whether its answers are optimal within ``tolerance``.
+    tolerance, norm_tolerance:
+        Declared optimality tolerance: an answer's value is at least
+        ``optimum - tolerance * (1 + |optimum|)`` (``norm_tolerance``, default
+        ``tolerance``, for norm queries).
+    accepts:
+        ``accepts(space) -> bool``: the spaces it takes (``None``: every space);
+        ``spaces`` describes them in words for the refusal message.
+    may_decline:
+        ``may_decline(space) -> bool`` (or a bool): it may raise
+        :class:`~cmab_milp.UnsupportedQuery` for some queries it declares on
+        this space (an NP-hard case of a specialised algorithm).
+    requires:
+        Modules that must be importable.
+    takes_solver, solvers:
+        Whether ``"name:SOLVER"`` is allowed, and ``solvers() -> list[str]``,
+        the solver names usable here (``solver_label`` names them in messages).
+    options:
+        Keyword options the factory takes; ``None``: read from its signature.
+    cost:
+        ``cost(space, shape, facts) -> float``: estimated seconds per query
+        (``math.inf``: cannot answer), see :mod:`cmab_milp.oracles.auto`;
+        ``None``: ``auto`` never picks this backend.
+    """
+
+    linear: bool = True
+    norm: bool = True
+    distribution: bool = False
+    forbid_pairs: bool = True
+    time_limit: bool = False
+    exact: bool = True
+    tolerance: float = 1e-9
+    norm_tolerance: float | None = None
+    accepts: str | Callable[[ActionSpace], bool] | None = None
+    spaces: str = "every space"
+    may_decline: bool | str | Callable[[ActionSpace], bool] = False
+    requires: tuple[str, ...] = ()
+    takes_solver: bool = False
+    solvers: str | Callable[[], Sequence[str]] | None = None
+    solver_label: str = ""
+    options: tuple[str, ...] | None = None
+    cost: str | Callable[..., float] | None = None
+
+    def accepts_space(self, space: ActionSpace) -> bool:
+        """Whether this backend takes ``space``."""
+        check = _resolve(self.accepts)
+        return True if check is None else bool(check(space))
+
+    def declines_some(self, space: ActionSpace) -> bool:
+        """Whether it may raise ``UnsupportedQuery`` for declared queries on ``space``."""
+        flag = self.may_decline
+        return bool(_resolve(flag)(space)) if isinstance(flag, str) or callable(flag) else bool(flag)
+
+    def tolerance_for(self, kind: str) -> float:
+        """The declared relative tolerance for ``"linear"`` or ``"norm"`` queries."""
+        if kind == "norm" and self.norm_tolerance is not None:
+            return self.norm_tolerance
+        return self.tolerance
+
+    def missing_modules(self) -> list[str]:
+        return [mod for mod in self.requires if importlib.util.find_spec(mod) is None]
 
 
 @dataclass(frozen=True)
@@ -34,18 +142,39 @@ class Backend:
 
     name: str
     target: str | Callable[..., Oracle]
-    requires: tuple[str, ...] = ()
     description: str = ""
-    takes_solver: bool = False
+    capabilities: Capabilities = field(default_factory=Capabilities)
+
+    @property
+    def requires(self) -> tuple[str, ...]:
+        return self.capabilities.requires
+
+    @property
+    def takes_solver(self) -> bool:
+        return self.capabilities.takes_solver
 
     def available(self) -> bool:
-        return all(importlib.util.find_spec(mod) is not None for mod in self.requires)
+        return not self.capabilities.missing_modules()
 
     def factory(self) -> Callable[..., Oracle]:
-        if callable(self.target):
-            return self.target
-        module, _, attr = self.target.partition(":")
-        return getattr(importlib.import_module(module), attr)
+        return _resolve(self.target)
+
+    def solvers(self) -> list[str]:
+        """Solver names usable with ``"name:SOLVER"`` here (empty if it takes none)."""
+        lister = _resolve(self.capabilities.solvers)
+        return list(lister()) if self.takes_solver and lister is not None else []
+
+    def options(self) -> tuple[str, ...] | None:
+        """Option names the factory takes; ``None`` when it takes any (``**options``)."""
+        if self.capabilities.options is not None:
+            return self.capabilities.options
+        try:
+            params = list(inspect.signature(self.factory()).parameters.values())[1:]  # after the space
+        except (TypeError, ValueError):  # a builtin or C callable: nothing to read
+            return None
+        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+            return None
+        return tuple(p.name for p in params if p.kind is not inspect.Parameter.VAR_POSITIONAL)
 
 
 BACKENDS: dict[str, Backend] = {}
@@ -54,36 +183,176 @@ BACKENDS: dict[str, Backend] = {}
 def register_backend(
     name: str,
     target: str | Callable[..., Oracle],
-    requires: tuple[str, ...] = (),
+    requires: Sequence[str] = (),
     description: str = "",
     takes_solver: bool = False,
+    capabilities: Capabilities | None = None,
 ) -> None:
-    """Add (or replace) a backend; ``target(space, **options)`` must return an :class:`Oracle`."""
-    if not name or ":" in name:
-        raise ValueError(f"backend name must be non-empty and without ':', got {name!r}")
-    BACKENDS[name] = Backend(name, target, tuple(requires), description, takes_solver)
+    """Add (or replace) a backend; ``target(space, **options)`` must return an :class:`Oracle`.
+
+    ``capabilities`` declares what it answers (default: a full exact backend,
+    linear and norm queries on every space); ``requires`` and ``takes_solver``
+    are merged into it.
+
+    >>> from cmab_milp.oracles.enumerate import EnumerateOracle
+    >>> register_backend("my_enum", EnumerateOracle, capabilities=Capabilities(forbid_pairs=True))
+    >>> capabilities("my_enum").requires
+    ()
+    >>> del BACKENDS["my_enum"]
+    """
+    if not isinstance(name, str) or not name or ":" in name:
+        raise ValueError(f"backend name must be a non-empty string without ':', got {name!r}")
+    if not (callable(target) or (isinstance(target, str) and ":" in target)):
+        raise ValueError(f"backend target must be a callable or 'module:attr', got {target!r}")
+    caps = Capabilities() if capabilities is None else capabilities
+    if not isinstance(caps, Capabilities):
+        raise ValueError(f"capabilities must be a Capabilities record, got {type(caps).__name__}")
+    merged = tuple(dict.fromkeys([*caps.requires, *requires]))
+    caps = replace(caps, requires=merged, takes_solver=caps.takes_solver or bool(takes_solver))
+    BACKENDS[name] = Backend(name, target, description, caps)
+
+
+# ------------------------------------------------- built-in declarations
+def _combinatorial_accepts(space: ActionSpace) -> bool:
+    from .combinatorial import _SOLVERS
+
+    return type(space) in _SOLVERS
+
+
+def _combinatorial_declines(space: ActionSpace) -> bool:
+    from ..spaces import STPaths
+
+    return type(space) is STPaths and not space.acyclic
 
 
 _PKG = "cmab_milp.oracles"
-register_backend("highs", f"{_PKG}.highs:HighsOracle", ("highspy",), "MILP compiled once on HiGHS")
-register_backend("pulp", f"{_PKG}.pulp_backend:PulpOracle", ("pulp",), "model rebuilt per query via PuLP", True)
-register_backend("combinatorial", f"{_PKG}.combinatorial:CombinatorialOracle", (), "specialised exact algorithms")
-register_backend("enumerate", f"{_PKG}.enumerate:EnumerateOracle", (), "vectorised brute force")
-register_backend("auto", f"{_PKG}.auto:AutoOracle", ("highspy",), "fastest exact method per query")
-register_backend("scip", f"{_PKG}.scip:ScipOracle", ("pyscipopt",), "MILP / MIQCP via SCIP (pyscipopt)")
+_COSTS = f"{_PKG}.auto"
+register_backend(
+    "highs",
+    f"{_PKG}.highs:HighsOracle",
+    description="MILP compiled once on HiGHS",
+    capabilities=Capabilities(time_limit=True, requires=("highspy",), cost=f"{_COSTS}:highs_cost"),
+)
+register_backend(
+    "pulp",
+    f"{_PKG}.pulp_backend:PulpOracle",
+    description="model rebuilt per query via PuLP",
+    capabilities=Capabilities(
+        norm=False,
+        time_limit=True,
+        requires=("pulp",),
+        takes_solver=True,
+        solvers=f"{_PKG}.pulp_backend:available_pulp_solvers",
+        solver_label="PuLP",
+    ),
+)
+register_backend(
+    "combinatorial",
+    f"{_PKG}.combinatorial:CombinatorialOracle",
+    description="specialised exact algorithms",
+    capabilities=Capabilities(
+        norm=False,
+        # CombinatorialOracle answers forbid_pairs on ExplicitActions only (a scan): declared
+        # as not answered, which is what holds for every structured family
+        forbid_pairs=False,
+        accepts=f"{__name__}:_combinatorial_accepts",
+        spaces=(
+            "Cardinality, PartitionMatroid, GraphicMatroid, SpanningTrees, STPaths, Matchings and"
+            " ExplicitActions (no side constraints, conflicts or intersections); include and exclude"
+            " restrictions (forbid_pairs only on ExplicitActions); on cyclic s-t paths only exclude and"
+            " weights <= 0 (longest simple path is NP-hard)"
+        ),
+        may_decline=f"{__name__}:_combinatorial_declines",
+        cost=f"{_COSTS}:combinatorial_cost",
+    ),
+)
+register_backend(
+    "enumerate",
+    f"{_PKG}.enumerate:EnumerateOracle",
+    description="vectorised brute force",
+    capabilities=Capabilities(spaces="spaces small enough to enumerate", cost=f"{_COSTS}:enumerate_cost"),
+)
+register_backend(
+    "auto",
+    f"{_PKG}.auto:AutoOracle",
+    description="fastest exact method per query",
+    capabilities=Capabilities(spaces="every space (it picks among the backends that accept it)"),
+)
+register_backend(
+    "scip",
+    f"{_PKG}.scip:ScipOracle",
+    description="MILP / MIQCP via SCIP (pyscipopt)",
+    # the quadratic row is met to SCIP's feasibility tolerance: see scip.NORM_SLACK
+    capabilities=Capabilities(time_limit=True, norm_tolerance=1e-6, requires=("pyscipopt",)),
+)
 
 
+# ------------------------------------------------------------ look-ups
 def available_backends() -> list[str]:
     """Names of registered backends whose required modules are installed."""
     return [name for name, b in BACKENDS.items() if b.available()]
 
 
+def capabilities(name: str) -> Capabilities:
+    """The :class:`Capabilities` declared by backend ``name`` (a ``":SOLVER"`` suffix is ignored)."""
+    backend, _ = check_backend_name(name, installed=False)
+    return BACKENDS[backend].capabilities
+
+
+def check_backend_name(spec: Any, *, installed: bool = True) -> tuple[str, str | None]:
+    """Validate a backend spec ``"name"`` or ``"name:SOLVER"``; return ``(name, solver or None)``.
+
+    Refuses (``ValueError``) an unknown name, a solver suffix on a backend that
+    takes none, and, with ``installed`` (default), a backend whose modules are
+    missing or a solver that is not available here. This is the one check every
+    entry point (``make_oracle``, problem files, ``compare-oracles``) calls.
+
+    >>> check_backend_name("highs")
+    ('highs', None)
+    >>> try:
+    ...     check_backend_name("gurobi")
+    ... except ValueError as exc:
+    ...     print(str(exc).split(";")[0])
+    unknown oracle backend 'gurobi'
+    """
+    if not isinstance(spec, str):
+        raise ValueError(f"an oracle backend is a name such as 'highs', got {type(spec).__name__} {spec!r}")
+    name, colon, solver = spec.partition(":")
+    entry = BACKENDS.get(name)
+    if entry is None:
+        raise ValueError(f"unknown oracle backend {spec!r}; known: {', '.join(sorted(BACKENDS))}")
+    if colon and not solver:
+        raise ValueError(f"oracle backend {spec!r} has an empty ':SOLVER' suffix")
+    if solver and not entry.takes_solver:
+        raise ValueError(f"backend {name!r} takes no solver suffix (got {spec!r})")
+    if installed:
+        missing = entry.capabilities.missing_modules()
+        if missing:
+            raise ValueError(f"backend {name!r} needs the missing module(s) {missing}; install them first")
+        if solver and entry.capabilities.solvers is not None:
+            usable = entry.solvers()
+            if solver not in usable:
+                label = entry.capabilities.solver_label or name
+                raise ValueError(
+                    f"unknown or unavailable {label} solver {solver!r} (not available here); available: {usable}"
+                )
+    return name, solver or None
+
+
 def make_oracle(space: ActionSpace, backend: str | Oracle = "highs", **options: Any) -> Oracle:
-    """Build an oracle for ``space``.
+    """Build an oracle for ``space``, refusing an unfit backend before any work.
 
     ``backend`` is a registered name, ``"name:SOLVER"`` for backends that take a
     solver (``"pulp:PULP_CBC_CMD"``), or an existing :class:`Oracle` (returned
-    as is after checking it answers for this space).
+    as is after checking it answers for this space). Unknown names or options,
+    missing modules and spaces the backend does not accept raise ``ValueError``.
+
+    >>> import cmab_milp as cm
+    >>> try:
+    ...     make_oracle(cm.Cardinality(4, 2).with_constraint([1, 1, 1, 1], "<=", 1), "combinatorial")
+    ... except ValueError as exc:
+    ...     print(str(exc)[:60])
+    backend 'combinatorial' does not accept ConstrainedSpace; it
     """
     if isinstance(backend, Oracle):
         if backend.space is not space and backend.space.d != space.d:
@@ -91,17 +360,18 @@ def make_oracle(space: ActionSpace, backend: str | Oracle = "highs", **options: 
         return backend
     if not isinstance(backend, str):
         raise ValueError(f"backend must be a name or an Oracle, got {type(backend).__name__}")
-    name, _, solver = backend.partition(":")
-    entry = BACKENDS.get(name)
-    if entry is None:
-        raise ValueError(f"unknown oracle backend {backend!r}; known: {sorted(BACKENDS)}")
-    if solver:
-        if not entry.takes_solver:
-            raise ValueError(f"backend {name!r} takes no solver suffix (got {backend!r})")
-        options = {"solver": solver, **options}
-    if not entry.available():
-        missing = [m for m in entry.requires if importlib.util.find_spec(m) is None]
-        raise ValueError(f"backend {name!r} needs the missing module(s) {missing}; install them first")
+    name, solver = check_backend_name(backend)
+    entry = BACKENDS[name]
     if not isinstance(space, ActionSpace):
         raise ValueError(f"space must be an ActionSpace, got {type(space).__name__}")
+    caps = entry.capabilities
+    if not caps.accepts_space(space):
+        raise ValueError(f"backend {name!r} does not accept {type(space).__name__}; it answers {caps.spaces}")
+    if solver:
+        options = {"solver": solver, **options}
+    known = entry.options()
+    if known is not None:
+        unknown = sorted(set(options) - set(known))
+        if unknown:
+            raise ValueError(f"backend {name!r} takes no option(s) {unknown}; its options: {', '.join(known)}")
     return entry.factory()(space, **options)

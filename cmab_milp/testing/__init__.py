@@ -1,0 +1,33 @@
+"""Conformance checks for oracle backends, action spaces and policies.
+
+In the manner of MathOptInterface's ``Test.runtests`` and scikit-learn's
+``check_estimator``: each check runs a fixed list of named cases against an
+independent truth (brute force over ``space.enumerate()``, ``scipy.optimize.milp``
+on the formulation) and raises ``AssertionError`` naming the failing case,
+the space, the query and what was expected. A case a backend declares it does
+not answer (see :class:`~cmab_milp.oracles.registry.Capabilities`) is skipped,
+not failed. Each check returns ``{case: "passed" | "skipped: why"}``.
+
+* :func:`check_oracle` judges a registered backend through its public methods;
+* :func:`check_space` checks that ``contains``, ``enumerate``, ``m`` and the
+  formulation describe the same set;
+* :func:`check_policy` plays a policy class and checks feasibility, counting,
+  reproducibility, reuse and bulk play.
+
+Example
+-------
+>>> import cmab_milp as cm
+>>> from cmab_milp.testing import check_oracle, check_space
+>>> report = check_oracle("enumerate", spaces={"card": cm.Cardinality(5, 2)})
+>>> report["near_ties"], report["norm"]
+('passed', 'passed')
+>>> check_space(cm.Cardinality(4, 2))["formulation"]
+'passed'
+"""
+
+from .common import small_spaces
+from .oracle_kit import ORACLE_CASES, check_oracle
+from .policy_kit import POLICY_CASES, check_policy
+from .space_kit import SPACE_CASES, check_space
+
+__all__ = ["ORACLE_CASES", "POLICY_CASES", "SPACE_CASES", "check_oracle", "check_policy", "check_space", "small_spaces"]

@@ -1,0 +1,98 @@
+"""Shared pieces of the conformance kit: named cases, messages, the default small spaces."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from ..spaces import (
+    ActionSpace,
+    Cardinality,
+    ExplicitActions,
+    GraphicMatroid,
+    Intersection,
+    Matchings,
+    PartitionMatroid,
+    SpanningTrees,
+    STPaths,
+)
+
+__all__ = ["small_spaces"]
+
+
+def _dag() -> nx.DiGraph:
+    return nx.DiGraph([(0, 1), (0, 2), (1, 2), (1, 3), (2, 3), (2, 4), (3, 4), (0, 3)])
+
+
+def _grid(n: int, k: int) -> nx.Graph:
+    return nx.convert_node_labels_to_integers(nx.grid_2d_graph(n, k))
+
+
+def small_spaces() -> dict[str, ActionSpace]:
+    """One small space per family (at most a few hundred actions): the default of :func:`check_oracle`."""
+    return {
+        "cardinality": Cardinality(6, 2),
+        "cardinality-exact": Cardinality(5, 2, exact=True),
+        "partition": PartitionMatroid([[0, 1, 2], [3, 4], [5, 6]], [2, 1, 1]),
+        "graphic": GraphicMatroid(nx.Graph([(0, 1), (1, 2), (2, 0), (2, 3), (3, 0)])),
+        "spanning-trees": SpanningTrees(_grid(2, 3)),
+        "paths-dag": STPaths(_dag(), 0, 4),
+        "paths-cyclic": STPaths(_grid(3, 3), 0, 8),
+        "matchings-bipartite": Matchings(nx.complete_bipartite_graph(2, 3)),
+        "matchings-perfect": Matchings(nx.complete_graph(4), perfect=True),
+        "explicit": ExplicitActions(np.random.default_rng(7).random((8, 6)) < 0.45),
+        "with-constraint": Cardinality(6, 3).with_constraint([3, 1, 2, 2, 1, 3], "<=", 5),
+        "intersection": Intersection(Cardinality(6, 3), PartitionMatroid([[0, 1, 2], [3, 4, 5]], [1, 2])),
+    }
+
+
+class Cases:
+    """Collects case outcomes and formats failures."""
+
+    def __init__(self, title: str, include: Iterable[str] | None, exclude: Iterable[str] | None, known: tuple):
+        for name in [*(include or ()), *(exclude or ())]:
+            if name not in known:
+                raise ValueError(f"unknown case {name!r}; cases: {', '.join(known)}")
+        self.title = title
+        self.selected = [c for c in known if (include is None or c in include) and c not in (exclude or ())]
+        self.report: dict[str, str] = {}
+        self.skips: dict[str, list[str]] = {}
+
+    def wanted(self, case: str) -> bool:
+        return case in self.selected
+
+    def skip(self, case: str, why: str) -> None:
+        self.skips.setdefault(case, []).append(why)
+
+    def passed(self, case: str) -> None:
+        self.report.setdefault(case, "passed")
+
+    def fail(self, case: str, where: str, detail: str) -> None:
+        raise AssertionError(f"{self.title}: case {case!r} failed on {where}: {detail}")
+
+    def finish(self) -> dict[str, str]:
+        out = {}
+        for case in self.selected:
+            if case in self.report:
+                out[case] = self.report[case]
+            elif case in self.skips:
+                out[case] = "skipped: " + "; ".join(dict.fromkeys(self.skips[case]))
+            else:
+                out[case] = "skipped: no applicable space"
+        return out
+
+
+def describe(query: Mapping[str, Any]) -> str:
+    parts = []
+    for key, value in query.items():
+        if isinstance(value, np.ndarray):
+            value = np.array2string(value, precision=17, separator=", ", max_line_width=10**6)
+        parts.append(f"{key}={value}")
+    return "{" + ", ".join(parts) + "}"
+
+
+def action_str(action: np.ndarray | None) -> str:
+    return "None" if action is None else f"arms {np.flatnonzero(action).tolist()}"

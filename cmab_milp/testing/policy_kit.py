@@ -1,0 +1,150 @@
+"""``check_policy``: feasible play, counted queries, same seed same run, reuse, bulk play."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import numpy as np
+
+from ..spaces import ActionSpace, Cardinality
+from .common import Cases, action_str
+
+__all__ = ["POLICY_CASES", "check_policy"]
+
+POLICY_CASES = ("feasible", "ledger", "same_seed", "reuse", "bulk")
+
+_MEANS = np.array([0.9, 0.85, 0.2, 0.4, 0.6, 0.1])
+_VALUES = np.array([0.2, 0.4, 0.6, 0.8, 1.0])
+
+
+def _default_setup(cls: type, space: ActionSpace, constants: dict[str, Any]):
+    """An environment fitting ``cls`` (by what its constructor and index need) and the constants."""
+    from ..environments import DiscreteArms, GaussianNoise, UniformNoise
+
+    d = space.d
+    means = np.resize(_MEANS, d)
+    params = inspect.signature(cls).parameters
+    if "support" in params and "reward" in params:  # general-reward family
+        probs = np.array([np.roll([0.96, 0.01, 0.01, 0.01, 0.01], k) for k in range(d)])
+        constants = {"reward": "sqrt_sum", "support": _VALUES, **constants}
+        return (lambda: DiscreteArms(_VALUES, probs, reward=constants["reward"], seed=0)), constants
+    probe = cls(space, 10, oracle="enumerate", **constants)
+    if "outer" in probe.needs:
+        cov = 0.02 * (np.eye(d) + 0.5 * np.ones((d, d)))
+        return (lambda: GaussianNoise(means, cov, seed=0)), constants
+    return (lambda: UniformNoise(means, width=0.5, seed=0)), constants
+
+
+def _played(result) -> np.ndarray:
+    rows = [actions[np.arange(rounds) % len(actions)] for _, rounds, actions in result.info["trace"]]
+    return np.concatenate(rows)
+
+
+def _same_run(a, b) -> str | None:
+    """None if two results are the same run, else what differs."""
+    for field in ("t", "queries", "rounds"):
+        if not np.array_equal(getattr(a, field), getattr(b, field)):
+            return f"{field}: {np.asarray(getattr(a, field))[-3:]} vs {np.asarray(getattr(b, field))[-3:]}"
+    if not np.allclose(a.regret, b.regret, rtol=1e-12, atol=1e-9):
+        return f"regret: {a.regret[-1]!r} vs {b.regret[-1]!r}"
+    if not np.array_equal(_played(a), _played(b)):
+        first = int(np.flatnonzero((_played(a) != _played(b)).any(axis=1))[0])
+        return f"the actions played differ from round {first + 1}"
+    return None
+
+
+def check_policy(
+    cls: type,
+    *,
+    space: ActionSpace | None = None,
+    backend: str = "enumerate",
+    T: int = 300,
+    seed: int = 0,
+    env: Callable[[], Any] | None = None,
+    constants: Mapping[str, Any] | None = None,
+    include: Iterable[str] | None = None,
+    exclude: Iterable[str] | None = None,
+) -> dict[str, str]:
+    """Play ``cls`` and check it; raise ``AssertionError`` naming the failing case.
+
+    Cases (:data:`POLICY_CASES`): every played action is feasible; the oracle
+    ledger matches the queries and rounds the run reports; the same seed gives
+    the same numbers and actions; a reused policy object replays the run of a
+    fresh one; bulk play equals round-by-round play (``simulate(..., bulk=False)``).
+
+    Parameters
+    ----------
+    cls:
+        A policy class, built as ``cls(space, T, oracle=backend, **constants)``.
+    space:
+        Default: 6 arms, at most 2, not both of arms 0 and 1.
+    env:
+        A function returning a fresh environment; default: one fitting the
+        family (uniform noise, correlated Gaussian for covariance-adaptive
+        policies, discrete outcomes with ``sqrt_sum`` for general rewards).
+
+    >>> import cmab_milp as cm
+    >>> check_policy(cm.SROQ, T=100)["bulk"]
+    'passed'
+    """
+    from ..simulation import simulate
+
+    if not isinstance(cls, type):
+        raise ValueError(f"cls must be a policy class, got {cls!r}")
+    space = Cardinality(6, 2).with_constraint([1, 1, 0, 0, 0, 0], "<=", 1) if space is None else space
+    constants = dict(constants or {})
+    if env is None:
+        env, constants = _default_setup(cls, space, constants)
+    cases = Cases(f"check_policy({cls.__name__})", include, exclude, POLICY_CASES)
+
+    def build():
+        return cls(space, T, oracle=backend, **constants)
+
+    where = f"space {space!r}, backend {backend!r}, T={T}, seed={seed}"
+    policy = build()
+    first = simulate(policy, env(), T, seed=seed, trace=True)
+    if cases.wanted("feasible"):
+        played = _played(first)
+        if len(played) != T:
+            cases.fail("feasible", where, f"{len(played)} actions played in {T} rounds")
+        for row in np.unique(played, axis=0):
+            if not space.contains(row):
+                cases.fail("feasible", where, f"played {action_str(row)}, which is not an action of the space")
+        cases.passed("feasible")
+    if cases.wanted("ledger"):
+        ledger = policy.oracle.ledger
+        reported = (int(first.queries[-1]), int(first.rounds[-1]))
+        if reported != (ledger.queries, ledger.rounds):
+            cases.fail(
+                "ledger",
+                where,
+                f"the run reports queries, rounds = {reported}, the oracle ledger {(ledger.queries, ledger.rounds)}",
+            )
+        if ledger.queries <= 0 or ledger.rounds > ledger.queries:
+            cases.fail(
+                "ledger", where, f"queries={ledger.queries}, rounds={ledger.rounds}: expected 0 < rounds <= queries"
+            )
+        for curve in ("queries", "rounds"):
+            if (np.diff(np.asarray(getattr(first, curve))) < 0).any():
+                cases.fail("ledger", where, f"the {curve} curve decreases")
+        cases.passed("ledger")
+    if cases.wanted("same_seed"):
+        differs = _same_run(first, simulate(build(), env(), T, seed=seed, trace=True))
+        if differs:
+            cases.fail("same_seed", where, f"two fresh policies, same seed: {differs}")
+        cases.passed("same_seed")
+    if cases.wanted("reuse"):
+        differs = _same_run(first, simulate(policy, env(), T, seed=seed, trace=True))
+        if differs:
+            cases.fail("reuse", where, f"the policy object simulated again with the same seed: {differs}")
+        cases.passed("reuse")
+    if cases.wanted("bulk"):
+        bulk = simulate(build(), env(), T, seed=seed + 1, trace=True, record=T)
+        single = simulate(build(), env(), T, seed=seed + 1, trace=True, record=T, bulk=False)
+        differs = _same_run(bulk, single)
+        if differs:
+            cases.fail("bulk", where, f"bulk play vs round-by-round play (bulk=False): {differs}")
+        cases.passed("bulk")
+    return cases.finish()

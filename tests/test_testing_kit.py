@@ -1,0 +1,352 @@
+"""The conformance kit ``cmab_milp.testing``: run on every backend, space family and policy; wrong ones caught."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from instances import SPACES
+
+import cmab_milp as cm
+from cmab_milp.oracles.base import UnsupportedQuery
+from cmab_milp.oracles.enumerate import EnumerateOracle
+from cmab_milp.oracles.registry import BACKENDS, Capabilities, register_backend
+from cmab_milp.spaces.formulation import Formulation, Row
+from cmab_milp.testing import ORACLE_CASES, check_oracle, check_policy, check_space, small_spaces
+
+#: Spaces for the backends that hand every solve to a new solver process or model (PuLP, SCIP).
+FEW = ("cardinality", "paths-cyclic", "matchings-perfect", "with-constraint", "explicit")
+
+#: Known defects of issue 10, fixed in parallel on other branches; these cases run as expected failures:
+#: answers under ties depend on the model's warm-start history and on the batch's threads (highs, scip);
+#: highs accepts time_limit=-1, nan and inf.
+KNOWN_DEFECTS = {"highs": ("determinism", "batch", "time_limit"), "scip": ("determinism", "batch")}
+
+
+def _specs() -> list:
+    specs = []
+    for name in cm.available_backends():
+        entry = BACKENDS[name]
+        solvers = entry.solvers() if entry.takes_solver else [None]
+        for solver in solvers or [None]:
+            spec = name if solver is None else f"{name}:{solver}"
+            slow = name in ("pulp", "scip")
+            specs.append(pytest.param(spec, marks=[pytest.mark.slow_backend] if slow else [], id=spec))
+    return specs
+
+
+def _spaces_for(spec: str) -> dict:
+    spaces = small_spaces()
+    if spec.startswith(("pulp", "scip")):
+        return {k: spaces[k] for k in FEW}
+    return spaces
+
+
+@pytest.mark.parametrize("spec", _specs())
+def test_every_registered_backend_passes_the_kit(spec: str) -> None:
+    skip = KNOWN_DEFECTS.get(spec.split(":")[0], ())
+    report = check_oracle(spec, spaces=_spaces_for(spec), exclude=skip)
+    assert set(report) == set(ORACLE_CASES) - set(skip)
+    assert all(v == "passed" or v.startswith("skipped") for v in report.values())
+    assert report["linear"] == "passed" and report["near_ties"] == "passed"
+
+
+KNOWN = [
+    pytest.param(s.values[0], case, id=f"{s.values[0]}-{case}", marks=s.marks)
+    for s in _specs()
+    for case in KNOWN_DEFECTS.get(s.values[0].split(":")[0], ())
+]
+
+
+@pytest.mark.parametrize(("spec", "case"), KNOWN)
+@pytest.mark.xfail(
+    strict=False,
+    reason="issue 10, fixed on other branches: HiGHS / SCIP answers under ties depend on warm-start history and "
+    "batch threads; HiGHS accepts a time_limit of -1, nan or inf",
+)
+def test_known_defects_of_issue_10(spec: str, case: str) -> None:
+    check_oracle(spec, spaces=_spaces_for(spec), include=[case])
+
+
+# ------------------------------------------------------------------ wrong backends are caught
+class _Wrong(EnumerateOracle):
+    """Brute force with one deliberate defect (subclasses override ``_pick``)."""
+
+    name = "wrong"
+
+    def _best(self, values, query):
+        mask = query.restrictions.mask(self.actions)
+        ok = np.ones(len(values), bool) if mask is None else mask
+        if not ok.any():
+            return None
+        return self._pick(np.where(ok, values, -np.inf), query)
+
+    def _pick(self, values, query):
+        return self.actions[int(np.argmax(values))].copy()
+
+
+class SecondBestOnNearTies(_Wrong):
+    def _pick(self, values, query):
+        order = np.argsort(-values, kind="stable")
+        top = values[order[0]]
+        for k in order[1:]:
+            if values[k] < top and top - values[k] < 1e-6 and np.isfinite(values[k]):
+                return self.actions[k].copy()
+        return self.actions[order[0]].copy()
+
+
+class NoneWhenRestricted(_Wrong):
+    def _pick(self, values, query):
+        return None if query.restrictions.include else super()._pick(values, query)
+
+
+class IgnoresExclude(_Wrong):
+    def _best(self, values, query):
+        r = query.restrictions
+        ok = np.ones(len(values), bool)
+        for i in r.include:
+            ok &= self.actions[:, i]
+        for i, j in r.forbid_pairs:
+            ok &= ~(self.actions[:, i] & self.actions[:, j])
+        return None if not ok.any() else self.actions[int(np.argmax(np.where(ok, values, -np.inf)))].copy()
+
+
+class RandomTies(_Wrong):
+    """Exact up to ties, which it breaks at random: the answer depends on history."""
+
+    def _pick(self, values, query):
+        best = np.flatnonzero(values == values.max())
+        rng = self.__dict__.setdefault("rng", np.random.default_rng(0))
+        return self.actions[int(rng.choice(best))].copy()
+
+
+class BatchDiffers(_Wrong):
+    def argmax_batch(self, queries):
+        return list(reversed(super().argmax_batch(queries)))
+
+
+class AcceptsNaN(_Wrong):
+    def linear_query(self, weights, include=(), exclude=(), forbid_pairs=()):
+        return super().linear_query(np.nan_to_num(np.asarray(weights, float)), include, exclude, forbid_pairs)
+
+
+class CountsTwice(_Wrong):
+    def argmax(self, *args, **kwargs):
+        answer = super().argmax(*args, **kwargs)
+        self.ledger.queries += 1
+        return answer
+
+
+class WrongNorm(_Wrong):
+    def _norm(self, query):  # ignores the square root term
+        return self._linear(cm.oracles.base.LinearQuery(query.mu, query.restrictions))
+
+
+class DeclinesNorm(_Wrong):
+    def _norm(self, query):
+        raise UnsupportedQuery("no norm here")
+
+
+class IgnoresBadTimeLimit(_Wrong):
+    def __init__(self, space, time_limit=None):
+        super().__init__(space)
+        self.time_limit = time_limit
+
+
+WRONG = [
+    (IgnoresBadTimeLimit, "time_limit", {"time_limit": True}),
+    (SecondBestOnNearTies, "near_ties", {}),
+    (NoneWhenRestricted, "restrictions", {}),
+    (IgnoresExclude, "restrictions", {}),
+    (RandomTies, "determinism", {}),
+    (BatchDiffers, "batch", {}),
+    (AcceptsNaN, "invalid", {}),
+    (CountsTwice, "ledger", {}),
+    (WrongNorm, "norm", {}),
+    (DeclinesNorm, "norm", {}),
+]
+
+
+@pytest.fixture
+def scratch_backends():
+    before = dict(BACKENDS)
+    yield
+    BACKENDS.clear()
+    BACKENDS.update(before)
+
+
+@pytest.mark.parametrize(("cls", "case", "caps"), WRONG, ids=[w[0].__name__ for w in WRONG])
+def test_a_deliberately_wrong_backend_is_caught(cls, case, caps, scratch_backends) -> None:
+    register_backend("wrong", cls, capabilities=Capabilities(**caps))
+    with pytest.raises(AssertionError, match=rf"check_oracle\('wrong'\): case '{case}' failed on space") as info:
+        check_oracle("wrong")
+    assert "query" in str(info.value) or case in ("ledger", "invalid", "time_limit")
+
+
+def test_declaring_no_norm_turns_the_norm_case_into_a_skip(scratch_backends) -> None:
+    register_backend("no_norm", DeclinesNorm, capabilities=Capabilities(norm=False))
+    report = check_oracle("no_norm")
+    assert report["norm"].startswith("skipped: the backend declares no norm queries")
+    assert report["linear"] == "passed"
+
+
+def test_check_oracle_refuses_bad_arguments() -> None:
+    with pytest.raises(ValueError, match="unknown case"):
+        check_oracle("enumerate", include=["no_such_case"])
+    with pytest.raises(ValueError, match="unknown oracle backend"):
+        check_oracle("no_such_backend")
+    with pytest.raises(ValueError, match="not an ActionSpace"):
+        check_oracle("enumerate", spaces={"x": "not a space"})
+
+
+def test_check_oracle_only_runs_the_selected_cases() -> None:
+    report = check_oracle("enumerate", include=["linear", "ledger"], spaces=[cm.Cardinality(4, 2)])
+    assert report == {"linear": "passed", "ledger": "passed"}
+
+
+# ------------------------------------------------------------------ spaces
+ALL_SPACES = {
+    **{f"instances:{k}": v for k, v in SPACES.items()},
+    **{f"kit:{k}": (lambda s=s: s) for k, s in small_spaces().items()},
+}
+
+
+@pytest.mark.parametrize("label", sorted(ALL_SPACES))
+def test_every_space_family_passes_check_space(label: str) -> None:
+    report = check_space(ALL_SPACES[label](), n_weights=6)
+    assert report == {"enumerate": "passed", "contains": "passed", "m": "passed", "formulation": "passed"}
+
+
+class LooseContains(cm.Cardinality):
+    def _contains(self, action):
+        return int(action.sum()) <= self.m + 1
+
+
+class LooseFormulation(cm.Cardinality):
+    def _build_formulation(self):
+        return Formulation(d=self.d, rows=[Row(tuple(range(self.d)), (1.0,) * self.d, -np.inf, self.m + 1.0)])
+
+
+class DuplicateRow(cm.Cardinality):
+    def _iter_actions(self):
+        yield from super()._iter_actions()
+        yield np.zeros(self.d, bool)
+
+
+class WrongM(cm.ExplicitActions):
+    def _max_arms(self):
+        return super()._max_arms() + 1
+
+
+@pytest.mark.parametrize(
+    ("build", "case"),
+    [
+        (lambda: LooseContains(5, 2), "contains"),
+        (lambda: LooseFormulation(5, 2), "formulation"),
+        (lambda: DuplicateRow(5, 2), "enumerate"),
+        (lambda: WrongM(np.eye(4, dtype=bool)), "m"),
+    ],
+)
+def test_a_deliberately_wrong_space_is_caught(build, case) -> None:
+    with pytest.raises(AssertionError, match=f"case '{case}' failed"):
+        check_space(build())
+
+
+# ------------------------------------------------------------------ policies
+POLICIES = [
+    (cm.CUCB, {}),
+    (cm.AROQ, {}),
+    (cm.SROQ, {}),
+    (cm.OLSUCBC, {}),
+    (cm.AROQCov, {"warmup_cycles": 2}),
+    (cm.SROQCov, {"M": 3}),
+    (cm.SDCB, {}),
+    (cm.AROQGR, {}),
+    (cm.SROQGR, {}),
+]
+
+
+@pytest.mark.parametrize(("cls", "constants"), POLICIES, ids=[p[0].__name__ for p in POLICIES])
+def test_every_policy_passes_check_policy(cls, constants) -> None:
+    report = check_policy(cls, constants=constants, T=300)
+    assert report == dict.fromkeys(("feasible", "ledger", "same_seed", "reuse", "bulk"), "passed")
+
+
+class UnseededCUCB(cm.CUCB):
+    """Plays a random action now and then, from an unseeded generator: same seed, different runs."""
+
+    def _plan(self):
+        stretch = super()._plan()
+        actions = self.space.enumerate()
+        pick = np.random.default_rng()
+        if pick.random() < 0.3:
+            return replace(stretch, actions=actions[pick.integers(len(actions))][None, :].copy())
+        return stretch
+
+
+class InfeasibleCUCB(cm.CUCB):
+    def _plan(self):
+        stretch = super()._plan()
+        return replace(stretch, actions=np.ones_like(stretch.actions)) if self.t == 5 else stretch
+
+
+class MemoryCUCB(cm.CUCB):
+    """Remembers its earlier runs: a reused object does not replay the run of a fresh one."""
+
+    def reset(self):
+        super().reset()
+        self.runs = getattr(self, "runs", 0) + 1
+
+    def _plan(self):
+        stretch = super()._plan()
+        if self.runs > 2 and self.t == 3:  # reset runs at construction and at each simulate
+            return replace(stretch, actions=self.space.enumerate()[:1].copy())
+        return stretch
+
+
+@pytest.mark.parametrize(
+    ("cls", "case"), [(UnseededCUCB, "same_seed"), (InfeasibleCUCB, "feasible"), (MemoryCUCB, "reuse")]
+)
+def test_a_deliberately_wrong_policy_is_caught(cls, case) -> None:
+    with pytest.raises(AssertionError, match=f"check_policy\\({cls.__name__}\\): case '{case}' failed"):
+        check_policy(cls, T=200)
+
+
+def test_options_reach_the_backend() -> None:
+    """check_oracle(options=...) builds every oracle with them: HiGHS as a MILP on every query here."""
+    report = check_oracle(
+        "highs",
+        options={"lp_when_integral": False},
+        include=["linear", "near_ties", "restrictions"],
+        spaces={k: v for k, v in small_spaces().items() if k in ("cardinality", "matchings-bipartite")},
+    )
+    assert set(report.values()) == {"passed"}
+    with pytest.raises(ValueError, match="takes no option"):
+        check_oracle("enumerate", options={"no_such_option": 1})
+
+
+def test_the_readme_recipe_for_a_new_backend(scratch_backends) -> None:
+    """How a user adds a backend and checks it in a few lines (the README's example)."""
+    from cmab_milp.oracles import Capabilities
+
+    class LinearOnly(EnumerateOracle):  # any cm.Oracle subclass: implement _linear (and _norm)
+        name = "linear_only"
+
+        def _norm(self, query):
+            raise UnsupportedQuery("linear queries only")
+
+    cm.register_backend("linear_only", LinearOnly, capabilities=Capabilities(norm=False))
+    report = check_oracle("linear_only")
+    assert report["norm"].startswith("skipped") and report["near_ties"] == "passed"
+    assert cm.make_oracle(cm.Cardinality(4, 2), "linear_only").argmax(np.arange(4.0)).sum() == 2
+
+
+def test_auto_without_enumeration_passes_the_kit() -> None:
+    """With enumeration capped off, auto's combinatorial and HiGHS routes answer every case (and are checked)."""
+    options = {"enumerate_cap": 0, "norm_enumerate_cap": 0}
+    report = check_oracle("auto", options=options, exclude=KNOWN_DEFECTS["highs"])
+    assert all(v == "passed" for k, v in report.items() if k != "time_limit")
+    oracle = cm.make_oracle(small_spaces()["paths-cyclic"], "auto", **options)
+    oracle.argmax_norm(np.ones(oracle.d), np.eye(oracle.d), 1.0)
+    assert oracle.routes == {"highs": 1}
