@@ -17,5 +17,12 @@ def test_readme_has_python_examples() -> None:
 
 @pytest.mark.parametrize("code", BLOCKS, ids=[f"block{k}" for k in range(len(BLOCKS))])
 def test_readme_python_block_runs(code: str, capsys: pytest.CaptureFixture[str]) -> None:
-    exec(compile(code, str(README), "exec"), {"__name__": "readme"})
+    from cmab_milp.oracles.registry import BACKENDS
+
+    registered = dict(BACKENDS)  # an example may register a backend: keep it out of the other tests
+    try:
+        exec(compile(code, str(README), "exec"), {"__name__": "readme"})
+    finally:
+        BACKENDS.clear()
+        BACKENDS.update(registered)
     assert capsys.readouterr().out.strip(), "the example should print its results"
