@@ -17,6 +17,7 @@ import cmab_milp as cm
 from cmab_milp.environments.base import FeedbackStats
 from cmab_milp.environments.continuous import BetaArms
 from cmab_milp.general import CallableReward, OutcomeGrid, make_reward
+from cmab_milp.policies import general as general_module
 from cmab_milp.policies.general import DistributionIndex
 
 VALUES = [0.2, 0.4, 0.6, 0.8, 1.0]
@@ -326,3 +327,14 @@ def test_a_declared_lipschitz_constant_sets_the_intervals_of_the_learned_fallbac
     assert policy.index.fallback == math.ceil(2.0 * math.sqrt(2 * 1000))
     explicit = cm.AROQGR(cm.Cardinality(5, 2), 1000, oracle="enumerate", reward=reward, discretise=True)
     assert explicit.index.intervals == len(explicit.index.grid) == math.ceil(2.0 * math.sqrt(2 * 1000))
+
+
+@pytest.mark.parametrize("cls", [cm.AROQGR, cm.SROQGR])
+def test_long_holds_fed_raw_outcomes_are_played_in_pieces_that_decide_the_same(cls, monkeypatch):
+    env, space, T = spread_env(), cm.Cardinality(5, 2), 5000
+    whole = cm.simulate(cls(space, T, oracle="enumerate"), env, seed=0, trace=True)
+    monkeypatch.setattr(general_module, "SAMPLE_BUDGET", 40)  # 8 rounds of 5 arms
+    pieces = cm.simulate(cls(space, T, oracle="enumerate"), env, seed=0, trace=True)
+    assert max(n for _, n, _ in pieces.info["trace"]) <= 8 < max(n for _, n, _ in whole.info["trace"])
+    assert np.array_equal(kit.played_actions(whole), kit.played_actions(pieces))
+    assert np.allclose(whole.regret, pieces.regret, rtol=1e-10) and np.array_equal(whole.queries, pieces.queries)

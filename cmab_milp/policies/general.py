@@ -62,8 +62,10 @@ Outcomes: given, learned or discretised
   either), so SDCB and AROQ-GR decide identically on the same outcomes (up to
   floating-point round-off in near-ties); SROQ-GR's LCB agrees once the lowest
   value has been seen (with ``"zero"``: always). Feedback arrives as raw
-  outcomes (``samples``: one row per round in bulk runs, so memory grows with
-  a stretch's length, unlike ``hist``). With ``simulate(..., exact_stats=True)``
+  outcomes (``samples``: one row per round in bulk runs, unlike ``hist``), so
+  bulk runs play long holds in pieces of at most :data:`SAMPLE_BUDGET` ``// d``
+  rounds (the decisions do not change; about twice the time of ``hist`` at
+  ``T = 10^6``). With ``simulate(..., exact_stats=True)``
   the given-support policy draws histograms from their exact law and this one
   cannot, so their runs differ (same distribution, another stream).
   **Continuous outcomes**: as soon as the observed values are not simple
@@ -106,7 +108,7 @@ from ..general.oracles import METHODS, DistributionOracle
 from ..general.rewards import CallableReward, Reward, check_lipschitz, check_monotone, make_reward
 from ..oracles import Oracle
 from ..spaces.base import ActionSpace
-from .base import Index, check_horizon, check_positive, check_unit_interval
+from .base import Index, Stretch, check_horizon, check_positive, check_unit_interval
 from .schedules import AdaptiveEpochs, EveryRound, ScheduledElimination
 
 __all__ = ["AROQGR", "PESSIMISTIC", "SDCB", "SROQGR", "DistributionIndex"]
@@ -115,6 +117,10 @@ __all__ = ["AROQGR", "PESSIMISTIC", "SDCB", "SROQGR", "DistributionIndex"]
 PESSIMISTIC = ("lowest", "zero")
 
 _TOL = 1e-9
+
+#: Outcomes (rounds x arms) a policy fed raw ``samples`` plays in one stretch at most: bulk runs then
+#: cut long holds into pieces of ``SAMPLE_BUDGET // d`` rounds (about 8 MB of feedback), deciding the same.
+SAMPLE_BUDGET = 1 << 20
 
 
 class DistributionIndex(Index):
@@ -482,6 +488,13 @@ class _GeneralReward:
     def _fallback(self) -> int:
         """Algorithm 8's ``s`` for a learned support that turns out continuous (``T=None``: the horizon guess)."""
         return n_intervals(self.m, self.T if self.T is not None else self.horizon, _lipschitz(self._reward))
+
+    def _plan(self) -> Stretch:
+        stretch = super()._plan()
+        most = max(1, SAMPLE_BUDGET // self.d)
+        if "samples" in self.index.needs and stretch.length > most:
+            return Stretch(stretch.actions, most)  # the schedule resumes where the piece ends
+        return stretch
 
     def _learn(self, stats: FeedbackStats) -> None:
         if self.index.learn and self.T is None:
