@@ -34,52 +34,47 @@ Constructor, common to the three::
 - ``upper``: the top of the outcome range ``[0, upper]`` (default 1, the
   paper's ``y in [0, 1]``), where the optimistic distribution puts its extra
   mass; outcomes above it are refused. A simple fraction in ``(0, 1]``.
-- ``pessimistic``: where the pessimistic distribution (SROQ-GR's LCB; SDCB
-  and AROQ-GR use only the optimistic one) puts its mass ``w``: ``"lowest"``
-  (default) the lowest support value, given or observed so far -- a deviation
-  from the paper, whose ``F_bar`` of Appendix A.7.2 puts it at the value 0,
-  tighter when 0 is not a possible outcome; ``"zero"``, the paper's version
-  (0 is added to the grid). :mod:`cmab_milp.general.distributions` states the
-  difference and when each LCB is valid.
+- ``pessimistic``: where the pessimistic distribution (used by SROQ-GR's LCB
+  only) puts its mass ``w``. ``"lowest"`` (default): the lowest support value,
+  given or observed so far -- a deviation from the paper, whose ``F_bar``
+  (Appendix A.7.2) puts it at the value 0; the LCB is higher (tighter) when 0
+  is not a possible outcome. ``"zero"``: the paper's version (0 joins the
+  grid). :mod:`cmab_milp.general.distributions` states both and when each LCB
+  is valid.
 
 Outcomes: given, learned or discretised
 ---------------------------------------
 - ``support=values`` (e.g. ``env.support``): the outcomes are these values;
-  feedback arrives as per-value histograms (``hist``); an outcome off the
-  support is refused by ``observe``.
-- **neither** (the default): the support is **learned** from the outcomes, as
-  the paper's empirical CDFs do. The distributions live on the values observed
-  so far, on any arm, plus ``upper`` (and 0 with ``pessimistic="zero"``),
-  growing as new values appear. Why the union over arms: the paper's
-  ``F_hat_i`` is the empirical CDF of arm ``i``'s own outcomes, and on the
-  union arm ``i``'s row has no mass at the values only other arms produced, so
-  it *is* ``F_hat_i``, and its optimistic distribution is the same as on arm
-  ``i``'s own values. Only the pessimistic target differs from a per-arm
-  choice: the lowest value seen on any arm, at most the arm's own lowest, so
-  the LCB is more conservative; and once every value of the environment has
-  been seen the grid is ``support=env.support``'s, so the two policies are the
-  same learner. Until then the UCBs agree too (unseen values carry no mass in
-  either), so SDCB and AROQ-GR decide identically on the same outcomes (up to
-  floating-point round-off in near-ties); SROQ-GR's LCB agrees once the lowest
-  value has been seen (with ``"zero"``: always). Feedback arrives as raw
-  outcomes (``samples``: one row per round in bulk runs, unlike ``hist``), so
-  bulk runs play long holds in pieces of at most :data:`SAMPLE_BUDGET` ``// d``
-  rounds (the decisions do not change; about twice the time of ``hist`` at
-  ``T = 10^6``). With ``simulate(..., exact_stats=True)``
-  the given-support policy draws histograms from their exact law and this one
-  cannot, so their runs differ (same distribution, another stream).
-  **Continuous outcomes**: as soon as the observed values are not simple
-  fractions (no common denominator ``q <= 100000``, which exact sums need) or
-  outnumber Algorithm 8's ``s = ceil(L sqrt(m T))`` (``L`` the reward's
-  Lipschitz constant, 1 when it has none; with ``T=None``, ``T`` is the
-  horizon guess of that moment), the policy switches to Algorithm 8 for good:
-  the counts so far are re-binned exactly (each value to the right end of its
-  interval), later outcomes discretised. On Beta arms that happens at the
-  first observation, so ``cls(space, T)`` is Algorithm 8.
-- ``discretise=True`` / an int: Algorithm 8 from the start, ``s =
-  ceil(L sqrt(m T))`` intervals (``True``; ``L`` as above) or the given
-  ``s``; each outcome is treated as the right end ``upper * j/s`` of its
-  interval. With ``T=None`` give the int.
+  feedback arrives as per-value histograms (``hist``); ``observe`` refuses an
+  outcome off the support.
+- **neither** (default): the support is **learned**, as the paper's empirical
+  CDFs do: the distributions live on the values observed so far on any arm,
+  plus ``upper`` (and 0 with ``"zero"``), and the grid grows as values appear.
+  *Why the union over arms*: arm ``i``'s row has no mass at values only other
+  arms produced, so it is exactly the paper's ``F_hat_i`` (the empirical CDF
+  of arm ``i``'s own outcomes) and its optimistic distribution is the one on
+  arm ``i``'s own values; only the pessimistic target differs from a per-arm
+  grid (the lowest value seen on any arm: lower, so a more conservative LCB);
+  and once every value has been seen the grid is ``support=env.support``'s.
+  *Same decisions*: unseen values carry no mass in either policy, so on the
+  same outcomes the UCBs of the learned and the given-support policy agree at
+  every round (SDCB and AROQ-GR decide identically, up to round-off in
+  near-ties); SROQ-GR's LCBs agree from the round the lowest value is seen
+  (with ``"zero"``: always). *Feedback* arrives as raw outcomes (``samples``),
+  so bulk runs cut long holds into pieces of :data:`SAMPLE_BUDGET` ``// d``
+  rounds (same decisions; about twice the time of ``hist`` at ``T = 10^6``),
+  and ``simulate(..., exact_stats=True)`` cannot draw them from an exact law
+  as it does histograms (same distribution, another stream).
+  *Continuous outcomes*: once the observed values are not simple fractions
+  (no common denominator ``q <= 100000``, which exact sums need) or outnumber
+  Algorithm 8's ``s = ceil(L sqrt(m T))`` (``L`` the reward's Lipschitz
+  constant, 1 when it declares none; ``T=None``: the horizon guess of that
+  moment), the policy switches to Algorithm 8 for good, re-binning the counts
+  so far exactly (each value to the right end of its interval). On Beta arms
+  that happens at the first observation: ``cls(space, T)`` is Algorithm 8.
+- ``discretise=True`` / an int: Algorithm 8 from the start, with ``s =
+  ceil(L sqrt(m T))`` or the given ``s`` intervals; an outcome counts as the
+  right end ``upper * j/s`` of its interval. With ``T=None`` give the int.
 
 An unobserved arm has an infinite index, resolved by the shared machinery: one
 linear query preferring the actions that hold the most unobserved arms.
@@ -111,7 +106,7 @@ from ..spaces.base import ActionSpace
 from .base import Index, Stretch, check_horizon, check_positive, check_unit_interval
 from .schedules import AdaptiveEpochs, EveryRound, ScheduledElimination
 
-__all__ = ["AROQGR", "PESSIMISTIC", "SDCB", "SROQGR", "DistributionIndex"]
+__all__ = ["AROQGR", "PESSIMISTIC", "SAMPLE_BUDGET", "SDCB", "SROQGR", "DistributionIndex"]
 
 #: Where the pessimistic distribution puts its mass: the lowest support value, or 0 (the paper).
 PESSIMISTIC = ("lowest", "zero")
