@@ -141,7 +141,6 @@ def test_branch_and_bound_policy_on_a_space_too_large_to_enumerate():
 
 
 BAD = [
-    ({}, "support"),
     ({"support": VALUES, "discretise": True}, "not both"),
     ({"discretise": 0}, "discretise"),
     ({"discretise": "yes"}, "discretise"),
@@ -150,6 +149,21 @@ BAD = [
     ({"support": VALUES, "reward": lambda a, y: -y[:, a].sum(axis=1)}, "not monotone"),
     ({"support": VALUES, "oracle": "greedy", "reward": "threshold:1"}, "submodular"),
     ({"support": VALUES, "C": -1.0}, "C"),
+    ({"upper": 0.0}, "upper"),
+    ({"upper": 1.5}, "upper"),
+    ({"upper": "top"}, "upper"),
+    ({"upper": 1 / np.pi}, "simple fraction"),
+    ({"support": VALUES, "upper": 0.5}, "upper=0.5"),
+    ({"pessimistic": "low"}, "pessimistic"),
+    ({"pessimistic": None}, "pessimistic"),
+    (
+        {
+            "oracle": cm.general.DistributionOracle(cm.Cardinality(5, 2), "sqrt_sum", cm.general.OutcomeGrid([1.0])),
+            "reward": "sqrt_sum",
+        },
+        "learns its support",
+    ),
+    ({"reward": cm.general.CallableReward(lambda a, y: 2 * y[:, a].sum(axis=1), lipschitz=1.5)}, "Lipschitz"),
 ]
 
 

@@ -21,6 +21,7 @@ from cmab_milp.general import (
     DistributionOracle,
     OutcomeGrid,
     SumReward,
+    check_lipschitz,
     check_monotone,
     confidence_radius,
     discretise,
@@ -423,3 +424,71 @@ def test_auto_method_uses_the_milp_for_kmax_past_the_enumeration_cap():
     assert oracle.method == "milp"
     with pytest.raises(ValueError, match="K-MAX"):
         DistributionOracle(cm.Cardinality(5, 2), "sqrt_sum", OutcomeGrid([0.0, 1.0]), method="milp")
+
+
+# ---------------------------------------------------------------- Lipschitz constants (Assumption 2)
+
+
+@pytest.mark.parametrize(
+    ("name", "constant"),
+    [("linear", 1.0), ("max", 1.0), ("exp_utility:3", 3.0), ("sqrt_sum", None), ("threshold:1", None)],
+)
+def test_named_rewards_carry_their_lipschitz_constant(name, constant):
+    reward = make_reward(name)
+    assert reward.lipschitz == constant
+    check_lipschitz(reward, 6)  # a true constant (or none) passes
+
+
+def test_the_named_constants_hold_on_a_brute_force_grid_of_pairs():
+    """|r(a, y) - r(a, y')| <= C sum |y_i - y'_i| on every pair of a 2-arm grid (truth: the definition)."""
+    points = np.array(list(itertools.product(np.linspace(0, 1, 9), repeat=2)))
+    a = np.array([True, True])
+    for name in ("linear", "max", "exp_utility:3"):
+        reward = make_reward(name)
+        r = reward.realised(a, points)
+        gaps = np.abs(r[:, None] - r[None, :])
+        dist = np.abs(points[:, None, :] - points[None, :, :]).sum(axis=2)
+        assert (gaps <= reward.lipschitz * dist + 1e-12).all()
+
+
+BAD_CONSTANTS = [0, -1.0, float("nan"), float("inf"), "steep", True, [1.0]]
+
+
+@pytest.mark.parametrize("value", BAD_CONSTANTS, ids=repr)
+def test_invalid_declared_constants_are_refused(value):
+    with pytest.raises(ValueError, match="Lipschitz constant of reward 'f' must be a finite number > 0"):
+        CallableReward(lambda a, y: y[:, a].sum(axis=1), name="f", lipschitz=value)
+    with pytest.raises(ValueError, match="bound of reward 'f' must be a finite number > 0"):
+        CallableReward(lambda a, y: y[:, a].sum(axis=1), name="f", bound=value)
+    with pytest.raises(ValueError, match="Lipschitz constant of reward 'g'"):
+        SumReward(np.sqrt, "g", lipschitz=value)
+
+
+@pytest.mark.parametrize(
+    ("reward", "ok"),
+    [
+        (CallableReward(lambda a, y: y[:, a].min(axis=1, initial=1.0), name="min", lipschitz=1.0), True),
+        (SumReward(lambda s: 2 * np.asarray(s), "double", lipschitz=2.0), True),
+        (SumReward(lambda s: 2 * np.asarray(s), "double", lipschitz=1.5), False),
+        (CallableReward(lambda a, y: 3 * y[:, a].max(axis=1, initial=0.0), name="triple_max", lipschitz=2.9), False),
+        (SumReward(np.sqrt, "sqrt_declared", lipschitz=1.0), False),  # infinite slope at 0
+    ],
+    ids=lambda x: getattr(x, "name", str(x)),
+)
+def test_check_lipschitz_refuses_a_declared_constant_that_a_pair_breaks(reward, ok):
+    if ok:
+        check_lipschitz(reward, 5)
+    else:
+        with pytest.raises(ValueError, match=f"reward '{reward.name}' breaks its declared Lipschitz constant"):
+            check_lipschitz(reward, 5)
+
+
+def test_a_declared_lipschitz_constant_sets_algorithm_8_and_a_wrong_one_is_refused():
+    space, T = cm.Cardinality(4, 2), 500
+    steep = SumReward(lambda s: 4 * np.asarray(s), "quadruple", concave=True, lipschitz=4.0)
+    policy = cm.SROQGR(space, T, oracle="enumerate", reward=steep, discretise=True)
+    assert policy.index.intervals == n_intervals(2, T, 4.0) == math.ceil(4 * math.sqrt(2 * T))
+    assert cm.SROQGR(space, T, oracle="enumerate", discretise=True).index.intervals == math.ceil(math.sqrt(2 * T))
+    wrong = SumReward(lambda s: 4 * np.asarray(s), "quadruple", concave=True, lipschitz=1.0)
+    with pytest.raises(ValueError, match="breaks its declared Lipschitz constant 1"):
+        cm.SROQGR(space, T, oracle="enumerate", reward=wrong, discretise=True)

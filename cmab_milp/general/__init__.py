@@ -7,14 +7,23 @@ discretisation (:mod:`.grid`), optimistic / pessimistic distributions
 product of per-arm distributions (:mod:`.oracles`).
 
 >>> import cmab_milp.general as gr
->>> gr.make_reward("sqrt_sum").bound(4)
-2.0
+>>> gr.make_reward("sqrt_sum").bound(4), gr.make_reward("max").lipschitz
+(2.0, 1.0)
 """
 
 from .distributions import confidence_radius, empirical_pmf, optimistic_pmf, pessimistic_pmf
 from .grid import OutcomeGrid, discretisation_grid, discretise, n_intervals
 from .oracles import METHODS, DistributionOracle, IndexQuery
-from .rewards import CallableReward, LinearReward, MaxReward, Reward, SumReward, check_monotone, make_reward
+from .rewards import (
+    CallableReward,
+    LinearReward,
+    MaxReward,
+    Reward,
+    SumReward,
+    check_lipschitz,
+    check_monotone,
+    make_reward,
+)
 
 __all__ = [
     "METHODS",
@@ -26,6 +35,7 @@ __all__ = [
     "OutcomeGrid",
     "Reward",
     "SumReward",
+    "check_lipschitz",
     "check_monotone",
     "confidence_radius",
     "discretisation_grid",

@@ -85,9 +85,31 @@ class OutcomeGrid:
 
     def with_value(self, value: float) -> OutcomeGrid:
         """This grid plus ``value`` (itself if already present)."""
-        if np.any(np.abs(self.values - value) <= _TOL):
-            return self
-        return OutcomeGrid(np.append(self.values, value))
+        return self.merged([value])
+
+    def new_values(self, y: Any) -> np.ndarray:
+        """The distinct values of ``y`` that are not on the grid (within ``1e-9``), sorted.
+
+        >>> OutcomeGrid([0.0, 1.0]).new_values([1.0, 0.5, 0.5 + 1e-12, 0.0]).tolist()
+        [0.5]
+        """
+        y = np.unique(np.asarray(y, dtype=float).ravel())
+        if y.size == 0:
+            return y
+        y = y[np.r_[True, np.diff(y) > _TOL]]
+        pos = np.searchsorted(self.values, y)
+        below = np.abs(y - self.values[np.clip(pos - 1, 0, len(self) - 1)]) <= _TOL
+        above = np.abs(y - self.values[np.clip(pos, 0, len(self) - 1)]) <= _TOL
+        return y[~(below | above)]
+
+    def merged(self, y: Any) -> OutcomeGrid:
+        """This grid plus the values of ``y`` not already on it (itself if there are none).
+
+        >>> OutcomeGrid([0.5, 1.0]).merged([0.25, 1.0]).values.tolist()
+        [0.25, 0.5, 1.0]
+        """
+        new = self.new_values(y)
+        return self if new.size == 0 else OutcomeGrid(np.concatenate([self.values, new]))
 
     def __eq__(self, other: object) -> bool:
         return (
@@ -115,36 +137,43 @@ def _common_denominator(values: np.ndarray) -> int | None:
     return q
 
 
-def n_intervals(m: int, T: int, C: float = 1.5) -> int:
+def n_intervals(m: int, T: int, C: float = 1.0) -> int:
     """Algorithm 8's number of intervals ``s = ceil(C * sqrt(m * T))``.
 
-    >>> n_intervals(2, 10_000)
-    213
+    ``C`` is the Lipschitz constant of Assumption 2
+    (``|r(a, y) - r(a, y')| <= C sum_{i in a} |y_i - y'_i|``); the policies pass
+    the reward's declared :attr:`~cmab_milp.general.rewards.Reward.lipschitz`
+    (1 when it declares none).
+
+    >>> n_intervals(2, 10_000), n_intervals(2, 10_000, C=2.0)
+    (142, 283)
     """
-    if m < 1 or T < 1 or not C > 0:
-        raise ValueError(f"n_intervals needs m >= 1, T >= 1 and C > 0, got m={m}, T={T}, C={C}")
+    if m < 1 or T < 1 or not (C > 0 and math.isfinite(C)):
+        raise ValueError(f"n_intervals needs m >= 1, T >= 1 and a finite C > 0, got m={m}, T={T}, C={C}")
     return math.ceil(C * math.sqrt(m * T))
 
 
-def discretisation_grid(s: int) -> OutcomeGrid:
-    """The grid ``{1/s, 2/s, ..., 1}`` of Algorithm 8.
+def discretisation_grid(s: int, upper: float = 1.0) -> OutcomeGrid:
+    """The grid ``{1/s, 2/s, ..., 1}`` of Algorithm 8 (scaled by ``upper`` for outcomes in ``[0, upper]``).
 
     >>> discretisation_grid(4).values.tolist()
     [0.25, 0.5, 0.75, 1.0]
+    >>> discretisation_grid(2, upper=0.5).values.tolist()
+    [0.25, 0.5]
     """
     if s < 1:
         raise ValueError(f"the number of intervals must be >= 1, got {s}")
-    return OutcomeGrid(np.arange(1, s + 1) / s)
+    return OutcomeGrid(upper * np.arange(1, s + 1) / s)
 
 
-def discretise(y: Any, s: int) -> np.ndarray:
-    """Map outcomes in ``[0, 1]`` to the right end ``j/s`` of their interval (Algorithm 8).
+def discretise(y: Any, s: int, upper: float = 1.0) -> np.ndarray:
+    """Map outcomes in ``[0, upper]`` to the right end ``upper * j/s`` of their interval (Algorithm 8).
 
-    ``I_1 = [0, 1/s]`` and ``I_j = ((j-1)/s, j/s]``.
+    ``I_1 = [0, 1/s]`` and ``I_j = ((j-1)/s, j/s]`` (times ``upper``).
 
     >>> discretise([0.0, 0.1, 0.25, 0.26, 1.0], 4).tolist()
     [0.25, 0.25, 0.25, 0.5, 1.0]
     """
     y = np.asarray(y, dtype=float)
-    j = np.clip(np.ceil(y * s - 1e-9), 1, s)
-    return j / s
+    j = np.clip(np.ceil(y / upper * s - 1e-9), 1, s)
+    return upper * j / s

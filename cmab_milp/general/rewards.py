@@ -14,9 +14,21 @@ and are exact:
   arms' supports (only values with positive probability), refused past
   :data:`MAX_PRODUCT` outcome vectors.
 
-Bounds ``L`` (``0 <= r <= L`` for actions of at most ``m`` arms):
-linear ``m``, sqrt_sum ``sqrt(m)``, max ``1``, threshold ``1``,
-exp_utility ``1 - exp(-LAMBDA m)``; a callable's ``L`` is what the user declares.
+Two constants describe a reward, and a user reward declares both:
+
+- the **bound** ``L`` (``0 <= r <= L`` for actions of at most ``m`` arms,
+  :meth:`Reward.bound`), the factor of the regret bounds of Theorems 5, 6 and
+  8: linear ``m``, sqrt_sum ``sqrt(m)``, max ``1``, threshold ``1``,
+  exp_utility ``1 - exp(-LAMBDA m)``; a callable's is what the user declares
+  (``nan`` otherwise). No algorithm needs it: it is reported, not used.
+- the **Lipschitz constant** of Assumption 2 (Appendix A.10,
+  ``|r(a, y) - r(a, y')| <= C sum_{i in a} |y_i - y'_i|``,
+  :attr:`Reward.lipschitz`), which sets Algorithm 8's number of intervals
+  ``s = ceil(C sqrt(m T))``: linear ``1``, max ``1``, exp_utility ``LAMBDA``;
+  sqrt_sum (infinite slope at 0) and threshold (a jump) have none
+  (``None``), and the library then uses ``C = 1``. A declared constant is
+  checked on random outcome pairs (:func:`check_lipschitz`) and a wrong one
+  refused.
 
 Example
 -------
@@ -48,6 +60,7 @@ __all__ = [
     "MaxReward",
     "Reward",
     "SumReward",
+    "check_lipschitz",
     "check_monotone",
     "make_reward",
 ]
@@ -57,6 +70,21 @@ _FFT_FROM = 24
 
 #: Largest product support (outcome vectors per action) that callable rewards enumerate.
 MAX_PRODUCT = 2_000_000
+
+
+def _declared(name: str, value: Any) -> float | None:
+    """A declared constant: ``None`` or a finite number > 0 (else ``ValueError`` naming it)."""
+    if value is None:
+        return None
+    if isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be a finite number > 0 or None, got {value!r}")
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a finite number > 0 or None, got {value!r}") from None
+    if not (np.isfinite(x) and x > 0):
+        raise ValueError(f"{name} must be a finite number > 0 or None, got {value!r}")
+    return x
 
 
 def _padded_index(actions: np.ndarray) -> np.ndarray:
@@ -100,6 +128,8 @@ class Reward(ABC):
     name: str = "reward"
     #: Whether ``a -> E[r(a, Y)]`` is submodular (greedy oracles rely on it).
     submodular: bool = False
+    #: The Lipschitz constant of Assumption 2 (``None``: none known; Algorithm 8 then uses 1).
+    lipschitz: float | None = None
 
     @abstractmethod
     def realised(self, action: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -191,10 +221,15 @@ class SumReward(Reward):
     concave : bool
         Declare ``g`` concave: the expected reward is then submodular in the
         action (``E[g(sum)]`` with non-negative outcomes), as greedy oracles need.
+    lipschitz : float, optional
+        The Lipschitz constant of ``g`` (Assumption 2's constant for the sum);
+        a finite number > 0, or ``None`` when ``g`` has none.
 
     >>> r = SumReward(np.sqrt, "sqrt_sum")
     >>> r.realised(np.array([True, False, True]), np.array([[0.25, 1.0, 0.0]])).tolist()
     [0.5]
+    >>> SumReward(lambda s: 2 * np.asarray(s), "double", lipschitz=2.0).lipschitz
+    2.0
     """
 
     def __init__(
@@ -203,6 +238,7 @@ class SumReward(Reward):
         name: str = "sum",
         bound: Callable | None = None,
         concave: bool = False,
+        lipschitz: float | None = None,
     ):
         if not callable(g):
             raise ValueError(f"g must be callable, got {type(g).__name__}")
@@ -218,6 +254,7 @@ class SumReward(Reward):
         self.name = name
         self._bound = bound
         self.submodular = bool(concave)
+        self.lipschitz = _declared(f"the Lipschitz constant of reward {name!r}", lipschitz)
 
     def realised(self, action: np.ndarray, y: np.ndarray) -> np.ndarray:
         y = np.atleast_2d(np.asarray(y, dtype=float))
@@ -265,7 +302,7 @@ class LinearReward(SumReward):
     """``r(a, y) = sum_{i in a} y_i``; its expectation is the sum of means (any grid)."""
 
     def __init__(self):
-        super().__init__(lambda s: np.asarray(s, dtype=float), "linear", bound=float, concave=True)
+        super().__init__(lambda s: np.asarray(s, dtype=float), "linear", bound=float, concave=True, lipschitz=1.0)
 
     def _expected(
         self, actions: np.ndarray, grid: OutcomeGrid, pmf: np.ndarray, index: np.ndarray | None = None
@@ -278,6 +315,7 @@ class MaxReward(Reward):
 
     name = "max"
     submodular = True
+    lipschitz = 1.0
 
     def realised(self, action: np.ndarray, y: np.ndarray) -> np.ndarray:
         y = np.atleast_2d(np.asarray(y, dtype=float))
@@ -315,17 +353,42 @@ class CallableReward(Reward):
 
     Its expectation enumerates the product support, so keep actions small.
 
-    >>> r = CallableReward(lambda a, y: y[:, a].min(axis=1), name="min", bound=1.0)
+    Parameters
+    ----------
+    f : callable
+    name : str, optional
+        Default: ``f.__name__``.
+    bound : float, optional
+        ``L`` with ``0 <= f <= L`` (reported by :meth:`bound`; not used by the algorithms).
+    lipschitz : float, optional
+        Assumption 2's constant ``C`` (``|f(a, y) - f(a, y')| <= C sum_{i in a} |y_i - y'_i|``):
+        Algorithm 8 then uses ``s = ceil(C sqrt(m T))`` intervals instead of the guess ``C = 1``.
+        The policies check it on random outcome pairs (:func:`check_lipschitz`).
+
+    Both constants must be finite numbers > 0 (or ``None``).
+
+    >>> r = CallableReward(lambda a, y: y[:, a].min(axis=1), name="min", bound=1.0, lipschitz=1.0)
     >>> r.realised(np.array([True, True]), np.array([[0.2, 0.7]])).tolist()
     [0.2]
+    >>> CallableReward(lambda a, y: y[:, a].sum(axis=1), lipschitz=0)
+    Traceback (most recent call last):
+    ...
+    ValueError: the Lipschitz constant of reward '<lambda>' must be a finite number > 0 or None, got 0
     """
 
-    def __init__(self, f: Callable[[np.ndarray, np.ndarray], Any], name: str | None = None, bound: float | None = None):
+    def __init__(
+        self,
+        f: Callable[[np.ndarray, np.ndarray], Any],
+        name: str | None = None,
+        bound: float | None = None,
+        lipschitz: float | None = None,
+    ):
         if not callable(f):
             raise ValueError(f"reward must be a name or a callable, got {type(f).__name__}")
         self.f = f
         self.name = name or getattr(f, "__name__", "callable")
-        self._bound = None if bound is None else float(bound)
+        self._bound = _declared(f"the bound of reward {self.name!r}", bound)
+        self.lipschitz = _declared(f"the Lipschitz constant of reward {self.name!r}", lipschitz)
 
     def realised(self, action: np.ndarray, y: np.ndarray) -> np.ndarray:
         y = np.atleast_2d(np.asarray(y, dtype=float))
@@ -363,7 +426,7 @@ def _parametrised(name: str, arg: str) -> Reward:
     if name == "exp_utility":
         if not x > 0:
             raise ValueError(f"exp_utility needs LAMBDA > 0, got {x}")
-        return SumReward(lambda s: 1.0 - np.exp(-x * np.asarray(s)), f"exp_utility:{arg}", concave=True)
+        return SumReward(lambda s: 1.0 - np.exp(-x * np.asarray(s)), f"exp_utility:{arg}", concave=True, lipschitz=x)
     raise ValueError(f"unknown reward {name!r}")
 
 
@@ -419,4 +482,44 @@ def check_monotone(reward: Reward, d: int, grid: OutcomeGrid, seed: int = 0, sam
                 f"reward {reward.name!r} is not monotone in the outcomes: for action "
                 f"{np.flatnonzero(action).tolist()}, raising y from {y[0].tolist()} to {y[1].tolist()} "
                 f"changes the reward from {r[0]:g} to {r[1]:g}"
+            )
+
+
+def check_lipschitz(reward: Reward, d: int, upper: float = 1.0, seed: int = 0, samples: int = 256) -> None:
+    """Raise ``ValueError`` if a pair of outcomes breaks the reward's declared Lipschitz constant.
+
+    Checks ``|r(a, y) - r(a, y')| <= C sum_{i in a} |y_i - y'_i|`` (Assumption 2)
+    on random actions and outcome vectors in ``[0, upper]``, with ``y'`` far from
+    ``y`` and close to it (steep spots show up only at small distances). A
+    reward that declares no constant passes.
+
+    >>> check_lipschitz(make_reward("max"), 4)
+    >>> check_lipschitz(SumReward(lambda s: 3 * np.asarray(s), "triple", lipschitz=2.0), 3)
+    ... # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: reward 'triple' breaks its declared Lipschitz constant 2: ...
+    """
+    C = reward.lipschitz
+    if C is None:
+        return
+    rng = np.random.default_rng(seed)
+    scales = (1.0, 0.1, 0.01, 0.001)
+    for k in range(samples):
+        action = rng.random(d) < 0.5 if k else np.ones(d, bool)
+        if not action.any():
+            action[rng.integers(d)] = True
+        y = rng.random((len(scales), d)) * upper
+        step = (rng.random((len(scales), d)) - 0.5) * np.array(scales)[:, None] * upper
+        z = np.clip(y + step, 0.0, upper)
+        gap = np.abs(reward.realised(action, y) - reward.realised(action, z))
+        allowed = C * np.abs(y - z)[:, action].sum(axis=1)
+        bad = gap > allowed * (1 + 1e-9) + 1e-12
+        if bad.any():
+            j = int(np.flatnonzero(bad)[0])
+            raise ValueError(
+                f"reward {reward.name!r} breaks its declared Lipschitz constant {C:g}: for action "
+                f"{np.flatnonzero(action).tolist()}, outcomes {np.round(y[j, action], 6).tolist()} and "
+                f"{np.round(z[j, action], 6).tolist()} give rewards {gap[j]:.6g} apart, more than "
+                f"{C:g} x {np.abs(y[j] - z[j])[action].sum():.6g}"
             )

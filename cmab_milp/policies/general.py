@@ -3,38 +3,78 @@
 All three share :class:`DistributionIndex`: per arm, the empirical distribution
 of its outcomes on an outcome grid; the UCB of an action is its expected reward
 under the product of *optimistic* distributions (empirical CDF lowered by
-``sqrt(C ln t / n_i)``, the mass moved to the value 1), the LCB under the product
-of *pessimistic* ones (CDF raised, mass moved to the lowest grid value), eqs.
-(10)-(11). Queries go to a
-:class:`~cmab_milp.general.oracles.DistributionOracle`, which is the policy's
-``oracle`` (one ledger for index and linear queries). The schedules are the
-shared ones of :mod:`cmab_milp.policies.schedules`.
+``sqrt(C ln t / n_i)``, the mass moved to the top value ``upper``, the paper's
+1), the LCB under the product of *pessimistic* ones (CDF raised, the mass moved
+to the lowest grid value: see ``pessimistic`` below), eqs. (10)-(11). Queries
+go to a :class:`~cmab_milp.general.oracles.DistributionOracle`, which is the
+policy's ``oracle`` (one ledger for index and linear queries). The schedules
+are the shared ones of :mod:`cmab_milp.policies.schedules`.
 
 Constructor, common to the three::
 
     Policy(space, T, *, oracle="highs", reward="sqrt_sum", support=None, discretise=False,
-           method="auto", C=1.5, ...)
+           method="auto", C=1.5, upper=1.0, pessimistic="lowest", ...)
 
 - ``reward``: the monotone reward ``r(a, y)`` the policy maximises (a name of
   :func:`~cmab_milp.general.rewards.make_reward`, a callable or a Reward); it
-  must be the environment's reward.
-- ``support``: the outcome values of the environment (``env.support``), for
-  discrete outcomes; feedback arrives as per-value histograms.
-- ``discretise``: Algorithm 8 for continuous outcomes: ``True`` uses
-  ``s = ceil(sqrt(m T))`` intervals (Lipschitz constant 1), an int sets ``s``;
-  each outcome is treated as the right end ``j/s`` of its interval. Exactly one
-  of ``support`` and ``discretise`` is given. With ``T=None`` (unknown horizon)
-  ``discretise`` must be an int.
+  must be the environment's reward. A reward may declare its Lipschitz
+  constant (``CallableReward(f, lipschitz=...)``), used by Algorithm 8 below.
+- ``support``, ``discretise``: how outcomes are modelled (next section).
 - ``oracle``: the backend answering the linear "most unobserved arms" queries
   (any name of :func:`~cmab_milp.make_oracle`; ``"enumerate"`` also makes the
   index queries enumerate), a built
-  :class:`~cmab_milp.general.oracles.DistributionOracle`, or directly a method
-  name ``"branch_bound"`` / ``"greedy"``.
+  :class:`~cmab_milp.general.oracles.DistributionOracle` (with ``support=`` or
+  ``discretise=`` only: it is tied to one grid), or directly a method name
+  ``"branch_bound"`` / ``"greedy"``.
 - ``method``: how index queries are answered: ``"auto"`` (default:
   enumeration up to 200,000 actions, else branch-and-bound where it applies),
   ``"enumerate"``, ``"branch_bound"`` (exact, Cardinality / PartitionMatroid)
   or ``"greedy"`` (``1 - 1/e`` on Cardinality, ``1/2`` on matroids, for
   submodular rewards).
+- ``upper``: the top of the outcome range ``[0, upper]`` (default 1, the
+  paper's ``y in [0, 1]``), where the optimistic distribution puts its extra
+  mass; outcomes above it are refused. A simple fraction in ``(0, 1]``.
+- ``pessimistic``: where the pessimistic distribution (used by SROQ-GR's LCB
+  only) puts its mass ``w``. ``"lowest"`` (default): the lowest support value,
+  given or observed so far -- a deviation from the paper, whose ``F_bar``
+  (Appendix A.7.2) puts it at the value 0; the LCB is higher (tighter) when 0
+  is not a possible outcome. ``"zero"``: the paper's version (0 joins the
+  grid). :mod:`cmab_milp.general.distributions` states both and when each LCB
+  is valid.
+
+Outcomes: given, learned or discretised
+---------------------------------------
+- ``support=values`` (e.g. ``env.support``): the outcomes are these values;
+  feedback arrives as per-value histograms (``hist``); ``observe`` refuses an
+  outcome off the support.
+- **neither** (default): the support is **learned**, as the paper's empirical
+  CDFs do: the distributions live on the values observed so far on any arm,
+  plus ``upper`` (and 0 with ``"zero"``), and the grid grows as values appear.
+  *Why the union over arms*: arm ``i``'s row has no mass at values only other
+  arms produced, so it is exactly the paper's ``F_hat_i`` (the empirical CDF
+  of arm ``i``'s own outcomes) and its optimistic distribution is the one on
+  arm ``i``'s own values; only the pessimistic target differs from a per-arm
+  grid (the lowest value seen on any arm: lower, so a more conservative LCB);
+  and once every value has been seen the grid is ``support=env.support``'s.
+  *Same decisions*: unseen values carry no mass in either policy, so on the
+  same outcomes the UCBs of the learned and the given-support policy agree at
+  every round (SDCB and AROQ-GR decide identically, up to round-off in
+  near-ties); SROQ-GR's LCBs agree from the round the lowest value is seen
+  (with ``"zero"``: always). *Feedback* arrives as raw outcomes (``samples``),
+  so bulk runs cut long holds into pieces of :data:`SAMPLE_BUDGET` ``// d``
+  rounds (same decisions; about twice the time of ``hist`` at ``T = 10^6``),
+  and ``simulate(..., exact_stats=True)`` cannot draw them from an exact law
+  as it does histograms (same distribution, another stream).
+  *Continuous outcomes*: once the observed values are not simple fractions
+  (no common denominator ``q <= 100000``, which exact sums need) or outnumber
+  Algorithm 8's ``s = ceil(L sqrt(m T))`` (``L`` the reward's Lipschitz
+  constant, 1 when it declares none; ``T=None``: the horizon guess of that
+  moment), the policy switches to Algorithm 8 for good, re-binning the counts
+  so far exactly (each value to the right end of its interval). On Beta arms
+  that happens at the first observation: ``cls(space, T)`` is Algorithm 8.
+- ``discretise=True`` / an int: Algorithm 8 from the start, with ``s =
+  ceil(L sqrt(m T))`` or the given ``s`` intervals; an outcome counts as the
+  right end ``upper * j/s`` of its interval. With ``T=None`` give the int.
 
 An unobserved arm has an infinite index, resolved by the shared machinery: one
 linear query preferring the actions that hold the most unobserved arms.
@@ -43,49 +83,68 @@ Example
 -------
 >>> import cmab_milp as cm
 >>> env = cm.DiscreteArms([0.2, 0.6, 1.0], [[1, 0, 0], [0, 1, 0], [0, 0, 1], [0.5, 0.5, 0]], seed=0)
->>> policy = cm.AROQGR(cm.Cardinality(4, 2), 500, oracle="enumerate", reward="sqrt_sum", support=env.support)
+>>> policy = cm.AROQGR(cm.Cardinality(4, 2), 500, oracle="enumerate", reward="sqrt_sum")  # support learned
 >>> result = cm.simulate(policy, env, 500, seed=0)
->>> int(result.queries[-1]) < 50, bool(result.regret[-1] < 50)
-(True, True)
+>>> int(result.queries[-1]) < 50, bool(result.regret[-1] < 50), policy.index.grid.values.tolist()
+(True, True, [0.2, 0.6, 1.0])
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from ..environments.base import FeedbackStats
 from ..general.distributions import confidence_radius, optimistic_pmf, pessimistic_pmf
-from ..general.grid import OutcomeGrid, discretisation_grid, discretise, n_intervals
+from ..general.grid import MAX_DENOMINATOR, OutcomeGrid, discretisation_grid, n_intervals
 from ..general.oracles import METHODS, DistributionOracle
-from ..general.rewards import CallableReward, Reward, check_monotone, make_reward
+from ..general.rewards import CallableReward, Reward, check_lipschitz, check_monotone, make_reward
 from ..oracles import Oracle
 from ..spaces.base import ActionSpace
-from .base import Index, check_horizon, check_positive, check_unit_interval
+from .base import Index, Stretch, check_horizon, check_positive, check_unit_interval
 from .schedules import AdaptiveEpochs, EveryRound, ScheduledElimination
 
-__all__ = ["AROQGR", "SDCB", "SROQGR", "DistributionIndex"]
+__all__ = ["AROQGR", "PESSIMISTIC", "SAMPLE_BUDGET", "SDCB", "SROQGR", "DistributionIndex"]
+
+#: Where the pessimistic distribution puts its mass: the lowest support value, or 0 (the paper).
+PESSIMISTIC = ("lowest", "zero")
+
+_TOL = 1e-9
+
+#: Outcomes (rounds x arms) a policy fed raw ``samples`` plays in one stretch at most: bulk runs then
+#: cut long holds into pieces of ``SAMPLE_BUDGET // d`` rounds (about 8 MB of feedback), deciding the same.
+SAMPLE_BUDGET = 1 << 20
 
 
 class DistributionIndex(Index):
     """Per-arm outcome histograms and the optimistic / pessimistic expected rewards.
+
+    Three layouts (module docstring): a given support (``observed``), Algorithm 8
+    (``intervals``) or a learned support (``learn=True``).
 
     Parameters
     ----------
     d : int
     reward : Reward
     grid : OutcomeGrid
-        The values the index's distributions live on; must end at 1 (the
-        optimistic mass goes there).
+        The values the index's distributions live on; its last value is the top of
+        the outcome range (``upper``: the optimistic mass goes there). With
+        ``learn=True``: the values the grid always holds (``upper``, and 0 for the
+        paper's pessimistic distribution), to which observed values are added.
     observed : OutcomeGrid or None
         The values of the feedback histograms (``hist`` statistics), a subset of
-        ``grid``; ``None`` when feedback arrives as raw ``samples`` to discretise.
+        ``grid``; ``None`` when feedback arrives as raw ``samples``.
     intervals : int or None
-        Algorithm 8's ``s`` when discretising samples.
+        Algorithm 8's ``s`` when discretising samples from the start.
     C : float
         Exploration constant of the radius ``sqrt(C ln t / n_i)``.
+    learn : bool
+        Learn the support from the samples.
+    fallback : int or None
+        With ``learn``: Algorithm 8's ``s`` to switch to when the outcomes turn
+        out continuous (the policy sets it; ``None`` refuses such outcomes).
 
     >>> from cmab_milp.general import OutcomeGrid, make_reward
     >>> grid = OutcomeGrid([0.0, 0.5, 1.0])
@@ -93,6 +152,10 @@ class DistributionIndex(Index):
     >>> index.update(FeedbackStats(8, np.array([8, 0]), hist=np.array([[0, 8, 0], [0, 0, 0]])))
     >>> index.upper_values(1, np.array([[1, 0], [1, 1]], bool)).tolist()   # ln 1 = 0: no shift
     [0.5, inf]
+    >>> learner = DistributionIndex(2, make_reward("max"), OutcomeGrid([1.0]), learn=True, fallback=10)
+    >>> learner.update(FeedbackStats(2, np.array([2, 0]), samples=np.array([[0.5, np.nan], [0.25, np.nan]])))
+    >>> learner.grid.values.tolist(), learner.hist.tolist()
+    ([0.25, 0.5, 1.0], [[1, 1, 0], [0, 0, 0]])
     """
 
     def __init__(
@@ -100,16 +163,23 @@ class DistributionIndex(Index):
         d: int,
         reward: Reward,
         grid: OutcomeGrid,
-        observed: OutcomeGrid | None,
+        observed: OutcomeGrid | None = None,
         intervals: int | None = None,
         C: float = 1.5,
+        *,
+        learn: bool = False,
+        fallback: int | None = None,
     ):
-        if abs(grid.values[-1] - 1.0) > 1e-12:
-            raise ValueError("the index grid must end at the value 1")
+        layouts = (observed is not None) + (intervals is not None) + bool(learn)
+        if layouts != 1:
+            raise ValueError("give exactly one of observed (a support), intervals (Algorithm 8) and learn=True")
         self.reward = reward
-        self.grid = grid
+        self.anchors = grid
+        self.upper = float(grid.values[-1])
         self.observed_grid = observed
-        self.intervals = intervals
+        self.learn = bool(learn)
+        self.fixed_intervals = None if intervals is None else int(intervals)
+        self.fallback = fallback
         self.C = check_positive("C", C)
         self.needs = frozenset({"hist"}) if observed is not None else frozenset({"samples"})
         self._columns = None if observed is None else grid.index_of(observed.values)
@@ -119,10 +189,14 @@ class DistributionIndex(Index):
 
     def reset(self) -> None:
         super().reset()
+        #: The values the distributions live on (grows while a support is learned).
+        self.grid = self.anchors
+        #: Algorithm 8's ``s`` once outcomes are discretised (``None`` before / without).
+        self.intervals = self.fixed_intervals
         self.hist = np.zeros((self.d, len(self.grid)), np.int64)
 
+    # --------------------------------------------------------------- feedback
     def update(self, stats: FeedbackStats) -> None:
-        super().update(stats)
         if self.observed_grid is not None:
             if stats.hist is None or stats.hist.shape != (self.d, len(self.observed_grid)):
                 got = None if stats.hist is None else stats.hist.shape
@@ -130,28 +204,79 @@ class DistributionIndex(Index):
                     f"feedback histograms must have shape ({self.d}, {len(self.observed_grid)}) to match the "
                     f"policy's support {self.observed_grid.values.tolist()}, got {got}: pass support=env.support"
                 )
+            super().update(stats)
             self.hist[:, self._columns] += stats.hist
             return
         if stats.samples is None:
-            raise ValueError("feedback must carry 'samples' when the policy discretises outcomes")
-        y = stats.samples
+            raise ValueError("feedback must carry 'samples' (raw outcomes) when the policy has no given support")
+        per_arm = self._by_arm(stats.samples)
+        super().update(stats)
+        if self.intervals is None and self._absorb(per_arm):
+            return
+        for arm, values in per_arm:
+            self.hist[arm] += np.bincount(self._bins(values), minlength=len(self.grid))
+
+    def _by_arm(self, y: np.ndarray) -> list[tuple[int, np.ndarray]]:
+        """Per observed arm, its outcomes (checked to lie in ``[0, upper]``)."""
         seen = ~np.isnan(y)
+        out = []
         for arm in np.flatnonzero(seen.any(axis=0)):
             values = y[seen[:, arm], arm]
-            if (values < -1e-9).any() or (values > 1 + 1e-9).any():
-                raise ValueError(f"outcomes must lie in [0, 1] to be discretised; arm {arm} saw {values.min():g}")
-            j = np.rint(discretise(values, self.intervals) * self.intervals).astype(np.int64) - 1
-            self.hist[arm] += np.bincount(j, minlength=len(self.grid))
+            bad = (values < -_TOL) | (values > self.upper + _TOL)
+            if bad.any():
+                raise ValueError(
+                    f"outcomes must lie in [0, {self.upper:g}] (the policy's outcome range, upper={self.upper:g}); "
+                    f"arm {int(arm)} has {values[bad][0]:g}"
+                )
+            out.append((int(arm), np.clip(values, 0.0, self.upper)))
+        return out
+
+    def _bins(self, values: np.ndarray) -> np.ndarray:
+        """Grid columns of the Algorithm 8 intervals holding ``values``."""
+        s = self.intervals
+        j = np.clip(np.ceil(values / self.upper * s - _TOL), 1, s).astype(np.int64)
+        return j - 1 + (len(self.grid) - s)  # a leading 0 (pessimistic="zero") shifts the columns
+
+    def _absorb(self, per_arm: list[tuple[int, np.ndarray]]) -> bool:
+        """Count outcomes on the learned support, growing it; False when they turn out continuous."""
+        if not per_arm:
+            return True
+        new = self.grid.new_values(np.concatenate([v for _, v in per_arm]))
+        if new.size:
+            candidate = self.grid.merged(new)
+            seen = int((self.hist.sum(axis=0) > 0).sum()) + new.size
+            if candidate.denominator is None or (self.fallback is not None and seen > self.fallback):
+                self._switch(candidate)
+                return False
+            hist = np.zeros((self.d, len(candidate)), np.int64)
+            hist[:, candidate.index_of(self.grid.values)] = self.hist
+            self.grid, self.hist = candidate, hist
+        for arm, values in per_arm:
+            self.hist[arm] += np.bincount(self.grid.index_of(values), minlength=len(self.grid))
+        return True
+
+    def _switch(self, candidate: OutcomeGrid) -> None:
+        """Continuous outcomes: Algorithm 8 from now on, the counts so far re-binned exactly."""
+        if self.fallback is None:
+            raise ValueError(
+                f"the outcomes look continuous ({len(candidate)} values"
+                + (", not simple fractions" if candidate.denominator is None else "")
+                + "): give discretise=<intervals> (Algorithm 8)"
+            )
+        old_values, old_hist = self.grid.values, self.hist
+        self.intervals = int(self.fallback)
+        self.grid = discretisation_grid(self.intervals, self.upper).merged(self.anchors.values)
+        self.hist = np.zeros((self.d, len(self.grid)), np.int64)
+        np.add.at(self.hist.T, self._bins(old_values), old_hist.T)
 
     def round_stats(self, action: np.ndarray, y: np.ndarray) -> FeedbackStats:
-        """One round's ``hist`` (outcomes must be values of the support) or ``samples`` (outcomes in [0, 1])."""
+        """One round's ``hist`` (outcomes must be values of the support) or ``samples`` (in ``[0, upper]``)."""
         arms = np.flatnonzero(action)
         values = y[arms]
         if self.observed_grid is None:
-            bad = (values < 0) | (values > 1)
-            if bad.any():
-                k = int(np.flatnonzero(bad)[0])
-                raise ValueError(f"outcomes must lie in [0, 1] to be discretised; arm {int(arms[k])} has {values[k]:g}")
+            rows = np.full((1, self.d), np.nan)
+            rows[0, arms] = values
+            self._by_arm(rows)
             return FeedbackStats.of_rounds(action[None], y[None], self.needs)
         support = self.observed_grid.values
         pos = (
@@ -171,9 +296,47 @@ class DistributionIndex(Index):
         snapped[arms] = nearest
         return FeedbackStats.of_rounds(action[None], snapped[None], self.needs, support)
 
+    # ----------------------------------------------------------------- state
+    def get_state(self) -> dict[str, Any]:
+        """Counts and histograms; a learned support adds its values (``support``) and ``intervals`` (0: none)."""
+        state = super().get_state()
+        if self.learn:
+            state["support"] = self.grid.values.copy()
+            state["intervals"] = 0 if self.intervals is None else int(self.intervals)
+        return state
+
+    def set_state(self, state: Any) -> None:
+        if not self.learn:
+            super().set_state(state)
+            return
+        state = dict(state)
+        if set(state) != {"counts", "hist", "support", "intervals"}:
+            raise ValueError(
+                f"a learned-support index state has fields ['counts', 'hist', 'intervals', 'support'], "
+                f"got {sorted(state)}"
+            )
+        values, intervals = state["support"], state["intervals"]
+        if not isinstance(values, np.ndarray) or values.ndim != 1 or values.dtype.kind != "f":
+            raise ValueError(f"the learned support must be a 1-D float array, got {values!r:.80}")
+        grid = OutcomeGrid(values)
+        if grid.merged(self.anchors.values) != grid or abs(grid.values[-1] - self.upper) > _TOL:
+            raise ValueError(f"the learned support {grid.values.tolist()} must hold {self.anchors.values.tolist()}")
+        if isinstance(intervals, bool) or not isinstance(intervals, (int, np.integer)) or intervals < 0:
+            raise ValueError(f"the learned support's intervals must be an integer >= 0, got {intervals!r}")
+        if intervals and grid != discretisation_grid(int(intervals), self.upper).merged(self.anchors.values):
+            raise ValueError(f"the learned support does not match Algorithm 8's grid of {intervals} intervals")
+        hist, counts = state["hist"], state["counts"]
+        for name, value, shape in (("hist", hist, (self.d, len(grid))), ("counts", counts, (self.d,))):
+            if not isinstance(value, np.ndarray) or value.dtype.kind not in "iu" or value.shape != shape:
+                raise ValueError(f"index state field {name!r} must be an integer array of shape {shape}")
+        if (hist < 0).any() or not np.array_equal(hist.sum(axis=1), counts):
+            raise ValueError("index state: the histograms must be >= 0 and sum to the counts")
+        self.grid, self.intervals = grid, int(intervals) or None
+        self.hist, self.counts = hist.astype(np.int64), counts.astype(np.int64)
+
     # -------------------------------------------------------- distributions
     def optimistic(self, t: int) -> np.ndarray:
-        """Per-arm optimistic pmf (rows of unobserved arms: point mass at 1)."""
+        """Per-arm optimistic pmf (rows of unobserved arms: point mass at ``upper``)."""
         return optimistic_pmf(self.hist, confidence_radius(self.counts, t, self.C))
 
     def pessimistic(self, t: int) -> np.ndarray:
@@ -200,38 +363,69 @@ class DistributionIndex(Index):
         return values
 
 
-def _grids(support: Any, discretise: Any, m: int, T: int | None) -> tuple[OutcomeGrid, OutcomeGrid | None, int | None]:
-    """The index grid, the histogram grid (None: discretised samples) and the number of intervals."""
-    if support is not None and discretise not in (False, None):
+class _Layout(NamedTuple):
+    """How a policy models outcomes: ``kind`` in support / learned / discretised, and its grids."""
+
+    kind: str
+    grid: OutcomeGrid
+    observed: OutcomeGrid | None
+    intervals: int | None
+
+
+def _lipschitz(reward: Reward) -> float:
+    """The constant Algorithm 8 uses: the reward's declared one, else 1."""
+    return 1.0 if reward.lipschitz is None else float(reward.lipschitz)
+
+
+def _check_upper(upper: Any) -> float:
+    x = check_unit_interval("upper", upper)
+    if OutcomeGrid([x]).denominator is None:
+        raise ValueError(f"upper must be a simple fraction p/q (q <= {MAX_DENOMINATOR}) in (0, 1], got {upper!r}")
+    return x
+
+
+def _layout(params: dict, m: int, T: int | None, reward: Reward) -> _Layout:
+    """The index grid, the histogram grid and the number of intervals for the policy's constants."""
+    support, discretise, upper = params["support"], params["discretise"], params["upper"]
+    anchors = [upper, 0.0] if params["pessimistic"] == "zero" else [upper]
+    if isinstance(discretise, np.bool_):
+        discretise = bool(discretise)
+    off = discretise is None or discretise is False
+    if support is not None and not off:
         raise ValueError("give either support= (discrete outcomes) or discretise= (continuous outcomes), not both")
     if support is not None:
         observed = OutcomeGrid(support)
-        return observed.with_value(1.0), observed, None
+        if observed.values[-1] > upper + _TOL:
+            raise ValueError(f"support values must be <= upper={upper:g}, got {observed.values[-1]:g}")
+        return _Layout("support", observed.merged(anchors), observed, None)
+    if off:
+        return _Layout("learned", OutcomeGrid(anchors), None, None)
     if discretise is True:
         if T is None:
             raise ValueError(
-                "discretise=True sets s = ceil(sqrt(m T)) intervals and needs the horizon; with T=None "
+                "discretise=True sets s = ceil(L sqrt(m T)) intervals and needs the horizon; with T=None "
                 "give the number of intervals (discretise=<int>)"
             )
-        s = n_intervals(m, T, 1.0)
+        s = n_intervals(m, T, _lipschitz(reward))
     elif isinstance(discretise, (int, np.integer)) and not isinstance(discretise, bool) and discretise >= 1:
         s = int(discretise)
-    elif discretise in (False, None):
-        raise ValueError(
-            "a general-reward policy needs the outcome support (support=env.support) for discrete outcomes, "
-            "or discretise=True / an interval count for continuous outcomes (Algorithm 8)"
-        )
     else:
         raise ValueError(f"discretise must be True, False or an integer >= 1, got {discretise!r}")
-    return discretisation_grid(s), None, s
+    return _Layout("discretised", discretisation_grid(s, upper).merged(anchors), None, s)
 
 
 def _distribution_oracle(
-    space: ActionSpace, oracle: Any, method: Any, reward: Reward, grid: OutcomeGrid
+    space: ActionSpace, oracle: Any, method: Any, reward: Reward, layout: _Layout
 ) -> DistributionOracle:
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    grid = layout.grid
     if isinstance(oracle, DistributionOracle):
+        if layout.kind == "learned":
+            raise ValueError(
+                "a built DistributionOracle works on one outcome grid, and this policy learns its support: "
+                "pass a backend or method name, or give support= / discretise="
+            )
         if oracle.grid != grid:
             raise ValueError(f"the given distribution oracle works on {oracle.grid!r}, the policy needs {grid!r}")
         if oracle.reward is not reward and oracle.reward.name != reward.name:
@@ -253,27 +447,92 @@ def _distribution_oracle(
 class _GeneralReward:
     """Construction shared by the three policies (mixed in before a schedule)."""
 
-    def _setup(self, space: ActionSpace, T: int, oracle: Any, params: dict) -> tuple[DistributionOracle, dict]:
+    def _setup(self, space: ActionSpace, T: Any, oracle: Any, params: dict) -> tuple[DistributionOracle, dict]:
         if not isinstance(space, ActionSpace):
             raise ValueError(f"space must be an ActionSpace, got {type(space).__name__}")
         T = check_horizon(T)
         reward = make_reward(params["reward"])
         params["C"] = check_positive("C", params["C"])
-        grid, _, _ = _grids(params["support"], params["discretise"], space.m, T)
+        params["upper"] = _check_upper(params["upper"])
+        if params["pessimistic"] not in PESSIMISTIC:
+            raise ValueError(f"pessimistic must be one of {PESSIMISTIC}, got {params['pessimistic']!r}")
+        layout = _layout(params, space.m, T, reward)
         if isinstance(reward, CallableReward):
-            check_monotone(reward, space.d, grid, seed=0)
+            probe = layout.grid if layout.kind == "support" else layout.grid.merged(np.linspace(0, params["upper"], 11))
+            check_monotone(reward, space.d, probe, seed=0)
+        check_lipschitz(reward, space.d, params["upper"], seed=0)
         self._reward = reward
-        return _distribution_oracle(space, oracle, params["method"], reward, grid), params
+        solver = _distribution_oracle(space, oracle, params["method"], reward, layout)
+        self._initial_oracle = solver
+        return solver, params
 
     def make_index(self) -> DistributionIndex:
-        grid, observed, s = _grids(self.params["support"], self.params["discretise"], self.m, self.T)
-        return DistributionIndex(self.d, self._reward, grid, observed, s, C=self.params["C"])
+        layout = _layout(self.params, self.m, self.T, self._reward)
+        learn = layout.kind == "learned"
+        return DistributionIndex(
+            self.d,
+            self._reward,
+            layout.grid,
+            layout.observed,
+            layout.intervals,
+            C=self.params["C"],
+            learn=learn,
+            fallback=self._fallback() if learn else None,
+        )
+
+    def _fallback(self) -> int:
+        """Algorithm 8's ``s`` for a learned support that turns out continuous (``T=None``: the horizon guess)."""
+        return n_intervals(self.m, self.T if self.T is not None else self.horizon, _lipschitz(self._reward))
+
+    def _plan(self) -> Stretch:
+        stretch = super()._plan()
+        most = max(1, SAMPLE_BUDGET // self.d)
+        if "samples" in self.index.needs and stretch.length > most:
+            return Stretch(stretch.actions, most)  # the schedule resumes where the piece ends
+        return stretch
+
+    def _learn(self, stats: FeedbackStats) -> None:
+        if self.index.learn and self.T is None:
+            self.index.fallback = self._fallback()
+        super()._learn(stats)
+        self._sync_oracle()
+
+    def reset(self) -> None:
+        super().reset()
+        self._sync_oracle()
+
+    def set_state(self, state: Any) -> None:
+        super().set_state(state)
+        self._sync_oracle()
+
+    def _sync_oracle(self) -> None:
+        """Point the policy's oracle at the index's grid (it changes while a support is learned).
+
+        The oracle is rebuilt with the same resolved method and inner linear
+        oracle and shares the ledger, so the query counts run on.
+        """
+        grid = self.index.grid
+        if self.oracle.grid == grid:
+            return
+        if self._initial_oracle.grid == grid:
+            new = self._initial_oracle
+        else:
+            old = self.oracle
+            new = DistributionOracle(
+                self.space, self._reward, grid, method=old.method, linear=old.linear, max_actions=old.max_actions
+            )
+        new.ledger = self.oracle.ledger
+        self.oracle = new
+
+
+_COMMON = ("reward", "support", "discretise", "method", "C", "upper", "pessimistic")
 
 
 class SDCB(_GeneralReward, EveryRound):
     """SDCB (Chen et al. 2016): the optimistic-distribution argmax at every round (baseline).
 
-    Parameters: see the module docstring (``reward``, ``support``, ``discretise``, ``method``, ``C``, ``oracle``).
+    Parameters: see the module docstring (``reward``, ``support``, ``discretise``, ``method``, ``C``,
+    ``upper``, ``pessimistic``, ``oracle``).
 
     >>> import cmab_milp as cm
     >>> SDCB(cm.Cardinality(3, 1), 10, oracle="enumerate", support=[0.0, 1.0]).oracle.name
@@ -285,7 +544,7 @@ class SDCB(_GeneralReward, EveryRound):
     def __init__(
         self,
         space: ActionSpace,
-        T: int,
+        T: int | None,
         *,
         oracle: str | Oracle = "highs",
         reward: Any = "sqrt_sum",
@@ -293,10 +552,11 @@ class SDCB(_GeneralReward, EveryRound):
         discretise: Any = False,
         method: str = "auto",
         C: float = 1.5,
+        upper: float = 1.0,
+        pessimistic: str = "lowest",
     ):
-        solver, params = self._setup(
-            space, T, oracle, {"reward": reward, "support": support, "discretise": discretise, "method": method, "C": C}
-        )
+        values = (reward, support, discretise, method, C, upper, pessimistic)
+        solver, params = self._setup(space, T, oracle, dict(zip(_COMMON, values, strict=True)))
         super().__init__(space, T, oracle=solver, **params)
         self._oracle_spec = oracle
 
@@ -317,7 +577,7 @@ class AROQGR(_GeneralReward, AdaptiveEpochs):
     def __init__(
         self,
         space: ActionSpace,
-        T: int,
+        T: int | None,
         *,
         oracle: str | Oracle = "highs",
         reward: Any = "sqrt_sum",
@@ -325,11 +585,12 @@ class AROQGR(_GeneralReward, AdaptiveEpochs):
         discretise: Any = False,
         method: str = "auto",
         C: float = 1.5,
+        upper: float = 1.0,
+        pessimistic: str = "lowest",
         alpha: float | None = None,
     ):
-        solver, params = self._setup(
-            space, T, oracle, {"reward": reward, "support": support, "discretise": discretise, "method": method, "C": C}
-        )
+        values = (reward, support, discretise, method, C, upper, pessimistic)
+        solver, params = self._setup(space, T, oracle, dict(zip(_COMMON, values, strict=True)))
         self.alpha = solver.alpha if alpha is None else check_unit_interval("alpha", alpha)
         super().__init__(space, T, oracle=solver, alpha=alpha, **params)
         self._oracle_spec = oracle
@@ -341,6 +602,7 @@ class SROQGR(_GeneralReward, ScheduledElimination):
     ``M`` (default ``max(2, ceil(log2(log2(T))))``) sets the epoch grid; the
     radius uses ``ln T``. Each epoch is one adaptivity round: the
     representatives (``include=[i]``) and the max-LCB query run in one batch.
+    The LCB is the only use of ``pessimistic`` in the family.
 
     >>> import cmab_milp as cm
     >>> len(SROQGR(cm.Cardinality(3, 1), 10**5, oracle="enumerate", support=[0.0, 1.0]).grid)
@@ -352,7 +614,7 @@ class SROQGR(_GeneralReward, ScheduledElimination):
     def __init__(
         self,
         space: ActionSpace,
-        T: int,
+        T: int | None,
         *,
         oracle: str | Oracle = "highs",
         reward: Any = "sqrt_sum",
@@ -360,10 +622,11 @@ class SROQGR(_GeneralReward, ScheduledElimination):
         discretise: Any = False,
         method: str = "auto",
         C: float = 1.5,
+        upper: float = 1.0,
+        pessimistic: str = "lowest",
         M: Any = None,
     ):
-        solver, params = self._setup(
-            space, T, oracle, {"reward": reward, "support": support, "discretise": discretise, "method": method, "C": C}
-        )
+        values = (reward, support, discretise, method, C, upper, pessimistic)
+        solver, params = self._setup(space, T, oracle, dict(zip(_COMMON, values, strict=True)))
         super().__init__(space, T, oracle=solver, M=M, **params)
         self._oracle_spec = oracle
