@@ -94,7 +94,11 @@ def _add_run(sub: Any) -> None:
     p = sub.add_parser("run", help="run a problem file", description="Run a problem file and write results and plots.")
     p.add_argument("problem", help="problem file (TOML)")
     p.add_argument("--out", required=True, help="results folder (created if needed)")
-    p.add_argument("--horizon", type=_positive_int, help="override [run] horizon (T)")
+    p.add_argument(
+        "--horizon",
+        type=_positive_int,
+        help='override [run] horizon (T); with horizon = "unknown" it sets the rounds played instead',
+    )
     p.add_argument("--seeds", type=_positive_int, help="override [run] seeds with seeds 0..K-1")
     p.add_argument("--jobs", type=_positive_int, default=os.cpu_count() or 1, help="parallel jobs (default: cores)")
     p.add_argument("--resume", action="store_true", help="continue a run in --out, skipping finished jobs")
@@ -174,9 +178,11 @@ def _validate(args: argparse.Namespace) -> int:
         problem = load_problem(path)
         space = problem.build_space()
         names = ", ".join(p.name for p in problem.policies)
+        for warning in problem.warnings:
+            sys.stderr.write(f"warning: {warning}\n")
         print(
             f"{path}: ok ({problem.space['kind']} d={space.d}, {problem.environment['kind']}, "
-            f"policies {names}, T={problem.horizon}, {len(problem.seeds)} seeds)"
+            f"policies {names}, {problem.horizon_text}, {len(problem.seeds)} seeds)"
         )
     return 0
 

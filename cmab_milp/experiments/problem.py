@@ -111,7 +111,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .builders import build_environment, build_policy, build_space
+from .builders import build_environment, build_policy, build_space, policy_warnings
 from .limits import Limits
 from .plots import DEFAULT_PANELS, PANELS
 from .registry import check_name, plugins
@@ -130,6 +130,15 @@ class PolicySpec:
     kind: str
     oracle: str = "highs"
     constants: dict[str, Any] = field(default_factory=dict)
+    #: ``"unknown"``: the policy is built with ``T=None`` whatever ``[run] horizon`` says; None: the run's.
+    horizon: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The entry as file data (``horizon`` only when set, so older results keep their digest)."""
+        data = asdict(self)
+        if data["horizon"] is None:
+            del data["horizon"]
+        return data
 
 
 @dataclass(frozen=True)
@@ -144,6 +153,7 @@ class Problem:
     space: dict[str, Any]
     environment: dict[str, Any]
     policies: list[PolicySpec]
+    #: Rounds played by every job: T for policies told the horizon, ``[run] rounds`` when it is unknown.
     horizon: int
     seeds: list[int]
     panels: list[str] = field(default_factory=lambda: list(DEFAULT_PANELS))
@@ -152,6 +162,26 @@ class Problem:
     limits: dict[str, int] = field(default_factory=dict)
     #: Trusted modules (``--plugin``) loaded when the problem was read; each job loads them again.
     plugins: tuple[str, ...] = ()
+    #: ``[run] horizon = "unknown"``: every policy is built with ``T=None`` and plays ``horizon`` rounds.
+    unknown_horizon: bool = False
+    #: Warnings found while validating (``FILE: KEY: message``), e.g. a policy's reward that differs
+    #: from the environment's; not errors, and not part of the problem's identity.
+    warnings: tuple[str, ...] = field(default=(), compare=False)
+
+    def policy_horizon(self, name: str) -> int | None:
+        """The ``T`` the policy labelled ``name`` is built with: None when its horizon is unknown."""
+        spec = self.policy(name)
+        return None if self.unknown_horizon or spec.horizon == "unknown" else self.horizon
+
+    @property
+    def horizon_text(self) -> str:
+        """The horizon as shown to people: ``T=1000``, ``T unknown, 1000 rounds`` or a mix."""
+        unknown = [p.name for p in self.policies if self.policy_horizon(p.name) is None]
+        if not unknown:
+            return f"T={self.horizon}"
+        if len(unknown) == len(self.policies):
+            return f"T unknown to the policies, {self.horizon} rounds"
+        return f"T={self.horizon} (unknown to {', '.join(unknown)})"
 
     @property
     def size_limits(self) -> Limits:
@@ -181,14 +211,16 @@ class Problem:
         spec = self.policy(name)
         space = self.build_space() if space is None else space
         k = self.policies.index(spec)
-        table = Table(asdict(spec), join_key("policies", k), self.file)
-        return build_policy(table, spec.kind, space, self.horizon, spec.oracle, dict(spec.constants))
+        table = Table(spec.to_dict(), join_key("policies", k), self.file)
+        return build_policy(table, spec.kind, space, self.policy_horizon(name), spec.oracle, dict(spec.constants))
 
     # --------------------------------------------------------------- identity
     def to_dict(self) -> dict[str, Any]:
         """The resolved problem as JSON-able data (draws as their recipes, overrides applied)."""
-        run: dict[str, Any] = {
-            "horizon": self.horizon,
+        run: dict[str, Any] = {"horizon": self.horizon}
+        if self.unknown_horizon:
+            run = {"horizon": "unknown", "rounds": self.horizon}
+        run |= {
             "seeds": self.seeds,
             "panels": self.panels,
             "curve_points": self.curve_points,
@@ -199,7 +231,7 @@ class Problem:
             "title": self.title,
             "space": self.space,
             "environment": self.environment,
-            "policies": [asdict(p) for p in self.policies],
+            "policies": [p.to_dict() for p in self.policies],
             "run": run,
         }
 
@@ -213,13 +245,18 @@ class Problem:
             "horizon": self.horizon,
             "curve_points": self.curve_points,
         }
+        if self.unknown_horizon:  # only then, so that the digests of earlier results stay the same
+            key["unknown_horizon"] = True
         return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
 
     def with_run(self, horizon: int | None = None, seeds: list[int] | None = None) -> Problem:
-        """A copy with another horizon and/or seed list (re-validated)."""
+        """A copy with another horizon and/or seed list (re-validated).
+
+        With an unknown horizon, ``horizon`` is the number of rounds played (``[run] rounds``).
+        """
         data = self.to_dict()
         if horizon is not None:
-            data["run"]["horizon"] = horizon
+            data["run"]["rounds" if self.unknown_horizon else "horizon"] = horizon
         if seeds is not None:
             data["run"]["seeds"] = seeds
         return parse_problem(data, self.file)
@@ -243,7 +280,9 @@ def _plain(data: Any, key: str, file: str) -> Any:
 def load_problem(path: str | Path, *, horizon: int | None = None, seeds: int | list[int] | None = None) -> Problem:
     """Read, validate and resolve a problem file; ``horizon`` / ``seeds`` override its ``[run]``.
 
-    ``seeds`` is a count (seeds ``0..seeds-1``) or a list. Raises
+    ``horizon`` replaces a known ``[run] horizon``; with ``horizon = "unknown"`` it
+    replaces ``[run] rounds`` (the policies are still not told it). ``seeds`` is a count
+    (seeds ``0..seeds-1``) or a list. Raises
     :class:`~cmab_milp.experiments.schema.ProblemError` for any mistake.
     """
     file = str(path)
@@ -259,8 +298,8 @@ def load_problem(path: str | Path, *, horizon: int | None = None, seeds: int | l
         raise ProblemError(file, "", f"not valid TOML: {exc}") from None
     run = data.get("run")
     if isinstance(run, dict):
-        if horizon is not None:
-            run["horizon"] = horizon
+        if horizon is not None:  # a known horizon is replaced; an unknown one stays unknown, played this long
+            run["rounds" if run.get("horizon") == "unknown" else "horizon"] = horizon
         if seeds is not None:
             run["seeds"] = seeds
     return parse_problem(data, file)
@@ -302,17 +341,23 @@ def parse_problem(data: dict[str, Any], file: str = "<problem>", *, build: bool 
     policies = attempt(_parse_policies, policy_tables, file) if policy_tables is not None else None
     space_data = attempt(_plain, space_table.data, "space", file) if space_table is not None else None
     env_data = attempt(_plain, env_table.data, "environment", file) if env_table is not None else None
+    warnings: list[str] = []
     if build and space_table is not None:
         space = attempt(build_space, space_table, limits)
+        env = None
         if space is not None and env_table is not None:
-            attempt(build_environment, env_table, space, limits)
+            built = attempt(build_environment, env_table, space, limits)
+            env = None if built is None else built[0]
         if space is not None and policies is not None and parsed_run is not None:
             for k, spec in enumerate(policies):
-                table = Table(asdict(spec), join_key("policies", k), file)
-                attempt(build_policy, table, spec.kind, space, parsed_run[1], spec.oracle, dict(spec.constants))
+                table = Table(spec.to_dict(), join_key("policies", k), file)
+                T = None if parsed_run[5] or spec.horizon == "unknown" else parsed_run[1]
+                policy = attempt(build_policy, table, spec.kind, space, T, spec.oracle, dict(spec.constants))
+                if policy is not None and env is not None:
+                    warnings += policy_warnings(table, spec.kind, dict(spec.constants), env)
     if errors:
         raise errors[0] if len(errors) == 1 else ProblemErrors(errors)
-    _, horizon, seeds, panels, curve_points = parsed_run
+    _, horizon, seeds, panels, curve_points, unknown = parsed_run
     return Problem(
         file=file,
         space=space_data,
@@ -325,12 +370,25 @@ def parse_problem(data: dict[str, Any], file: str = "<problem>", *, build: bool 
         title=title,
         limits=limits.changed(),
         plugins=tuple(plugins()),
+        unknown_horizon=unknown,
+        warnings=tuple(warnings),
     )
 
 
-def _parse_run(run: Table) -> tuple[Limits, int, list[int], list[str], int]:
+def _parse_run(run: Table) -> tuple[Limits, int, list[int], list[str], int, bool]:
     limits = Limits.from_table(run.table("limits", None))
-    horizon = limits.check("horizon", run.integer("horizon", minimum=1), run.path("horizon"), run.file)
+    unknown = run.raw("horizon") == "unknown"
+    if unknown:  # the policies are built with T=None; the jobs play [run] rounds
+        run.used.add("horizon")
+        if "rounds" not in run:
+            raise run.error("rounds", 'horizon = "unknown" needs rounds = N: how many rounds each job plays')
+        horizon = limits.check("horizon", run.integer("rounds", minimum=1), run.path("rounds"), run.file)
+    else:
+        if isinstance(run.raw("horizon"), str):
+            raise run.error("horizon", f'expected a number of rounds or "unknown", got {run.raw("horizon")!r}')
+        if "rounds" in run:
+            raise run.error("rounds", 'only with horizon = "unknown"; with a known horizon each job plays T rounds')
+        horizon = limits.check("horizon", run.integer("horizon", minimum=1), run.path("horizon"), run.file)
     raw_seeds = run.raw("seeds")
     if isinstance(raw_seeds, list):
         limits.check("seeds", len(raw_seeds), run.path("seeds"), run.file)
@@ -352,7 +410,7 @@ def _parse_run(run: Table) -> tuple[Limits, int, list[int], list[str], int]:
     curve_points = run.integer("curve_points", 200, minimum=2)
     limits.check("curve_points", curve_points, run.path("curve_points"), run.file)
     run.finish()
-    return limits, horizon, seeds, list(panels), curve_points
+    return limits, horizon, seeds, list(panels), curve_points, unknown
 
 
 def _parse_policies(tables: list[Table], file: str) -> list[PolicySpec]:
@@ -397,5 +455,8 @@ def _parse_policy(table: Table, k: int, seen: dict[str, int], backends: dict, av
             raise table.error("oracle", f"refused solver: {exc}") from None
     constants_table = table.table("constants", None)
     constants = {} if constants_table is None else _plain(constants_table.data, table.path("constants"), file)
+    horizon = None
+    if "horizon" in table:
+        horizon = table.string("horizon", choices=("unknown",))
     table.finish()
-    return PolicySpec(name=name, kind=kind, oracle=oracle, constants=constants)
+    return PolicySpec(name=name, kind=kind, oracle=oracle, constants=constants, horizon=horizon)
