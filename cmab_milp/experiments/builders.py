@@ -623,6 +623,7 @@ def _arm_vector(table: Table, space: Any, name: str) -> list[float]:
     key, file = table.path(name), table.file
     if isinstance(raw, dict):
         for label, value in raw.items():
+            _arm(space, label, join_key(key, label), file)
             check_number(value, join_key(key, label), file)
         try:
             return space.arm_vector(raw, default=0.0, what=key).tolist()
@@ -952,11 +953,24 @@ def _edge_means(table: Table, space: Any) -> list[float]:
     return out
 
 
+def _diagonal(table: Table, space: Any, limits: Limits) -> list[list[float]]:
+    """``{ diagonal = x }``: a d x d diagonal matrix (e.g. ``cov``): x a number, d numbers or ``{ label = x }``."""
+    limits.check("draw_size", space.d * space.d, table.key, table.file, f"a {space.d} x {space.d} matrix, which")
+    raw = table.raw("diagonal")
+    table.finish()
+    if isinstance(raw, int | float) and not isinstance(raw, bool):
+        values = [check_number(raw, table.path("diagonal"), table.file)] * space.d
+    else:
+        values = _arm_vector(Table({"diagonal": raw}, table.key, table.file), space, "diagonal")
+    return np.diag(values).tolist()
+
+
 def _means_table(value: dict, key: str, file: str, space: Any) -> list[float]:
     """``means`` given as a table: ``{ edge_attribute = ... }`` or one mean per arm label ``{ "a" = 0.3, ... }``."""
     if "edge_attribute" in value:
         return _edge_means(Table(dict(value), key, file), space)
     for label, mean in value.items():
+        _arm(space, label, join_key(key, label), file)
         check_number(mean, join_key(key, label), file)
     try:
         return space.arm_vector(value, default=None, what=key).tolist()
@@ -981,6 +995,8 @@ def build_environment(table: Table, space: Any, limits: Limits | None = None) ->
             raise table.error(key, f"unknown parameter of {cls.__name__} (it takes: {', '.join(names)})")
         if key == "means" and isinstance(value, dict) and "draw" not in value:
             kwargs[key] = _means_table(value, table.path(key), table.file, space)
+        elif isinstance(value, dict) and "diagonal" in value:
+            kwargs[key] = _diagonal(Table(dict(value), table.path(key), table.file), space, limits)
         else:
             kwargs[key] = resolve_parameter(value, table.path(key), table.file, space.d, limits)
         table.used.add(key)

@@ -335,7 +335,13 @@ def describe_arms(problem: Problem) -> dict[str, Any] | None:
     out: dict[str, Any] = {}
     if labels.custom is not None or labels.edges is not None:
         out["arm_labels"] = [_json_label(x) for x in labels.display]
-    out["optimal_action"] = [_json_label(x) for x in space.labels_of(best)]
+    root = space
+    while getattr(root, "parent", None) is not None and not hasattr(root, "path_edges"):
+        root = root.parent  # side rules wrap the graph space; a path is still a path of its graph
+    if hasattr(root, "path_edges") and labels.custom is None:  # a path: its edges in the order travelled
+        out["optimal_action"] = [_json_label(x) for x in root.path_edges(best)]
+    else:
+        out["optimal_action"] = [_json_label(x) for x in space.labels_of(best)]
     out["optimal_reward"] = float(value)
     return out
 
