@@ -281,7 +281,14 @@ def test_topohub_graph_with_means_from_link_lengths_matches_the_written_out_file
     """The shipped routing file was written from topohub with mean = -(dist / 200 + 1) / 20 (rounded to 6
     decimals); the same topology named in a file, means from ``dist``, must give the same arms and means."""
     topohub = pytest.importorskip("topohub")  # the optional extra "routing"; its data ships with it
-    problem = load_problem(write(tmp_path, TOPOHUB))
+    for problem in (
+        load_problem(write(tmp_path, TOPOHUB)),
+        load_problem(ROUTING.with_name("routing_abilene_by_name.toml")),
+    ):
+        check_same_routing(problem, topohub)
+
+
+def check_same_routing(problem, topohub) -> None:
     space = problem.build_space()
     env = problem.build_environment(space)
     shipped = load_problem(ROUTING)

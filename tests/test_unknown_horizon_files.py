@@ -263,3 +263,19 @@ def test_compare_oracles_records_an_unknown_horizon_policy_as_it_runs(tmp_path: 
     truth = direct(cm.SROQ, None, 1200, 1)
     assert facts["horizon"] == 1200 and len(queries) == int(truth.queries[-1])
     assert facts["regret"] == pytest.approx(float(truth.regret[-1]))
+
+
+def test_the_shipped_anytime_file_puts_told_and_unknown_horizons_side_by_side(tmp_path: Path) -> None:
+    path = Path(__file__).resolve().parents[1] / "problems" / "paper_linear_anytime.toml"
+    problem = load_problem(path, horizon=400, seeds=1)
+    told = {p.name: problem.policy_horizon(p.name) for p in problem.policies}
+    assert told == {"AROQ-CMAB": 400, "AROQ-CMAB-anytime": None, "SROQ-CMAB": 400, "SROQ-CMAB-anytime": None}
+    data = problem.to_dict()
+    for p in data["policies"]:
+        p["oracle"] = "enumerate"  # the same decisions as highs (exact oracles), faster for a test
+    problem = parse_problem(data, problem.file)
+    summary = run_problem(problem, tmp_path / "out", jobs=1, plots=False, stream=io.StringIO())
+    space, env = problem.build_space(), problem.build_environment()
+    for name, kind in (("AROQ-CMAB-anytime", cm.AROQ), ("SROQ-CMAB-anytime", cm.SROQ)):
+        truth = cm.simulate(kind(space, None, oracle="enumerate"), env, 400, seed=0)
+        assert summary["policies"][name]["queries"]["mean"] == int(truth.queries[-1])
