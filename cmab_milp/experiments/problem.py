@@ -34,6 +34,9 @@ Schema (every key not listed is refused)::
     d = 20                         # the other keys are the constructor's parameters:
     m = 3                          #   d, m, exact / blocks, capacities / graph / source, target /
                                    #   perfect / actions (an array of 0/1 rows)
+    labels = ["red", "green", ...] # optional: one label per arm (strings; an integer only at its own
+                                   #   position; an array is a tuple label). Graph arms also answer to
+                                   #   their edge ["u", "v"].
     [space.graph]                  # graph families: a networkx generator ...
     generator = "grid_2d_graph"    #   a generator of builders.GENERATORS (complete_graph, grid_2d_graph,
                                    #   complete_bipartite_graph, gnm_random_graph, petersen_graph, ...)
@@ -46,13 +49,32 @@ Schema (every key not listed is refused)::
     # edges = [[0, 1], [1, 2]]     # ... or an explicit edge list (relabel defaults to false)
                                    # arm k is list(graph.edges())[k]: networkx's order, which for
                                    # undirected graphs follows the nodes, not the order written
+    # topohub = "topozoo/Abilene"  # ... or a topology of topohub's catalogue (optional extra "routing";
+                                   #   its data ships with the package, nothing is downloaded): nodes keep
+                                   #   their names, edges their attributes (see environment.means below);
+                                   #   the name must be in cmab_milp.topologies.topology_names()
 
-    [[space.constraints]]          # optional side constraints, applied in order (with_constraint)
-    coeffs = [1.0, ...]            #   one number per arm, or: arms = [0, 3], weights = [1, 2]
+    # Side rules (optional), applied in this order: conflicts, constraints, budgets, groups. Wherever
+    # an arm is asked for it may be an index (0), a label ("red") or, on graphs, an edge (["u", "v"]);
+    # a pair of edges is [["u", "v"], ["x", "y"]]. A rule that leaves no action is refused at its key,
+    # naming the rules that together empty the space.
+    [[space.conflicts]]            # never both arms of a pair (with_conflicts)
+    pairs = [["red", "green"], [2, 5]]
+    [[space.constraints]]          # coeffs @ a  sense  rhs (with_constraint)
+    coeffs = { red = 1.0, blue = 2.0 }  # one number per arm as an array of d, or a table by label
+                                   #   (missing arms 0), or: arms = ["red", 3], weights = [1, 2]
     sense = "<="                   #   "<=", ">=" or "=="
     rhs = 2
+    [[space.budgets]]              # costs @ a <= budget, costs >= 0 (with_budget)
+    costs = { red = 3, green = 1 } #   d numbers, a table by label, or arms = [...] + costs = [one each]
+    budget = 3
+    [[space.groups]]               # at least / at most so many arms of a group (with_group)
+    arms = ["red", "green"]
+    at_least = 1                   #   at_least and/or at_most
+    # TOML table keys are always strings: a table { ... } names arms by string label only. For
+    # indices, integer labels or edges, use the array forms (arms = [...] with weights / costs).
 
-    # kind = "Intersection" takes [[space.parts]] (each a space table) instead.
+    # kind = "Intersection" takes [[space.parts]] (each a space table) instead (and labels, rules).
 
     [environment]
     kind = "UniformNoise"          # any class of cmab_milp.environments, or a registered kind
@@ -62,22 +84,50 @@ Schema (every key not listed is refused)::
                                    #   integers (low, high, both included), normal (mean, std),
                                    #   dirichlet (alpha: one probability row per arm), choice
                                    #   (values, optional p and replace)
+    # means = { red = 0.1, green = 0.5, ... }   # or by string label: every arm must be given
+    # means = { edge_attribute = "dist", scale = -0.00025, offset = -0.05 }
+                                   #   or from the graph's edges: offset + scale * attribute per arm
+                                   #   (a nested attribute as "ecmp_fwd.uni"); topohub edges carry
+                                   #   "dist" (km) and the utilisations "ecmp_fwd" / "ecmp_bwd"
     width = 0.5                    # the other keys are the constructor's parameters; any value
                                    # may be a { draw = ... } table (see builders.DRAWS), stored as
                                    # this recipe and drawn again from its seed on every rebuild
+    # cov = { diagonal = 0.0025 }  # a d x d diagonal matrix: a number, d numbers or { label = x }
 
     [[policies]]                   # one table per compared policy
     name = "AROQ"                  # label in plots and results (letters, digits, _ . + -)
     kind = "AROQ"                  # any class of cmab_milp.policies, or a registered kind
     oracle = "highs"               # oracle backend (default "highs"): see cm.available_backends()
     constants = { C = 1.5 }        # optional keyword constants of the policy
+    horizon = "unknown"            # optional: build this policy with T=None (it plays the run's
+                                   #   rounds without being told them), next to policies told T
 
     [run]
-    horizon = 100000               # T
+    horizon = 100000               # T: told to the policies, and the rounds every job plays
+    # horizon = "unknown"          # or: every policy built with T=None ...
+    # rounds = 100000              #   ... and each job plays this many rounds (required then)
     seeds = 10                     # a count (seeds 0..9) or an explicit array [3, 5, 8]
     panels = ["rounds", "queries", "regret", "runtime", "total_rounds"]   # optional
     curve_points = 200             # optional: points recorded per curve (log-spaced in t, default 200)
     limits = { arms = 20000 }      # optional: raise (or lower) a size limit (see limits.Limits)
+
+Unknown horizons: the curves of a policy built with ``T=None`` are recorded
+up to the rounds played, like the others; ``summary.json`` says per policy the
+horizon it was told (``policy_info.NAME.horizon``: T or ``"unknown"``).
+``--horizon N`` on the command line replaces a known horizon (T and rounds);
+with ``[run] horizon = "unknown"`` it replaces ``rounds`` (the policies still
+do not know it). ``--resume`` refuses a folder run with other rounds.
+
+Warnings (printed by ``validate`` and ``run``, one line each as
+``warning: FILE: KEY: ...``, never errors): a policy whose reward differs from
+the environment's (a linear policy on a non-linear reward, or ``reward =
+"sqrt_sum"`` against an environment's ``"max"``), and a ``support`` that misses
+some of the environment's outcome values (the job then stops at the first such
+outcome) or is given for continuous outcomes.
+
+``summary.json``'s ``problem`` section also lists ``arm_labels`` (when arms
+have labels or edges), ``optimal_action`` (by label; a path's edges in travel
+order) and ``optimal_reward``.
 
 Example
 -------
