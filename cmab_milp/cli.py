@@ -5,8 +5,11 @@ Subcommands:
 - ``cmab-milp run PROBLEM.toml --out DIR [--horizon N] [--seeds K] [--jobs J] [--resume]
   [--no-plots] [--executor local|serial|dask://HOST:PORT] [--policies NAME,...]``: run a problem file (see
   :mod:`cmab_milp.experiments.problem` for the schema) and write ``DIR/summary.json``,
-  per-job curves under ``DIR/runs/`` and the figures.
-- ``cmab-milp validate PROBLEM.toml ...``: check problem files without running them.
+  per-job curves under ``DIR/runs/`` and the figures. ``--horizon`` replaces a known
+  horizon; with ``[run] horizon = "unknown"`` it sets the rounds played (the policies are
+  still built with ``T=None``). Warnings about the file are printed first, one line each.
+- ``cmab-milp validate PROBLEM.toml ...``: check problem files without running them (warnings,
+  e.g. a policy's reward that differs from the environment's, go to stderr as ``warning: ...``).
 - ``cmab-milp plot DIR``: redraw the figures of a (possibly partial) run.
 - ``cmab-milp compare-oracles PROBLEM.toml --out DIR``: replay a run's oracle queries on
   every backend and check they agree (:mod:`cmab_milp.experiments.compare`).

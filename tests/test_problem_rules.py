@@ -191,6 +191,9 @@ seeds = 1
         ("", "means = { red = 0.1, green = 0.2 }", "environment.means:", "no value for arms 'blue', 'black'"),
         ("", "means = { red = 0.1, pink = 0.2 }", "environment.means.pink:", "unknown arm 'pink'"),
         ("", 'means = { edge_attribute = "dist" }', "environment.means.edge_attribute:", "edges of a graph"),
+        ("", 'means = { "0" = 0.1 }', "environment.means.0:", "'0' is a string, not the index 0"),
+        ('[[space.groups]]\narms = "red"\nat_least = 1', "", "space.groups[0].arms:", "expected an array of arms"),
+        ('[space.conflicts]\npairs = [["red", "green"]]', "", "space.conflicts:", "expected an array of tables"),
     ],
 )
 def test_bad_rules_are_refused_at_their_key(tmp_path: Path, space: str, environment: str, key: str, message: str):

@@ -601,7 +601,11 @@ def _arm(space: Any, value: Any, key: str, file: str) -> int:
     try:
         return space.arm_index(value, key)
     except ValueError as exc:
-        raise _arm_error(exc, key, file) from None
+        error = _arm_error(exc, key, file)
+        if isinstance(value, str) and value.strip().lstrip("-").isdigit():  # a TOML table key is a string
+            hint = f"; {value!r} is a string, not the index {int(value)}: give indices in an array"
+            error = ProblemError(file, key, error.message + hint)
+        raise error from None
 
 
 def _arms(table: Table, space: Any, name: str = "arms") -> list[int]:
