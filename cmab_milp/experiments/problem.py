@@ -18,7 +18,7 @@ class of such a module may also be written ``"MODULE:Class"``.
 
 Sizes are checked before anything is built (:class:`~cmab_milp.experiments.limits.Limits`):
 arms ``d`` (and a graph's edges) <= 5,000, graph nodes <= 20,000, values per draw
-<= 10^6, explicit actions <= 10^5, horizon <= 10^8, seeds <= 1,000, curve points
+<= 10^6, explicit actions <= 10^5, horizon (or rounds) <= 10^8, seeds <= 1,000, curve points
 <= 10,000. A file that means it raises them in ``[run] limits`` (the horizon
 stops at 2^50).
 
@@ -93,6 +93,7 @@ Schema (every key not listed is refused)::
                                    # may be a { draw = ... } table (see builders.DRAWS), stored as
                                    # this recipe and drawn again from its seed on every rebuild
     # cov = { diagonal = 0.0025 }  # a d x d diagonal matrix: a number, d numbers or { label = x }
+                                   #   (its d^2 entries count against the limit of values per draw)
 
     [[policies]]                   # one table per compared policy
     name = "AROQ"                  # label in plots and results (letters, digits, _ . + -)
