@@ -1111,6 +1111,6 @@ def policy_warnings(table: Table, kind: str, constants: dict[str, Any], env: Any
                 shown = ", ".join(f"{v:g}" for v in missing[:6]) + (", ..." if len(missing) > 6 else "")
                 out.append(
                     f"{table.file}: {where}: misses the environment's outcome values {shown} "
-                    "(a job stops at the first such outcome; leave support out to use the observed values)"
+                    "(a job stops at the first such outcome: list every value the environment can produce)"
                 )
     return out
