@@ -5,8 +5,11 @@ Subcommands:
 - ``cmab-milp run PROBLEM.toml --out DIR [--horizon N] [--seeds K] [--jobs J] [--resume]
   [--no-plots] [--executor local|serial|dask://HOST:PORT] [--policies NAME,...]``: run a problem file (see
   :mod:`cmab_milp.experiments.problem` for the schema) and write ``DIR/summary.json``,
-  per-job curves under ``DIR/runs/`` and the figures.
-- ``cmab-milp validate PROBLEM.toml ...``: check problem files without running them.
+  per-job curves under ``DIR/runs/`` and the figures. ``--horizon`` replaces a known
+  horizon; with ``[run] horizon = "unknown"`` it sets the rounds played (the policies are
+  still built with ``T=None``). Warnings about the file are printed first, one line each.
+- ``cmab-milp validate PROBLEM.toml ...``: check problem files without running them (warnings,
+  e.g. a policy's reward that differs from the environment's, go to stderr as ``warning: ...``).
 - ``cmab-milp plot DIR``: redraw the figures of a (possibly partial) run.
 - ``cmab-milp compare-oracles PROBLEM.toml --out DIR``: replay a run's oracle queries on
   every backend and check they agree (:mod:`cmab_milp.experiments.compare`).
@@ -94,7 +97,11 @@ def _add_run(sub: Any) -> None:
     p = sub.add_parser("run", help="run a problem file", description="Run a problem file and write results and plots.")
     p.add_argument("problem", help="problem file (TOML)")
     p.add_argument("--out", required=True, help="results folder (created if needed)")
-    p.add_argument("--horizon", type=_positive_int, help="override [run] horizon (T)")
+    p.add_argument(
+        "--horizon",
+        type=_positive_int,
+        help='override [run] horizon (T); with horizon = "unknown" it sets the rounds played instead',
+    )
     p.add_argument("--seeds", type=_positive_int, help="override [run] seeds with seeds 0..K-1")
     p.add_argument("--jobs", type=_positive_int, default=os.cpu_count() or 1, help="parallel jobs (default: cores)")
     p.add_argument("--resume", action="store_true", help="continue a run in --out, skipping finished jobs")
@@ -174,9 +181,11 @@ def _validate(args: argparse.Namespace) -> int:
         problem = load_problem(path)
         space = problem.build_space()
         names = ", ".join(p.name for p in problem.policies)
+        for warning in problem.warnings:
+            sys.stderr.write(f"warning: {warning}\n")
         print(
             f"{path}: ok ({problem.space['kind']} d={space.d}, {problem.environment['kind']}, "
-            f"policies {names}, T={problem.horizon}, {len(problem.seeds)} seeds)"
+            f"policies {names}, {problem.horizon_text}, {len(problem.seeds)} seeds)"
         )
     return 0
 

@@ -31,6 +31,9 @@ Example
 
 from __future__ import annotations
 
+import difflib
+import functools
+import importlib.resources
 import importlib.util
 import json
 import re
@@ -48,6 +51,7 @@ __all__ = [
     "load_topology",
     "routing_problem",
     "routing_problem_toml",
+    "topology_names",
 ]
 
 #: Speed of light in optical fibre (about 2/3 of c), km per millisecond.
@@ -82,16 +86,47 @@ def link_mean(dist_km: float) -> float:
 _TOPOLOGY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*(/[A-Za-z0-9][A-Za-z0-9_.-]*)*$")
 
 
+@functools.cache
+def _catalogue() -> tuple[str, ...]:
+    if importlib.util.find_spec("topohub") is None:
+        raise ImportError("real topologies need topohub: pip install 'cmab_milp[routing]'")
+    root = importlib.resources.files("topohub") / "data"
+    names: list[str] = []
+    stack = [(root, "")]
+    while stack:
+        folder, prefix = stack.pop()
+        for entry in folder.iterdir():
+            if entry.is_dir():
+                stack.append((entry, f"{prefix}{entry.name}/"))
+            elif entry.name.endswith(".json"):
+                names.append(prefix + entry.name[: -len(".json")])
+    return tuple(sorted(names))
+
+
+def topology_names(group: str | None = None) -> list[str]:
+    """The topologies ``topohub`` ships (read from its package data; no network), optionally of one group.
+
+    >>> "topozoo/Abilene" in topology_names("topozoo")  # doctest: +SKIP
+    True
+    """
+    names = _catalogue()
+    return [n for n in names if group is None or n.startswith(f"{group}/")]
+
+
 def load_topology(name: str) -> nx.Graph:
     """The ``topohub`` topology ``name`` (e.g. ``"topozoo/Abilene"``) with nodes labelled by their names.
 
-    Edges keep topohub's attributes; ``dist`` is the link length in km. Needs
-    the optional extra ``routing`` (``pip install 'cmab_milp[routing]'``).
+    ``name`` must be one of :func:`topology_names` (checked before anything is
+    opened, so no name reaches a file path unchecked). Edges keep topohub's attributes; ``dist``
+    is the link length in km. Needs the optional extra ``routing`` (``pip install 'cmab_milp[routing]'``).
     """
     if not isinstance(name, str) or not _TOPOLOGY.match(name) or ".." in name.split("/"):
         raise ValueError(f"a topohub name is GROUP/NAME such as 'topozoo/Abilene', got {name!r}")
-    if importlib.util.find_spec("topohub") is None:
-        raise ImportError("real topologies need topohub: pip install 'cmab_milp[routing]'")
+    catalogue = topology_names()
+    if name not in catalogue:
+        close = difflib.get_close_matches(name, catalogue, n=3)
+        hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+        raise ValueError(f"topohub has no topology {name!r}{hint} (cmab_milp.topologies.topology_names() lists them)")
     import topohub
 
     try:

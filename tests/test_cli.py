@@ -107,6 +107,7 @@ def test_run_writes_every_file_and_a_contract_summary(problem_file: Path, tmp_pa
         "kind": "SROQ",
         "oracle": "enumerate",
         "constants": {"C": 1.5},
+        "horizon": 80,
         "seeds": [0, 1],
     }
 

@@ -52,6 +52,7 @@ __all__ = [
     "build_space",
     "environment_kinds",
     "policy_kinds",
+    "policy_warnings",
     "register_draw",
     "register_generator",
     "resolve_parameter",
@@ -457,11 +458,20 @@ def build_graph(table: Table, limits: Limits | None = None) -> tuple[nx.Graph, d
     """
     limits = Limits() if limits is None else limits
     file = table.file
-    has_gen, has_edges = "generator" in table, "edges" in table
-    if has_gen == has_edges:
-        raise table.error(None, "give exactly one of 'generator' (a networkx generator name) or 'edges'")
+    sources = [k for k in ("generator", "edges", "topohub") if k in table]
+    if len(sources) != 1:
+        raise table.error(
+            None, "give exactly one of 'generator' (a networkx generator name), 'edges' or 'topohub' (a topology name)"
+        )
     directed = table.boolean("directed", False)
-    if has_gen:
+    attributes: dict[tuple, dict] = {}
+    if sources == ["topohub"]:
+        graph = _topohub_graph(table, limits)
+        relabel = table.boolean("relabel", False)
+        edges = list(graph.edges())
+        nodes = list(graph.nodes())
+        attributes = {(u, v): data for u, v, data in graph.edges(data=True)}
+    elif sources == ["generator"]:
         graph = _generate(table, limits)
         relabel = table.boolean("relabel", False)
         edges = list(graph.edges())
@@ -481,8 +491,29 @@ def build_graph(table: Table, limits: Limits | None = None) -> tuple[nx.Graph, d
     labels = {v: k for k, v in enumerate(nodes)} if relabel else {v: v for v in nodes}
     out = nx.DiGraph() if directed else nx.Graph()
     out.add_nodes_from(labels[v] for v in nodes)
-    out.add_edges_from((labels[u], labels[v]) for u, v in edges)
+    out.add_edges_from((labels[u], labels[v], attributes.get((u, v), {})) for u, v in edges)
     return out, labels
+
+
+def _topohub_graph(table: Table, limits: Limits) -> nx.Graph:
+    """``topohub = "GROUP/NAME"``: a topology of topohub's catalogue, nodes named, edge attributes kept."""
+    from ..topologies import load_topology
+
+    name = table.string("topohub")
+    try:
+        graph = load_topology(name)
+    except ImportError as exc:
+        raise table.error("topohub", str(exc)) from None
+    except ValueError as exc:
+        raise table.error("topohub", str(exc)) from None
+    where = table.path("topohub")
+    limits.check(
+        "graph_nodes", graph.number_of_nodes(), where, table.file, f"{name} has {graph.number_of_nodes()} nodes, which"
+    )
+    limits.check(
+        "arms", graph.number_of_edges(), where, table.file, f"{name} has {graph.number_of_edges()} links (arms), which"
+    )
+    return graph
 
 
 # ---------------------------------------------------------------------- spaces
@@ -502,6 +533,21 @@ def _int_matrix(value: Any, key: str, file: str) -> list[list[int]]:
     if not isinstance(value, list):
         raise ProblemError(file, key, f"expected an array of arrays, got {describe(value)}")
     return [_int_list(v, join_key(key, k), file) for k, v in enumerate(value)]
+
+
+def _labels(table: Table, limits: Limits) -> list[Any]:
+    """``labels = [...]``: one label per arm, each a string, an integer (its own index) or an array (a tuple)."""
+    raw = table.raw("labels")
+    if not isinstance(raw, list):
+        raise table.error("labels", f"expected an array with one label per arm, got {describe(raw)}")
+    limits.check("arms", len(raw), table.path("labels"), table.file)
+    out = []
+    for k, label in enumerate(raw):
+        key = join_key(table.path("labels"), k)
+        if isinstance(label, float | dict):
+            raise ProblemError(table.file, key, f"a label is a string, an integer or an array, got {describe(label)}")
+        out.append(_node(label, key, table.file))
+    return out
 
 
 def _space_parameter(table: Table, name: str, labels: dict | None, limits: Limits) -> Any:
@@ -526,6 +572,8 @@ def _space_parameter(table: Table, name: str, labels: dict | None, limits: Limit
             width = max((len(row) for row in value if isinstance(row, list)), default=0)
             limits.check("arms", width, join_key(key, 0), file)
         return _int_matrix(value, key, file)
+    if name == "labels":
+        return _labels(table, limits)
     if name in _NODE_PARAMS:
         node = _node(table.raw(name), key, file)
         if labels is not None and isinstance(node, tuple):
@@ -536,31 +584,158 @@ def _space_parameter(table: Table, name: str, labels: dict | None, limits: Limit
     return table.raw(name)
 
 
+def _arm_error(exc: ValueError, key: str, file: str) -> ProblemError:
+    """A space's arm-lookup ``ValueError`` (whose message starts with ``key``) as a :class:`ProblemError` at ``key``."""
+    message = str(exc)
+    if message.startswith(f"{key}: "):
+        message = message[len(key) + 2 :]
+    elif message.startswith(key):
+        message = message[len(key) :].lstrip(": ")
+    return ProblemError(file, key, message)
+
+
+def _arm(space: Any, value: Any, key: str, file: str) -> int:
+    """The index of the arm ``value`` names: an integer index, a string label or an edge ``[u, v]``."""
+    if isinstance(value, float) or isinstance(value, dict):
+        raise ProblemError(file, key, f"an arm is an integer index, a label or an edge [u, v], got {describe(value)}")
+    try:
+        return space.arm_index(value, key)
+    except ValueError as exc:
+        error = _arm_error(exc, key, file)
+        if isinstance(value, str) and value.strip().lstrip("-").isdigit():  # a TOML table key is a string
+            hint = f"; {value!r} is a string, not the index {int(value)}: give indices in an array"
+            error = ProblemError(file, key, error.message + hint)
+        raise error from None
+
+
+def _arms(table: Table, space: Any, name: str = "arms") -> list[int]:
+    """The arms listed at ``table[name]`` (indices, labels or edges), in the order written."""
+    raw = table.raw(name)
+    if not isinstance(raw, list):
+        raise table.error(name, f"expected an array of arms (indices, labels or edges), got {describe(raw)}")
+    return [_arm(space, v, join_key(table.path(name), k), table.file) for k, v in enumerate(raw)]
+
+
+def _numbers(table: Table, name: str, default: Any = None) -> list[float]:
+    values = table.array(name) if default is None else table.array(name, default)
+    return [check_number(v, join_key(table.path(name), k), table.file) for k, v in enumerate(values)]
+
+
+def _arm_vector(table: Table, space: Any, name: str) -> list[float]:
+    """``table[name]`` as one number per arm: an array of ``d`` numbers or a table ``{ "label" = x }``."""
+    raw = table.raw(name)
+    key, file = table.path(name), table.file
+    if isinstance(raw, dict):
+        for label, value in raw.items():
+            _arm(space, label, join_key(key, label), file)
+            check_number(value, join_key(key, label), file)
+        try:
+            return space.arm_vector(raw, default=0.0, what=key).tolist()
+        except ValueError as exc:
+            raise _arm_error(exc, key, file) from None
+    if not isinstance(raw, list):
+        raise table.error(name, f"expected {space.d} numbers or a table {{ label = number }}, got {describe(raw)}")
+    values = _numbers(table, name)
+    if len(values) != space.d:
+        raise table.error(name, f"needs one number per arm: d={space.d}, got {len(values)}")
+    return values
+
+
+def _listed_vector(table: Table, space: Any, values_name: str, default: float | None) -> list[float]:
+    """One number per arm from ``arms = [...]`` and ``values_name = [...]`` (one per listed arm, summed)."""
+    arms = _arms(table, space)
+    if default is None and values_name not in table:
+        raise table.error(values_name, f"needs one number per listed arm ({len(arms)})")
+    values = _numbers(table, values_name, [default] * len(arms))
+    if len(values) != len(arms):
+        raise table.error(values_name, f"needs one number per listed arm ({len(arms)}), got {len(values)}")
+    out = [0.0] * space.d
+    for i, w in zip(arms, values, strict=True):
+        out[i] += w
+    return out
+
+
 def _apply_constraint(space: Any, table: Table) -> Any:
-    """``space.with_constraint`` from ``coeffs`` (length d) or ``arms`` (+ optional ``weights``)."""
-    file = table.file
+    """``space.with_constraint`` from ``coeffs`` (d numbers or {label = x}) or ``arms`` (+ optional ``weights``)."""
     if ("coeffs" in table) == ("arms" in table):
-        raise table.error(None, "give exactly one of 'coeffs' (one number per arm) or 'arms' (arm indices)")
+        raise table.error(None, "give exactly one of 'coeffs' (one number per arm, or a table by label) or 'arms'")
     if "coeffs" in table:
-        coeffs = [check_number(v, join_key(table.path("coeffs"), k), file) for k, v in enumerate(table.array("coeffs"))]
-        if len(coeffs) != space.d:
-            raise table.error("coeffs", f"needs one number per arm: d={space.d}, got {len(coeffs)}")
+        coeffs = _arm_vector(table, space, "coeffs")
     else:
-        arms = _int_list(table.raw("arms"), table.path("arms"), file)
-        weights = table.array("weights", [1.0] * len(arms))
-        weights = [check_number(v, join_key(table.path("weights"), k), file) for k, v in enumerate(weights)]
-        if len(weights) != len(arms):
-            raise table.error("weights", f"needs one weight per listed arm ({len(arms)}), got {len(weights)}")
-        coeffs = [0.0] * space.d
-        for k, (i, w) in enumerate(zip(arms, weights, strict=True)):
-            if not 0 <= i < space.d:
-                raise ProblemError(file, join_key(table.path("arms"), k), f"arm {i} is out of range for d={space.d}")
-            coeffs[i] += w
+        coeffs = _listed_vector(table, space, "weights", 1.0)
     sense = table.string("sense", choices=_SENSES)
     rhs = table.number("rhs")
     table.finish()
-    space = _construct(table, space.with_constraint, (coeffs, sense, rhs), {}, "with_constraint")
-    _check_feasible(space, table, "no action of the space satisfies this constraint (with the ones before it)")
+    return _construct(table, space.with_constraint, (coeffs, sense, rhs), {}, "with_constraint")
+
+
+def _apply_budget(space: Any, table: Table) -> Any:
+    """``space.with_budget``: ``costs`` (d numbers or {label = cost}, or one per ``arms``) and ``budget``."""
+    if "arms" in table:
+        costs = _listed_vector(table, space, "costs", None)
+    else:
+        costs = _arm_vector(table, space, "costs")
+    budget = table.number("budget")
+    table.finish()
+    for i, c in enumerate(costs):
+        if c < 0:
+            raise table.error("costs", f"costs must be >= 0; arm {space.arm_labels.display[i]!r} costs {c:g}")
+    if budget < 0:
+        raise table.error("budget", f"must be >= 0, got {budget:g}")
+    return _construct(table, space.with_budget, (costs, budget), {}, "with_budget")
+
+
+def _apply_group(space: Any, table: Table) -> Any:
+    """``space.with_group``: ``arms`` and ``at_least`` and/or ``at_most``."""
+    arms = _arms(table, space)
+    if not arms:
+        raise table.error("arms", "a group needs at least one arm")
+    at_least = table.integer("at_least", None, minimum=0)
+    at_most = table.integer("at_most", None, minimum=0)
+    table.finish()
+    if at_least is None and at_most is None:
+        raise table.error(None, "give at_least, at_most or both")
+    if at_least is not None and at_least > len(set(arms)):
+        raise table.error("at_least", f"at least {at_least} of a group of {len(set(arms))} arms is impossible")
+    if at_least is not None and at_most is not None and at_least > at_most:
+        raise table.error("at_most", f"at_least={at_least} exceeds at_most={at_most}")
+    return _construct(table, space.with_group, (arms,), {"at_least": at_least, "at_most": at_most}, "with_group")
+
+
+def _apply_conflicts(space: Any, table: Table) -> Any:
+    """``space.with_conflicts`` from ``pairs = [[a, b], ...]`` (arms by index, label or edge)."""
+    raw = table.raw("pairs")
+    table.finish()
+    if not isinstance(raw, list) or not raw:
+        raise table.error("pairs", f"expected a non-empty array of pairs [a, b], got {describe(raw)}")
+    pairs = []
+    for k, pair in enumerate(raw):
+        key = join_key(table.path("pairs"), k)
+        if not isinstance(pair, list) or len(pair) != 2:
+            raise ProblemError(table.file, key, f"a pair is [a, b] (two arms), got {describe(pair)}")
+        i, j = (_arm(space, v, join_key(key, n), table.file) for n, v in enumerate(pair))
+        if i == j:
+            raise ProblemError(table.file, key, f"names arm {space.arm_labels.display[i]!r} twice")
+        pairs.append((i, j))
+    return _construct(table, space.with_conflicts, (pairs,), {}, "with_conflicts")
+
+
+#: Side rules of a ``[space]`` table, applied in this order: key -> how one table of it is applied.
+RULES: dict[str, Callable[[Any, Table], Any]] = {
+    "conflicts": _apply_conflicts,
+    "constraints": _apply_constraint,
+    "budgets": _apply_budget,
+    "groups": _apply_group,
+}
+
+
+def _apply_rules(space: Any, rules: list[tuple[str, list[Table]]]) -> Any:
+    """Apply the side rules in :data:`RULES` order; the first that leaves no action is refused at its key."""
+    for name, tables in rules:
+        for rule in tables:
+            space = RULES[name](space, rule)
+            word = name.removesuffix("s") if name != "conflicts" else "list of conflicts"
+            _check_feasible(space, rule, f"no action of the space satisfies this {word} (with the rules before it)")
     return space
 
 
@@ -585,9 +760,10 @@ def build_space(table: Table, limits: Limits | None = None) -> Any:
         if not parts:
             raise table.error("parts", "an Intersection needs at least one part")
         spaces = [build_space(part, limits) for part in parts]
-        constraints = table.tables("constraints", [])
+        rules = [(name, table.tables(name, [])) for name in RULES]
+        labels_kw = {"labels": _labels(table, limits)} if "labels" in table else {}
         table.finish()
-        space = _construct(table, cls, tuple(spaces), {}, kind)
+        space = _construct(table, cls, tuple(spaces), labels_kw, kind)
         _check_feasible(space, table, "the parts have no action in common")
     else:
         names, _ = _parameters(cls)
@@ -602,13 +778,11 @@ def build_space(table: Table, limits: Limits | None = None) -> Any:
             param = inspect.signature(cls).parameters[name]
             if name in table or param.default is inspect.Parameter.empty:
                 kwargs[name] = _space_parameter(table, name, labels, limits)
-        constraints = table.tables("constraints", [])
+        rules = [(name, table.tables(name, [])) for name in RULES]
         table.finish()
         space = _construct(table, cls, (), kwargs, kind)
     limits.check("arms", int(space.d), table.key, table.file)
-    for c in constraints:
-        space = _apply_constraint(space, c)
-    return space
+    return _apply_rules(space, rules)
 
 
 # ------------------------------------------------------------------- draws
@@ -748,6 +922,66 @@ def _bad_entry(value: Any, key: str) -> str | None:
     return None
 
 
+def _graph_of(space: Any) -> nx.Graph | None:
+    """The graph a space's arms are the edges of (through side rules), or None."""
+    while space is not None:
+        graph = getattr(space, "graph", None)
+        if isinstance(graph, nx.Graph):
+            return graph
+        space = getattr(space, "parent", None)
+    return None
+
+
+def _edge_means(table: Table, space: Any) -> list[float]:
+    """``{ edge_attribute = "dist", scale = a, offset = b }``: mean of arm (u, v) = offset + scale * attribute."""
+    attribute = table.string("edge_attribute")
+    scale, offset = table.number("scale", 1.0), table.number("offset", 0.0)
+    table.finish()
+    graph = _graph_of(space)
+    edges = space.arm_labels.edges
+    if graph is None or edges is None:
+        raise table.error("edge_attribute", "needs a space whose arms are the edges of a graph ([space.graph])")
+    path = attribute.split(".")  # "ecmp_fwd.uni": a nested attribute
+    out = []
+    for u, v in edges:
+        value: Any = graph.edges[u, v]
+        for part in path:
+            value = value.get(part) if isinstance(value, dict) else None
+        if isinstance(value, bool) or not isinstance(value, int | float) or not np.isfinite(value):
+            known = ", ".join(sorted(k for k, x in graph.edges[u, v].items() if isinstance(x, int | float | dict)))
+            raise table.error(
+                "edge_attribute",
+                f"edge {(u, v)!r} has no number {attribute!r}" + (f" (its attributes: {known})" if known else ""),
+            )
+        out.append(offset + scale * float(value))
+    return out
+
+
+def _diagonal(table: Table, space: Any, limits: Limits) -> list[list[float]]:
+    """``{ diagonal = x }``: a d x d diagonal matrix (e.g. ``cov``): x a number, d numbers or ``{ label = x }``."""
+    limits.check("draw_size", space.d * space.d, table.key, table.file, f"a {space.d} x {space.d} matrix, which")
+    raw = table.raw("diagonal")
+    table.finish()
+    if isinstance(raw, int | float) and not isinstance(raw, bool):
+        values = [check_number(raw, table.path("diagonal"), table.file)] * space.d
+    else:
+        values = _arm_vector(Table({"diagonal": raw}, table.key, table.file), space, "diagonal")
+    return np.diag(values).tolist()
+
+
+def _means_table(value: dict, key: str, file: str, space: Any) -> list[float]:
+    """``means`` given as a table: ``{ edge_attribute = ... }`` or one mean per arm label ``{ "a" = 0.3, ... }``."""
+    if "edge_attribute" in value:
+        return _edge_means(Table(dict(value), key, file), space)
+    for label, mean in value.items():
+        _arm(space, label, join_key(key, label), file)
+        check_number(mean, join_key(key, label), file)
+    try:
+        return space.arm_vector(value, default=None, what=key).tolist()
+    except ValueError as exc:
+        raise _arm_error(exc, key, file) from None
+
+
 def build_environment(table: Table, space: Any, limits: Limits | None = None) -> tuple[Any, dict[str, Any]]:
     """An environment from ``[environment]``: ``kind`` plus constructor parameters.
 
@@ -763,7 +997,12 @@ def build_environment(table: Table, space: Any, limits: Limits | None = None) ->
             continue
         if key not in names and not var_keyword:
             raise table.error(key, f"unknown parameter of {cls.__name__} (it takes: {', '.join(names)})")
-        kwargs[key] = resolve_parameter(value, table.path(key), table.file, space.d, limits)
+        if key == "means" and isinstance(value, dict) and "draw" not in value:
+            kwargs[key] = _means_table(value, table.path(key), table.file, space)
+        elif isinstance(value, dict) and "diagonal" in value:
+            kwargs[key] = _diagonal(Table(dict(value), table.path(key), table.file), space, limits)
+        else:
+            kwargs[key] = resolve_parameter(value, table.path(key), table.file, space.d, limits)
         table.used.add(key)
     table.finish()
     means = kwargs.get("means")
@@ -791,10 +1030,13 @@ def build_environment(table: Table, space: Any, limits: Limits | None = None) ->
 
 
 # ------------------------------------------------------------------ policies
-def build_policy(table: Table, kind: str, space: Any, horizon: int, oracle: str, constants: dict[str, Any]) -> Any:
+def build_policy(
+    table: Table, kind: str, space: Any, horizon: int | None, oracle: Any, constants: dict[str, Any]
+) -> Any:
     """``Policy(space, horizon, oracle=oracle, **constants)`` for the policy kind named ``kind``.
 
-    ``table`` is the ``[[policies]]`` entry, used to name keys in errors.
+    ``table`` is the ``[[policies]]`` entry, used to name keys in errors;
+    ``horizon=None`` builds the policy without a known horizon.
     """
     kind_table = Table({"kind": kind}, table.key, table.file)
     cls = _resolve_class(kind_table, "kind", policy_kinds(), "policy kind", "policy")
@@ -811,3 +1053,64 @@ def build_policy(table: Table, kind: str, space: Any, horizon: int, oracle: str,
         if _key_of_message(message, ["oracle", "backend"]) is not None:
             raise table.error("oracle", message) from None
         raise table.error(None, message) from None
+
+
+def _reward_name(spec: Any) -> str | None:
+    from ..general.rewards import make_reward
+
+    try:
+        return make_reward(spec).name
+    except (ValueError, TypeError):
+        return None
+
+
+def policy_warnings(table: Table, kind: str, constants: dict[str, Any], env: Any) -> list[str]:
+    """Warnings (``FILE: KEY: message``) for a policy whose reward or support differs from the environment's.
+
+    Not errors: the run is well defined (regret is always measured with the
+    environment's reward), but probably not what was meant; a support that
+    misses some of the environment's outcome values makes the jobs fail when
+    such an outcome is observed.
+    """
+    kind_table = Table({"kind": kind}, table.key, table.file)
+    cls = _resolve_class(kind_table, "kind", policy_kinds(), "policy kind", "policy")
+    params = inspect.signature(cls).parameters
+    env_reward = getattr(env, "reward", None)
+    env_name = getattr(env_reward, "name", None) if env_reward is not None else "linear"
+    out: list[str] = []
+    constants_key = table.path("constants")
+    if "reward" in params:
+        given = "reward" in constants
+        spec = constants["reward"] if given else params["reward"].default
+        name = _reward_name(spec)
+        where = join_key(constants_key, "reward") if given else table.key
+        if name is not None and env_name is not None and name != env_name:
+            said = f"reward {name!r}" + ("" if given else " (its default)")
+            out.append(
+                f"{table.file}: {where}: {kind} optimises the {said} but the environment's reward is "
+                f"{env_name!r} (regret is measured with the environment's)"
+            )
+    elif env_name not in (None, "linear"):
+        out.append(
+            f"{table.file}: {table.path('kind')}: {kind} optimises a linear reward (the sum of the arms' means) "
+            f"but the environment's reward is {env_name!r} (regret is measured with the environment's)"
+        )
+    support = constants.get("support")
+    if "support" in params and isinstance(support, list) and support:
+        where = join_key(constants_key, "support")
+        env_support = getattr(env, "support", None)
+        if env_support is None:
+            out.append(
+                f"{table.file}: {where}: the environment's outcomes are continuous, not on this support "
+                "(an outcome off it stops the job)"
+            )
+        else:
+            given = np.asarray([v for v in support if isinstance(v, int | float) and not isinstance(v, bool)], float)
+            missing = [float(v) for v in np.asarray(env_support, float) if not np.isclose(given, v).any()]
+            if missing:
+                shown = ", ".join(f"{v:g}" for v in missing[:6]) + (", ..." if len(missing) > 6 else "")
+                out.append(
+                    f"{table.file}: {where}: misses the environment's outcome values {shown} "
+                    "(a job stops at the first such outcome: list every value the environment can produce)"
+                )
+    return out

@@ -41,7 +41,6 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -128,8 +127,9 @@ def record_queries(
     space = problem.build_space()
     env = problem.build_environment(space)
     recorder = RecordingOracle(make_oracle(space, spec.oracle))
-    table = Table(asdict(spec), f"policies[{names.index(name)}]", problem.file)
-    agent = build_policy(table, spec.kind, space, T, recorder, dict(spec.constants))
+    table = Table(spec.to_dict(), f"policies[{names.index(name)}]", problem.file)
+    told = None if problem.policy_horizon(name) is None else T  # a policy not told the horizon still is not
+    agent = build_policy(table, spec.kind, space, told, recorder, dict(spec.constants))
     result = simulate(agent, env, T, seed=seed)
     recorder.close()
     facts = {

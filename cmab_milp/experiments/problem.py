@@ -18,7 +18,7 @@ class of such a module may also be written ``"MODULE:Class"``.
 
 Sizes are checked before anything is built (:class:`~cmab_milp.experiments.limits.Limits`):
 arms ``d`` (and a graph's edges) <= 5,000, graph nodes <= 20,000, values per draw
-<= 10^6, explicit actions <= 10^5, horizon <= 10^8, seeds <= 1,000, curve points
+<= 10^6, explicit actions <= 10^5, horizon (or rounds) <= 10^8, seeds <= 1,000, curve points
 <= 10,000. A file that means it raises them in ``[run] limits`` (the horizon
 stops at 2^50).
 
@@ -34,6 +34,9 @@ Schema (every key not listed is refused)::
     d = 20                         # the other keys are the constructor's parameters:
     m = 3                          #   d, m, exact / blocks, capacities / graph / source, target /
                                    #   perfect / actions (an array of 0/1 rows)
+    labels = ["red", "green", ...] # optional: one label per arm (strings; an integer only at its own
+                                   #   position; an array is a tuple label). Graph arms also answer to
+                                   #   their edge ["u", "v"].
     [space.graph]                  # graph families: a networkx generator ...
     generator = "grid_2d_graph"    #   a generator of builders.GENERATORS (complete_graph, grid_2d_graph,
                                    #   complete_bipartite_graph, gnm_random_graph, petersen_graph, ...)
@@ -46,13 +49,32 @@ Schema (every key not listed is refused)::
     # edges = [[0, 1], [1, 2]]     # ... or an explicit edge list (relabel defaults to false)
                                    # arm k is list(graph.edges())[k]: networkx's order, which for
                                    # undirected graphs follows the nodes, not the order written
+    # topohub = "topozoo/Abilene"  # ... or a topology of topohub's catalogue (optional extra "routing";
+                                   #   its data ships with the package, nothing is downloaded): nodes keep
+                                   #   their names, edges their attributes (see environment.means below);
+                                   #   the name must be in cmab_milp.topologies.topology_names()
 
-    [[space.constraints]]          # optional side constraints, applied in order (with_constraint)
-    coeffs = [1.0, ...]            #   one number per arm, or: arms = [0, 3], weights = [1, 2]
+    # Side rules (optional), applied in this order: conflicts, constraints, budgets, groups. Wherever
+    # an arm is asked for it may be an index (0), a label ("red") or, on graphs, an edge (["u", "v"]);
+    # a pair of edges is [["u", "v"], ["x", "y"]]. A rule that leaves no action is refused at its key,
+    # naming the rules that together empty the space.
+    [[space.conflicts]]            # never both arms of a pair (with_conflicts)
+    pairs = [["red", "green"], [2, 5]]
+    [[space.constraints]]          # coeffs @ a  sense  rhs (with_constraint)
+    coeffs = { red = 1.0, blue = 2.0 }  # one number per arm as an array of d, or a table by label
+                                   #   (missing arms 0), or: arms = ["red", 3], weights = [1, 2]
     sense = "<="                   #   "<=", ">=" or "=="
     rhs = 2
+    [[space.budgets]]              # costs @ a <= budget, costs >= 0 (with_budget)
+    costs = { red = 3, green = 1 } #   d numbers, a table by label, or arms = [...] + costs = [one each]
+    budget = 3
+    [[space.groups]]               # at least / at most so many arms of a group (with_group)
+    arms = ["red", "green"]
+    at_least = 1                   #   at_least and/or at_most
+    # TOML table keys are always strings: a table { ... } names arms by string label only. For
+    # indices, integer labels or edges, use the array forms (arms = [...] with weights / costs).
 
-    # kind = "Intersection" takes [[space.parts]] (each a space table) instead.
+    # kind = "Intersection" takes [[space.parts]] (each a space table) instead (and labels, rules).
 
     [environment]
     kind = "UniformNoise"          # any class of cmab_milp.environments, or a registered kind
@@ -62,22 +84,51 @@ Schema (every key not listed is refused)::
                                    #   integers (low, high, both included), normal (mean, std),
                                    #   dirichlet (alpha: one probability row per arm), choice
                                    #   (values, optional p and replace)
+    # means = { red = 0.1, green = 0.5, ... }   # or by string label: every arm must be given
+    # means = { edge_attribute = "dist", scale = -0.00025, offset = -0.05 }
+                                   #   or from the graph's edges: offset + scale * attribute per arm
+                                   #   (a nested attribute as "ecmp_fwd.uni"); topohub edges carry
+                                   #   "dist" (km) and the utilisations "ecmp_fwd" / "ecmp_bwd"
     width = 0.5                    # the other keys are the constructor's parameters; any value
                                    # may be a { draw = ... } table (see builders.DRAWS), stored as
                                    # this recipe and drawn again from its seed on every rebuild
+    # cov = { diagonal = 0.0025 }  # a d x d diagonal matrix: a number, d numbers or { label = x }
+                                   #   (its d^2 entries count against the limit of values per draw)
 
     [[policies]]                   # one table per compared policy
     name = "AROQ"                  # label in plots and results (letters, digits, _ . + -)
     kind = "AROQ"                  # any class of cmab_milp.policies, or a registered kind
     oracle = "highs"               # oracle backend (default "highs"): see cm.available_backends()
     constants = { C = 1.5 }        # optional keyword constants of the policy
+    horizon = "unknown"            # optional: build this policy with T=None (it plays the run's
+                                   #   rounds without being told them), next to policies told T
 
     [run]
-    horizon = 100000               # T
+    horizon = 100000               # T: told to the policies, and the rounds every job plays
+    # horizon = "unknown"          # or: every policy built with T=None ...
+    # rounds = 100000              #   ... and each job plays this many rounds (required then)
     seeds = 10                     # a count (seeds 0..9) or an explicit array [3, 5, 8]
     panels = ["rounds", "queries", "regret", "runtime", "total_rounds"]   # optional
     curve_points = 200             # optional: points recorded per curve (log-spaced in t, default 200)
     limits = { arms = 20000 }      # optional: raise (or lower) a size limit (see limits.Limits)
+
+Unknown horizons: the curves of a policy built with ``T=None`` are recorded
+up to the rounds played, like the others; ``summary.json`` says per policy the
+horizon it was told (``policy_info.NAME.horizon``: T or ``"unknown"``).
+``--horizon N`` on the command line replaces a known horizon (T and rounds);
+with ``[run] horizon = "unknown"`` it replaces ``rounds`` (the policies still
+do not know it). ``--resume`` refuses a folder run with other rounds.
+
+Warnings (printed by ``validate`` and ``run``, one line each as
+``warning: FILE: KEY: ...``, never errors): a policy whose reward differs from
+the environment's (a linear policy on a non-linear reward, or ``reward =
+"sqrt_sum"`` against an environment's ``"max"``), and a ``support`` that misses
+some of the environment's outcome values (the job then stops at the first such
+outcome) or is given for continuous outcomes.
+
+``summary.json``'s ``problem`` section also lists ``arm_labels`` (when arms
+have labels or edges), ``optimal_action`` (by label; a path's edges in travel
+order) and ``optimal_reward``.
 
 Example
 -------
@@ -111,7 +162,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .builders import build_environment, build_policy, build_space
+from .builders import build_environment, build_policy, build_space, policy_warnings
 from .limits import Limits
 from .plots import DEFAULT_PANELS, PANELS
 from .registry import check_name, plugins
@@ -130,6 +181,15 @@ class PolicySpec:
     kind: str
     oracle: str = "highs"
     constants: dict[str, Any] = field(default_factory=dict)
+    #: ``"unknown"``: the policy is built with ``T=None`` whatever ``[run] horizon`` says; None: the run's.
+    horizon: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The entry as file data (``horizon`` only when set, so older results keep their digest)."""
+        data = asdict(self)
+        if data["horizon"] is None:
+            del data["horizon"]
+        return data
 
 
 @dataclass(frozen=True)
@@ -144,6 +204,7 @@ class Problem:
     space: dict[str, Any]
     environment: dict[str, Any]
     policies: list[PolicySpec]
+    #: Rounds played by every job: T for policies told the horizon, ``[run] rounds`` when it is unknown.
     horizon: int
     seeds: list[int]
     panels: list[str] = field(default_factory=lambda: list(DEFAULT_PANELS))
@@ -152,6 +213,26 @@ class Problem:
     limits: dict[str, int] = field(default_factory=dict)
     #: Trusted modules (``--plugin``) loaded when the problem was read; each job loads them again.
     plugins: tuple[str, ...] = ()
+    #: ``[run] horizon = "unknown"``: every policy is built with ``T=None`` and plays ``horizon`` rounds.
+    unknown_horizon: bool = False
+    #: Warnings found while validating (``FILE: KEY: message``), e.g. a policy's reward that differs
+    #: from the environment's; not errors, and not part of the problem's identity.
+    warnings: tuple[str, ...] = field(default=(), compare=False)
+
+    def policy_horizon(self, name: str) -> int | None:
+        """The ``T`` the policy labelled ``name`` is built with: None when its horizon is unknown."""
+        spec = self.policy(name)
+        return None if self.unknown_horizon or spec.horizon == "unknown" else self.horizon
+
+    @property
+    def horizon_text(self) -> str:
+        """The horizon as shown to people: ``T=1000``, ``T unknown, 1000 rounds`` or a mix."""
+        unknown = [p.name for p in self.policies if self.policy_horizon(p.name) is None]
+        if not unknown:
+            return f"T={self.horizon}"
+        if len(unknown) == len(self.policies):
+            return f"T unknown to the policies, {self.horizon} rounds"
+        return f"T={self.horizon} (unknown to {', '.join(unknown)})"
 
     @property
     def size_limits(self) -> Limits:
@@ -181,14 +262,16 @@ class Problem:
         spec = self.policy(name)
         space = self.build_space() if space is None else space
         k = self.policies.index(spec)
-        table = Table(asdict(spec), join_key("policies", k), self.file)
-        return build_policy(table, spec.kind, space, self.horizon, spec.oracle, dict(spec.constants))
+        table = Table(spec.to_dict(), join_key("policies", k), self.file)
+        return build_policy(table, spec.kind, space, self.policy_horizon(name), spec.oracle, dict(spec.constants))
 
     # --------------------------------------------------------------- identity
     def to_dict(self) -> dict[str, Any]:
         """The resolved problem as JSON-able data (draws as their recipes, overrides applied)."""
-        run: dict[str, Any] = {
-            "horizon": self.horizon,
+        run: dict[str, Any] = {"horizon": self.horizon}
+        if self.unknown_horizon:
+            run = {"horizon": "unknown", "rounds": self.horizon}
+        run |= {
             "seeds": self.seeds,
             "panels": self.panels,
             "curve_points": self.curve_points,
@@ -199,7 +282,7 @@ class Problem:
             "title": self.title,
             "space": self.space,
             "environment": self.environment,
-            "policies": [asdict(p) for p in self.policies],
+            "policies": [p.to_dict() for p in self.policies],
             "run": run,
         }
 
@@ -213,13 +296,18 @@ class Problem:
             "horizon": self.horizon,
             "curve_points": self.curve_points,
         }
+        if self.unknown_horizon:  # only then, so that the digests of earlier results stay the same
+            key["unknown_horizon"] = True
         return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
 
     def with_run(self, horizon: int | None = None, seeds: list[int] | None = None) -> Problem:
-        """A copy with another horizon and/or seed list (re-validated)."""
+        """A copy with another horizon and/or seed list (re-validated).
+
+        With an unknown horizon, ``horizon`` is the number of rounds played (``[run] rounds``).
+        """
         data = self.to_dict()
         if horizon is not None:
-            data["run"]["horizon"] = horizon
+            data["run"]["rounds" if self.unknown_horizon else "horizon"] = horizon
         if seeds is not None:
             data["run"]["seeds"] = seeds
         return parse_problem(data, self.file)
@@ -243,7 +331,9 @@ def _plain(data: Any, key: str, file: str) -> Any:
 def load_problem(path: str | Path, *, horizon: int | None = None, seeds: int | list[int] | None = None) -> Problem:
     """Read, validate and resolve a problem file; ``horizon`` / ``seeds`` override its ``[run]``.
 
-    ``seeds`` is a count (seeds ``0..seeds-1``) or a list. Raises
+    ``horizon`` replaces a known ``[run] horizon``; with ``horizon = "unknown"`` it
+    replaces ``[run] rounds`` (the policies are still not told it). ``seeds`` is a count
+    (seeds ``0..seeds-1``) or a list. Raises
     :class:`~cmab_milp.experiments.schema.ProblemError` for any mistake.
     """
     file = str(path)
@@ -259,8 +349,8 @@ def load_problem(path: str | Path, *, horizon: int | None = None, seeds: int | l
         raise ProblemError(file, "", f"not valid TOML: {exc}") from None
     run = data.get("run")
     if isinstance(run, dict):
-        if horizon is not None:
-            run["horizon"] = horizon
+        if horizon is not None:  # a known horizon is replaced; an unknown one stays unknown, played this long
+            run["rounds" if run.get("horizon") == "unknown" else "horizon"] = horizon
         if seeds is not None:
             run["seeds"] = seeds
     return parse_problem(data, file)
@@ -302,17 +392,23 @@ def parse_problem(data: dict[str, Any], file: str = "<problem>", *, build: bool 
     policies = attempt(_parse_policies, policy_tables, file) if policy_tables is not None else None
     space_data = attempt(_plain, space_table.data, "space", file) if space_table is not None else None
     env_data = attempt(_plain, env_table.data, "environment", file) if env_table is not None else None
+    warnings: list[str] = []
     if build and space_table is not None:
         space = attempt(build_space, space_table, limits)
+        env = None
         if space is not None and env_table is not None:
-            attempt(build_environment, env_table, space, limits)
+            built = attempt(build_environment, env_table, space, limits)
+            env = None if built is None else built[0]
         if space is not None and policies is not None and parsed_run is not None:
             for k, spec in enumerate(policies):
-                table = Table(asdict(spec), join_key("policies", k), file)
-                attempt(build_policy, table, spec.kind, space, parsed_run[1], spec.oracle, dict(spec.constants))
+                table = Table(spec.to_dict(), join_key("policies", k), file)
+                T = None if parsed_run[5] or spec.horizon == "unknown" else parsed_run[1]
+                policy = attempt(build_policy, table, spec.kind, space, T, spec.oracle, dict(spec.constants))
+                if policy is not None and env is not None:
+                    warnings += policy_warnings(table, spec.kind, dict(spec.constants), env)
     if errors:
         raise errors[0] if len(errors) == 1 else ProblemErrors(errors)
-    _, horizon, seeds, panels, curve_points = parsed_run
+    _, horizon, seeds, panels, curve_points, unknown = parsed_run
     return Problem(
         file=file,
         space=space_data,
@@ -325,12 +421,25 @@ def parse_problem(data: dict[str, Any], file: str = "<problem>", *, build: bool 
         title=title,
         limits=limits.changed(),
         plugins=tuple(plugins()),
+        unknown_horizon=unknown,
+        warnings=tuple(warnings),
     )
 
 
-def _parse_run(run: Table) -> tuple[Limits, int, list[int], list[str], int]:
+def _parse_run(run: Table) -> tuple[Limits, int, list[int], list[str], int, bool]:
     limits = Limits.from_table(run.table("limits", None))
-    horizon = limits.check("horizon", run.integer("horizon", minimum=1), run.path("horizon"), run.file)
+    unknown = run.raw("horizon") == "unknown"
+    if unknown:  # the policies are built with T=None; the jobs play [run] rounds
+        run.used.add("horizon")
+        if "rounds" not in run:
+            raise run.error("rounds", 'horizon = "unknown" needs rounds = N: how many rounds each job plays')
+        horizon = limits.check("horizon", run.integer("rounds", minimum=1), run.path("rounds"), run.file)
+    else:
+        if isinstance(run.raw("horizon"), str):
+            raise run.error("horizon", f'expected a number of rounds or "unknown", got {run.raw("horizon")!r}')
+        if "rounds" in run:
+            raise run.error("rounds", 'only with horizon = "unknown"; with a known horizon each job plays T rounds')
+        horizon = limits.check("horizon", run.integer("horizon", minimum=1), run.path("horizon"), run.file)
     raw_seeds = run.raw("seeds")
     if isinstance(raw_seeds, list):
         limits.check("seeds", len(raw_seeds), run.path("seeds"), run.file)
@@ -352,7 +461,7 @@ def _parse_run(run: Table) -> tuple[Limits, int, list[int], list[str], int]:
     curve_points = run.integer("curve_points", 200, minimum=2)
     limits.check("curve_points", curve_points, run.path("curve_points"), run.file)
     run.finish()
-    return limits, horizon, seeds, list(panels), curve_points
+    return limits, horizon, seeds, list(panels), curve_points, unknown
 
 
 def _parse_policies(tables: list[Table], file: str) -> list[PolicySpec]:
@@ -397,5 +506,8 @@ def _parse_policy(table: Table, k: int, seen: dict[str, int], backends: dict, av
             raise table.error("oracle", f"refused solver: {exc}") from None
     constants_table = table.table("constants", None)
     constants = {} if constants_table is None else _plain(constants_table.data, table.path("constants"), file)
+    horizon = None
+    if "horizon" in table:
+        horizon = table.string("horizon", choices=("unknown",))
     table.finish()
-    return PolicySpec(name=name, kind=kind, oracle=oracle, constants=constants)
+    return PolicySpec(name=name, kind=kind, oracle=oracle, constants=constants, horizon=horizon)

@@ -144,9 +144,9 @@ def _now() -> str:
 
 def _differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     parts = [k for k in ("space", "environment", "policies") if old.get(k) != new.get(k)]
-    for key in ("horizon", "curve_points"):
-        if old.get("run", {}).get(key) != new["run"][key]:
-            parts.append(f"run.{key} ({old.get('run', {}).get(key)} -> {new['run'][key]})")
+    for key in ("horizon", "rounds", "curve_points"):
+        if old.get("run", {}).get(key) != new["run"].get(key):
+            parts.append(f"run.{key} ({old.get('run', {}).get(key)} -> {new['run'].get(key)})")
     return parts
 
 
@@ -215,7 +215,8 @@ def _save_job(out: Path, problem: Problem, job: Job, outcome: dict[str, Any]) ->
             "seed": job.seed,
             "kind": spec.kind,
             "oracle": spec.oracle,
-            "horizon": problem.horizon,
+            "horizon": _horizon_of(problem, job.policy),
+            "rounds": problem.horizon,
             "digest": problem.digest(),
             "totals": outcome["totals"],
             "rows": len(outcome["curve"]["t"]),
@@ -248,6 +249,7 @@ def _stats(values: list[float]) -> dict[str, float]:
 def summarise(problem: Problem, out_dir: str | Path, run_info: dict[str, Any] | None = None) -> dict[str, Any]:
     """``summary.json``'s content from the job files in ``out_dir`` (complete jobs of this problem only)."""
     out = Path(out_dir)
+    arms = describe_arms(problem)
     policies: dict[str, Any] = {}
     info: dict[str, Any] = {}
     missing: list[str] = []
@@ -271,7 +273,13 @@ def summarise(problem: Problem, out_dir: str | Path, run_info: dict[str, Any] | 
             for metric in OPTIONAL_METRICS:
                 if len(totals[metric]) == len(seeds):
                     policies[spec.name][metric] = _stats(totals[metric])
-        info[spec.name] = {"kind": spec.kind, "oracle": spec.oracle, "constants": spec.constants, "seeds": seeds}
+        info[spec.name] = {
+            "kind": spec.kind,
+            "oracle": spec.oracle,
+            "constants": spec.constants,
+            "horizon": _horizon_of(problem, spec.name),
+            "seeds": seeds,
+        }
     return {
         "policies": policies,
         "std": "sample standard deviation over seeds (ddof=1; 0 for one seed)",
@@ -282,14 +290,60 @@ def summarise(problem: Problem, out_dir: str | Path, run_info: dict[str, Any] | 
             "file": problem.file,
             "title": problem.title,
             "digest": problem.digest(),
-            "horizon": problem.horizon,
+            "horizon": "unknown" if problem.unknown_horizon else problem.horizon,
+            "rounds": problem.horizon,
             "seeds": problem.seeds,
             "space": problem.space,
             "environment": problem.environment.get("kind"),
+            **(arms if arms is not None else {}),
         },
         "run": run_info or {},
         "versions": _versions(),
     }
+
+
+def _horizon_of(problem: Problem, name: str) -> int | str:
+    """The horizon a policy was told: T, or ``"unknown"`` (built with ``T=None``)."""
+    T = problem.policy_horizon(name)
+    return "unknown" if T is None else T
+
+
+def _json_label(label: Any) -> Any:
+    """A label as JSON data: an edge ``(u, v)`` becomes ``[u, v]``, other labels stay (or become strings)."""
+    if isinstance(label, tuple):
+        return [_json_label(x) for x in label]
+    if isinstance(label, (str, int, float, bool)) or label is None:
+        return label
+    return str(label)
+
+
+def describe_arms(problem: Problem) -> dict[str, Any] | None:
+    """The arms' labels and an optimal action by label (``None`` if the problem cannot be built here).
+
+    ``{"arm_labels": [...], "optimal_action": [labels], "optimal_reward": x}``: read with the regret,
+    they say which arms the policies should end up playing. ``arm_labels`` is left out when the arms
+    are plain indices.
+    """
+    try:
+        load_plugins(problem.plugins)
+        space = problem.build_space()
+        env = problem.build_environment(space)
+        best, value = env.optimal(space)
+    except Exception:  # a summary must not fail because the optimum cannot be recomputed here
+        return None
+    labels = space.arm_labels
+    out: dict[str, Any] = {}
+    if labels.custom is not None or labels.edges is not None:
+        out["arm_labels"] = [_json_label(x) for x in labels.display]
+    root = space
+    while getattr(root, "parent", None) is not None and not hasattr(root, "path_edges"):
+        root = root.parent  # side rules wrap the graph space; a path is still a path of its graph
+    if hasattr(root, "path_edges") and labels.custom is None:  # a path: its edges in the order travelled
+        out["optimal_action"] = [_json_label(x) for x in root.path_edges(best)]
+    else:
+        out["optimal_action"] = [_json_label(x) for x in space.labels_of(best)]
+    out["optimal_reward"] = float(value)
+    return out
 
 
 def collect_curves(problem: Problem, out_dir: str | Path) -> dict[str, PolicyCurves]:
@@ -336,6 +390,8 @@ def run_problem(
     (after finishing the others), and :class:`RunInterrupted` on Ctrl-C.
     """
     stream = sys.stderr if stream is None else stream
+    for warning in problem.warnings:
+        stream.write(f"warning: {warning}\n")
     out = Path(out_dir)
     workers = jobs or os.cpu_count() or 1
     _check_folder(problem, out, resume)
@@ -363,7 +419,7 @@ def run_problem(
         runner.close(cancel=True)
         raise RunError(f"cannot write to --out {out}: {exc.strerror or exc}") from None
     stream.write(
-        f"{problem.file}: {len(problem.policies)} policies x {len(problem.seeds)} seeds, T={problem.horizon}; "
+        f"{problem.file}: {len(problem.policies)} policies x {len(problem.seeds)} seeds, {problem.horizon_text}; "
         f"{len(todo)} jobs to run" + (f" ({skipped} already complete)" if skipped else "") + f" -> {out}\n"
     )
     started, clock = _now(), time.perf_counter()
