@@ -25,15 +25,18 @@ class per schedule::
 
     class AROQCov(AdaptiveEpochs):
         name = "AROQ-C"
+        unit = "pair"          # epochs per pair (i, j) instead of per arm
 
-        def __init__(self, space, T, *, oracle="highs", C=1.5):
-            super().__init__(space, T, oracle=oracle, C=check_positive("C", C))
+        def __init__(self, space, T, *, oracle="highs", C=1.5, warmup_cycles=None):
+            super().__init__(space, T, oracle=oracle, C=check_positive("C", C), warmup_cycles=warmup_cycles)
 
         def make_index(self):
-            return CovarianceIndex(self.space.d, **self.params)
+            return CovarianceIndex(self.space.d, C=self.params["C"])
 
-Everything else (epochs, thresholds, holds, representatives, elimination, round
-robin, infinite indices of unobserved arms, bulk play) is shared.
+Everything else (epochs per arm or pair, thresholds, holds, the optional
+warm-up, representatives, elimination, round robin, infinite indices of
+unobserved arms, bulk play) is shared; see
+:class:`~cmab_milp.policies.schedules.EpochSchedule`.
 
 Unobserved arms
 ---------------
@@ -121,6 +124,7 @@ __all__ = [
     "Policy",
     "Stretch",
     "check_horizon",
+    "check_nonnegative",
     "check_positive",
     "check_unit_interval",
     "unobserved_query",
@@ -182,6 +186,21 @@ def check_positive(name: str, value: Any) -> float:
         raise ValueError(f"{name} must be a number, got {value!r}") from None
     if not math.isfinite(x) or x <= 0:
         raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    return x
+
+
+def check_nonnegative(name: str, value: Any) -> float:
+    """``value`` as a finite float >= 0, or ``ValueError`` naming ``name``.
+
+    >>> check_nonnegative("warmup_cycles", 2)
+    2.0
+    """
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number >= 0, got {value!r}") from None
+    if not math.isfinite(x) or x < 0:
+        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
     return x
 
 
