@@ -19,6 +19,10 @@ brackets) are
   one action is ``t^-C`` and ``d log log t`` pays for the union over directions
   (``log log t`` is floored at 0).
 
+Every constructor takes ``space``, ``T`` and ``oracle`` (see
+:class:`~cmab_milp.policies.base.Policy`) and ``C``, ``f_scale``, ``h_scale``
+(floats > 0).
+
 The schedules come from :mod:`cmab_milp.policies.schedules`: OLS-UCB-C is
 :class:`~.schedules.EveryRound`; AROQ-C is :class:`~.schedules.AdaptiveEpochs`
 and SROQ-C :class:`~.schedules.ScheduledElimination`, both with *pair* units
@@ -141,7 +145,7 @@ class CovarianceIndex(Index):
         return matrix
 
     # ----------------------------------------------------------- queries
-    def _query(self, t: int, sign: int, include: Sequence[int], exclude: Sequence[int]) -> dict:
+    def query(self, t: int, sign: int, include: Sequence[int] = (), exclude: Sequence[int] = ()) -> dict:
         return {
             "kind": "norm",
             "mu": self.means,
@@ -153,19 +157,7 @@ class CovarianceIndex(Index):
             "forbid_pairs": self.forbid_pairs,
         }
 
-    def upper_query(self, t: int, include: Sequence[int] = (), exclude: Sequence[int] = ()) -> dict:
-        return self._query(t, +1, include, exclude)
-
-    def lower_query(self, t: int, include: Sequence[int] = (), exclude: Sequence[int] = ()) -> dict:
-        return self._query(t, -1, include, exclude)
-
-    def upper_values(self, t: int, actions: np.ndarray) -> np.ndarray:
-        return self._values(t, actions, +1)
-
-    def lower_values(self, t: int, actions: np.ndarray) -> np.ndarray:
-        return self._values(t, actions, -1)
-
-    def _values(self, t: int, actions: np.ndarray, sign: int) -> np.ndarray:
+    def evaluate(self, t: int, actions: np.ndarray, sign: int) -> np.ndarray:
         acts = np.asarray(actions, dtype=bool)
         dense = acts.astype(float)
         quad = np.einsum("ni,ij,nj->n", dense, self.matrix(t), dense)
@@ -196,12 +188,7 @@ class _CovarianceFamily:
 class OLSUCBC(_CovarianceFamily, EveryRound):
     """OLS-UCB-C: the covariance-adaptive UCB argmax of eq. (3) at every round (baseline).
 
-    Parameters
-    ----------
-    space, T, oracle
-        See :class:`~cmab_milp.policies.base.Policy`.
-    C, f_scale, h_scale : float > 0
-        Radii ``f_t`` and ``h_t`` (module docstring).
+    Parameters: ``space``, ``T``, ``oracle``, ``C``, ``f_scale``, ``h_scale`` (module docstring).
 
     >>> import cmab_milp as cm
     >>> OLSUCBC(cm.Cardinality(3, 1), 10, oracle="enumerate").params
@@ -239,10 +226,8 @@ class AROQCov(_CovarianceFamily, AdaptiveEpochs):
 
     Parameters
     ----------
-    space, T, oracle
-        See :class:`~cmab_milp.policies.base.Policy`.
-    C, f_scale, h_scale : float > 0
-        Radii ``f_t`` and ``h_t`` (module docstring).
+    space, T, oracle, C, f_scale, h_scale
+        See the module docstring.
     warmup_cycles : float >= 0 or None
         Length of the warm-up in passes over the ``d (d + 1) / 2`` pairs.
         ``None`` (default): the paper's ``log(T)^3`` (natural log), i.e.
@@ -321,10 +306,8 @@ class SROQCov(_CovarianceFamily, ScheduledElimination):
 
     Parameters
     ----------
-    space, T, oracle
-        See :class:`~cmab_milp.policies.base.Policy`.
-    C, f_scale, h_scale : float > 0
-        Radii ``f_T`` and ``h_T`` (module docstring).
+    space, T, oracle, C, f_scale, h_scale
+        See the module docstring (the radii use ``T``: ``f_T``, ``h_T``).
     M : int >= 1
         Number of grid epochs (default ``max(2, ceil(log2(log2(T))))``).
     warmup_cycles : float >= 0
