@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -184,3 +185,105 @@ if __name__ == "__main__":
     if sys.argv[1:] != ["--write"]:
         sys.exit("usage: PYTHONPATH=. python tests/test_schedules_shared.py --write")
     write()
+
+
+# ------------------------------------------------------------------ the hooks themselves
+class WarmAROQ(cm.policies.schedules.AdaptiveEpochs):
+    """AROQ with an arm warm-up: a combination the shared schedule allows and no library class uses."""
+
+    name = "AROQ-warm"
+
+    def __init__(self, space, T, *, oracle="enumerate", warmup_cycles=1.0):
+        super().__init__(space, T, oracle=oracle, warmup_cycles=warmup_cycles)
+
+    def make_index(self):
+        return cm.policies.linear.LinearIndex(self.d)
+
+
+class PairSROQ(cm.policies.schedules.ScheduledElimination):
+    """SROQ's linear index on the pair schedule of Algorithm 4 (pair representatives, forbidden pairs)."""
+
+    name = "SROQ-pairs"
+    unit = "pair"
+
+    def __init__(self, space, T, *, oracle="enumerate", M=None, warmup_cycles=1.0, pair_fraction=0.5):
+        super().__init__(space, T, oracle=oracle, M=M, warmup_cycles=warmup_cycles, pair_fraction=pair_fraction)
+
+    def make_index(self):
+        return cm.policies.linear.LinearIndex(self.d)
+
+
+def per_round(result: Any) -> np.ndarray:
+    return np.concatenate([a[np.arange(n) % len(a)] for _, n, a in result.info["trace"]])
+
+
+@pytest.mark.parametrize("unit", ["arm", "pair"])
+def test_unit_counts_match_counting_the_rounds(unit):
+    policy = (WarmAROQ if unit == "arm" else PairSROQ)(SPACE, 100)
+    rng = np.random.default_rng(0)
+    for p, rounds in [(1, 7), (3, 1), (3, 8), (4, 4), (5, 13)]:
+        actions = rng.random((p, policy.d)) < 0.5
+        got = policy.unit_counts(cm.policies.base.Stretch(actions, rounds), rounds)
+        played = actions[np.arange(rounds) % p].astype(int)
+        expected = played.sum(axis=0) if unit == "arm" else played.T @ played
+        assert np.array_equal(got, expected)
+
+
+def test_an_arm_warm_up_plays_one_action_per_arm_then_algorithm_1_runs():
+    T, cycles, d, m = 3000, 2.5, SPACE.d, SPACE.m
+    policy = WarmAROQ(SPACE, T, warmup_cycles=cycles)
+    result = cm.simulate(policy, uniform(0), seed=0, trace=True)
+    warm = math.ceil(cycles * d)
+    assert policy.warmup_rounds == warm
+    actions = per_round(result)
+    feasible = SPACE.enumerate()
+    for t in range(warm):  # round t + 1 plays, for arm t % d, an action holding it with the most arms
+        arm = t % d
+        assert actions[t][arm] and actions[t].sum() == max(a.sum() for a in feasible if a[arm])
+    # Algorithm 1 recounted from the rounds played: the warm-up is epoch 0, then epochs end at the threshold
+    epochs, previous, current, updates = np.ones(d, int), actions[:warm].sum(axis=0), np.zeros(d, int), 0
+    for t in range(warm, T):
+        due = current >= 1 + np.sqrt(T * m * previous / d)
+        if due.any() or t == warm:
+            epochs[due] += 1
+            previous[due], current[due] = current[due], 0
+            updates += 1
+        else:
+            assert np.array_equal(actions[t], actions[t - 1]), f"the action changed without an update at round {t + 1}"
+        current += actions[t]
+    assert np.array_equal(policy.epochs, epochs) and policy.updates == updates
+    assert result.rounds[-1] == 1 + updates  # the warm-up batch, then one round per update
+
+
+def test_a_pair_schedule_with_a_linear_index_plays_only_what_its_eliminations_allow():
+    T = 3000
+    policy, env, rng = PairSROQ(SPACE, T, M=4), uniform(3), np.random.default_rng(3)
+    allowed, forbidden, epochs = set(range(SPACE.d)), set(), 0
+    for _ in range(T):
+        arms_before, pairs_before = set(np.flatnonzero(policy.active).tolist()), set(policy.forbidden)
+        a = policy.select()
+        if len(policy.history) > epochs:  # an epoch started: its batch was asked under the eliminations before it
+            epochs, allowed, forbidden = len(policy.history), arms_before, pairs_before
+        held = set(np.flatnonzero(a).tolist())
+        assert SPACE.contains(a) and held <= allowed
+        assert not any(i in held and j in held for i, j in forbidden)
+        policy.observe(a, np.where(a, env.sample(a, rng), np.nan))
+    assert forbidden and policy.oracle.ledger.rounds == 1 + epochs  # warm-up batch + one batch per epoch
+    assert epochs == len(policy.grid) and any(h["pairs"] < SPACE.d * (SPACE.d - 1) // 2 for h in policy.history)
+
+
+@pytest.mark.parametrize(
+    ("build", "fragment"),
+    [
+        (lambda: WarmAROQ(SPACE, 10, warmup_cycles=-1), "warmup_cycles"),
+        (lambda: WarmAROQ(SPACE, 10, warmup_cycles="x"), "warmup_cycles"),
+        (lambda: WarmAROQ(SPACE, 10, warmup_cycles=float("inf")), "warmup_cycles"),
+        (lambda: PairSROQ(SPACE, 10, pair_fraction=1.5), "pair_fraction"),
+        (lambda: PairSROQ(SPACE, 10, pair_fraction=-0.1), "pair_fraction"),
+        (lambda: cm.SROQCov(SPACE, 10, oracle="enumerate", warmup_cycles=None), "warmup_cycles"),
+        (lambda: type("Triples", (PairSROQ,), {"unit": "triple"})(SPACE, 10), "unit"),
+    ],
+)
+def test_bad_schedule_parameters_are_refused(build, fragment):
+    with pytest.raises(ValueError, match=fragment):
+        build()
