@@ -380,7 +380,11 @@ class ScheduledElimination(EpochSchedule):
         self._reset_pairs()
 
     def representative_sets(self) -> list[tuple[int, ...]]:
-        """The ``include`` sets asked at an epoch start: each surviving arm, then (pairs) each surviving pair."""
+        """The ``include`` sets asked at an epoch start: ``(i,)`` per surviving arm, then (pairs) each surviving pair.
+
+        An override keeps that order: the first answers are the arms'
+        representatives (arm elimination, phase 1), the rest the pairs'.
+        """
         arms = [(int(i),) for i in np.flatnonzero(self.active)]
         return arms + list(self.active_pairs) if self.unit == "pair" else arms
 
