@@ -18,22 +18,26 @@ A policy is split in two parts that meet at :class:`Index`:
 
 How a new family plugs in
 -------------------------
-Write a subclass of :class:`Index` (``needs``, ``update``, ``upper_query``,
-``lower_query``, ``upper_values``, ``lower_values``; override ``ask`` only if its
-queries go to something other than ``oracle.argmax_batch``), then one short
-class per schedule::
+Write a subclass of :class:`Index` (``needs``, ``update``, ``query`` and
+``evaluate`` for both signs, or ``upper_query``, ``lower_query``,
+``upper_values``, ``lower_values``; override ``ask`` only if its queries go to
+something other than ``oracle.argmax_batch``), then one short class per
+schedule::
 
     class AROQCov(AdaptiveEpochs):
         name = "AROQ-C"
+        unit = "pair"          # epochs per pair (i, j) instead of per arm
 
-        def __init__(self, space, T, *, oracle="highs", C=1.5):
-            super().__init__(space, T, oracle=oracle, C=check_positive("C", C))
+        def __init__(self, space, T, *, oracle="highs", C=1.5, warmup_cycles=None):
+            super().__init__(space, T, oracle=oracle, C=check_positive("C", C), warmup_cycles=warmup_cycles)
 
         def make_index(self):
-            return CovarianceIndex(self.space.d, **self.params)
+            return CovarianceIndex(self.space.d, C=self.params["C"])
 
-Everything else (epochs, thresholds, holds, representatives, elimination, round
-robin, infinite indices of unobserved arms, bulk play) is shared.
+Everything else (epochs per arm or pair, thresholds, holds, the optional
+warm-up, representatives, elimination, round robin, infinite indices of
+unobserved arms, bulk play) is shared; see
+:class:`~cmab_milp.policies.schedules.EpochSchedule`.
 
 Unobserved arms
 ---------------
@@ -111,7 +115,7 @@ import numpy as np
 
 from ..environments.base import FeedbackStats, check_needs
 from ..oracles import Oracle, make_oracle
-from ..spaces.base import ActionSpace
+from ..spaces.base import ActionSpace, as_action
 from .anytime import MAX_HORIZON, first_horizon, next_horizon
 
 __all__ = [
@@ -121,6 +125,7 @@ __all__ = [
     "Policy",
     "Stretch",
     "check_horizon",
+    "check_nonnegative",
     "check_positive",
     "check_unit_interval",
     "unobserved_query",
@@ -185,6 +190,21 @@ def check_positive(name: str, value: Any) -> float:
     return x
 
 
+def check_nonnegative(name: str, value: Any) -> float:
+    """``value`` as a finite float >= 0, or ``ValueError`` naming ``name``.
+
+    >>> check_nonnegative("warmup_cycles", 2)
+    2.0
+    """
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number >= 0, got {value!r}") from None
+    if not math.isfinite(x) or x < 0:
+        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+    return x
+
+
 def check_unit_interval(name: str, value: Any) -> float:
     """``value`` as a float in (0, 1], or ``ValueError`` naming ``name``."""
     x = check_positive(name, value)
@@ -228,7 +248,7 @@ def _set_state(obj: Any, state: Mapping[str, Any], names: list[str], what: str) 
         setattr(obj, name, value)
 
 
-class Index(ABC):
+class Index:
     """An estimator and its confidence index over ``d`` arms.
 
     ``t`` in the methods below is the round whose confidence level is used
@@ -275,21 +295,32 @@ class Index(ABC):
         """
         return FeedbackStats.of_rounds(action[None], y[None], self.needs)
 
-    @abstractmethod
+    def query(self, t: int, sign: int, include: Sequence[int] = (), exclude: Sequence[int] = ()) -> dict:
+        """Query maximising the UCB (``sign=+1``) or the LCB (``-1``) under the restrictions.
+
+        A family implements this and :meth:`evaluate` (or the four methods below).
+        """
+        raise NotImplementedError(f"{type(self).__name__} implements neither query nor upper_query / lower_query")
+
+    def evaluate(self, t: int, actions: np.ndarray, sign: int) -> np.ndarray:
+        """UCB (``sign=+1``) or LCB (``-1``) of each row of ``actions`` (``sign * inf`` with an unobserved arm)."""
+        raise NotImplementedError(f"{type(self).__name__} implements neither evaluate nor upper_values / lower_values")
+
     def upper_query(self, t: int, include: Sequence[int] = (), exclude: Sequence[int] = ()) -> dict:
         """Query maximising the upper confidence index (UCB) under the restrictions."""
+        return self.query(t, +1, include, exclude)
 
-    @abstractmethod
     def lower_query(self, t: int, include: Sequence[int] = (), exclude: Sequence[int] = ()) -> dict:
         """Query maximising the lower confidence index (LCB) under the restrictions."""
+        return self.query(t, -1, include, exclude)
 
-    @abstractmethod
     def upper_values(self, t: int, actions: np.ndarray) -> np.ndarray:
         """UCB index of each row of ``actions`` (``+inf`` when a row holds an unobserved arm)."""
+        return self.evaluate(t, actions, +1)
 
-    @abstractmethod
     def lower_values(self, t: int, actions: np.ndarray) -> np.ndarray:
         """LCB index of each row of ``actions`` (``-inf`` when a row holds an unobserved arm)."""
+        return self.evaluate(t, actions, -1)
 
     def ask(self, oracle: Oracle, queries: list[Mapping[str, Any]]) -> list[np.ndarray | None]:
         """Answer ``queries`` as one adaptivity round (default: ``oracle.argmax_batch``).
@@ -466,7 +497,7 @@ class Policy(ABC):
         a missing or non-finite outcome of a played arm, or an outcome the
         policy's model excludes (e.g. off a general-reward policy's support).
         """
-        a = self._as_action(action)
+        a = as_action(action, self.d)
         key = a.tobytes()
         waiting = self.outstanding.get(key)
         if not waiting:
@@ -519,16 +550,6 @@ class Policy(ABC):
     def pending(self) -> int:
         """Number of selections not observed yet."""
         return sum(len(v) for v in self.outstanding.values())
-
-    def _as_action(self, action: Any) -> np.ndarray:
-        a = np.asarray(action)
-        if a.shape != (self.d,):
-            raise ValueError(f"action must have shape ({self.d},), got {a.shape}")
-        if a.dtype != bool:
-            if not np.isin(a, (0, 1)).all():
-                raise ValueError("action must be 0/1 (or bool)")
-            a = a.astype(bool)
-        return a
 
     def _outcomes(self, action: np.ndarray, rewards: Any) -> np.ndarray:
         """The outcome vector of a played ``action`` (NaN off it), validated."""

@@ -4,7 +4,9 @@ All three share :class:`LinearIndex`, the UCB/LCB of eqs. (1)-(2) with the
 empirical *mean* ``mu_hat_i = sum of outcomes / n_i``:
 ``mu_hat_i +- sqrt(C log t / n_i)`` per arm, summed over the arms of an action,
 asked as ``oracle.argmax(weights, ...)``. The schedules come from
-:mod:`cmab_milp.policies.schedules`.
+:mod:`cmab_milp.policies.schedules`. Every constructor takes ``space``, ``T``
+and ``oracle`` (see :class:`~cmab_milp.policies.base.Policy`) and the
+exploration constant ``C > 0`` (default 1.5).
 
 Example
 -------
@@ -74,21 +76,20 @@ class LinearIndex(Index):
         return math.sqrt(self.C * math.log(max(t, 1))) * self._inv_sqrt_n
 
     def upper_weights(self, t: int) -> np.ndarray:
+        """Per-arm UCB weights ``mu_hat + radius``."""
         return self.means + self.radius(t)
 
     def lower_weights(self, t: int) -> np.ndarray:
+        """Per-arm LCB weights ``mu_hat - radius``."""
         return self.means - self.radius(t)
 
-    def upper_query(self, t: int, include: Sequence[int] = (), exclude: Sequence[int] = ()) -> dict:
-        return {"kind": "linear", "weights": self.upper_weights(t), "include": include, "exclude": exclude}
+    def query(self, t: int, sign: int, include: Sequence[int] = (), exclude: Sequence[int] = ()) -> dict:
+        weights = self.upper_weights(t) if sign > 0 else self.lower_weights(t)
+        return {"kind": "linear", "weights": weights, "include": include, "exclude": exclude}
 
-    def lower_query(self, t: int, include: Sequence[int] = (), exclude: Sequence[int] = ()) -> dict:
-        return {"kind": "linear", "weights": self.lower_weights(t), "include": include, "exclude": exclude}
-
-    def upper_values(self, t: int, actions: np.ndarray) -> np.ndarray:
-        return self._values(actions, self.upper_weights(t), np.inf)
-
-    def lower_values(self, t: int, actions: np.ndarray) -> np.ndarray:
+    def evaluate(self, t: int, actions: np.ndarray, sign: int) -> np.ndarray:
+        if sign > 0:
+            return self._values(actions, self.upper_weights(t), np.inf)
         return self._values(actions, self.lower_weights(t), -np.inf)
 
     def _values(self, actions: np.ndarray, weights: np.ndarray, unseen_value: float) -> np.ndarray:
@@ -101,12 +102,7 @@ class LinearIndex(Index):
 class CUCB(EveryRound):
     """CUCB: the UCB argmax of eq. (1) at every round (the baseline, ``T`` oracle queries).
 
-    Parameters
-    ----------
-    space, T, oracle
-        See :class:`~cmab_milp.policies.base.Policy`.
-    C : float > 0
-        Exploration constant (default 1.5).
+    Parameters: ``space``, ``T``, ``oracle``, ``C`` (module docstring).
 
     >>> import cmab_milp as cm
     >>> CUCB(cm.Cardinality(3, 1), 10, oracle="enumerate", C=2.0).params
@@ -131,10 +127,8 @@ class AROQ(AdaptiveEpochs):
 
     Parameters
     ----------
-    space, T, oracle
-        See :class:`~cmab_milp.policies.base.Policy`.
-    C : float > 0
-        Exploration constant (default 1.5).
+    space, T, oracle, C
+        See the module docstring.
     alpha : float in (0, 1]
         Approximation factor of ``oracle`` (default 1: exact).
 
@@ -167,10 +161,8 @@ class SROQ(ScheduledElimination):
 
     Parameters
     ----------
-    space, T, oracle
-        See :class:`~cmab_milp.policies.base.Policy`.
-    C : float > 0
-        Exploration constant (default 1.5); the radius uses ``log T``.
+    space, T, oracle, C
+        See the module docstring (the radius uses ``log T``).
     M : int >= 1, optional
         Number of epochs (default ``max(2, ceil(log2(log2(T))))``; with
         ``T=None``, per phase, of the phase's horizon guess).

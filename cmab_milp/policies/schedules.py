@@ -4,18 +4,31 @@ Each schedule is an :class:`~cmab_milp.policies.base.IndexPolicy` that leaves
 the estimator and its queries to :meth:`make_index`:
 
 * :class:`EveryRound`: the baselines (CUCB, OLS-UCB-C, SDCB): one UCB argmax per round.
-* :class:`AdaptiveEpochs`: Algorithm 1 (and 3, 5, 6). Arm ``i`` keeps an epoch
-  counter ``tau_i``; its epoch ends at the start of the first round where its
-  count in the epoch reaches ``1 + sqrt(T m |T_i(tau_i - 1)| / d)``; then the
-  index is refreshed and the oracle asked once. Between updates the action is
-  fixed, so the hold length is known in advance and played in bulk.
+* :class:`AdaptiveEpochs`: Algorithm 1 (and 3, 5, 6). Each *unit* keeps an
+  epoch counter ``tau``; its epoch ends at the start of the first round where
+  its count in the epoch reaches the threshold (an arm ``i``:
+  ``1 + sqrt(T m |T_i(tau_i - 1)| / d)``; a pair ``(i, j)``:
+  ``1 + 2 |T_ij(tau_ij - 1)|``); then the index is refreshed and the oracle
+  asked once. Between updates the action is fixed, so the hold length is known
+  in advance and played in bulk.
 * :class:`ScheduledElimination`: Algorithm 2 (and 4, 7). At each grid point
   ``t_tau`` (:func:`sroq_grid`) one adaptivity round asks, in one batch, a
   representative ``argmax UCB`` per surviving arm (``include=[i]``, eliminated
-  arms excluded) and the max-LCB action; arms whose representative's UCB is
-  below that LCB are eliminated; the survivors' representatives are played in
-  turn until the next grid point. The max-LCB query runs in the same batch as
-  the representatives (Appendix A.1's count): adaptivity = number of epochs.
+  arms excluded) -- with pair units also per surviving pair
+  (``include=[i, j]``, eliminated pairs forbidden) -- and the max-LCB action;
+  arms (pairs) whose representative's UCB is below that LCB are eliminated;
+  the survivors' representatives are played in turn until the next grid point
+  (pairs: arm representatives, then pair representatives). The max-LCB query
+  runs in the same batch as the representatives (Appendix A.1's count):
+  adaptivity = number of epochs.
+
+What varies between the families is a parameter of :class:`EpochSchedule`,
+the base of the last two: the epoch **unit** (class attribute ``unit``:
+``"arm"``, Algorithms 1, 2, 5-7; ``"pair"``, every ``(i, j)`` with
+``i <= j``, Algorithms 3 and 4), the **representative sets**
+(:meth:`ScheduledElimination.representative_sets`) and an optional
+**warm-up** (constant ``warmup_cycles``: passes over :func:`unit_cover`
+played before the schedule starts).
 
 Example
 -------
@@ -28,7 +41,7 @@ Example
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -36,9 +49,23 @@ from ..oracles import Oracle
 from ..oracles.base import tolerance
 from ..spaces.base import ActionSpace
 from .anytime import anytime_scale
-from .base import IndexPolicy, Stretch
+from .base import Index, IndexPolicy, Stretch, check_nonnegative
 
-__all__ = ["AdaptiveEpochs", "EveryRound", "ScheduledElimination", "default_epochs", "sroq_grid"]
+__all__ = [
+    "UNITS",
+    "AdaptiveEpochs",
+    "EpochSchedule",
+    "EveryRound",
+    "ScheduledElimination",
+    "all_pairs",
+    "default_epochs",
+    "pair_cover",
+    "sroq_grid",
+    "unit_cover",
+]
+
+#: The epoch units a schedule may count: arms, or pairs ``(i, j)`` with ``i <= j``.
+UNITS = ("arm", "pair")
 
 
 def default_epochs(T: int) -> int:
@@ -75,6 +102,53 @@ def sroq_grid(T: int, M: int) -> np.ndarray:
     return np.array(grid, dtype=np.int64)
 
 
+def all_pairs(d: int) -> list[tuple[int, int]]:
+    """The ``d (d + 1) / 2`` pairs ``(i, j)``, ``i <= j``, in the fixed order of the warm-up.
+
+    >>> all_pairs(2)
+    [(0, 0), (0, 1), (1, 1)]
+    """
+    return [(i, j) for i in range(d) for j in range(i, d)]
+
+
+def unit_cover(index: Index, oracle: Oracle, units: list[tuple[int, ...]]) -> tuple[list[tuple[int, ...]], np.ndarray]:
+    """One action per unit that some action holds: the warm-up of a schedule.
+
+    "Any action holding the unit's arms": here the one with the most arms
+    (weight 1 on every arm, ``include`` = the unit), all asked in one batch
+    (one adaptivity round, ``len(units)`` queries). Units no action holds are
+    left out; returns the units kept and their actions.
+
+    >>> import cmab_milp as cm
+    >>> from cmab_milp.policies.linear import LinearIndex
+    >>> oracle = cm.make_oracle(cm.Cardinality(3, 2), "enumerate")
+    >>> units, actions = unit_cover(LinearIndex(3), oracle, [(0,), (1,), (2,)])
+    >>> units, actions.sum(axis=1).tolist()
+    ([(0,), (1,), (2,)], [2, 2, 2])
+    """
+    ones = np.ones(index.d)
+    answers = index.ask(oracle, [{"kind": "linear", "weights": ones, "include": sorted(set(u))} for u in units])
+    kept = [(unit, a) for unit, a in zip(units, answers, strict=True) if a is not None]
+    if not kept:
+        raise RuntimeError("no feasible action holds any arm: the space has only the empty action")
+    return [u for u, _ in kept], np.array([a for _, a in kept], dtype=bool)
+
+
+def pair_cover(index: Index, oracle: Oracle) -> tuple[list[tuple[int, int]], np.ndarray]:
+    """One action per feasible pair ``(i, j)``, ``i <= j``: the warm-up of Algorithms 3 and 4.
+
+    :func:`unit_cover` over :func:`all_pairs` (``d (d + 1) / 2`` queries in one batch).
+
+    >>> import cmab_milp as cm
+    >>> from cmab_milp.policies.covariance import CovarianceIndex
+    >>> oracle = cm.make_oracle(cm.Cardinality(3, 2, exact=True), "enumerate")
+    >>> pairs, actions = pair_cover(CovarianceIndex(3), oracle)
+    >>> pairs, actions.sum(axis=1).tolist()
+    ([(0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2)], [2, 2, 2, 2, 2, 2])
+    """
+    return unit_cover(index, oracle, all_pairs(index.d))  # type: ignore[return-value]
+
+
 def _infeasible(space: ActionSpace) -> RuntimeError:
     return RuntimeError(f"the oracle found no feasible action in {space!r}")
 
@@ -92,30 +166,117 @@ class EveryRound(IndexPolicy):
         pass
 
 
-class AdaptiveEpochs(IndexPolicy):
-    """Per-arm epochs with the threshold ``1 + sqrt(T m |T_i(tau_i - 1)| / d)`` (Algorithm 1).
+class EpochSchedule(IndexPolicy):
+    """What the adaptive schedules share: the epoch unit and the optional warm-up.
 
-    Attributes after a run: ``epochs`` (``tau_i`` per arm, Lemma 1 bounds their
-    sum by ``d log2 log2(T m / d) + 3 d``), ``updates`` (oracle consultations,
-    the first at round 1 included).
+    * ``unit`` (class attribute, one of :data:`UNITS`): ``"arm"`` counts plays
+      per arm (shape ``(d,)``), ``"pair"`` per pair ``(i, j)`` (shape
+      ``(d, d)``, symmetric; ``(i, i)`` is arm ``i``).
+    * ``warmup_cycles`` (constant, optional): before the schedule starts,
+      :func:`unit_cover` over the units (asked at the first round, one batch)
+      is played in turn for ``ceil(warmup_cycles * units)`` rounds (at most
+      ``T``); ``None``: the paper's ``log(T)^3`` passes (one pass when
+      ``T=None``); absent or 0: no warm-up. Attributes ``warmup_rounds`` and
+      ``cover`` (the actions, ``None`` until asked).
+    """
+
+    #: What an epoch counts: ``"arm"`` or ``"pair"``.
+    unit: ClassVar[str] = "arm"
+
+    def __init__(self, space: ActionSpace, T: int | None, *, oracle: str | Oracle = "highs", **params: Any):
+        if self.unit not in UNITS:
+            raise ValueError(f"{type(self).__name__}.unit must be one of {UNITS}, got {self.unit!r}")
+        if params.get("warmup_cycles") is not None:
+            params["warmup_cycles"] = check_nonnegative("warmup_cycles", params["warmup_cycles"])
+        super().__init__(space, T, oracle=oracle, **params)
+
+    def reset(self) -> None:
+        super().reset()
+        self.warmup_rounds = self.warmup_length()
+        self.cover: np.ndarray | None = None
+
+    @property
+    def units(self) -> list[tuple[int, ...]]:
+        """The units in their fixed order: ``(i,)`` per arm, or :func:`all_pairs`."""
+        return all_pairs(self.d) if self.unit == "pair" else [(i,) for i in range(self.d)]
+
+    def unit_counts(self, stretch: Stretch, rounds: int) -> np.ndarray:
+        """Plays of each unit in the first ``rounds`` rounds of ``stretch`` (shape ``(d,)`` or ``(d, d)``)."""
+        acts = stretch.actions
+        if len(acts) == 1 and self.unit == "arm":
+            return rounds * acts[0]
+        per_action = np.full(len(acts), rounds // len(acts), np.int64)
+        per_action[: rounds % len(acts)] += 1
+        acts = acts.astype(np.int64)
+        return per_action @ acts if self.unit == "arm" else (acts.T * per_action) @ acts
+
+    def held_units(self, action: np.ndarray) -> np.ndarray:
+        """Mask of the units ``action`` plays."""
+        return action if self.unit == "arm" else np.outer(action, action)
+
+    def warmup_length(self) -> int:
+        """Rounds of the warm-up: ``ceil(warmup_cycles * number of units)``, at most ``T``."""
+        cycles = self.params.get("warmup_cycles", 0.0)
+        if cycles is None:
+            cycles = math.log(self.T) ** 3 if self.T is not None else 1.0
+        per_pass = self.d * (self.d + 1) / 2 if self.unit == "pair" else self.d
+        rounds = math.ceil(cycles * per_pass)
+        return rounds if self.T is None else min(self.T, rounds)
+
+    def warmup_cover(self) -> np.ndarray:
+        """The actions the warm-up plays in turn (:func:`unit_cover` of :attr:`units`)."""
+        return unit_cover(self.index, self.oracle, self.units)[1]
+
+    def _warmup(self) -> Stretch | None:
+        """The rest of the warm-up from round ``self.t``, or ``None`` once it is over."""
+        if self.t > self.warmup_rounds:
+            return None
+        if self.cover is None:
+            self.cover = self.warmup_cover()
+        offset = (self.t - 1) % len(self.cover)
+        return Stretch(np.roll(self.cover, -offset, axis=0), self.warmup_rounds - self.t + 1)
+
+
+class AdaptiveEpochs(EpochSchedule):
+    """Per-unit epochs ending at :meth:`thresholds` (Algorithm 1; pairs: Algorithm 3).
+
+    A warm-up, if any, is epoch 0 of every unit; the schedule's epochs start
+    at 1 after it. Attributes after a run: ``epochs`` (``tau`` per unit; arms:
+    Lemma 1 bounds their sum by ``d log2 log2(T m / d) + 3 d``; pairs: Lemma 5
+    bounds each by ``log2(T m) + 2``), ``updates`` (oracle consultations after
+    the warm-up, the first included).
     """
 
     _state_fields = ("epochs", "previous", "current", "action", "updates")
 
     def reset(self) -> None:
         super().reset()
-        self.epochs = np.ones(self.d, np.int64)
-        self.previous = np.zeros(self.d, np.int64)  # |T_i(tau_i - 1)|
-        self.current = np.zeros(self.d, np.int64)  # |T_i(tau_i)|
+        shape = (self.d, self.d) if self.unit == "pair" else (self.d,)
+        self.epochs = np.full(shape, 0 if self.warmup_rounds else 1, np.int64)
+        self.previous = np.zeros(shape, np.int64)  # |T_u(tau_u - 1)|
+        self.current = np.zeros(shape, np.int64)  # |T_u(tau_u)|
         self.action: np.ndarray | None = None
         self.updates = 0
 
     def thresholds(self) -> np.ndarray:
-        """Per arm, the count in the current epoch that ends it (``T=None``: ``T`` -> :func:`.anytime_scale`)."""
+        """Per unit, the count in the current epoch that ends it.
+
+        Arms: ``1 + sqrt(T m |T_i(tau_i - 1)| / d)`` (``T=None``: ``T`` ->
+        :func:`.anytime_scale`); pairs: ``1 + 2 |T_ij(tau_ij - 1)|`` (doubling).
+        """
+        if self.unit == "pair":
+            return 1 + 2 * self.previous
         scale = self.T if self.T is not None else anytime_scale(self.t)
         return 1.0 + np.sqrt(scale * self.m * self.previous / self.d)
 
     def _plan(self) -> Stretch:
+        warmup = self._warmup()
+        if warmup is not None:
+            return warmup
+        if self.action is None:  # round 1, or the warm-up (epoch 0 of every unit) just ended
+            self.epochs[:] = 1
+            self.previous = self.current
+            self.current = np.zeros_like(self.previous)
         thresholds = self.thresholds()
         due = self.current >= thresholds
         if due.any() or self.action is None:
@@ -129,23 +290,36 @@ class AdaptiveEpochs(IndexPolicy):
             self.action = action
             self.updates += 1
         left = self.horizon - self.t + 1
-        arms = self.action
-        if arms.any():
-            # smallest j >= 1 with current + j >= threshold, over the arms held
-            need = np.maximum(1, np.ceil(thresholds[arms] - self.current[arms])).min()
+        held = self.held_units(self.action)
+        if held.any():
+            # smallest j >= 1 with current + j >= threshold, over the units held
+            need = np.maximum(1, np.ceil(thresholds[held] - self.current[held])).min()
             left = min(left, int(need))
         return Stretch(self.action[None, :], max(1, left))
 
     def _advance(self, stretch: Stretch, rounds: int) -> None:
-        self.current += rounds * stretch.actions[0]
+        self.current += self.unit_counts(stretch, rounds)
 
 
-class ScheduledElimination(IndexPolicy):
-    """Grid epochs, per-arm representatives, elimination and round robin (Algorithm 2).
+class ScheduledElimination(EpochSchedule):
+    """Grid epochs, representatives, elimination and round robin (Algorithm 2; pairs: Algorithm 4).
 
     ``M`` (keyword, default :func:`default_epochs`) sets the grid. Attributes:
     ``grid``, ``epoch`` (epochs started), ``active`` (surviving arms) and
-    ``history`` (per epoch: start round, survivors, representatives played).
+    ``history`` (per epoch: start round, survivors, representatives played;
+    pairs: surviving pairs and phase lengths). A warm-up, if any, comes first;
+    grid points inside it are skipped and the first epoch starts right after it.
+
+    With ``unit = "pair"`` (Algorithm 4) the representatives are asked per
+    surviving arm and per surviving pair (:meth:`representative_sets`), every
+    query of the batch forbids the eliminated pairs (``forbid_pairs``), pairs
+    whose representative's UCB is below the max LCB are eliminated (attributes
+    ``active_pairs``, ``forbidden``), the arms of the max-LCB action are
+    always kept (so it stays feasible and its LCB is the max over the
+    survivors), and an epoch plays the arm representatives, then the pair
+    representatives for its last :meth:`pair_phase_length` rounds (``phases``:
+    ``(first round, cycle)`` of each phase). Constant ``pair_fraction``: that
+    phase's share of the epoch (``None``: the paper's length).
 
     With ``T=None`` the run is a sequence of phases, one per horizon guess
     ``self.horizon`` (:mod:`cmab_milp.policies.anytime`): each phase restarts
@@ -160,6 +334,10 @@ class ScheduledElimination(IndexPolicy):
             M = default_epochs(int(T)) if isinstance(T, (int, np.integer)) and T >= 1 else 2
         if M is not None and (isinstance(M, bool) or not isinstance(M, (int, np.integer)) or M < 1):
             raise ValueError(f"M must be an integer >= 1, got {M!r}")
+        if params.get("pair_fraction") is not None:
+            params["pair_fraction"] = check_nonnegative("pair_fraction", params["pair_fraction"])
+            if params["pair_fraction"] > 1:
+                raise ValueError(f"pair_fraction must lie in [0, 1], got {params['pair_fraction']}")
         super().__init__(space, T, oracle=oracle, M=None if M is None else int(M), **params)
 
     _state_fields = ("phase_start", "grid", "epoch", "active", "cycle", "history")
@@ -172,12 +350,26 @@ class ScheduledElimination(IndexPolicy):
         self.active = np.ones(self.d, bool)
         self.cycle: np.ndarray | None = None
         self.history: list[dict[str, Any]] = []
+        self._reset_pairs()
+
+    def _reset_pairs(self) -> None:
+        if self.unit == "pair":
+            self.active_pairs = [(i, j) for i in range(self.d) for j in range(i + 1, self.d)]
+            self.forbidden: list[tuple[int, int]] = []
+            self.phases: list[tuple[int, np.ndarray]] = []
 
     def phase_grid(self) -> np.ndarray:
-        """Epoch starts of the phase that begins at round ``self.phase_start`` and ends at ``self.horizon``."""
+        """Epoch starts of the phase from round ``self.phase_start`` to ``self.horizon``, after the warm-up."""
         length = self.horizon - self.phase_start + 1
         M = self.params["M"] if self.params["M"] is not None else default_epochs(self.horizon)
-        return self.phase_start - 1 + sroq_grid(length, M)
+        grid = self.phase_start - 1 + sroq_grid(length, M)
+        if not self.warmup_rounds:
+            return grid
+        starts = [int(g) for g in grid if g > self.warmup_rounds + 1]
+        first = max(self.phase_start, self.warmup_rounds + 1)
+        if first <= self.horizon and (not starts or starts[0] > first):
+            starts = [first, *starts]
+        return np.array(starts, dtype=np.int64)
 
     def _new_horizon(self) -> None:
         super()._new_horizon()
@@ -185,42 +377,121 @@ class ScheduledElimination(IndexPolicy):
         self.grid = self.phase_grid()
         self.epoch = 0
         self.active[:] = True
+        self._reset_pairs()
+
+    def representative_sets(self) -> list[tuple[int, ...]]:
+        """The ``include`` sets asked at an epoch start: ``(i,)`` per surviving arm, then (pairs) each surviving pair.
+
+        An override keeps that order: the first answers are the arms'
+        representatives (arm elimination, phase 1), the rest the pairs'.
+        """
+        arms = [(int(i),) for i in np.flatnonzero(self.active)]
+        return arms + list(self.active_pairs) if self.unit == "pair" else arms
+
+    def pair_phase_length(self, epoch_length: int) -> int:
+        """Rounds of the pair phase in an epoch of ``epoch_length`` rounds (``unit = "pair"``).
+
+        ``round(pair_fraction * epoch_length)``, or the paper's
+        ``min(T_tau, (d^2 m^2 T_tau log T)^(2/3))`` when ``pair_fraction`` is ``None``.
+        """
+        fraction = self.params.get("pair_fraction")
+        if fraction is not None:
+            return round(fraction * epoch_length)
+        paper = (self.d**2 * self.m**2 * epoch_length * math.log(self.horizon)) ** (2.0 / 3.0)
+        return min(epoch_length, math.ceil(paper))
 
     def _plan(self) -> Stretch:
+        warmup = self._warmup()
+        if warmup is not None:
+            return warmup
         if self.epoch < len(self.grid) and self.t >= self.grid[self.epoch]:
             self._start_epoch()
         end = self.grid[self.epoch] - 1 if self.epoch < len(self.grid) else self.horizon
-        offset = (self.t - self.grid[self.epoch - 1]) % len(self.cycle)
-        return Stretch(np.roll(self.cycle, -offset, axis=0), int(end - self.t + 1))
+        phases = self.phases if self.unit == "pair" else [(self.grid[self.epoch - 1], self.cycle)]
+        start, cycle = phases[0]
+        if len(phases) > 1 and self.t >= phases[1][0]:
+            start, cycle = phases[1]
+        elif len(phases) > 1:
+            end = phases[1][0] - 1
+        offset = (self.t - start) % len(cycle)
+        return Stretch(np.roll(cycle, -offset, axis=0), int(end - self.t + 1))
 
     def _start_epoch(self) -> None:
+        T = self.horizon
         survivors = np.flatnonzero(self.active)
         eliminated = tuple(np.flatnonzero(~self.active).tolist())
-        restrictions = [((int(i),), eliminated) for i in survivors]
+        restrictions = [(unit, eliminated) for unit in self.representative_sets()]
+        entries = self.upper_batch(T, restrictions)
         unseen = tuple(np.flatnonzero(~self.index.observed & self.active).tolist())
-        entries = self.upper_batch(self.horizon, restrictions)
-        entries.append(self.index.lower_query(self.horizon, (), eliminated + unseen))
+        entries.append(self.index.lower_query(T, (), eliminated + unseen))
+        if self.unit == "pair":
+            forbid = tuple(self.forbidden)
+            for entry in entries:
+                entry["forbid_pairs"] = forbid
         answers = self.index.ask(self.oracle, entries)
         reps = self.resolve_upper(restrictions, answers[:-1])
         lcb_action = answers[-1]
-        best_lcb = -np.inf if lcb_action is None else float(self.index.lower_values(self.horizon, lcb_action[None])[0])
-        keep, cycle = [], []
-        for arm, rep in zip(survivors, reps, strict=True):
-            if rep is None:
-                continue
-            ucb = float(self.index.upper_values(self.horizon, rep[None])[0])
-            if ucb >= best_lcb - tolerance(best_lcb):
+        best_lcb = self._lcb(lcb_action)
+        floor = best_lcb - tolerance(best_lcb)
+
+        kept_by_lcb = set()
+        if self.unit == "pair" and lcb_action is not None:
+            kept_by_lcb = set(np.flatnonzero(lcb_action).tolist())
+        keep, arm_cycle = [], []
+        for arm, rep in zip(survivors, reps[: len(survivors)], strict=True):
+            if rep is not None and (int(arm) in kept_by_lcb or self._ucb(rep) >= floor):
                 keep.append(int(arm))
-                cycle.append(rep)
+                arm_cycle.append(rep)
         self.active[:] = False
         self.active[keep] = True
-        if not cycle:  # nothing survives (possible only with negative indices): play the max-LCB action
+        pair_cycle = self._eliminate_pairs(reps[len(survivors) :], floor) if self.unit == "pair" else []
+
+        if not arm_cycle:  # nothing survives (possible only with negative indices): play the max-LCB action
             if lcb_action is None:
                 raise RuntimeError(f"no arm survived and no max-LCB action exists in {self.space!r}")
-            cycle = [lcb_action]
-        self.cycle = np.array(cycle, dtype=bool)
-        self.history.append({"start": int(self.t), "survivors": keep, "plays": len(cycle)})
+            arm_cycle = [lcb_action]
+        record: dict[str, Any] = {"start": int(self.t), "survivors": keep}
+        self.cycle = np.array(arm_cycle, dtype=bool)
+        if self.unit == "pair":
+            end = self.grid[self.epoch + 1] if self.epoch + 1 < len(self.grid) else self.horizon + 1
+            length = int(end - self.t)
+            pair_rounds = self.pair_phase_length(length) if pair_cycle else 0
+            self.phases = [(int(self.t), self.cycle)]
+            if pair_rounds >= length:
+                self.phases = [(int(self.t), np.array(pair_cycle, dtype=bool))]
+            elif pair_rounds > 0:
+                self.phases.append((int(end - pair_rounds), np.array(pair_cycle, dtype=bool)))
+            self.cycle = self.phases[0][1]
+            record.update(pairs=len(self.active_pairs), pair_rounds=min(pair_rounds, length), length=length)
+        else:
+            record["plays"] = len(arm_cycle)
+        self.history.append(record)
         self.epoch += 1
+
+    def _eliminate_pairs(self, reps: list[np.ndarray | None], floor: float) -> list[np.ndarray]:
+        """Step 3 of Algorithm 4: keep the pairs of surviving arms whose representative's UCB reaches ``floor``.
+
+        ``floor`` is the max LCB over the surviving arms' actions: the max-LCB
+        action keeps its arms, so its LCB is that maximum (no second query).
+        """
+        kept, cycle = [], []
+        for (i, j), rep in zip(self.active_pairs, reps, strict=True):
+            if not (self.active[i] and self.active[j]) or rep is None:
+                continue
+            if self._ucb(rep) >= floor:
+                kept.append((i, j))
+                cycle.append(rep)
+            else:
+                self.forbidden.append((i, j))
+        self.active_pairs = kept
+        self.forbidden = [(i, j) for i, j in self.forbidden if self.active[i] and self.active[j]]
+        return cycle
+
+    def _ucb(self, action: np.ndarray) -> float:
+        return float(self.index.upper_values(self.horizon, action[None])[0])
+
+    def _lcb(self, action: np.ndarray | None) -> float:
+        return -np.inf if action is None else float(self.index.lower_values(self.horizon, action[None])[0])
 
     def _advance(self, stretch: Stretch, rounds: int) -> None:
         pass
