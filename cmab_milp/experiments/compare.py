@@ -46,7 +46,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from ..oracles import BACKENDS, Oracle, available_backends, make_oracle
+from ..oracles import BACKENDS, Oracle, available_backends, check_backend_name, make_oracle
 from ..oracles.base import LinearQuery, NormQuery, UnsupportedQuery, tolerance
 
 __all__ = [
@@ -152,12 +152,8 @@ def candidate_backends() -> list[str]:
     """
     names: list[str] = []
     for name in available_backends():
-        if BACKENDS[name].takes_solver and name == "pulp":
-            from ..oracles.pulp_backend import available_pulp_solvers
-
-            names += [f"pulp:{solver}" for solver in available_pulp_solvers()]
-        else:
-            names.append(name)
+        solvers = BACKENDS[name].solvers()
+        names += [f"{name}:{solver}" for solver in solvers] if solvers else [name]
     return names
 
 
@@ -173,18 +169,7 @@ def check_backends(names: Sequence[str]) -> None:
     if not names:
         raise ValueError("no backends to compare")
     for spec in names:
-        name, _, solver = spec.partition(":")
-        if name not in BACKENDS:
-            raise ValueError(f"unknown oracle backend {spec!r}; known: {', '.join(sorted(BACKENDS))}")
-        if name not in available_backends():
-            missing = ", ".join(BACKENDS[name].requires)
-            raise ValueError(f"oracle backend {spec!r} is not installed here (needs {missing})")
-        if solver and name == "pulp":
-            from ..oracles.pulp_backend import available_pulp_solvers
-
-            if solver not in available_pulp_solvers():
-                available = ", ".join(available_pulp_solvers())
-                raise ValueError(f"PuLP solver {solver!r} is not available here; available: {available}")
+        check_backend_name(spec)
 
 
 def _ask(oracle: Oracle, query: Query) -> np.ndarray | None:

@@ -162,6 +162,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..oracles.registry import check_backend_name
 from .builders import build_environment, build_policy, build_space, policy_warnings
 from .limits import Limits
 from .plots import DEFAULT_PANELS, PANELS
@@ -465,8 +466,6 @@ def _parse_run(run: Table) -> tuple[Limits, int, list[int], list[str], int, bool
 
 
 def _parse_policies(tables: list[Table], file: str) -> list[PolicySpec]:
-    from cmab_milp.oracles import BACKENDS, available_backends
-
     if not tables:
         raise ProblemError(file, "policies", "needs at least one [[policies]] entry")
     specs: list[PolicySpec] = []
@@ -474,7 +473,7 @@ def _parse_policies(tables: list[Table], file: str) -> list[PolicySpec]:
     seen: dict[str, int] = {}
     for k, table in enumerate(tables):
         try:
-            specs.append(_parse_policy(table, k, seen, BACKENDS, available_backends()))
+            specs.append(_parse_policy(table, k, seen))
         except ProblemError as exc:
             errors.append(exc)
     if errors:
@@ -482,7 +481,7 @@ def _parse_policies(tables: list[Table], file: str) -> list[PolicySpec]:
     return specs
 
 
-def _parse_policy(table: Table, k: int, seen: dict[str, int], backends: dict, available: list[str]) -> PolicySpec:
+def _parse_policy(table: Table, k: int, seen: dict[str, int]) -> PolicySpec:
     file = table.file
     name = table.string("name")
     if not _NAME.match(name):
@@ -492,18 +491,13 @@ def _parse_policy(table: Table, k: int, seen: dict[str, int], backends: dict, av
     seen[name] = k
     kind = table.string("kind")
     oracle = table.string("oracle", "highs")
-    backend, _, solver = oracle.partition(":")
-    if backend not in backends:
-        raise table.error("oracle", f"unknown oracle backend {oracle!r}; known: {', '.join(sorted(backends))}")
-    if backend not in available:
-        raise table.error("oracle", f"oracle backend {backend!r} is not installed here")
-    if solver and not backends[backend].takes_solver:
-        raise table.error("oracle", f"backend {backend!r} takes no ':SOLVER' suffix")
-    if solver:
-        try:
-            check_name(solver)
-        except ValueError as exc:
-            raise table.error("oracle", f"refused solver: {exc}") from None
+    _, _, solver = oracle.partition(":")
+    try:
+        if solver:
+            check_name(solver)  # a file's solver name is a plain name, looked up in PuLP's own list
+        check_backend_name(oracle)  # the one backend validator (unknown, not installed, unfit suffix or solver)
+    except ValueError as exc:
+        raise table.error("oracle", str(exc)) from None
     constants_table = table.table("constants", None)
     constants = {} if constants_table is None else _plain(constants_table.data, table.path("constants"), file)
     horizon = None

@@ -324,7 +324,7 @@ def check_backend_name(spec: Any, *, installed: bool = True) -> tuple[str, str |
     if colon and not solver:
         raise ValueError(f"oracle backend {spec!r} has an empty ':SOLVER' suffix")
     if solver and not entry.takes_solver:
-        raise ValueError(f"backend {name!r} takes no solver suffix (got {spec!r})")
+        raise ValueError(f"backend {name!r} takes no solver suffix (no ':SOLVER'; got {spec!r})")
     if installed:
         missing = entry.capabilities.missing_modules()
         if missing:
@@ -334,7 +334,8 @@ def check_backend_name(spec: Any, *, installed: bool = True) -> tuple[str, str |
             if solver not in usable:
                 label = entry.capabilities.solver_label or name
                 raise ValueError(
-                    f"unknown or unavailable {label} solver {solver!r} (not available here); available: {usable}"
+                    f"unknown or unavailable {label} solver {solver!r}: "
+                    f"{label} solver {solver!r} is not available here; available: {usable}"
                 )
     return name, solver or None
 
