@@ -19,9 +19,12 @@ Example
 from __future__ import annotations
 
 import multiprocessing
+import queue
 import signal
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
+
+from .progress import set_channel
 
 __all__ = ["EXECUTORS", "Executor", "LocalPool", "Serial", "open_executor", "register_executor"]
 
@@ -50,22 +53,33 @@ class _Closing:
 
 
 class Serial(_Closing):
-    """Runs each call in the calling process, one after the other."""
+    """Runs each call in the calling process, one after the other.
+
+    Its jobs report their rounds on ``progress_channel`` (see :mod:`.progress`).
+    """
 
     name = "serial"
     workers = 1
 
+    def __init__(self) -> None:
+        self.progress_channel: queue.SimpleQueue = queue.SimpleQueue()
+
     def run(self, function: Callable[..., Any], tasks: Sequence[tuple]) -> Iterator[tuple[int, Any]]:
-        for index, args in enumerate(tasks):
-            yield index, function(*args)
+        set_channel(self.progress_channel)
+        try:
+            for index, args in enumerate(tasks):
+                yield index, function(*args)
+        finally:
+            set_channel(None)
 
     def close(self, cancel: bool = False) -> None:
         """Nothing to release."""
 
 
-def _ignore_interrupts() -> None:
+def _start_worker(channel: Any) -> None:
     # Ctrl-C reaches every process of the terminal's group; the parent handles it alone.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    set_channel(channel)  # the worker's jobs report their rounds to the parent
 
 
 def _call(packed: tuple[int, Callable[..., Any], tuple]) -> tuple[int, Any]:
@@ -81,7 +95,9 @@ class LocalPool(_Closing):
     def __init__(self, workers: int):
         self.workers = workers
         context = multiprocessing.get_context("spawn")  # no fork: solver threads do not survive it
-        self._pool = context.Pool(processes=workers, initializer=_ignore_interrupts)
+        #: Where the workers' jobs report their rounds (see :mod:`.progress`).
+        self.progress_channel = context.Queue()
+        self._pool = context.Pool(processes=workers, initializer=_start_worker, initargs=(self.progress_channel,))
 
     def run(self, function: Callable[..., Any], tasks: Sequence[tuple]) -> Iterator[tuple[int, Any]]:
         packed = [(index, function, args) for index, args in enumerate(tasks)]
@@ -94,6 +110,8 @@ class LocalPool(_Closing):
         else:
             self._pool.close()
         self._pool.join()
+        self.progress_channel.close()
+        self.progress_channel.cancel_join_thread()  # unread progress messages must not hold the exit
 
 
 def _local(address: str, jobs: int) -> Executor:

@@ -1,28 +1,86 @@
-"""A small progress reporter for runs: a redrawn bar on a terminal, plain lines otherwise.
+"""Progress of a run: jobs done, and rounds done inside the jobs still running.
 
-On a terminal the bar shows jobs done / total, elapsed time and an estimate of
-the time left, refreshed every second. When the stream is not a terminal (a log
-file, CI) it prints one plain line per finished job instead.
+The parent process shows a ``tqdm`` bar of finished jobs on a terminal, with
+the running jobs' rounds and estimated time left as its postfix; when the stream
+is not a terminal (a log file, CI) it prints one plain line per finished job and,
+at most every :data:`LINE_SECONDS`, one line per running job.
+
+Inside a job, :func:`job_reporter` turns :func:`cmab_milp.simulate`'s
+``progress(t, T)`` callback into messages on a *channel* (a queue the executor
+shares with its workers, see :func:`set_channel`), at most one every
+:data:`REPORT_SECONDS` per job, so a one-minute CUCB job is no longer a minute of
+silence. Executors without a channel (Dask) report finished jobs only.
 
 Example
 -------
 >>> import io
 >>> stream = io.StringIO()
->>> progress = Progress(2, stream=stream, clock=iter([0.0, 5.0, 10.0]).__next__)
+>>> progress = Progress(2, stream=stream, clock=iter([0.0, 5.0, 10.0, 10.0]).__next__)
+>>> progress.job("CUCB seed 1", 500, 2000)
 >>> progress.advance("CUCB seed 0 (5.0 s)")
->>> print(stream.getvalue().strip())
-[1/2] CUCB seed 0 (5.0 s) | elapsed 0:05
+>>> print(stream.getvalue(), end="")
+  CUCB seed 1: 500/2,000 rounds (25%), ~0:15 left
+[1/2] CUCB seed 0 (5.0 s) | elapsed 0:10
 """
 
 from __future__ import annotations
 
+import queue
 import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import TextIO
+from typing import Any, TextIO
 
-__all__ = ["Progress", "format_seconds"]
+__all__ = ["LINE_SECONDS", "REPORT_SECONDS", "Progress", "format_seconds", "job_reporter", "set_channel"]
+
+#: A running job reports its rounds at most this often (seconds).
+REPORT_SECONDS = 1.0
+#: Without a terminal, a running job's line is printed at most this often (seconds).
+LINE_SECONDS = 10.0
+
+_channel: Any = None  # where this process's jobs report: a queue, or None (no in-job progress)
+
+
+def set_channel(channel: Any) -> None:
+    """Make the jobs of this process report their rounds on ``channel`` (``put``-able; None: silent).
+
+    Executors call this in each worker (a pool initializer) or in the calling process.
+    """
+    global _channel
+    _channel = channel
+
+
+def job_reporter(label: str, clock: Callable[[], float] = time.monotonic) -> Callable[[int, int], None] | None:
+    """A ``progress(t, T)`` callback for :func:`cmab_milp.simulate` that reports ``label``'s rounds.
+
+    ``None`` when this process has no channel. The first call, the last round
+    and then at most one call every :data:`REPORT_SECONDS` send ``(label, t, T)``.
+
+    >>> sent = queue.SimpleQueue()
+    >>> set_channel(sent)
+    >>> report = job_reporter("AROQ seed 0", clock=iter([0.0, 0.1, 5.0]).__next__)
+    >>> for t in (10, 20, 30):
+    ...     report(t, 100)
+    >>> [sent.get() for _ in range(sent.qsize())]
+    [('AROQ seed 0', 10, 100), ('AROQ seed 0', 30, 100)]
+    >>> set_channel(None)
+    """
+    channel = _channel
+    if channel is None:
+        return None
+    last = [-float("inf")]
+
+    def report(t: int, T: int) -> None:
+        now = clock()
+        if t >= T or now - last[0] >= REPORT_SECONDS:
+            last[0] = now
+            try:
+                channel.put((label, int(t), int(T)))
+            except Exception:  # a closed channel (the run is stopping) must not fail the job
+                pass
+
+    return report
 
 
 def format_seconds(seconds: float) -> str:
@@ -38,7 +96,11 @@ def format_seconds(seconds: float) -> str:
 
 
 class Progress:
-    """Reports ``done / total`` jobs on ``stream`` (stderr by default)."""
+    """Reports ``done / total`` jobs and the running jobs' rounds on ``stream`` (stderr by default).
+
+    ``channel``, if given, is drained every second for ``(label, t, T)``
+    messages of running jobs (see :func:`job_reporter`).
+    """
 
     def __init__(
         self,
@@ -46,59 +108,111 @@ class Progress:
         *,
         stream: TextIO | None = None,
         clock: Callable[[], float] = time.monotonic,
-        width: int = 28,
+        channel: Any = None,
     ):
         self.total = total
         self.done = 0
         self.stream = sys.stderr if stream is None else stream
         self.clock = clock
-        self.width = width
+        self.channel = channel
         self.start = clock()
-        self.last = ""
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        #: Running jobs: label -> (t, T, first time seen, t then, last line printed).
+        self.running: dict[str, list[float]] = {}
+        self.finished: set[str] = set()  # late messages of these jobs are ignored
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._ticker: threading.Thread | None = None
+        self._bar = None
         if self.tty:
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=total, unit="job", file=self.stream, dynamic_ncols=True, leave=True)
+        self._ticker: threading.Thread | None = None
+        if self.tty or channel is not None:
             self._ticker = threading.Thread(target=self._tick, daemon=True)
             self._ticker.start()
 
-    def _elapsed(self) -> float:
-        return self.clock() - self.start
+    # ------------------------------------------------------------ in-job rounds
+    def job(self, label: str, t: int, T: int) -> None:
+        """Job ``label`` has played ``t`` of its ``T`` rounds."""
+        with self._lock:
+            now = self.clock()
+            state = self.running.get(label)
+            if state is None:
+                state = self.running[label] = [t, T, now, t, -float("inf")]
+            state[0], state[1] = t, T
+            if not self.tty and now - state[4] >= LINE_SECONDS and t < T:
+                state[4] = now
+                self.stream.write(f"  {label}: {self._rounds(state, now)}\n")
+                self.stream.flush()
+            elif self._bar is not None:
+                self._bar.set_postfix_str(self._postfix(now), refresh=False)
 
-    def _bar(self) -> str:
-        elapsed = self._elapsed()
-        filled = int(self.width * self.done / max(self.total, 1))
-        eta = ""
-        if 0 < self.done < self.total:
-            eta = f" | ~{format_seconds(elapsed / self.done * (self.total - self.done))} left"
-        bar = "#" * filled + "-" * (self.width - filled)
-        last = f" | last: {self.last}" if self.last else ""
-        return f"\r[{bar}] {self.done}/{self.total} jobs | {format_seconds(elapsed)} elapsed{eta}{last}\033[K"
+    def _rounds(self, state: list[float], now: float) -> str:
+        t, T, since, t0 = state[0], state[1], state[2], state[3]
+        text = f"{int(t):,}/{int(T):,} rounds ({100 * t / max(T, 1):.0f}%)"
+        rate = (
+            (t - t0) / (now - since) if now > since and t > t0 else (t / (now - self.start) if now > self.start else 0)
+        )
+        if rate > 0 and t < T:
+            text += f", ~{format_seconds((T - t) / rate)} left"
+        return text
+
+    def _postfix(self, now: float) -> str:
+        if not self.running:
+            return ""
+        # the job furthest from its end first: it decides when the run ends
+        order = sorted(self.running.items(), key=lambda kv: kv[1][0] / max(kv[1][1], 1))
+        shown = [f"{label} {self._rounds(state, now)}" for label, state in order[:2]]
+        more = f" (+{len(order) - 2} running)" if len(order) > 2 else ""
+        return "; ".join(shown) + more
+
+    def _drain(self) -> None:
+        if self.channel is None:
+            return
+        while True:
+            try:
+                label, t, T = self.channel.get_nowait()
+            except queue.Empty:
+                return
+            except (EOFError, OSError, ValueError):  # the channel closed with its executor
+                self.channel = None
+                return
+            if label not in self.finished:
+                self.job(label, t, T)
 
     def _tick(self) -> None:
         while not self._stop.wait(1.0):
+            self._drain()
             with self._lock:
-                self.stream.write(self._bar())
-                self.stream.flush()
+                if self._bar is not None:
+                    self._bar.set_postfix_str(self._postfix(self.clock()), refresh=False)
+                    self._bar.refresh()
 
-    def advance(self, message: str = "") -> None:
-        """One more job finished; ``message`` says which."""
+    # ---------------------------------------------------------------- jobs done
+    def advance(self, message: str = "", label: str | None = None) -> None:
+        """One more job finished; ``message`` says which (``label``: its in-job progress name)."""
+        self._drain()  # rounds reported before the job ended come first
         with self._lock:
             self.done += 1
-            self.last = message
-            if self.tty:
-                self.stream.write(self._bar())
+            if label is not None:
+                self.running.pop(label, None)
+                self.finished.add(label)
+            if self._bar is not None:
+                self._bar.set_postfix_str(self._postfix(self.clock()), refresh=False)
+                self._bar.update(1)
             else:
-                self.stream.write(f"[{self.done}/{self.total}] {message} | elapsed {format_seconds(self._elapsed())}\n")
+                elapsed = format_seconds(self.clock() - self.start)
+                self.stream.write(f"[{self.done}/{self.total}] {message} | elapsed {elapsed}\n")
             self.stream.flush()
 
     def note(self, message: str) -> None:
         """A line of its own (e.g. a failed job), without breaking the bar."""
         with self._lock:
-            self.stream.write(("\r\033[K" if self.tty else "") + message + "\n")
-            if self.tty:
-                self.stream.write(self._bar())
+            if self._bar is not None:
+                self._bar.write(message, file=self.stream)
+            else:
+                self.stream.write(message + "\n")
             self.stream.flush()
 
     def close(self) -> None:
@@ -107,6 +221,6 @@ class Progress:
         if self._ticker is not None:
             self._ticker.join()
         with self._lock:
-            if self.tty:
-                self.stream.write(self._bar() + "\n")
-                self.stream.flush()
+            if self._bar is not None:
+                self._bar.set_postfix_str("", refresh=False)
+                self._bar.close()

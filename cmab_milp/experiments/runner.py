@@ -42,7 +42,7 @@ import numpy as np
 from .executors import open_executor
 from .plots import PolicyCurves, save_figures
 from .problem import Problem
-from .progress import Progress, format_seconds
+from .progress import Progress, format_seconds, job_reporter
 from .registry import load_plugins
 from .storage import (
     CURVE_COLUMNS,
@@ -115,7 +115,14 @@ def run_job(problem: Problem, policy: str, seed: int) -> dict[str, Any]:
         space = problem.build_space()
         env = problem.build_environment(space)
         agent = problem.build_policy(policy, space)
-        result = cmab_milp.simulate(agent, env, problem.horizon, seed=seed, record=problem.curve_points)
+        result = cmab_milp.simulate(
+            agent,
+            env,
+            problem.horizon,
+            seed=seed,
+            record=problem.curve_points,
+            progress=job_reporter(str(Job(policy, seed))),  # rounds done, to the parent (None: no channel)
+        )
         t = np.asarray(result.t)
         curve = {"t": t}
         for column in CURVE_COLUMNS[1:]:
@@ -426,21 +433,21 @@ def run_problem(
     failures: list[str] = []
     interrupted = False
     broken: str | None = None  # why the run stopped early: results not writable, executor lost
-    progress = Progress(len(todo), stream=stream)
+    progress = Progress(len(todo), stream=stream, channel=getattr(runner, "progress_channel", None))
     try:
         for index, outcome in runner.run(run_job, [(problem, job.policy, job.seed) for job in todo]):
             job = todo[index]
             if "error" in outcome:
                 failures.append(str(job))
                 progress.note(f"job {job} failed:\n{outcome['error'].rstrip()}")
-                progress.advance(f"{job} FAILED")
+                progress.advance(f"{job} FAILED", label=str(job))
                 continue
             try:
                 _save_job(out, problem, job, outcome)
             except (OSError, FolderError) as exc:
                 broken = f"cannot write the results of {job} to {out}: {getattr(exc, 'strerror', None) or exc}"
                 break
-            progress.advance(f"{job} ({outcome['job_seconds']:.1f} s)")
+            progress.advance(f"{job} ({outcome['job_seconds']:.1f} s)", label=str(job))
     except KeyboardInterrupt:
         interrupted = True
     except Exception as exc:  # the executor itself failed (a lost Dask cluster, a dead pool); jobs never raise
