@@ -34,6 +34,7 @@ array([1, 0, 0, 1])
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -49,6 +50,8 @@ _MAX_CUT_ROUNDS = 10_000
 _INTEGRAL_TOL = 1e-6  # an arm value this close to 0 or 1 counts as integral
 #: A reduced cost within ``_TIE_TOL * (1 + max|w|)`` of zero counts as a possible tie (LP path).
 _TIE_TOL = 1e-7
+#: Costs are solved as given when their largest magnitude is in this range, else rescaled.
+_SCALE_LO, _SCALE_HI = 2.0**-16, 2.0**16
 
 
 def _max_abs(query: LinearQuery) -> float:
@@ -121,13 +124,20 @@ class HighsOracle(Oracle):
 
     def solve_restricted(self, model: CompiledModel, res, query: LinearQuery) -> np.ndarray | None:
         """Set costs and restrictions, solve with the cut loop, check and return the action."""
-        model.set_costs(query.weights)
+        top = _max_abs(query)
+        factor = 1.0
+        if not _SCALE_LO <= top <= _SCALE_HI and top > 0.0:
+            # HiGHS proved wrong optima with costs ~1e17 (and treats 1e20 as infinite): solve
+            # with the costs times a power of 2, which changes no tie and scales values exactly
+            factor = 2.0 ** -math.frexp(top)[1]
+            top *= factor
+        model.set_costs(query.weights if factor == 1.0 else query.weights * factor)
         if res.include or res.exclude or not model.arms_free:
             model.set_arm_bounds(res.include, res.exclude)
         first = model.base_rows
         if res.forbid_pairs:
             model.add_rows([Row((i, j), (1.0, 1.0), -np.inf, 1.0) for i, j in res.forbid_pairs])
-        tie_tol = None if model.integer else _TIE_TOL * (1.0 + _max_abs(query))
+        tie_tol = None if model.integer else _TIE_TOL * (1.0 + top)
         try:
             for _ in range(_MAX_CUT_ROUNDS):
                 result = model.solve(tie_tol=tie_tol)
@@ -145,7 +155,7 @@ class HighsOracle(Oracle):
         finally:
             if model.h.getNumRow() > first:
                 model.delete_rows(first, model.h.getNumRow())
-        value, bound = query.value(chosen), result.bound
+        value, bound = query.value(chosen), result.bound if factor == 1.0 else result.bound / factor
         if value < bound - tolerance(bound):
             raise OracleError(
                 f"HiGHS answer has value {value!r} but the solver's bound is {bound!r}:"
