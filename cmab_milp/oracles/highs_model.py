@@ -223,15 +223,16 @@ class CompiledModel:
         return first
 
     # ------------------------------------------------------------- solving
-    def solve(self, keep_start: bool = False, tie_tol: float | None = None) -> SolveResult:
+    def solve(self, cold: bool = True, tie_tol: float | None = None) -> SolveResult:
         """Run HiGHS; raise :class:`OracleError` on anything but optimal/infeasible.
 
         The answer depends on the model (rows, columns, costs, bounds) only, not on
         what this instance solved before (the tie rule of the ``highs`` backend):
 
-        * a MILP starts cold (``clearSolver``; free: HiGHS's branch and bound does not
-          reuse a basis), except with ``keep_start``, which keeps a MIP start given
-          with ``setSolution`` since the last solve;
+        * a MILP starts cold (``clearSolver``; nearly free: HiGHS's branch and bound does
+          not reuse a basis). ``cold=False`` keeps the state of the last solve and a MIP
+          start given with ``setSolution``: for a caller whose sequence of solves
+          started cold (the norm index clears once per query);
         * an LP starts warm from the last basis (the per-query path: a cold start costs
           ~60% more), and when ``tie_tol`` is given and some nonbasic variable has a
           reduced cost within ``tie_tol`` of zero (so other optimal vertices may
@@ -240,7 +241,7 @@ class CompiledModel:
           is the vertex that a cold start reaches.
         """
         h = self.h
-        if self.integer and not keep_start:
+        if self.integer and cold:
             h.clearSolver()
         run_status = h.run()
         model_status = h.getModelStatus()

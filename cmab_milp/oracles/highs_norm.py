@@ -298,7 +298,7 @@ class _NormSolver:
             self.stats.milp_solves += 1
             if start is not None:
                 model.h.setSolution(self.d, model.arm_idx, start.astype(float))
-            result = model.solve(keep_start=start is not None)
+            result = model.solve(cold=False)  # the query started cold: its own history is deterministic
             if result.status == "infeasible":
                 return None
             action = oracle._integral_action(result.values, True)
