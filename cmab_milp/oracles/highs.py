@@ -42,9 +42,9 @@ import numpy as np
 from ..spaces.base import ActionSpace
 from ..spaces.formulation import Row
 from .base import _NO_RESTRICTIONS, LinearQuery, NormQuery, Oracle, OracleError, check_time_limit, tolerance
-from .highs_model import CompiledModel
+from .highs_model import CompiledModel, LimitReached
 
-__all__ = ["HighsOracle"]
+__all__ = ["RECOVERY_ENUMERATION", "HighsOracle"]
 
 _MAX_CUT_ROUNDS = 10_000
 _INTEGRAL_TOL = 1e-6  # an arm value this close to 0 or 1 counts as integral
@@ -52,6 +52,8 @@ _INTEGRAL_TOL = 1e-6  # an arm value this close to 0 or 1 counts as integral
 _TIE_TOL = 1e-7
 #: Costs are solved as given when their largest magnitude is in this range, else rescaled.
 _SCALE_LO, _SCALE_HI = 2.0**-16, 2.0**16
+#: Largest space that a failed norm query is answered on by enumeration (the last recovery).
+RECOVERY_ENUMERATION = 200_000
 
 
 def _max_abs(query: LinearQuery) -> float:
@@ -99,6 +101,8 @@ class HighsOracle(Oracle):
         self.lp_when_integral = bool(lp_when_integral) and self.formulation.integral_lp
         self.time_limit = check_time_limit(time_limit)
         self.verify = verify
+        #: How often each recovery answered a norm query whose first solve failed.
+        self.norm_recoveries: dict[str, int] = {}
 
     # -------------------------------------------------------------- models
     def model(self, integer: bool = True) -> CompiledModel:
@@ -188,7 +192,52 @@ class HighsOracle(Oracle):
     def _norm(self, query: NormQuery) -> np.ndarray | None:
         from .highs_norm import solve_norm  # the norm index has its own module
 
-        return solve_norm(self, query)
+        try:
+            return solve_norm(self, query)
+        except LimitReached:
+            raise
+        except OracleError as exc:
+            return self._recover_norm(query, exc)
+
+    def _recover_norm(self, query: NormQuery, error: OracleError) -> np.ndarray | None:
+        """Answer a norm query whose solve failed (a HiGHS error status, an unproven bound), or raise.
+
+        In turn: the same solve on new models of this thread (a cold restart), the
+        query with every value times ``2^-3`` and ``2^3`` (exact; HiGHS sees other
+        numbers), then enumeration when the space has at most
+        :data:`RECOVERY_ENUMERATION` actions. Each step is deterministic, so the
+        tie rule holds; ``norm_recoveries`` counts the steps that answered.
+        """
+        from .enumerate import EnumerateOracle
+        from .highs_norm import solve_norm
+
+        failures = [f"solve: {error}"]
+        attempts: list[tuple[str, NormQuery]] = [("cold restart", query)]
+        for k in (-3, 3):
+            c = 2.0**k
+            attempts.append(
+                (f"values times 2^{k}", NormQuery(query.mu * c, query.M, query.f * c, query.sign, query.restrictions))
+            )
+        for name, attempt in attempts:
+            self._local.__dict__.pop("norm_model", None)
+            self._local.__dict__.pop("models", None)
+            try:
+                answer = solve_norm(self, attempt)
+            except LimitReached:
+                raise
+            except OracleError as exc:
+                failures.append(f"{name}: {exc}")
+                continue
+            self.norm_recoveries[name] = self.norm_recoveries.get(name, 0) + 1
+            return answer
+        try:
+            enumeration = EnumerateOracle(self.space, max_actions=RECOVERY_ENUMERATION)
+        except ValueError:
+            failures.append(f"enumeration: more than {RECOVERY_ENUMERATION} actions")
+        else:
+            self.norm_recoveries["enumeration"] = self.norm_recoveries.get("enumeration", 0) + 1
+            return enumeration._norm(query)
+        raise OracleError("HiGHS could not answer the norm query; " + "; ".join(failures))
 
     # ---------------------------------------------------------- inspection
     def write_model(self, path: str | Path) -> Path:

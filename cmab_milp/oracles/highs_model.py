@@ -28,7 +28,7 @@ import numpy as np
 from ..spaces.formulation import Formulation, Row
 from .base import OracleError
 
-__all__ = ["HIGHS_OPTIONS", "CompiledModel", "SolveResult", "new_highs"]
+__all__ = ["HIGHS_OPTIONS", "CompiledModel", "LimitReached", "SolveResult", "new_highs"]
 
 #: Options applied to every HiGHS instance: silent, single-threaded (the
 #: scheduler is per OS thread; batches run one instance per thread), gaps and
@@ -79,6 +79,10 @@ def _configure(h, time_limit: float | None) -> None:
         h.setOptionValue(key, value)
     if time_limit is not None:
         h.setOptionValue("time_limit", float(time_limit))
+
+
+class LimitReached(OracleError):
+    """A solve stopped on the user's time limit (not retried: a retry would take as long)."""
 
 
 @dataclass(slots=True)
@@ -286,11 +290,14 @@ class CompiledModel:
             model_status = h.getModelStatus()
             status = self._status.get(model_status)
             self.cold_restarts += 1
-        self._check(run_status, "run")
+        name = h.modelStatusToString(model_status)
+        if model_status == self._hs.HighsModelStatus.kTimeLimit:
+            raise LimitReached(f"HiGHS stopped on its time limit (status {name!r}); no action is returned")
+        if run_status == self._error:
+            raise OracleError(f"HiGHS run failed (run status 'error', model status {name!r})")
         if status is None:
             raise OracleError(
-                f"HiGHS returned status {h.modelStatusToString(model_status)!r}"
-                " (time limit, numerical trouble or unbounded model); no action is returned"
+                f"HiGHS returned status {name!r} (numerical trouble or unbounded model); no action is returned"
             )
         return status
 
