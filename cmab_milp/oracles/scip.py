@@ -97,6 +97,9 @@ class _ScipModel:
         # Probing presolve is off explicitly (FAST leaves it out too): SCIP 10's probing proved a
         # wrong optimum on a recorded GEANT path query (see tests/test_pulp_scip.py).
         model.setParam("propagating/probing/maxprerounds", 0)
+        # The tie rule: SCIP keeps solutions of earlier solves across freeTransform and starts
+        # from them, so a tied query's answer depended on the history; keep none.
+        model.setParam("limits/maxorigsol", 0)
         if time_limit is not None:
             model.setParam("limits/time", float(time_limit))
         self.cols = [model.addVar(f"a{i}", vtype="B") for i in range(formulation.d)]
