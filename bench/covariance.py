@@ -151,14 +151,22 @@ def record_norm_queries(policy, env, T: int, seed: int) -> list:
     return seen
 
 
-def fuzz_norm(dims: list[int], horizon: int, per_run: int, save: str | None) -> None:
+def fuzz_norm(
+    dims: list[int],
+    horizon: int,
+    per_run: int,
+    save: str | None,
+    policies: tuple[str, ...] = ("OLSUCBC", "AROQCov", "SROQCov"),
+) -> None:
     from cmab_milp.oracles.base import tolerance
 
     rng = np.random.default_rng(0)
     queries = []
     for d in dims:
-        for name in ("OLSUCBC", "AROQCov", "SROQCov"):
-            policy = getattr(cm, name)(cm.Cardinality(d, 3), horizon, oracle="enumerate")
+        for name in policies:
+            # AROQ-C's default warm-up (log(T)^3 passes over the pairs) would leave no norm query
+            options = {"warmup_cycles": 2} if name == "AROQCov" else {}
+            policy = getattr(cm, name)(cm.Cardinality(d, 3), horizon, oracle="enumerate", **options)
             seen = record_norm_queries(policy, correlated_env(d, d), horizon, seed=d)
             pick = rng.choice(len(seen), size=min(per_run, len(seen)), replace=False)
             queries += [(f"{name} d={d}", seen[k]) for k in sorted(pick)]
@@ -217,9 +225,11 @@ def main() -> None:
     parser.add_argument("--dims", default="10,20,40", help="with --fuzz: the dimensions d")
     parser.add_argument("--per-run", type=int, default=40, help="with --fuzz: queries kept per policy run")
     parser.add_argument("--save", default=None, help="with --fuzz: .npz file for the queries not answered right")
+    parser.add_argument("--policies", default="OLSUCBC,AROQCov,SROQCov", help="with --fuzz: the policies recorded")
     args = parser.parse_args()
     if args.fuzz:
-        fuzz_norm([int(d) for d in args.dims.split(",")], args.horizon or 2000, args.per_run, args.save)
+        dims = [int(d) for d in args.dims.split(",")]
+        fuzz_norm(dims, args.horizon or 2000, args.per_run, args.save, tuple(args.policies.split(",")))
         return
     per_backend = 6 if args.quick else 20
     budget = 5.0 if args.quick else 30.0  # seconds per backend and dimension
