@@ -201,7 +201,7 @@ def fuzz_norm(
         print(f"| {kind} | {row['right']} | {row['wrong']} | {row['refused']} |")
     recoveries: dict[str, int] = {}
     for oracle in oracles.values():
-        for key, n in oracle.norm_recoveries.items():
+        for key, n in getattr(oracle, "norm_recoveries", {}).items():
             recoveries[key] = recoveries.get(key, 0) + n
     print("recoveries:", recoveries or "none")
     if save and failing:

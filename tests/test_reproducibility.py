@@ -32,11 +32,13 @@ WORKERS = [1, 2, 3, 4, 8]
 
 
 def tied_queries(d: int, n: int, seed: int) -> list[dict]:
-    """Weights on a coarse grid (many exact ties), some with restrictions."""
+    """Weights on a coarse grid (many exact ties, some broken by ~1e-11), some with restrictions."""
     rng = np.random.default_rng(seed)
     out = []
     for k in range(n):
         q: dict = {"weights": rng.integers(-1, 3, d) / 2.0}
+        if k % 4 == 3:  # near-ties: below the contract's tolerance, above rounding
+            q["weights"] = q["weights"] + rng.uniform(-1e-11, 1e-11, d)
         if k % 3 == 1:
             q["exclude"] = [int(rng.integers(d))]
         if k % 3 == 2:
