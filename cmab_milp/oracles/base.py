@@ -155,6 +155,7 @@ class _Restrictions:
 
 
 _NO_RESTRICTIONS = _Restrictions()
+_FLOAT64 = np.dtype(np.float64)
 
 #: Below this many arms, per-query arithmetic runs on Python lists: interleaved with
 #: solver runs (which evict numpy's code from the CPU caches) a numpy reduction on
@@ -352,7 +353,8 @@ class Oracle:
 
     # ----------------------------------------------------------- validation
     def linear_query(self, weights: Any, include: Any = (), exclude: Any = (), forbid_pairs: Any = ()) -> LinearQuery:
-        w = real_array(weights, "weights")
+        # the per-query path (a float64 array from a policy) skips the conversion
+        w = weights if type(weights) is np.ndarray and weights.dtype is _FLOAT64 else real_array(weights, "weights")
         if w.shape != (self.d,):
             raise ValueError(f"weights must have shape ({self.d},), got {w.shape}")
         listed = w.tolist() if self.d <= _SMALL else None
