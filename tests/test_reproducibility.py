@@ -193,3 +193,26 @@ def test_other_backends_do_not_depend_on_history(backend: str, family: str) -> N
     used = cm.make_oracle(space, backend)
     history(used, seed=2, n=15)
     assert answers(used, queries) == fresh
+
+
+@pytest.mark.parametrize("method", ["milp", "enumerate", "branch_bound"])
+def test_distribution_index_answers_do_not_depend_on_history(method: str) -> None:
+    """K-MAX index queries with tied arms (equal pmf rows), fresh oracle against one with a history."""
+    from cmab_milp.general import DistributionOracle, OutcomeGrid
+
+    space = cm.Cardinality(7, 2)
+    grid = OutcomeGrid([0.0, 0.5, 1.0])
+    rng = np.random.default_rng(10)
+    rows = rng.dirichlet(np.ones(3), size=3)
+    queries = [rows[rng.integers(0, 3, 7)] for _ in range(8)]  # only three distinct arms: many ties
+
+    def build():
+        return DistributionOracle(space, "max", grid, method=method)
+
+    fresh = [build().argmax_index(p).tolist() for p in queries]
+    used = build()
+    for _ in range(10):
+        used.argmax_index(rng.dirichlet(np.ones(3), size=7), exclude=[int(rng.integers(7))])
+    assert [used.argmax_index(p).tolist() for p in queries] == fresh
+    used.reset()
+    assert [used.argmax_index(p).tolist() for p in queries] == fresh

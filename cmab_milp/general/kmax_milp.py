@@ -64,6 +64,10 @@ class KMaxMilp:
         self.formulation = space.formulation()
         self._local = threading.local()
 
+    def reset(self) -> None:
+        """Drop every thread's model (answers do not depend on them: each query's rows are removed after it)."""
+        self._local = threading.local()
+
     def _model(self) -> tuple[CompiledModel, np.ndarray, np.ndarray]:
         cached = getattr(self._local, "model", None)
         if cached is not None:
