@@ -77,6 +77,14 @@ def test_extreme_weights_are_answered_exactly_or_refused(backend: str) -> None:
         assert answered > 0
 
 
+@pytest.mark.parametrize("scale", [1e-310, 1e-200, 1e150, 1e300])
+@pytest.mark.parametrize("lp", [True, False])
+def test_highs_rescales_subnormal_and_huge_weights_without_overflow(scale: float, lp: bool) -> None:
+    space = cm.Cardinality(6, 2)
+    w = np.array([1.0, 3.0, -1.0, 2.0, 0.0, 2.5]) * scale
+    assert cm.make_oracle(space, "highs", lp_when_integral=lp).argmax(w).astype(int).tolist() == [0, 1, 0, 0, 0, 1]
+
+
 def test_highs_answers_costs_of_order_1e17_right() -> None:
     """HiGHS proved this suboptimal path optimal when handed the costs unscaled."""
     space = cm.STPaths(_grid(3), 0, 8)

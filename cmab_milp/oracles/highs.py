@@ -129,13 +129,13 @@ class HighsOracle(Oracle):
     def solve_restricted(self, model: CompiledModel, res, query: LinearQuery) -> np.ndarray | None:
         """Set costs and restrictions, solve with the cut loop, check and return the action."""
         top = _max_abs(query)
-        factor = 1.0
+        shift = 0
         if not _SCALE_LO <= top <= _SCALE_HI and top > 0.0:
             # HiGHS proved wrong optima with costs ~1e17 (and treats 1e20 as infinite): solve
-            # with the costs times a power of 2, which changes no tie and scales values exactly
-            factor = 2.0 ** -math.frexp(top)[1]
-            top *= factor
-        model.set_costs(query.weights if factor == 1.0 else query.weights * factor)
+            # with the costs times 2^-shift, which changes no tie and scales values exactly
+            shift = math.frexp(top)[1]
+            top = math.ldexp(top, -shift)
+        model.set_costs(query.weights if shift == 0 else np.ldexp(query.weights, -shift))
         if res.include or res.exclude or not model.arms_free:
             model.set_arm_bounds(res.include, res.exclude)
         first = model.base_rows
@@ -159,7 +159,7 @@ class HighsOracle(Oracle):
         finally:
             if model.h.getNumRow() > first:
                 model.delete_rows(first, model.h.getNumRow())
-        value, bound = query.value(chosen), result.bound if factor == 1.0 else result.bound / factor
+        value, bound = query.value(chosen), result.bound if shift == 0 else math.ldexp(result.bound, shift)
         if value < bound - tolerance(bound):
             raise OracleError(
                 f"HiGHS answer has value {value!r} but the solver's bound is {bound!r}:"
