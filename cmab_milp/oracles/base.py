@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import compress
+from numbers import Real
 from typing import Any
 
 import numpy as np
@@ -38,7 +39,10 @@ __all__ = [
     "Oracle",
     "OracleError",
     "UnsupportedQuery",
+    "check_time_limit",
     "norm_objective",
+    "real_array",
+    "real_number",
 ]
 
 
@@ -84,6 +88,11 @@ class Ledger:
 
 
 def _arm_tuple(values: Iterable[Any], d: int, name: str) -> tuple[int, ...]:
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        hint = (
+            f" (for the one arm {values!r} write {name}=[{values!r}])" if isinstance(values, (int, np.integer)) else ""
+        )
+        raise ValueError(f"{name} must be a sequence of arm indices, got {type(values).__name__} {values!r}{hint}")
     out = []
     for i in values:
         if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
@@ -95,6 +104,8 @@ def _arm_tuple(values: Iterable[Any], d: int, name: str) -> tuple[int, ...]:
 
 
 def _pairs(values: Iterable[Any], d: int) -> tuple[tuple[int, int], ...]:
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise ValueError(f"forbid_pairs must be a sequence of pairs (i, j), got {type(values).__name__} {values!r}")
     out = set()
     for p in values:
         try:
@@ -144,6 +155,7 @@ class _Restrictions:
 
 
 _NO_RESTRICTIONS = _Restrictions()
+_FLOAT64 = np.dtype(np.float64)
 
 #: Below this many arms, per-query arithmetic runs on Python lists: interleaved with
 #: solver runs (which evict numpy's code from the CPU caches) a numpy reduction on
@@ -209,6 +221,63 @@ def norm_objective(mu: np.ndarray, M: np.ndarray, f: float, sign: int, action: n
     idx = np.flatnonzero(action)
     quad = float(M[np.ix_(idx, idx)].sum())
     return float(mu[idx].sum()) + sign * f * float(np.sqrt(max(quad, 0.0)))
+
+
+def real_array(values: Any, name: str) -> np.ndarray:
+    """``values`` as a float array; refuse strings, complex numbers and other non-real entries.
+
+    >>> real_array([1, 2.5], "weights")
+    array([1. , 2.5])
+    >>> real_array(["1", "2"], "weights")
+    Traceback (most recent call last):
+    ...
+    ValueError: weights must be real numbers, got an array of dtype <U1
+    """
+    if type(values) is np.ndarray and values.dtype.kind == "f":  # the per-query path: no check needed
+        return np.asarray(values, dtype=float)
+    arr = np.asarray(values)
+    kind = arr.dtype.kind
+    if kind not in "biuf" and not (
+        kind == "O" and all(isinstance(v, Real) and not isinstance(v, (str, bytes)) for v in arr.ravel())
+    ):
+        raise ValueError(f"{name} must be real numbers, got an array of dtype {arr.dtype}")
+    return arr.astype(float)
+
+
+def real_number(value: Any, name: str) -> float:
+    """``value`` as a float; refuse bools, strings and non-real numbers (``ValueError``).
+
+    >>> real_number(2, "f")
+    2.0
+    >>> real_number("1", "f")
+    Traceback (most recent call last):
+    ...
+    ValueError: f must be a real number, got str '1'
+    """
+    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
+        return float(value)
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, Real):
+        raise ValueError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
+    return float(value)
+
+
+def check_time_limit(time_limit: Any) -> float | None:
+    """``None`` (no limit) or a positive, finite number of seconds; else ``ValueError``.
+
+    >>> check_time_limit(2)
+    2.0
+    >>> check_time_limit(-1)
+    Traceback (most recent call last):
+    ...
+    ValueError: time_limit must be a positive, finite number of seconds (or None), got -1
+    """
+    if time_limit is None:
+        return None
+    if isinstance(time_limit, (bool, np.bool_)) or not isinstance(time_limit, Real):
+        raise ValueError(f"time_limit must be a positive, finite number of seconds (or None), got {time_limit!r}")
+    if not (math.isfinite(time_limit) and time_limit > 0):
+        raise ValueError(f"time_limit must be a positive, finite number of seconds (or None), got {time_limit!r}")
+    return float(time_limit)
 
 
 def tolerance(value: float) -> float:
@@ -284,7 +353,8 @@ class Oracle:
 
     # ----------------------------------------------------------- validation
     def linear_query(self, weights: Any, include: Any = (), exclude: Any = (), forbid_pairs: Any = ()) -> LinearQuery:
-        w = np.asarray(weights, dtype=float)
+        # the per-query path (a float64 array from a policy) skips the conversion
+        w = weights if type(weights) is np.ndarray and weights.dtype is _FLOAT64 else real_array(weights, "weights")
         if w.shape != (self.d,):
             raise ValueError(f"weights must have shape ({self.d},), got {w.shape}")
         listed = w.tolist() if self.d <= _SMALL else None
@@ -303,10 +373,10 @@ class Oracle:
         exclude: Any = (),
         forbid_pairs: Any = (),
     ) -> NormQuery:
-        mu_arr = np.asarray(mu, dtype=float)
+        mu_arr = real_array(mu, "mu")
         if mu_arr.shape != (self.d,):
             raise ValueError(f"mu must have shape ({self.d},), got {mu_arr.shape}")
-        mat = np.asarray(M, dtype=float)
+        mat = real_array(M, "M")
         if mat.shape != (self.d, self.d):
             raise ValueError(f"M must have shape ({self.d}, {self.d}), got {mat.shape}")
         if not (np.isfinite(mu_arr).all() and np.isfinite(mat).all()):
@@ -314,10 +384,10 @@ class Oracle:
         scale = 1.0 + float(np.abs(mat).max())
         if np.abs(mat - mat.T).max() > 1e-9 * scale:
             raise ValueError("M must be symmetric")
-        f = float(f)
+        f = real_number(f, "f")
         if not np.isfinite(f) or f < 0:
             raise ValueError(f"f must be a finite number >= 0, got {f}")
-        if sign not in (1, -1):
+        if isinstance(sign, (bool, np.bool_)) or not isinstance(sign, Real) or sign not in (1, -1):
             raise ValueError(f"sign must be +1 or -1, got {sign!r}")
         mat = 0.5 * (mat + mat.T)
         return NormQuery(mu_arr, mat, f, int(sign), _restrictions(self.d, include, exclude, forbid_pairs))
@@ -360,6 +430,16 @@ class Oracle:
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self.max_workers(), thread_name_prefix=f"{self.name}-oracle")
         return self._pool
+
+    def reset(self) -> None:
+        """Make this oracle behave as freshly built: drop the per-thread models and the worker threads.
+
+        The ledger is kept (a policy resets it itself). Answers do not depend on
+        the dropped state (the tie rule of each backend); this frees memory and
+        makes a reused oracle indistinguishable from a new one.
+        """
+        self.close()
+        self._local = threading.local()
 
     def close(self) -> None:
         """Stop the worker threads of :meth:`argmax_batch` (also done at exit)."""

@@ -28,7 +28,7 @@ import numpy as np
 from ..spaces.formulation import Formulation, Row
 from .base import OracleError
 
-__all__ = ["HIGHS_OPTIONS", "CompiledModel", "SolveResult", "new_highs"]
+__all__ = ["HIGHS_OPTIONS", "CompiledModel", "LimitReached", "SolveResult", "new_highs"]
 
 #: Options applied to every HiGHS instance: silent, single-threaded (the
 #: scheduler is per OS thread; batches run one instance per thread), gaps and
@@ -79,6 +79,10 @@ def _configure(h, time_limit: float | None) -> None:
         h.setOptionValue(key, value)
     if time_limit is not None:
         h.setOptionValue("time_limit", float(time_limit))
+
+
+class LimitReached(OracleError):
+    """A solve stopped on the user's time limit (not retried: a retry would take as long)."""
 
 
 @dataclass(slots=True)
@@ -140,8 +144,9 @@ class CompiledModel:
         self.lower = np.zeros(self.d)
         self.upper = np.ones(self.d)
         self.arms_free = True
-        self.cuts_synced = 0
         self.cold_restarts = 0  # solves retried from scratch after an 'Unknown' status
+        self.tie_restarts = 0  # LP solves repeated from a cold start because of a possible tie
+        self.base_rows = formulation.n_rows  # rows beyond these belong to the query being answered
         self._optimal = highspy.HighsModelStatus.kOptimal
         self._status = {self._optimal: "optimal", highspy.HighsModelStatus.kInfeasible: "infeasible"}
 
@@ -222,18 +227,55 @@ class CompiledModel:
         return first
 
     # ------------------------------------------------------------- solving
-    def solve(self) -> SolveResult:
-        """Run HiGHS; raise :class:`OracleError` on anything but optimal/infeasible."""
+    def solve(self, cold: bool = True, tie_tol: float | None = None) -> SolveResult:
+        """Run HiGHS; raise :class:`OracleError` on anything but optimal/infeasible.
+
+        The answer depends on the model (rows, columns, costs, bounds) only, not on
+        what this instance solved before (the tie rule of the ``highs`` backend):
+
+        * a MILP starts cold (``clearSolver``; nearly free: HiGHS's branch and bound does
+          not reuse a basis). ``cold=False`` keeps the state of the last solve and a MIP
+          start given with ``setSolution``: for a caller whose sequence of solves
+          started cold (the norm index clears once per query);
+        * an LP starts warm from the last basis (the per-query path: a cold start costs
+          ~60% more), and when ``tie_tol`` is given and some nonbasic variable has a
+          reduced cost within ``tie_tol`` of zero (so other optimal vertices may
+          exist), it is solved again from a cold start. A dual-nondegenerate optimum
+          is the unique optimum, which the cold start reaches too; so every answer
+          is the vertex that a cold start reaches.
+        """
         h = self.h
+        if self.integer and cold:
+            h.clearSolver()
         run_status = h.run()
         model_status = h.getModelStatus()
         # The per-query path: one comparison. (A run that errs never leaves the status 'Optimal'.)
         if model_status != self._optimal:
             if self._settle(run_status, model_status) == "infeasible":
                 return SolveResult("infeasible")
+        solution = h.getSolution()
+        if tie_tol is not None and not self.integer and self._maybe_tied(solution, tie_tol):
+            self.tie_restarts += 1
+            h.clearSolver()
+            run_status = h.run()
+            model_status = h.getModelStatus()
+            if model_status != self._optimal:
+                if self._settle(run_status, model_status) == "infeasible":  # pragma: no cover - was feasible
+                    return SolveResult("infeasible")
+            solution = h.getSolution()
         objective = h.getObjectiveValue()
         bound = h.getInfoValue("mip_dual_bound")[1] if self.integer else objective
-        return SolveResult("optimal", h.getSolution().col_value, objective, bound)
+        return SolveResult("optimal", solution.col_value, objective, bound)
+
+    def _maybe_tied(self, solution, tol: float) -> bool:
+        """Whether a nonbasic variable of an LP optimum has a reduced cost within ``tol`` of 0.
+
+        The ``num_row`` basic variables have zero reduced cost; one more near-zero dual
+        means a nonbasic column or row that could enter at no cost: a possible tie.
+        """
+        near = sum(1 for v in solution.col_dual if -tol <= v <= tol)
+        near += sum(1 for v in solution.row_dual if -tol <= v <= tol)
+        return near > len(solution.row_dual)
 
     def _settle(self, run_status, model_status) -> str:
         """``'optimal'`` or ``'infeasible'`` after an uncommon status, or raise."""
@@ -248,11 +290,14 @@ class CompiledModel:
             model_status = h.getModelStatus()
             status = self._status.get(model_status)
             self.cold_restarts += 1
-        self._check(run_status, "run")
+        name = h.modelStatusToString(model_status)
+        if model_status == self._hs.HighsModelStatus.kTimeLimit:
+            raise LimitReached(f"HiGHS stopped on its time limit (status {name!r}); no action is returned")
+        if run_status == self._error:
+            raise OracleError(f"HiGHS run failed (run status 'error', model status {name!r})")
         if status is None:
             raise OracleError(
-                f"HiGHS returned status {h.modelStatusToString(model_status)!r}"
-                " (time limit, numerical trouble or unbounded model); no action is returned"
+                f"HiGHS returned status {name!r} (numerical trouble or unbounded model); no action is returned"
             )
         return status
 

@@ -246,7 +246,8 @@ class _NormSolver:
             self.stats.method = "linear"
             return self._linear_only()
         model = _thread_model(self.oracle)
-        n_cols, n_rows, synced = model.h.getNumCol(), model.h.getNumRow(), model.cuts_synced
+        n_cols, n_rows = model.h.getNumCol(), model.h.getNumRow()
+        model.h.clearSolver()  # the tie rule: nothing of earlier queries (basis, solution) carries over
         try:
             model.set_arm_bounds(self.res.include, self.res.exclude)
             model.set_costs(q.mu)
@@ -264,9 +265,9 @@ class _NormSolver:
                 for key, value in saved.items():
                     model.h.setOptionValue(key, value)
         finally:
-            self._clear(model, n_cols, n_rows, synced)
+            self._clear(model, n_cols, n_rows)
 
-    def _clear(self, model: CompiledModel, n_cols: int, n_rows: int, synced: int) -> None:
+    def _clear(self, model: CompiledModel, n_cols: int, n_rows: int) -> None:
         h = model.h
         if h.getNumRow() > n_rows:
             rows = np.arange(n_rows, h.getNumRow(), dtype=np.int32)
@@ -274,7 +275,6 @@ class _NormSolver:
         if h.getNumCol() > n_cols:
             cols = np.arange(n_cols, h.getNumCol(), dtype=np.int32)
             h.deleteCols(len(cols), cols)
-        model.cuts_synced = synced  # cuts found meanwhile are re-synced from the shared pool
 
     def _linear_only(self) -> tuple[np.ndarray | None, float]:
         action = self._linear_argmax()
@@ -298,7 +298,7 @@ class _NormSolver:
             self.stats.milp_solves += 1
             if start is not None:
                 model.h.setSolution(self.d, model.arm_idx, start.astype(float))
-            result = model.solve()
+            result = model.solve(cold=False)  # the query started cold: its own history is deterministic
             if result.status == "infeasible":
                 return None
             action = oracle._integral_action(result.values, True)
@@ -307,7 +307,7 @@ class _NormSolver:
             cuts = oracle.formulation.violated_rows(action)
             if not cuts:
                 return action, result
-            oracle._share_cuts(model, cuts)
+            model.add_rows(cuts)  # this query's only: removed by _clear (the tie rule)
         raise OracleError("lazy cut loop did not converge")  # pragma: no cover
 
     def _add_forbid_rows(self, model: CompiledModel) -> None:
@@ -1014,11 +1014,10 @@ def _min_cardinality(oracle) -> int:
 
 
 def _thread_model(oracle) -> CompiledModel:
-    """This thread's norm model: the space's formulation with the shared cuts synced."""
+    """This thread's norm model: the space's formulation (each query's additions are removed after it)."""
     local = oracle._local.__dict__
     model = local.get("norm_model")
     if model is None:
         model = CompiledModel(oracle.formulation, integer=True, time_limit=oracle.time_limit)
         local["norm_model"] = model
-    oracle.cuts.sync(model)
     return model

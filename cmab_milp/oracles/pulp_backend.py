@@ -16,7 +16,8 @@ The formulation is the one every model-based backend compiles
 (:meth:`~cmab_milp.spaces.base.ActionSpace.formulation`): ``include`` and
 ``exclude`` become arm bounds, ``forbid_pairs`` rows ``a_i + a_j <= 1``, and the
 lazy cuts of the separators are added until the answer is a feasible action
-(they stay for later queries). Gaps are set to zero (absolute gap ``1e-11``)
+(for this query only: each query starts from the formulation's rows, so its
+answer does not depend on earlier queries). Gaps are set to zero (absolute gap ``1e-11``)
 for the solvers listed in :data:`EXACT_OPTIONS`. PuLP hands CBC its costs
 through an MPS file with 13 significant digits, so CBC answers are exact to
 about ``m * 5e-13 * max|w|``, inside the contract's ``1e-9 * (1 + |optimum|)``
@@ -64,8 +65,7 @@ import numpy as np
 
 from ..spaces.base import ActionSpace
 from ..spaces.formulation import Row
-from .base import LinearQuery, NormQuery, Oracle, OracleError, UnsupportedQuery, tolerance
-from .cut_pool import CutPool
+from .base import LinearQuery, NormQuery, Oracle, OracleError, UnsupportedQuery, check_time_limit, tolerance
 from .highs_model import HIGHS_OPTIONS
 from .scip import SCIP_PARAMS
 
@@ -165,7 +165,6 @@ class _ThreadModel:
         self.arms = self.cols[: formulation.d]
         self.constraints: list = []
         self.add_rows(formulation.rows, "r")
-        self.cuts_synced = 0
 
     def constraints_of(self, row: Row, name: str) -> list:
         pulp = self.pulp
@@ -189,7 +188,7 @@ class _ThreadModel:
             self.constraints.extend(self.constraints_of(row, f"{prefix}{start + k}"))
 
     def problem(self, weights: np.ndarray, include, exclude, pairs: list[Row]):
-        """A fresh ``LpProblem`` for one solve: costs, arm bounds, base rows, cuts and pair rows."""
+        """A fresh ``LpProblem`` for one solve: costs, arm bounds, base rows and the query's rows ``pairs``."""
         pulp = self.pulp
         lower = np.zeros(len(self.arms))
         upper = np.ones(len(self.arms))
@@ -246,8 +245,7 @@ class PulpOracle(Oracle):
             raise ValueError(
                 f"unknown or unavailable PuLP solver {solver!r}; available: {list(available_pulp_solvers())}"
             )
-        if time_limit is not None and not (np.isfinite(time_limit) and time_limit > 0):
-            raise ValueError(f"time_limit must be a positive number of seconds, got {time_limit!r}")
+        time_limit = check_time_limit(time_limit)
         if solver_options is not None and not isinstance(solver_options, dict):
             raise ValueError(f"solver_options must be a dict, got {type(solver_options).__name__}")
         if solver not in BOUND_SOLVERS:
@@ -269,7 +267,6 @@ class PulpOracle(Oracle):
         if "options" in exact and "options" in (solver_options or {}):
             self.solver_options["options"] = [*exact["options"], *solver_options["options"]]
         self.formulation = space.formulation()
-        self.cuts = CutPool()
         if solver == "HiGHS":
             from .highs_model import new_highs
 
@@ -304,7 +301,6 @@ class PulpOracle(Oracle):
             import pulp
 
             model = local.model = _ThreadModel(self.formulation, pulp)
-        self.cuts.sync(model, lambda rows: model.add_rows(rows, "c"))
         return model
 
     # ------------------------------------------------------------- queries
@@ -312,16 +308,16 @@ class PulpOracle(Oracle):
         import pulp
 
         res = query.restrictions
-        pairs = [Row((i, j), (1.0, 1.0), -np.inf, 1.0) for i, j in res.forbid_pairs]
+        extra = [Row((i, j), (1.0, 1.0), -np.inf, 1.0) for i, j in res.forbid_pairs]  # and this query's cuts
+        model = self._model()
         for _ in range(_MAX_CUT_ROUNDS):
-            model = self._model()
-            prob = model.problem(query.weights, res.include, res.exclude, pairs)
+            prob = model.problem(query.weights, res.include, res.exclude, extra)
             try:
                 prob.solve(self._solver)
-            except pulp.PulpSolverError as exc:
-                raise OracleError(f"PuLP solver {self.solver_name} failed: {exc}") from None
+            except Exception as exc:  # PuLP's own errors, and whatever a solver's Python API raises
+                raise OracleError(f"PuLP solver {self.solver_name} failed: {type(exc).__name__}: {exc}") from None
             if prob.status == pulp.LpStatusInfeasible:
-                return None
+                return self._certify_infeasible(query)
             proven = prob.status == pulp.LpStatusOptimal and prob.sol_status == pulp.LpSolutionOptimal
             # a solver with a readable bound may stop early (SCIP's "gaplimit" at
             # absgap 1e-11, a time limit): the answer stands if the bound proves it
@@ -340,13 +336,41 @@ class PulpOracle(Oracle):
             cuts = self.formulation.violated_rows(action) if self.formulation.separators else []
             if not cuts:
                 break
-            self.cuts.add(cuts)
+            extra.extend(cuts)
         else:  # pragma: no cover - a separator that never converges is a bug
             raise OracleError("lazy cut loop did not converge")
         self._check_bound(prob, query, action)
         if not res.admits(action) or (self.verify and not self.space._contains(action)):
             raise OracleError(f"PuLP solver {self.solver_name} returned an action that violates the restrictions")
         return action
+
+    def _certify_infeasible(self, query: LinearQuery) -> None:
+        """``None`` when HiGHS proves the restricted space empty; else ``OracleError``.
+
+        PuLP reports ``Infeasible`` for what CBC's solution file calls infeasible,
+        which CBC also writes when it stops on a time limit in preprocessing or meets
+        numerical trouble (weights of order 1e20): ``None`` would then claim that no
+        action qualifies. The claim is checked by a feasibility MILP (zero costs) on
+        the compiled HiGHS model, under the same time limit.
+        """
+        from .highs import HighsOracle
+
+        checker = getattr(self._local, "feasibility", None)
+        if checker is None:
+            checker = self._local.feasibility = HighsOracle(self.space, time_limit=self.time_limit)
+        try:
+            witness = checker._linear(LinearQuery(np.zeros(self.d), query.restrictions))
+        except OracleError as exc:
+            raise OracleError(
+                f"PuLP solver {self.solver_name} reported 'Infeasible' and the feasibility check failed ({exc});"
+                " no answer is returned"
+            ) from None
+        if witness is None:
+            return None
+        raise OracleError(
+            f"PuLP solver {self.solver_name} reported 'Infeasible' but the query has feasible actions"
+            " (the solver stopped on a limit or met numerical trouble); no action is returned"
+        )
 
     def _integral_action(self, model: _ThreadModel) -> np.ndarray:
         values = np.array([np.nan if v.varValue is None else v.varValue for v in model.arms], float)
@@ -399,7 +423,7 @@ class PulpOracle(Oracle):
 
     # ---------------------------------------------------------- inspection
     def write_model(self, path: str | Path) -> Path:
-        """Write the MILP with the cuts found so far and zero costs, as ``.lp`` or ``.mps``."""
+        """Write the MILP (the formulation's rows) with zero costs, as ``.lp`` or ``.mps``."""
         path = Path(path)
         prob = self._model().problem(np.zeros(self.d), (), (), [])
         if path.suffix.lower() == ".mps":

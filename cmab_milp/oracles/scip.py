@@ -6,8 +6,9 @@ problem (``freeTransform``), sets the objective and the arm bounds
 (``include`` / ``exclude``), adds rows ``a_i + a_j <= 1`` for ``forbid_pairs``,
 solves, and deletes those rows again; this is ~10x cheaper than rebuilding
 the model (0.75 ms against 7.5 ms on a 20-arm cardinality space). Lazy cuts
-from the separators are added until the answer is a feasible action; they
-stay for later queries.
+from the separators are added until the answer is a feasible action, and
+deleted with the query's other rows: each query starts from the formulation's
+rows, so its answer does not depend on earlier queries.
 
 Norm queries ``mu @ a + sign * f * sqrt(max(a @ M @ a, 0))`` are solved
 globally by SCIP's spatial branch-and-bound with an extra column ``s >= 0``:
@@ -53,8 +54,7 @@ import numpy as np
 
 from ..spaces.base import ActionSpace
 from ..spaces.formulation import Formulation, Row
-from .base import LinearQuery, NormQuery, Oracle, OracleError, tolerance
-from .cut_pool import CutPool
+from .base import LinearQuery, NormQuery, Oracle, OracleError, check_time_limit, tolerance
 
 __all__ = ["NORM_SLACK", "SCIP_PARAMS", "ScipOracle"]
 
@@ -97,6 +97,9 @@ class _ScipModel:
         # Probing presolve is off explicitly (FAST leaves it out too): SCIP 10's probing proved a
         # wrong optimum on a recorded GEANT path query (see tests/test_pulp_scip.py).
         model.setParam("propagating/probing/maxprerounds", 0)
+        # The tie rule: SCIP keeps solutions of earlier solves across freeTransform and starts
+        # from them, so a tied query's answer depended on the history; keep none.
+        model.setParam("limits/maxorigsol", 0)
         if time_limit is not None:
             model.setParam("limits/time", float(time_limit))
         self.cols = [model.addVar(f"a{i}", vtype="B") for i in range(formulation.d)]
@@ -115,7 +118,6 @@ class _ScipModel:
         self.add_rows(formulation.rows)
         self.lower = np.zeros(formulation.d)
         self.upper = np.ones(formulation.d)
-        self.cuts_synced = 0
 
     def add_rows(self, rows: list[Row]) -> list:
         out = []
@@ -190,36 +192,39 @@ class ScipOracle(Oracle):
     name = "scip"
 
     def __init__(self, space: ActionSpace, time_limit: float | None = None, verify: bool = False):
-        if time_limit is not None and not (np.isfinite(time_limit) and time_limit > 0):
-            raise ValueError(f"time_limit must be a positive number of seconds, got {time_limit!r}")
+        time_limit = check_time_limit(time_limit)
         super().__init__(space)
         self.formulation = space.formulation()
         self.time_limit = time_limit
         self.verify = verify
-        self.cuts = CutPool()
 
     def _model(self) -> _ScipModel:
-        """This thread's model, in SCIP's problem stage, with every shared cut."""
+        """This thread's model, in SCIP's problem stage, with the formulation's rows."""
         model = getattr(self._local, "model", None)
         if model is None:
             model = self._local.model = _ScipModel(self.formulation, self.time_limit)
         model.model.freeTransform()
-        self.cuts.sync(model)
         return model
 
     # ------------------------------------------------------------- solving
     def _solve(self, res, setup) -> tuple[np.ndarray, float] | None:
         """Cut loop: ``setup(model)`` installs the query; returns ``(action, dual bound)`` or None."""
-        pairs = [Row((i, j), (1.0, 1.0), -np.inf, 1.0) for i, j in res.forbid_pairs]
+        extra = [Row((i, j), (1.0, 1.0), -np.inf, 1.0) for i, j in res.forbid_pairs]  # and this query's cuts
         for _ in range(_MAX_CUT_ROUNDS):
             model = self._model()
-            model.set_arm_bounds(res.include, res.exclude)
-            temporary = setup(model) + model.add_rows(pairs)
             try:
-                status, x, bound = model.solve()
-            finally:
-                model.model.freeTransform()
-                model.delete(temporary)
+                model.set_arm_bounds(res.include, res.exclude)
+                temporary = setup(model) + model.add_rows(extra)
+                try:
+                    status, x, bound = model.solve()
+                finally:
+                    model.model.freeTransform()
+                    model.delete(temporary)
+            except OracleError:
+                raise
+            except Exception as exc:  # PySCIPOpt raises a bare Exception, e.g. for costs SCIP counts as infinite
+                self._local.model = None  # the model may hold half a query: the next query builds a new one
+                raise OracleError(f"SCIP failed: {exc}") from None
             if status == "infeasible":
                 return None
             action = x > 0.5
@@ -228,7 +233,7 @@ class ScipOracle(Oracle):
             cuts = self.formulation.violated_rows(action) if self.formulation.separators else []
             if not cuts:
                 break
-            self.cuts.add(cuts)
+            extra.extend(cuts)
         else:  # pragma: no cover - a separator that never converges is a bug
             raise OracleError("lazy cut loop did not converge")
         if not res.admits(action) or (self.verify and not self.space._contains(action)):
@@ -304,7 +309,7 @@ class ScipOracle(Oracle):
 
     # ---------------------------------------------------------- inspection
     def write_model(self, path: str | Path) -> Path:
-        """Write the MILP with the cuts found so far (format by suffix: ``.lp``, ``.cip``, ``.mps``)."""
+        """Write the MILP, the formulation's rows (format by suffix: ``.lp``, ``.cip``, ``.mps``)."""
         path = Path(path)
         self._model().model.writeProblem(str(path), verbose=False)
         return path
