@@ -21,7 +21,6 @@ FEW = ("cardinality", "paths-cyclic", "matchings-perfect", "with-constraint", "e
 #: Known defects of issue 10, fixed in parallel on other branches; these cases run as expected failures:
 #: answers under ties depend on the model's warm-start history and on the batch's threads (highs, scip);
 #: highs accepts time_limit=-1, nan and inf.
-KNOWN_DEFECTS = {"highs": ("determinism", "batch", "time_limit"), "scip": ("determinism", "batch")}
 
 
 def _specs() -> list:
@@ -45,28 +44,10 @@ def _spaces_for(spec: str) -> dict:
 
 @pytest.mark.parametrize("spec", _specs())
 def test_every_registered_backend_passes_the_kit(spec: str) -> None:
-    skip = KNOWN_DEFECTS.get(spec.split(":")[0], ())
-    report = check_oracle(spec, spaces=_spaces_for(spec), exclude=skip)
-    assert set(report) == set(ORACLE_CASES) - set(skip)
+    report = check_oracle(spec, spaces=_spaces_for(spec))
+    assert set(report) == set(ORACLE_CASES)
     assert all(v == "passed" or v.startswith("skipped") for v in report.values())
     assert report["linear"] == "passed" and report["near_ties"] == "passed"
-
-
-KNOWN = [
-    pytest.param(s.values[0], case, id=f"{s.values[0]}-{case}", marks=s.marks)
-    for s in _specs()
-    for case in KNOWN_DEFECTS.get(s.values[0].split(":")[0], ())
-]
-
-
-@pytest.mark.parametrize(("spec", "case"), KNOWN)
-@pytest.mark.xfail(
-    strict=False,
-    reason="issue 10, fixed on other branches: HiGHS / SCIP answers under ties depend on warm-start history and "
-    "batch threads; HiGHS accepts a time_limit of -1, nan or inf",
-)
-def test_known_defects_of_issue_10(spec: str, case: str) -> None:
-    check_oracle(spec, spaces=_spaces_for(spec), include=[case])
 
 
 # ------------------------------------------------------------------ wrong backends are caught
@@ -345,7 +326,7 @@ def test_the_readme_recipe_for_a_new_backend(scratch_backends) -> None:
 def test_auto_without_enumeration_passes_the_kit() -> None:
     """With enumeration capped off, auto's combinatorial and HiGHS routes answer every case (and are checked)."""
     options = {"enumerate_cap": 0, "norm_enumerate_cap": 0}
-    report = check_oracle("auto", options=options, exclude=KNOWN_DEFECTS["highs"])
+    report = check_oracle("auto", options=options)
     assert all(v == "passed" for k, v in report.items() if k != "time_limit")
     oracle = cm.make_oracle(small_spaces()["paths-cyclic"], "auto", **options)
     oracle.argmax_norm(np.ones(oracle.d), np.eye(oracle.d), 1.0)
