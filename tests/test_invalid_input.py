@@ -42,7 +42,7 @@ INVALID = [
     ("include-int", _linear(include=3), ValueError, "write include=[3]"),
     ("exclude-int", _linear(exclude=np.int64(2)), ValueError, "sequence of arm indices"),
     ("include-string", _linear(include="12"), ValueError, "sequence of arm indices"),
-    ("include-float", _linear(include=[1.5]), ValueError, "integer arm indices"),
+    ("include-float", _linear(include=[1.5]), ValueError, r"unknown arm 1.5; arms are integer indices"),
     ("include-bool", _linear(include=[True]), ValueError, "integer arm indices"),
     ("include-range", _linear(include=[D]), ValueError, "out of range"),
     ("forbid-int", _linear(forbid_pairs=3), ValueError, "sequence of pairs"),

@@ -226,7 +226,7 @@ class DistributionOracle(Oracle):
         p = _check_pmf(pmf, self.grid)
         if p.shape[0] != self.d:
             raise ValueError(f"pmf must have {self.d} rows (one per arm), got {p.shape[0]}")
-        return IndexQuery(p, _restrictions(self.d, include, exclude, forbid_pairs))
+        return IndexQuery(p, _restrictions(self.d, include, exclude, forbid_pairs, self.space))
 
     def _parse_batch_entry(self, k: int, entry: Mapping[str, Any]) -> Any:
         if isinstance(entry, Mapping) and entry.get("kind") == "index":

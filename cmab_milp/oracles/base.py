@@ -87,15 +87,20 @@ class Ledger:
         self._lock = threading.Lock()
 
 
-def _arm_tuple(values: Iterable[Any], d: int, name: str) -> tuple[int, ...]:
+def _arm_tuple(values: Iterable[Any], d: int, name: str, space: ActionSpace | None = None) -> tuple[int, ...]:
+    """Sorted distinct arm indices; arms given by label are looked up in ``space`` (spaces.labels)."""
     if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
         hint = (
             f" (for the one arm {values!r} write {name}=[{values!r}])" if isinstance(values, (int, np.integer)) else ""
         )
         raise ValueError(f"{name} must be a sequence of arm indices, got {type(values).__name__} {values!r}{hint}")
+    if not isinstance(values, (list, tuple, np.ndarray)):
+        values = list(values)  # iterated twice when a label needs the space's lookup
     out = []
     for i in values:
         if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
+            if space is not None and not isinstance(i, bool):
+                return space.arm_indices(values, name)  # arms by label (an edge, a name)
             raise ValueError(f"{name} must hold integer arm indices, got {i!r}")
         if not 0 <= i < d:
             raise ValueError(f"{name} holds arm {int(i)}, out of range for d={d}")
@@ -103,7 +108,7 @@ def _arm_tuple(values: Iterable[Any], d: int, name: str) -> tuple[int, ...]:
     return tuple(sorted(set(out)))
 
 
-def _pairs(values: Iterable[Any], d: int) -> tuple[tuple[int, int], ...]:
+def _pairs(values: Iterable[Any], d: int, space: ActionSpace | None = None) -> tuple[tuple[int, int], ...]:
     if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
         raise ValueError(f"forbid_pairs must be a sequence of pairs (i, j), got {type(values).__name__} {values!r}")
     out = set()
@@ -112,7 +117,7 @@ def _pairs(values: Iterable[Any], d: int) -> tuple[tuple[int, int], ...]:
             i, j = p
         except (TypeError, ValueError):
             raise ValueError(f"forbid_pairs must hold pairs (i, j), got {p!r}") from None
-        i, j = _arm_tuple((i,), d, "forbid_pairs")[0], _arm_tuple((j,), d, "forbid_pairs")[0]
+        i, j = _arm_tuple((i,), d, "forbid_pairs", space)[0], _arm_tuple((j,), d, "forbid_pairs", space)[0]
         if i == j:
             raise ValueError(f"forbid_pairs holds ({i}, {j}); a pair needs two different arms")
         out.add((min(i, j), max(i, j)))
@@ -163,7 +168,10 @@ _FLOAT64 = np.dtype(np.float64)
 _SMALL = 256
 
 
-def _restrictions(d: int, include: Any, exclude: Any, forbid_pairs: Any) -> _Restrictions:
+def _restrictions(
+    d: int, include: Any, exclude: Any, forbid_pairs: Any, space: ActionSpace | None = None
+) -> _Restrictions:
+    """Validated restrictions; with ``space``, arms may also be given by label (``space.arm_index``)."""
     if (
         type(include) is tuple
         and type(exclude) is tuple
@@ -173,9 +181,9 @@ def _restrictions(d: int, include: Any, exclude: Any, forbid_pairs: Any) -> _Res
     ):
         return _NO_RESTRICTIONS  # the defaults (empty tuples): no conversion on the per-query path
     out = _Restrictions(
-        _arm_tuple(include, d, "include"),
-        _arm_tuple(exclude, d, "exclude"),
-        _pairs(forbid_pairs if forbid_pairs is not None else (), d),
+        _arm_tuple(include, d, "include", space),
+        _arm_tuple(exclude, d, "exclude", space),
+        _pairs(forbid_pairs if forbid_pairs is not None else (), d, space),
     )
     return _NO_RESTRICTIONS if out.empty else out
 
@@ -361,7 +369,7 @@ class Oracle:
         total = sum(listed) if listed is not None else w.sum()  # inf or NaN anywhere makes it non-finite
         if not math.isfinite(total) and not np.isfinite(w).all():
             raise ValueError("weights must be finite (no NaN or inf)")
-        return LinearQuery(w, _restrictions(self.d, include, exclude, forbid_pairs), listed)
+        return LinearQuery(w, _restrictions(self.d, include, exclude, forbid_pairs, self.space), listed)
 
     def norm_query(
         self,
@@ -390,7 +398,7 @@ class Oracle:
         if isinstance(sign, (bool, np.bool_)) or not isinstance(sign, Real) or sign not in (1, -1):
             raise ValueError(f"sign must be +1 or -1, got {sign!r}")
         mat = 0.5 * (mat + mat.T)
-        return NormQuery(mu_arr, mat, f, int(sign), _restrictions(self.d, include, exclude, forbid_pairs))
+        return NormQuery(mu_arr, mat, f, int(sign), _restrictions(self.d, include, exclude, forbid_pairs, self.space))
 
     def _parse_batch_entry(self, k: int, entry: Mapping[str, Any]) -> LinearQuery | NormQuery:
         if not isinstance(entry, Mapping):
