@@ -1,4 +1,4 @@
-"""The notebooks in notebooks/ run top to bottom (nbclient), so they never rot; each shows what it says."""
+"""The notebooks in notebooks/ are stored with their outputs and run top to bottom (nbclient), so they never rot."""
 
 from __future__ import annotations
 
@@ -37,7 +37,14 @@ def test_every_notebook_is_listed():
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_notebook_runs_top_to_bottom(name):
     notebook = nbformat.read(NOTEBOOKS / name, as_version=4)
-    assert all(not cell.get("outputs") for cell in notebook.cells if cell.cell_type == "code"), "commit clean"
+    code = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    # stored with their outputs (they read as run on GitHub), in order, and saying what the prose claims
+    assert [cell.get("execution_count") for cell in code] == list(range(1, len(code) + 1)), "store it executed"
+    stored = _printed(notebook)
+    for text in EXPECTED[name]:
+        assert text in stored, f"{name}'s stored outputs do not show {text!r}: run it and save it again"
+    for cell in code:
+        cell["outputs"], cell["execution_count"] = [], None
     client = nbclient.NotebookClient(
         notebook, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOKS)}}
     )

@@ -56,7 +56,7 @@ import numpy as np
 
 from ..oracles import Oracle, OracleError, make_oracle
 from ..oracles.base import LinearQuery, NormQuery, _Restrictions, _restrictions, tolerance
-from ..oracles.registry import BACKENDS
+from ..oracles.registry import check_backend_name
 from ..spaces import Cardinality, GraphicMatroid, PartitionMatroid
 from ..spaces.base import ActionSpace
 from .grid import OutcomeGrid
@@ -170,8 +170,11 @@ class DistributionOracle(Oracle):
         if isinstance(linear, Oracle):
             if linear.space.d != space.d:
                 raise ValueError(f"the linear oracle is built on d={linear.space.d} arms, the space has d={space.d}")
-        elif not isinstance(linear, str) or linear.partition(":")[0] not in BACKENDS:
-            raise ValueError(f"unknown oracle backend {linear!r}; known: {sorted(BACKENDS)} and methods {METHODS}")
+        else:
+            try:
+                check_backend_name(linear)  # the one backend validator, before any work
+            except ValueError as exc:
+                raise ValueError(f"{exc} (distribution methods: {METHODS})") from None
         self._linear_spec = linear
         self._linear_oracle: Oracle | None = linear if isinstance(linear, Oracle) else None
 
