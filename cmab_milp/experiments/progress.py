@@ -3,7 +3,7 @@
 The parent process shows a ``tqdm`` bar of finished jobs on a terminal, with
 the running jobs' rounds and estimated time left as its postfix; when the stream
 is not a terminal (a log file, CI) it prints one plain line per finished job and,
-at most every :data:`LINE_SECONDS`, one line per running job.
+once a job has run :data:`LINE_SECONDS` and then at most that often, one line per running job.
 
 Inside a job, :func:`job_reporter` turns :func:`cmab_milp.simulate`'s
 ``progress(t, T)`` callback into messages on a *channel* (a queue the executor
@@ -15,12 +15,13 @@ Example
 -------
 >>> import io
 >>> stream = io.StringIO()
->>> progress = Progress(2, stream=stream, clock=iter([0.0, 5.0, 10.0, 10.0]).__next__)
->>> progress.job("CUCB seed 1", 500, 2000)
+>>> progress = Progress(2, stream=stream, clock=iter([0.0, 1.0, 11.0, 12.0]).__next__)
+>>> progress.job("CUCB seed 1", 100, 2000)  # first seen: no line yet
+>>> progress.job("CUCB seed 1", 500, 2000)  # 400 rounds in 10 s: 1,500 left take ~38 s
 >>> progress.advance("CUCB seed 0 (5.0 s)")
 >>> print(stream.getvalue(), end="")
-  CUCB seed 1: 500/2,000 rounds (25%), ~0:15 left
-[1/2] CUCB seed 0 (5.0 s) | elapsed 0:10
+  CUCB seed 1: 500/2,000 rounds (25%), ~0:38 left
+[1/2] CUCB seed 0 (5.0 s) | elapsed 0:12
 """
 
 from __future__ import annotations
@@ -139,7 +140,7 @@ class Progress:
             now = self.clock()
             state = self.running.get(label)
             if state is None:
-                state = self.running[label] = [t, T, now, t, -float("inf")]
+                state = self.running[label] = [t, T, now, t, now]  # a line once it has run LINE_SECONDS
             state[0], state[1] = t, T
             if not self.tty and now - state[4] >= LINE_SECONDS and t < T:
                 state[4] = now
@@ -151,9 +152,7 @@ class Progress:
     def _rounds(self, state: list[float], now: float) -> str:
         t, T, since, t0 = state[0], state[1], state[2], state[3]
         text = f"{int(t):,}/{int(T):,} rounds ({100 * t / max(T, 1):.0f}%)"
-        rate = (
-            (t - t0) / (now - since) if now > since and t > t0 else (t / (now - self.start) if now > self.start else 0)
-        )
+        rate = (t - t0) / (now - since) if now > since and t > t0 else 0.0  # since this job was first seen
         if rate > 0 and t < T:
             text += f", ~{format_seconds((T - t) / rate)} left"
         return text
