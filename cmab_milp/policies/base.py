@@ -722,5 +722,7 @@ class IndexPolicy(Policy):
         excl = list(exclude)
         if excl:
             unseen[excl] = False
+        if not unseen.any():  # the common case after the first rounds: nothing left to explore
+            return unseen
         fresh = unseen & (self.in_flight == 0)
         return fresh if fresh.any() else unseen
