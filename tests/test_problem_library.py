@@ -192,3 +192,21 @@ def test_sensor_placement_optimum_is_the_best_placement_within_the_rules():
     best = max(feasible, key=lambda p: sum(mean[n] for n in p))
     assert set(space.labels_of(action)) == best
     assert value == pytest.approx(sum(mean[n] for n in best))
+
+
+def test_the_routing_files_say_what_combinatorial_does() -> None:
+    # issue 14: the comment says combinatorial answers all-nonpositive weights and declines the rest
+    import cmab_milp as cm
+
+    assert "answers the queries whose weights are all" in (PROBLEMS / "routing_abilene.toml").read_text()
+    problem = load_problem(PROBLEMS / "routing_abilene.toml")
+    space = problem.build_space()
+    combinatorial, highs = cm.make_oracle(space, "combinatorial"), cm.make_oracle(space, "highs")
+    delays = -np.random.default_rng(0).uniform(0.1, 1.0, size=space.d)
+    assert np.array_equal(combinatorial.argmax(delays), highs.argmax(delays))
+    mixed = delays.copy()
+    mixed[0] = 0.5
+    with pytest.raises(cm.UnsupportedQuery):
+        combinatorial.argmax(mixed)
+    with pytest.raises(cm.UnsupportedQuery):
+        combinatorial.argmax(delays, include=[0])
