@@ -374,5 +374,6 @@ def make_oracle(space: ActionSpace, backend: str | Oracle = "highs", **options: 
     if known is not None:
         unknown = sorted(set(options) - set(known))
         if unknown:
-            raise ValueError(f"backend {name!r} takes no option(s) {unknown}; its options: {', '.join(known) or 'none'}")
+            listed = ", ".join(known) or "none"
+            raise ValueError(f"backend {name!r} takes no option(s) {unknown}; its options: {listed}")
     return entry.factory()(space, **options)
