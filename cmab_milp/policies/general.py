@@ -213,6 +213,9 @@ class _GeneralReward:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        if "__init__" in vars(cls):  # a subclass with its own constructor: inspect reads that one
+            cls.__signature__ = None
+            return
         shared = inspect.signature(_GeneralReward.__init__)
         params = [p for p in shared.parameters.values() if p.kind is not p.VAR_KEYWORD][1:]  # without self
         params += [
