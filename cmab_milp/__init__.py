@@ -11,6 +11,7 @@ rare-oracle policies (AROQ / SROQ families) and their every-round baselines.
 [1, 3]
 """
 
+from ._lazy import lazy_names
 from .oracles import (
     Ledger,
     Oracle,
@@ -20,17 +21,9 @@ from .oracles import (
     make_oracle,
     register_backend,
 )
-from .spaces import (
-    ActionSpace,
-    Cardinality,
-    ExplicitActions,
-    GraphicMatroid,
-    Intersection,
-    Matchings,
-    PartitionMatroid,
-    SpanningTrees,
-    STPaths,
-)
+from .spaces.base import ActionSpace, Intersection
+from .spaces.graphs import GraphicMatroid, Matchings, SpanningTrees, STPaths
+from .spaces.sets import Cardinality, ExplicitActions, PartitionMatroid
 
 __version__ = "0.1.0"
 
@@ -60,19 +53,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'cmab_milp' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_names(globals(), __name__, _LAZY)
 
 
 __all__ = [

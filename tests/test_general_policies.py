@@ -180,3 +180,29 @@ def test_a_support_that_does_not_match_the_environment_is_refused_at_the_first_f
     policy = cm.AROQGR(cm.Cardinality(5, 2), 100, oracle="enumerate", support=[0.0, 1.0])
     with pytest.raises(ValueError, match=r"support=env\.support"):
         cm.simulate(policy, env, seed=0)
+
+
+FAMILY = ["space", "T", "oracle", "reward", "support", "discretise", "method", "C", "upper", "pessimistic"]
+
+
+@pytest.mark.parametrize(
+    ("policy_class", "own", "refused"),
+    [(cm.SDCB, [], "alpha"), (cm.AROQGR, ["alpha"], "M"), (cm.SROQGR, ["M"], "alpha")],
+)
+def test_each_general_policy_states_its_parameters_and_refuses_others(policy_class, own, refused):
+    import inspect
+
+    params = inspect.signature(policy_class).parameters
+    assert list(params) == FAMILY + own  # what the problem-file loader reads
+    assert params["reward"].default == "sqrt_sum" and params["pessimistic"].default == "lowest"
+    with pytest.raises(
+        TypeError, match=rf"{policy_class.__name__}.__init__\(\) got an unexpected keyword.*'{refused}'"
+    ):
+        policy_class(cm.Cardinality(3, 1), 10, oracle="enumerate", support=VALUES, **{refused: 1})
+
+    class Mine(policy_class):  # a subclass with its own constructor shows that one
+        def __init__(self, space, T, *, extra=0, **kwargs):
+            super().__init__(space, T, **kwargs)
+
+    assert list(inspect.signature(Mine).parameters) == ["space", "T", "extra", "kwargs"]
+    assert Mine(cm.Cardinality(3, 1), 10, oracle="enumerate", support=VALUES).params["support"] == VALUES

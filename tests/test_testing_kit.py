@@ -165,6 +165,28 @@ def test_a_deliberately_wrong_backend_is_caught(cls, case, caps, scratch_backend
     assert "query" in str(info.value) or case in ("ledger", "invalid", "time_limit")
 
 
+class TieByAskCount(_Wrong):
+    """Exact, but among tied best actions it takes a later one each ``after`` asks of the same query."""
+
+    after = 1
+
+    def _pick(self, values, query):
+        asks = self.__dict__.setdefault("asks", {})
+        key = values.tobytes()
+        asks[key] = asks.get(key, 0) + 1
+        best = np.flatnonzero(values == values.max())
+        return self.actions[best[min(len(best) - 1, (asks[key] - 1) // self.after)]].copy()
+
+
+@pytest.mark.parametrize(("after", "said"), [(1, "asked twice"), (2, "after other queries")])
+def test_the_determinism_case_says_which_repeat_differed(after, said, scratch_backends) -> None:
+    register_backend("wrong", type("Tie", (TieByAskCount,), {"after": after}))
+    with pytest.raises(
+        AssertionError, match=rf"(?s)case 'determinism' failed.*{said}: first arms \[.*\], (then|later) arms \["
+    ):
+        check_oracle("wrong", include=["determinism"], spaces=[cm.Cardinality(5, 2)])
+
+
 def test_declaring_no_norm_turns_the_norm_case_into_a_skip(scratch_backends) -> None:
     register_backend("no_norm", DeclinesNorm, capabilities=Capabilities(norm=False))
     report = check_oracle("no_norm")

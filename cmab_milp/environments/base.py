@@ -238,6 +238,9 @@ class Environment(ABC):
     #: ``_sum_outcomes`` may be applied column by column to any block of draws
     #: (arm indices repeated, unsorted); lets a cycle of actions be summed at once.
     columnwise = False
+    #: The statistics :meth:`_exact_stats` draws from their exact law (a stretch asking only
+    #: for these skips the outcomes); empty: none, every outcome is drawn.
+    _exact_needs: frozenset[str] = frozenset()
 
     def __init__(self, d: int, seed: int | None = None):
         self.d = int(d)
@@ -336,7 +339,8 @@ class Environment(ABC):
             stats.pairs = weighted @ acts.astype(np.int64)
         if rounds == 0:
             return stats
-        if exact_stats and "samples" not in needs and self._exact_stats(acts, per_action, rng, needs, stats):
+        if exact_stats and self._exact_needs and needs <= self._exact_needs:
+            self._exact_stats(acts, per_action, rng, stats)
             return stats
         self._draw_stretch(acts, rounds, rng, needs, stats)
         return stats
@@ -373,15 +377,10 @@ class Environment(ABC):
         """Outcomes of ``arms`` (sorted indices) from an ``(n, len(arms))`` block of base draws."""
 
     def _exact_stats(
-        self,
-        actions: np.ndarray,
-        per_action: np.ndarray,
-        rng: np.random.Generator,
-        needs: frozenset[str],
-        stats: FeedbackStats,
-    ) -> bool:
-        """Fill ``stats`` from the exact law of the statistics; return False if unsupported."""
-        return False
+        self, actions: np.ndarray, per_action: np.ndarray, rng: np.random.Generator, stats: FeedbackStats
+    ) -> None:
+        """Fill ``stats`` from the exact law of the statistics (asked only for those in ``_exact_needs``)."""
+        raise NotImplementedError
 
     # -------------------------------------------------------------- helpers
     def _check_actions(self, actions: Any) -> np.ndarray:

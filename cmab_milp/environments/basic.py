@@ -81,6 +81,7 @@ class BernoulliArms(Environment):
 
     support = np.array([0.0, 1.0])
     columnwise = True
+    _exact_needs = frozenset({"sum", "hist", "pairs"})
 
     def __init__(self, means: Any, seed: int | None = None):
         mu = check_means(means, unit=True)
@@ -97,22 +98,14 @@ class BernoulliArms(Environment):
         return np.count_nonzero(draws < self._means[arms], axis=0).astype(float)
 
     def _exact_stats(
-        self,
-        actions: np.ndarray,
-        per_action: np.ndarray,
-        rng: np.random.Generator,
-        needs: frozenset[str],
-        stats: FeedbackStats,
-    ) -> bool:
-        if needs - {"sum", "hist", "pairs"}:
-            return False
+        self, actions: np.ndarray, per_action: np.ndarray, rng: np.random.Generator, stats: FeedbackStats
+    ) -> None:
         ones = rng.binomial(stats.counts, self._means)
         if stats.sum is not None:
             stats.sum += ones
         if stats.hist is not None:
             stats.hist[:, 0] += stats.counts - ones
             stats.hist[:, 1] += ones
-        return True
 
     def __repr__(self) -> str:
         return f"BernoulliArms(d={self.d})"
@@ -139,6 +132,8 @@ class GaussianNoise(Environment):
     >>> env.expected_reward([0, 1])
     1.0
     """
+
+    _exact_needs = frozenset({"sum", "outer", "pairs"})
 
     def __init__(self, means: Any, cov: Any, seed: int | None = None):
         mu = check_means(means, unit=False)
@@ -171,15 +166,8 @@ class GaussianNoise(Environment):
         return draws.shape[0] * self._means[arms] + self._factor(arms) @ draws.sum(axis=0)
 
     def _exact_stats(
-        self,
-        actions: np.ndarray,
-        per_action: np.ndarray,
-        rng: np.random.Generator,
-        needs: frozenset[str],
-        stats: FeedbackStats,
-    ) -> bool:
-        if needs - {"sum", "outer", "pairs"}:
-            return False
+        self, actions: np.ndarray, per_action: np.ndarray, rng: np.random.Generator, stats: FeedbackStats
+    ) -> None:
         for action, k in zip(actions, per_action, strict=True):
             arms = np.flatnonzero(action)
             if k == 0 or arms.size == 0:
@@ -191,7 +179,6 @@ class GaussianNoise(Environment):
             if stats.outer is not None:
                 scatter = factor @ _wishart_identity(rng, arms.size, int(k) - 1) @ factor.T
                 stats.outer[np.ix_(arms, arms)] += k * np.outer(mean, mean) + scatter
-        return True
 
     def __repr__(self) -> str:
         return f"GaussianNoise(d={self.d})"

@@ -79,6 +79,8 @@ class DiscreteArms(Environment):
         ``probs`` with columns in the order of ``support``.
     """
 
+    _exact_needs = frozenset({"sum", "hist", "pairs"})
+
     def __init__(self, values: Any, probs: Any, reward: Any = "sqrt_sum", seed: int | None = None):
         self.grid = OutcomeGrid(values)
         p = check_probs(probs, len(self.grid))
@@ -143,16 +145,9 @@ class DiscreteArms(Environment):
         return out
 
     def _exact_stats(
-        self,
-        actions: np.ndarray,
-        per_action: np.ndarray,
-        rng: np.random.Generator,
-        needs: frozenset[str],
-        stats: FeedbackStats,
-    ) -> bool:
+        self, actions: np.ndarray, per_action: np.ndarray, rng: np.random.Generator, stats: FeedbackStats
+    ) -> None:
         """Per-arm histograms as multinomials (and sums from them)."""
-        if needs - {"sum", "hist", "pairs"}:
-            return False
         hist = np.zeros((self.d, len(self.support)), np.int64)
         for arm in np.flatnonzero(stats.counts):
             hist[arm] = rng.multinomial(int(stats.counts[arm]), self.pmf[arm])
@@ -160,7 +155,6 @@ class DiscreteArms(Environment):
             stats.hist += hist
         if stats.sum is not None:
             stats.sum += hist @ self.support
-        return True
 
     def __repr__(self) -> str:
         return f"DiscreteArms(d={self.d}, values={self.support.tolist()}, reward={self.reward.name!r})"

@@ -6,7 +6,8 @@
 Modules: :mod:`.schema` (typed reading of TOML tables with key paths),
 :mod:`.registry` (what a file may name: kinds, ``--plugin`` modules),
 :mod:`.limits` (sizes checked before any work),
-:mod:`.builders` (spaces, graphs, environments, policies from tables),
+:mod:`.builders` (spaces, graphs, environments, policies from tables; split into
+:mod:`.kinds`, :mod:`.graphs`, :mod:`.spaces`, :mod:`.rules`, :mod:`.draws`),
 :mod:`.problem` (the schema and :class:`Problem`), :mod:`.executors` (where jobs
 run), :mod:`.storage` (the results folder), :mod:`.progress`, :mod:`.runner`,
 :mod:`.plots`.

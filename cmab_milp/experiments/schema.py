@@ -204,3 +204,15 @@ def check_number(value: Any, key: str, file: str) -> float:
     if not math.isfinite(number):
         raise ProblemError(file, key, f"expected a finite number, got {value}")
     return number
+
+
+def _int_list(value: Any, key: str, file: str, minimum: int | None = None) -> list[int]:
+    if not isinstance(value, list):
+        raise ProblemError(file, key, f"expected an array of integers, got {describe(value)}")
+    return [check_integer(v, join_key(key, k), file, minimum=minimum) for k, v in enumerate(value)]
+
+
+def _int_matrix(value: Any, key: str, file: str) -> list[list[int]]:
+    if not isinstance(value, list):
+        raise ProblemError(file, key, f"expected an array of arrays, got {describe(value)}")
+    return [_int_list(v, join_key(key, k), file) for k, v in enumerate(value)]

@@ -58,18 +58,10 @@ from typing import Any
 import numpy as np
 
 from ..oracles import Oracle, available_backends
-from ..spaces import (
-    Cardinality,
-    ExplicitActions,
-    GraphicMatroid,
-    Intersection,
-    Matchings,
-    PartitionMatroid,
-    SpanningTrees,
-    STPaths,
-)
-from ..spaces.base import ActionSpace
+from ..spaces.base import ActionSpace, Intersection
+from ..spaces.graphs import GraphicMatroid, Matchings, SpanningTrees, STPaths
 from ..spaces.rules import ConflictSpace, ConstrainedSpace
+from ..spaces.sets import Cardinality, ExplicitActions, PartitionMatroid
 from .base import Policy, Stretch
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "load_policy", "policy_classes", "save_policy"]

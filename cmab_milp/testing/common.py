@@ -8,17 +8,9 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from ..spaces import (
-    ActionSpace,
-    Cardinality,
-    ExplicitActions,
-    GraphicMatroid,
-    Intersection,
-    Matchings,
-    PartitionMatroid,
-    SpanningTrees,
-    STPaths,
-)
+from ..spaces.base import ActionSpace, Intersection
+from ..spaces.graphs import GraphicMatroid, Matchings, SpanningTrees, STPaths
+from ..spaces.sets import Cardinality, ExplicitActions, PartitionMatroid
 
 __all__ = ["small_spaces"]
 

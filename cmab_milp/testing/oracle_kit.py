@@ -274,22 +274,17 @@ def _determinism(judge: _OracleJudge, rng: np.random.Generator, fresh: Callable[
         first.append(answer)
     where = judge.where()
     if cases.wanted("determinism"):
-        for q, a in zip(queries, first, strict=True):
-            again = judge.ask("determinism", "linear", q)[1]
-            if not _same(a, again):
-                cases.fail(
-                    "determinism",
-                    where,
-                    f"query {describe(q)} asked twice: first {action_str(a)}, then {action_str(again)}",
-                )
-        for q, a in zip(reversed(queries), reversed(first), strict=True):  # after other queries
-            later = judge.ask("determinism", "linear", q)[1]
-            if not _same(a, later):
-                cases.fail(
-                    "determinism",
-                    where,
-                    f"query {describe(q)} after other queries: first {action_str(a)}, later {action_str(later)}",
-                )
+        orders = (  # each query again at once, then in reverse order (after other queries)
+            (zip(queries, first, strict=True), "asked twice: first {}, then {}"),
+            (zip(reversed(queries), reversed(first), strict=True), "after other queries: first {}, later {}"),
+        )
+        for pairs, said in orders:
+            for q, a in pairs:
+                again = judge.ask("determinism", "linear", q)[1]
+                if not _same(a, again):
+                    cases.fail(
+                        "determinism", where, f"query {describe(q)} " + said.format(action_str(a), action_str(again))
+                    )
         other = fresh()
         try:
             renewed = [_ask(other, "linear", q) for q in queries]

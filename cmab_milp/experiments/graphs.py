@@ -1,0 +1,343 @@
+"""Graphs for graph spaces: named networkx generators with size bounds, edge lists, topohub topologies.
+
+>>> sorted(GENERATORS)[:2]
+['balanced_tree', 'barabasi_albert_graph']
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from .limits import Limits
+from .registry import check_name
+from .schema import ProblemError, Table, _int_list, check_integer, check_number, describe, join_key
+
+
+# -------------------------------------------------------------------- graphs
+def _node(value: Any, key: str, file: str) -> Any:
+    """A node label: an integer, a string, or an array (a tuple label such as a grid cell)."""
+    if isinstance(value, list):
+        return tuple(_node(v, join_key(key, k), file) for k, v in enumerate(value))
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise ProblemError(file, key, f"a node is an integer, a string or an array, got {describe(value)}")
+    return value
+
+
+@dataclass(frozen=True)
+class GraphGenerator:
+    """A graph generator a problem file may name, with a size bound computed from its arguments alone.
+
+    ``params`` are the argument names, in positional order, each with a kind:
+    ``"int"`` (a count >= 0), ``"ints"`` (an array of counts), ``"prob"`` (a number
+    in [0, 1]), ``"bool"`` or ``"seed"`` (an integer >= 0). ``size(values) -> (nodes,
+    edges)`` bounds the graph from the checked arguments *before* it is built;
+    ``variadic`` means every positional argument is an ``"int"`` (as
+    ``complete_multipartite_graph(*sizes)``).
+    """
+
+    function: Callable[..., nx.Graph]
+    params: tuple[tuple[str, str], ...]
+    size: Callable[[dict[str, Any]], tuple[int, int]]
+    variadic: bool = False
+
+
+def _pairs(n: int) -> int:
+    return n * (n - 1) // 2
+
+
+def _tree_nodes(v: dict[str, Any]) -> int:
+    r, h, total, level = v["r"], v["h"], 0, 1
+    for _ in range(h + 1):
+        total += level
+        level *= r
+        if total > 10**12:
+            break
+    return total
+
+
+def _gnp_edges(n: int, p: float) -> int:
+    mean = p * _pairs(n)
+    return min(_pairs(n), int(mean + 6 * mean**0.5 + 6))
+
+
+def _grid_size(v: dict[str, Any]) -> tuple[int, int]:
+    nodes = int(np.prod([max(x, 1) for x in v["dim"]], dtype=object)) if v["dim"] else 0
+    return nodes, len(v["dim"]) * nodes
+
+
+_N = (("n", "int"),)
+_NAMED_GRAPHS = {
+    "petersen_graph": (10, 15),
+    "karate_club_graph": (34, 78),
+    "dodecahedral_graph": (20, 30),
+    "cubical_graph": (8, 12),
+    "octahedral_graph": (6, 12),
+    "icosahedral_graph": (12, 30),
+    "tetrahedral_graph": (4, 6),
+    "heawood_graph": (14, 21),
+    "frucht_graph": (12, 18),
+    "tutte_graph": (46, 69),
+    "florentine_families_graph": (15, 20),
+    "les_miserables_graph": (77, 254),
+}
+
+#: Graph generators a problem file may name as ``space.graph.generator`` (add with :func:`register_generator`).
+GENERATORS: dict[str, GraphGenerator] = {
+    "complete_graph": GraphGenerator(nx.complete_graph, _N, lambda v: (v["n"], _pairs(v["n"]))),
+    "cycle_graph": GraphGenerator(nx.cycle_graph, _N, lambda v: (v["n"], v["n"])),
+    "path_graph": GraphGenerator(nx.path_graph, _N, lambda v: (v["n"], v["n"])),
+    "star_graph": GraphGenerator(nx.star_graph, _N, lambda v: (v["n"] + 1, v["n"])),
+    "wheel_graph": GraphGenerator(nx.wheel_graph, _N, lambda v: (v["n"], 2 * v["n"])),
+    "ladder_graph": GraphGenerator(nx.ladder_graph, _N, lambda v: (2 * v["n"], 3 * v["n"])),
+    "circular_ladder_graph": GraphGenerator(nx.circular_ladder_graph, _N, lambda v: (2 * v["n"], 3 * v["n"])),
+    "hypercube_graph": GraphGenerator(
+        nx.hypercube_graph, _N, lambda v: (2 ** min(v["n"], 64), min(v["n"], 64) * 2 ** min(v["n"], 64))
+    ),
+    "grid_2d_graph": GraphGenerator(
+        nx.grid_2d_graph,
+        (("m", "int"), ("n", "int"), ("periodic", "bool")),
+        lambda v: (v["m"] * v["n"], 2 * v["m"] * v["n"]),
+    ),
+    "grid_graph": GraphGenerator(nx.grid_graph, (("dim", "ints"), ("periodic", "bool")), _grid_size),
+    "complete_bipartite_graph": GraphGenerator(
+        nx.complete_bipartite_graph, (("n1", "int"), ("n2", "int")), lambda v: (v["n1"] + v["n2"], v["n1"] * v["n2"])
+    ),
+    "complete_multipartite_graph": GraphGenerator(
+        nx.complete_multipartite_graph,
+        (("subset_sizes", "int"),),
+        lambda v: (sum(v["subset_sizes"]), _pairs(sum(v["subset_sizes"]))),
+        variadic=True,
+    ),
+    "balanced_tree": GraphGenerator(
+        nx.balanced_tree, (("r", "int"), ("h", "int")), lambda v: (_tree_nodes(v), _tree_nodes(v))
+    ),
+    "barbell_graph": GraphGenerator(
+        nx.barbell_graph,
+        (("m1", "int"), ("m2", "int")),
+        lambda v: (2 * v["m1"] + v["m2"], 2 * _pairs(v["m1"]) + v["m2"] + 1),
+    ),
+    "lollipop_graph": GraphGenerator(
+        nx.lollipop_graph, (("m", "int"), ("n", "int")), lambda v: (v["m"] + v["n"], _pairs(v["m"]) + v["n"])
+    ),
+    "turan_graph": GraphGenerator(nx.turan_graph, (("n", "int"), ("r", "int")), lambda v: (v["n"], _pairs(v["n"]))),
+    "gnm_random_graph": GraphGenerator(
+        nx.gnm_random_graph,
+        (("n", "int"), ("m", "int"), ("seed", "seed"), ("directed", "bool")),
+        lambda v: (v["n"], min(v["m"], 2 * _pairs(v["n"]))),
+    ),
+    "fast_gnp_random_graph": GraphGenerator(
+        nx.fast_gnp_random_graph,
+        (("n", "int"), ("p", "prob"), ("seed", "seed"), ("directed", "bool")),
+        lambda v: (v["n"], 2 * _gnp_edges(v["n"], v["p"])),
+    ),
+    "random_regular_graph": GraphGenerator(
+        nx.random_regular_graph, (("d", "int"), ("n", "int"), ("seed", "seed")), lambda v: (v["n"], v["n"] * v["d"])
+    ),
+    "barabasi_albert_graph": GraphGenerator(
+        nx.barabasi_albert_graph, (("n", "int"), ("m", "int"), ("seed", "seed")), lambda v: (v["n"], v["n"] * v["m"])
+    ),
+    "watts_strogatz_graph": GraphGenerator(
+        nx.watts_strogatz_graph,
+        (("n", "int"), ("k", "int"), ("p", "prob"), ("seed", "seed")),
+        lambda v: (v["n"], v["n"] * v["k"]),
+    ),
+    "connected_watts_strogatz_graph": GraphGenerator(
+        nx.connected_watts_strogatz_graph,
+        (("n", "int"), ("k", "int"), ("p", "prob"), ("tries", "int"), ("seed", "seed")),
+        lambda v: (v["n"], v["n"] * v["k"]),
+    ),
+    **{name: GraphGenerator(getattr(nx, name), (), lambda v, size=size: size) for name, size in _NAMED_GRAPHS.items()},
+}
+
+
+def register_generator(
+    name: str,
+    function: Callable[..., nx.Graph],
+    params: Sequence[tuple[str, str]],
+    size: Callable[[dict[str, Any]], tuple[int, int]],
+    variadic: bool = False,
+) -> None:
+    """Make ``space.graph.generator = name`` call ``function`` (see :class:`GraphGenerator`).
+
+    ``size(values)`` must bound ``(nodes, edges)`` from the arguments alone, so a
+    graph too large for the limits is refused before it is built.
+    """
+    check_name(name)
+    kinds = {"int", "ints", "prob", "bool", "seed"}
+    for param, kind in params:
+        check_name(param)
+        if kind not in kinds:
+            raise ValueError(f"parameter {param!r}: kind must be one of {sorted(kinds)}, got {kind!r}")
+    if not callable(function) or not callable(size):
+        raise ValueError("function and size must be callables")
+    GENERATORS[name] = GraphGenerator(function, tuple(params), size, variadic)
+
+
+def _generator_value(value: Any, kind: str, key: str, file: str) -> Any:
+    if kind in ("int", "seed"):
+        return check_integer(value, key, file, minimum=0)
+    if kind == "ints":
+        return _int_list(value, key, file, minimum=0)
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise ProblemError(file, key, f"expected true or false, got {describe(value)}")
+        return value
+    x = check_number(value, key, file)
+    if not 0 <= x <= 1:
+        raise ProblemError(file, key, f"a probability lies in [0, 1], got {x}")
+    return x
+
+
+def _generator_arguments(table: Table, name: str, spec: GraphGenerator) -> tuple[list[Any], dict[str, Any]]:
+    """The checked positional and keyword arguments of ``spec`` from ``args`` / ``kwargs``."""
+    file = table.file
+    args = table.array("args", [])
+    kwargs_table = table.table("kwargs", None)
+    kwargs = {} if kwargs_table is None else dict(kwargs_table.data)
+    names = [p for p, _ in spec.params]
+    kinds = dict(spec.params)
+    if spec.variadic:
+        if kwargs:
+            raise table.error("kwargs", f"{name} takes positional arguments only")
+        values = [_generator_value(a, "int", join_key(table.path("args"), k), file) for k, a in enumerate(args)]
+        return values, {}
+    if len(args) > len(names):
+        takes = ", ".join(names) or "no arguments"
+        raise table.error("args", f"{name} takes at most {len(names)} positional arguments ({takes}), got {len(args)}")
+    checked_args = [
+        _generator_value(a, kinds[p], join_key(table.path("args"), k), file)
+        for k, (a, p) in enumerate(zip(args, names, strict=False))
+    ]
+    checked_kwargs = {}
+    for key, value in kwargs.items():
+        where = join_key(table.path("kwargs"), key)
+        if key not in kinds:
+            takes = ", ".join(names) or "none"
+            raise ProblemError(file, where, f"{name} takes no argument {key!r} (it takes: {takes})")
+        if key in names[: len(args)]:
+            raise ProblemError(file, where, "given twice (also in args)")
+        checked_kwargs[key] = _generator_value(value, kinds[key], where, file)
+    return checked_args, checked_kwargs
+
+
+def _generate(table: Table, limits: Limits) -> nx.Graph:
+    """Call the named generator after checking its arguments and its size bound against ``limits``."""
+    name = table.string("generator")
+    spec = GENERATORS.get(name) if isinstance(name, str) and name[:1].isalpha() else None
+    if spec is None:
+        try:
+            check_name(name)
+        except ValueError as exc:
+            raise table.error("generator", f"refused: {exc}") from None
+        known = ", ".join(sorted(GENERATORS))
+        raise table.error("generator", f"unknown networkx generator {name!r}; known: {known}")
+    args, kwargs = _generator_arguments(table, name, spec)
+    names = [p for p, _ in spec.params]
+    if spec.variadic:
+        values = {names[0]: args}
+    else:
+        values = dict(zip(names, args, strict=False)) | kwargs
+        missing = [p for p, kind in spec.params if p not in values and kind in ("int", "ints", "prob")]
+        params = inspect.signature(spec.function).parameters
+        missing = [p for p in missing if p not in params or params[p].default is inspect.Parameter.empty]
+        if missing:
+            raise table.error("args", f"{name} needs {', '.join(missing)}")
+        for p, _ in spec.params:
+            if p not in values:
+                default = inspect.signature(spec.function).parameters.get(p)
+                values[p] = None if default is None else default.default
+    nodes, edges = spec.size(values)
+    where, call = table.path("args"), f"{name}({', '.join(map(str, args))})"
+    limits.check("graph_nodes", nodes, where, table.file, f"{call} has {nodes} nodes, which")
+    limits.check("arms", edges, where, table.file, f"{call} may have {edges} edges (arms), which")
+    try:
+        graph = spec.function(*args, **kwargs)
+    except Exception as exc:  # a generator's own complaint, e.g. a degree sequence that cannot exist
+        raise table.error("args", f"networkx.{name}{tuple(args)} failed: {exc}") from None
+    if not isinstance(graph, nx.Graph):
+        raise table.error("generator", f"{name} did not return a graph")
+    return graph
+
+
+def build_graph(table: Table, limits: Limits | None = None) -> tuple[nx.Graph, dict[Any, Any]]:
+    """A networkx graph from ``generator`` (+ ``args``, ``kwargs``) or ``edges``.
+
+    Returns the graph and the map from original node labels to the labels in
+    the graph (the identity unless ``relabel``). ``directed = true`` orients each
+    edge as written (edge lists) or as networkx lists it (generators). A
+    generator is one of :data:`GENERATORS`; its size is checked against
+    ``limits`` before it runs.
+
+    >>> g, labels = build_graph(Table({"generator": "grid_2d_graph", "args": [2, 2]}, "space.graph", "x.toml"))
+    >>> sorted(g.edges())[:2], labels[(1, 1)]
+    ([((0, 0), (0, 1)), ((0, 0), (1, 0))], (1, 1))
+    >>> g, labels = build_graph(
+    ...     Table({"generator": "grid_2d_graph", "args": [2, 2], "relabel": True}, "space.graph", "x.toml")
+    ... )
+    >>> sorted(g.edges()), labels[(1, 1)]
+    ([(0, 1), (0, 2), (1, 3), (2, 3)], 3)
+    """
+    limits = Limits() if limits is None else limits
+    file = table.file
+    sources = [k for k in ("generator", "edges", "topohub") if k in table]
+    if len(sources) != 1:
+        raise table.error(
+            None, "give exactly one of 'generator' (a networkx generator name), 'edges' or 'topohub' (a topology name)"
+        )
+    directed = table.boolean("directed", False)
+    attributes: dict[tuple, dict] = {}
+    if sources == ["topohub"]:
+        graph = _topohub_graph(table, limits)
+        relabel = table.boolean("relabel", False)
+        edges = list(graph.edges())
+        nodes = list(graph.nodes())
+        attributes = {(u, v): data for u, v, data in graph.edges(data=True)}
+    elif sources == ["generator"]:
+        graph = _generate(table, limits)
+        relabel = table.boolean("relabel", False)
+        edges = list(graph.edges())
+        nodes = list(graph.nodes())
+    else:
+        raw_edges = table.array("edges")
+        limits.check("arms", len(raw_edges), table.path("edges"), file)
+        edges = []
+        for k, edge in enumerate(raw_edges):
+            key = join_key(table.path("edges"), k)
+            if not isinstance(edge, list) or len(edge) != 2:
+                raise ProblemError(file, key, f"an edge is a pair [u, v], got {describe(edge)}")
+            edges.append((_node(edge[0], join_key(key, 0), file), _node(edge[1], join_key(key, 1), file)))
+        relabel = table.boolean("relabel", False)
+        nodes = list(dict.fromkeys(v for e in edges for v in e))
+    table.finish()
+    labels = {v: k for k, v in enumerate(nodes)} if relabel else {v: v for v in nodes}
+    out = nx.DiGraph() if directed else nx.Graph()
+    out.add_nodes_from(labels[v] for v in nodes)
+    out.add_edges_from((labels[u], labels[v], attributes.get((u, v), {})) for u, v in edges)
+    return out, labels
+
+
+def _topohub_graph(table: Table, limits: Limits) -> nx.Graph:
+    """``topohub = "GROUP/NAME"``: a topology of topohub's catalogue, nodes named, edge attributes kept."""
+    from ..topologies import load_topology
+
+    name = table.string("topohub")
+    try:
+        graph = load_topology(name)
+    except ImportError as exc:
+        raise table.error("topohub", str(exc)) from None
+    except ValueError as exc:
+        raise table.error("topohub", str(exc)) from None
+    where = table.path("topohub")
+    limits.check(
+        "graph_nodes", graph.number_of_nodes(), where, table.file, f"{name} has {graph.number_of_nodes()} nodes, which"
+    )
+    limits.check(
+        "arms", graph.number_of_edges(), where, table.file, f"{name} has {graph.number_of_edges()} links (arms), which"
+    )
+    return graph

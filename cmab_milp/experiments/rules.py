@@ -1,0 +1,179 @@
+"""Arms named by index, label or edge, and the side rules of a ``[space]`` table (constraints, budgets, ...).
+
+>>> list(RULES)
+['conflicts', 'constraints', 'budgets', 'groups']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..spaces.base import EmptySpaceError
+from .kinds import _construct
+from .schema import ProblemError, Table, check_number, describe, join_key
+
+_SENSES = ("<=", ">=", "==")
+
+
+def _arm_error(exc: ValueError, key: str, file: str) -> ProblemError:
+    """A space's arm-lookup ``ValueError`` (whose message starts with ``key``) as a :class:`ProblemError` at ``key``."""
+    message = str(exc)
+    if message.startswith(f"{key}: "):
+        message = message[len(key) + 2 :]
+    elif message.startswith(key):
+        message = message[len(key) :].lstrip(": ")
+    return ProblemError(file, key, message)
+
+
+def _arm(space: Any, value: Any, key: str, file: str) -> int:
+    """The index of the arm ``value`` names: an integer index, a string label or an edge ``[u, v]``."""
+    if isinstance(value, float) or isinstance(value, dict):
+        raise ProblemError(file, key, f"an arm is an integer index, a label or an edge [u, v], got {describe(value)}")
+    try:
+        return space.arm_index(value, key)
+    except ValueError as exc:
+        error = _arm_error(exc, key, file)
+        if isinstance(value, str) and value.strip().lstrip("-").isdigit():  # a TOML table key is a string
+            hint = f"; {value!r} is a string, not the index {int(value)}: give indices in an array"
+            error = ProblemError(file, key, error.message + hint)
+        raise error from None
+
+
+def _arms(table: Table, space: Any, name: str = "arms") -> list[int]:
+    """The arms listed at ``table[name]`` (indices, labels or edges), in the order written."""
+    raw = table.raw(name)
+    if not isinstance(raw, list):
+        raise table.error(name, f"expected an array of arms (indices, labels or edges), got {describe(raw)}")
+    return [_arm(space, v, join_key(table.path(name), k), table.file) for k, v in enumerate(raw)]
+
+
+def _numbers(table: Table, name: str, default: Any = None) -> list[float]:
+    values = table.array(name) if default is None else table.array(name, default)
+    return [check_number(v, join_key(table.path(name), k), table.file) for k, v in enumerate(values)]
+
+
+def _arm_vector(table: Table, space: Any, name: str) -> list[float]:
+    """``table[name]`` as one number per arm: an array of ``d`` numbers or a table ``{ "label" = x }``."""
+    raw = table.raw(name)
+    key, file = table.path(name), table.file
+    if isinstance(raw, dict):
+        for label, value in raw.items():
+            _arm(space, label, join_key(key, label), file)
+            check_number(value, join_key(key, label), file)
+        try:
+            return space.arm_vector(raw, default=0.0, what=key).tolist()
+        except ValueError as exc:
+            raise _arm_error(exc, key, file) from None
+    if not isinstance(raw, list):
+        raise table.error(name, f"expected {space.d} numbers or a table {{ label = number }}, got {describe(raw)}")
+    values = _numbers(table, name)
+    if len(values) != space.d:
+        raise table.error(name, f"needs one number per arm: d={space.d}, got {len(values)}")
+    return values
+
+
+def _listed_vector(table: Table, space: Any, values_name: str, default: float | None) -> list[float]:
+    """One number per arm from ``arms = [...]`` and ``values_name = [...]`` (one per listed arm, summed)."""
+    arms = _arms(table, space)
+    if default is None and values_name not in table:
+        raise table.error(values_name, f"needs one number per listed arm ({len(arms)})")
+    values = _numbers(table, values_name, [default] * len(arms))
+    if len(values) != len(arms):
+        raise table.error(values_name, f"needs one number per listed arm ({len(arms)}), got {len(values)}")
+    out = [0.0] * space.d
+    for i, w in zip(arms, values, strict=True):
+        out[i] += w
+    return out
+
+
+def _apply_constraint(space: Any, table: Table) -> Any:
+    """``space.with_constraint`` from ``coeffs`` (d numbers or {label = x}) or ``arms`` (+ optional ``weights``)."""
+    if ("coeffs" in table) == ("arms" in table):
+        raise table.error(None, "give exactly one of 'coeffs' (one number per arm, or a table by label) or 'arms'")
+    if "coeffs" in table:
+        coeffs = _arm_vector(table, space, "coeffs")
+    else:
+        coeffs = _listed_vector(table, space, "weights", 1.0)
+    sense = table.string("sense", choices=_SENSES)
+    rhs = table.number("rhs")
+    table.finish()
+    return _construct(table, space.with_constraint, (coeffs, sense, rhs), {}, "with_constraint")
+
+
+def _apply_budget(space: Any, table: Table) -> Any:
+    """``space.with_budget``: ``costs`` (d numbers or {label = cost}, or one per ``arms``) and ``budget``."""
+    if "arms" in table:
+        costs = _listed_vector(table, space, "costs", None)
+    else:
+        costs = _arm_vector(table, space, "costs")
+    budget = table.number("budget")
+    table.finish()
+    for i, c in enumerate(costs):
+        if c < 0:
+            raise table.error("costs", f"costs must be >= 0; arm {space.arm_labels.display[i]!r} costs {c:g}")
+    if budget < 0:
+        raise table.error("budget", f"must be >= 0, got {budget:g}")
+    return _construct(table, space.with_budget, (costs, budget), {}, "with_budget")
+
+
+def _apply_group(space: Any, table: Table) -> Any:
+    """``space.with_group``: ``arms`` and ``at_least`` and/or ``at_most``."""
+    arms = _arms(table, space)
+    if not arms:
+        raise table.error("arms", "a group needs at least one arm")
+    at_least = table.integer("at_least", None, minimum=0)
+    at_most = table.integer("at_most", None, minimum=0)
+    table.finish()
+    if at_least is None and at_most is None:
+        raise table.error(None, "give at_least, at_most or both")
+    if at_least is not None and at_least > len(set(arms)):
+        raise table.error("at_least", f"at least {at_least} of a group of {len(set(arms))} arms is impossible")
+    if at_least is not None and at_most is not None and at_least > at_most:
+        raise table.error("at_most", f"at_least={at_least} exceeds at_most={at_most}")
+    return _construct(table, space.with_group, (arms,), {"at_least": at_least, "at_most": at_most}, "with_group")
+
+
+def _apply_conflicts(space: Any, table: Table) -> Any:
+    """``space.with_conflicts`` from ``pairs = [[a, b], ...]`` (arms by index, label or edge)."""
+    raw = table.raw("pairs")
+    table.finish()
+    if not isinstance(raw, list) or not raw:
+        raise table.error("pairs", f"expected a non-empty array of pairs [a, b], got {describe(raw)}")
+    pairs = []
+    for k, pair in enumerate(raw):
+        key = join_key(table.path("pairs"), k)
+        if not isinstance(pair, list) or len(pair) != 2:
+            raise ProblemError(table.file, key, f"a pair is [a, b] (two arms), got {describe(pair)}")
+        i, j = (_arm(space, v, join_key(key, n), table.file) for n, v in enumerate(pair))
+        if i == j:
+            raise ProblemError(table.file, key, f"names arm {space.arm_labels.display[i]!r} twice")
+        pairs.append((i, j))
+    return _construct(table, space.with_conflicts, (pairs,), {}, "with_conflicts")
+
+
+#: Side rules of a ``[space]`` table, applied in this order: key -> how one table of it is applied.
+RULES: dict[str, Callable[[Any, Table], Any]] = {
+    "conflicts": _apply_conflicts,
+    "constraints": _apply_constraint,
+    "budgets": _apply_budget,
+    "groups": _apply_group,
+}
+
+
+def _apply_rules(space: Any, rules: list[tuple[str, list[Table]]]) -> Any:
+    """Apply the side rules in :data:`RULES` order; the first that leaves no action is refused at its key."""
+    for name, tables in rules:
+        for rule in tables:
+            space = RULES[name](space, rule)
+            word = name.removesuffix("s") if name != "conflicts" else "list of conflicts"
+            _check_feasible(space, rule, f"no action of the space satisfies this {word} (with the rules before it)")
+    return space
+
+
+def _check_feasible(space: Any, table: Table, message: str) -> None:
+    """Refuse, at ``table``'s key, a space without a feasible action (``space.m`` solves for it)."""
+    try:
+        space.m  # noqa: B018 -- computing m finds a feasible action or raises
+    except EmptySpaceError as exc:
+        raise table.error(None, f"{message}: {exc}") from None
