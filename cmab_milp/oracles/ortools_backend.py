@@ -19,11 +19,14 @@ What is proven, per query ``max w @ a`` over the actions ``F``:
    in floating point. If ``a*`` is CP-SAT's proven optimum of ``c @ a`` over ``R``
    and ``a* in F``, then for every action ``b``:
    ``w @ b - w @ a* = (c @ b - c @ a*) / T + r @ b - r @ a* <= sum(max(r_i, 0)) - r @ a* =: E``.
-   The answer is returned only when ``E <= 1e-9 (1 + |x|)`` for every ``x``
-   in ``[w @ a*, w @ a* + E]`` (which holds the optimum): then it meets the
-   contract. Else (weights spanning more than ~44 binary orders of magnitude
-   against the optimum, e.g. ``1e6`` next to an optimum near 0 with
-   ``d = 1000``) it raises :class:`~cmab_milp.oracles.base.OracleError`:
+   (Arms fixed by ``include`` / ``exclude`` are left out of ``w`` here: they
+   add the same constant to every candidate.) The answer is returned only
+   when ``E <= 1e-9 (1 + |x|)`` for every ``x`` in ``[w @ a*, w @ a* + E]``
+   (which holds the optimum): then it meets the contract. As
+   ``E <= d / (2T) ~ d sum|w| / 2^54``, this holds whenever
+   ``d sum|w| <= 1.8e7 (1 + |optimum|)`` (weights of order 1 up to
+   ``d ~ 4000``); beyond that it depends on the actual residuals, and where
+   it fails the query raises :class:`~cmab_milp.oracles.base.OracleError`:
    CP-SAT cannot answer that query exactly here.
 3. **Feasibility.** ``a*`` is checked against the relaxed rows (with their
    tolerance), the lazy separators (subtour elimination) and the
@@ -238,7 +241,11 @@ class OrtoolsOracle(Oracle):
 
     def _linear(self, query: LinearQuery) -> np.ndarray | None:
         res = query.restrictions
-        scale, costs, residuals = objective_scale(query.weights)
+        free = query.weights
+        if res.include or res.exclude:  # fixed arms add a constant: leave them out of the scaling
+            free = free.copy()
+            free[list(res.include) + list(res.exclude)] = 0.0
+        scale, costs, residuals = objective_scale(free)
         extra = [_IntRow((i, j), (1, 1), -_BIG, 1) for i, j in res.forbid_pairs]
         for _ in range(_MAX_CUT_ROUNDS):
             status, x = self._solve_once(costs, res, extra)
