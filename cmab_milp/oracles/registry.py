@@ -301,7 +301,13 @@ register_backend(
     "ortools",
     f"{_PKG}.ortools_backend:OrtoolsOracle",
     description="linear queries via OR-Tools CP-SAT (weights scaled to integers, error bound checked)",
-    capabilities=Capabilities(norm=False, time_limit=True, requires=("ortools",)),
+    # norm=False: CP-SAT's integers cannot prove sqrt(a M a) within 1e-9 (see ortools_backend); no cost: for comparison
+    capabilities=Capabilities(
+        norm=False,
+        time_limit=True,
+        requires=("ortools",),
+        spaces="formulations with integer auxiliary columns of finite bounds (every built-in family)",
+    ),
 )
 
 
