@@ -137,7 +137,7 @@ def available_pulp_solvers() -> tuple[str, ...]:
     import pulp
 
     # PuLP's GUROBI adapter (offered once gurobipy, the "gurobi" extra, is installed) returned wrong
-    # actions through this backend's reused variables (Cardinality(6, 2): value -0.66, optimum 2.25);
+    # actions in the conformance kit (Cardinality(6, 2): value -0.66, optimum 2.25; cause not yet found);
     # it is left out: the "gurobi" backend is the way to Gurobi.
     return tuple(s for s in dict.fromkeys(pulp.listSolvers(onlyAvailable=True)) if s != "GUROBI")
 
