@@ -57,7 +57,7 @@ def test_undeclared_queries_are_really_unsupported() -> None:
         (lambda s: cm.make_oracle(s, "enumerate:x"), "takes no solver suffix"),
         (lambda s: cm.make_oracle(s, "highs:"), "empty ':SOLVER'"),
         (lambda s: cm.make_oracle(s, "pulp:NO_SUCH_SOLVER"), "not available here"),
-        (lambda s: cm.make_oracle(s, "gurobi"), "unknown oracle backend 'gurobi'"),
+        (lambda s: cm.make_oracle(s, "cplex"), "unknown oracle backend 'cplex'"),
         (lambda s: cm.make_oracle(s, 3), "backend must be a name"),
         (lambda s: cm.make_oracle(s.with_constraint([1, 1, 1, 1], "<=", 1), "combinatorial"), "does not accept"),
         (lambda s: cm.make_oracle("space", "enumerate"), "ActionSpace"),

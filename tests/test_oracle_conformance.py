@@ -236,7 +236,7 @@ def test_contradictory_restrictions_return_none_and_are_counted() -> None:
 def test_make_oracle_rejects_unknown_backends() -> None:
     space = cm.Cardinality(3, 1)
     with pytest.raises(ValueError, match="unknown oracle backend"):
-        cm.make_oracle(space, "gurobi")
+        cm.make_oracle(space, "cplex")
     with pytest.raises(ValueError, match="takes no solver"):
         cm.make_oracle(space, "highs:foo")
 

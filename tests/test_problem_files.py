@@ -155,7 +155,7 @@ INVALID = [
         "width must be",
     ),
     (problem_text(policies=POLICIES.replace('kind = "CUCB"', 'kind = "CUCBX"')), ": policies[0].kind:", "unknown"),
-    (problem_text(policies=POLICIES.replace("enumerate", "gurobi")), ": policies[0].oracle:", "unknown oracle"),
+    (problem_text(policies=POLICIES.replace("enumerate", "cplex")), ": policies[0].oracle:", "unknown oracle"),
     (problem_text(policies=POLICIES.replace("enumerate", "highs:X")), ": policies[0].oracle:", "no ':SOLVER'"),
     (problem_text(policies=POLICIES + "constants = { C = -1 }\n"), ": policies[0].constants.C:", "C must be"),
     (problem_text(policies=POLICIES + "constants = { Q = 1 }\n"), ": policies[0].constants:", "unexpected keyword"),

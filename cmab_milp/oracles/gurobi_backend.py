@@ -1,0 +1,370 @@
+"""The ``gurobi`` backend: the space's MILP, and the norm index as a nonconvex MIQCP, on Gurobi (gurobipy).
+
+Install with ``pip install cmab_milp[gurobi]``. The formulation
+(:meth:`~cmab_milp.spaces.base.ActionSpace.formulation`) is built once per
+thread as a ``gurobipy.Model`` in its own environment. A query sets the arm
+costs and bounds (``include`` / ``exclude``), adds rows ``a_i + a_j <= 1`` for
+``forbid_pairs``, solves and removes those rows again. Lazy cuts (subtour
+elimination of trees, forests and cyclic paths) are added by a ``MIPSOL``
+callback (``LazyConstraints=1``), so one branch and bound answers the query.
+
+Norm queries ``mu @ a + sign * f * sqrt(max(a @ M @ a, 0))`` add a column
+``s`` and one quadratic row, solved by Gurobi's spatial branch and bound
+(``NonConvex=2``): for ``sign=+1`` maximise ``mu @ a + f s`` with
+``s^2 <= a @ M @ a``; for ``sign=-1`` maximise ``mu @ a - f s`` with
+``s^2 >= a @ M @ a``. ``M`` is scaled to entries of at most 1 (``f`` absorbs
+the scale). When ``M`` is indefinite and ``sign=+1`` the model excludes the
+actions with ``a @ M @ a < 0``, whose index is ``mu @ a``; the linear argmax
+of ``mu`` is then solved too and the better answer (by the exact index) kept.
+
+Exactness. Gaps are zero (``MIPGap=0``, ``MIPGapAbs=0``), feasibility,
+integrality and optimality tolerances 1e-9. Each answer must be integral, obey
+the restrictions and the space's rows, and its value recomputed in numpy must
+reach Gurobi's own dual bound (``ObjBound``) within ``1e-9 (1 + |bound|)``
+for linear queries, or :data:`NORM_SLACK` ``(1 + |bound|)`` for norm queries
+(the quadratic row holds only to ``FeasibilityTol``, as in the ``scip``
+backend); otherwise :class:`~cmab_milp.oracles.base.OracleError`. A time limit
+that stops the solve raises too, unless the bound already proves the incumbent.
+
+Tie rule: one thread (``Threads=1``), a fixed seed, and ``Model.reset(1)``
+before every solve (Gurobi would otherwise start from the previous query's
+solution), so the answer depends on the query and the space only.
+
+Licence: the pip package runs without a licence file on *size-limited*
+models: at most 2000 variables and 2000 linear constraints, and at most 200
+variables once a quadratic row is present. This is probed once per process;
+under it, a formulation with more than 2000 columns (arms, auxiliaries and
+``s``) or rows is refused at construction (``ValueError``), and a norm query
+on more than 199 arms raises ``OracleError``. A full licence lifts both.
+
+Example
+-------
+>>> import numpy as np
+>>> import cmab_milp as cm
+>>> oracle = cm.make_oracle(cm.Cardinality(4, 2), "gurobi")
+>>> oracle.argmax(np.array([0.3, -0.2, 0.9, 0.4]), exclude=[2]).astype(int)
+array([1, 0, 0, 1])
+>>> oracle.argmax_norm(np.array([0.5, 0.4, 0.1, 0.0]), np.eye(4), 1.0).astype(int)
+array([1, 1, 0, 0])
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..spaces.base import ActionSpace
+from ..spaces.formulation import Formulation, Row
+from .base import LinearQuery, NormQuery, Oracle, OracleError, check_time_limit, tolerance
+
+__all__ = ["GUROBI_PARAMS", "NORM_SLACK", "SIZE_LIMIT", "GurobiOracle", "size_limited"]
+
+#: Parameters set on every model: zero gaps, tight tolerances, one thread, a fixed seed.
+GUROBI_PARAMS: dict[str, Any] = {
+    "OutputFlag": 0,
+    "Threads": 1,
+    "Seed": 0,
+    "MIPGap": 0.0,
+    "MIPGapAbs": 0.0,
+    "FeasibilityTol": 1e-9,
+    "IntFeasTol": 1e-9,
+    "OptimalityTol": 1e-9,
+}
+
+#: Relative slack allowed between a norm answer's exact index and Gurobi's bound (see the module docstring).
+NORM_SLACK = 1e-6
+
+#: The pip licence's limits: (variables, linear constraints, variables with a quadratic row).
+SIZE_LIMIT = (2000, 2000, 200)
+
+_LICENCE = "the pip licence of gurobipy limits models to 2000 variables and 2000 linear constraints"
+
+
+@cache
+def size_limited() -> bool:
+    """Whether this process runs Gurobi under the size-limited (pip) licence; probed once.
+
+    >>> isinstance(size_limited(), bool)
+    True
+    """
+    import gurobipy as gp
+
+    with gp.Env(empty=True) as env:
+        env.setParam("OutputFlag", 0)
+        env.start()
+        with gp.Model(env=env) as model:
+            model.addVars(SIZE_LIMIT[0] + 1, vtype=gp.GRB.BINARY)
+            try:
+                model.optimize()
+            except gp.GurobiError as exc:
+                if exc.errno == gp.GRB.Error.SIZE_LIMIT_EXCEEDED:
+                    return True
+                raise
+    return False
+
+
+class _GurobiModel:
+    """One thread's Gurobi model of the formulation, with a spare column ``s`` for norm queries."""
+
+    def __init__(self, formulation: Formulation, time_limit: float | None) -> None:
+        import gurobipy as gp
+
+        self.gp = gp
+        self.env = gp.Env(empty=True)
+        self.env.setParam("OutputFlag", 0)
+        self.env.start()
+        model = self.model = gp.Model("cmab_oracle", env=self.env)
+        for key, value in GUROBI_PARAMS.items():
+            model.setParam(key, value)
+        if time_limit is not None:
+            model.setParam("TimeLimit", float(time_limit))
+        inf = gp.GRB.INFINITY
+        self.cols = [model.addVar(vtype=gp.GRB.BINARY, name=f"a{i}") for i in range(formulation.d)]
+        for j in range(formulation.n_aux):
+            lb, ub = float(formulation.aux_lb[j]), float(formulation.aux_ub[j])
+            self.cols.append(
+                model.addVar(
+                    lb=lb if np.isfinite(lb) else -inf,
+                    ub=ub if np.isfinite(ub) else inf,
+                    vtype=gp.GRB.INTEGER if formulation.aux_integer[j] else gp.GRB.CONTINUOUS,
+                    name=formulation.aux_names[j] if j < len(formulation.aux_names) else f"x{j}",
+                )
+            )
+        self.arms = self.cols[: formulation.d]
+        self.s = model.addVar(lb=0.0, ub=0.0, name="s")  # opened only by norm queries
+        model.ModelSense = gp.GRB.MAXIMIZE
+        self.add_rows(formulation.rows)
+        self.formulation = formulation
+        if formulation.separators:
+            model.setParam("LazyConstraints", 1)
+        model.update()
+
+    def constraints_of(self, row: Row) -> list[tuple[Any, str, float]]:
+        expr = self.gp.LinExpr([float(v) for v in row.coefs], [self.cols[c] for c in row.cols])
+        lb, ub = float(row.lb), float(row.ub)
+        if lb == ub:
+            return [(expr, "=", ub)]
+        out = []
+        if np.isfinite(lb):
+            out.append((expr, ">", lb))
+        if np.isfinite(ub):
+            out.append((expr, "<", ub))
+        return out
+
+    def add_rows(self, rows: list[Row]) -> list:
+        return [self.model.addLConstr(e, sense, rhs) for row in rows for e, sense, rhs in self.constraints_of(row)]
+
+    def set_query(self, costs: np.ndarray, include, exclude, s_coef: float = 0.0, s_ub: float = 0.0) -> None:
+        lower, upper = np.zeros(len(self.arms)), np.ones(len(self.arms))
+        lower[list(include)] = 1.0
+        upper[list(exclude)] = 0.0
+        model = self.model
+        model.setAttr("Obj", self.arms, costs.tolist())
+        model.setAttr("LB", self.arms, lower.tolist())
+        model.setAttr("UB", self.arms, upper.tolist())
+        self.s.Obj, self.s.UB = float(s_coef), float(s_ub)
+
+    def solve(self) -> tuple[str, np.ndarray | None, float]:
+        """Optimise from a cold start; return ``(status, arm values, dual bound)``."""
+        gp, model = self.gp, self.model
+        grb = gp.GRB
+        model.reset(1)  # drop the previous solution and MIP starts: the tie rule
+        model.setParam("DualReductions", 1)
+        self._optimize()
+        if model.Status == grb.INF_OR_UNBD:  # decide which (the arms are bounded: infeasible in practice)
+            model.reset(1)
+            model.setParam("DualReductions", 0)
+            self._optimize()
+        status = model.Status
+        if status == grb.INFEASIBLE:
+            return "infeasible", None, float("nan")
+        if model.SolCount == 0 or status not in (grb.OPTIMAL, grb.TIME_LIMIT, grb.SUBOPTIMAL):
+            raise OracleError(
+                f"Gurobi stopped with status {status} and {model.SolCount} solution(s) (time limit, numerical"
+                " trouble or another limit); optimality not proven, no action is returned"
+            )
+        x = np.array(model.getAttr("X", self.arms), float)
+        return ("optimal" if status == grb.OPTIMAL else "stopped"), x, float(model.ObjBound)
+
+    def _optimize(self) -> None:
+        gp = self.gp
+        try:
+            if self.formulation.separators:
+                self.model.optimize(self._lazy_callback)
+            else:
+                self.model.optimize()
+        except gp.GurobiError as exc:
+            if exc.errno == gp.GRB.Error.SIZE_LIMIT_EXCEEDED:
+                raise OracleError(f"{_LICENCE} (200 variables with a quadratic row): {exc}") from None
+            raise OracleError(f"Gurobi failed: {exc}") from None
+
+    def _lazy_callback(self, model, where) -> None:
+        if where != self.gp.GRB.Callback.MIPSOL:
+            return
+        action = np.asarray(model.cbGetSolution(self.arms), float) > 0.5
+        for row in self.formulation.violated_rows(action):
+            for expr, sense, rhs in self.constraints_of(row):
+                model.cbLazy(_compare(expr, sense, rhs))
+
+    def close(self) -> None:
+        self.model.dispose()
+        self.env.dispose()
+
+
+def _compare(expr, sense: str, rhs: float):
+    if sense == "=":
+        return expr == rhs
+    return expr <= rhs if sense == "<" else expr >= rhs
+
+
+class GurobiOracle(Oracle):
+    """Exact MILP (and nonconvex MIQCP norm) oracle on Gurobi, one re-solved model per thread.
+
+    Parameters
+    ----------
+    space:
+        The action space.
+    time_limit:
+        Seconds per solve; a solve it stops raises ``OracleError`` unless its bound proves the incumbent.
+    verify:
+        Also check every answer with ``space.contains`` (slower; for tests).
+    """
+
+    name = "gurobi"
+
+    def __init__(self, space: ActionSpace, time_limit: float | None = None, verify: bool = False):
+        time_limit = check_time_limit(time_limit)
+        super().__init__(space)
+        self.formulation = space.formulation()
+        n_cols, n_rows = self.formulation.n_cols + 1, sum(_n_constraints(r) for r in self.formulation.rows)
+        if (n_cols > SIZE_LIMIT[0] or n_rows > SIZE_LIMIT[1]) and size_limited():
+            raise ValueError(
+                f"{_LICENCE}; the formulation of {space!r} has {n_cols} variables and {n_rows} constraints"
+                " (install a full Gurobi licence, or use another backend)"
+            )
+        self.time_limit = time_limit
+        self.verify = verify
+
+    def _model(self) -> _GurobiModel:
+        model = getattr(self._local, "model", None)
+        if model is None:
+            model = self._local.model = _GurobiModel(self.formulation, self.time_limit)
+        return model
+
+    # ------------------------------------------------------------- solving
+    def _solve(
+        self, query: LinearQuery | NormQuery, costs: np.ndarray, s_coef: float = 0.0, s_ub: float = 0.0, quad=None
+    ):
+        """Install and solve one query; return ``(action, dual bound)`` or ``None`` (infeasible)."""
+        res = query.restrictions
+        model = self._model()
+        model.set_query(costs, res.include, res.exclude, s_coef, s_ub)
+        temporary = model.add_rows([Row((i, j), (1.0, 1.0), -np.inf, 1.0) for i, j in res.forbid_pairs])
+        if quad is not None:
+            temporary.append(quad(model))
+        try:
+            status, x, bound = model.solve()
+        finally:
+            model.model.remove(temporary)
+            model.s.UB = 0.0
+            model.model.update()
+        if status == "infeasible":
+            return None
+        action = x > 0.5
+        if np.abs(x - action).max(initial=0.0) > 1e-6:
+            raise OracleError("Gurobi returned a fractional arm vector")
+        if self.formulation.violated_rows(action) if self.formulation.separators else False:
+            raise OracleError("Gurobi returned an action that violates a lazy cut of the space")
+        if not res.admits(action) or (self.verify and not self.space._contains(action)):
+            raise OracleError("Gurobi returned an action that violates the space or the restrictions")
+        return action, bound, status
+
+    def _linear(self, query: LinearQuery) -> np.ndarray | None:
+        found = self._solve(query, query.weights)
+        if found is None:
+            return None
+        action, bound, _ = found
+        value = query.value(action)
+        if value < bound - tolerance(bound):
+            raise OracleError(
+                f"Gurobi answer has value {value!r} but its bound is {bound!r}:"
+                " optimality not proven within 1e-9 * (1 + |optimum|)"
+            )
+        return action
+
+    def _norm(self, query: NormQuery) -> np.ndarray | None:
+        if self.d + 1 > SIZE_LIMIT[2] and size_limited():
+            raise OracleError(
+                f"the pip licence of gurobipy limits models with a quadratic row to {SIZE_LIMIT[2]} variables;"
+                f" this norm query needs {self.d + 1} (install a full Gurobi licence, or use another backend)"
+            )
+        sign = query.sign
+        c = float(np.abs(query.M).max()) or 1.0
+        M, f = query.M / c, query.f * np.sqrt(c)
+        indefinite = float(np.linalg.eigvalsh(M).min()) < -1e-12
+        s_max = float(np.sqrt(max(np.clip(M, 0.0, None).sum(), 0.0))) + 1.0
+
+        def quad(model: _GurobiModel):
+            import scipy.sparse as sp
+
+            gp = model.gp
+            n = self.d + 1
+            q = np.zeros((n, n))
+            q[: self.d, : self.d] = -M
+            q[self.d, self.d] = 1.0
+            xs = gp.MVar.fromlist([*model.arms, model.s])
+            sense = "<" if sign > 0 else ">"  # s^2 - a M a <= 0 (sign +1) or >= 0 (sign -1)
+            return model.model.addMQConstr(sp.csr_matrix(q), None, sense, 0.0, xs, xs)
+
+        model = self._model()
+        model.model.setParam("NonConvex", 2)
+        try:
+            found = self._solve(query, query.mu, sign * f, s_max, quad)
+        finally:
+            model.model.setParam("NonConvex", -1)
+        candidates = [] if found is None else [found[0]]
+        bound = -np.inf if found is None else found[1]
+        if sign > 0 and indefinite:
+            linear = self._linear(LinearQuery(query.mu, query.restrictions))
+            if linear is None:
+                return None
+            candidates.append(linear)
+            bound = max(bound, query.value(linear))
+        if not candidates:
+            return None
+        values = [query.value(a) for a in candidates]
+        best = int(np.argmax(values))
+        if values[best] < bound - NORM_SLACK * (1.0 + abs(bound)):
+            raise OracleError(
+                f"Gurobi norm answer has index {values[best]!r} but Gurobi's bound is {bound!r}:"
+                " the gap is not closed (time limit) or the quadratic model and the exact index disagree"
+            )
+        return candidates[best]
+
+    # ---------------------------------------------------------- inspection
+    def write_model(self, path: str | Path) -> Path:
+        """Write the MILP, the formulation's rows (format by suffix: ``.lp``, ``.mps``)."""
+        path = Path(path)
+        model = self._model()
+        model.model.update()
+        model.model.write(str(path))
+        return path
+
+    def reset(self) -> None:
+        self._close_models()
+        super().reset()
+
+    def _close_models(self) -> None:
+        model = getattr(self._local, "model", None)
+        if model is not None:
+            model.close()
+            self._local.model = None
+
+
+def _n_constraints(row: Row) -> int:
+    if row.lb == row.ub:
+        return 1
+    return int(np.isfinite(row.lb)) + int(np.isfinite(row.ub))
