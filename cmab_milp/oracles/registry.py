@@ -285,6 +285,30 @@ register_backend(
     # the quadratic row is met to SCIP's feasibility tolerance: see scip.NORM_SLACK
     capabilities=Capabilities(time_limit=True, norm_tolerance=1e-6, requires=("pyscipopt",)),
 )
+register_backend(
+    "gurobi",
+    f"{_PKG}.gurobi_backend:GurobiOracle",
+    description="MILP / nonconvex MIQCP via Gurobi (gurobipy; pip licence: 2000 variables and rows)",
+    # the quadratic row is met to Gurobi's FeasibilityTol: see gurobi_backend.NORM_SLACK; no cost: for comparison
+    capabilities=Capabilities(
+        time_limit=True,
+        norm_tolerance=1e-6,
+        requires=("gurobipy",),
+        spaces="every space within the licence's size (pip licence: 2000 variables and rows, 199 arms for norms)",
+    ),
+)
+register_backend(
+    "ortools",
+    f"{_PKG}.ortools_backend:OrtoolsOracle",
+    description="linear queries via OR-Tools CP-SAT (weights scaled to integers, error bound checked)",
+    # norm=False: CP-SAT's integers cannot prove sqrt(a M a) within 1e-9 (see ortools_backend); no cost: for comparison
+    capabilities=Capabilities(
+        norm=False,
+        time_limit=True,
+        requires=("ortools",),
+        spaces="formulations with integer auxiliary columns of finite bounds (every built-in family)",
+    ),
+)
 
 
 # ------------------------------------------------------------ look-ups
@@ -310,10 +334,10 @@ def check_backend_name(spec: Any, *, installed: bool = True) -> tuple[str, str |
     >>> check_backend_name("highs")
     ('highs', None)
     >>> try:
-    ...     check_backend_name("gurobi")
+    ...     check_backend_name("cplex")
     ... except ValueError as exc:
     ...     print(str(exc).split(";")[0])
-    unknown oracle backend 'gurobi'
+    unknown oracle backend 'cplex'
     """
     if not isinstance(spec, str):
         raise ValueError(f"an oracle backend is a name such as 'highs', got {type(spec).__name__} {spec!r}")
@@ -374,6 +398,7 @@ def make_oracle(space: ActionSpace, backend: str | Oracle = "highs", **options: 
     if known is not None:
         unknown = sorted(set(options) - set(known))
         if unknown:
-            listed = ", ".join(known) or "none"
-            raise ValueError(f"backend {name!r} takes no option(s) {unknown}; its options: {listed}")
+            raise ValueError(
+                f"backend {name!r} takes no option(s) {unknown}; its options: {', '.join(known) or 'none'}"
+            )
     return entry.factory()(space, **options)
