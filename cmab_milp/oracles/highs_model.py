@@ -243,6 +243,11 @@ class CompiledModel:
         lower = self._finite(np.atleast_1d(np.asarray(lower, float)))
         upper = self._finite(np.atleast_1d(np.asarray(upper, float)))
         index = np.asarray(index, np.int32)
+        if not len(lower) == len(upper) == len(starts) or len(index) != len(value):
+            raise ValueError(
+                f"rows: {len(lower)} lower, {len(upper)} upper bounds and {len(starts)} starts must agree,"
+                f" and {len(index)} indices and {len(value)} values"
+            )
         self._check(
             self.h.addRows(
                 len(lower), lower, upper, len(index), np.asarray(starts, np.int32), index, np.asarray(value, float)
