@@ -129,7 +129,7 @@ def solve_norm(oracle, query: NormQuery) -> np.ndarray | None:
 
 def last_stats(oracle) -> NormStats | None:
     """Statistics of the last norm query answered on the calling thread."""
-    return oracle.last_norm_stats
+    return getattr(oracle, "last_norm_stats", None)
 
 
 class NormSolver:
