@@ -91,3 +91,100 @@ def test_a_fractional_lp_answer_falls_back_to_the_milp() -> None:
     best = max(space.enumerate()[~space.enumerate()[:, 3]], key=lambda a: w @ a)
     assert np.array_equal(answer, best)
     assert True in oracle._local.models  # the MILP model was built and used
+
+
+# ------------------------------------------------------------------ editing (the norm index's needs)
+def brute_force(space: cm.ActionSpace, value) -> float:
+    return max(value(a.astype(float)) for a in space.enumerate())
+
+
+def test_appended_columns_and_rows_model_a_bonus_and_are_removed_again() -> None:
+    """An integer column ``y <= a_0 + a_1`` (rows with infinite bounds) with cost 0.7 adds the bonus
+    ``0.7 min(a_0 + a_1, 1)``; the optimum matches brute force, and deleting restores the model."""
+    space = cm.Cardinality(4, 2)
+    model = CompiledModel(space.formulation())
+    w = np.array([0.1, -0.05, 0.6, 0.5])
+    model.set_costs(w)
+    size = (model.num_cols, model.num_rows)
+    y = model.append_cols([0.7], [0.0], [1.0], integer=[0])
+    assert y == size[0] and model.num_cols == size[0] + 1
+    model.add_rows_csr([-np.inf], [0.0], [0], [y, 0, 1], [1.0, -1.0, -1.0])
+    got = model.solve()
+    truth = brute_force(space, lambda a: w @ a + 0.7 * min(a[0] + a[1], 1.0))
+    assert got.objective == pytest.approx(truth, abs=1e-9) and abs(got.x[y] - round(got.x[y])) < 1e-9
+    model.delete_rows(size[1], model.num_rows)
+    model.delete_cols(size[0], model.num_cols)
+    assert (model.num_cols, model.num_rows) == size
+    assert model.solve().objective == pytest.approx(brute_force(space, lambda a: w @ a), abs=1e-9)
+
+
+def test_fixed_width_rows_bounds_costs_and_a_mip_start_give_the_brute_force_optimum() -> None:
+    space = cm.Cardinality(5, 3)
+    model = CompiledModel(space.formulation())
+    w = np.array([0.3, 0.2, 0.9, -0.1, 0.4])
+    model.set_costs(w)
+    # forbid the pairs (2, 4) and (0, 2): two rows of width 2
+    model.add_rows_fixed([-np.inf, -np.inf], [1.0, 1.0], [2, 4, 0, 2], [1.0] * 4, 2)
+    model.set_col_bounds(1, 1.0, 1.0)  # arm 1 forced in
+    model.set_col_cost(3, 0.25)
+    model.set_mip_start(np.array([1.0, 1.0, 0.0, 0.0, 0.0]))  # feasible, not optimal
+    w2 = np.array([0.3, 0.2, 0.9, 0.25, 0.4])
+
+    def value(a):
+        ok = a[1] == 1 and a[2] + a[4] <= 1 and a[0] + a[2] <= 1
+        return w2 @ a if ok else -np.inf
+
+    assert model.solve(cold=False).objective == pytest.approx(brute_force(space, value), abs=1e-9)
+    model.clear_solver()
+    assert model.solve(cold=False).objective == pytest.approx(brute_force(space, value), abs=1e-9)
+
+
+def test_rows_with_mismatched_lengths_are_refused() -> None:
+    model = CompiledModel(cm.Cardinality(3, 2).formulation())
+    with pytest.raises(ValueError, match="starts must agree"):
+        model.add_rows_csr([0.0, 0.0], [1.0], [0], [0], [1.0])
+    with pytest.raises(ValueError, match="2 indices and 1 values"):
+        model.add_rows_fixed([0.0], [1.0], [0, 1], [1.0], 2)
+
+
+def test_options_are_restored_even_when_the_block_raises_and_the_relaxation_is_fractional() -> None:
+    """``sum(a) <= 1.5`` with all costs 1: the LP relaxation is worth 1.5 (fractional), the MILP 1."""
+    model = CompiledModel(cm.Cardinality(3, 2).formulation())
+    model.set_costs(np.ones(3))
+    model.add_rows_fixed([-np.inf], [1.5], [0, 1, 2], [1.0, 1.0, 1.0], 3)
+    with pytest.raises(RuntimeError), model.options({"solve_relaxation": True, "mip_heuristic_effort": 0.0}):
+        x = model.run_relaxation()
+        assert x is not None and x[:3].sum() == pytest.approx(1.5, abs=1e-9)
+        raise RuntimeError
+    assert model.h.getOptionValue("solve_relaxation")[1] is False
+    assert model.h.getOptionValue("mip_heuristic_effort")[1] > 0.0
+    assert model.solve().objective == pytest.approx(1.0, abs=1e-9)
+
+
+def test_no_module_but_highs_model_calls_highspy() -> None:
+    """Issue 11: highspy is called from one module (the names in docstrings and lists are fine)."""
+    import re
+    from pathlib import Path
+
+    root = Path(cm.__file__).parent
+    raw = re.compile(r"import highspy|highspy\.|\.h\.\w+\(|\b_hs\.")
+    offenders = [
+        f"{path.relative_to(root)}:{n}"
+        for path in sorted(root.rglob("*.py"))
+        if path.name != "highs_model.py"
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if raw.search(line)
+    ]
+    assert offenders == []
+
+
+def test_the_norm_package_uses_only_public_names_of_the_oracle() -> None:
+    """The norm index reaches the oracle through its public methods (issue 11)."""
+    import re
+    from pathlib import Path
+
+    oracles = Path(cm.__file__).parent / "oracles"
+    files = [*sorted((oracles / "norm").glob("*.py")), oracles / "highs_norm.py"]
+    assert len(files) >= 7  # the package's modules and the former module
+    private = re.compile(r"\boracle\._\w+")
+    assert [p.name for p in files if private.search(p.read_text())] == []

@@ -341,9 +341,9 @@ def test_sparse_small_covariances_with_large_f(sign: int) -> None:
 def test_gaps_left_by_noise_are_closed_by_setting_actions_aside(sign: int, monkeypatch) -> None:
     """With a zero tolerance every gap the model cannot close is noise: the exactly valued
     actions are set aside by no-good rows, and the answers stay optimal."""
-    from cmab_milp.oracles import highs_norm
+    from cmab_milp.oracles.norm import solver as norm_solver
 
-    monkeypatch.setattr(highs_norm, "proven", lambda bound, value, unit=1.0: value >= bound)
+    monkeypatch.setattr(norm_solver, "proven", lambda bound, value, unit=1.0: value >= bound)
     highs, enum = noise_oracles()
     rng = np.random.default_rng([sign + 1, 5])
     set_aside = 0

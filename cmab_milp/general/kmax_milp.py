@@ -133,4 +133,4 @@ class KMaxMilp:
                 model.add_rows([self._tangent(j, z_cols[j], w_cols[j], float(z[j])) for j in loose])
             raise OracleError(f"the K-MAX cutting-plane loop did not converge in {_MAX_ROUNDS} rounds")
         finally:
-            model.delete_rows(first, model.h.getNumRow())
+            model.delete_rows(first, model.num_rows)

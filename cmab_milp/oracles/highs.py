@@ -147,7 +147,7 @@ class HighsOracle(Oracle):
                 result = model.solve(tie_tol=tie_tol)
                 if result.status == "infeasible":
                     return None
-                chosen = self._chosen_arms(result.values, model.integer)
+                chosen = self.chosen_arms(result.values, model.integer)
                 if not self.formulation.separators:
                     break
                 cuts = self.formulation.violated_rows(np.array(chosen))
@@ -157,8 +157,8 @@ class HighsOracle(Oracle):
             else:  # pragma: no cover - a separator that never converges is a bug
                 raise OracleError("lazy cut loop did not converge")
         finally:
-            if model.h.getNumRow() > first:
-                model.delete_rows(first, model.h.getNumRow())
+            if model.num_rows > first:
+                model.delete_rows(first, model.num_rows)
         value, bound = query.value(chosen), result.bound if shift == 0 else math.ldexp(result.bound, shift)
         if value < bound - tolerance(bound):
             raise OracleError(
@@ -172,7 +172,7 @@ class HighsOracle(Oracle):
             raise OracleError("HiGHS returned an action that violates the space or the restrictions")
         return action
 
-    def _chosen_arms(self, values: list[float], integer: bool) -> list[bool]:
+    def chosen_arms(self, values: list[float], integer: bool) -> list[bool]:
         """Which arms a solution's column ``values`` choose; raise if they are not integral.
 
         Plain list operations: between two solver runs they cost a few microseconds where
@@ -185,12 +185,39 @@ class HighsOracle(Oracle):
             raise _FractionalAnswer(f"HiGHS {kind} returned a fractional arm vector")
         return [v > 0.5 for v in arms]
 
-    def _integral_action(self, values: list[float], integer: bool) -> np.ndarray:
+    _chosen_arms = chosen_arms  # the former name
+
+    def integral_action(self, values: list[float], integer: bool) -> np.ndarray:
         """The bool arm vector of a solution's column ``values``; raise if it is not integral."""
-        return np.array(self._chosen_arms(values, integer), dtype=bool)
+        return np.array(self.chosen_arms(values, integer), dtype=bool)
+
+    _integral_action = integral_action  # the former name
+
+    def solve_linear(self, query: LinearQuery) -> np.ndarray | None:
+        """Answer a linear query without counting it (the norm index's linear sub-queries)."""
+        return self._linear(query)
+
+    # ------------------------------------------------------------ norm queries
+    def norm_model(self) -> CompiledModel:
+        """This thread's norm model: the formulation's MILP, to which each norm query
+        appends its own columns and rows and removes them after it."""
+        model = self._local.__dict__.get("norm_model")
+        if model is None:
+            model = CompiledModel(self.formulation, integer=True, time_limit=self.time_limit)
+            self._local.norm_model = model
+        return model
+
+    @property
+    def last_norm_stats(self):  # -> NormStats | None
+        """What the last norm query answered on the calling thread cost (:class:`~.norm.NormStats`)."""
+        return self._local.__dict__.get("norm_stats")
+
+    @last_norm_stats.setter
+    def last_norm_stats(self, stats) -> None:
+        self._local.norm_stats = stats
 
     def _norm(self, query: NormQuery) -> np.ndarray | None:
-        from .highs_norm import solve_norm  # the norm index has its own module
+        from .highs_norm import solve_norm  # the norm package, through the module tests may patch
 
         try:
             return solve_norm(self, query)

@@ -1,8 +1,9 @@
 """Compile a :class:`~cmab_milp.spaces.formulation.Formulation` into a HiGHS model.
 
-This module is the one place that talks to ``highspy`` for building,
-re-solving and reading back models; the linear and the norm oracles both use
-:class:`CompiledModel`.
+This module is the one place that talks to ``highspy``: building, editing
+(rows, columns, bounds, costs, options, MIP starts), re-solving and reading back
+models. The linear oracle (:mod:`~cmab_milp.oracles.highs`) and the norm index
+(:mod:`~cmab_milp.oracles.norm`) both work through :class:`CompiledModel`.
 
 Example
 -------
@@ -20,6 +21,8 @@ import os
 import sys
 import tempfile
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -208,8 +211,133 @@ class CompiledModel:
         return first, first + len(rows)
 
     def delete_rows(self, first: int, last: int) -> None:
+        """Delete the rows ``[first, last)`` (rows after them shift down)."""
         if last > first:
             self._check(self.h.deleteRows(last - first, np.arange(first, last, dtype=np.int32)), "deleteRows")
+
+    def delete_cols(self, first: int, last: int) -> None:
+        """Delete the columns ``[first, last)`` (columns after them shift down)."""
+        if last > first:
+            self._check(self.h.deleteCols(last - first, np.arange(first, last, dtype=np.int32)), "deleteCols")
+
+    @property
+    def num_rows(self) -> int:
+        """Rows in the model now (the formulation's and any appended)."""
+        return self.h.getNumRow()
+
+    @property
+    def num_cols(self) -> int:
+        """Columns in the model now (the formulation's and any appended)."""
+        return self.h.getNumCol()
+
+    def add_rows_csr(self, lower, upper, starts, index, value) -> None:
+        """Append rows given in compressed row form; infinite bounds become HiGHS's infinity.
+
+        >>> import cmab_milp as cm
+        >>> model = CompiledModel(cm.Cardinality(3, 2).formulation())
+        >>> n = model.num_rows
+        >>> model.add_rows_csr([-np.inf], [1.0], [0], [0, 1], [1.0, 1.0])
+        >>> model.num_rows - n
+        1
+        """
+        lower = self._finite(np.atleast_1d(np.asarray(lower, float)))
+        upper = self._finite(np.atleast_1d(np.asarray(upper, float)))
+        index = np.asarray(index, np.int32)
+        if not len(lower) == len(upper) == len(starts) or len(index) != len(value):
+            raise ValueError(
+                f"rows: {len(lower)} lower, {len(upper)} upper bounds and {len(starts)} starts must agree,"
+                f" and {len(index)} indices and {len(value)} values"
+            )
+        self._check(
+            self.h.addRows(
+                len(lower), lower, upper, len(index), np.asarray(starts, np.int32), index, np.asarray(value, float)
+            ),
+            "addRows",
+        )
+
+    def add_rows_fixed(self, lower, upper, index, value, width: int) -> None:
+        """Append rows of ``width`` entries each (``index`` and ``value`` row after row)."""
+        n = len(np.atleast_1d(lower))
+        self.add_rows_csr(lower, upper, np.arange(n) * width, index, value)
+
+    def append_cols(self, costs, lb, ub, integer: np.ndarray | None = None) -> int:
+        """Append empty columns with ``costs`` and bounds; ``integer`` (column offsets) become integer.
+
+        Unlike :meth:`add_cols` no names are recorded: for columns a query removes again.
+        Return the index of the first.
+        """
+        first = self.h.getNumCol()
+        n = len(costs)
+        self._check(
+            self.h.addCols(
+                n,
+                np.asarray(costs, float),
+                self._finite(np.asarray(lb, float)),
+                self._finite(np.asarray(ub, float)),
+                0,
+                [],
+                [],
+                [],
+            ),
+            "addCols",
+        )
+        if integer is not None and len(integer):
+            cols = (first + np.asarray(integer)).astype(np.int32)
+            kint = self._hs.HighsVarType.kInteger
+            self.h.changeColsIntegrality(len(cols), cols, np.array([kint] * len(cols)))
+        return first
+
+    def set_col_bounds(self, col: int, lower: float, upper: float) -> None:
+        """Bounds of one column."""
+        self.h.changeColBounds(col, lower, upper)
+
+    def set_col_cost(self, col: int, cost: float) -> None:
+        """Objective coefficient of one column."""
+        self.h.changeColCost(col, cost)
+
+    def set_mip_start(self, arms: np.ndarray) -> None:
+        """A partial MIP start on the arm columns (HiGHS completes it when it fits the model)."""
+        self.h.setSolution(self.d, self.arm_idx, arms)
+
+    def clear_solver(self) -> None:
+        """Forget the last solve's basis and solution (the next solve starts cold)."""
+        self.h.clearSolver()
+
+    @contextmanager
+    def options(self, values: dict[str, object]) -> Iterator[None]:
+        """HiGHS options set for the duration of a ``with`` block, then restored.
+
+        >>> import cmab_milp as cm
+        >>> model = CompiledModel(cm.Cardinality(3, 2).formulation())
+        >>> with model.options({"mip_heuristic_effort": 0.0}):
+        ...     model.h.getOptionValue("mip_heuristic_effort")[1]
+        0.0
+        >>> model.h.getOptionValue("mip_heuristic_effort")[1] > 0
+        True
+        """
+        saved = {key: self.h.getOptionValue(key)[1] for key in values}
+        try:
+            for key, value in values.items():
+                self.h.setOptionValue(key, value)
+            yield
+        finally:
+            for key, value in saved.items():
+                self.h.setOptionValue(key, value)
+
+    def run_relaxation(self) -> np.ndarray | None:
+        """One run as the options stand (use inside ``options({"solve_relaxation": True})``).
+
+        Return the column values when the status is optimal, else ``None``; the run
+        continues from the last basis (no cold start, no status handling).
+        """
+        self.h.run()
+        if self.h.getModelStatus() != self._optimal:
+            return None
+        return np.asarray(self.h.getSolution().col_value)
+
+    def _finite(self, x: np.ndarray) -> np.ndarray:
+        inf = self._hs.kHighsInf
+        return np.clip(x, -inf, inf)
 
     def add_cols(self, lb: np.ndarray, ub: np.ndarray, integer: np.ndarray, names: list[str]) -> int:
         """Append empty columns; return the index of the first."""

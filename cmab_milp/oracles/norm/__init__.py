@@ -1,0 +1,28 @@
+"""The covariance-norm index ``mu @ a + sign * f * sqrt(max(a @ M @ a, 0))`` on HiGHS, exactly.
+
+Layout (each module one job; its docstring holds its part of the exactness proof):
+
+* :mod:`.scaling`: exact rescalings of a query and :func:`proven`, the tolerance test;
+* :mod:`.lifting`: columns and rows for ``L = a @ M @ a`` (pairs for sign +1, Glover for -1);
+* :mod:`.secants`: the piecewise secants of ``-f sqrt(L)`` and their window (sign -1);
+* :mod:`.cuts`: convex-reformulation tangents on ``L`` and no-good rows (solver noise);
+* :mod:`.local_search`: the first incumbent of sign -1;
+* :mod:`.solver`: :func:`solve_norm`, the two methods' loops on the oracle's norm model.
+
+Every HiGHS call goes through :class:`~cmab_milp.oracles.highs_model.CompiledModel`.
+
+Example
+-------
+>>> import numpy as np
+>>> import cmab_milp as cm
+>>> oracle = cm.make_oracle(cm.Cardinality(3, 2), "highs")
+>>> solve_norm(oracle, oracle.norm_query(np.zeros(3), np.eye(3), 1.0)).sum()
+np.int64(2)
+"""
+
+from .lifting import quadratic_form_bounds
+from .scaling import proven
+from .secants import window_top
+from .solver import NormStats, last_stats, solve_norm
+
+__all__ = ["NormStats", "last_stats", "proven", "quadratic_form_bounds", "solve_norm", "window_top"]

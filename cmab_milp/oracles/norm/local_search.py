@@ -1,0 +1,107 @@
+"""Local search for the first incumbent of the sign -1 method.
+
+The linear argmax, improved by swaps of one or two arms (each checked against the
+space and the restrictions, and valued exactly), is the first incumbent: its
+``L`` is a breakpoint from the start and its value narrows the window
+(:func:`~cmab_milp.oracles.norm.secants.window_top`), so when it is the optimum
+(61 of 64 bench queries at d=40) one MILP proves it. It is only a heuristic: the
+answer's exactness rests on the secant MILP, never on the search.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from ..base import NormQuery, tolerance
+
+__all__ = ["improve_locally", "local_moves"]
+
+#: Feasibility checks of the local search that improves the first incumbent (sign -1).
+_LOCAL_CHECKS = 200
+
+
+def improve_locally(
+    query: NormQuery, arms: np.ndarray, feasible: Callable[[np.ndarray], bool], action: np.ndarray, value: float
+) -> tuple[np.ndarray, float, int]:
+    """Best-improvement local search from ``action``: add, drop or swap one arm, else swap two.
+
+    Only a heuristic for the incumbent: its ``L`` becomes a breakpoint and its value
+    narrows the window, which halves the MILP work when it is the optimum (61 of 64
+    bench queries at d=40, ~5 ms). Every move is checked against the space and the
+    restrictions and valued exactly; at most ``_LOCAL_CHECKS`` feasibility checks.
+
+    ``arms`` are the arms not excluded, ``feasible`` says whether an action is in the
+    space; returns the action, its value and the number of feasibility checks made.
+
+    >>> import cmab_milp as cm
+    >>> space = cm.Cardinality(3, 1)
+    >>> q = cm.make_oracle(space, "enumerate").norm_query(np.array([0.1, 0.5, 0.2]), np.eye(3), 0.0, -1)
+    >>> action, value, checks = improve_locally(q, np.arange(3), space.contains, np.array([1, 0, 0], bool), 0.1)
+    >>> action.astype(int).tolist(), value
+    ([0, 1, 0], 0.5)
+    """
+    q, res = query, query.restrictions
+    d, f = len(q.mu), q.f
+    pad = np.zeros((d + 1, d + 1))  # index d stands for "no arm"
+    pad[:d, :d] = q.M
+    mu = np.r_[q.mu, 0.0]
+    free = np.zeros(d, bool)
+    free[arms] = True
+    keep = np.zeros(d, bool)
+    keep[list(res.include)] = True
+    checks, width = 0, 1
+    while checks < _LOCAL_CHECKS:
+        x = np.r_[action, False].astype(float)
+        mx = pad @ x
+        drop, add = local_moves(np.flatnonzero(action & ~keep), np.flatnonzero(free & ~action), d, width)
+        lin = mu @ x + mu[add].sum(axis=1) - mu[drop].sum(axis=1)
+        quad = x @ mx
+        for side, cols in ((-1.0, drop), (1.0, add)):
+            quad = quad + 2.0 * side * mx[cols].sum(axis=1)
+            quad = quad + pad[cols[:, 0], cols[:, 0]] + pad[cols[:, 1], cols[:, 1]] + 2.0 * pad[cols[:, 0], cols[:, 1]]
+        quad = quad - 2.0 * sum(pad[drop[:, u], add[:, v]] for u in (0, 1) for v in (0, 1))
+        gain = lin - f * np.sqrt(np.maximum(quad, 0.0)) - value
+        moved = False
+        for k in np.argsort(-gain):
+            if gain[k] <= tolerance(value) or checks >= _LOCAL_CHECKS:
+                break
+            candidate = action.copy()
+            candidate[drop[k][drop[k] < d]] = False
+            candidate[add[k][add[k] < d]] = True
+            checks += 1
+            if (res.empty or res.admits(candidate)) and feasible(candidate):
+                new_value = q.value(candidate)
+                if new_value > value:
+                    action, value, moved = candidate, new_value, True
+                    break
+        if moved:
+            width = 1
+        elif width == 1:
+            width = 2
+        else:
+            break
+    return action, value, checks
+
+
+def local_moves(inside: np.ndarray, outside: np.ndarray, none: int, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """Arms dropped and added by each move, two columns each (``none`` pads).
+
+    ``width=1``: drop one, add one, or swap one for one; ``width=2``: swap two for two.
+
+    >>> drop, add = local_moves(np.array([0]), np.array([1, 2]), 9, 1)
+    >>> np.c_[drop[:, 0], add[:, 0]].tolist()
+    [[0, 9], [9, 1], [9, 2], [0, 1], [0, 2]]
+    """
+    if width == 1:
+        n_in, n_out = len(inside), len(outside)
+        first_drop = np.r_[inside, np.full(n_out, none), np.repeat(inside, n_out)]
+        first_add = np.r_[np.full(n_in, none), outside, np.tile(outside, n_in)]
+        second = np.full(len(first_drop), none)
+        return np.c_[first_drop, second], np.c_[first_add, second]
+    ii, jj = np.triu_indices(len(inside), 1)
+    oo, pp = np.triu_indices(len(outside), 1)
+    pairs_in = np.c_[inside[ii], inside[jj]]
+    pairs_out = np.c_[outside[oo], outside[pp]]
+    return np.repeat(pairs_in, len(pairs_out), axis=0), np.tile(pairs_out, (len(pairs_in), 1))

@@ -1,0 +1,378 @@
+"""The norm solver: one query's MILPs on the oracle's per-thread norm model.
+
+:func:`solve_norm` answers a :class:`~cmab_milp.oracles.base.NormQuery` exactly
+with a short sequence of MILPs on one :class:`~cmab_milp.oracles.highs_model.CompiledModel`
+per thread (the space's formulation, compiled once; each query appends its own
+columns and rows and removes them afterwards, and starts from a cleared solver:
+the tie rule). Two methods, one per sign:
+
+``sign=+1`` (outer approximation in the quadratic form)
+    On the lifting of :meth:`~.lifting.Lifted.pairs` (the model's ``L`` never exceeds
+    the true ``a @ M @ a`` and can reach it), a column ``s`` (cost 1, standing for
+    ``f sqrt(L)``) is capped by tangents ``s <= f (r/2 + L/(2r))`` of the concave
+    ``f sqrt``; each incumbent adds the tangent at its true ``L`` until the MILP's
+    bound meets the best true value. ``sqrt`` has an infinite slope at 0, so the model
+    is restricted to ``L >= delta`` (``delta`` a small fraction of the largest ``L``);
+    actions with ``L < delta`` are worth at most ``mu @ a + f sqrt(delta)`` and are
+    covered by listing the best actions by ``mu @ a`` with no-good cuts
+    (:meth:`NormSolver._best_near_zero`) until that bound is beaten.
+
+``sign=-1`` (piecewise secants over ``L``, one MILP tree)
+    On the lifting of :meth:`~.lifting.Lifted.glover` (the model's ``L`` reaches
+    ``a @ M @ a`` and never goes below it), the secants of :mod:`.secants` bound the
+    index of every action in the window from above. The first incumbent is the
+    linear argmax improved by :mod:`.local_search`; the convex cuts of :mod:`.cuts`
+    tighten the relaxation before the first MILP.
+
+Each loop closes with :func:`~.scaling.proven`; gaps left by solver noise are closed
+by setting exactly valued actions aside (:mod:`.cuts`). The answer's value is
+recomputed in numpy and must be within ``1e-9 * (1 + |value|)`` of the proven upper
+bound; otherwise :class:`~cmab_milp.oracles.base.OracleError`.
+
+Example
+-------
+>>> import numpy as np
+>>> import cmab_milp as cm
+>>> oracle = cm.make_oracle(cm.Cardinality(4, 2), "highs")
+>>> M = np.diag([1.0, 4.0, 0.25, 0.0])
+>>> oracle.argmax_norm(np.array([0.5, 0.0, 0.6, 0.55]), M, 1.0).astype(int)
+array([1, 1, 0, 0])
+>>> oracle.argmax_norm(np.array([0.5, 0.0, 0.6, 0.55]), M, 1.0, sign=-1).astype(int)
+array([0, 0, 1, 1])
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..base import LinearQuery, NormQuery, OracleError, tolerance
+from ..highs_model import CompiledModel, SolveResult
+from .cuts import ConvexCuts, Exclusions, add_no_good
+from .lifting import Lifted, quadratic_form_bounds
+from .local_search import improve_locally
+from .scaling import proven, unit_objective, unit_scale
+from .secants import PiecewiseSqrt, sqrt_grid, window_top
+
+__all__ = ["NormSolver", "NormStats", "last_stats", "solve_norm"]
+
+#: Lazy-cut rounds per MILP solve before giving up (a separator bug otherwise).
+_MAX_CUT_ROUNDS = 10_000
+#: Outer-approximation iterations before the query is declared unproven.
+_MAX_OA_ITERATIONS = 200
+#: MILP solves of the piecewise-secant method (sign -1) before the query is declared unproven.
+_MAX_SECANT_SOLVES = 500
+#: No-good enumerations near ``L = 0`` (sign +1) before giving up.
+_MAX_NO_GOODS = 500
+#: LP-relaxation rounds of convex-reformulation cuts on ``L`` before the first secant MILP,
+#: at most one per free arm (d=40: the slowest query 0.8 s with 30 rounds, 1.3 s with none;
+#: d=10: 30 rounds cost 12 ms of 36).
+_CONVEX_ROUNDS = 30
+#: Initial secant pieces (sign -1), even in ``sqrt(L)``; 8 and 24 were slower at d=40.
+_SECANT_PIECES = 16
+#: Steepest objective slope ``f / sqrt(p)`` of a first secant ``[0, p]`` (sign -1): a steeper one
+#: multiplies HiGHS's row tolerance (1e-9) into the objective.
+_MAX_SLOPE = 1e4
+#: HiGHS options during the sign -1 solves: the MIP start already gives the incumbent and
+#: the sub-MIP heuristics took most of the time (2-3x at d=40). Restarts stay on: with
+#: ``mip_allow_restart=False`` HiGHS 1.16 reported 'Optimal' with a bound below a feasible
+#: action (paths on a 3x3 grid, M ~ 1e6, f = 1e4; test_norm's badly scaled cases).
+_SECANT_OPTIONS: dict[str, object] = {
+    "mip_heuristic_effort": 0.0,
+    "mip_heuristic_run_rins": False,
+    "mip_heuristic_run_rens": False,
+    "mip_heuristic_run_root_reduced_cost": False,
+}
+#: ``delta``, the smallest ``L`` handled by tangents, as a fraction of the largest ``L``.
+_DELTA_FRACTION = 1e-6
+
+
+@dataclass
+class NormStats:
+    """What the last query on this thread cost: MILP solves and the method used."""
+
+    method: str = ""
+    milp_solves: int = 0
+    extra: dict = field(default_factory=dict)
+
+
+def solve_norm(oracle, query: NormQuery) -> np.ndarray | None:
+    """Exact answer to ``query`` on a :class:`~cmab_milp.oracles.highs.HighsOracle`.
+
+    Returns the best action (bool array) or ``None`` when no action qualifies;
+    raises :class:`OracleError` when optimality cannot be proven.
+
+    >>> import numpy as np
+    >>> import cmab_milp as cm
+    >>> oracle = cm.make_oracle(cm.Cardinality(3, 2), "highs")
+    >>> solve_norm(oracle, oracle.norm_query(np.zeros(3), np.eye(3), 1.0)).sum()
+    np.int64(2)
+    """
+    solver = NormSolver(oracle, query)
+    answer, bound = solver.run()
+    bound *= solver.value_scale  # back to the query's units (a power of 2: exact)
+    oracle.last_norm_stats = solver.stats
+    if answer is None:
+        return None
+    res = query.restrictions
+    if (not res.empty and not res.admits(answer)) or (oracle.verify and not oracle.space._contains(answer)):
+        raise OracleError("HiGHS norm answer violates the space or the restrictions")
+    value = query.value(answer)
+    if not proven(bound, value):
+        raise OracleError(
+            f"HiGHS norm answer has value {value!r} but the proven bound is {bound!r}:"
+            " optimality not proven within 1e-9 * (1 + |optimum|)"
+        )
+    return answer
+
+
+def last_stats(oracle) -> NormStats | None:
+    """Statistics of the last norm query answered on the calling thread."""
+    return getattr(oracle, "last_norm_stats", None)
+
+
+class NormSolver:
+    """One query: the thread's norm model with this query's columns and rows appended."""
+
+    def __init__(self, oracle, query: NormQuery):
+        self.oracle = oracle
+        self.query = unit_scale(query)
+        self.value_scale = 1.0
+        if query.sign > 0:
+            self.query, self.value_scale = unit_objective(self.query)
+        query = self.query
+        self.res = query.restrictions
+        self.d = oracle.d
+        self.stats = NormStats()
+        free = np.ones(self.d, bool)
+        free[list(self.res.exclude)] = False
+        self.arms = np.flatnonzero(free)
+        self.l_lo, self.l_hi = quadratic_form_bounds(query.M, oracle.space.m, self.arms)
+
+    # ------------------------------------------------------------ dispatch
+    def run(self) -> tuple[np.ndarray | None, float]:
+        q = self.query
+        if self.l_hi <= 0.0:  # the sqrt term vanishes on every action
+            self.stats.method = "linear"
+            return self._linear_only()
+        model = self.oracle.norm_model()
+        n_cols, n_rows = model.num_cols, model.num_rows
+        model.clear_solver()  # the tie rule: nothing of earlier queries (basis, solution) carries over
+        try:
+            model.set_arm_bounds(self.res.include, self.res.exclude)
+            model.set_costs(q.mu)
+            self._add_forbid_rows(model)
+            if q.sign > 0:
+                self.stats.method = "oa-quadratic-form"
+                return self._maximise_plus(model)
+            self.stats.method = "secants-quadratic-form"
+            with model.options(_SECANT_OPTIONS):
+                return self._maximise_minus(model)
+        finally:
+            self._clear(model, n_cols, n_rows)
+
+    def _clear(self, model: CompiledModel, n_cols: int, n_rows: int) -> None:
+        model.delete_rows(n_rows, model.num_rows)
+        model.delete_cols(n_cols, model.num_cols)
+
+    def _linear_only(self) -> tuple[np.ndarray | None, float]:
+        action = self._linear_argmax()
+        if action is None:
+            return None, -np.inf
+        return action, self.query.value(action)
+
+    def _linear_argmax(self) -> np.ndarray | None:
+        self.stats.milp_solves += 1
+        return self.oracle.solve_linear(LinearQuery(self.query.mu, self.res))
+
+    # ------------------------------------------------------------ solving
+    def _solve(self, model: CompiledModel, start: np.ndarray | None = None) -> tuple[np.ndarray, SolveResult] | None:
+        """One MILP with the lazy-cut loop: a feasible action and the result, or None.
+
+        ``start`` (an action) is passed to HiGHS as a partial MIP start on the
+        arm columns; HiGHS completes it when it fits the current model.
+        """
+        oracle = self.oracle
+        for _ in range(_MAX_CUT_ROUNDS):
+            self.stats.milp_solves += 1
+            if start is not None:
+                model.set_mip_start(start.astype(float))
+            result = model.solve(cold=False)  # the query started cold: its own history is deterministic
+            if result.status == "infeasible":
+                return None
+            action = oracle.integral_action(result.values, True)
+            if not oracle.formulation.separators:
+                return action, result
+            cuts = oracle.formulation.violated_rows(action)
+            if not cuts:
+                return action, result
+            model.add_rows(cuts)  # this query's only: removed by _clear (the tie rule)
+        raise OracleError("lazy cut loop did not converge")  # pragma: no cover
+
+    def _add_forbid_rows(self, model: CompiledModel) -> None:
+        pairs = self.res.forbid_pairs
+        if pairs:
+            idx = np.asarray(pairs, np.int32).ravel()
+            model.add_rows_fixed(np.full(len(pairs), -np.inf), np.ones(len(pairs)), idx, np.ones(len(idx)), 2)
+
+    def quadratic_form(self, action: np.ndarray) -> float:
+        idx = np.flatnonzero(action)
+        return float(self.query.M[np.ix_(idx, idx)].sum())
+
+    # --------------------------------------------------------- sign = +1
+    def _maximise_plus(self, model: CompiledModel) -> tuple[np.ndarray | None, float]:
+        q = self.query
+        delta = _DELTA_FRACTION * self.l_hi
+        lift = Lifted.pairs(model, self, l_bounds=(delta, self.l_hi))
+        root_hi = np.sqrt(self.l_hi)
+        model.set_col_bounds(lift.s, 0.0, q.f * root_hi)
+        model.set_col_cost(lift.s, 1.0)
+        tangents: set[float] = set()
+
+        def add_tangent(l0: float) -> None:
+            l0 = max(l0, delta)
+            if l0 in tangents:
+                return
+            tangents.add(l0)
+            r = np.sqrt(l0)
+            model.add_rows_fixed(
+                [-np.inf], [q.f * r / 2], np.array([lift.s, lift.L]), np.array([1.0, -0.5 * q.f / r]), 2
+            )
+
+        add_tangent(self.l_hi)
+        add_tangent(delta)
+        best, best_value = None, -np.inf
+        bound = -np.inf
+        excluded = Exclusions(self)
+        for _ in range(_MAX_OA_ITERATIONS):
+            found = self._solve(model, excluded.start(best))
+            if found is None:  # no action left with L >= delta
+                bound = -np.inf
+                break
+            action, result = found
+            value = q.value(action)
+            if value > best_value:
+                best, best_value = action, value
+            bound = result.bound
+            if proven(bound, best_value, 1.0 / self.value_scale):
+                break
+            l_true = self.quadratic_form(action)
+            if max(l_true, delta) in tangents:
+                # The model already values this action at its true index (up to the
+                # solver's tolerances), so the gap is noise: set it aside, exactly valued.
+                excluded.add(model, action)
+                continue
+            add_tangent(l_true)
+        else:
+            raise OracleError("norm outer approximation did not converge")
+        self.stats.extra["excluded"] = excluded.count
+        self.stats.extra["tangents"] = len(tangents)
+        # actions with L < delta: worth at most mu @ a + f sqrt(delta)
+        self._clear_lift(model, lift)
+        slack = q.f * np.sqrt(delta)
+        low_best, low_value, low_bound = self._best_near_zero(model, slack, best_value)
+        if low_value > best_value:
+            best, best_value = low_best, low_value
+        return best, max(bound, low_bound, best_value)
+
+    def _clear_lift(self, model: CompiledModel, lift: Lifted) -> None:
+        """Drop the lifted columns and rows (cuts found meanwhile stay)."""
+        model.delete_rows(lift.first_row, lift.last_row)
+        model.delete_cols(lift.first_col, lift.s + 1)
+
+    def _best_near_zero(
+        self, model: CompiledModel, slack: float, incumbent: float
+    ) -> tuple[np.ndarray | None, float, float]:
+        """Best true value among actions with ``mu @ a + slack > incumbent``.
+
+        Lists actions by decreasing ``mu @ a`` (no-good cuts) until the next one
+        cannot beat the incumbent even with the full ``slack``. Returns the best
+        listed action, its value, and an upper bound for the unlisted ones.
+        """
+        q = self.query
+        best, best_value = None, -np.inf
+        for _ in range(_MAX_NO_GOODS):
+            found = self._solve(model)
+            if found is None:
+                return best, best_value, -np.inf
+            action, result = found
+            value = q.value(action)
+            if value > best_value:
+                best, best_value = action, value
+            top = result.bound + slack
+            level = max(incumbent, best_value)
+            if proven(top, level, 1.0 / self.value_scale):
+                return best, best_value, top
+            self.stats.extra["no_goods"] = self.stats.extra.get("no_goods", 0) + 1
+            add_no_good(model, self.arms, action)
+        raise OracleError("too many near-zero quadratic forms to certify the norm answer")
+
+    # --------------------------------------------------------- sign = -1
+    def _maximise_minus(self, model: CompiledModel) -> tuple[np.ndarray | None, float]:
+        q, f = self.query, self.query.f
+        lin = self._linear_argmax()
+        if lin is None:
+            return None, -np.inf
+        top = float(q.mu @ lin)
+        top += tolerance(top)  # no action has mu @ a above this (HiGHS's gap is 1e-11)
+        best, best_value = lin, q.value(lin)
+        if proven(top, best_value):  # includes f = 0
+            return best, top
+        best, best_value = self._improve_locally(best, best_value)
+        lo = min(self.l_lo, 0.0)
+        lift = Lifted.glover(model, self, l_bounds=(lo, self.l_hi))
+        convex = ConvexCuts(self, side=-1, rounds=min(_CONVEX_ROUNDS, len(self.arms)))
+        excluded = Exclusions(self)
+        points = {self.quadratic_form(lin), self.quadratic_form(best)}  # breakpoints when in the window
+        secants: PiecewiseSqrt | None = None
+        least = (f / _MAX_SLOPE) ** 2  # no breakpoint in (0, least): slopes stay above -_MAX_SLOPE
+        bound = best_value
+        solves = 0
+        for _ in range(_MAX_SECANT_SOLVES):
+            if secants is None:  # (re)build the secants on the incumbent's window
+                hi = window_top(self.l_hi, top, best_value, f)
+                if hi <= lo:  # no action can beat the incumbent
+                    break
+                model.set_col_bounds(lift.L, lo, hi)
+                grid = sqrt_grid(lo, hi, _SECANT_PIECES, points, least)
+                secants = PiecewiseSqrt(model, lift.L, f, grid, least)
+                if solves == 0:
+                    convex.separate(model, lift.L)
+            solves += 1
+            found = self._solve(model, excluded.start(best))
+            if found is None:  # no action left in the window
+                bound = best_value
+                break
+            action, result = found
+            value = q.value(action)
+            bound = result.bound + secants.const
+            improved = value > best_value
+            if improved:
+                best, best_value = action, value
+            if proven(bound, best_value):
+                break
+            l_star = self.quadratic_form(action)
+            points.add(l_star)
+            if proven(value + f * secants.overshoot(l_star), value) or not secants.can_split(l_star):
+                # The secants value this action at its true index (up to the tolerance), so
+                # the gap is solver noise: set it aside, exactly valued, and solve again.
+                excluded.add(model, action)
+            elif improved:  # a better incumbent narrows the window: rebuild the secants
+                secants.remove()
+                secants = None
+            else:
+                secants.add_point(l_star)
+        else:
+            raise OracleError("norm piecewise secants over the quadratic form did not converge")
+        self.stats.extra["secant_solves"] = solves
+        self.stats.extra["excluded"] = excluded.count
+        self.stats.extra["convex_cuts"] = convex.cuts
+        self.stats.extra["pieces"] = 0 if secants is None else len(secants.points) - 1
+        return best, max(bound, best_value)
+
+    def _improve_locally(self, action: np.ndarray, value: float) -> tuple[np.ndarray, float]:
+        """The first incumbent: ``action`` improved by :func:`~.local_search.improve_locally`."""
+        action, value, checks = improve_locally(self.query, self.arms, self.oracle.space._contains, action, value)
+        self.stats.extra["local_checks"] = checks
+        return action, value
