@@ -58,7 +58,7 @@ import numpy as np
 
 from ..spaces.base import ActionSpace
 from ..spaces.formulation import Formulation, Row
-from .base import LinearQuery, NormQuery, Oracle, OracleError, check_time_limit, tolerance
+from .base import LinearQuery, NormQuery, Oracle, OracleError, check_time_limit, settle_norm_answer, tolerance
 
 __all__ = ["GUROBI_PARAMS", "NORM_SLACK", "SIZE_LIMIT", "GurobiOracle", "size_limited"]
 
@@ -325,24 +325,8 @@ class GurobiOracle(Oracle):
             found = self._solve(query, query.mu, sign * f, s_max, quad)
         finally:
             model.model.setParam("NonConvex", -1)
-        candidates = [] if found is None else [found[0]]
-        bound = -np.inf if found is None else found[1]
-        if sign > 0 and indefinite:
-            linear = self._linear(LinearQuery(query.mu, query.restrictions))
-            if linear is None:
-                return None
-            candidates.append(linear)
-            bound = max(bound, query.value(linear))
-        if not candidates:
-            return None
-        values = [query.value(a) for a in candidates]
-        best = int(np.argmax(values))
-        if values[best] < bound - NORM_SLACK * (1.0 + abs(bound)):
-            raise OracleError(
-                f"Gurobi norm answer has index {values[best]!r} but Gurobi's bound is {bound!r}:"
-                " the gap is not closed (time limit) or the quadratic model and the exact index disagree"
-            )
-        return candidates[best]
+        linear = (lambda: self._linear(LinearQuery(query.mu, query.restrictions))) if sign > 0 and indefinite else None
+        return settle_norm_answer(query, found, linear, NORM_SLACK, "Gurobi")
 
     # ---------------------------------------------------------- inspection
     def write_model(self, path: str | Path) -> Path:

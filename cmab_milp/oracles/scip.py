@@ -54,7 +54,7 @@ import numpy as np
 
 from ..spaces.base import ActionSpace
 from ..spaces.formulation import Formulation, Row
-from .base import LinearQuery, NormQuery, Oracle, OracleError, check_time_limit, tolerance
+from .base import LinearQuery, NormQuery, Oracle, OracleError, check_time_limit, settle_norm_answer, tolerance
 
 __all__ = ["NORM_SLACK", "SCIP_PARAMS", "ScipOracle"]
 
@@ -288,24 +288,8 @@ class ScipOracle(Oracle):
             found = self._solve(query.restrictions, setup)
         finally:
             close_s()
-        candidates = [] if found is None else [found[0]]
-        bound = -np.inf if found is None else found[1]
-        if sign > 0 and indefinite:
-            linear = self._linear(LinearQuery(query.mu, query.restrictions))
-            if linear is None:
-                return None
-            candidates.append(linear)
-            bound = max(bound, query.value(linear))
-        if not candidates:
-            return None
-        values = [query.value(a) for a in candidates]
-        best = int(np.argmax(values))
-        if values[best] < bound - NORM_SLACK * (1.0 + abs(bound)):
-            raise OracleError(
-                f"SCIP norm answer has index {values[best]!r} but SCIP's bound is {bound!r}:"
-                " the quadratic model and the exact index disagree beyond the feasibility tolerance"
-            )
-        return candidates[best]
+        linear = (lambda: self._linear(LinearQuery(query.mu, query.restrictions))) if sign > 0 and indefinite else None
+        return settle_norm_answer(query, found, linear, NORM_SLACK, "SCIP")
 
     # ---------------------------------------------------------- inspection
     def write_model(self, path: str | Path) -> Path:
