@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 
 from ..oracles import Oracle, make_oracle
-from ..spaces.base import ActionSpace, as_action
+from ..spaces.base import ActionSpace, as_action, as_actions
 
 __all__ = ["STATISTICS", "Environment", "FeedbackStats", "add_outcomes"]
 
@@ -384,14 +384,7 @@ class Environment(ABC):
 
     # -------------------------------------------------------------- helpers
     def _check_actions(self, actions: Any) -> np.ndarray:
-        acts = np.asarray(actions)
-        if acts.ndim not in (1, 2) or acts.shape[-1] != self.d:
-            raise ValueError(f"actions must have shape (n, {self.d}) or ({self.d},), got {acts.shape}")
-        if acts.dtype != bool:
-            if not np.isin(acts, (0, 1)).all():
-                raise ValueError("actions must be 0/1 (or bool)")
-            acts = acts.astype(bool)
-        return acts
+        return as_actions(actions, self.d)
 
     def _draw_stretch(
         self,

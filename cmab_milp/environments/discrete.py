@@ -126,7 +126,7 @@ class DiscreteArms(Environment):
         if isinstance(self.reward, LinearReward) and not (isinstance(oracle, str) and oracle in methods):
             return super().optimal(space, oracle)
         method = oracle if isinstance(oracle, str) and oracle in methods else "auto"
-        solver = DistributionOracle(space, self.reward, self.grid, method=method)
+        solver = DistributionOracle(space, self.reward, self.grid, method)
         best = solver.argmax_index(self.pmf)
         if best is None:
             raise ValueError("the action space has no feasible action")

@@ -6,7 +6,9 @@ it keeps the same :class:`~cmab_milp.oracles.base.Ledger`, honours the same
 concurrently as one adaptivity round (``argmax_batch`` with
 ``kind="index"``), and forwards linear queries (e.g. the "most unobserved
 arms" query of the policies) to an inner linear oracle, counted in its own
-ledger. Methods for the index queries:
+ledger. Backends for the index queries (each also registered as
+``make_oracle(space, "dist_<backend>", reward=..., grid=...)``, see
+:mod:`cmab_milp.general.backends`; ``method=`` is their former name):
 
 ``"enumerate"``
     exact: every action of ``space.enumerate()``, expectations vectorised.
@@ -37,7 +39,7 @@ Example
 >>> from cmab_milp.general import OutcomeGrid
 >>> grid = OutcomeGrid([0.0, 1.0])
 >>> pmf = np.array([[0.9, 0.1], [0.5, 0.5], [0.4, 0.6], [0.0, 1.0]])
->>> oracle = DistributionOracle(cm.Cardinality(4, 2), "max", grid, method="branch_bound")
+>>> oracle = DistributionOracle(cm.Cardinality(4, 2), "max", grid, "branch_bound")
 >>> np.flatnonzero(oracle.argmax_index(pmf, exclude=[3])).tolist()
 [1, 2]
 >>> oracle.ledger.queries
@@ -47,7 +49,7 @@ Example
 from __future__ import annotations
 
 import math
-import time
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -55,17 +57,20 @@ from typing import Any
 import numpy as np
 
 from ..oracles import Oracle, OracleError, make_oracle
-from ..oracles.base import LinearQuery, NormQuery, _Restrictions, _restrictions, tolerance
+from ..oracles.base import LinearQuery, NormQuery, Restrictions, make_restrictions, tolerance
 from ..oracles.registry import check_backend_name
 from ..spaces import Cardinality, GraphicMatroid, PartitionMatroid
 from ..spaces.base import ActionSpace
 from .grid import OutcomeGrid
 from .kmax_milp import KMaxMilp
-from .rewards import MaxReward, Reward, _check_pmf, _padded_index, make_reward
+from .rewards import MaxReward, Reward, check_pmf, make_reward, padded_index
 
-__all__ = ["ENUMERATION_CAP", "METHODS", "DistributionOracle", "IndexQuery"]
+__all__ = ["BACKENDS", "ENUMERATION_CAP", "METHODS", "DistributionOracle", "IndexQuery", "unfit_reason"]
 
-METHODS = ("auto", "enumerate", "branch_bound", "milp", "greedy")
+#: The ways to answer the distribution index (registered as ``"dist_<name>"``).
+BACKENDS = ("auto", "enumerate", "branch_bound", "milp", "greedy")
+#: Former name of :data:`BACKENDS` (the distribution backends were called methods).
+METHODS = BACKENDS
 
 #: Default cap on the actions that ``"auto"`` and ``"enumerate"`` list.
 ENUMERATION_CAP = 200_000
@@ -79,10 +84,23 @@ _BLOCK = 4096
 
 @dataclass(frozen=True)
 class IndexQuery:
-    """Maximise ``E[r(a, Y)]``, ``Y_i ~ pmf[i]`` independent, under restrictions."""
+    """Maximise ``E[r(a, Y)]``, ``Y_i ~ pmf[i]`` independent, under restrictions.
+
+    ``reward`` and ``grid`` (set by the oracle that validated the query) make it
+    self-describing: :meth:`value` scores an action, and a recorded query can be
+    asked again of another backend (``cmab-milp compare-oracles``).
+    """
 
     pmf: np.ndarray
-    restrictions: _Restrictions
+    restrictions: Restrictions
+    reward: Reward | None = None
+    grid: OutcomeGrid | None = None
+
+    def value(self, action: np.ndarray) -> float:
+        """``E[r(a, Y)]`` of one bool action."""
+        if self.reward is None or self.grid is None:
+            raise ValueError("this index query carries no reward and grid to score an action with")
+        return float(self.reward.expected(np.asarray(action, dtype=bool)[None, :], self.grid, self.pmf)[0])
 
 
 def _greedy_alpha(space: ActionSpace) -> float | None:
@@ -90,6 +108,36 @@ def _greedy_alpha(space: ActionSpace) -> float | None:
         return 1.0 - 1.0 / math.e
     if isinstance(space, (PartitionMatroid, GraphicMatroid)):
         return 0.5
+    return None
+
+
+def unfit_reason(backend: str, space: ActionSpace, reward: Reward, grid: OutcomeGrid) -> str | None:
+    """Why ``backend`` cannot answer the index of ``reward`` on ``grid`` over ``space`` (``None``: it can).
+
+    The one check of the distribution backends, run before any work (no enumeration, no model).
+
+    >>> import cmab_milp as cm
+    >>> unfit_reason("milp", cm.Cardinality(3, 1), make_reward("sqrt_sum"), OutcomeGrid([0.0, 1.0]))
+    "backend 'milp' answers K-MAX ('max') index queries only, not 'sqrt_sum'"
+    """
+    if backend not in BACKENDS:
+        return f"unknown distribution backend {backend!r}; choose from {BACKENDS}"
+    if backend == "greedy":
+        if _greedy_alpha(space) is None:
+            return (
+                "the greedy backend needs a Cardinality, PartitionMatroid or GraphicMatroid space, "
+                f"got {type(space).__name__}"
+            )
+        if not getattr(reward, "submodular", False):
+            return f"the greedy backend's guarantee needs a submodular reward; {reward.name!r} is not"
+    if backend in ("branch_bound", "greedy") and not reward.accumulates(grid):
+        return (
+            f"backend {backend!r} needs a sum-based reward on a lattice grid or 'max'; got {reward.name!r} on {grid!r}"
+        )
+    if backend == "branch_bound" and not isinstance(space, (Cardinality, PartitionMatroid)):
+        return f"branch_bound supports Cardinality and PartitionMatroid spaces, got {type(space).__name__}"
+    if backend == "milp" and not isinstance(reward, MaxReward):
+        return f"backend 'milp' answers K-MAX ('max') index queries only, not {reward.name!r}"
     return None
 
 
@@ -103,13 +151,15 @@ class DistributionOracle(Oracle):
         See :func:`~cmab_milp.general.rewards.make_reward`.
     grid : OutcomeGrid
         The values every ``pmf`` row is over.
-    method : str
-        One of :data:`METHODS`.
+    backend : str
+        One of :data:`BACKENDS` (how index queries are answered).
     linear : str or Oracle
         Backend answering linear queries (default ``"enumerate"`` when the
-        method enumerates, else ``"highs"``).
+        backend enumerates, else ``"highs"``).
     max_actions : int
         Enumeration cap of ``"auto"`` and ``"enumerate"``.
+    method : str, optional
+        Deprecated name of ``backend``.
     """
 
     name = "distribution"
@@ -119,54 +169,41 @@ class DistributionOracle(Oracle):
         space: ActionSpace,
         reward: Any,
         grid: OutcomeGrid,
-        method: str = "auto",
+        backend: str = "auto",
         linear: str | Oracle | None = None,
         max_actions: int = ENUMERATION_CAP,
+        method: str | None = None,
     ):
         super().__init__(space)
+        if method is not None:
+            warnings.warn("DistributionOracle(method=...) is now backend=...", DeprecationWarning, stacklevel=2)
+            backend = method
         if not isinstance(grid, OutcomeGrid):
             raise ValueError(f"grid must be an OutcomeGrid, got {type(grid).__name__}")
-        if method not in METHODS:
-            raise ValueError(f"unknown distribution-oracle method {method!r}; choose from {METHODS}")
+        if backend not in BACKENDS:
+            raise ValueError(f"unknown distribution backend {backend!r}; choose from {BACKENDS}")
         self.reward: Reward = make_reward(reward)
         self.grid = grid
         self.max_actions = int(max_actions)
-        self.method = self._resolve(method)
-        self.name = f"distribution:{self.method}"
-        self.alpha = 1.0
-        if self.method == "greedy":
-            alpha = _greedy_alpha(space)
-            if alpha is None:
-                raise ValueError(
-                    "the greedy oracle needs a Cardinality, PartitionMatroid or GraphicMatroid space, "
-                    f"got {type(space).__name__}"
-                )
-            if not getattr(self.reward, "submodular", False):
-                raise ValueError(
-                    f"the greedy oracle's guarantee needs a submodular reward; {self.reward.name!r} is not"
-                )
-            self.alpha = alpha
-        if self.method in ("branch_bound", "greedy") and not self.reward.accumulates(grid):
-            raise ValueError(
-                f"method {self.method!r} needs a sum-based reward on a lattice grid or 'max'; "
-                f"got {self.reward.name!r} on {grid!r}"
-            )
-        if self.method == "branch_bound" and not isinstance(space, (Cardinality, PartitionMatroid)):
-            raise ValueError(
-                f"branch_bound supports Cardinality and PartitionMatroid spaces, got {type(space).__name__}"
-            )
-        if self.method == "milp":
-            if not isinstance(self.reward, MaxReward):
-                raise ValueError(f"method 'milp' answers K-MAX ('max') index queries only, not {self.reward.name!r}")
+        self.backend = self._resolve(backend)
+        reason = unfit_reason(self.backend, space, self.reward, grid)
+        if reason is not None:
+            raise ValueError(reason)
+        self.name = f"distribution:{self.backend}"
+        #: Proven approximation ratio of every answer (Algorithm 5's alpha; 1 for the exact backends).
+        self.alpha = _greedy_alpha(space) if self.backend == "greedy" else 1.0
+        #: When a list, every index query answered is appended to it (``compare-oracles`` records runs so).
+        self.recorded: list[IndexQuery] | None = None
+        if self.backend == "milp":
             self._milp = KMaxMilp(space, grid)
-        if self.method == "enumerate":
+        if self.backend == "enumerate":
             self.actions = space.enumerate(self.max_actions)
             self._blocks = [
-                (start, _padded_index(self.actions[start : start + _BLOCK]))
+                (start, padded_index(self.actions[start : start + _BLOCK]))
                 for start in range(0, len(self.actions), _BLOCK)
             ]
         if linear is None:
-            linear = "enumerate" if self.method == "enumerate" else "highs"
+            linear = "enumerate" if self.backend == "enumerate" else "highs"
         if isinstance(linear, Oracle):
             if linear.space.d != space.d:
                 raise ValueError(f"the linear oracle is built on d={linear.space.d} arms, the space has d={space.d}")
@@ -174,9 +211,19 @@ class DistributionOracle(Oracle):
             try:
                 check_backend_name(linear)  # the one backend validator, before any work
             except ValueError as exc:
-                raise ValueError(f"{exc} (distribution methods: {METHODS})") from None
+                raise ValueError(f"{exc} (distribution backends: {BACKENDS})") from None
         self._linear_spec = linear
         self._linear_oracle: Oracle | None = linear if isinstance(linear, Oracle) else None
+
+    @property
+    def method(self) -> str:
+        """Former name of :attr:`backend`."""
+        return self.backend
+
+    @property
+    def proven_ratio(self) -> float:
+        """The smallest ratio value / optimum proven for the answers (``alpha``; 1.0 when exact)."""
+        return float(self.alpha)
 
     @property
     def linear(self) -> Oracle:
@@ -185,9 +232,9 @@ class DistributionOracle(Oracle):
             self._linear_oracle = make_oracle(self.space, self._linear_spec)
         return self._linear_oracle
 
-    def _resolve(self, method: str) -> str:
-        if method != "auto":
-            return method
+    def _resolve(self, backend: str) -> str:
+        if backend != "auto":
+            return backend
         bound = self.space.count_upper_bound()
         if bound is not None and bound <= self.max_actions:
             return "enumerate"
@@ -201,7 +248,7 @@ class DistributionOracle(Oracle):
         except ValueError:
             raise ValueError(
                 f"no exact distribution oracle for {self.space!r} with reward {self.reward.name!r}: "
-                f"more than {self.max_actions} actions and no structure to search (use method='greedy' "
+                f"more than {self.max_actions} actions and no structure to search (use backend='greedy' "
                 "on a matroid with a submodular reward, or raise max_actions)"
             ) from None
         return "enumerate"
@@ -215,21 +262,20 @@ class DistributionOracle(Oracle):
         forbid_pairs: Sequence[tuple[int, int]] = (),
     ) -> np.ndarray | None:
         """An action maximising ``E[r(a, Y)]`` with ``Y_i ~ pmf[i]`` under the restrictions, or ``None``."""
-        query = self.index_query(pmf, include, exclude, forbid_pairs)
-        start = time.perf_counter()
-        answer = self._answer(query)
-        self.ledger.record(1, time.perf_counter() - start)
-        return answer
+        query = {"pmf": pmf, "include": include, "exclude": exclude, "forbid_pairs": forbid_pairs}
+        return self.argmax_batch([{"kind": "index", **query}])[0]  # one query, one round, timed in the ledger
 
     def expected(self, actions: Any, pmf: Any) -> np.ndarray:
         """``E[r(a, Y)]`` for the rows of ``actions`` (not an oracle query: not counted)."""
         return self.reward.expected(actions, self.grid, pmf)
 
     def index_query(self, pmf: Any, include: Any = (), exclude: Any = (), forbid_pairs: Any = ()) -> IndexQuery:
-        p = _check_pmf(pmf, self.grid)
+        """The validated query (``ValueError`` naming what is wrong)."""
+        p = check_pmf(pmf, self.grid)
         if p.shape[0] != self.d:
             raise ValueError(f"pmf must have {self.d} rows (one per arm), got {p.shape[0]}")
-        return IndexQuery(p, _restrictions(self.d, include, exclude, forbid_pairs, self.space))
+        restrictions = make_restrictions(self.d, include, exclude, forbid_pairs, self.space)
+        return IndexQuery(p, restrictions, self.reward, self.grid)
 
     def _parse_batch_entry(self, k: int, entry: Mapping[str, Any]) -> Any:
         if isinstance(entry, Mapping) and entry.get("kind") == "index":
@@ -244,13 +290,15 @@ class DistributionOracle(Oracle):
     def _answer(self, query: Any) -> np.ndarray | None:
         if not isinstance(query, IndexQuery):
             return super()._answer(query)
+        if self.recorded is not None:
+            self.recorded.append(query)
         if query.restrictions.trivially_infeasible():
             return None
-        if self.method == "enumerate":
+        if self.backend == "enumerate":
             return self._enumerate(query)
-        if self.method == "branch_bound":
+        if self.backend == "branch_bound":
             return self._branch_bound(query)
-        if self.method == "milp":
+        if self.backend == "milp":
             r = query.restrictions
             return self._milp.solve(query.pmf, r.include, r.exclude, r.forbid_pairs)
         return self._greedy(query)
@@ -321,6 +369,13 @@ class DistributionOracle(Oracle):
         candidates = [i for i in range(self.d) if i not in banned]
         return chosen, candidates
 
+    def _state_of(self, chosen: list[int], pmf: np.ndarray) -> np.ndarray:
+        """The reward's accumulated state of the arms ``chosen`` (one row)."""
+        state = self.reward.start(self.grid, 1)
+        for arm in chosen:
+            state = self.reward.add(state, self.grid, pmf[arm][None, :])
+        return state
+
     def _action(self, chosen: list[int]) -> np.ndarray:
         a = np.zeros(self.d, bool)
         a[chosen] = True
@@ -334,9 +389,7 @@ class DistributionOracle(Oracle):
         chosen, cands = start
         reward, grid, pmf = self.reward, self.grid, query.pmf
         submodular = reward.submodular
-        state = reward.start(grid, 1)
-        for arm in chosen:
-            state = reward.add(state, grid, pmf[arm][None, :])
+        state = self._state_of(chosen, pmf)
         if cands:  # strongest single additions first
             singles = reward.value(reward.add(np.repeat(state, len(cands), axis=0), grid, pmf[cands]), grid)
             cands = [cands[k] for k in np.argsort(-singles, kind="stable")]
@@ -368,7 +421,7 @@ class DistributionOracle(Oracle):
         def search(chosen: list[int], state: np.ndarray, j: int) -> None:
             nodes[0] += 1
             if nodes[0] > MAX_NODES:
-                raise OracleError(f"branch_bound explored more than {MAX_NODES} nodes; use method='greedy'")
+                raise OracleError(f"branch_bound explored more than {MAX_NODES} nodes; use backend='greedy'")
             value = float(reward.value(state, grid)[0])
             if self._final_ok(chosen) and value > best[1]:
                 best[0], best[1] = list(chosen), value
@@ -409,9 +462,7 @@ class DistributionOracle(Oracle):
         chosen, cands = start
         reward, grid, pmf = self.reward, self.grid, query.pmf
         pairs = query.restrictions.forbid_pairs
-        state = reward.start(grid, 1)
-        for arm in chosen:
-            state = reward.add(state, grid, pmf[arm][None, :])
+        state = self._state_of(chosen, pmf)
         while True:
             left, _ = self._capacity(chosen)
             blocked = {j for i, j in pairs if i in chosen} | {i for i, j in pairs if j in chosen}
@@ -431,7 +482,7 @@ class DistributionOracle(Oracle):
         super().reset()
         if self._linear_oracle is not None:
             self._linear_oracle.reset()
-        if self.method == "milp":
+        if self.backend == "milp":
             self._milp.reset()
 
     def close(self) -> None:

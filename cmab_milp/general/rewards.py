@@ -51,6 +51,7 @@ from typing import Any
 
 import numpy as np
 
+from ..spaces.base import as_actions
 from .grid import OutcomeGrid
 from .reward_checks import check_lipschitz, check_monotone
 
@@ -63,7 +64,9 @@ __all__ = [
     "SumReward",
     "check_lipschitz",
     "check_monotone",
+    "check_pmf",
     "make_reward",
+    "padded_index",
 ]
 
 #: Grids with more values than this convolve sums by FFT (round-off ~1e-15) instead of a loop.
@@ -88,8 +91,12 @@ def _declared(name: str, value: Any) -> float | None:
     return x
 
 
-def _padded_index(actions: np.ndarray) -> np.ndarray:
-    """``(n, width)`` table of each action's arms; unused slots hold ``-1``."""
+def padded_index(actions: np.ndarray) -> np.ndarray:
+    """``(n, width)`` table of each action's arms; unused slots hold ``-1``.
+
+    >>> padded_index(np.array([[True, False, True], [False, True, False]])).tolist()
+    [[0, 2], [1, -1]]
+    """
     sizes = actions.sum(axis=1)
     width = max(1, int(sizes.max()) if len(sizes) else 1)
     index = np.full((len(actions), width), -1, dtype=np.intp)
@@ -100,19 +107,16 @@ def _padded_index(actions: np.ndarray) -> np.ndarray:
 
 
 def _as_actions(actions: Any, d: int) -> np.ndarray:
-    a = np.asarray(actions)
-    if a.ndim == 1:
-        a = a[None, :]
-    if a.ndim != 2 or a.shape[1] != d:
-        raise ValueError(f"actions must have shape (n, {d}) (or ({d},)), got {np.asarray(actions).shape}")
-    if a.dtype != bool:
-        if not np.isin(a, (0, 1)).all():
-            raise ValueError("actions must be 0/1 (or bool)")
-        a = a.astype(bool)
-    return a
+    a = as_actions(actions, d)
+    return a[None, :] if a.ndim == 1 else a
 
 
-def _check_pmf(pmf: Any, grid: OutcomeGrid) -> np.ndarray:
+def check_pmf(pmf: Any, grid: OutcomeGrid) -> np.ndarray:
+    """``pmf`` as a float matrix of shape ``(d, len(grid))`` whose rows are probability vectors, else ``ValueError``.
+
+    >>> check_pmf([[0.25, 0.75]], OutcomeGrid([0.0, 1.0])).tolist()
+    [[0.25, 0.75]]
+    """
     p = np.asarray(pmf, dtype=float)
     if p.ndim != 2 or p.shape[1] != len(grid):
         raise ValueError(f"pmf must have shape (d, {len(grid)}) to match the grid, got {p.shape}")
@@ -121,6 +125,9 @@ def _check_pmf(pmf: Any, grid: OutcomeGrid) -> np.ndarray:
     if np.abs(p.sum(axis=1) - 1.0).max() > 1e-9:
         raise ValueError("every row of pmf must sum to 1")
     return p
+
+
+_padded_index, _check_pmf = padded_index, check_pmf  # the names other modules used before they were public
 
 
 class Reward(ABC):

@@ -38,8 +38,10 @@ __all__ = [
     "NormQuery",
     "Oracle",
     "OracleError",
+    "Restrictions",
     "UnsupportedQuery",
     "check_time_limit",
+    "make_restrictions",
     "norm_objective",
     "real_array",
     "real_number",
@@ -187,6 +189,12 @@ def _restrictions(
         _pairs(forbid_pairs if forbid_pairs is not None else (), d, space),
     )
     return _NO_RESTRICTIONS if out.empty else out
+
+
+#: Public names of the restrictions record and its validator (for oracle packages outside this one,
+#: e.g. :mod:`cmab_milp.general`); the private names stay as aliases.
+Restrictions = _Restrictions
+make_restrictions = _restrictions
 
 
 @dataclass(slots=True, eq=False)  # not frozen: a frozen init costs ~1 us more per query; treat as read-only

@@ -310,6 +310,29 @@ register_backend(
     ),
 )
 
+# ------------------------------- the general-reward (distribution) index: cmab_milp.general.backends
+_GEN = "cmab_milp.general.backends"
+for _name, _exact, _accepts, _spaces, _requires in (
+    ("auto", True, None, "every space (enumeration, branch-and-bound or the K-MAX MILP, as fits)", ("highspy",)),
+    ("enumerate", True, None, "spaces small enough to enumerate", ()),
+    ("branch_bound", True, "accepts_branch_bound", "Cardinality and PartitionMatroid", ()),
+    ("milp", True, None, "every space with a MILP formulation (K-MAX reward only)", ("highspy",)),
+    ("greedy", False, "accepts_greedy", "Cardinality, PartitionMatroid and GraphicMatroid", ()),
+):
+    register_backend(
+        f"dist_{_name}",
+        f"{_GEN}:dist_{_name}",
+        description=f"general-reward index by {_name.replace('_', ' ')} (linear and norm queries: its inner oracle)",
+        capabilities=Capabilities(
+            distribution=True,
+            exact=_exact,
+            accepts=None if _accepts is None else f"{_GEN}:{_accepts}",
+            spaces=_spaces,
+            requires=_requires,
+            options=("reward", "grid", "linear", "max_actions"),
+        ),
+    )
+
 
 # ------------------------------------------------------------ look-ups
 def available_backends() -> list[str]:

@@ -24,9 +24,11 @@ Constructor, common to the three::
   (any name of :func:`~cmab_milp.make_oracle`; ``"enumerate"`` also makes the
   index queries enumerate), a built
   :class:`~cmab_milp.general.oracles.DistributionOracle` (with ``support=`` or
-  ``discretise=`` only: it is tied to one grid), or directly a method name
-  ``"branch_bound"`` / ``"greedy"``.
-- ``method``: how index queries are answered: ``"auto"`` (default:
+  ``discretise=`` only: it is tied to one grid), or directly a registered
+  distribution backend ``"dist_branch_bound"`` / ``"dist_greedy"`` / ... (the
+  short ``"branch_bound"`` / ``"greedy"`` still work).
+- ``method``: the distribution backend, given on its own (the name predates
+  "backend"; see ``docs/glossary.md``): ``"auto"`` (default:
   enumeration up to 200,000 actions, else branch-and-bound where it applies),
   ``"enumerate"``, ``"branch_bound"`` (exact, Cardinality / PartitionMatroid)
   or ``"greedy"`` (``1 - 1/e`` on Cardinality, ``1/2`` on matroids, for
@@ -97,10 +99,11 @@ from typing import Any, ClassVar, NamedTuple
 import numpy as np
 
 from ..environments.base import FeedbackStats
+from ..general.backends import PREFIX, distribution_backend
 from ..general.grid import MAX_DENOMINATOR, OutcomeGrid, discretisation_grid, n_intervals
-from ..general.oracles import METHODS, DistributionOracle
+from ..general.oracles import BACKENDS, DistributionOracle
 from ..general.rewards import CallableReward, Reward, check_lipschitz, check_monotone, make_reward
-from ..oracles import Oracle
+from ..oracles import Oracle, make_oracle
 from ..spaces.base import ActionSpace
 from .base import Stretch, check_horizon, check_positive, check_unit_interval
 from .distribution_index import _TOL, DistributionIndex
@@ -170,14 +173,18 @@ def _layout(params: dict, m: int, T: int | None, reward: Reward) -> _Layout:
 def _distribution_oracle(
     space: ActionSpace, oracle: Any, method: Any, reward: Reward, layout: _Layout
 ) -> DistributionOracle:
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    """The policy's oracle: ``oracle`` names the linear backend, a distribution backend, or is built already.
+
+    ``method`` is the distribution backend given on its own (its former name; ``"auto"``: let ``oracle`` say).
+    """
+    if method not in BACKENDS:
+        raise ValueError(f"method (the distribution backend) must be one of {BACKENDS}, got {method!r}")
     grid = layout.grid
     if isinstance(oracle, DistributionOracle):
         if layout.kind == "learned":
             raise ValueError(
                 "a built DistributionOracle works on one outcome grid, and this policy learns its support: "
-                "pass a backend or method name, or give support= / discretise="
+                "pass a backend name, or give support= / discretise="
             )
         if oracle.grid != grid:
             raise ValueError(f"the given distribution oracle works on {oracle.grid!r}, the policy needs {grid!r}")
@@ -185,16 +192,21 @@ def _distribution_oracle(
             raise ValueError(f"the given distribution oracle maximises {oracle.reward.name!r}, not {reward.name!r}")
         return oracle
     if isinstance(oracle, Oracle):
-        return DistributionOracle(space, reward, grid, method=method, linear=oracle)
+        return DistributionOracle(space, reward, grid, method, linear=oracle)
     if not isinstance(oracle, str):
-        raise ValueError(f"oracle must be a backend or method name or an Oracle, got {type(oracle).__name__}")
-    if oracle in METHODS and oracle not in ("auto", "enumerate"):
-        if method not in ("auto", oracle):
-            raise ValueError(f"oracle={oracle!r} and method={method!r} disagree; give the method once")
-        return DistributionOracle(space, reward, grid, method=oracle)
+        raise ValueError(f"oracle must be a backend name or an Oracle, got {type(oracle).__name__}")
+    named = distribution_backend(oracle)  # "dist_greedy" (registered) or, as before, "greedy"
+    if named is None and oracle in BACKENDS and oracle not in ("auto", "enumerate"):
+        named = oracle
+    if named is not None:
+        if method not in ("auto", named):
+            raise ValueError(f"oracle={oracle!r} and method={method!r} disagree; give the backend once")
+        if oracle.startswith(PREFIX):
+            return make_oracle(space, oracle, reward=reward, grid=grid)  # the registry's one validator
+        return DistributionOracle(space, reward, grid, named)
     if oracle == "enumerate" and method == "auto":
         method = "enumerate"
-    return DistributionOracle(space, reward, grid, method=method, linear=oracle)
+    return DistributionOracle(space, reward, grid, method, linear=oracle)
 
 
 _COMMON = ("reward", "support", "discretise", "method", "C", "upper", "pessimistic")
@@ -323,9 +335,10 @@ class _GeneralReward:
         else:
             old = self.oracle
             new = DistributionOracle(
-                self.space, self._reward, grid, method=old.method, linear=old.linear, max_actions=old.max_actions
+                self.space, self._reward, grid, old.backend, linear=old.linear, max_actions=old.max_actions
             )
         new.ledger = self.oracle.ledger
+        new.recorded = self.oracle.recorded  # a recorded run (compare-oracles) goes on recording
         self.oracle = new
 
 

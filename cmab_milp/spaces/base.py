@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import copy
 from abc import ABC, abstractmethod
-from collections.abc import Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -54,6 +54,22 @@ def as_action(action: Any, d: int) -> np.ndarray:
         return a
     if not np.isin(a, (0, 1)).all():
         raise ValueError("action must be 0/1 (or bool); found other values")
+    return a.astype(bool)
+
+
+def as_actions(actions: Any, d: int) -> np.ndarray:
+    """Validate ``actions`` as 0/1 rows of length ``d`` (shape ``(n, d)`` or one ``(d,)``); return them as bool.
+
+    >>> as_actions([[1, 0], [0, 1]], 2).tolist()
+    [[True, False], [False, True]]
+    """
+    a = np.asarray(actions)
+    if a.ndim not in (1, 2) or a.shape[-1] != d:
+        raise ValueError(f"actions must have shape (n, {d}) or ({d},), got {a.shape}")
+    if a.dtype == bool:
+        return a
+    if not np.isin(a, (0, 1)).all():
+        raise ValueError("actions must be 0/1 (or bool)")
     return a.astype(bool)
 
 
@@ -138,9 +154,13 @@ class ActionSpace(ABC):
 
     def formulation(self) -> Formulation:
         """The exact MILP description that model-based oracles compile (cached)."""
-        if "_formulation" not in self.__dict__:
-            self.__dict__["_formulation"] = self._build_formulation()
-        return self.__dict__["_formulation"]
+        return self._memo("_formulation", self._build_formulation)
+
+    def _memo(self, key: str, build: Callable[[], Any]) -> Any:
+        """``self.__dict__[key]``, built by ``build()`` on first use (spaces are immutable once built)."""
+        if key not in self.__dict__:
+            self.__dict__[key] = build()
+        return self.__dict__[key]
 
     # ------------------------------------------------------------- size m
     @cached_property
@@ -176,9 +196,7 @@ class ActionSpace(ABC):
     @property
     def arm_labels(self) -> ArmLabels:
         """How arms are named and looked up (see :mod:`cmab_milp.spaces.labels`)."""
-        if "_arm_labels" not in self.__dict__:
-            self.__dict__["_arm_labels"] = self._make_labels()
-        return self.__dict__["_arm_labels"]
+        return self._memo("_arm_labels", self._make_labels)
 
     @property
     def labels(self) -> list:
