@@ -12,7 +12,15 @@ checks each answer independently of the backend that gave it:
   action is a certificate: every backend that falls short of it is wrong),
   else ``suboptimal``; ``None`` (no action qualifies) while some backend found
   a feasible action is ``missed``;
-* argmax may differ on ties; only values are compared.
+* argmax may differ on ties; only values are compared;
+* a backend that declares itself approximate (``Capabilities(exact=False)``,
+  e.g. ``dist_greedy``) is held to its declared ratio instead
+  (``value >= ratio * best``) and reported with the worst ratio it reached.
+
+Runs of the general-reward policies record their distribution-index queries
+too (with their reward and outcome grid); those are replayed on the
+distribution backends (``dist_enumerate``, ``dist_branch_bound``,
+``dist_milp``, ``dist_greedy``, ...) and declined by the others.
 
 A backend that raises :class:`~cmab_milp.UnsupportedQuery`, or refuses the
 space when built (``enumerate`` past its size cap raises ``ValueError``),
@@ -47,7 +55,8 @@ from typing import Any, TextIO
 import numpy as np
 
 from ..oracles import BACKENDS, Oracle, available_backends, check_backend_name, make_oracle
-from ..oracles.base import LinearQuery, NormQuery, UnsupportedQuery, tolerance
+from ..oracles.base import LinearQuery, UnsupportedQuery
+from .compare_report import build_report, save_plot
 
 __all__ = [
     "RecordingOracle",
@@ -60,10 +69,8 @@ __all__ = [
     "save_plot",
 ]
 
-Query = LinearQuery | NormQuery
-
-#: Disagreements kept as examples per backend in the report.
-EXAMPLES = 5
+#: A recorded query: linear, norm, or a distribution-index query (``cmab_milp.general.oracles.IndexQuery``).
+Query = Any
 
 
 # ------------------------------------------------------------------ record
@@ -126,10 +133,16 @@ def record_queries(
     spec = problem.policy(name)
     space = problem.build_space()
     env = problem.build_environment(space)
-    recorder = RecordingOracle(make_oracle(space, spec.oracle))
     table = Table(spec.to_dict(), f"policies[{names.index(name)}]", problem.file)
     told = None if problem.policy_horizon(name) is None else T  # a policy not told the horizon still is not
-    agent = build_policy(table, spec.kind, space, told, recorder, dict(spec.constants))
+    agent = build_policy(table, spec.kind, space, told, spec.oracle, dict(spec.constants))
+    if hasattr(agent.oracle, "recorded"):  # a general-reward policy: index queries and its inner linear ones
+        recorder = RecordingOracle(agent.oracle.linear)
+        agent.oracle._linear_oracle = recorder
+        agent.oracle.recorded = recorder.queries
+    else:
+        recorder = RecordingOracle(make_oracle(space, spec.oracle))
+        agent = build_policy(table, spec.kind, space, told, recorder, dict(spec.constants))
     result = simulate(agent, env, T, seed=seed)
     recorder.close()
     facts = {
@@ -144,14 +157,20 @@ def record_queries(
 
 
 # ----------------------------------------------------------------- compare
-def candidate_backends() -> list[str]:
+def candidate_backends(distribution: bool = False) -> list[str]:
     """Every backend usable here, each PuLP solver separately (``pulp:HiGHS``, ...).
 
-    >>> {"highs", "enumerate"} <= set(candidate_backends())
-    True
+    The distribution-index backends (``dist_*``) only with ``distribution``
+    (for runs that asked such queries: on linear queries they only forward to
+    an inner backend).
+
+    >>> {"highs", "enumerate"} <= set(candidate_backends()), "dist_greedy" in candidate_backends(True)
+    (True, True)
     """
     names: list[str] = []
     for name in available_backends():
+        if BACKENDS[name].capabilities.distribution and not distribution:
+            continue
         solvers = BACKENDS[name].solvers()
         names += [f"{name}:{solver}" for solver in solvers] if solvers else [name]
     return names
@@ -172,30 +191,46 @@ def check_backends(names: Sequence[str]) -> None:
         check_backend_name(spec)
 
 
+def _is_index(query: Query) -> bool:
+    return hasattr(query, "pmf")
+
+
 def _ask(oracle: Oracle, query: Query) -> np.ndarray | None:
     r = query.restrictions
     if isinstance(query, LinearQuery):
         return oracle.argmax(query.weights, r.include, r.exclude, r.forbid_pairs)
+    if _is_index(query):
+        return oracle.argmax_index(query.pmf, r.include, r.exclude, r.forbid_pairs)
     return oracle.argmax_norm(query.mu, query.M, query.f, query.sign, r.include, r.exclude, r.forbid_pairs)
 
 
-def _describe(query: Query, d: int) -> dict[str, Any]:
-    """The query as JSON-able data, enough to ask it again (a norm query's ``M`` only for d <= 20)."""
-    r = query.restrictions
-    out: dict[str, Any] = {"kind": "linear" if isinstance(query, LinearQuery) else "norm"}
-    if isinstance(query, LinearQuery):
-        out["weights"] = query.weights.tolist()
-    else:
-        out.update(mu=query.mu.tolist(), f=query.f, sign=query.sign)
-        if d <= 20:
-            out["M"] = query.M.tolist()
-    out.update(include=list(r.include), exclude=list(r.exclude), forbid_pairs=[list(p) for p in r.forbid_pairs])
-    return out
+class _Built:
+    """The oracles of one backend: one per (reward, grid) of the index queries (distribution backends)."""
 
+    def __init__(self, space: Any, name: str, queries: Sequence[Query]):
+        self.space, self.name = space, name
+        self.distribution = BACKENDS[name.partition(":")[0]].capabilities.distribution
+        first = next((q for q in queries if _is_index(q)), None)
+        self.default = () if first is None else (first.reward, first.grid)
+        self.oracles: dict[tuple, Oracle] = {}
+        self.oracle(None)  # build once up front: a refusal of the space is reported as one decline
 
-def _feasible(space: Any, query: Query, action: np.ndarray) -> bool:
-    action = np.asarray(action, dtype=bool)
-    return action.shape == (space.d,) and bool(space.contains(action)) and query.restrictions.admits(action)
+    def oracle(self, query: Query | None) -> Oracle:
+        key = (query.reward, query.grid) if query is not None and _is_index(query) else self.default
+        if key not in self.oracles:
+            options = dict(zip(("reward", "grid"), key, strict=False)) if self.distribution else {}
+            self.oracles[key] = make_oracle(self.space, self.name, **options)
+        return self.oracles[key]
+
+    def ratio(self) -> float | None:
+        """The declared ratio of an approximate backend (``proven_ratio``), None for an exact one."""
+        if BACKENDS[self.name.partition(":")[0]].capabilities.exact:
+            return None
+        return min(float(getattr(o, "proven_ratio", 1.0)) for o in self.oracles.values())
+
+    def close(self) -> None:
+        for oracle in self.oracles.values():
+            oracle.close()
 
 
 def compare_backends(space: Any, queries: Sequence[Query], backends: Sequence[str] | None = None) -> dict[str, Any]:
@@ -204,177 +239,43 @@ def compare_backends(space: Any, queries: Sequence[Query], backends: Sequence[st
     ``backends`` defaults to :func:`candidate_backends`. Each backend is built
     once (its ``setup_seconds``) and timed per query.
     """
-    names = candidate_backends() if backends is None else list(dict.fromkeys(backends))
+    has_index = any(_is_index(q) for q in queries)
+    names = candidate_backends(has_index) if backends is None else list(dict.fromkeys(backends))
     check_backends(names)
     n = len(queries)
     # outcome per (backend, query): ("answer", action or None, seconds) | ("declined", reason) | ("error", message)
     outcomes: dict[str, list[tuple]] = {}
     setup: dict[str, dict[str, Any]] = {}
+    ratios: dict[str, float] = {}
     for name in names:
         start = time.perf_counter()
         try:
-            oracle = make_oracle(space, name)
-        except ValueError as exc:  # refused up front (enumerate past its cap, missing module)
+            built = _Built(space, name, queries)
+        except ValueError as exc:  # refused up front (enumerate past its cap, missing module, unfit reward)
             setup[name] = {"setup_seconds": time.perf_counter() - start, "refused": str(exc)}
             outcomes[name] = [("declined", f"refused the space: {exc}")] * n
             continue
         setup[name] = {"setup_seconds": time.perf_counter() - start, "refused": None}
         rows = []
         for query in queries:
+            if _is_index(query) and not built.distribution:
+                rows.append(("declined", "the backend declares no distribution-index queries"))
+                continue
             start = time.perf_counter()
             try:
-                answer = _ask(oracle, query)
+                answer = _ask(built.oracle(query), query)
             except UnsupportedQuery as exc:
                 rows.append(("declined", str(exc) or "UnsupportedQuery"))
                 continue
-            except Exception as exc:  # reported, never hidden
+            except Exception as exc:  # reported, never hidden (a refused grid of a learned support included)
                 rows.append(("error", f"{type(exc).__name__}: {exc}"))
                 continue
             rows.append(("answer", answer, time.perf_counter() - start))
-        oracle.close()
+        if built.ratio() is not None:
+            ratios[name] = built.ratio()
+        built.close()
         outcomes[name] = rows
-    return _report(space, queries, names, outcomes, setup)
-
-
-def _report(
-    space: Any, queries: Sequence[Query], names: list[str], outcomes: dict[str, list[tuple]], setup: dict
-) -> dict[str, Any]:
-    n = len(queries)
-    stats = {
-        name: {
-            "agree": 0,
-            "disagree": 0,
-            "declined": 0,
-            "errors": 0,
-            "declined_reasons": {},
-            "disagreements": [],
-            "error_examples": [],
-            "_seconds": [],
-        }
-        for name in names
-    }
-    unverified = 0
-    for k, query in enumerate(queries):
-        values: dict[str, float | None] = {}  # feasible value, or None for "no action"
-        infeasible: set[str] = set()
-        for name in names:
-            outcome = outcomes[name][k]
-            if outcome[0] != "answer":
-                continue
-            stats[name]["_seconds"].append(outcome[2])
-            action = outcome[1]
-            if action is None:
-                values[name] = None
-            elif _feasible(space, query, action):
-                values[name] = query.value(np.asarray(action, dtype=bool))
-            else:
-                infeasible.add(name)
-        if len(values) + len(infeasible) < 2:
-            unverified += 1
-        found = {name: v for name, v in values.items() if v is not None}
-        best_by = max(found, key=found.get) if found else None
-        best = found[best_by] if found else None
-        for name in names:
-            outcome, entry = outcomes[name][k], stats[name]
-            if outcome[0] == "declined":
-                entry["declined"] += 1
-                entry["declined_reasons"][outcome[1]] = entry["declined_reasons"].get(outcome[1], 0) + 1
-                continue
-            if outcome[0] == "error":
-                entry["errors"] += 1
-                if len(entry["error_examples"]) < EXAMPLES:
-                    entry["error_examples"].append(
-                        {"query": k, "error": outcome[1], "asked": _describe(query, space.d)}
-                    )
-                continue
-            problem, value = None, values.get(name)
-            if name in infeasible:
-                problem = "infeasible"
-            elif value is None and best is not None:
-                problem = "missed"
-            elif value is not None and value < best - tolerance(best):
-                problem = "suboptimal"
-            if problem is None:
-                entry["agree"] += 1
-                continue
-            entry["disagree"] += 1
-            if len(entry["disagreements"]) < EXAMPLES:
-                example = {"query": k, "problem": problem, "value": value, "best": best, "best_by": best_by}
-                if value is not None and best is not None:
-                    example["gap"] = best - value
-                example["action"] = (
-                    np.flatnonzero(np.asarray(outcome[1], dtype=bool)).tolist() if outcome[1] is not None else None
-                )
-                example["asked"] = _describe(query, space.d)
-                entry["disagreements"].append(example)
-    backends = {}
-    for name in names:
-        entry = stats[name]
-        seconds = np.asarray(entry.pop("_seconds"), dtype=float)
-        backends[name] = {
-            "answered": len(seconds),
-            "agree": entry["agree"],
-            "disagree": entry["disagree"],
-            "declined": entry["declined"],
-            "errors": entry["errors"],
-            "median_seconds": float(np.median(seconds)) if len(seconds) else None,
-            "p95_seconds": float(np.percentile(seconds, 95)) if len(seconds) else None,
-            "total_seconds": float(seconds.sum()),
-            **setup[name],
-            "declined_reasons": entry["declined_reasons"],
-            "disagreements": entry["disagreements"],
-            "error_examples": entry["error_examples"],
-        }
-    kinds = {"linear": sum(isinstance(q, LinearQuery) for q in queries)}
-    kinds["norm"] = n - kinds["linear"]
-    return {
-        "queries": n,
-        "kinds": kinds,
-        "tolerance": "1e-9 * (1 + |best|), best = the largest value reached by a feasible answer",
-        "unverified_queries": unverified,
-        "all_agree": all(b["disagree"] == 0 and b["errors"] == 0 for b in backends.values()),
-        "backends": backends,
-    }
-
-
-# --------------------------------------------------------------------- plot
-def save_plot(report: dict[str, Any], path: str | Path) -> Path:
-    """A bar chart of median seconds per query (p95 as the whisker), log scale, one bar per backend.
-
-    Bars are labelled with agree / disagree / declined counts; a backend with
-    disagreements or errors is drawn in red.
-    """
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    rows = list(report["backends"].items())
-    timed = [b for _, b in rows if b["median_seconds"] is not None]
-    low = max(min((b["median_seconds"] for b in timed), default=1e-4) / 3, 1e-7)
-    high = max((b["p95_seconds"] for b in timed), default=1e-2) * 60
-    figure = Figure(figsize=(7.5, 0.55 * max(len(rows), 1) + 1.4), layout="constrained")
-    FigureCanvasAgg(figure)
-    ax = figure.add_subplot()
-    for y, (_, b) in enumerate(rows):
-        label = f"{b['agree']} agree, {b['disagree']} disagree, {b['declined']} declined"
-        if b["errors"]:
-            label += f", {b['errors']} errors"
-        if b["median_seconds"] is None:  # declined (or failed) every query: no time to show
-            ax.text(low * 1.15, y, "no answers: " + label, va="center", fontsize=8, color="#7f8c8d")
-            continue
-        bad = b["disagree"] or b["errors"]
-        ax.barh(y, b["median_seconds"], color="#c0392b" if bad else "#2e86c1")
-        ax.plot([b["median_seconds"], b["p95_seconds"]], [y, y], color="black", lw=1)
-        ax.text(b["p95_seconds"] * 1.15, y, label, va="center", fontsize=8)
-    ax.set_yticks(range(len(rows)), [name for name, _ in rows])
-    ax.invert_yaxis()
-    ax.set_xscale("log")
-    ax.set_xlim(low, high)
-    ax.set_xlabel("seconds per query (bar: median, line to p95)")
-    ax.set_title(f"{report['queries']} replayed queries" + ("" if report["all_agree"] else "  (DISAGREEMENTS)"))
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, format="png", dpi=120)
-    return path
+    return build_report(space, queries, names, outcomes, setup, ratios)
 
 
 # ---------------------------------------------------------------- the whole
@@ -408,10 +309,12 @@ def compare_oracles(
     if max_queries is not None and max_queries < 1:
         raise ValueError(f"max_queries must be >= 1 (or None for all), got {max_queries}")
     stream = sys.stderr if stream is None else stream
-    names = candidate_backends() if backends is None else list(dict.fromkeys(backends))
-    check_backends(names)
+    if backends is not None:
+        check_backends(list(backends))  # before the recorded run
     start = time.perf_counter()
     space, queries, facts = record_queries(problem, policy, seed, horizon)
+    has_index = any(_is_index(q) for q in queries)
+    names = candidate_backends(has_index) if backends is None else list(dict.fromkeys(backends))
     stream.write(
         f"{problem.file}: recorded {len(queries)} queries of {facts['policy']} "
         f"(T={facts['horizon']}, seed {seed}, {facts['recorded_with']}) in {time.perf_counter() - start:.1f} s\n"
@@ -435,9 +338,10 @@ def compare_oracles(
     for name, b in report["backends"].items():
         timing = "" if b["median_seconds"] is None else f"median {b['median_seconds'] * 1e3:.3g} ms, "
         timing += "" if b["p95_seconds"] is None else f"p95 {b['p95_seconds'] * 1e3:.3g} ms; "
+        ratio = "" if "declared_ratio" not in b else f", ratio >= {b['declared_ratio']:.3g} (worst {b['worst_ratio']})"
         stream.write(
             f"  {name:<22} {timing}{b['agree']} agree, {b['disagree']} disagree, "
-            f"{b['declined']} declined, {b['errors']} errors\n"
+            f"{b['declined']} declined, {b['errors']} errors{ratio}\n"
         )
     verdict = "all answering backends agree" if report["all_agree"] else "DISAGREEMENTS found (see oracles.json)"
     stream.write(f"{verdict}; {report['unverified_queries']} queries answered by fewer than two backends\n")
@@ -475,18 +379,11 @@ def run_command(args: argparse.Namespace) -> int:
     from . import load_problem
 
     problem = load_problem(args.problem)
-    backends = [b.strip() for b in args.backends.split(",") if b.strip()] if args.backends else None
+    options = {key: getattr(args, key) for key in ("policy", "seed", "horizon")}
+    options["backends"] = [b.strip() for b in args.backends.split(",") if b.strip()] if args.backends else None
+    options.update(max_queries=args.max_queries or None, plot=not args.no_plot)
     try:
-        report = compare_oracles(
-            problem,
-            args.out,
-            policy=args.policy,
-            seed=args.seed,
-            horizon=args.horizon,
-            backends=backends,
-            max_queries=args.max_queries or None,
-            plot=not args.no_plot,
-        )
+        report = compare_oracles(problem, args.out, **options)
     except ValueError as exc:
         sys.stderr.write(f"cmab-milp: error: {exc}\n")
         return 2
