@@ -31,7 +31,7 @@ import numpy as np
 from .environments.base import Environment
 from .policies.base import Policy
 
-__all__ = ["SimulationResult", "record_points", "simulate"]
+__all__ = ["SimulationResult", "record_points", "run_alpha", "simulate"]
 
 
 @dataclass
@@ -41,8 +41,11 @@ class SimulationResult:
     ``regret``, ``queries``, ``rounds``, ``runtime`` and ``oracle_runtime`` are
     cumulative values at the rounds ``t``. ``runtime`` at a round is the wall
     time when the stretch holding that round had been played. ``alpha_regret``
-    (``sum_t alpha r(a*) - r(a_t)``) is present when the policy declares an
-    approximation factor ``alpha < 1``.
+    (``sum_t alpha r(a*) - r(a_t)``) is present when the run was approximate:
+    the policy declares ``alpha < 1`` or its oracle is approximate (a
+    ``proven_ratio`` below 1, or a ``gap``); ``alpha`` is then the policy's
+    declared factor, else the oracle's proven ratio at the end of the run (see
+    :func:`run_alpha`).
     """
 
     policy: str
@@ -85,6 +88,28 @@ def record_points(T: int, points: int = 100) -> np.ndarray:
         return np.array([T], dtype=np.int64)
     grid = np.unique(np.geomspace(1, T, points).round().astype(np.int64))
     return np.union1d(grid[(grid >= 1) & (grid <= T)], [T])
+
+
+def run_alpha(policy: Policy) -> tuple[float, bool]:
+    """The ``alpha`` of Algorithm 5's alpha-regret for a run of ``policy``, and whether the run was approximate.
+
+    ``alpha`` is the factor the policy declares when below 1 (``AROQ(alpha=0.5)``;
+    ``alpha="proven"`` declares the oracle's), else the oracle's ``proven_ratio``
+    (the smallest ratio value / optimum proven so far; 1.0 for exact oracles
+    and for oracles that do not report one). Read after the run, so a measured
+    ratio covers every answer of the run.
+
+    >>> import cmab_milp as cm
+    >>> run_alpha(cm.AROQ(cm.Cardinality(3, 1), 10, oracle="enumerate", alpha=0.5))
+    (0.5, True)
+    >>> run_alpha(cm.CUCB(cm.Cardinality(3, 1), 10, oracle="enumerate"))
+    (1.0, False)
+    """
+    declared = float(getattr(policy, "alpha", 1.0))
+    oracle = getattr(policy, "oracle", None)
+    proven = float(getattr(oracle, "proven_ratio", 1.0))
+    approximate = declared < 1.0 or proven < 1.0 or bool(getattr(oracle, "gap", None))
+    return (declared if declared < 1.0 else proven), approximate
 
 
 def simulate(
@@ -153,7 +178,6 @@ def simulate(
         points = np.union1d(points, [T])
 
     best_value = float(optimum[1]) if optimum is not None else env.optimal(policy.space)[1]
-    alpha = float(getattr(policy, "alpha", 1.0))
     rng = np.random.default_rng(seed)
     policy.reset()
     ledger = policy.oracle.ledger
@@ -161,7 +185,6 @@ def simulate(
 
     n = len(points)
     regret = np.empty(n)
-    alpha_regret = np.empty(n) if alpha != 1.0 else None
     queries = np.empty(n, np.int64)
     rounds = np.empty(n, np.int64)
     runtime = np.empty(n)
@@ -169,7 +192,7 @@ def simulate(
 
     needs = policy.needs
     played: list[tuple[int, int, np.ndarray]] | None = [] if trace else None
-    cum_regret = cum_alpha = 0.0
+    cum_regret = 0.0
     t, k_next, stretches = 1, 0, 0
     start = time.perf_counter()
     while t <= T:
@@ -183,11 +206,7 @@ def simulate(
         if k_stop > k_next:
             offsets = points[k_next:k_stop] - t + 1  # rounds of the stretch played by each point
             regret[k_next:k_stop] = cum_regret + _prefix_sums(gaps, offsets)
-            if alpha_regret is not None:
-                alpha_regret[k_next:k_stop] = cum_alpha + _prefix_sums(alpha * best_value - rewards, offsets)
         cum_regret += _prefix_sums(gaps, np.array([length]))[0]
-        if alpha_regret is not None:
-            cum_alpha += _prefix_sums(alpha * best_value - rewards, np.array([length]))[0]
         policy.update(length, stats)
         stretches += 1
         if played is not None:
@@ -204,6 +223,9 @@ def simulate(
             progress(end, T)
     wall = time.perf_counter() - start
     q, r, s = ledger.snapshot()
+    alpha, approximate = run_alpha(policy)
+    # sum_t (alpha r(a*) - r(a_t)) = regret(t) - (1 - alpha) r(a*) t
+    alpha_regret = regret - (1.0 - alpha) * best_value * points if approximate else None
 
     info: dict[str, Any] = {"env": repr(env), "policy": repr(policy), "bulk": bulk, "exact_stats": exact_stats}
     if played is not None:

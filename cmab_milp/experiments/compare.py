@@ -135,13 +135,14 @@ def record_queries(
     env = problem.build_environment(space)
     table = Table(spec.to_dict(), f"policies[{names.index(name)}]", problem.file)
     told = None if problem.policy_horizon(name) is None else T  # a policy not told the horizon still is not
-    agent = build_policy(table, spec.kind, space, told, spec.oracle, dict(spec.constants))
+    oracle = spec.oracle_for(space)  # the name, or the oracle built with the entry's options (gap, time_limit)
+    agent = build_policy(table, spec.kind, space, told, oracle, dict(spec.constants))
     if hasattr(agent.oracle, "recorded"):  # a general-reward policy: index queries and its inner linear ones
         recorder = RecordingOracle(agent.oracle.linear)
         agent.oracle._linear_oracle = recorder
         agent.oracle.recorded = recorder.queries
     else:
-        recorder = RecordingOracle(make_oracle(space, spec.oracle))
+        recorder = RecordingOracle(oracle if isinstance(oracle, Oracle) else make_oracle(space, oracle))
         agent = build_policy(table, spec.kind, space, told, recorder, dict(spec.constants))
     result = simulate(agent, env, T, seed=seed)
     recorder.close()

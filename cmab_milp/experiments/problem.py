@@ -99,6 +99,9 @@ Schema (every key not listed is refused)::
     name = "AROQ"                  # label in plots and results (letters, digits, _ . + -)
     kind = "AROQ"                  # any class of cmab_milp.policies, or a registered kind
     oracle = "highs"               # oracle backend (default "highs"): see cm.available_backends()
+    gap = 0.01                     # optional: the certified approximate mode, make_oracle(..., gap=0.01)
+                                   #   (a backend that takes it; the run reports alpha-regret with the
+                                   #   ratio the oracle proved); time_limit = 5: seconds per solve
     constants = { C = 1.5 }        # optional keyword constants of the policy
     horizon = "unknown"            # optional: build this policy with T=None (it plays the run's
                                    #   rounds without being told them), next to policies told T
@@ -156,41 +159,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import tomllib
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..oracles.registry import check_backend_name
 from .builders import build_environment, build_policy, build_space, policy_warnings
 from .limits import Limits
 from .plots import DEFAULT_PANELS, PANELS
-from .registry import check_name, plugins
-from .schema import ProblemError, ProblemErrors, Table, check_integer, describe, join_key
+from .policy_specs import PolicySpec, parse_policies
+from .registry import plugins
+from .schema import ProblemError, ProblemErrors, Table, check_integer, copy_data, describe, join_key, plain
 
 __all__ = ["PolicySpec", "Problem", "load_problem", "parse_problem"]
-
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
-
-
-@dataclass(frozen=True)
-class PolicySpec:
-    """One ``[[policies]]`` entry: label, class name, oracle backend and constants."""
-
-    name: str
-    kind: str
-    oracle: str = "highs"
-    constants: dict[str, Any] = field(default_factory=dict)
-    #: ``"unknown"``: the policy is built with ``T=None`` whatever ``[run] horizon`` says; None: the run's.
-    horizon: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """The entry as file data (``horizon`` only when set, so older results keep their digest)."""
-        data = asdict(self)
-        if data["horizon"] is None:
-            del data["horizon"]
-        return data
 
 
 @dataclass(frozen=True)
@@ -243,12 +224,12 @@ class Problem:
     # ------------------------------------------------------------ builders
     def build_space(self) -> Any:
         """The action space (a fresh object)."""
-        return build_space(Table(_copy(self.space), "space", self.file), self.size_limits)
+        return build_space(Table(copy_data(self.space), "space", self.file), self.size_limits)
 
     def build_environment(self, space: Any | None = None) -> Any:
         """The environment (a fresh object) for ``space`` (built if not given)."""
         space = self.build_space() if space is None else space
-        table = Table(_copy(self.environment), "environment", self.file)
+        table = Table(copy_data(self.environment), "environment", self.file)
         return build_environment(table, space, self.size_limits)[0]
 
     def policy(self, name: str) -> PolicySpec:
@@ -264,7 +245,8 @@ class Problem:
         space = self.build_space() if space is None else space
         k = self.policies.index(spec)
         table = Table(spec.to_dict(), join_key("policies", k), self.file)
-        return build_policy(table, spec.kind, space, self.policy_horizon(name), spec.oracle, dict(spec.constants))
+        oracle = spec.oracle_for(space)
+        return build_policy(table, spec.kind, space, self.policy_horizon(name), oracle, dict(spec.constants))
 
     # --------------------------------------------------------------- identity
     def to_dict(self) -> dict[str, Any]:
@@ -312,20 +294,6 @@ class Problem:
         if seeds is not None:
             data["run"]["seeds"] = seeds
         return parse_problem(data, self.file)
-
-
-def _copy(data: Any) -> Any:
-    return json.loads(json.dumps(data))
-
-
-def _plain(data: Any, key: str, file: str) -> Any:
-    """A JSON-able deep copy of ``data`` (results store the problem as JSON); TOML dates are refused."""
-    try:
-        return _copy(data)
-    except (TypeError, ValueError):
-        raise ProblemError(
-            file, key, "values must be numbers, strings, booleans, arrays or tables (no dates)"
-        ) from None
 
 
 # ------------------------------------------------------------------ parsing
@@ -390,9 +358,9 @@ def parse_problem(data: dict[str, Any], file: str = "<problem>", *, build: bool 
 
     parsed_run = attempt(_parse_run, run) if run is not None else None
     limits = parsed_run[0] if parsed_run is not None else Limits()
-    policies = attempt(_parse_policies, policy_tables, file) if policy_tables is not None else None
-    space_data = attempt(_plain, space_table.data, "space", file) if space_table is not None else None
-    env_data = attempt(_plain, env_table.data, "environment", file) if env_table is not None else None
+    policies = attempt(parse_policies, policy_tables, file) if policy_tables is not None else None
+    space_data = attempt(plain, space_table.data, "space", file) if space_table is not None else None
+    env_data = attempt(plain, env_table.data, "environment", file) if env_table is not None else None
     warnings: list[str] = []
     if build and space_table is not None:
         space = attempt(build_space, space_table, limits)
@@ -404,7 +372,10 @@ def parse_problem(data: dict[str, Any], file: str = "<problem>", *, build: bool 
             for k, spec in enumerate(policies):
                 table = Table(spec.to_dict(), join_key("policies", k), file)
                 T = None if parsed_run[5] or spec.horizon == "unknown" else parsed_run[1]
-                policy = attempt(build_policy, table, spec.kind, space, T, spec.oracle, dict(spec.constants))
+                oracle = attempt(_oracle_of, spec, space, table)
+                if oracle is None:
+                    continue
+                policy = attempt(build_policy, table, spec.kind, space, T, oracle, dict(spec.constants))
                 if policy is not None and env is not None:
                     warnings += policy_warnings(table, spec.kind, dict(spec.constants), env)
     if errors:
@@ -425,6 +396,14 @@ def parse_problem(data: dict[str, Any], file: str = "<problem>", *, build: bool 
         unknown_horizon=unknown,
         warnings=tuple(warnings),
     )
+
+
+def _oracle_of(spec: PolicySpec, space: Any, table: Table) -> Any:
+    """The policy's oracle argument; a backend that refuses its options is an error at ``oracle``."""
+    try:
+        return spec.oracle_for(space)
+    except ValueError as exc:
+        raise table.error("oracle", str(exc)) from None
 
 
 def _parse_run(run: Table) -> tuple[Limits, int, list[int], list[str], int, bool]:
@@ -463,45 +442,3 @@ def _parse_run(run: Table) -> tuple[Limits, int, list[int], list[str], int, bool
     limits.check("curve_points", curve_points, run.path("curve_points"), run.file)
     run.finish()
     return limits, horizon, seeds, list(panels), curve_points, unknown
-
-
-def _parse_policies(tables: list[Table], file: str) -> list[PolicySpec]:
-    if not tables:
-        raise ProblemError(file, "policies", "needs at least one [[policies]] entry")
-    specs: list[PolicySpec] = []
-    errors: list[ProblemError] = []
-    seen: dict[str, int] = {}
-    for k, table in enumerate(tables):
-        try:
-            specs.append(_parse_policy(table, k, seen))
-        except ProblemError as exc:
-            errors.append(exc)
-    if errors:
-        raise errors[0] if len(errors) == 1 else ProblemErrors(errors)
-    return specs
-
-
-def _parse_policy(table: Table, k: int, seen: dict[str, int]) -> PolicySpec:
-    file = table.file
-    name = table.string("name")
-    if not _NAME.match(name):
-        raise table.error("name", f"{name!r}: use letters, digits and _ . + - (it names a results folder)")
-    if name in seen:
-        raise table.error("name", f"duplicate policy name {name!r} (also policies[{seen[name]}])")
-    seen[name] = k
-    kind = table.string("kind")
-    oracle = table.string("oracle", "highs")
-    _, _, solver = oracle.partition(":")
-    try:
-        if solver:
-            check_name(solver)  # a file's solver name is a plain name, looked up in PuLP's own list
-        check_backend_name(oracle)  # the one backend validator (unknown, not installed, unfit suffix or solver)
-    except ValueError as exc:
-        raise table.error("oracle", str(exc)) from None
-    constants_table = table.table("constants", None)
-    constants = {} if constants_table is None else _plain(constants_table.data, table.path("constants"), file)
-    horizon = None
-    if "horizon" in table:
-        horizon = table.string("horizon", choices=("unknown",))
-    table.finish()
-    return PolicySpec(name=name, kind=kind, oracle=oracle, constants=constants, horizon=horizon)

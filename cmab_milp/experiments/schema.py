@@ -19,11 +19,12 @@ cmab_milp.experiments.schema.ProblemError: demo.toml: space.m: expected an integ
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["MISSING", "ProblemError", "ProblemErrors", "Table", "describe", "join_key"]
+__all__ = ["MISSING", "ProblemError", "ProblemErrors", "Table", "copy_data", "describe", "join_key", "plain"]
 
 
 class ProblemError(ValueError):
@@ -216,3 +217,18 @@ def _int_matrix(value: Any, key: str, file: str) -> list[list[int]]:
     if not isinstance(value, list):
         raise ProblemError(file, key, f"expected an array of arrays, got {describe(value)}")
     return [_int_list(v, join_key(key, k), file) for k, v in enumerate(value)]
+
+
+def copy_data(data: Any) -> Any:
+    """A deep copy of JSON-able data."""
+    return json.loads(json.dumps(data))
+
+
+def plain(data: Any, key: str, file: str) -> Any:
+    """A JSON-able deep copy of ``data`` (results store the problem as JSON); TOML dates are refused."""
+    try:
+        return copy_data(data)
+    except (TypeError, ValueError):
+        raise ProblemError(
+            file, key, "values must be numbers, strings, booleans, arrays or tables (no dates)"
+        ) from None

@@ -122,15 +122,20 @@ class AROQ(AdaptiveEpochs):
     """AROQ-CMAB (Algorithm 1): the UCB argmax of eq. (1), refreshed only when an arm's epoch ends.
 
     With ``alpha < 1`` and an ``alpha``-approximate oracle this is Algorithm 5
-    (Appendix A.3): the schedule is unchanged and the runner reports the
-    ``alpha``-regret ``sum_t alpha r(a*) - r(a_t)`` beside the regret.
+    (Appendix A.3): the schedule is unchanged (``alpha`` never enters a
+    decision) and the runner reports the ``alpha``-regret
+    ``sum_t alpha r(a*) - r(a_t)`` beside the regret.
 
     Parameters
     ----------
     space, T, oracle, C
         See the module docstring.
-    alpha : float in (0, 1]
-        Approximation factor of ``oracle`` (default 1: exact).
+    alpha : float in (0, 1], ``"proven"`` or None
+        Approximation factor of ``oracle`` (default 1: exact). ``"proven"``
+        (or ``None``): the ratio the oracle proves, read as its
+        ``proven_ratio`` (the smallest ratio value / optimum proven so far;
+        1.0 for an exact oracle). Algorithm 5 needs no factor up front, so the
+        measured one is used: after a run it covers every answer of the run.
 
     With ``T=None`` the epoch threshold uses ``t ln t`` in place of ``T``
     (:mod:`cmab_milp.policies.anytime`).
@@ -138,6 +143,8 @@ class AROQ(AdaptiveEpochs):
     >>> import cmab_milp as cm
     >>> AROQ(cm.Cardinality(3, 1), 10, oracle="enumerate", alpha=0.5).alpha
     0.5
+    >>> AROQ(cm.Cardinality(3, 1), 10, oracle="enumerate", alpha="proven").alpha  # an exact oracle proves 1
+    1.0
     >>> env = cm.BernoulliArms([0.2, 0.5, 0.9], seed=0)
     >>> anytime = AROQ(cm.Cardinality(3, 1), T=None, oracle="enumerate")
     >>> bool(cm.simulate(anytime, env, 5000).queries[-1] < 50)
@@ -147,10 +154,29 @@ class AROQ(AdaptiveEpochs):
     name = "AROQ"
 
     def __init__(
-        self, space: ActionSpace, T: int, *, oracle: str | Oracle = "highs", C: float = 1.5, alpha: float = 1.0
+        self,
+        space: ActionSpace,
+        T: int,
+        *,
+        oracle: str | Oracle = "highs",
+        C: float = 1.5,
+        alpha: float | str | None = 1.0,
     ):
-        self.alpha = check_unit_interval("alpha", alpha)
-        super().__init__(space, T, oracle=oracle, C=check_positive("C", C), alpha=self.alpha)
+        if alpha is None or (isinstance(alpha, str) and alpha == "proven"):
+            self._alpha: float | None = None
+            alpha = "proven"
+        elif isinstance(alpha, str):
+            raise ValueError(f'alpha must be a number in (0, 1], "proven" or None, got {alpha!r}')
+        else:
+            self._alpha = alpha = check_unit_interval("alpha", alpha)
+        super().__init__(space, T, oracle=oracle, C=check_positive("C", C), alpha=alpha)
+
+    @property
+    def alpha(self) -> float:
+        """The declared factor, or (``alpha="proven"``) the oracle's proven ratio so far."""
+        if self._alpha is None:
+            return float(getattr(self.oracle, "proven_ratio", 1.0))
+        return self._alpha
 
     def make_index(self) -> LinearIndex:
         return LinearIndex(self.d, C=self.params["C"])

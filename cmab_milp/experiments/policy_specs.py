@@ -1,0 +1,129 @@
+"""One ``[[policies]]`` entry of a problem file: its label, kind, oracle backend, oracle options and constants.
+
+:func:`parse_policies` reads the entries (every error at once); a
+:class:`PolicySpec` is plain data and builds its oracle on demand
+(:meth:`PolicySpec.oracle_for`). Oracle options are keys of the entry:
+
+``gap = 0.01``
+    the certified approximate mode: the backend returns the best action found
+    with a proven ratio to the optimum (``make_oracle(space, backend,
+    gap=...)``; a number in ``[0, 1)``); the run then reports the
+    alpha-regret beside the regret, with alpha the ratio the oracle proved.
+``time_limit = 5``
+    seconds per solve (``make_oracle(space, backend, time_limit=...)``).
+
+A backend that takes no such option is refused at the key, before any work.
+
+>>> from cmab_milp.experiments.schema import Table
+>>> entry = Table({"name": "A", "kind": "AROQ", "oracle": "enumerate"}, "policies[0]", "f.toml")
+>>> specs = parse_policies([entry], "f.toml")
+>>> specs[0].oracle, specs[0].oracle_options
+('enumerate', {})
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ..oracles.registry import BACKENDS, check_backend_name, make_oracle
+from .registry import check_name
+from .schema import ProblemError, ProblemErrors, Table, plain
+
+__all__ = ["ORACLE_OPTIONS", "PolicySpec", "parse_policies"]
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
+
+#: Keys of a ``[[policies]]`` entry passed to ``make_oracle`` (approximate mode, per-solve limit).
+ORACLE_OPTIONS = ("gap", "time_limit")
+
+
+@dataclass(frozen=True)
+class PolicySpec:
+    """One ``[[policies]]`` entry: label, class name, oracle backend, its options and constants."""
+
+    name: str
+    kind: str
+    oracle: str = "highs"
+    constants: dict[str, Any] = field(default_factory=dict)
+    #: ``"unknown"``: the policy is built with ``T=None`` whatever ``[run] horizon`` says; None: the run's.
+    horizon: str | None = None
+    #: Options of ``make_oracle`` (``gap``, ``time_limit``; see :data:`ORACLE_OPTIONS`).
+    oracle_options: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The entry as file data (``horizon`` and the oracle options only when set: older digests stay)."""
+        data = asdict(self)
+        if data["horizon"] is None:
+            del data["horizon"]
+        data.update(data.pop("oracle_options"))
+        return data
+
+    def oracle_for(self, space: Any) -> Any:
+        """What the policy is built with: the backend name, or the oracle built with the options."""
+        return make_oracle(space, self.oracle, **self.oracle_options) if self.oracle_options else self.oracle
+
+
+def parse_policies(tables: list[Table], file: str) -> list[PolicySpec]:
+    """The validated entries (``ProblemErrors`` with every mistake)."""
+    if not tables:
+        raise ProblemError(file, "policies", "needs at least one [[policies]] entry")
+    specs: list[PolicySpec] = []
+    errors: list[ProblemError] = []
+    seen: dict[str, int] = {}
+    for k, table in enumerate(tables):
+        try:
+            specs.append(_parse_policy(table, k, seen))
+        except ProblemError as exc:
+            errors.append(exc)
+    if errors:
+        raise errors[0] if len(errors) == 1 else ProblemErrors(errors)
+    return specs
+
+
+def _parse_policy(table: Table, k: int, seen: dict[str, int]) -> PolicySpec:
+    file = table.file
+    name = table.string("name")
+    if not _NAME.match(name):
+        raise table.error("name", f"{name!r}: use letters, digits and _ . + - (it names a results folder)")
+    if name in seen:
+        raise table.error("name", f"duplicate policy name {name!r} (also policies[{seen[name]}])")
+    seen[name] = k
+    kind = table.string("kind")
+    oracle = table.string("oracle", "highs")
+    _, _, solver = oracle.partition(":")
+    try:
+        if solver:
+            check_name(solver)  # a file's solver name is a plain name, looked up in PuLP's own list
+        check_backend_name(oracle)  # the one backend validator (unknown, not installed, unfit suffix or solver)
+    except ValueError as exc:
+        raise table.error("oracle", str(exc)) from None
+    constants_table = table.table("constants", None)
+    constants = {} if constants_table is None else plain(constants_table.data, table.path("constants"), file)
+    horizon = None
+    if "horizon" in table:
+        horizon = table.string("horizon", choices=("unknown",))
+    options = _oracle_options(table, oracle)
+    table.finish()
+    return PolicySpec(name=name, kind=kind, oracle=oracle, constants=constants, horizon=horizon, oracle_options=options)
+
+
+def _oracle_options(table: Table, oracle: str) -> dict[str, Any]:
+    """``gap`` (in [0, 1)) and ``time_limit`` (> 0 seconds), each refused if the backend takes no such option."""
+    options: dict[str, Any] = {}
+    for key in ORACLE_OPTIONS:
+        if key not in table:
+            continue
+        value = table.number(key)
+        if key == "gap" and not 0 <= value < 1:
+            raise table.error(key, f"a relative optimality gap in [0, 1), got {value}")
+        if key == "time_limit" and not value > 0:
+            raise table.error(key, f"seconds per solve, > 0, got {value}")
+        known = BACKENDS[oracle.partition(":")[0]].options()
+        if known is not None and key not in known:
+            raise table.error(
+                key, f"backend {oracle!r} takes no {key} option (its options: {', '.join(known) or 'none'})"
+            )
+        options[key] = value
+    return options
