@@ -165,7 +165,7 @@ class AROQ(AdaptiveEpochs):
         if alpha is None or (isinstance(alpha, str) and alpha == "proven"):
             self._alpha: float | None = None
             alpha = "proven"
-        elif isinstance(alpha, str):
+        elif isinstance(alpha, (str, bool, np.bool_)):  # True is not a factor (check_unit_interval takes it as 1)
             raise ValueError(f'alpha must be a number in (0, 1], "proven" or None, got {alpha!r}')
         else:
             self._alpha = alpha = check_unit_interval("alpha", alpha)
