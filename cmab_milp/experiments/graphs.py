@@ -72,19 +72,26 @@ def _grid_size(v: dict[str, Any]) -> tuple[int, int]:
 
 
 _N = (("n", "int"),)
+#: Named graphs of networkx and their sizes (nodes, edges), known before building them.
 _NAMED_GRAPHS = {
-    "petersen_graph": (10, 15),
-    "karate_club_graph": (34, 78),
-    "dodecahedral_graph": (20, 30),
-    "cubical_graph": (8, 12),
-    "octahedral_graph": (6, 12),
-    "icosahedral_graph": (12, 30),
-    "tetrahedral_graph": (4, 6),
-    "heawood_graph": (14, 21),
-    "frucht_graph": (12, 18),
-    "tutte_graph": (46, 69),
-    "florentine_families_graph": (15, 20),
-    "les_miserables_graph": (77, 254),
+    name: (int(nodes), int(edges))
+    for name, nodes, edges in (
+        row.split()
+        for row in """
+    petersen_graph              10   15
+    karate_club_graph           34   78
+    dodecahedral_graph          20   30
+    cubical_graph                8   12
+    octahedral_graph             6   12
+    icosahedral_graph           12   30
+    tetrahedral_graph            4    6
+    heawood_graph               14   21
+    frucht_graph                12   18
+    tutte_graph                 46   69
+    florentine_families_graph   15   20
+    les_miserables_graph        77  254
+""".strip().splitlines()
+    )
 }
 
 #: Graph generators a problem file may name as ``space.graph.generator`` (add with :func:`register_generator`).

@@ -381,21 +381,10 @@ def parse_problem(data: dict[str, Any], file: str = "<problem>", *, build: bool 
     if errors:
         raise errors[0] if len(errors) == 1 else ProblemErrors(errors)
     _, horizon, seeds, panels, curve_points, unknown = parsed_run
-    return Problem(
-        file=file,
-        space=space_data,
-        environment=env_data,
-        policies=policies,
-        horizon=horizon,
-        seeds=seeds,
-        panels=panels,
-        curve_points=curve_points,
-        title=title,
-        limits=limits.changed(),
-        plugins=tuple(plugins()),
-        unknown_horizon=unknown,
-        warnings=tuple(warnings),
-    )
+    parts = {"file": file, "space": space_data, "environment": env_data, "policies": policies, "title": title}
+    run = {"horizon": horizon, "seeds": seeds, "panels": panels, "curve_points": curve_points}
+    found = {"plugins": tuple(plugins()), "warnings": tuple(warnings), "unknown_horizon": unknown}
+    return Problem(**parts, **run, **found, limits=limits.changed())
 
 
 def _oracle_of(spec: PolicySpec, space: Any, table: Table) -> Any:

@@ -127,62 +127,55 @@ class Table:
             known = sorted(self.used)
             raise self.error(unknown[0], f"unknown key (this table takes: {', '.join(known) or 'nothing'})")
 
+    def _typed(self, key: str, default: Any, convert: Callable[[Any], Any]) -> Any:
+        """``convert(value at key)``; ``default`` as given when the key is absent (required if MISSING)."""
+        if key not in self.data:
+            return self.raw(key, default)
+        return convert(self.raw(key))
+
+    def _expect(self, key: str, kind: type | tuple[type, ...], what: str) -> Callable[[Any], Any]:
+        """A converter that refuses a value not of ``kind`` (``expected WHAT, got ...``)."""
+
+        def check(value: Any) -> Any:
+            if not isinstance(value, kind):
+                raise self.error(key, f"expected {what}, got {describe(value)}")
+            return value
+
+        return check
+
     # ------------------------------------------------------------ scalars
     def integer(self, key: str, default: Any = MISSING, *, minimum: int | None = None) -> Any:
-        if key not in self.data:
-            return self.raw(key, default)
-        value = self.raw(key)
-        return check_integer(value, self.path(key), self.file, minimum=minimum)
+        return self._typed(key, default, lambda v: check_integer(v, self.path(key), self.file, minimum=minimum))
 
     def number(self, key: str, default: Any = MISSING) -> Any:
-        if key not in self.data:
-            return self.raw(key, default)
-        return check_number(self.raw(key), self.path(key), self.file)
+        return self._typed(key, default, lambda v: check_number(v, self.path(key), self.file))
 
     def boolean(self, key: str, default: Any = MISSING) -> Any:
-        if key not in self.data:
-            return self.raw(key, default)
-        value = self.raw(key)
-        if not isinstance(value, bool):
-            raise self.error(key, f"expected true or false, got {describe(value)}")
-        return value
+        return self._typed(key, default, self._expect(key, bool, "true or false"))
 
     def string(self, key: str, default: Any = MISSING, *, choices: Sequence[str] | None = None) -> Any:
-        if key not in self.data:
-            return self.raw(key, default)
-        value = self.raw(key)
-        if not isinstance(value, str):
-            raise self.error(key, f"expected a string, got {describe(value)}")
-        if choices is not None and value not in choices:
+        value = self._typed(key, default, self._expect(key, str, "a string"))
+        if key in self.data and choices is not None and value not in choices:
             raise self.error(key, f"unknown value {value!r}; expected one of: {', '.join(choices)}")
         return value
 
     # ------------------------------------------------------------ containers
     def table(self, key: str, default: Any = MISSING) -> Any:
-        if key not in self.data:
-            return self.raw(key, default)
-        value = self.raw(key)
-        return Table(value, self.path(key), self.file)
+        return self._typed(key, default, lambda v: Table(v, self.path(key), self.file))
 
     def tables(self, key: str, default: Any = MISSING) -> Any:
         """An array of tables (``[[key]]``) as a list of :class:`Table`."""
+        values = self._typed(key, default, self._expect(key, list, "an array of tables"))
         if key not in self.data:
-            return self.raw(key, default)
-        value = self.raw(key)
-        if not isinstance(value, list):
-            raise self.error(key, f"expected an array of tables, got {describe(value)}")
-        return [Table(item, join_key(self.path(key), k), self.file) for k, item in enumerate(value)]
+            return values
+        return [Table(item, join_key(self.path(key), k), self.file) for k, item in enumerate(values)]
 
     def array(self, key: str, default: Any = MISSING, *, item: Callable[[Any, str], Any] | None = None) -> Any:
         """An array; ``item(value, key_path)`` checks and converts each entry."""
-        if key not in self.data:
-            return self.raw(key, default)
-        value = self.raw(key)
-        if not isinstance(value, list):
-            raise self.error(key, f"expected an array, got {describe(value)}")
-        if item is None:
-            return value
-        return [item(v, join_key(self.path(key), k)) for k, v in enumerate(value)]
+        values = self._typed(key, default, self._expect(key, list, "an array"))
+        if key not in self.data or item is None:
+            return values
+        return [item(v, join_key(self.path(key), k)) for k, v in enumerate(values)]
 
 
 def check_integer(value: Any, key: str, file: str, *, minimum: int | None = None) -> int:

@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -254,13 +254,7 @@ class DistributionOracle(Oracle):
         return "enumerate"
 
     # ----------------------------------------------------------- public API
-    def argmax_index(
-        self,
-        pmf: Any,
-        include: Sequence[int] = (),
-        exclude: Sequence[int] = (),
-        forbid_pairs: Sequence[tuple[int, int]] = (),
-    ) -> np.ndarray | None:
+    def argmax_index(self, pmf: Any, include: Any = (), exclude: Any = (), forbid_pairs: Any = ()) -> np.ndarray | None:
         """An action maximising ``E[r(a, Y)]`` with ``Y_i ~ pmf[i]`` under the restrictions, or ``None``."""
         query = {"pmf": pmf, "include": include, "exclude": exclude, "forbid_pairs": forbid_pairs}
         return self.argmax_batch([{"kind": "index", **query}])[0]  # one query, one round, timed in the ledger
@@ -296,12 +290,14 @@ class DistributionOracle(Oracle):
             return None
         if self.backend == "enumerate":
             return self._enumerate(query)
-        if self.backend == "branch_bound":
-            return self._branch_bound(query)
         if self.backend == "milp":
             r = query.restrictions
             return self._milp.solve(query.pmf, r.include, r.exclude, r.forbid_pairs)
-        return self._greedy(query)
+        start = self._start(query)  # the set searches: included arms, candidates, their state
+        if start is None:
+            return None
+        search = self._branch_bound if self.backend == "branch_bound" else self._greedy
+        return search(query, *start)
 
     def _linear(self, query: LinearQuery) -> np.ndarray | None:
         return self.linear._answer(query)
@@ -350,8 +346,8 @@ class DistributionOracle(Oracle):
             return len(chosen) == self.space.m
         return True
 
-    def _start(self, query: IndexQuery) -> tuple[list[int], list[int]] | None:
-        """Included arms and the candidate arms compatible with them (None: infeasible)."""
+    def _start(self, query: IndexQuery) -> tuple[list[int], list[int], np.ndarray] | None:
+        """Included arms, the candidate arms compatible with them and their state (None: infeasible)."""
         r = query.restrictions
         chosen = list(r.include)
         trial = np.zeros(self.d, bool)
@@ -367,7 +363,7 @@ class DistributionOracle(Oracle):
             if j in r.include:
                 banned.add(i)
         candidates = [i for i in range(self.d) if i not in banned]
-        return chosen, candidates
+        return chosen, candidates, self._state_of(chosen, query.pmf)
 
     def _state_of(self, chosen: list[int], pmf: np.ndarray) -> np.ndarray:
         """The reward's accumulated state of the arms ``chosen`` (one row)."""
@@ -382,14 +378,8 @@ class DistributionOracle(Oracle):
         return a
 
     # ------------------------------------------------------- branch & bound
-    def _branch_bound(self, query: IndexQuery) -> np.ndarray | None:
-        start = self._start(query)
-        if start is None:
-            return None
-        chosen, cands = start
-        reward, grid, pmf = self.reward, self.grid, query.pmf
-        submodular = reward.submodular
-        state = self._state_of(chosen, pmf)
+    def _branch_bound(self, query: IndexQuery, chosen: list[int], cands: list[int], state: Any) -> np.ndarray | None:
+        reward, grid, pmf, submodular = self.reward, self.grid, query.pmf, self.reward.submodular
         if cands:  # strongest single additions first
             singles = reward.value(reward.add(np.repeat(state, len(cands), axis=0), grid, pmf[cands]), grid)
             cands = [cands[k] for k in np.argsort(-singles, kind="stable")]
@@ -455,14 +445,8 @@ class DistributionOracle(Oracle):
         return None if best[0] is None else self._action(best[0])
 
     # ---------------------------------------------------------------- greedy
-    def _greedy(self, query: IndexQuery) -> np.ndarray | None:
-        start = self._start(query)
-        if start is None:
-            return None
-        chosen, cands = start
-        reward, grid, pmf = self.reward, self.grid, query.pmf
-        pairs = query.restrictions.forbid_pairs
-        state = self._state_of(chosen, pmf)
+    def _greedy(self, query: IndexQuery, chosen: list[int], cands: list[int], state: Any) -> np.ndarray | None:
+        reward, grid, pmf, pairs = self.reward, self.grid, query.pmf, query.restrictions.forbid_pairs
         while True:
             left, _ = self._capacity(chosen)
             blocked = {j for i, j in pairs if i in chosen} | {i for i, j in pairs if j in chosen}

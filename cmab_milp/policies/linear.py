@@ -34,6 +34,9 @@ from .schedules import AdaptiveEpochs, EveryRound, ScheduledElimination
 
 __all__ = ["AROQ", "CUCB", "SROQ", "LinearIndex"]
 
+#: AROQ's ``alpha``: a factor in (0, 1], or ``"proven"`` / None for the oracle's proven ratio.
+Alpha = float | str | None
+
 
 class LinearIndex(Index):
     """Empirical means and the Hoeffding radius ``sqrt(C log t / n_i)`` per arm.
@@ -154,13 +157,7 @@ class AROQ(AdaptiveEpochs):
     name = "AROQ"
 
     def __init__(
-        self,
-        space: ActionSpace,
-        T: int,
-        *,
-        oracle: str | Oracle = "highs",
-        C: float = 1.5,
-        alpha: float | str | None = 1.0,
+        self, space: ActionSpace, T: int, *, oracle: str | Oracle = "highs", C: float = 1.5, alpha: Alpha = 1.0
     ):
         if alpha is None or (isinstance(alpha, str) and alpha == "proven"):
             self._alpha: float | None = None

@@ -50,11 +50,7 @@ def as_action(action: Any, d: int) -> np.ndarray:
     a = np.asarray(action)
     if a.shape != (d,):
         raise ValueError(f"action must have shape ({d},), got {a.shape}")
-    if a.dtype == bool:
-        return a
-    if not np.isin(a, (0, 1)).all():
-        raise ValueError("action must be 0/1 (or bool); found other values")
-    return a.astype(bool)
+    return _as_bool(a, "action")
 
 
 def as_actions(actions: Any, d: int) -> np.ndarray:
@@ -66,10 +62,14 @@ def as_actions(actions: Any, d: int) -> np.ndarray:
     a = np.asarray(actions)
     if a.ndim not in (1, 2) or a.shape[-1] != d:
         raise ValueError(f"actions must have shape (n, {d}) or ({d},), got {a.shape}")
+    return _as_bool(a, "actions")
+
+
+def _as_bool(a: np.ndarray, what: str) -> np.ndarray:
     if a.dtype == bool:
         return a
     if not np.isin(a, (0, 1)).all():
-        raise ValueError("actions must be 0/1 (or bool)")
+        raise ValueError(f"{what} must be 0/1 (or bool); found other values")
     return a.astype(bool)
 
 
