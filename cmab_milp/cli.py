@@ -6,7 +6,7 @@ Subcommands:
   [--no-plots] [--executor local|serial|dask://HOST:PORT] [--policies NAME,...]``: run a problem file (see
   :mod:`cmab_milp.experiments.problem` for the schema) and write ``DIR/summary.json``,
   per-job curves under ``DIR/runs/`` and the figures. ``--horizon`` replaces a known
-  horizon; with ``[run] horizon = "unknown"`` it sets the rounds played (the policies are
+  horizon; with ``[run] horizon = "unknown"`` it sets the time steps played (the policies are
   still built with ``T=None``). Warnings about the file are printed first, one line each.
 - ``cmab-milp validate PROBLEM.toml ...``: check problem files without running them (warnings,
   e.g. a policy's reward that differs from the environment's, go to stderr as ``warning: ...``).
@@ -100,7 +100,7 @@ def _add_run(sub: Any) -> None:
     p.add_argument(
         "--horizon",
         type=_positive_int,
-        help='override [run] horizon (T); with horizon = "unknown" it sets the rounds played instead',
+        help='override [run] horizon (T); with horizon = "unknown" it sets the time steps played instead',
     )
     p.add_argument("--seeds", type=_positive_int, help="override [run] seeds with seeds 0..K-1")
     p.add_argument("--jobs", type=_positive_int, default=os.cpu_count() or 1, help="parallel jobs (default: cores)")

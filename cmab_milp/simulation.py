@@ -1,9 +1,9 @@
 """The runner: play a policy against an environment and record exact regret curves.
 
 :func:`simulate` asks the policy for *stretches* (a cycle of actions held for a
-number of rounds, see :class:`~cmab_milp.policies.base.Stretch`), has the
+number of time steps, see :class:`~cmab_milp.policies.base.Stretch`), has the
 environment draw their feedback in bulk, and records at about 100 log-spaced
-rounds (and at ``T``) the cumulative pseudo-regret ``sum_t r(a*) - r(a_t)``
+steps (and at ``T``) the cumulative pseudo-regret ``sum_t r(a*) - r(a_t)``
 from the environment's exact expected rewards, the oracle's ledger and the
 time spent. Its cost grows with the number of stretches (oracle consultations),
 not with ``T``; a regret value recorded inside a stretch is computed exactly
@@ -36,11 +36,12 @@ __all__ = ["SimulationResult", "record_points", "run_alpha", "simulate"]
 
 @dataclass
 class SimulationResult:
-    """Curves of one run, recorded at rounds ``t`` (ending at ``T``), and totals.
+    """Curves of one run, recorded at time steps ``t`` (ending at ``T``), and totals.
 
     ``regret``, ``queries``, ``rounds``, ``runtime`` and ``oracle_runtime`` are
-    cumulative values at the rounds ``t``. ``runtime`` at a round is the wall
-    time when the stretch holding that round had been played. ``alpha_regret``
+    cumulative values at the steps ``t`` (``rounds``: adaptivity rounds, see
+    ``docs/glossary.md``). ``runtime`` at a step is the wall time when the
+    stretch holding that step had been played. ``alpha_regret``
     (``sum_t alpha r(a*) - r(a_t)``) is present when the run was approximate:
     the policy declares ``alpha < 1`` or its oracle is approximate (a
     ``proven_ratio`` below 1, or a ``gap``); ``alpha`` is then the policy's
@@ -75,7 +76,7 @@ class SimulationResult:
 
 
 def record_points(T: int, points: int = 100) -> np.ndarray:
-    """About ``points`` log-spaced rounds in ``[1, T]``, always ending at ``T``.
+    """About ``points`` log-spaced time steps in ``[1, T]``, always ending at ``T``.
 
     >>> record_points(1000, 5).tolist()
     [1, 6, 32, 178, 1000]
@@ -125,7 +126,7 @@ def simulate(
     progress: Callable[[int, int], None] | None = None,
     trace: bool = False,
 ) -> SimulationResult:
-    """Play ``T`` rounds of ``policy`` against ``env``; return a :class:`SimulationResult`.
+    """Play ``T`` time steps of ``policy`` against ``env``; return a :class:`SimulationResult`.
 
     Parameters
     ----------
@@ -133,15 +134,15 @@ def simulate(
         Reset before the run, so a policy can be simulated several times.
     env : Environment
     T : int, optional
-        Rounds to play, at most the horizon the policy was built for (default: that horizon);
+        Time steps to play, at most the horizon the policy was built for (default: that horizon);
         required for a policy built with ``T=None`` (unknown horizon).
     seed : int or None
         Seeds the feedback stream; same seed, policy and environment give the same run.
     record : int or sequence of int
-        Number of log-spaced recording rounds, or the rounds themselves (``T`` is always added).
+        Number of log-spaced recording steps, or the steps themselves (``T`` is always added).
     bulk : bool
-        Play each stretch in one piece (default). ``False`` plays round by
-        round; with ``exact_stats=False`` both give the same actions and numbers.
+        Play each stretch in one piece (default). ``False`` plays step by
+        step; with ``exact_stats=False`` both give the same actions and numbers.
     exact_stats : bool
         Let the environment draw stretch statistics from their exact law where
         it can (faster on long holds; a different random stream).
@@ -152,7 +153,7 @@ def simulate(
         Called as ``progress(t, T)`` after each stretch.
     trace : bool
         Keep every stretch played as ``result.info["trace"]``: a list of
-        ``(first_round, rounds, actions)`` (for tests and inspection; memory
+        ``(first_step, steps, actions)`` (for tests and inspection; memory
         grows with the number of stretches).
     """
     if not isinstance(policy, Policy):
@@ -162,7 +163,7 @@ def simulate(
     if env.d != policy.d:
         raise ValueError(f"the environment has d={env.d} arms but the policy's space has d={policy.d}")
     if T is None and policy.T is None:
-        raise ValueError(f"{policy.name} has an unknown horizon (T=None): pass the number of rounds to play as T")
+        raise ValueError(f"{policy.name} has an unknown horizon (T=None): pass the number of time steps to play as T")
     T = policy.T if T is None else T
     if isinstance(T, bool) or not isinstance(T, (int, np.integer)) or T < 1:
         raise ValueError(f"T must be an integer >= 1, got {T!r}")
@@ -174,7 +175,7 @@ def simulate(
     else:
         points = np.asarray(record, dtype=np.int64)
         if points.ndim != 1 or (points < 1).any() or (points > T).any():
-            raise ValueError(f"record rounds must be a 1-D sequence of rounds in [1, {T}]")
+            raise ValueError(f"record steps must be a 1-D sequence of time steps in [1, {T}]")
         points = np.union1d(points, [T])
 
     best_value = float(optimum[1]) if optimum is not None else env.optimal(policy.space)[1]
@@ -204,7 +205,7 @@ def simulate(
         end = t + length - 1
         k_stop = k_next + int(np.searchsorted(points[k_next:], end, side="right"))
         if k_stop > k_next:
-            offsets = points[k_next:k_stop] - t + 1  # rounds of the stretch played by each point
+            offsets = points[k_next:k_stop] - t + 1  # steps of the stretch played by each point
             regret[k_next:k_stop] = cum_regret + _prefix_sums(gaps, offsets)
         cum_regret += _prefix_sums(gaps, np.array([length]))[0]
         policy.update(length, stats)

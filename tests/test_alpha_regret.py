@@ -114,3 +114,15 @@ def test_problem_file_refuses_bad_oracle_options(stand_in, entry, key, fragment)
     with pytest.raises(ValueError, match=r"gap\.toml") as info:
         parse_problem(_problem(entry), "gap.toml")
     assert key in str(info.value) and fragment in str(info.value)
+
+
+def test_run_steps_is_the_time_step_key_and_rounds_its_former_name() -> None:
+    """docs/glossary.md: steps are time steps, rounds are adaptivity rounds; [run] rounds keeps working."""
+    base = _problem({"oracle": "enumerate"})
+    new = parse_problem({**base, "run": {"horizon": "unknown", "steps": 300, "seeds": 1}}, "s.toml")
+    old = parse_problem({**base, "run": {"horizon": "unknown", "rounds": 300, "seeds": 1}}, "s.toml")
+    assert new.horizon == old.horizon == 300 and new.unknown_horizon and new.digest() == old.digest()
+    with pytest.raises(ValueError, match="give steps = N only"):
+        parse_problem({**base, "run": {"horizon": "unknown", "steps": 3, "rounds": 3, "seeds": 1}}, "s.toml")
+    with pytest.raises(ValueError, match=r"run\.steps: only with horizon"):
+        parse_problem({**base, "run": {"horizon": 100, "steps": 30, "seeds": 1}}, "s.toml")

@@ -109,7 +109,8 @@ Schema (every key not listed is refused)::
     [run]
     horizon = 100000               # T: told to the policies, and the rounds every job plays
     # horizon = "unknown"          # or: every policy built with T=None ...
-    # rounds = 100000              #   ... and each job plays this many rounds (required then)
+    # steps = 100000               #   ... and each job plays this many time steps (required then;
+                                   #   rounds = N is the key's former name)
     seeds = 10                     # a count (seeds 0..9) or an explicit array [3, 5, 8]
     panels = ["rounds", "queries", "regret", "runtime", "total_rounds"]   # optional
     curve_points = 200             # optional: points recorded per curve (log-spaced in t, default 200)
@@ -319,7 +320,8 @@ def load_problem(path: str | Path, *, horizon: int | None = None, seeds: int | l
     run = data.get("run")
     if isinstance(run, dict):
         if horizon is not None:  # a known horizon is replaced; an unknown one stays unknown, played this long
-            run["rounds" if run.get("horizon") == "unknown" else "horizon"] = horizon
+            played = "steps" if "steps" in run else "rounds"  # time steps per job (rounds: the former key)
+            run[played if run.get("horizon") == "unknown" else "horizon"] = horizon
         if seeds is not None:
             run["seeds"] = seeds
     return parse_problem(data, file)
@@ -398,16 +400,21 @@ def _oracle_of(spec: PolicySpec, space: Any, table: Table) -> Any:
 def _parse_run(run: Table) -> tuple[Limits, int, list[int], list[str], int, bool]:
     limits = Limits.from_table(run.table("limits", None))
     unknown = run.raw("horizon") == "unknown"
-    if unknown:  # the policies are built with T=None; the jobs play [run] rounds
+    steps = "steps" if "steps" in run else "rounds"  # time steps per job; "rounds" is the key's former name
+    if "steps" in run and "rounds" in run:
+        raise run.error("rounds", "the former name of steps: give steps = N only")
+    if unknown:  # the policies are built with T=None; the jobs play [run] steps
         run.used.add("horizon")
-        if "rounds" not in run:
-            raise run.error("rounds", 'horizon = "unknown" needs rounds = N: how many rounds each job plays')
-        horizon = limits.check("horizon", run.integer("rounds", minimum=1), run.path("rounds"), run.file)
+        if steps not in run:
+            raise run.error(
+                steps, 'horizon = "unknown" needs rounds = N or steps = N: how many time steps each job plays'
+            )
+        horizon = limits.check("horizon", run.integer(steps, minimum=1), run.path(steps), run.file)
     else:
         if isinstance(run.raw("horizon"), str):
             raise run.error("horizon", f'expected a number of rounds or "unknown", got {run.raw("horizon")!r}')
-        if "rounds" in run:
-            raise run.error("rounds", 'only with horizon = "unknown"; with a known horizon each job plays T rounds')
+        if steps in run:
+            raise run.error(steps, 'only with horizon = "unknown"; with a known horizon each job plays T steps')
         horizon = limits.check("horizon", run.integer("horizon", minimum=1), run.path("horizon"), run.file)
     raw_seeds = run.raw("seeds")
     if isinstance(raw_seeds, list):

@@ -223,7 +223,8 @@ def _save_job(out: Path, problem: Problem, job: Job, outcome: dict[str, Any]) ->
             "kind": spec.kind,
             "oracle": spec.oracle,
             "horizon": _horizon_of(problem, job.policy),
-            "rounds": problem.horizon,
+            "rounds": problem.horizon,  # time steps played: the former name of "steps", kept for readers
+            "steps": problem.horizon,
             "digest": problem.digest(),
             "totals": outcome["totals"],
             "rows": len(outcome["curve"]["t"]),
@@ -298,7 +299,8 @@ def summarise(problem: Problem, out_dir: str | Path, run_info: dict[str, Any] | 
             "title": problem.title,
             "digest": problem.digest(),
             "horizon": "unknown" if problem.unknown_horizon else problem.horizon,
-            "rounds": problem.horizon,
+            "rounds": problem.horizon,  # time steps played: the former name of "steps", kept for readers
+            "steps": problem.horizon,
             "seeds": problem.seeds,
             "space": problem.space,
             "environment": problem.environment.get("kind"),

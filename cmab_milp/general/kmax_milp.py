@@ -45,7 +45,7 @@ __all__ = ["KMaxMilp"]
 
 _LOG_ZERO = -50.0
 _INITIAL_TANGENTS = (0.0, -0.05, -0.2, -0.5, -1.0, -2.0, -4.0, -8.0)
-_MAX_ROUNDS = 500
+_MAX_CUT_PASSES = 500
 #: Per-level excess of ``w`` over the exact bound accepted at convergence (HiGHS feasibility
 #: tolerance is 1e-9 per row, so a tighter test could cycle on the same action).
 _SLACK = 2e-9
@@ -105,7 +105,7 @@ class KMaxMilp:
         model.set_arm_bounds(tuple(include), tuple(exclude))
         first, _ = model.add_rows(rows)
         try:
-            for _ in range(_MAX_ROUNDS):
+            for _ in range(_MAX_CUT_PASSES):
                 result = model.solve()
                 if result.status == "infeasible":
                     return None
@@ -131,6 +131,6 @@ class KMaxMilp:
                         )
                     return action
                 model.add_rows([self._tangent(j, z_cols[j], w_cols[j], float(z[j])) for j in loose])
-            raise OracleError(f"the K-MAX cutting-plane loop did not converge in {_MAX_ROUNDS} rounds")
+            raise OracleError(f"the K-MAX cutting-plane loop did not converge in {_MAX_CUT_PASSES} passes")
         finally:
             model.delete_rows(first, model.num_rows)

@@ -64,7 +64,7 @@ Outcomes: given, learned or discretised
   near-ties); SROQ-GR's LCBs agree from the round the lowest value is seen
   (with ``"zero"``: always). *Feedback* arrives as raw outcomes (``samples``),
   so bulk runs cut long holds into pieces of :data:`SAMPLE_BUDGET` ``// d``
-  rounds (same decisions; about twice the time of ``hist`` at ``T = 10^6``),
+  steps (same decisions; about twice the time of ``hist`` at ``T = 10^6``),
   and ``simulate(..., exact_stats=True)`` cannot draw them from an exact law
   as it does histograms (same distribution, another stream).
   *Continuous outcomes*: once the observed values are not simple fractions
@@ -114,8 +114,8 @@ __all__ = ["AROQGR", "PESSIMISTIC", "SAMPLE_BUDGET", "SDCB", "SROQGR", "Distribu
 #: Where the pessimistic distribution puts its mass: the lowest support value, or 0 (the paper).
 PESSIMISTIC = ("lowest", "zero")
 
-#: Outcomes (rounds x arms) a policy fed raw ``samples`` plays in one stretch at most: bulk runs then
-#: cut long holds into pieces of ``SAMPLE_BUDGET // d`` rounds (about 8 MB of feedback), deciding the same.
+#: Outcomes (steps x arms) a policy fed raw ``samples`` plays in one stretch at most: bulk runs then
+#: cut long holds into pieces of ``SAMPLE_BUDGET // d`` steps (about 8 MB of feedback), deciding the same.
 SAMPLE_BUDGET = 1 << 20
 
 
