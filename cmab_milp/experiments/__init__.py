@@ -8,9 +8,10 @@ Modules: :mod:`.schema` (typed reading of TOML tables with key paths),
 :mod:`.limits` (sizes checked before any work),
 :mod:`.builders` (spaces, graphs, environments, policies from tables; split into
 :mod:`.kinds`, :mod:`.graphs`, :mod:`.spaces`, :mod:`.rules`, :mod:`.draws`),
-:mod:`.problem` (the schema and :class:`Problem`), :mod:`.executors` (where jobs
+:mod:`.problem` (the schema and :class:`Problem`), :mod:`.policy_specs` (one
+``[[policies]]`` entry and its oracle options), :mod:`.executors` (where jobs
 run), :mod:`.storage` (the results folder), :mod:`.progress`, :mod:`.runner`,
-:mod:`.plots`.
+:mod:`.plots`, :mod:`.compare` and :mod:`.compare_report` (``compare-oracles``).
 """
 
 from .builders import DRAWS, GENERATORS, register_draw, register_generator

@@ -4,7 +4,8 @@ Section 5 and Appendix A.7-A.10 of the paper: rewards and their exact
 expectations (:mod:`.rewards`), the outcome grid and Algorithm 8's
 discretisation (:mod:`.grid`), optimistic / pessimistic distributions
 (:mod:`.distributions`) and the oracles that maximise an expected reward under a
-product of per-arm distributions (:mod:`.oracles`).
+product of per-arm distributions (:mod:`.oracles`), registered as the backends
+``dist_<backend>`` (:mod:`.backends`).
 
 >>> import cmab_milp.general as gr
 >>> gr.make_reward("sqrt_sum").bound(4), gr.make_reward("max").lipschitz
@@ -13,7 +14,7 @@ product of per-arm distributions (:mod:`.oracles`).
 
 from .distributions import confidence_radius, empirical_pmf, optimistic_pmf, pessimistic_pmf
 from .grid import OutcomeGrid, discretisation_grid, discretise, n_intervals
-from .oracles import METHODS, DistributionOracle, IndexQuery
+from .oracles import BACKENDS, METHODS, DistributionOracle, IndexQuery
 from .rewards import (
     CallableReward,
     LinearReward,
@@ -26,6 +27,7 @@ from .rewards import (
 )
 
 __all__ = [
+    "BACKENDS",
     "METHODS",
     "CallableReward",
     "DistributionOracle",

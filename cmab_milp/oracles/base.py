@@ -191,10 +191,7 @@ def _restrictions(
     return _NO_RESTRICTIONS if out.empty else out
 
 
-#: Public names of the restrictions record and its validator (for oracle packages outside this one,
-#: e.g. :mod:`cmab_milp.general`); the private names stay as aliases.
-Restrictions = _Restrictions
-make_restrictions = _restrictions
+Restrictions, make_restrictions = _Restrictions, _restrictions  # public names (cmab_milp.general uses them)
 
 
 @dataclass(slots=True, eq=False)  # not frozen: a frozen init costs ~1 us more per query; treat as read-only
