@@ -97,8 +97,11 @@ def test_problem_file_gap_reaches_make_oracle_and_summary_has_alpha_regret(stand
     assert built.oracle.gap == 0.01 and built.oracle.time_limit == 2.0
     assert problem.to_dict()["policies"][0]["gap"] == 0.01
     run_problem(problem, tmp_path / "out", jobs=1, plots=False)
-    summary = json.loads((tmp_path / "out" / "summary.json").read_text())["policies"]["P"]
+    stored = json.loads((tmp_path / "out" / "summary.json").read_text())
+    summary = stored["policies"]["P"]
     assert summary["alpha_regret"]["mean"] < summary["regret"]["mean"]
+    assert 1 / 3 - 1e-12 <= summary["alpha"]["mean"] < 1.0  # the ratio the stand-in proved, per seed
+    assert stored["policy_info"]["P"]["oracle_options"] == {"gap": 0.01, "time_limit": 2.0}
 
 
 @pytest.mark.parametrize(

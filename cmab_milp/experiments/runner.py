@@ -70,8 +70,9 @@ __all__ = [
 
 #: Totals summarised per policy (contract section 6).
 METRICS: tuple[str, ...] = ("regret", "queries", "rounds", "wall_seconds", "oracle_seconds")
-#: Totals present only for some policies (``alpha_regret``: policies run with an alpha-approximate oracle).
-OPTIONAL_METRICS: tuple[str, ...] = ("alpha_regret",)
+#: Totals present only for some policies: runs with an approximate oracle or a declared ``alpha < 1``
+#: (Algorithm 5) report the ``alpha_regret`` and the ``alpha`` it used (declared, or the oracle's proven ratio).
+OPTIONAL_METRICS: tuple[str, ...] = ("alpha_regret", "alpha")
 
 
 class RunError(RuntimeError):
@@ -139,6 +140,7 @@ def run_job(problem: Problem, policy: str, seed: int) -> dict[str, Any]:
         }
         if getattr(result, "alpha_regret", None) is not None:  # Algorithm 5: alpha-approximate oracles
             totals["alpha_regret"] = float(np.asarray(result.alpha_regret)[-1])
+            totals["alpha"] = float(result.alpha)
     except Exception:  # reported by the parent with the job's name; other jobs go on
         return {"error": traceback.format_exc()}
     return {"curve": curve, "totals": totals, "job_seconds": time.perf_counter() - started}
@@ -284,6 +286,7 @@ def summarise(problem: Problem, out_dir: str | Path, run_info: dict[str, Any] | 
         info[spec.name] = {
             "kind": spec.kind,
             "oracle": spec.oracle,
+            **({"oracle_options": spec.oracle_options} if spec.oracle_options else {}),
             "constants": spec.constants,
             "horizon": _horizon_of(problem, spec.name),
             "seeds": seeds,
