@@ -364,7 +364,11 @@ def add_command(sub: Any) -> None:
     p.add_argument("--policy", help="policy (by name) whose queries are recorded (default: the first)")
     p.add_argument("--seed", type=int, default=0, help="seed of the recorded run (default 0)")
     p.add_argument("--horizon", type=int, help="horizon of the recorded run (default: the problem's)")
-    p.add_argument("--backends", help="comma-separated backends (default: every available one, each PuLP solver)")
+    p.add_argument(
+        "--backends",
+        help="comma-separated backends (default: every available one, each PuLP solver; the "
+        "distribution backends dist_* too when the run asked general-reward index queries)",
+    )
     p.add_argument(
         "--max-queries",
         type=int,
