@@ -34,6 +34,7 @@ from ..spaces.base import ActionSpace
 
 __all__ = [
     "Ledger",
+    "LimitReached",
     "LinearQuery",
     "NormQuery",
     "Oracle",
@@ -42,6 +43,8 @@ __all__ = [
     "check_time_limit",
     "norm_objective",
     "real_array",
+    "Restrictions",
+    "check_gap",
     "real_number",
     "settle_norm_answer",
 ]
@@ -55,13 +58,30 @@ class OracleError(RuntimeError):
     """The solver failed, hit a limit or returned an answer that does not check out."""
 
 
+class LimitReached(OracleError):
+    """A solve stopped on the user's time limit (not retried: a retry would take as long)."""
+
+
 @dataclass
 class Ledger:
-    """Counts of oracle use: answered ``queries``, adaptivity ``rounds``, wall ``seconds``."""
+    """Counts of oracle use: answered ``queries``, adaptivity ``rounds``, wall ``seconds``.
+
+    In the certified approximate mode (``make_oracle(..., gap=...)``) it also
+    keeps ``approximate``, the number of answers not proven optimal, and
+    ``worst_ratio``, the smallest proven ratio ``value / bound`` among them
+    (1.0 while every answer is exact).
+
+    >>> ledger = Ledger()
+    >>> ledger.record_ratio(0.97); ledger.record_ratio(0.99)
+    >>> ledger.approximate, ledger.worst_ratio
+    (2, 0.97)
+    """
 
     queries: int = 0
     rounds: int = 0
     seconds: float = 0.0
+    approximate: int = 0
+    worst_ratio: float = 1.0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def record(self, queries: int, seconds: float) -> None:
@@ -70,10 +90,18 @@ class Ledger:
             self.rounds += 1
             self.seconds += seconds
 
+    def record_ratio(self, ratio: float) -> None:
+        """One approximate answer whose value is proven at least ``ratio`` times the optimum."""
+        with self._lock:
+            self.approximate += 1
+            self.worst_ratio = min(self.worst_ratio, float(ratio))
+
     def reset(self) -> None:
         with self._lock:
             self.queries = self.rounds = 0
             self.seconds = 0.0
+            self.approximate = 0
+            self.worst_ratio = 1.0
 
     def snapshot(self) -> tuple[int, int, float]:
         return self.queries, self.rounds, self.seconds
@@ -160,6 +188,8 @@ class _Restrictions:
         return ok
 
 
+#: The restrictions of a query (``include``, ``exclude``, ``forbid_pairs``), validated.
+Restrictions = _Restrictions
 _NO_RESTRICTIONS = _Restrictions()
 _FLOAT64 = np.dtype(np.float64)
 
@@ -289,6 +319,25 @@ def check_time_limit(time_limit: Any) -> float | None:
     return float(time_limit)
 
 
+def check_gap(gap: Any) -> float | None:
+    """``None`` (exact answers) or a relative gap in ``[0, 1)`` for the certified approximate mode.
+
+    >>> check_gap(0.01)
+    0.01
+    >>> check_gap(1)
+    Traceback (most recent call last):
+    ...
+    ValueError: gap must be a number in [0, 1) (the relative gap at which the solver may stop), or None; got 1
+    """
+    if gap is None:
+        return None
+    if isinstance(gap, (bool, np.bool_)) or not isinstance(gap, Real) or not 0.0 <= gap < 1.0:
+        raise ValueError(
+            f"gap must be a number in [0, 1) (the relative gap at which the solver may stop), or None; got {gap!r}"
+        )
+    return float(gap)
+
+
 def tolerance(value: float) -> float:
     """The contract's optimality tolerance ``1e-9 * (1 + |value|)``."""
     return 1e-9 * (1.0 + abs(value))
@@ -350,6 +399,15 @@ class Oracle:
         self._local = threading.local()
 
     # ----------------------------------------------------------- public API
+    @property
+    def proven_ratio(self) -> float:
+        """The smallest ratio ``value / optimum`` proven for an answer so far (1.0: every answer exact).
+
+        Below 1 only in the certified approximate mode (``make_oracle(..., gap=...)``);
+        read from the ledger, so it restarts when the ledger is reset.
+        """
+        return self.ledger.worst_ratio
+
     def argmax(
         self,
         weights: Any,
