@@ -58,8 +58,8 @@ import numpy as np
 
 from ..spaces.base import ActionSpace
 from ..spaces.formulation import Formulation, Row
-from .base import LinearQuery, NormQuery, Oracle, OracleError, check_gap, check_time_limit, settle_norm_answer
-from .pipeline import SolveResult, certified_solve
+from .base import NormQuery, OracleError
+from .pipeline import ModelOracle, SolveResult
 
 __all__ = ["GUROBI_PARAMS", "NORM_SLACK", "SIZE_LIMIT", "GurobiOracle", "size_limited"]
 
@@ -251,71 +251,30 @@ def _compare(expr, sense: str, rhs: float):
     return expr <= rhs if sense == "<" else expr >= rhs
 
 
-class GurobiOracle(Oracle):
+class GurobiOracle(ModelOracle):
     """Exact MILP (and nonconvex MIQCP norm) oracle on Gurobi, one re-solved model per thread.
 
-    Parameters
-    ----------
-    space:
-        The action space.
-    time_limit:
-        Seconds per solve; a solve it stops raises ``OracleError`` unless its bound proves the incumbent.
-    verify:
-        Also check every answer with ``space.contains`` (slower; for tests).
+    Parameters as :class:`~cmab_milp.oracles.pipeline.ModelOracle`: ``space``,
+    ``time_limit`` (a solve it stops raises unless its bound proves the
+    incumbent), ``verify`` and ``gap`` (Gurobi's ``MIPGap``).
     """
 
     name = "gurobi"
+    norm_slack = NORM_SLACK
 
     def __init__(
         self, space: ActionSpace, time_limit: float | None = None, verify: bool = False, gap: float | None = None
     ):
-        time_limit = check_time_limit(time_limit)
-        gap = check_gap(gap)
-        super().__init__(space)
-        self.formulation = space.formulation()
+        super().__init__(space, time_limit, verify, gap)
         n_cols, n_rows = self.formulation.n_cols + 1, sum(_n_constraints(r) for r in self.formulation.rows)
         if (n_cols > SIZE_LIMIT[0] or n_rows > SIZE_LIMIT[1]) and size_limited():
             raise ValueError(
                 f"{_LICENCE}; the formulation of {space!r} has {n_cols} variables and {n_rows} constraints"
                 " (install a full Gurobi licence, or use another backend)"
             )
-        self.time_limit = time_limit
-        self.gap = gap
-        self.verify = verify
 
-    def _model(self, exact: bool = False) -> _GurobiModel:
-        """This thread's model (``exact``: the one without a gap)."""
-        key = "exact_model" if exact and self.gap is not None else "model"
-        model = getattr(self._local, key, None)
-        if model is None:
-            model = _GurobiModel(self.formulation, self.time_limit, None if exact else self.gap)
-            setattr(self._local, key, model)
-        return model
-
-    # ------------------------------------------------------------- solving
-    def _solve(self, query: LinearQuery, exact: bool = False, norm=None) -> tuple[np.ndarray, float | None] | None:
-        """The certified solve on this thread's model; ``norm = (quad, s_coef, s_ub)`` opens the norm column."""
-        model = self._model(exact)
-        if norm is not None:
-            try:
-                model.open_norm(*norm)
-            except BaseException:
-                model.undo()
-                raise
-        return certified_solve(
-            model,
-            query,
-            self.formulation,
-            rescale=norm is None,
-            certify=norm is None,
-            gap=None if exact else self.gap,
-            ledger=self.ledger,
-            contains=self.space._contains if self.verify else None,
-        )
-
-    def _linear(self, query: LinearQuery, exact: bool = False) -> np.ndarray | None:
-        found = self._solve(query, exact)
-        return None if found is None else found[0]
+    def _new_model(self, gap: float | None) -> _GurobiModel:
+        return _GurobiModel(self.formulation, self.time_limit, gap)
 
     def _norm(self, query: NormQuery) -> np.ndarray | None:
         if self.d + 1 > SIZE_LIMIT[2] and size_limited():
@@ -323,29 +282,23 @@ class GurobiOracle(Oracle):
                 f"the pip licence of gurobipy limits models with a quadratic row to {SIZE_LIMIT[2]} variables;"
                 f" this norm query needs {self.d + 1} (install a full Gurobi licence, or use another backend)"
             )
-        sign = query.sign
-        c = float(np.abs(query.M).max()) or 1.0
-        M, f = query.M / c, query.f * np.sqrt(c)
-        indefinite = float(np.linalg.eigvalsh(M).min()) < -1e-12
-        s_max = float(np.sqrt(max(np.clip(M, 0.0, None).sum(), 0.0))) + 1.0
+        return super()._norm(query)
+
+    def _quadratic(self, M: np.ndarray, sign: int):
+        d = self.d
 
         def quad(model: _GurobiModel):
             import scipy.sparse as sp
 
             gp = model.gp
-            n = self.d + 1
-            q = np.zeros((n, n))
-            q[: self.d, : self.d] = -M
-            q[self.d, self.d] = 1.0
+            q = np.zeros((d + 1, d + 1))
+            q[:d, :d] = -M
+            q[d, d] = 1.0
             xs = gp.MVar.fromlist([*model.arms, model.s])
             sense = "<" if sign > 0 else ">"  # s^2 - a M a <= 0 (sign +1) or >= 0 (sign -1)
             return model.model.addMQConstr(sp.csr_matrix(q), None, sense, 0.0, xs, xs)
 
-        found = self._solve(LinearQuery(query.mu, query.restrictions), True, (quad, sign * f, s_max))
-        linear = None
-        if sign > 0 and indefinite:
-            linear = lambda: self._linear(LinearQuery(query.mu, query.restrictions), exact=True)  # noqa: E731
-        return settle_norm_answer(query, found, linear, NORM_SLACK, "Gurobi")
+        return quad
 
     # ---------------------------------------------------------- inspection
     def write_model(self, path: str | Path) -> Path:

@@ -108,8 +108,9 @@ class HighsOracle(Oracle):
         try:
             return self._local.models[key]
         except (AttributeError, KeyError):
-            gap = None if exact else self.gap
-            model = CompiledModel(self.formulation, integer=integer, time_limit=self.time_limit, gap=gap)
+            model = CompiledModel(self.formulation, integer=integer, time_limit=self.time_limit)
+            if self.gap is not None and not exact:
+                model.approximate(self.gap)
             self._local.__dict__.setdefault("models", {})[key] = model
             return model
 

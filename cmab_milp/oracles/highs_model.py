@@ -23,7 +23,6 @@ import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -85,8 +84,6 @@ def _configure(h, time_limit: float | None) -> None:
         h.setOptionValue("time_limit", float(time_limit))
 
 
-
-
 class CompiledModel:
     """One HiGHS instance holding a formulation, re-solved with new costs and bounds.
 
@@ -94,21 +91,12 @@ class CompiledModel:
     callers may append columns and rows (:meth:`add_cols`, :meth:`add_rows`).
     It is the HiGHS :class:`~cmab_milp.oracles.pipeline.SolverModel`.
 
-    ``gap`` (the certified approximate mode) lets a MILP stop at that relative
-    gap and makes a solve stopped by the time limit return its incumbent
-    (status ``'limit'``) instead of raising :class:`LimitReached`.
+    :meth:`approximate` turns on the certified approximate mode.
     """
 
     name = "HiGHS"
 
-    def __init__(
-        self,
-        formulation: Formulation,
-        *,
-        integer: bool = True,
-        time_limit: float | None = None,
-        gap: float | None = None,
-    ):
+    def __init__(self, formulation: Formulation, *, integer: bool = True, time_limit: float | None = None):
         import highspy
 
         self._hs = highspy
@@ -116,9 +104,7 @@ class CompiledModel:
         self.d = formulation.d
         self.integer = integer
         self.h = new_highs(time_limit)
-        self.incumbent_on_limit = gap is not None
-        if gap:
-            self.h.setOptionValue("mip_rel_gap", float(gap))
+        self.incumbent_on_limit = False
         a, row_lb, row_ub = formulation.matrix()
         lp = highspy.HighsLp()
         lp.num_col_ = formulation.n_cols
@@ -178,6 +164,13 @@ class CompiledModel:
             self.h.changeColsBounds(len(changed), changed, lower[changed], upper[changed])
             self.lower, self.upper = lower, upper
         self.arms_free = not include and not exclude
+
+    def approximate(self, gap: float) -> None:
+        """Let a MILP stop at relative ``gap``, and a solve stopped by the time limit return its
+        incumbent (status ``'limit'``) instead of raising :class:`LimitReached`."""
+        self.incumbent_on_limit = True
+        if gap:
+            self.h.setOptionValue("mip_rel_gap", float(gap))
 
     def undo(self) -> None:
         """Delete every row beyond the formulation's (a query's restrictions and cuts)."""

@@ -52,10 +52,8 @@ from typing import Any
 
 import numpy as np
 
-from ..spaces.base import ActionSpace
 from ..spaces.formulation import Formulation, Row
-from .base import LinearQuery, NormQuery, Oracle, OracleError, check_gap, check_time_limit, settle_norm_answer
-from .pipeline import SolveResult, certified_solve
+from .pipeline import ModelOracle, SolveResult
 
 __all__ = ["NORM_SLACK", "SCIP_PARAMS", "ScipOracle"]
 
@@ -75,7 +73,6 @@ SCIP_PARAMS: dict[str, Any] = {
 #: answer's exact index and SCIP's dual bound before the answer is refused:
 #: the quadratic row is only satisfied to ``numerics/feastol``.
 NORM_SLACK = 1e-6
-
 
 
 class _ScipModel:
@@ -215,100 +212,33 @@ def _ranged(expr, lb: float, ub: float):
     return (lb <= expr) <= ub
 
 
-class ScipOracle(Oracle):
+class ScipOracle(ModelOracle):
     """Exact MILP (and MIQCP norm) oracle on SCIP, one re-solved model per thread.
 
-    Parameters
-    ----------
-    space:
-        The action space.
-    time_limit:
-        Seconds per solve; hitting it raises ``LimitReached`` (an ``OracleError``).
-    verify:
-        Also check every answer with ``space.contains`` (slower; for tests).
-    gap:
-        The certified approximate mode for linear queries (``limits/gap``; see
-        :class:`~cmab_milp.oracles.highs.HighsOracle`); norm queries stay exact.
+    Parameters as :class:`~cmab_milp.oracles.pipeline.ModelOracle`: ``space``,
+    ``time_limit``, ``verify`` and ``gap`` (SCIP's ``limits/gap``).
     """
 
     name = "scip"
+    norm_slack = NORM_SLACK
+    solver_errors = (Exception,)  # PySCIPOpt raises a bare Exception, e.g. for costs SCIP counts as infinite
 
-    def __init__(
-        self, space: ActionSpace, time_limit: float | None = None, verify: bool = False, gap: float | None = None
-    ):
-        time_limit = check_time_limit(time_limit)
-        gap = check_gap(gap)
-        super().__init__(space)
-        self.formulation = space.formulation()
-        self.time_limit = time_limit
-        self.gap = gap
-        self.verify = verify
+    def _new_model(self, gap: float | None) -> _ScipModel:
+        return _ScipModel(self.formulation, self.time_limit, gap)
 
-    def _model(self, exact: bool = False) -> _ScipModel:
-        """This thread's model (``exact``: the one without a gap), in SCIP's problem stage."""
-        key = "exact_model" if exact and self.gap is not None else "model"
-        model = getattr(self._local, key, None)
-        if model is None:
-            model = _ScipModel(self.formulation, self.time_limit, None if exact else self.gap)
-            setattr(self._local, key, model)
-        return model
-
-    # ------------------------------------------------------------- solving
-    def _solve(self, query: LinearQuery, exact: bool = False, norm=None) -> tuple[np.ndarray, float | None] | None:
-        """The certified solve on this thread's model; ``norm = (quad, s_coef, s_ub)`` opens the norm column."""
-        model = self._model(exact)
-        try:
-            if norm is not None:
-                try:
-                    model.open_norm(*norm)
-                except BaseException:
-                    model.undo()
-                    raise
-            return certified_solve(
-                model,
-                query,
-                self.formulation,
-                rescale=norm is None,
-                certify=norm is None,
-                gap=None if exact else self.gap,
-                ledger=self.ledger,
-                contains=self.space._contains if self.verify else None,
-            )
-        except OracleError:
-            raise
-        except Exception as exc:  # PySCIPOpt raises a bare Exception, e.g. for costs SCIP counts as infinite
-            self._local.__dict__.pop("exact_model" if exact and self.gap is not None else "model", None)
-            raise OracleError(f"SCIP failed: {exc}") from None
-
-    def _linear(self, query: LinearQuery, exact: bool = False) -> np.ndarray | None:
-        found = self._solve(query, exact)
-        return None if found is None else found[0]
-
-    def _norm(self, query: NormQuery) -> np.ndarray | None:
-        sign = query.sign
-        # f sqrt(a M a) = (f sqrt(c)) sqrt(a (M / c) a): with the entries of M
-        # scaled to at most 1, SCIP's absolute feasibility tolerance on the
-        # quadratic row means the same thing whatever the scale of M.
-        c = float(np.abs(query.M).max()) or 1.0
-        M, f = query.M / c, query.f * np.sqrt(c)
-        indefinite = float(np.linalg.eigvalsh(M).min()) < -1e-12
-        # s never exceeds sqrt of the largest possible a @ M @ a
-        s_max = float(np.sqrt(max(np.clip(M, 0.0, None).sum(), 0.0))) + 1.0
+    def _quadratic(self, M: np.ndarray, sign: int):
+        d = self.d
 
         def quad(model: _ScipModel):
             arms, s = model.arms, model.s
-            expr = model.scip.quicksum(float(M[i, i]) * arms[i] for i in range(self.d) if M[i, i] != 0.0)
-            rows, cols = np.triu_indices(self.d, 1)
+            expr = model.scip.quicksum(float(M[i, i]) * arms[i] for i in range(d) if M[i, i] != 0.0)
+            rows, cols = np.triu_indices(d, 1)
             for i, j in zip(rows, cols, strict=True):
                 if M[i, j] != 0.0:
                     expr = expr + float(2.0 * M[i, j]) * arms[i] * arms[j]
             return s * s - expr <= 0.0 if sign > 0 else s * s - expr >= 0.0
 
-        found = self._solve(LinearQuery(query.mu, query.restrictions), True, (quad, sign * f, s_max))
-        linear = None
-        if sign > 0 and indefinite:
-            linear = lambda: self._linear(LinearQuery(query.mu, query.restrictions), exact=True)  # noqa: E731
-        return settle_norm_answer(query, found, linear, NORM_SLACK, "SCIP")
+        return quad
 
     # ---------------------------------------------------------- inspection
     def write_model(self, path: str | Path) -> Path:
