@@ -191,6 +191,9 @@ class _Restrictions:
 #: The restrictions of a query (``include``, ``exclude``, ``forbid_pairs``), validated.
 Restrictions = _Restrictions
 _NO_RESTRICTIONS = _Restrictions()
+#: Arms of a restriction (indices, or labels of the space) and pairs of them.
+Arms = Sequence[int]
+Pairs = Sequence[tuple[int, int]]
 _FLOAT64 = np.dtype(np.float64)
 
 #: Below this many arms, per-query arithmetic runs on Python lists: interleaved with
@@ -409,18 +412,10 @@ class Oracle:
         return self.ledger.worst_ratio
 
     def argmax(
-        self,
-        weights: Any,
-        include: Sequence[int] = (),
-        exclude: Sequence[int] = (),
-        forbid_pairs: Sequence[tuple[int, int]] = (),
+        self, weights: Any, include: Arms = (), exclude: Arms = (), forbid_pairs: Pairs = ()
     ) -> np.ndarray | None:
         """An action maximising ``weights @ a`` under the restrictions, or ``None``."""
-        query = self.linear_query(weights, include, exclude, forbid_pairs)
-        start = time.perf_counter()
-        answer = self._answer(query)
-        self.ledger.record(1, time.perf_counter() - start)
-        return answer
+        return self.answer_timed(self.linear_query(weights, include, exclude, forbid_pairs))
 
     def argmax_norm(
         self,
@@ -433,7 +428,10 @@ class Oracle:
         forbid_pairs: Sequence[tuple[int, int]] = (),
     ) -> np.ndarray | None:
         """An action maximising ``mu @ a + sign * f * sqrt(max(a @ M @ a, 0))``, or ``None``."""
-        query = self.norm_query(mu, M, f, sign, include, exclude, forbid_pairs)
+        return self.answer_timed(self.norm_query(mu, M, f, sign, include, exclude, forbid_pairs))
+
+    def answer_timed(self, query: Any) -> np.ndarray | None:
+        """Answer one validated query as one adaptivity round, recorded in the ledger."""
         start = time.perf_counter()
         answer = self._answer(query)
         self.ledger.record(1, time.perf_counter() - start)

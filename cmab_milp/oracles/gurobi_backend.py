@@ -39,13 +39,13 @@ on more than 199 arms raises ``OracleError``. A full licence lifts both.
 
 Example
 -------
->>> import numpy as np
->>> import cmab_milp as cm
->>> oracle = cm.make_oracle(cm.Cardinality(4, 2), "gurobi")
->>> oracle.argmax(np.array([0.3, -0.2, 0.9, 0.4]), exclude=[2]).astype(int)
-array([1, 0, 0, 1])
->>> oracle.argmax_norm(np.array([0.5, 0.4, 0.1, 0.0]), np.eye(4), 1.0).astype(int)
-array([1, 1, 0, 0])
+>>> from cmab_milp import Cardinality, make_oracle
+>>> gurobi = make_oracle(Cardinality(4, 2), "gurobi", gap=0.01)
+>>> [int(v) for v in gurobi.argmax([0.3, -0.2, 0.9, 0.4], exclude=[2])]
+[1, 0, 0, 1]
+>>> mu, M = [0.5, 0.4, 0.1, 0.0], np.eye(4)
+>>> gurobi.argmax_norm(mu, M, 1.0).nonzero()[0].tolist()
+[0, 1]
 """
 
 from __future__ import annotations

@@ -27,9 +27,12 @@ Example
 -------
 >>> import numpy as np
 >>> import cmab_milp as cm
->>> oracle = cm.make_oracle(cm.Cardinality(4, 2), "highs")
->>> oracle.argmax(np.array([0.3, -0.2, 0.9, 0.4]), exclude=[2]).astype(int)
-array([1, 0, 0, 1])
+>>> w = np.array([0.3, -0.2, 0.9, 0.4])
+>>> highs = cm.make_oracle(cm.Cardinality(4, 2), "highs")
+>>> np.flatnonzero(highs.argmax(w, exclude=[2])).tolist()
+[0, 3]
+>>> highs.proven_ratio  # every answer exact (no gap)
+1.0
 """
 
 from __future__ import annotations

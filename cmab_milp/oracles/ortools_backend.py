@@ -50,11 +50,10 @@ answer depends on the query and the space only.
 
 Example
 -------
->>> import numpy as np
 >>> import cmab_milp as cm
->>> oracle = cm.make_oracle(cm.Cardinality(4, 2), "ortools")
->>> oracle.argmax(np.array([0.3, -0.2, 0.9, 0.4]), exclude=[2]).astype(int)
-array([1, 0, 0, 1])
+>>> cpsat = cm.make_oracle(cm.Cardinality(4, 2), "ortools")
+>>> print(cpsat.argmax([0.3, -0.2, 0.9, 0.4], exclude=[2]).astype(int))
+[1 0 0 1]
 >>> objective_scale(np.array([0.5, -3.0]))[0] == 2.0**51  # 3.5 * 2^51 <= 2^53
 True
 """

@@ -36,13 +36,12 @@ raises :class:`~cmab_milp.oracles.base.OracleError`.
 
 Example
 -------
->>> import numpy as np
 >>> import cmab_milp as cm
->>> oracle = cm.make_oracle(cm.Cardinality(4, 2), "scip")
->>> oracle.argmax(np.array([0.3, -0.2, 0.9, 0.4]), exclude=[2]).astype(int)
-array([1, 0, 0, 1])
->>> oracle.argmax_norm(np.array([0.5, 0.4, 0.1, 0.0]), np.eye(4), 1.0).astype(int)
+>>> scip = cm.make_oracle(cm.Cardinality(4, 2), "scip")
+>>> scip.argmax_norm(np.array([0.5, 0.4, 0.1, 0.0]), np.eye(4), 1.0).astype(int)
 array([1, 1, 0, 0])
+>>> int(scip.argmax(-np.ones(4)).sum())  # every weight negative: the empty action
+0
 """
 
 from __future__ import annotations
