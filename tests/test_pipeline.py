@@ -146,6 +146,7 @@ def test_costs_far_from_one_are_rescaled_by_a_power_of_two(space, scale: float) 
     ratio = w / seen
     assert np.all(ratio == ratio[0]) and math.log2(ratio[0]).is_integer()  # exact: a power of two
     assert bound == pytest.approx(truth(space, w), rel=1e-12)  # the bound is scaled back
+    assert float(w @ action) == pytest.approx(truth(space, w), rel=1e-12)
 
 
 @pytest.mark.parametrize(
