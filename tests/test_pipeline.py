@@ -244,3 +244,19 @@ def test_every_model_backend_adapts_the_protocol() -> None:
     for model in models:
         missing = [n for n in names if not hasattr(model, n)]
         assert not missing, f"{type(model).__name__} lacks {missing}"
+
+
+def test_the_highs_model_offers_the_lp_relaxation_for_root_cuts() -> None:
+    """The hook for query-scoped root cuts: the LP point's arm values, and the next solve unchanged."""
+    from cmab_milp.oracles.highs_model import CompiledModel
+
+    space = cm.GraphicMatroid(nx.complete_graph(4))
+    form = space.formulation()
+    model = CompiledModel(form)
+    w = np.array([1.0, 0.9, 0.8, 0.7, 0.6, 0.5])
+    model.set_costs(w)
+    relaxed = model.relaxation_arm_values()
+    assert len(relaxed) == space.d and all(-1e-9 <= v <= 1 + 1e-9 for v in relaxed)
+    assert float(w @ np.array(relaxed)) >= truth(space, w) - 1e-9  # a relaxation bounds the optimum
+    action, _ = certified_solve(model, query(space, w), form)
+    assert float(w @ action) == pytest.approx(truth(space, w))

@@ -304,8 +304,8 @@ def certified_solve(
     if not certify:
         if status == "limit":  # the caller cannot prove a stopped solve
             _refuse(model, result)
-    else:
-        _certify(model, query, chosen, bound, status, slack, gap, ledger, result)
+    elif bound is None or not proven(query.value(chosen), bound, slack):
+        _unproven(model, query, chosen, bound, status, gap, ledger, result)
     action = np.array(chosen)
     if (res is not _NO_RESTRICTIONS and not res.admits(action)) or (contains is not None and not contains(action)):
         raise OracleError(f"{model.name} returned an action that violates the space or the restrictions")
@@ -321,15 +321,13 @@ def _refuse(model: SolverModel, result: SolveResult) -> None:
     raise OracleError(f"{model.name} failed{note}; no action is returned")
 
 
-def _certify(model, query, chosen, bound, status, slack, gap, ledger, result) -> None:
-    """The bound certificate; with ``gap``, an unproven answer's ratio goes to ``ledger``."""
+def _unproven(model, query, chosen, bound, status, gap, ledger, result) -> None:
+    """An answer its bound does not prove (or no bound): accept it with a ratio (``gap``), or raise."""
     if bound is None:  # the solver gives no bound: its own proof of optimality is all there is
         if status != "optimal":
             _refuse(model, result)
         return
     value = query.value(chosen)
-    if proven(value, bound, slack):
-        return
     ratio = None if gap is None or not math.isfinite(bound) else proven_ratio(value, bound)
     if ratio is not None:
         if ledger is not None:
