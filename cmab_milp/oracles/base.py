@@ -21,7 +21,7 @@ import math
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import compress
@@ -46,8 +46,15 @@ __all__ = [
     "norm_objective",
     "real_array",
     "real_number",
-    "settle_norm_answer",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "settle_norm_answer":  # moved to the pipeline, where the quadratic-model backends settle norms
+        from .pipeline import settle_norm_answer
+
+        return settle_norm_answer
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class UnsupportedQuery(Exception):
@@ -344,42 +351,6 @@ def check_gap(gap: Any) -> float | None:
 def tolerance(value: float) -> float:
     """The contract's optimality tolerance ``1e-9 * (1 + |value|)``."""
     return 1e-9 * (1.0 + abs(value))
-
-
-def settle_norm_answer(
-    query: NormQuery,
-    found: tuple[np.ndarray, float] | None,
-    linear: Callable[[], np.ndarray | None] | None,
-    slack: float,
-    solver: str,
-) -> np.ndarray | None:
-    """The answer of a quadratic-model norm solve, checked against its bound (the SCIP and Gurobi backends).
-
-    ``found`` is the model's ``(action, bound)`` or ``None`` (infeasible). With an
-    indefinite ``M`` and sign +1 the model only covers actions with ``a'Ma >= 0``,
-    so ``linear()`` (the argmax of ``mu @ a``, which is exact where ``a'Ma < 0``)
-    is a second candidate and its value a second bound. The best candidate must
-    reach the bound within ``slack (1 + |bound|)`` (the quadratic row holds only
-    to the solver's feasibility tolerance), else :class:`OracleError`.
-    """
-    candidates = [] if found is None else [found[0]]
-    bound = -np.inf if found is None else found[1]
-    if linear is not None:
-        other = linear()
-        if other is None:
-            return None
-        candidates.append(other)
-        bound = max(bound, query.value(other))
-    if not candidates:
-        return None
-    values = [query.value(a) for a in candidates]
-    best = int(np.argmax(values))
-    if values[best] < bound - slack * (1.0 + abs(bound)):
-        raise OracleError(
-            f"{solver} norm answer has index {values[best]!r} but {solver}'s bound is {bound!r}: the gap is not "
-            "closed (a time limit) or the quadratic model and the exact index disagree beyond the tolerance"
-        )
-    return candidates[best]
 
 
 class Oracle:
