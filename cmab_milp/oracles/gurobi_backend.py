@@ -213,7 +213,8 @@ class _GurobiModel:
         status = model.Status
         if status == grb.INFEASIBLE:
             return SolveResult("infeasible")
-        mapped = {grb.OPTIMAL: "optimal", grb.TIME_LIMIT: "limit"}.get(status, "error")
+        # SUBOPTIMAL (optimality tolerances not met, a solution at hand): the bound certificate decides
+        mapped = {grb.OPTIMAL: "optimal", grb.SUBOPTIMAL: "optimal", grb.TIME_LIMIT: "limit"}.get(status, "error")
         message = f"Gurobi status {status}, {model.SolCount} solution(s)"
         if model.SolCount == 0:
             return SolveResult("limit" if mapped == "limit" else "error", message=message)

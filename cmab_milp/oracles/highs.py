@@ -19,9 +19,13 @@ fresh oracle or one with a long history, on any thread and with any number of
 workers. (Other backends break ties their own way; their answers agree in value
 only.)
 
-Each answer is checked: the solution must be integral, obey the restrictions,
-and its value recomputed in numpy must match the solver's bound within the
-contract's tolerance. Otherwise :class:`~cmab_milp.oracles.base.OracleError`.
+Each answer goes through the one certified solve of every model backend
+(:func:`~cmab_milp.oracles.pipeline.certified_solve`; the compiled model is its
+HiGHS adapter): the solution must be integral, obey the restrictions, and its
+value recomputed in numpy must match the solver's bound within the contract's
+tolerance. Otherwise :class:`~cmab_milp.oracles.base.OracleError`. With
+``gap=`` (the certified approximate mode) an answer the bound does not prove
+optimal is returned with its proven ratio (:attr:`~.base.Oracle.proven_ratio`).
 
 Example
 -------
