@@ -155,3 +155,35 @@ def test_an_approximate_oracle_pickles_with_its_ratio() -> None:
         oracle.argmax(rng.normal(size=space.d) + 1.0)
     copy = pickle.loads(pickle.dumps(oracle))
     assert copy.proven_ratio == oracle.proven_ratio and copy.gap == 0.5
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", sorted(BACKENDS))
+def test_a_time_limit_with_a_gap_returns_the_incumbent_with_its_ratio(backend: str) -> None:
+    """Three knapsack rows on 120 arms: at 0.05 s a solve stops with (or without) an incumbent."""
+    _needs(backend)
+    rng = np.random.default_rng(0)
+    d = 120
+    space = cm.Cardinality(d, 40)
+    for _ in range(3):
+        space = space.with_constraint(rng.integers(5, 60, d), "<=", 700)
+    truth = cm.make_oracle(space, "highs")
+    approximate = cm.make_oracle(space, backend, gap=0.0, time_limit=0.05)
+    exact = cm.make_oracle(space, backend, time_limit=0.05)
+    for _ in range(3):
+        w = rng.normal(size=d) + 1.0
+        optimum = float(w @ truth.argmax(w))
+        try:
+            value = float(w @ approximate.argmax(w))
+        except cm.OracleError as exc:  # no incumbent at the limit: refused, never guessed
+            assert "time limit" in str(exc)
+        else:
+            assert approximate.proven_ratio <= value / optimum + 1e-12
+            assert value >= approximate.proven_ratio * optimum - 1e-9 * (1 + optimum)
+        try:
+            got = float(w @ exact.argmax(w))
+        except cm.OracleError as exc:
+            assert "time limit" in str(exc)
+        else:
+            assert got >= optimum - 1e-9 * (1 + optimum)
+            assert exact.proven_ratio == 1.0

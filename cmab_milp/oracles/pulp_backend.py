@@ -234,7 +234,8 @@ class _ThreadModel:
             status = "optimal"
         elif bounded and prob.sol_status == pulp.LpSolutionIntegerFeasible:
             # stopped early (SCIP's "gaplimit" at absgap 1e-11, a gap, a time limit): the bound decides
-            status = "optimal" if prob.status == pulp.LpStatusOptimal else "limit"
+            limited = prob.status != pulp.LpStatusOptimal or oracle.stopped_by_time_limit(prob)
+            status = "limit" if limited else "optimal"
         else:
             return SolveResult("error", message=message + " (time limit or failure): optimality not proven")
         values = [math.nan if v.varValue is None else float(v.varValue) for v in self.arms]
@@ -431,6 +432,15 @@ class PulpOracle(Oracle):
             # PuLP hands HiGHS the minimisation of -objective; the bound is that problem's lower bound
             return -float(solver_model.getInfoValue("mip_dual_bound")[1])
         return float(solver_model.getDualbound())  # SCIP_PY: the model keeps the maximise sense
+
+    def stopped_by_time_limit(self, prob) -> bool:
+        """Whether the last solve of ``prob`` ended on its time limit (read for :data:`BOUND_SOLVERS`)."""
+        solver_model = getattr(prob, "solverModel", None)
+        if solver_model is None or self.solver_name not in BOUND_SOLVERS:
+            return False
+        if self.solver_name == "HiGHS":
+            return solver_model.modelStatusToString(solver_model.getModelStatus()) == "Time limit reached"
+        return solver_model.getStatus() == "timelimit"
 
     def _norm(self, query: NormQuery) -> np.ndarray | None:
         raise UnsupportedQuery(
