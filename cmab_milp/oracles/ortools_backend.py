@@ -216,8 +216,10 @@ class _CpSatModel:
         if status == cp_model.INFEASIBLE:
             return SolveResult("infeasible")
         message = f"CP-SAT status {solver.status_name(status)!r}"
-        if status != cp_model.OPTIMAL:  # FEASIBLE proves nothing here: refused as a limit
-            return SolveResult("limit", message=message + " (time limit or model trouble)")
+        if status in (cp_model.UNKNOWN, cp_model.FEASIBLE):  # stopped by the time limit: no proof
+            return SolveResult("limit", message=message)
+        if status != cp_model.OPTIMAL:
+            return SolveResult("error", message=message + " (model trouble)")
         values = [float(v) for v in list(solver.response_proto.solution)[: self.d]]
         action = np.array(values) > 0.5
         value = math.fsum(self.costs[action].tolist())
