@@ -28,6 +28,17 @@ trustworthy is written once, here:
    action ``b`` has ``value >= ratio * (w @ b)``. An inexact answer with
    ``bound <= 0`` or ``value <= 0`` proves no ratio in ``(0, 1]`` and is refused.
 
+The adapters: :class:`~cmab_milp.oracles.highs_model.CompiledModel` (HiGHS;
+the ``highs`` backend keeps its LP-first path and tie re-solve), the models of
+:mod:`~cmab_milp.oracles.scip`, :mod:`~cmab_milp.oracles.gurobi_backend`,
+:mod:`~cmab_milp.oracles.pulp_backend` (whose ``confirm_infeasible`` re-checks
+PuLP's ``Infeasible`` on HiGHS), :mod:`~cmab_milp.oracles.ortools_backend`
+(its bound is the rounding error of CP-SAT's integer costs) and the K-MAX MILP
+of :mod:`~cmab_milp.general.kmax_milp` (its tangent cuts are its ``separate``
+step). A new model backend writes one adapter and subclasses :class:`ModelOracle`
+(or calls :func:`certified_solve` from its ``_linear``), then runs
+:func:`cmab_milp.testing.check_oracle`.
+
 Example
 -------
 >>> import numpy as np
@@ -294,7 +305,7 @@ def certified_solve(
             if status == "limit":  # an incumbent that is no action, and no time left to improve it
                 _refuse(model, result)
             model.add_rows(cuts)  # valid for every query, but kept for this one only (the tie rule)
-        else:  # pragma: no cover - a separator that never converges is a bug
+        else:  # a separator that never converges (or a model that ignores its cuts) is a bug
             raise OracleError(f"{model.name}: the lazy cut loop did not converge in {max_rounds} rounds")
     finally:
         model.undo()
