@@ -34,9 +34,9 @@ import threading
 
 import numpy as np
 
-from ..oracles import OracleError
-from ..oracles.base import tolerance
+from ..oracles.base import Restrictions
 from ..oracles.highs_model import CompiledModel
+from ..oracles.pipeline import SolveResult, certified_solve
 from ..spaces.base import ActionSpace
 from ..spaces.formulation import Row
 from .grid import OutcomeGrid
@@ -68,69 +68,96 @@ class KMaxMilp:
         """Drop every thread's model (answers do not depend on them: each query's rows are removed after it)."""
         self._local = threading.local()
 
-    def _model(self) -> tuple[CompiledModel, np.ndarray, np.ndarray]:
-        cached = getattr(self._local, "model", None)
-        if cached is not None:
-            return cached
+    def _model(self) -> CompiledModel:
+        model = getattr(self._local, "model", None)
+        if model is not None:
+            return model
         model = CompiledModel(self.formulation, integer=True)
         K = len(self.levels)
         z = model.add_cols(np.full(K, -np.inf), np.zeros(K), np.zeros(K, bool), [f"z{k}" for k in self.levels])
         w = model.add_cols(np.zeros(K), self.delta[self.levels], np.zeros(K, bool), [f"w{k}" for k in self.levels])
-        z_cols, w_cols = np.arange(z, z + K, dtype=np.int32), np.arange(w, w + K, dtype=np.int32)
-        model.set_costs(np.zeros(self.d))
-        model.set_costs(np.ones(K), w_cols)
-        self._local.model = (model, z_cols, w_cols)
-        return self._local.model
+        self.z_cols, self.w_cols = np.arange(z, z + K, dtype=np.int32), np.arange(w, w + K, dtype=np.int32)
+        model.set_costs(np.ones(K), self.w_cols)
+        self._local.model = model
+        return model
 
-    def _tangent(self, k: int, z_col: int, w_col: int, at: float) -> Row:
+    def _tangent(self, k: int, at: float) -> Row:
         """``w <= delta (1 - e^at - e^at (z - at))``, the tangent of the concave bound at ``z = at``."""
         slope = self.delta[self.levels[k]] * np.exp(at)
         rhs = self.delta[self.levels[k]] * (1.0 - np.exp(at)) + slope * at
-        return Row((int(w_col), int(z_col)), (1.0, float(slope)), -np.inf, float(rhs))
+        return Row((int(self.w_cols[k]), int(self.z_cols[k])), (1.0, float(slope)), -np.inf, float(rhs))
 
     def solve(self, pmf: np.ndarray, include: tuple, exclude: tuple, forbid_pairs: tuple) -> np.ndarray | None:
         """The optimal action under ``pmf`` and the restrictions, or ``None``."""
-        model, z_cols, w_cols = self._model()
+        model = self._model()
         below = np.concatenate([np.zeros((self.d, 1)), np.cumsum(pmf, axis=1)[:, :-1]], axis=1)  # P(Y_i < v_k)
         with np.errstate(divide="ignore"):
             logs = np.where(below > 0, np.log(np.maximum(below, 1e-300)), _LOG_ZERO)
+        query = _KMaxQuery(self, logs, Restrictions(tuple(include), tuple(exclude), tuple(forbid_pairs)))
         rows = [
-            Row((*range(self.d), int(z_cols[j])), (*(-logs[:, k]).tolist(), 1.0), 0.0, 0.0)
+            Row((*range(self.d), int(self.z_cols[j])), (*(-logs[:, k]).tolist(), 1.0), 0.0, 0.0)
             for j, k in enumerate(self.levels)
         ]
-        rows += [Row((i, j), (1.0, 1.0), -np.inf, 1.0) for i, j in forbid_pairs]
-        rows += [
-            self._tangent(j, z_cols[j], w_cols[j], at) for j in range(len(self.levels)) for at in _INITIAL_TANGENTS
-        ]
-        model.set_arm_bounds(tuple(include), tuple(exclude))
-        first, _ = model.add_rows(rows)
-        try:
-            for _ in range(_MAX_CUT_PASSES):
-                result = model.solve()
-                if result.status == "infeasible":
-                    return None
-                x = result.x  # one conversion of HiGHS's column values per solve
-                arms = x[: self.d]
-                action = arms > 0.5
-                if np.abs(arms - action).max(initial=0.0) > 1e-6:
-                    raise OracleError("HiGHS returned a fractional arm vector for a K-MAX query")
-                cuts = self.formulation.violated_rows(action) if self.formulation.separators else []
-                if cuts:
-                    model.add_rows(cuts)
-                    continue
-                z = logs[action].sum(axis=0)[self.levels] if action.any() else np.zeros(len(self.levels))
-                w = x[w_cols]
-                exact = self.delta[self.levels] * (1.0 - np.exp(z))
-                loose = np.flatnonzero(w > exact + _SLACK)
-                if loose.size == 0:
-                    value, bound = float(exact.sum()), result.bound
-                    if value < bound - len(self.levels) * _SLACK - tolerance(bound):
-                        raise OracleError(
-                            f"K-MAX answer has value {value!r} but the MILP bound is {bound!r}:"
-                            f" optimality not proven within {_SLACK:g} per grid level"
-                        )
-                    return action
-                model.add_rows([self._tangent(j, z_cols[j], w_cols[j], float(z[j])) for j in loose])
-            raise OracleError(f"the K-MAX cutting-plane loop did not converge in {_MAX_CUT_PASSES} passes")
-        finally:
-            model.delete_rows(first, model.num_rows)
+        rows += [self._tangent(j, at) for j in range(len(self.levels)) for at in _INITIAL_TANGENTS]
+        found = certified_solve(
+            _KMaxModel(model, query),
+            query,
+            self.formulation,
+            rows=rows,
+            rescale=False,
+            slack=len(self.levels) * _SLACK,
+            max_rounds=_MAX_CUT_PASSES,
+        )
+        return None if found is None else found[0]
+
+
+class _KMaxQuery:
+    """A K-MAX query as the pipeline reads it: no arm costs, the exact K-MAX value, the restrictions."""
+
+    weights_list = None
+
+    def __init__(self, solver: KMaxMilp, logs: np.ndarray, restrictions: Restrictions) -> None:
+        self.solver = solver
+        self.logs = logs
+        self.weights = np.zeros(solver.d)
+        self.restrictions = restrictions
+
+    def levels_z(self, action: np.ndarray) -> np.ndarray:
+        """``z_k = sum_{i in a} log P(Y_i < v_k)`` at the grid levels."""
+        levels = self.solver.levels
+        return self.logs[action].sum(axis=0)[levels] if action.any() else np.zeros(len(levels))
+
+    def value(self, chosen: list[bool]) -> float:
+        solver = self.solver
+        z = self.levels_z(np.array(chosen, dtype=bool))
+        return float((solver.delta[solver.levels] * (1.0 - np.exp(z))).sum())
+
+
+class _KMaxModel:
+    """The K-MAX MILP as a :class:`~cmab_milp.oracles.pipeline.SolverModel`: the HiGHS model of the
+    formulation plus the ``z`` and ``w`` columns; its :meth:`separate` step adds the tangent cuts
+    (Kelley's cutting planes) where a solution's ``w`` exceeds the concave bound."""
+
+    name = "HiGHS (K-MAX MILP)"
+    integer = True
+    bound_name = "the MILP bound (less 2e-9 per grid level)"
+
+    def __init__(self, model: CompiledModel, query: _KMaxQuery) -> None:
+        self.model = model
+        self.query = query
+        self.set_arm_bounds = model.set_arm_bounds
+        self.add_rows = model.add_rows
+        self.undo = model.undo
+
+    def set_costs(self, costs: np.ndarray) -> None:
+        self.model.set_costs(costs)  # zero on the arms; the w columns keep cost 1
+
+    def solve(self, tie_tol: float | None = None) -> SolveResult:
+        return self.model.solve()
+
+    def separate(self, values: list[float], chosen: list[bool]) -> list[Row]:
+        solver = self.query.solver
+        z = self.query.levels_z(np.array(chosen, dtype=bool))
+        w = np.asarray(values)[solver.w_cols]
+        exact = solver.delta[solver.levels] * (1.0 - np.exp(z))
+        return [solver._tangent(j, float(z[j])) for j in np.flatnonzero(w > exact + _SLACK)]

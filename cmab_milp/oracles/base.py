@@ -21,7 +21,7 @@ import math
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import compress
@@ -34,19 +34,28 @@ from ..spaces.base import ActionSpace
 
 __all__ = [
     "Ledger",
+    "LimitReached",
     "LinearQuery",
     "NormQuery",
     "Oracle",
     "OracleError",
     "Restrictions",
     "UnsupportedQuery",
+    "check_gap",
     "check_time_limit",
     "make_restrictions",
     "norm_objective",
     "real_array",
     "real_number",
-    "settle_norm_answer",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "settle_norm_answer":  # moved to the pipeline, where the quadratic-model backends settle norms
+        from .pipeline import settle_norm_answer
+
+        return settle_norm_answer
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class UnsupportedQuery(Exception):
@@ -57,13 +66,30 @@ class OracleError(RuntimeError):
     """The solver failed, hit a limit or returned an answer that does not check out."""
 
 
+class LimitReached(OracleError):
+    """A solve stopped on the user's time limit (not retried: a retry would take as long)."""
+
+
 @dataclass
 class Ledger:
-    """Counts of oracle use: answered ``queries``, adaptivity ``rounds``, wall ``seconds``."""
+    """Counts of oracle use: answered ``queries``, adaptivity ``rounds``, wall ``seconds``.
+
+    In the certified approximate mode (``make_oracle(..., gap=...)``) it also
+    keeps ``approximate``, the number of answers not proven optimal, and
+    ``worst_ratio``, the smallest proven ratio ``value / bound`` among them
+    (1.0 while every answer is exact).
+
+    >>> ledger = Ledger()
+    >>> ledger.record_ratio(0.97); ledger.record_ratio(0.99)
+    >>> ledger.approximate, ledger.worst_ratio
+    (2, 0.97)
+    """
 
     queries: int = 0
     rounds: int = 0
     seconds: float = 0.0
+    approximate: int = 0
+    worst_ratio: float = 1.0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def record(self, queries: int, seconds: float) -> None:
@@ -72,10 +98,18 @@ class Ledger:
             self.rounds += 1
             self.seconds += seconds
 
+    def record_ratio(self, ratio: float) -> None:
+        """One approximate answer whose value is proven at least ``ratio`` times the optimum."""
+        with self._lock:
+            self.approximate += 1
+            self.worst_ratio = min(self.worst_ratio, float(ratio))
+
     def reset(self) -> None:
         with self._lock:
             self.queries = self.rounds = 0
             self.seconds = 0.0
+            self.approximate = 0
+            self.worst_ratio = 1.0
 
     def snapshot(self) -> tuple[int, int, float]:
         return self.queries, self.rounds, self.seconds
@@ -162,7 +196,12 @@ class _Restrictions:
         return ok
 
 
+#: The restrictions of a query (``include``, ``exclude``, ``forbid_pairs``), validated.
+Restrictions = _Restrictions
 _NO_RESTRICTIONS = _Restrictions()
+#: Arms of a restriction (indices, or labels of the space) and pairs of them.
+Arms = Sequence[int]
+Pairs = Sequence[tuple[int, int]]
 _FLOAT64 = np.dtype(np.float64)
 
 #: Below this many arms, per-query arithmetic runs on Python lists: interleaved with
@@ -294,45 +333,28 @@ def check_time_limit(time_limit: Any) -> float | None:
     return float(time_limit)
 
 
+def check_gap(gap: Any) -> float | None:
+    """``None`` (exact answers) or a relative gap in ``[0, 1)`` for the certified approximate mode.
+
+    >>> check_gap(0.01)
+    0.01
+    >>> check_gap(1)
+    Traceback (most recent call last):
+    ...
+    ValueError: gap must be a number in [0, 1) (the relative gap at which the solver may stop), or None; got 1
+    """
+    if gap is None:
+        return None
+    if isinstance(gap, (bool, np.bool_)) or not isinstance(gap, Real) or not 0.0 <= gap < 1.0:
+        raise ValueError(
+            f"gap must be a number in [0, 1) (the relative gap at which the solver may stop), or None; got {gap!r}"
+        )
+    return float(gap)
+
+
 def tolerance(value: float) -> float:
     """The contract's optimality tolerance ``1e-9 * (1 + |value|)``."""
     return 1e-9 * (1.0 + abs(value))
-
-
-def settle_norm_answer(
-    query: NormQuery,
-    found: tuple[np.ndarray, float] | None,
-    linear: Callable[[], np.ndarray | None] | None,
-    slack: float,
-    solver: str,
-) -> np.ndarray | None:
-    """The answer of a quadratic-model norm solve, checked against its bound (the SCIP and Gurobi backends).
-
-    ``found`` is the model's ``(action, bound)`` or ``None`` (infeasible). With an
-    indefinite ``M`` and sign +1 the model only covers actions with ``a'Ma >= 0``,
-    so ``linear()`` (the argmax of ``mu @ a``, which is exact where ``a'Ma < 0``)
-    is a second candidate and its value a second bound. The best candidate must
-    reach the bound within ``slack (1 + |bound|)`` (the quadratic row holds only
-    to the solver's feasibility tolerance), else :class:`OracleError`.
-    """
-    candidates = [] if found is None else [found[0]]
-    bound = -np.inf if found is None else found[1]
-    if linear is not None:
-        other = linear()
-        if other is None:
-            return None
-        candidates.append(other)
-        bound = max(bound, query.value(other))
-    if not candidates:
-        return None
-    values = [query.value(a) for a in candidates]
-    best = int(np.argmax(values))
-    if values[best] < bound - slack * (1.0 + abs(bound)):
-        raise OracleError(
-            f"{solver} norm answer has index {values[best]!r} but {solver}'s bound is {bound!r}: the gap is not "
-            "closed (a time limit) or the quadratic model and the exact index disagree beyond the tolerance"
-        )
-    return candidates[best]
 
 
 class Oracle:
@@ -355,19 +377,20 @@ class Oracle:
         self._local = threading.local()
 
     # ----------------------------------------------------------- public API
+    @property
+    def proven_ratio(self) -> float:
+        """The smallest ratio ``value / optimum`` proven for an answer so far (1.0: every answer exact).
+
+        Below 1 only in the certified approximate mode (``make_oracle(..., gap=...)``);
+        read from the ledger, so it restarts when the ledger is reset.
+        """
+        return self.ledger.worst_ratio
+
     def argmax(
-        self,
-        weights: Any,
-        include: Sequence[int] = (),
-        exclude: Sequence[int] = (),
-        forbid_pairs: Sequence[tuple[int, int]] = (),
+        self, weights: Any, include: Arms = (), exclude: Arms = (), forbid_pairs: Pairs = ()
     ) -> np.ndarray | None:
         """An action maximising ``weights @ a`` under the restrictions, or ``None``."""
-        query = self.linear_query(weights, include, exclude, forbid_pairs)
-        start = time.perf_counter()
-        answer = self._answer(query)
-        self.ledger.record(1, time.perf_counter() - start)
-        return answer
+        return self.answer_timed(self.linear_query(weights, include, exclude, forbid_pairs))
 
     def argmax_norm(
         self,
@@ -380,7 +403,10 @@ class Oracle:
         forbid_pairs: Sequence[tuple[int, int]] = (),
     ) -> np.ndarray | None:
         """An action maximising ``mu @ a + sign * f * sqrt(max(a @ M @ a, 0))``, or ``None``."""
-        query = self.norm_query(mu, M, f, sign, include, exclude, forbid_pairs)
+        return self.answer_timed(self.norm_query(mu, M, f, sign, include, exclude, forbid_pairs))
+
+    def answer_timed(self, query: Any) -> np.ndarray | None:
+        """Answer one validated query as one adaptivity round, recorded in the ledger."""
         start = time.perf_counter()
         answer = self._answer(query)
         self.ledger.record(1, time.perf_counter() - start)

@@ -22,11 +22,10 @@ intersections, norm queries) raises :class:`~cmab_milp.oracles.base.UnsupportedQ
 
 Example
 -------
->>> import numpy as np
 >>> import cmab_milp as cm
->>> oracle = cm.make_oracle(cm.Cardinality(4, 2), "combinatorial")
->>> oracle.argmax(np.array([0.3, -0.2, 0.9, 0.4]), include=[1]).astype(int)
-array([0, 1, 1, 0])
+>>> greedy = cm.make_oracle(cm.Cardinality(4, 2), "combinatorial")
+>>> greedy.argmax([0.3, -0.2, 0.9, 0.4], include=[1]).nonzero()[0].tolist()
+[1, 2]
 """
 
 from __future__ import annotations

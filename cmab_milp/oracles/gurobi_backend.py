@@ -39,13 +39,13 @@ on more than 199 arms raises ``OracleError``. A full licence lifts both.
 
 Example
 -------
->>> import numpy as np
->>> import cmab_milp as cm
->>> oracle = cm.make_oracle(cm.Cardinality(4, 2), "gurobi")
->>> oracle.argmax(np.array([0.3, -0.2, 0.9, 0.4]), exclude=[2]).astype(int)
-array([1, 0, 0, 1])
->>> oracle.argmax_norm(np.array([0.5, 0.4, 0.1, 0.0]), np.eye(4), 1.0).astype(int)
-array([1, 1, 0, 0])
+>>> from cmab_milp import Cardinality, make_oracle
+>>> gurobi = make_oracle(Cardinality(4, 2), "gurobi", gap=0.01)
+>>> [int(v) for v in gurobi.argmax([0.3, -0.2, 0.9, 0.4], exclude=[2])]
+[1, 0, 0, 1]
+>>> mu, M = [0.5, 0.4, 0.1, 0.0], np.eye(4)
+>>> gurobi.argmax_norm(mu, M, 1.0).nonzero()[0].tolist()
+[0, 1]
 """
 
 from __future__ import annotations
@@ -58,7 +58,8 @@ import numpy as np
 
 from ..spaces.base import ActionSpace
 from ..spaces.formulation import Formulation, Row
-from .base import LinearQuery, NormQuery, Oracle, OracleError, check_time_limit, settle_norm_answer, tolerance
+from .base import NormQuery, OracleError
+from .pipeline import ModelOracle, SolveResult
 
 __all__ = ["GUROBI_PARAMS", "NORM_SLACK", "SIZE_LIMIT", "GurobiOracle", "size_limited"]
 
@@ -107,9 +108,15 @@ def size_limited() -> bool:
 
 
 class _GurobiModel:
-    """One thread's Gurobi model of the formulation, with a spare column ``s`` for norm queries."""
+    """One thread's Gurobi model of the formulation, with a spare column ``s`` for norm queries.
 
-    def __init__(self, formulation: Formulation, time_limit: float | None) -> None:
+    The Gurobi :class:`~cmab_milp.oracles.pipeline.SolverModel`.
+    """
+
+    name = "Gurobi"
+    integer = True
+
+    def __init__(self, formulation: Formulation, time_limit: float | None, gap: float | None = None) -> None:
         import gurobipy as gp
 
         self.gp = gp
@@ -121,6 +128,8 @@ class _GurobiModel:
             model.setParam(key, value)
         if time_limit is not None:
             model.setParam("TimeLimit", float(time_limit))
+        if gap:
+            model.setParam("MIPGap", float(gap))
         inf = gp.GRB.INFINITY
         self.cols = [model.addVar(vtype=gp.GRB.BINARY, name=f"a{i}") for i in range(formulation.d)]
         for j in range(formulation.n_aux):
@@ -136,7 +145,8 @@ class _GurobiModel:
         self.arms = self.cols[: formulation.d]
         self.s = model.addVar(lb=0.0, ub=0.0, name="s")  # opened only by norm queries
         model.ModelSense = gp.GRB.MAXIMIZE
-        self.add_rows(formulation.rows)
+        self._constraints(formulation.rows)
+        self.temporary: list = []  # this query's constraints
         self.formulation = formulation
         if formulation.separators:
             model.setParam("LazyConstraints", 1)
@@ -154,21 +164,43 @@ class _GurobiModel:
             out.append((expr, "<", ub))
         return out
 
-    def add_rows(self, rows: list[Row]) -> list:
+    def _constraints(self, rows: list[Row]) -> list:
         return [self.model.addLConstr(e, sense, rhs) for row in rows for e, sense, rhs in self.constraints_of(row)]
 
-    def set_query(self, costs: np.ndarray, include, exclude, s_coef: float = 0.0, s_ub: float = 0.0) -> None:
+    # ------------------------------------------------ the SolverModel protocol
+    def set_costs(self, costs: np.ndarray) -> None:
+        self.model.setAttr("Obj", self.arms, costs.tolist())
+
+    def set_arm_bounds(self, include: tuple[int, ...], exclude: tuple[int, ...]) -> None:
         lower, upper = np.zeros(len(self.arms)), np.ones(len(self.arms))
         lower[list(include)] = 1.0
         upper[list(exclude)] = 0.0
-        model = self.model
-        model.setAttr("Obj", self.arms, costs.tolist())
-        model.setAttr("LB", self.arms, lower.tolist())
-        model.setAttr("UB", self.arms, upper.tolist())
-        self.s.Obj, self.s.UB = float(s_coef), float(s_ub)
+        self.model.setAttr("LB", self.arms, lower.tolist())
+        self.model.setAttr("UB", self.arms, upper.tolist())
 
-    def solve(self) -> tuple[str, np.ndarray | None, float]:
-        """Optimise from a cold start; return ``(status, arm values, dual bound)``."""
+    def add_rows(self, rows: list[Row]) -> list:
+        """Add this query's rows (removed by :meth:`undo`)."""
+        out = self._constraints(rows)
+        self.temporary.extend(out)
+        return out
+
+    def open_norm(self, quad, s_coef: float, s_ub: float) -> None:
+        """Add this query's quadratic constraint ``quad(self)`` and open ``s`` with objective ``s_coef``."""
+        self.model.setParam("NonConvex", 2)
+        self.s.Obj, self.s.UB = float(s_coef), float(s_ub)
+        self.temporary.append(quad(self))
+
+    def undo(self) -> None:
+        if self.temporary:
+            self.model.remove(self.temporary)
+            self.temporary = []
+        if self.s.UB != 0.0 or self.s.Obj != 0.0:
+            self.s.Obj, self.s.UB = 0.0, 0.0
+            self.model.setParam("NonConvex", -1)
+        self.model.update()
+
+    def solve(self, tie_tol: float | None = None) -> SolveResult:
+        """Optimise from a cold start (the tie rule); lazy cuts come from the callback."""
         gp, model = self.gp, self.model
         grb = gp.GRB
         model.reset(1)  # drop the previous solution and MIP starts: the tie rule
@@ -180,14 +212,14 @@ class _GurobiModel:
             self._optimize()
         status = model.Status
         if status == grb.INFEASIBLE:
-            return "infeasible", None, float("nan")
-        if model.SolCount == 0 or status not in (grb.OPTIMAL, grb.TIME_LIMIT, grb.SUBOPTIMAL):
-            raise OracleError(
-                f"Gurobi stopped with status {status} and {model.SolCount} solution(s) (time limit, numerical"
-                " trouble or another limit); optimality not proven, no action is returned"
-            )
-        x = np.array(model.getAttr("X", self.arms), float)
-        return ("optimal" if status == grb.OPTIMAL else "stopped"), x, float(model.ObjBound)
+            return SolveResult("infeasible")
+        # SUBOPTIMAL (optimality tolerances not met, a solution at hand): the bound certificate decides
+        mapped = {grb.OPTIMAL: "optimal", grb.SUBOPTIMAL: "optimal", grb.TIME_LIMIT: "limit"}.get(status, "error")
+        message = f"Gurobi status {status}, {model.SolCount} solution(s)"
+        if model.SolCount == 0:
+            return SolveResult("limit" if mapped == "limit" else "error", message=message)
+        values = model.getAttr("X", self.arms)
+        return SolveResult(mapped, values, float(model.ObjVal), float(model.ObjBound), message)
 
     def _optimize(self) -> None:
         gp = self.gp
@@ -220,80 +252,30 @@ def _compare(expr, sense: str, rhs: float):
     return expr <= rhs if sense == "<" else expr >= rhs
 
 
-class GurobiOracle(Oracle):
+class GurobiOracle(ModelOracle):
     """Exact MILP (and nonconvex MIQCP norm) oracle on Gurobi, one re-solved model per thread.
 
-    Parameters
-    ----------
-    space:
-        The action space.
-    time_limit:
-        Seconds per solve; a solve it stops raises ``OracleError`` unless its bound proves the incumbent.
-    verify:
-        Also check every answer with ``space.contains`` (slower; for tests).
+    Parameters as :class:`~cmab_milp.oracles.pipeline.ModelOracle`: ``space``,
+    ``time_limit`` (a solve it stops raises unless its bound proves the
+    incumbent), ``verify`` and ``gap`` (Gurobi's ``MIPGap``).
     """
 
     name = "gurobi"
+    norm_slack = NORM_SLACK
 
-    def __init__(self, space: ActionSpace, time_limit: float | None = None, verify: bool = False):
-        time_limit = check_time_limit(time_limit)
-        super().__init__(space)
-        self.formulation = space.formulation()
+    def __init__(
+        self, space: ActionSpace, time_limit: float | None = None, verify: bool = False, gap: float | None = None
+    ):
+        super().__init__(space, time_limit, verify, gap)
         n_cols, n_rows = self.formulation.n_cols + 1, sum(_n_constraints(r) for r in self.formulation.rows)
         if (n_cols > SIZE_LIMIT[0] or n_rows > SIZE_LIMIT[1]) and size_limited():
             raise ValueError(
                 f"{_LICENCE}; the formulation of {space!r} has {n_cols} variables and {n_rows} constraints"
                 " (install a full Gurobi licence, or use another backend)"
             )
-        self.time_limit = time_limit
-        self.verify = verify
 
-    def _model(self) -> _GurobiModel:
-        model = getattr(self._local, "model", None)
-        if model is None:
-            model = self._local.model = _GurobiModel(self.formulation, self.time_limit)
-        return model
-
-    # ------------------------------------------------------------- solving
-    def _solve(
-        self, query: LinearQuery | NormQuery, costs: np.ndarray, s_coef: float = 0.0, s_ub: float = 0.0, quad=None
-    ):
-        """Install and solve one query; return ``(action, dual bound)`` or ``None`` (infeasible)."""
-        res = query.restrictions
-        model = self._model()
-        model.set_query(costs, res.include, res.exclude, s_coef, s_ub)
-        temporary = model.add_rows([Row((i, j), (1.0, 1.0), -np.inf, 1.0) for i, j in res.forbid_pairs])
-        if quad is not None:
-            temporary.append(quad(model))
-        try:
-            status, x, bound = model.solve()
-        finally:
-            model.model.remove(temporary)
-            model.s.UB = 0.0
-            model.model.update()
-        if status == "infeasible":
-            return None
-        action = x > 0.5
-        if np.abs(x - action).max(initial=0.0) > 1e-6:
-            raise OracleError("Gurobi returned a fractional arm vector")
-        if self.formulation.violated_rows(action) if self.formulation.separators else False:
-            raise OracleError("Gurobi returned an action that violates a lazy cut of the space")
-        if not res.admits(action) or (self.verify and not self.space._contains(action)):
-            raise OracleError("Gurobi returned an action that violates the space or the restrictions")
-        return action, bound, status
-
-    def _linear(self, query: LinearQuery) -> np.ndarray | None:
-        found = self._solve(query, query.weights)
-        if found is None:
-            return None
-        action, bound, _ = found
-        value = query.value(action)
-        if value < bound - tolerance(bound):
-            raise OracleError(
-                f"Gurobi answer has value {value!r} but its bound is {bound!r}:"
-                " optimality not proven within 1e-9 * (1 + |optimum|)"
-            )
-        return action
+    def _new_model(self, gap: float | None) -> _GurobiModel:
+        return _GurobiModel(self.formulation, self.time_limit, gap)
 
     def _norm(self, query: NormQuery) -> np.ndarray | None:
         if self.d + 1 > SIZE_LIMIT[2] and size_limited():
@@ -301,32 +283,23 @@ class GurobiOracle(Oracle):
                 f"the pip licence of gurobipy limits models with a quadratic row to {SIZE_LIMIT[2]} variables;"
                 f" this norm query needs {self.d + 1} (install a full Gurobi licence, or use another backend)"
             )
-        sign = query.sign
-        c = float(np.abs(query.M).max()) or 1.0
-        M, f = query.M / c, query.f * np.sqrt(c)
-        indefinite = float(np.linalg.eigvalsh(M).min()) < -1e-12
-        s_max = float(np.sqrt(max(np.clip(M, 0.0, None).sum(), 0.0))) + 1.0
+        return super()._norm(query)
+
+    def _quadratic(self, M: np.ndarray, sign: int):
+        d = self.d
 
         def quad(model: _GurobiModel):
             import scipy.sparse as sp
 
             gp = model.gp
-            n = self.d + 1
-            q = np.zeros((n, n))
-            q[: self.d, : self.d] = -M
-            q[self.d, self.d] = 1.0
+            q = np.zeros((d + 1, d + 1))
+            q[:d, :d] = -M
+            q[d, d] = 1.0
             xs = gp.MVar.fromlist([*model.arms, model.s])
             sense = "<" if sign > 0 else ">"  # s^2 - a M a <= 0 (sign +1) or >= 0 (sign -1)
             return model.model.addMQConstr(sp.csr_matrix(q), None, sense, 0.0, xs, xs)
 
-        model = self._model()
-        model.model.setParam("NonConvex", 2)
-        try:
-            found = self._solve(query, query.mu, sign * f, s_max, quad)
-        finally:
-            model.model.setParam("NonConvex", -1)
-        linear = (lambda: self._linear(LinearQuery(query.mu, query.restrictions))) if sign > 0 and indefinite else None
-        return settle_norm_answer(query, found, linear, NORM_SLACK, "Gurobi")
+        return quad
 
     # ---------------------------------------------------------- inspection
     def write_model(self, path: str | Path) -> Path:
@@ -342,10 +315,11 @@ class GurobiOracle(Oracle):
         super().reset()
 
     def _close_models(self) -> None:
-        model = getattr(self._local, "model", None)
-        if model is not None:
-            model.close()
-            self._local.model = None
+        for key in ("model", "exact_model"):
+            model = getattr(self._local, key, None)
+            if model is not None:
+                model.close()
+                setattr(self._local, key, None)
 
 
 def _n_constraints(row: Row) -> int:

@@ -19,52 +19,43 @@ fresh oracle or one with a long history, on any thread and with any number of
 workers. (Other backends break ties their own way; their answers agree in value
 only.)
 
-Each answer is checked: the solution must be integral, obey the restrictions,
-and its value recomputed in numpy must match the solver's bound within the
-contract's tolerance. Otherwise :class:`~cmab_milp.oracles.base.OracleError`.
+Each answer goes through the one certified solve of every model backend
+(:func:`~cmab_milp.oracles.pipeline.certified_solve`; the compiled model is its
+HiGHS adapter): the solution must be integral, obey the restrictions, and its
+value recomputed in numpy must match the solver's bound within the contract's
+tolerance. Otherwise :class:`~cmab_milp.oracles.base.OracleError`. With
+``gap=`` (the certified approximate mode) an answer the bound does not prove
+optimal is returned with its proven ratio (:attr:`~.base.Oracle.proven_ratio`).
 
 Example
 -------
 >>> import numpy as np
 >>> import cmab_milp as cm
->>> oracle = cm.make_oracle(cm.Cardinality(4, 2), "highs")
->>> oracle.argmax(np.array([0.3, -0.2, 0.9, 0.4]), exclude=[2]).astype(int)
-array([1, 0, 0, 1])
+>>> w = np.array([0.3, -0.2, 0.9, 0.4])
+>>> highs = cm.make_oracle(cm.Cardinality(4, 2), "highs")
+>>> np.flatnonzero(highs.argmax(w, exclude=[2])).tolist()
+[0, 3]
+>>> highs.proven_ratio  # every answer exact (no gap)
+1.0
 """
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import numpy as np
 
 from ..spaces.base import ActionSpace
-from ..spaces.formulation import Row
-from .base import _NO_RESTRICTIONS, LinearQuery, NormQuery, Oracle, OracleError, check_time_limit, tolerance
-from .highs_model import CompiledModel, LimitReached
+from .base import LimitReached, LinearQuery, NormQuery, Oracle, OracleError, check_gap, check_time_limit
+from .highs_model import CompiledModel
+from .pipeline import FractionalAnswer, certified_solve
+from .pipeline import chosen_arms as _chosen
 
 __all__ = ["RECOVERY_ENUMERATION", "HighsOracle"]
 
-_MAX_CUT_ROUNDS = 10_000
-_INTEGRAL_TOL = 1e-6  # an arm value this close to 0 or 1 counts as integral
-#: A reduced cost within ``_TIE_TOL * (1 + max|w|)`` of zero counts as a possible tie (LP path).
-_TIE_TOL = 1e-7
-#: Costs are solved as given when their largest magnitude is in this range, else rescaled.
-_SCALE_LO, _SCALE_HI = 2.0**-16, 2.0**16
 #: Largest space that a failed norm query is answered on by enumeration (the last recovery).
 RECOVERY_ENUMERATION = 200_000
-
-
-def _max_abs(query: LinearQuery) -> float:
-    listed = query.weights_list
-    if listed is not None:
-        return max(max(listed, default=0.0), -min(listed, default=0.0))
-    return float(np.abs(query.weights).max(initial=0.0))
-
-
-class _FractionalAnswer(OracleError):
-    """The solver's arm vector is not integral."""
+_FractionalAnswer = FractionalAnswer  # the former name
 
 
 class HighsOracle(Oracle):
@@ -82,9 +73,16 @@ class HighsOracle(Oracle):
         query is re-solved as a MILP. ``False`` always solves the MILP.
     time_limit:
         Seconds per solve, a positive finite number (``None``: no limit); hitting
-        it raises ``OracleError``.
+        it raises :class:`~cmab_milp.oracles.base.LimitReached` (an ``OracleError``).
     verify:
         Also check every answer with ``space.contains`` (slower; for tests).
+    gap:
+        The certified approximate mode for linear queries: the MILP may stop at
+        this relative gap (in ``[0, 1)``), and with ``time_limit`` a stopped solve
+        returns its incumbent; each answer not proven optimal carries a proven
+        ratio ``value / bound`` (see :mod:`~cmab_milp.oracles.pipeline`), recorded
+        in the ledger and in :attr:`proven_ratio`. Norm queries stay exact.
+        ``None`` (default): exact answers only.
     """
 
     name = "highs"
@@ -95,95 +93,58 @@ class HighsOracle(Oracle):
         lp_when_integral: bool = True,
         time_limit: float | None = None,
         verify: bool = False,
+        gap: float | None = None,
     ):
         super().__init__(space)
         self.formulation = space.formulation()
         self.lp_when_integral = bool(lp_when_integral) and self.formulation.integral_lp
         self.time_limit = check_time_limit(time_limit)
+        self.gap = check_gap(gap)
         self.verify = verify
         #: How often each recovery answered a norm query whose first solve failed.
         self.norm_recoveries: dict[str, int] = {}
 
     # -------------------------------------------------------------- models
-    def model(self, integer: bool = True) -> CompiledModel:
-        """This thread's compiled model (MILP, or LP when ``integer=False``): the formulation's rows only."""
+    def model(self, integer: bool = True, exact: bool = False) -> CompiledModel:
+        """This thread's compiled model (MILP, or LP when ``integer=False``): the formulation's rows only.
+
+        With a ``gap``, ``exact=True`` gives a second model that closes every gap (for
+        the exact linear sub-queries of the norm index).
+        """
+        key = ("exact", integer) if exact and self.gap is not None else integer
         try:
-            return self._local.models[integer]
+            return self._local.models[key]
         except (AttributeError, KeyError):
             model = CompiledModel(self.formulation, integer=integer, time_limit=self.time_limit)
-            self._local.__dict__.setdefault("models", {})[integer] = model
+            if self.gap is not None and not exact:
+                model.approximate(self.gap)
+            self._local.__dict__.setdefault("models", {})[key] = model
             return model
 
     # ------------------------------------------------------------- queries
-    # This is the per-query path of every-round algorithms (CUCB solves ~10^5 of these
-    # per run): its Python work is kept to a few list operations around the solver call.
-    def _linear(self, query: LinearQuery) -> np.ndarray | None:
-        res = query.restrictions
-        if self.lp_when_integral and not res.forbid_pairs:
+    def _linear(self, query: LinearQuery, exact: bool = False) -> np.ndarray | None:
+        if self.lp_when_integral and not query.restrictions.forbid_pairs:
             try:
-                return self.solve_restricted(self.model(integer=False), res, query)
-            except _FractionalAnswer:
+                return self.solve_restricted(self.model(False, exact), query.restrictions, query)
+            except FractionalAnswer:
                 pass  # a degenerate LP optimum off the vertices: fall back to the MILP
-        return self.solve_restricted(self.model(integer=True), res, query)
+        return self.solve_restricted(self.model(True, exact), query.restrictions, query)
 
     def solve_restricted(self, model: CompiledModel, res, query: LinearQuery) -> np.ndarray | None:
-        """Set costs and restrictions, solve with the cut loop, check and return the action."""
-        top = _max_abs(query)
-        shift = 0
-        if not _SCALE_LO <= top <= _SCALE_HI and top > 0.0:
-            # HiGHS proved wrong optima with costs ~1e17 (and treats 1e20 as infinite): solve
-            # with the costs times 2^-shift, which changes no tie and scales values exactly
-            shift = math.frexp(top)[1]
-            top = math.ldexp(top, -shift)
-        model.set_costs(query.weights if shift == 0 else np.ldexp(query.weights, -shift))
-        if res.include or res.exclude or not model.arms_free:
-            model.set_arm_bounds(res.include, res.exclude)
-        first = model.base_rows
-        if res.forbid_pairs:
-            model.add_rows([Row((i, j), (1.0, 1.0), -np.inf, 1.0) for i, j in res.forbid_pairs])
-        tie_tol = None if model.integer else _TIE_TOL * (1.0 + top)
-        try:
-            for _ in range(_MAX_CUT_ROUNDS):
-                result = model.solve(tie_tol=tie_tol)
-                if result.status == "infeasible":
-                    return None
-                chosen = self.chosen_arms(result.values, model.integer)
-                if not self.formulation.separators:
-                    break
-                cuts = self.formulation.violated_rows(np.array(chosen))
-                if not cuts:
-                    break
-                model.add_rows(cuts)  # valid for every query, but kept for this one only (the tie rule)
-            else:  # pragma: no cover - a separator that never converges is a bug
-                raise OracleError("lazy cut loop did not converge")
-        finally:
-            if model.num_rows > first:
-                model.delete_rows(first, model.num_rows)
-        value, bound = query.value(chosen), result.bound if shift == 0 else math.ldexp(result.bound, shift)
-        if value < bound - tolerance(bound):
-            raise OracleError(
-                f"HiGHS answer has value {value!r} but the solver's bound is {bound!r}:"
-                " optimality not proven within 1e-9 * (1 + |optimum|)"
-            )
-        action = np.array(chosen)
-        if (res is not _NO_RESTRICTIONS and not res.admits(action)) or (
-            self.verify and not self.space._contains(action)
-        ):
-            raise OracleError("HiGHS returned an action that violates the space or the restrictions")
-        return action
+        """The certified solve (:func:`~cmab_milp.oracles.pipeline.certified_solve`) of ``query`` on ``model``."""
+        found = certified_solve(
+            model,
+            query,
+            self.formulation,
+            gap=self.gap if model.incumbent_on_limit else None,
+            ledger=self.ledger,
+            contains=self.space._contains if self.verify else None,
+        )
+        return None if found is None else found[0]
 
     def chosen_arms(self, values: list[float], integer: bool) -> list[bool]:
-        """Which arms a solution's column ``values`` choose; raise if they are not integral.
-
-        Plain list operations: between two solver runs they cost a few microseconds where
-        numpy calls on short vectors cost tens (the solver evicts numpy from the caches).
-        """
-        arms = values[: self.d]
-        lo, hi = _INTEGRAL_TOL, 1.0 - _INTEGRAL_TOL
-        if [v for v in arms if lo < v < hi or not -lo <= v <= 1.0 + lo]:
-            kind = "MILP" if integer else "LP (formulation declared integral)"
-            raise _FractionalAnswer(f"HiGHS {kind} returned a fractional arm vector")
-        return [v > 0.5 for v in arms]
+        """Which arms a solution's column ``values`` choose; raise if they are not integral."""
+        return _chosen(values, self.d, "HiGHS", integer)
 
     _chosen_arms = chosen_arms  # the former name
 
@@ -194,8 +155,8 @@ class HighsOracle(Oracle):
     _integral_action = integral_action  # the former name
 
     def solve_linear(self, query: LinearQuery) -> np.ndarray | None:
-        """Answer a linear query without counting it (the norm index's linear sub-queries)."""
-        return self._linear(query)
+        """Answer a linear query exactly (even with a ``gap``) without counting it (the norm index's sub-queries)."""
+        return self._linear(query, exact=True)
 
     # ------------------------------------------------------------ norm queries
     def norm_model(self) -> CompiledModel:

@@ -23,13 +23,13 @@ import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from ..spaces.formulation import Formulation, Row
-from .base import OracleError
+from .base import LimitReached, OracleError
+from .pipeline import SolveResult
 
 __all__ = ["HIGHS_OPTIONS", "CompiledModel", "LimitReached", "SolveResult", "new_highs"]
 
@@ -84,34 +84,17 @@ def _configure(h, time_limit: float | None) -> None:
         h.setOptionValue("time_limit", float(time_limit))
 
 
-class LimitReached(OracleError):
-    """A solve stopped on the user's time limit (not retried: a retry would take as long)."""
-
-
-@dataclass(slots=True)
-class SolveResult:
-    """Outcome of one solve: ``status`` is ``'optimal'`` or ``'infeasible'``.
-
-    ``values`` are the column values as HiGHS returns them (a list: the per-query
-    path reads the arm columns in plain Python); ``x`` is the same as an array.
-    """
-
-    status: str
-    values: list[float] | None = None
-    objective: float = float("nan")
-    bound: float = float("nan")
-
-    @property
-    def x(self) -> np.ndarray | None:
-        return None if self.values is None else np.asarray(self.values)
-
-
 class CompiledModel:
     """One HiGHS instance holding a formulation, re-solved with new costs and bounds.
 
     Not thread-safe: use one per thread. Columns ``0..d-1`` are the arms;
     callers may append columns and rows (:meth:`add_cols`, :meth:`add_rows`).
+    It is the HiGHS :class:`~cmab_milp.oracles.pipeline.SolverModel`.
+
+    :meth:`approximate` turns on the certified approximate mode.
     """
+
+    name = "HiGHS"
 
     def __init__(self, formulation: Formulation, *, integer: bool = True, time_limit: float | None = None):
         import highspy
@@ -121,6 +104,7 @@ class CompiledModel:
         self.d = formulation.d
         self.integer = integer
         self.h = new_highs(time_limit)
+        self.incumbent_on_limit = False
         a, row_lb, row_ub = formulation.matrix()
         lp = highspy.HighsLp()
         lp.num_col_ = formulation.n_cols
@@ -180,6 +164,29 @@ class CompiledModel:
             self.h.changeColsBounds(len(changed), changed, lower[changed], upper[changed])
             self.lower, self.upper = lower, upper
         self.arms_free = not include and not exclude
+
+    def approximate(self, gap: float) -> None:
+        """Let a MILP stop at relative ``gap``, and a solve stopped by the time limit return its
+        incumbent (status ``'limit'``) instead of raising :class:`LimitReached`."""
+        self.incumbent_on_limit = True
+        if gap:
+            self.h.setOptionValue("mip_rel_gap", float(gap))
+
+    def undo(self) -> None:
+        """Delete every row beyond the formulation's (a query's restrictions and cuts)."""
+        n = self.h.getNumRow()
+        if n > self.base_rows:
+            self.delete_rows(self.base_rows, n)
+
+    def relaxation_arm_values(self) -> list[float] | None:
+        """The arm values of the LP relaxation of the model as it stands (``None`` unless optimal).
+
+        For query-scoped root cuts on fractional points; the next :meth:`solve` starts cold.
+        """
+        with self.options({"solve_relaxation": True}):
+            x = self.run_relaxation()
+        self.h.clearSolver()
+        return None if x is None else x[: self.d].tolist()
 
     def add_rows(self, rows: list[Row]) -> tuple[int, int]:
         """Append rows; return the ``[first, last)`` row range they occupy."""
@@ -379,21 +386,32 @@ class CompiledModel:
         model_status = h.getModelStatus()
         # The per-query path: one comparison. (A run that errs never leaves the status 'Optimal'.)
         if model_status != self._optimal:
-            if self._settle(run_status, model_status) == "infeasible":
-                return SolveResult("infeasible")
+            settled = self._settle(run_status, model_status)
+            if settled != "optimal":
+                return SolveResult("infeasible") if settled == "infeasible" else self._limit_result()
         solution = h.getSolution()
         if tie_tol is not None and not self.integer and self._maybe_tied(solution, tie_tol):
             self.tie_restarts += 1
             h.clearSolver()
             run_status = h.run()
             model_status = h.getModelStatus()
-            if model_status != self._optimal:
-                if self._settle(run_status, model_status) == "infeasible":  # pragma: no cover - was feasible
-                    return SolveResult("infeasible")
+            if model_status != self._optimal:  # pragma: no cover - was optimal a moment ago
+                settled = self._settle(run_status, model_status)
+                if settled != "optimal":
+                    return SolveResult("infeasible") if settled == "infeasible" else self._limit_result()
             solution = h.getSolution()
         objective = h.getObjectiveValue()
         bound = h.getInfoValue("mip_dual_bound")[1] if self.integer else objective
         return SolveResult("optimal", solution.col_value, objective, bound)
+
+    def _limit_result(self) -> SolveResult:
+        """A solve stopped by the time limit: its incumbent and bound when it has one (approximate mode)."""
+        h = self.h
+        message = "status 'Time limit reached'"
+        if not self.integer or h.getInfoValue("primal_solution_status")[1] != self._hs.kSolutionStatusFeasible:
+            return SolveResult("limit", None, message=message + ", no incumbent")
+        bound = h.getInfoValue("mip_dual_bound")[1]
+        return SolveResult("limit", h.getSolution().col_value, h.getObjectiveValue(), bound, message)
 
     def _maybe_tied(self, solution, tol: float) -> bool:
         """Whether a nonbasic variable of an LP optimum has a reduced cost within ``tol`` of 0.
@@ -420,6 +438,8 @@ class CompiledModel:
             self.cold_restarts += 1
         name = h.modelStatusToString(model_status)
         if model_status == self._hs.HighsModelStatus.kTimeLimit:
+            if self.incumbent_on_limit:
+                return "limit"
             raise LimitReached(f"HiGHS stopped on its time limit (status {name!r}); no action is returned")
         if run_status == self._error:
             raise OracleError(f"HiGHS run failed (run status 'error', model status {name!r})")

@@ -50,11 +50,10 @@ answer depends on the query and the space only.
 
 Example
 -------
->>> import numpy as np
 >>> import cmab_milp as cm
->>> oracle = cm.make_oracle(cm.Cardinality(4, 2), "ortools")
->>> oracle.argmax(np.array([0.3, -0.2, 0.9, 0.4]), exclude=[2]).astype(int)
-array([1, 0, 0, 1])
+>>> cpsat = cm.make_oracle(cm.Cardinality(4, 2), "ortools")
+>>> print(cpsat.argmax([0.3, -0.2, 0.9, 0.4], exclude=[2]).astype(int))
+[1 0 0 1]
 >>> objective_scale(np.array([0.5, -3.0]))[0] == 2.0**51  # 3.5 * 2^51 <= 2^53
 True
 """
@@ -62,17 +61,15 @@ True
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
 from ..spaces.base import ActionSpace
 from ..spaces.formulation import Formulation, Row
-from .base import LinearQuery, NormQuery, Oracle, OracleError, UnsupportedQuery, check_time_limit
+from .base import LinearQuery, NormQuery, Oracle, UnsupportedQuery, check_time_limit
+from .pipeline import SolveResult, certified_solve
 
 __all__ = ["OrtoolsOracle", "objective_scale", "rounding_gap"]
-
-_MAX_CUT_ROUNDS = 10_000
 _BIG = 2**62  # CP-SAT's "unbounded" side of a linear domain
 _ROW_BITS = 52  # S * (sum|c| + |bounds|) <= 2^52 for relaxed rows
 _OBJ_BITS = 53  # T * sum|w| <= 2^53 for the objective
@@ -106,20 +103,8 @@ def rounding_gap(residuals: np.ndarray, action: np.ndarray) -> float:
     return max(0.0, math.fsum(np.clip(residuals, 0.0, None).tolist()) - math.fsum(residuals[action].tolist()))
 
 
-def _within_contract(value: float, gap: float) -> bool:
-    """Whether ``gap <= 1e-9 (1 + |x|)`` for every ``x`` in ``[value, value + gap]``."""
-    low = 0.0 if value <= 0.0 <= value + gap else min(abs(value), abs(value + gap))
-    return gap <= 1e-9 * (1.0 + low)
-
-
-@dataclass(frozen=True)
-class _IntRow:
-    """A row as CP-SAT gets it: integer coefficients over column indices, an integer domain."""
-
-    cols: tuple[int, ...]
-    coefs: tuple[int, ...]
-    lb: int
-    ub: int
+#: A row as CP-SAT gets it: integer coefficients over column indices, integer bounds.
+_IntRow = Row
 
 
 def _slack(bound: float) -> float:
@@ -149,6 +134,96 @@ def _integer_rows(row: Row) -> tuple[list[_IntRow], bool]:
 def _row_holds(row: Row, x: np.ndarray) -> bool:
     lhs = math.fsum(float(v) * float(x[c]) for c, v in zip(row.cols, row.coefs, strict=True))
     return (row.lb - _slack(row.lb) <= lhs) and (lhs <= row.ub + _slack(row.ub))
+
+
+class _CpSatModel:
+    """CP-SAT as a :class:`~cmab_milp.oracles.pipeline.SolverModel`: the compiled base model plus a query's edits.
+
+    Each :meth:`solve` copies the base model, adds this query's bounds, rows and
+    cuts, and solves with the costs scaled to integers (:func:`objective_scale`;
+    the arms fixed by ``include`` / ``exclude`` are left out of the scaling). Its
+    bound is ``w @ a* + E`` (:func:`rounding_gap`), which the pipeline certifies.
+    :meth:`separate` adds a no-good cut for a candidate that breaks a relaxed row,
+    and :meth:`add_rows` one for a candidate whose cut had to be relaxed.
+    """
+
+    name = "CP-SAT"
+    integer = True
+    bound_name = "the bound left by rounding the weights to CP-SAT's integers (the rounding may hide the optimum)"
+
+    def __init__(self, oracle: OrtoolsOracle) -> None:
+        self.oracle = oracle
+        self.d = oracle.d
+        self.costs = np.zeros(self.d)
+        self.include: tuple[int, ...] = ()
+        self.exclude: tuple[int, ...] = ()
+        self.extra: list[_IntRow] = []
+        self.last: np.ndarray | None = None
+
+    def set_costs(self, costs: np.ndarray) -> None:
+        self.costs = costs
+
+    def set_arm_bounds(self, include: tuple[int, ...], exclude: tuple[int, ...]) -> None:
+        self.include, self.exclude = include, exclude
+
+    def add_rows(self, rows: list[Row]) -> None:
+        relaxed = False
+        for row in rows:
+            int_rows, inexact = _integer_rows(row)
+            self.extra.extend(int_rows)
+            relaxed = relaxed or inexact
+        if relaxed and self.last is not None:  # a relaxed cut may not cut the candidate off: exclude it by name
+            self.extra.append(_no_good(self.last))
+
+    def separate(self, values: list[float], chosen: list[bool]) -> list[Row]:
+        self.last = np.array(chosen)
+        x = np.asarray(values, float)
+        if any(not _row_holds(row, x) for row in self.oracle._relaxed):
+            return [_no_good_row(self.last)]
+        return []
+
+    def undo(self) -> None:
+        self.extra = []
+        self.last = None
+
+    def solve(self, tie_tol: float | None = None) -> SolveResult:
+        from ortools.sat.python import cp_model
+
+        free = self.costs
+        if self.include or self.exclude:  # fixed arms add a constant: leave them out of the scaling
+            free = free.copy()
+            free[list(self.include) + list(self.exclude)] = 0.0
+        _, weights, residuals = objective_scale(free)
+        model = self.oracle._base.clone()
+        proto = model.proto
+        for i in self.include:
+            proto.variables[i].domain[0] = 1
+        for i in self.exclude:
+            proto.variables[i].domain[1] = 0
+        for r in self.extra:
+            _add(proto, r)
+        nz = [i for i, c in enumerate(weights) if c]
+        proto.objective.vars.extend(nz)
+        proto.objective.coeffs.extend([-weights[i] for i in nz])  # CP-SAT minimises: max c @ a
+        proto.objective.scaling_factor = -1.0
+        solver = cp_model.CpSolver()
+        params = solver.parameters
+        params.num_workers = 1
+        params.random_seed = 0
+        if self.oracle.time_limit is not None:
+            params.max_time_in_seconds = self.oracle.time_limit
+        status = solver.solve(model)
+        if status == cp_model.INFEASIBLE:
+            return SolveResult("infeasible")
+        message = f"CP-SAT status {solver.status_name(status)!r}"
+        if status in (cp_model.UNKNOWN, cp_model.FEASIBLE):  # stopped by the time limit: no proof
+            return SolveResult("limit", message=message)
+        if status != cp_model.OPTIMAL:
+            return SolveResult("error", message=message + " (model trouble)")
+        values = [float(v) for v in list(solver.response_proto.solution)[: self.d]]
+        action = np.array(values) > 0.5
+        value = math.fsum(self.costs[action].tolist())
+        return SolveResult("optimal", values, value, value + rounding_gap(residuals, action), message)
 
 
 class OrtoolsOracle(Oracle):
@@ -206,76 +281,12 @@ class OrtoolsOracle(Oracle):
                 _add(model.proto, r)
         return model
 
-    # ------------------------------------------------------------- solving
-    def _solve_once(self, weights: list[int], res, extra: list[_IntRow]) -> tuple[str, np.ndarray | None]:
-        from ortools.sat.python import cp_model
-
-        model = self._base.clone()
-        proto = model.proto
-        for i in res.include:
-            proto.variables[i].domain[0] = 1
-        for i in res.exclude:
-            proto.variables[i].domain[1] = 0
-        for r in extra:
-            _add(proto, r)
-        nz = [i for i, c in enumerate(weights) if c]
-        proto.objective.vars.extend(nz)
-        proto.objective.coeffs.extend([-weights[i] for i in nz])  # CP-SAT minimises: max c @ a
-        proto.objective.scaling_factor = -1.0
-        solver = cp_model.CpSolver()
-        params = solver.parameters
-        params.num_workers = 1
-        params.random_seed = 0
-        if self.time_limit is not None:
-            params.max_time_in_seconds = self.time_limit
-        status = solver.solve(model)
-        if status == cp_model.INFEASIBLE:
-            return "infeasible", None
-        if status != cp_model.OPTIMAL:
-            raise OracleError(
-                f"CP-SAT stopped with status {solver.status_name(status)!r} (time limit or model trouble);"
-                " optimality not proven, no action is returned"
-            )
-        solution = np.array(list(solver.response_proto.solution)[: self.d], float)
-        return "optimal", solution
-
     def _linear(self, query: LinearQuery) -> np.ndarray | None:
-        res = query.restrictions
-        free = query.weights
-        if res.include or res.exclude:  # fixed arms add a constant: leave them out of the scaling
-            free = free.copy()
-            free[list(res.include) + list(res.exclude)] = 0.0
-        scale, costs, residuals = objective_scale(free)
-        extra = [_IntRow((i, j), (1, 1), -_BIG, 1) for i, j in res.forbid_pairs]
-        for _ in range(_MAX_CUT_ROUNDS):
-            status, x = self._solve_once(costs, res, extra)
-            if status == "infeasible":
-                return None
-            action = x > 0.5
-            cuts = self.formulation.violated_rows(action) if self.formulation.separators else []
-            broken = any(not _row_holds(row, x) for row in self._relaxed)
-            if not cuts and not broken:
-                break
-            relaxed = broken
-            for row in cuts:
-                int_rows, inexact = _integer_rows(row)
-                extra.extend(int_rows)
-                relaxed = relaxed or inexact
-            if relaxed:  # a relaxed row may not cut the candidate off: exclude it by name
-                extra.append(_no_good(action))
-        else:  # pragma: no cover - a separator that never converges is a bug
-            raise OracleError("lazy cut loop did not converge")
-        if not res.admits(action) or (self.verify and not self.space._contains(action)):
-            raise OracleError("CP-SAT returned an action that violates the space or the restrictions")
-        gap = rounding_gap(residuals, action)
-        value = query.value(action)
-        if not _within_contract(value, gap):
-            raise OracleError(
-                f"CP-SAT's answer is optimal for the weights scaled by 2^{int(math.log2(scale))} and rounded to"
-                f" integers, but the rounding may hide up to {gap:.3g} (value {value!r}), more than the contract's"
-                " 1e-9 * (1 + |optimum|): the weights span too many orders of magnitude for CP-SAT's integers"
-            )
-        return action
+        model = getattr(self._local, "model", None)
+        if model is None:
+            model = self._local.model = _CpSatModel(self)
+        found = certified_solve(model, query, self.formulation, contains=self.space._contains if self.verify else None)
+        return None if found is None else found[0]
 
     def _norm(self, query: NormQuery) -> np.ndarray | None:
         raise UnsupportedQuery(
@@ -289,6 +300,14 @@ def _add(proto, row: _IntRow) -> None:
     ct.linear.vars.extend(list(row.cols))
     ct.linear.coeffs.extend(list(row.coefs))
     ct.linear.domain.extend([max(row.lb, -_BIG), min(row.ub, _BIG)])
+
+
+def _no_good_row(action: np.ndarray) -> Row:
+    """The no-good cut of :func:`_no_good` as a :class:`Row` (integer coefficients: kept exactly)."""
+    d = len(action)
+    return Row(
+        tuple(range(d)), tuple(-1.0 if action[i] else 1.0 for i in range(d)), 1.0 - float(action.sum()), math.inf
+    )
 
 
 def _no_good(action: np.ndarray) -> _IntRow:

@@ -47,15 +47,15 @@ backend raises :class:`~cmab_milp.oracles.base.UnsupportedQuery` for them
 
 Example
 -------
->>> import numpy as np
 >>> import cmab_milp as cm
->>> oracle = cm.make_oracle(cm.Cardinality(4, 2), "pulp:HiGHS")
->>> oracle.argmax(np.array([0.3, -0.2, 0.9, 0.4]), exclude=[2]).astype(int)
-array([1, 0, 0, 1])
+>>> via_pulp = cm.make_oracle(cm.Cardinality(4, 2), "pulp:HiGHS")
+>>> via_pulp.solver_name, int(via_pulp.argmax([0.3, -0.2, 0.9, 0.4], exclude=[2]).sum())
+('HiGHS', 2)
 """
 
 from __future__ import annotations
 
+import math
 import warnings
 from functools import cache
 from pathlib import Path
@@ -65,13 +65,12 @@ import numpy as np
 
 from ..spaces.base import ActionSpace
 from ..spaces.formulation import Row
-from .base import LinearQuery, NormQuery, Oracle, OracleError, UnsupportedQuery, check_time_limit, tolerance
+from .base import LinearQuery, NormQuery, Oracle, OracleError, UnsupportedQuery, check_gap, check_time_limit
 from .highs_model import HIGHS_OPTIONS
+from .pipeline import SolveResult, certified_solve
 from .scip import SCIP_PARAMS
 
 __all__ = ["BOUND_SOLVERS", "EXACT_OPTIONS", "PulpOracle", "available_pulp_solvers"]
-
-_MAX_CUT_ROUNDS = 10_000
 
 #: Solver options that make each PuLP solver prove optimality to ~1e-11.
 #: PuLP's defaults stop HiGHS at a relative gap of 1e-4; CBC by default
@@ -158,10 +157,22 @@ def _default_solver() -> str:
 
 
 class _ThreadModel:
-    """One thread's PuLP variables and base constraints (PuLP writes solutions into them)."""
+    """One thread's PuLP variables and base constraints (PuLP writes solutions into them).
 
-    def __init__(self, formulation, pulp) -> None:
+    The PuLP :class:`~cmab_milp.oracles.pipeline.SolverModel`: the edits are
+    recorded, and each :meth:`solve` hands a fresh ``LpProblem`` to the solver.
+    """
+
+    integer = True
+
+    def __init__(self, formulation, pulp, oracle: PulpOracle | None = None) -> None:
         self.pulp = pulp
+        self.oracle = oracle
+        self.name = f"PuLP solver {oracle.solver_name}" if oracle is not None else "PuLP"
+        self.costs = np.zeros(formulation.d)
+        self.include: tuple[int, ...] = ()
+        self.exclude: tuple[int, ...] = ()
+        self.extra: list[Row] = []  # this query's rows
         owner = pulp.LpProblem("cmab_vars", pulp.LpMaximize)
         self.cols = [owner.add_variable(f"a{i}", 0, 1, cat=pulp.LpInteger) for i in range(formulation.d)]
         for j in range(formulation.n_aux):
@@ -172,7 +183,8 @@ class _ThreadModel:
             )
         self.arms = self.cols[: formulation.d]
         self.constraints: list = []
-        self.add_rows(formulation.rows, "r")
+        for k, row in enumerate(formulation.rows):
+            self.constraints.extend(self.constraints_of(row, f"r{k}"))
 
     def constraints_of(self, row: Row, name: str) -> list:
         pulp = self.pulp
@@ -190,10 +202,51 @@ class _ThreadModel:
             out.append(pulp.LpConstraint(expr, pulp.LpConstraintLE, f"{name}u", ub))
         return out
 
-    def add_rows(self, rows: list[Row], prefix: str) -> None:
-        start = len(self.constraints)
-        for k, row in enumerate(rows):
-            self.constraints.extend(self.constraints_of(row, f"{prefix}{start + k}"))
+    # ------------------------------------------------ the SolverModel protocol
+    def set_costs(self, costs: np.ndarray) -> None:
+        self.costs = costs
+
+    def set_arm_bounds(self, include: tuple[int, ...], exclude: tuple[int, ...]) -> None:
+        self.include, self.exclude = include, exclude
+
+    def add_rows(self, rows: list[Row]) -> None:
+        self.extra.extend(rows)
+
+    def undo(self) -> None:
+        self.extra = []
+
+    def solve(self, tie_tol: float | None = None) -> SolveResult:
+        """Build the problem, solve it, and map PuLP's status and solution status."""
+        pulp, oracle = self.pulp, self.oracle
+        prob = self.problem(self.costs, self.include, self.exclude, self.extra)
+        try:
+            prob.solve(oracle._solver)
+        except Exception as exc:  # PuLP's own errors, and whatever a solver's Python API raises
+            raise OracleError(f"{self.name} failed: {type(exc).__name__}: {exc}") from None
+        if prob.status == pulp.LpStatusInfeasible:
+            return SolveResult("infeasible")
+        message = (
+            f"returned status {pulp.LpStatus[prob.status]!r}"
+            f" / solution {pulp.LpSolution.get(prob.sol_status, prob.sol_status)!r}"
+        )
+        bounded = oracle.solver_name in BOUND_SOLVERS
+        if prob.status == pulp.LpStatusOptimal and prob.sol_status == pulp.LpSolutionOptimal:
+            status = "optimal"
+        elif bounded and prob.sol_status == pulp.LpSolutionIntegerFeasible:
+            # stopped early (SCIP's "gaplimit" at absgap 1e-11, a gap, a time limit): the bound decides
+            limited = prob.status != pulp.LpStatusOptimal or oracle.stopped_by_time_limit(prob)
+            status = "limit" if limited else "optimal"
+        else:
+            return SolveResult("error", message=message + " (time limit or failure): optimality not proven")
+        values = [math.nan if v.varValue is None else float(v.varValue) for v in self.arms]
+        bound = oracle.solver_bound(prob) if bounded else None
+        if bounded and (bound is None or not math.isfinite(bound)):
+            raise OracleError(f"{self.name} reported no finite bound ({bound!r}): cannot check the answer")
+        return SolveResult(status, values, float("nan"), bound, message)
+
+    def confirm_infeasible(self, restrictions) -> None:
+        """PuLP's ``Infeasible`` is believed only when HiGHS proves it (:meth:`PulpOracle._certify_infeasible`)."""
+        self.oracle._certify_infeasible(restrictions)
 
     def problem(self, weights: np.ndarray, include, exclude, pairs: list[Row]):
         """A fresh ``LpProblem`` for one solve: costs, arm bounds, base rows and the query's rows ``pairs``."""
@@ -235,6 +288,10 @@ class PulpOracle(Oracle):
         that the bound does not prove raise ``OracleError``.
     verify:
         Also check every answer with ``space.contains`` (slower; for tests).
+    gap:
+        The certified approximate mode (``gapRel``; see
+        :class:`~cmab_milp.oracles.highs.HighsOracle`), for the solvers of
+        :data:`BOUND_SOLVERS` only: the others give no bound to prove a ratio with.
     """
 
     name = "pulp"
@@ -246,6 +303,7 @@ class PulpOracle(Oracle):
         time_limit: float | None = None,
         solver_options: dict[str, Any] | None = None,
         verify: bool = False,
+        gap: float | None = None,
     ):
         if solver is None:
             solver = _default_solver()
@@ -254,6 +312,12 @@ class PulpOracle(Oracle):
                 f"unknown or unavailable PuLP solver {solver!r}; available: {list(available_pulp_solvers())}"
             )
         time_limit = check_time_limit(time_limit)
+        gap = check_gap(gap)
+        if gap is not None and solver not in BOUND_SOLVERS:
+            raise ValueError(
+                f"gap needs a solver that reports a dual bound ({', '.join(BOUND_SOLVERS)}); PuLP solver"
+                f" {solver!r} reports none, so no ratio could be proven"
+            )
         if solver_options is not None and not isinstance(solver_options, dict):
             raise ValueError(f"solver_options must be a dict, got {type(solver_options).__name__}")
         if solver not in BOUND_SOLVERS:
@@ -269,9 +333,12 @@ class PulpOracle(Oracle):
         super().__init__(space)
         self.solver_name = solver
         self.time_limit = time_limit
+        self.gap = gap
         self.verify = verify
         exact = EXACT_OPTIONS.get(solver, _GENERIC_EXACT)
         self.solver_options = {**exact, **(solver_options or {})}
+        if gap:
+            self.solver_options["gapRel"] = gap
         if "options" in exact and "options" in (solver_options or {}):
             self.solver_options["options"] = [*exact["options"], *solver_options["options"]]
         self.formulation = space.formulation()
@@ -308,51 +375,22 @@ class PulpOracle(Oracle):
         if model is None:
             import pulp
 
-            model = local.model = _ThreadModel(self.formulation, pulp)
+            model = local.model = _ThreadModel(self.formulation, pulp, self)
         return model
 
     # ------------------------------------------------------------- queries
     def _linear(self, query: LinearQuery) -> np.ndarray | None:
-        import pulp
+        found = certified_solve(
+            self._model(),
+            query,
+            self.formulation,
+            gap=self.gap,
+            ledger=self.ledger,
+            contains=self.space._contains if self.verify else None,
+        )
+        return None if found is None else found[0]
 
-        res = query.restrictions
-        extra = [Row((i, j), (1.0, 1.0), -np.inf, 1.0) for i, j in res.forbid_pairs]  # and this query's cuts
-        model = self._model()
-        for _ in range(_MAX_CUT_ROUNDS):
-            prob = model.problem(query.weights, res.include, res.exclude, extra)
-            try:
-                prob.solve(self._solver)
-            except Exception as exc:  # PuLP's own errors, and whatever a solver's Python API raises
-                raise OracleError(f"PuLP solver {self.solver_name} failed: {type(exc).__name__}: {exc}") from None
-            if prob.status == pulp.LpStatusInfeasible:
-                return self._certify_infeasible(query)
-            proven = prob.status == pulp.LpStatusOptimal and prob.sol_status == pulp.LpSolutionOptimal
-            # a solver with a readable bound may stop early (SCIP's "gaplimit" at
-            # absgap 1e-11, a time limit): the answer stands if the bound proves it
-            checkable = (
-                prob.status == pulp.LpStatusOptimal
-                and prob.sol_status == pulp.LpSolutionIntegerFeasible
-                and self.solver_name in BOUND_SOLVERS
-            )
-            if not (proven or checkable):
-                raise OracleError(
-                    f"PuLP solver {self.solver_name} returned status {pulp.LpStatus[prob.status]!r}"
-                    f" / solution {pulp.LpSolution.get(prob.sol_status, prob.sol_status)!r}"
-                    " (time limit or failure): optimality not proven, no action is returned"
-                )
-            action = self._integral_action(model)
-            cuts = self.formulation.violated_rows(action) if self.formulation.separators else []
-            if not cuts:
-                break
-            extra.extend(cuts)
-        else:  # pragma: no cover - a separator that never converges is a bug
-            raise OracleError("lazy cut loop did not converge")
-        self._check_bound(prob, query, action)
-        if not res.admits(action) or (self.verify and not self.space._contains(action)):
-            raise OracleError(f"PuLP solver {self.solver_name} returned an action that violates the restrictions")
-        return action
-
-    def _certify_infeasible(self, query: LinearQuery) -> None:
+    def _certify_infeasible(self, restrictions) -> None:
         """``None`` when HiGHS proves the restricted space empty; else ``OracleError``.
 
         PuLP reports ``Infeasible`` for what CBC's solution file calls infeasible,
@@ -367,7 +405,7 @@ class PulpOracle(Oracle):
         if checker is None:
             checker = self._local.feasibility = HighsOracle(self.space, time_limit=self.time_limit)
         try:
-            witness = checker._linear(LinearQuery(np.zeros(self.d), query.restrictions))
+            witness = checker._linear(LinearQuery(np.zeros(self.d), restrictions))
         except OracleError as exc:
             raise OracleError(
                 f"PuLP solver {self.solver_name} reported 'Infeasible' and the feasibility check failed ({exc});"
@@ -379,13 +417,6 @@ class PulpOracle(Oracle):
             f"PuLP solver {self.solver_name} reported 'Infeasible' but the query has feasible actions"
             " (the solver stopped on a limit or met numerical trouble); no action is returned"
         )
-
-    def _integral_action(self, model: _ThreadModel) -> np.ndarray:
-        values = np.array([np.nan if v.varValue is None else v.varValue for v in model.arms], float)
-        action = values > 0.5
-        if not np.isfinite(values).all() or np.abs(values - action).max(initial=0.0) > 1e-6:
-            raise OracleError(f"PuLP solver {self.solver_name} returned a missing or fractional arm value")
-        return action
 
     def solver_bound(self, prob) -> float | None:
         """The solver's dual (upper) bound on the last solve of ``prob``; ``None`` if PuLP does not expose one.
@@ -402,26 +433,14 @@ class PulpOracle(Oracle):
             return -float(solver_model.getInfoValue("mip_dual_bound")[1])
         return float(solver_model.getDualbound())  # SCIP_PY: the model keeps the maximise sense
 
-    def _check_bound(self, prob, query: LinearQuery, action: np.ndarray) -> None:
-        """Refuse an answer whose value is below the solver's bound by more than the contract's tolerance.
-
-        For the solvers in :data:`BOUND_SOLVERS` the bound is required: a
-        missing or non-finite bound raises too. The cuts in ``prob`` are valid
-        for every action, so its bound is also a bound over the space.
-        """
-        if self.solver_name not in BOUND_SOLVERS:
-            return
-        bound = self.solver_bound(prob)
-        if bound is None or not np.isfinite(bound):
-            raise OracleError(
-                f"PuLP solver {self.solver_name} reported no finite bound ({bound!r}): cannot check the answer"
-            )
-        value = query.value(action)
-        if value < bound - tolerance(bound):
-            raise OracleError(
-                f"PuLP {self.solver_name} answer has value {value!r} but the solver's bound is {bound!r}:"
-                " optimality not proven within 1e-9 * (1 + |optimum|)"
-            )
+    def stopped_by_time_limit(self, prob) -> bool:
+        """Whether the last solve of ``prob`` ended on its time limit (read for :data:`BOUND_SOLVERS`)."""
+        solver_model = getattr(prob, "solverModel", None)
+        if solver_model is None or self.solver_name not in BOUND_SOLVERS:
+            return False
+        if self.solver_name == "HiGHS":
+            return solver_model.modelStatusToString(solver_model.getModelStatus()) == "Time limit reached"
+        return solver_model.getStatus() == "timelimit"
 
     def _norm(self, query: NormQuery) -> np.ndarray | None:
         raise UnsupportedQuery(

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..spaces.base import ActionSpace
-from .base import Oracle
+from .base import Oracle, check_gap
 
 __all__ = [
     "BACKENDS",
@@ -74,6 +74,11 @@ class Capabilities:
         Whether it takes a ``time_limit`` option (seconds per solve).
     exact:
         Whether its answers are optimal within ``tolerance``.
+    approximate, approximate_solvers:
+        Whether it takes ``gap=`` (the certified approximate mode: answers not
+        proven optimal carry a proven ratio, see :mod:`~cmab_milp.oracles.pipeline`);
+        it needs a solver with a dual bound. ``approximate_solvers`` (with
+        ``takes_solver``) names the solvers for which it holds (``None``: all).
     tolerance, norm_tolerance:
         Declared optimality tolerance: an answer's value is at least
         ``optimum - tolerance * (1 + |optimum|)`` (``norm_tolerance``, default
@@ -104,6 +109,8 @@ class Capabilities:
     forbid_pairs: bool = True
     time_limit: bool = False
     exact: bool = True
+    approximate: bool = False
+    approximate_solvers: tuple[str, ...] | None = None
     tolerance: float = 1e-9
     norm_tolerance: float | None = None
     accepts: str | Callable[[ActionSpace], bool] | None = None
@@ -227,88 +234,97 @@ def _combinatorial_declines(space: ActionSpace) -> bool:
 
 _PKG = "cmab_milp.oracles"
 _COSTS = f"{_PKG}.auto"
-register_backend(
-    "highs",
-    f"{_PKG}.highs:HighsOracle",
-    description="MILP compiled once on HiGHS",
-    capabilities=Capabilities(time_limit=True, requires=("highspy",), cost=f"{_COSTS}:highs_cost"),
-)
-register_backend(
-    "pulp",
-    f"{_PKG}.pulp_backend:PulpOracle",
-    description="model rebuilt per query via PuLP",
-    capabilities=Capabilities(
-        norm=False,
-        time_limit=True,
-        requires=("pulp",),
-        takes_solver=True,
-        solvers=f"{_PKG}.pulp_backend:available_pulp_solvers",
-        solver_label="PuLP",
+_SELF = __name__
+#: The built-in backends: name, ``module:Class`` under ``cmab_milp.oracles``, description, capabilities.
+_BUILT_IN: list[tuple[str, str, str, Capabilities]] = [
+    (
+        "highs",
+        "highs:HighsOracle",
+        "MILP compiled once on HiGHS",
+        Capabilities(time_limit=True, approximate=True, requires=("highspy",), cost=f"{_COSTS}:highs_cost"),
     ),
-)
-register_backend(
-    "combinatorial",
-    f"{_PKG}.combinatorial:CombinatorialOracle",
-    description="specialised exact algorithms",
-    capabilities=Capabilities(
-        norm=False,
+    (
+        "pulp",
+        "pulp_backend:PulpOracle",
+        "model rebuilt per query via PuLP",
+        # gap= only with the solvers whose bound is read (pulp_backend.BOUND_SOLVERS)
+        Capabilities(
+            norm=False,
+            time_limit=True,
+            approximate=True,
+            approximate_solvers=("HiGHS", "SCIP_PY"),
+            requires=("pulp",),
+            takes_solver=True,
+            solvers=f"{_PKG}.pulp_backend:available_pulp_solvers",
+            solver_label="PuLP",
+        ),
+    ),
+    (
+        "combinatorial",
+        "combinatorial:CombinatorialOracle",
+        "specialised exact algorithms",
         # CombinatorialOracle answers forbid_pairs on ExplicitActions only (a scan): declared
         # as not answered, which is what holds for every structured family
-        forbid_pairs=False,
-        accepts=f"{__name__}:_combinatorial_accepts",
-        spaces=(
-            "Cardinality, PartitionMatroid, GraphicMatroid, SpanningTrees, STPaths, Matchings and"
+        Capabilities(
+            norm=False,
+            forbid_pairs=False,
+            accepts=f"{_SELF}:_combinatorial_accepts",
+            spaces="Cardinality, PartitionMatroid, GraphicMatroid, SpanningTrees, STPaths, Matchings and"
             " ExplicitActions (no side constraints, conflicts or intersections); include and exclude"
             " restrictions (forbid_pairs only on ExplicitActions); on cyclic s-t paths only exclude and"
-            " weights <= 0 (longest simple path is NP-hard)"
+            " weights <= 0 (longest simple path is NP-hard)",
+            may_decline=f"{_SELF}:_combinatorial_declines",
+            cost=f"{_COSTS}:combinatorial_cost",
         ),
-        may_decline=f"{__name__}:_combinatorial_declines",
-        cost=f"{_COSTS}:combinatorial_cost",
     ),
-)
-register_backend(
-    "enumerate",
-    f"{_PKG}.enumerate:EnumerateOracle",
-    description="vectorised brute force",
-    capabilities=Capabilities(spaces="spaces small enough to enumerate", cost=f"{_COSTS}:enumerate_cost"),
-)
-register_backend(
-    "auto",
-    f"{_PKG}.auto:AutoOracle",
-    description="fastest exact method per query",
-    capabilities=Capabilities(spaces="every space (it picks among the backends that accept it)"),
-)
-register_backend(
-    "scip",
-    f"{_PKG}.scip:ScipOracle",
-    description="MILP / MIQCP via SCIP (pyscipopt)",
-    # the quadratic row is met to SCIP's feasibility tolerance: see scip.NORM_SLACK
-    capabilities=Capabilities(time_limit=True, norm_tolerance=1e-6, requires=("pyscipopt",)),
-)
-register_backend(
-    "gurobi",
-    f"{_PKG}.gurobi_backend:GurobiOracle",
-    description="MILP / nonconvex MIQCP via Gurobi (gurobipy; pip licence: 2000 variables and rows)",
-    # the quadratic row is met to Gurobi's FeasibilityTol: see gurobi_backend.NORM_SLACK; no cost: for comparison
-    capabilities=Capabilities(
-        time_limit=True,
-        norm_tolerance=1e-6,
-        requires=("gurobipy",),
-        spaces="every space within the licence's size (pip licence: 2000 variables and rows, 199 arms for norms)",
+    (
+        "enumerate",
+        "enumerate:EnumerateOracle",
+        "vectorised brute force",
+        Capabilities(spaces="spaces small enough to enumerate", cost=f"{_COSTS}:enumerate_cost"),
     ),
-)
-register_backend(
-    "ortools",
-    f"{_PKG}.ortools_backend:OrtoolsOracle",
-    description="linear queries via OR-Tools CP-SAT (weights scaled to integers, error bound checked)",
-    # norm=False: CP-SAT's integers cannot prove sqrt(a M a) within 1e-9 (see ortools_backend); no cost: for comparison
-    capabilities=Capabilities(
-        norm=False,
-        time_limit=True,
-        requires=("ortools",),
-        spaces="formulations with integer auxiliary columns of finite bounds (every built-in family)",
+    (
+        "auto",
+        "auto:AutoOracle",
+        "fastest exact method per query",
+        Capabilities(spaces="every space (it picks among the backends that accept it)"),
     ),
-)
+    (
+        "scip",
+        "scip:ScipOracle",
+        "MILP / MIQCP via SCIP (pyscipopt)",
+        # the quadratic row is met to SCIP's feasibility tolerance: see scip.NORM_SLACK
+        Capabilities(time_limit=True, approximate=True, norm_tolerance=1e-6, requires=("pyscipopt",)),
+    ),
+    (
+        "gurobi",
+        "gurobi_backend:GurobiOracle",
+        "MILP / nonconvex MIQCP via Gurobi (gurobipy; pip licence: 2000 variables and rows)",
+        # the quadratic row is met to Gurobi's FeasibilityTol: see gurobi_backend.NORM_SLACK; no cost: for comparison
+        Capabilities(
+            time_limit=True,
+            approximate=True,
+            norm_tolerance=1e-6,
+            requires=("gurobipy",),
+            spaces="every space within the licence's size (pip licence: 2000 variables and rows, 199 arms for norms)",
+        ),
+    ),
+    (
+        "ortools",
+        "ortools_backend:OrtoolsOracle",
+        "linear queries via OR-Tools CP-SAT (weights scaled to integers, error bound checked)",
+        # norm=False: CP-SAT's integers cannot prove sqrt(a M a) within 1e-9 (see ortools_backend); no cost: for
+        # comparison; no gap: its bound is the rounding error of an exact integer optimum
+        Capabilities(
+            norm=False,
+            time_limit=True,
+            requires=("ortools",),
+            spaces="formulations with integer auxiliary columns of finite bounds (every built-in family)",
+        ),
+    ),
+]
+for _name, _target, _description, _caps in _BUILT_IN:
+    register_backend(_name, f"{_PKG}.{_target}", description=_description, capabilities=_caps)
 
 # ------------------------------- the general-reward (distribution) index: cmab_milp.general.backends
 _GEN = "cmab_milp.general.backends"
@@ -387,6 +403,23 @@ def check_backend_name(spec: Any, *, installed: bool = True) -> tuple[str, str |
     return name, solver or None
 
 
+def _check_approximate(name: str, solver: str | None, caps: Capabilities, gap: Any) -> None:
+    """Refuse ``gap=`` out of ``[0, 1)`` or on a backend (or solver) without a dual bound."""
+    check_gap(gap)
+    fit = [n for n, b in BACKENDS.items() if b.capabilities.approximate]
+    if not caps.approximate:
+        raise ValueError(
+            f"backend {name!r} has no certified approximate mode (gap=): it needs a solver with a dual bound"
+            f" to prove a ratio; backends that take gap: {', '.join(fit)}"
+        )
+    allowed = caps.approximate_solvers
+    if allowed is not None and solver not in allowed:
+        raise ValueError(
+            f"gap= on backend {name!r} needs a solver that reports a dual bound: one of"
+            f" {', '.join(f'{name}:{s}' for s in allowed)} (got {name + ':' + solver if solver else name!r})"
+        )
+
+
 def make_oracle(space: ActionSpace, backend: str | Oracle = "highs", **options: Any) -> Oracle:
     """Build an oracle for ``space``, refusing an unfit backend before any work.
 
@@ -415,6 +448,8 @@ def make_oracle(space: ActionSpace, backend: str | Oracle = "highs", **options: 
     caps = entry.capabilities
     if not caps.accepts_space(space):
         raise ValueError(f"backend {name!r} does not accept {type(space).__name__}; it answers {caps.spaces}")
+    if options.get("gap") is not None:
+        _check_approximate(name, solver, caps, options["gap"])
     if solver:
         options = {"solver": solver, **options}
     known = entry.options()

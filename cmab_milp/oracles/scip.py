@@ -36,13 +36,12 @@ raises :class:`~cmab_milp.oracles.base.OracleError`.
 
 Example
 -------
->>> import numpy as np
 >>> import cmab_milp as cm
->>> oracle = cm.make_oracle(cm.Cardinality(4, 2), "scip")
->>> oracle.argmax(np.array([0.3, -0.2, 0.9, 0.4]), exclude=[2]).astype(int)
-array([1, 0, 0, 1])
->>> oracle.argmax_norm(np.array([0.5, 0.4, 0.1, 0.0]), np.eye(4), 1.0).astype(int)
+>>> scip = cm.make_oracle(cm.Cardinality(4, 2), "scip")
+>>> scip.argmax_norm(np.array([0.5, 0.4, 0.1, 0.0]), np.eye(4), 1.0).astype(int)
 array([1, 1, 0, 0])
+>>> int(scip.argmax(-np.ones(4)).sum())  # every weight negative: the empty action
+0
 """
 
 from __future__ import annotations
@@ -52,13 +51,10 @@ from typing import Any
 
 import numpy as np
 
-from ..spaces.base import ActionSpace
 from ..spaces.formulation import Formulation, Row
-from .base import LinearQuery, NormQuery, Oracle, OracleError, check_time_limit, settle_norm_answer, tolerance
+from .pipeline import ModelOracle, SolveResult
 
 __all__ = ["NORM_SLACK", "SCIP_PARAMS", "ScipOracle"]
-
-_MAX_CUT_ROUNDS = 10_000
 
 #: Parameters set on every SCIP model: zero gaps, tight feasibility, one
 #: thread per model (batches run one model per worker thread).
@@ -77,13 +73,19 @@ SCIP_PARAMS: dict[str, Any] = {
 #: the quadratic row is only satisfied to ``numerics/feastol``.
 NORM_SLACK = 1e-6
 
-_SOLVED = ("optimal", "gaplimit")  # gaplimit: stopped at limits/absgap (1e-11)
-
 
 class _ScipModel:
-    """One thread's SCIP model of the formulation, with a spare column ``s`` for norm queries."""
+    """One thread's SCIP model of the formulation, with a spare column ``s`` for norm queries.
 
-    def __init__(self, formulation: Formulation, time_limit: float | None) -> None:
+    The SCIP :class:`~cmab_milp.oracles.pipeline.SolverModel`: every edit first
+    frees the transformed problem of the last solve (SCIP edits only in its
+    problem stage); :meth:`undo` deletes the query's rows and closes ``s``.
+    """
+
+    name = "SCIP"
+    integer = True
+
+    def __init__(self, formulation: Formulation, time_limit: float | None, gap: float | None = None) -> None:
         import pyscipopt
 
         self.scip = pyscipopt
@@ -94,6 +96,8 @@ class _ScipModel:
         model.setHeuristics(fast)  # these small, re-solved models (2x on a 6x6-grid tree)
         for key, value in SCIP_PARAMS.items():
             model.setParam(key, value)
+        if gap:
+            model.setParam("limits/gap", float(gap))
         # Probing presolve is off explicitly (FAST leaves it out too): SCIP 10's probing proved a
         # wrong optimum on a recorded GEANT path query (see tests/test_pulp_scip.py).
         model.setParam("propagating/probing/maxprerounds", 0)
@@ -115,29 +119,57 @@ class _ScipModel:
             )
         self.arms = self.cols[: formulation.d]
         self.s = model.addVar("s", vtype="C", lb=0.0, ub=0.0)  # opened only by norm queries
-        self.add_rows(formulation.rows)
+        self.s_coef = 0.0
+        self._constraints(formulation.rows)
+        self.temporary: list = []  # this query's constraints
         self.lower = np.zeros(formulation.d)
         self.upper = np.ones(formulation.d)
+        self.solved = False
 
-    def add_rows(self, rows: list[Row]) -> list:
+    def _edit(self) -> None:
+        if self.solved:
+            self.model.freeTransform()
+            self.solved = False
+
+    def _constraints(self, rows: list[Row]) -> list:
         out = []
         for row in rows:
             expr = self.scip.quicksum(float(v) * self.cols[c] for c, v in zip(row.cols, row.coefs, strict=True))
-            lb, ub = float(row.lb), float(row.ub)
-            out.append(self.model.addCons(_ranged(expr, lb, ub)))
+            out.append(self.model.addCons(_ranged(expr, float(row.lb), float(row.ub))))
         return out
 
-    def delete(self, conss: list) -> None:
-        for cons in conss:
-            self.model.delCons(cons)
+    def add_rows(self, rows: list[Row]) -> list:
+        """Add this query's rows (deleted by :meth:`undo`)."""
+        self._edit()
+        out = self._constraints(rows)
+        self.temporary.extend(out)
+        return out
 
-    def set_objective(self, costs: np.ndarray, s_coef: float = 0.0) -> None:
+    def open_norm(self, quad, s_coef: float, s_ub: float) -> None:
+        """Add this query's quadratic constraint ``quad(model)`` and open ``s`` with objective ``s_coef``."""
+        self._edit()
+        self.s_coef = float(s_coef)
+        self.model.chgVarUb(self.s, float(s_ub))
+        self.temporary.append(self.model.addCons(quad(self)))
+
+    def undo(self) -> None:
+        self._edit()
+        for cons in self.temporary:
+            self.model.delCons(cons)
+        self.temporary = []
+        if self.s_coef:
+            self.s_coef = 0.0
+            self.model.chgVarUb(self.s, 0.0)
+
+    def set_costs(self, costs: np.ndarray) -> None:
+        self._edit()
         expr = self.scip.quicksum(float(w) * v for v, w in zip(self.arms, costs, strict=True) if w != 0.0)
-        if s_coef:
-            expr = expr + float(s_coef) * self.s
+        if self.s_coef:
+            expr = expr + self.s_coef * self.s
         self.model.setObjective(expr, "maximize")
 
     def set_arm_bounds(self, include: tuple[int, ...], exclude: tuple[int, ...]) -> None:
+        self._edit()
         lower, upper = np.zeros(len(self.arms)), np.ones(len(self.arms))
         lower[list(include)] = 1.0
         upper[list(exclude)] = 0.0
@@ -148,22 +180,25 @@ class _ScipModel:
             self.model.chgVarLb(self.arms[i], float(lower[i]))
         self.lower, self.upper = lower, upper
 
-    def solve(self) -> tuple[str, np.ndarray | None, float]:
-        """Optimise; return ``('optimal', arm values, dual bound)`` or ``('infeasible', None, nan)``."""
+    def solve(self, tie_tol: float | None = None) -> SolveResult:
+        """Optimise; the status maps through :data:`_STATUS` (``gaplimit``: the gap limit was reached)."""
         model = self.model
+        self._edit()
+        self.solved = True
         # optimizeNogil lets the models of a batch's worker threads run in parallel
         getattr(model, "optimizeNogil", model.optimize)()
         status = model.getStatus()
-        if status == "infeasible":
-            return "infeasible", None, float("nan")
-        if status not in _SOLVED:
-            raise OracleError(
-                f"SCIP stopped with status {status!r} (time limit, numerical trouble or another limit);"
-                " optimality not proven, no action is returned"
-            )
+        mapped = _STATUS.get(status, "error")
+        message = f"SCIP status {status!r}"
+        if mapped == "infeasible" or (mapped != "optimal" and model.getNSols() == 0):
+            return SolveResult(mapped, message=message)
         sol = model.getBestSol()
-        x = np.array([model.getSolVal(sol, v) for v in self.arms], float)
-        return "optimal", x, float(model.getDualbound())
+        values = [model.getSolVal(sol, v) for v in self.arms]
+        return SolveResult(mapped, values, model.getSolObjVal(sol), float(model.getDualbound()), message)
+
+
+#: SCIP statuses as the pipeline reads them; any other status is an error.
+_STATUS = {"optimal": "optimal", "gaplimit": "optimal", "infeasible": "infeasible", "timelimit": "limit"}
 
 
 def _ranged(expr, lb: float, ub: float):
@@ -176,124 +211,39 @@ def _ranged(expr, lb: float, ub: float):
     return (lb <= expr) <= ub
 
 
-class ScipOracle(Oracle):
+class ScipOracle(ModelOracle):
     """Exact MILP (and MIQCP norm) oracle on SCIP, one re-solved model per thread.
 
-    Parameters
-    ----------
-    space:
-        The action space.
-    time_limit:
-        Seconds per solve; hitting it raises ``OracleError``.
-    verify:
-        Also check every answer with ``space.contains`` (slower; for tests).
+    Parameters as :class:`~cmab_milp.oracles.pipeline.ModelOracle`: ``space``,
+    ``time_limit``, ``verify`` and ``gap`` (SCIP's ``limits/gap``).
     """
 
     name = "scip"
+    norm_slack = NORM_SLACK
+    solver_errors = (Exception,)  # PySCIPOpt raises a bare Exception, e.g. for costs SCIP counts as infinite
 
-    def __init__(self, space: ActionSpace, time_limit: float | None = None, verify: bool = False):
-        time_limit = check_time_limit(time_limit)
-        super().__init__(space)
-        self.formulation = space.formulation()
-        self.time_limit = time_limit
-        self.verify = verify
+    def _new_model(self, gap: float | None) -> _ScipModel:
+        return _ScipModel(self.formulation, self.time_limit, gap)
 
-    def _model(self) -> _ScipModel:
-        """This thread's model, in SCIP's problem stage, with the formulation's rows."""
-        model = getattr(self._local, "model", None)
-        if model is None:
-            model = self._local.model = _ScipModel(self.formulation, self.time_limit)
-        model.model.freeTransform()
-        return model
+    def _quadratic(self, M: np.ndarray, sign: int):
+        d = self.d
 
-    # ------------------------------------------------------------- solving
-    def _solve(self, res, setup) -> tuple[np.ndarray, float] | None:
-        """Cut loop: ``setup(model)`` installs the query; returns ``(action, dual bound)`` or None."""
-        extra = [Row((i, j), (1.0, 1.0), -np.inf, 1.0) for i, j in res.forbid_pairs]  # and this query's cuts
-        for _ in range(_MAX_CUT_ROUNDS):
-            model = self._model()
-            try:
-                model.set_arm_bounds(res.include, res.exclude)
-                temporary = setup(model) + model.add_rows(extra)
-                try:
-                    status, x, bound = model.solve()
-                finally:
-                    model.model.freeTransform()
-                    model.delete(temporary)
-            except OracleError:
-                raise
-            except Exception as exc:  # PySCIPOpt raises a bare Exception, e.g. for costs SCIP counts as infinite
-                self._local.model = None  # the model may hold half a query: the next query builds a new one
-                raise OracleError(f"SCIP failed: {exc}") from None
-            if status == "infeasible":
-                return None
-            action = x > 0.5
-            if np.abs(x - action).max(initial=0.0) > 1e-6:
-                raise OracleError("SCIP returned a fractional arm vector")
-            cuts = self.formulation.violated_rows(action) if self.formulation.separators else []
-            if not cuts:
-                break
-            extra.extend(cuts)
-        else:  # pragma: no cover - a separator that never converges is a bug
-            raise OracleError("lazy cut loop did not converge")
-        if not res.admits(action) or (self.verify and not self.space._contains(action)):
-            raise OracleError("SCIP returned an action that violates the space or the restrictions")
-        return action, bound
-
-    def _linear(self, query: LinearQuery) -> np.ndarray | None:
-        def setup(model: _ScipModel) -> list:
-            model.set_objective(query.weights)
-            return []
-
-        found = self._solve(query.restrictions, setup)
-        if found is None:
-            return None
-        action, bound = found
-        value = query.value(action)
-        if value < bound - tolerance(bound):
-            raise OracleError(
-                f"SCIP answer has value {value!r} but its bound is {bound!r}:"
-                " optimality not proven within 1e-9 * (1 + |optimum|)"
-            )
-        return action
-
-    def _norm(self, query: NormQuery) -> np.ndarray | None:
-        sign = query.sign
-        # f sqrt(a M a) = (f sqrt(c)) sqrt(a (M / c) a): with the entries of M
-        # scaled to at most 1, SCIP's absolute feasibility tolerance on the
-        # quadratic row means the same thing whatever the scale of M.
-        c = float(np.abs(query.M).max()) or 1.0
-        M, f = query.M / c, query.f * np.sqrt(c)
-        indefinite = float(np.linalg.eigvalsh(M).min()) < -1e-12
-        # s never exceeds sqrt of the largest possible a @ M @ a
-        s_max = float(np.sqrt(max(np.clip(M, 0.0, None).sum(), 0.0))) + 1.0
-
-        def setup(model: _ScipModel) -> list:
-            model.set_objective(query.mu, sign * f)
-            model.model.chgVarUb(model.s, s_max)
+        def quad(model: _ScipModel):
             arms, s = model.arms, model.s
-            quad = model.scip.quicksum(float(M[i, i]) * arms[i] for i in range(self.d) if M[i, i] != 0.0)
-            rows, cols = np.triu_indices(self.d, 1)
+            expr = model.scip.quicksum(float(M[i, i]) * arms[i] for i in range(d) if M[i, i] != 0.0)
+            rows, cols = np.triu_indices(d, 1)
             for i, j in zip(rows, cols, strict=True):
                 if M[i, j] != 0.0:
-                    quad = quad + float(2.0 * M[i, j]) * arms[i] * arms[j]
-            cons = s * s - quad <= 0.0 if sign > 0 else s * s - quad >= 0.0
-            return [model.model.addCons(cons)]
+                    expr = expr + float(2.0 * M[i, j]) * arms[i] * arms[j]
+            return s * s - expr <= 0.0 if sign > 0 else s * s - expr >= 0.0
 
-        def close_s() -> None:
-            model = self._model()
-            model.model.chgVarUb(model.s, 0.0)
-
-        try:
-            found = self._solve(query.restrictions, setup)
-        finally:
-            close_s()
-        linear = (lambda: self._linear(LinearQuery(query.mu, query.restrictions))) if sign > 0 and indefinite else None
-        return settle_norm_answer(query, found, linear, NORM_SLACK, "SCIP")
+        return quad
 
     # ---------------------------------------------------------- inspection
     def write_model(self, path: str | Path) -> Path:
         """Write the MILP, the formulation's rows (format by suffix: ``.lp``, ``.cip``, ``.mps``)."""
         path = Path(path)
-        self._model().model.writeProblem(str(path), verbose=False)
+        model = self._model()
+        model._edit()
+        model.model.writeProblem(str(path), verbose=False)
         return path

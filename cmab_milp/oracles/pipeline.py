@@ -1,0 +1,495 @@
+"""One certified solve for every model backend: a model protocol and :func:`certified_solve`.
+
+A model backend (HiGHS, PuLP, SCIP, Gurobi, CP-SAT, the K-MAX MILP) only
+adapts its solver to :class:`SolverModel`: set the arm costs and bounds, add
+rows, undo the query's edits, solve. Everything that makes an answer
+trustworthy is written once, here:
+
+1. **Costs** whose largest magnitude lies outside ``[2^-16, 2^16]`` are scaled by
+   a power of 2 (exact: no tie changes, values scale back exactly).
+2. **Restrictions**: ``include`` / ``exclude`` become arm bounds,
+   ``forbid_pairs`` rows ``a_i + a_j <= 1``.
+3. **The lazy-cut loop**: the formulation's separators (and the model's own
+   ``separate`` hook, e.g. K-MAX tangents) add rows until the answer is an
+   action; the rows are kept for this query only and removed by ``undo``
+   (the tie rule: an answer depends on the query and the space only).
+4. **Integrality**: every arm value within ``1e-6`` of 0 or 1, else
+   :class:`FractionalAnswer`.
+5. **The bound certificate**: the answer's value, recomputed in numpy, must
+   reach the solver's dual bound within the contract's
+   :func:`~cmab_milp.oracles.base.tolerance`, for every optimum the bound allows
+   (a model that gives no bound rests on its solver's proof of optimality).
+6. **The restriction check** and, with ``contains``, ``space.contains``.
+7. **Limits and approximate answers**: a solve stopped by its time limit raises
+   :class:`LimitReached`, unless the bound proves its incumbent, or unless a
+   ``gap`` was given (the certified approximate mode), where the incumbent is
+   returned with its proven ratio ``value / bound`` (recorded in the ledger).
+   The ratio is defined only for ``value > 0`` and ``bound > 0``: then every
+   action ``b`` has ``value >= ratio * (w @ b)``. An inexact answer with
+   ``bound <= 0`` or ``value <= 0`` proves no ratio in ``(0, 1]`` and is refused.
+
+The adapters: :class:`~cmab_milp.oracles.highs_model.CompiledModel` (HiGHS;
+the ``highs`` backend keeps its LP-first path and tie re-solve), the models of
+:mod:`~cmab_milp.oracles.scip`, :mod:`~cmab_milp.oracles.gurobi_backend`,
+:mod:`~cmab_milp.oracles.pulp_backend` (whose ``confirm_infeasible`` re-checks
+PuLP's ``Infeasible`` on HiGHS), :mod:`~cmab_milp.oracles.ortools_backend`
+(its bound is the rounding error of CP-SAT's integer costs) and the K-MAX MILP
+of :mod:`~cmab_milp.general.kmax_milp` (its tangent cuts are its ``separate``
+step). A new model backend writes one adapter and subclasses :class:`ModelOracle`
+(or calls :func:`certified_solve` from its ``_linear``), then runs
+:func:`cmab_milp.testing.check_oracle`.
+
+Example
+-------
+>>> import numpy as np
+>>> import cmab_milp as cm
+>>> from cmab_milp.oracles.highs_model import CompiledModel
+>>> space = cm.Cardinality(4, 2)
+>>> oracle = cm.make_oracle(space, "enumerate")
+>>> query = oracle.linear_query(np.array([0.3, -0.2, 0.9, 0.4]), exclude=[2])
+>>> action, bound = certified_solve(CompiledModel(space.formulation()), query, space.formulation())
+>>> action.astype(int).tolist(), round(bound, 9)
+([1, 0, 0, 1], 0.7)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from ..spaces.base import ActionSpace
+from ..spaces.formulation import Formulation, Row
+from .base import (
+    _NO_RESTRICTIONS,
+    Ledger,
+    LimitReached,
+    LinearQuery,
+    NormQuery,
+    Oracle,
+    OracleError,
+    check_gap,
+    check_time_limit,
+    tolerance,
+)
+
+__all__ = [
+    "INTEGRAL_TOL",
+    "MAX_CUT_ROUNDS",
+    "FractionalAnswer",
+    "ModelOracle",
+    "SolveResult",
+    "SolverModel",
+    "certified_solve",
+    "chosen_arms",
+    "forbid_rows",
+    "proven",
+    "proven_ratio",
+    "settle_norm_answer",
+]
+
+#: Lazy-cut rounds per query before the loop is declared a separator bug.
+MAX_CUT_ROUNDS = 10_000
+#: An arm value this close to 0 or 1 counts as integral.
+INTEGRAL_TOL = 1e-6
+#: A reduced cost within ``TIE_TOL * (1 + max|w|)`` of zero counts as a possible tie (LP models).
+TIE_TOL = 1e-7
+#: Costs are solved as given when their largest magnitude is in this range, else rescaled.
+SCALE_LO, SCALE_HI = 2.0**-16, 2.0**16
+
+
+@dataclass(slots=True)
+class SolveResult:
+    """Outcome of one solve.
+
+    ``status`` is ``'optimal'``, ``'infeasible'``, ``'limit'`` (stopped by a time
+    limit; ``values`` holds the incumbent or is ``None``) or ``'error'``.
+    ``values`` are the column values (a list: the per-query path reads the arm
+    columns in plain Python; arms first); ``bound`` is the solver's dual bound on
+    the maximum, ``None`` when the solver gives none. ``message`` says what
+    happened, for errors.
+    """
+
+    status: str
+    values: list[float] | None = None
+    objective: float = float("nan")
+    bound: float | None = float("nan")
+    message: str = ""
+
+    @property
+    def x(self) -> np.ndarray | None:
+        return None if self.values is None else np.asarray(self.values)
+
+
+class SolverModel(Protocol):
+    """What :func:`certified_solve` needs of a compiled model (one per thread).
+
+    Columns ``0..d-1`` are the arms; the model maximises. Optional hooks, used
+    when present: ``separate(values, chosen) -> list[Row]`` (cuts of the
+    model's own, such as K-MAX tangents or CP-SAT's relaxed rows),
+    ``confirm_infeasible(restrictions)`` (raise unless an ``'infeasible'``
+    status is proven; PuLP's HiGHS re-check), ``bound_name`` (how messages name
+    the bound) and ``relaxation_arm_values()`` (the LP relaxation's arm values,
+    for root cuts on fractional points).
+    """
+
+    name: str
+    #: ``False``: ``solve`` runs an LP (over a formulation declared integral).
+    integer: bool
+
+    def set_costs(self, costs: np.ndarray) -> None: ...
+
+    def set_arm_bounds(self, include: tuple[int, ...], exclude: tuple[int, ...]) -> None: ...
+
+    def add_rows(self, rows: list[Row]) -> Any: ...
+
+    def undo(self) -> None:
+        """Back to the formulation's rows (and its own columns and costs of other columns)."""
+
+    def solve(self, tie_tol: float | None = None) -> SolveResult: ...
+
+
+class FractionalAnswer(OracleError):
+    """The solver's arm vector is not integral."""
+
+
+def chosen_arms(values: Sequence[float], d: int, name: str = "the solver", integer: bool = True) -> list[bool]:
+    """Which arms the column ``values`` choose; raise :class:`FractionalAnswer` if not integral.
+
+    Plain list operations: between two solver runs they cost a few microseconds
+    where numpy calls on short vectors cost tens.
+
+    >>> chosen_arms([1.0 - 5e-7, 2e-7, 0.0, 3.5], 3)
+    [True, False, False]
+    >>> chosen_arms([0.5, 1.0], 2, "HiGHS")
+    Traceback (most recent call last):
+    ...
+    cmab_milp.oracles.pipeline.FractionalAnswer: HiGHS MILP returned a fractional arm vector
+    """
+    arms = values[:d]
+    lo, hi = INTEGRAL_TOL, 1.0 - INTEGRAL_TOL
+    if [v for v in arms if lo < v < hi or not -lo <= v <= 1.0 + lo]:  # NaN fails the second test
+        kind = "MILP" if integer else "LP (formulation declared integral)"
+        raise FractionalAnswer(f"{name} {kind} returned a fractional arm vector")
+    return [v > 0.5 for v in arms]
+
+
+def forbid_rows(pairs: Sequence[tuple[int, int]]) -> list[Row]:
+    """The rows ``a_i + a_j <= 1`` of ``forbid_pairs``.
+
+    >>> forbid_rows([(0, 2)])[0].cols
+    (0, 2)
+    """
+    return [Row((i, j), (1.0, 1.0), -math.inf, 1.0) for i, j in pairs]
+
+
+def proven(value: float, bound: float, slack: float = 0.0) -> bool:
+    """Whether ``value`` is within the contract's tolerance of every optimum in ``[value, bound]``.
+
+    ``bound - value <= tolerance(x) + slack`` for the ``x`` of smallest magnitude
+    in that interval (the optimum lies there), so the tolerance is never taken
+    from a bound larger than the optimum.
+
+    >>> proven(1.0, 1.0 + 1e-9), proven(1.0, 1.0 + 1e-8)
+    (True, False)
+    """
+    gap = bound - value
+    if gap <= 0.0:
+        return True
+    low = 0.0 if value <= 0.0 <= bound else min(abs(value), abs(bound))
+    return gap <= tolerance(low) + slack
+
+
+def proven_ratio(value: float, bound: float) -> float | None:
+    """``value / bound`` when both are positive (a proven ratio to the optimum), else ``None``.
+
+    >>> proven_ratio(0.9, 1.0), proven_ratio(0.5, -1.0)
+    (0.9, None)
+    """
+    if value > 0.0 and bound > 0.0:
+        return min(1.0, value / bound)
+    return None
+
+
+def _top(query: Any) -> float:
+    listed = query.weights_list
+    if listed is not None:
+        return max(max(listed, default=0.0), -min(listed, default=0.0))
+    return float(np.abs(query.weights).max(initial=0.0))
+
+
+# This is the per-query path of every-round algorithms (CUCB solves ~10^5 of these per
+# run): its Python work is kept to a few list operations around the solver call.
+def certified_solve(
+    model: SolverModel,
+    query: Any,
+    formulation: Formulation,
+    *,
+    rows: Sequence[Row] = (),
+    rescale: bool = True,
+    certify: bool = True,
+    slack: float = 0.0,
+    gap: float | None = None,
+    ledger: Ledger | None = None,
+    contains: Callable[[np.ndarray], bool] | None = None,
+    max_rounds: int = MAX_CUT_ROUNDS,
+) -> tuple[np.ndarray, float | None] | None:
+    """Answer one query on ``model``: ``(action, bound)``, ``None`` (proven infeasible), or raise.
+
+    Parameters
+    ----------
+    model:
+        A :class:`SolverModel` holding ``formulation``'s rows (and nothing of
+        earlier queries).
+    query:
+        Has ``weights`` (arm costs), ``weights_list`` (or ``None``),
+        ``restrictions`` and ``value(chosen)`` (the exact objective of a list of
+        bools); a :class:`~cmab_milp.oracles.base.LinearQuery` or alike.
+    rows:
+        This query's rows besides ``forbid_pairs`` (removed by ``undo``).
+    rescale:
+        Scale the costs by a power of 2 when they are very large or small
+        (``False`` when the model has other costs in the objective).
+    certify, slack:
+        Check the value against the bound within the tolerance plus ``slack``;
+        ``certify=False`` leaves the check to the caller (norm models).
+    gap, ledger:
+        The certified approximate mode: an answer that the bound does not prove
+        optimal is returned with its proven ratio, recorded in ``ledger``.
+    contains:
+        Also check the action with it (``space.contains``; ``verify=True``).
+    """
+    res = query.restrictions
+    shift = 0
+    top = 1.0
+    if rescale:
+        top = _top(query)
+        if not SCALE_LO <= top <= SCALE_HI and top > 0.0:
+            # HiGHS proved wrong optima with costs ~1e17 (and treats 1e20 as infinite): solve
+            # with the costs times 2^-shift, which changes no tie and scales values exactly
+            shift = math.frexp(top)[1]
+            top = math.ldexp(top, -shift)
+    model.set_costs(query.weights if shift == 0 else np.ldexp(query.weights, -shift))
+    model.set_arm_bounds(res.include, res.exclude)
+    d = formulation.d
+    separators = formulation.separators
+    separate = getattr(model, "separate", None)
+    try:
+        if res.forbid_pairs or rows:
+            model.add_rows([*forbid_rows(res.forbid_pairs), *rows])
+        tie_tol = None if model.integer else TIE_TOL * (1.0 + top)
+        # ---- query-scoped root cuts on fractional LP points (issue 12) go here: for a MILP
+        # model with separators, `add_root_cuts(model, formulation)` (oracles/root_cuts.py)
+        # reads `model.relaxation_arm_values()` and adds violated rows before the loop; they
+        # are this query's rows, removed by `model.undo()` below like the lazy cuts. ----
+        for _ in range(max_rounds):
+            result = model.solve(tie_tol=tie_tol)
+            status = result.status
+            if status != "optimal":
+                if status == "infeasible":
+                    confirm = getattr(model, "confirm_infeasible", None)
+                    if confirm is not None:
+                        confirm(res)
+                    return None
+                if status == "error" or (status == "limit" and result.values is None):
+                    _refuse(model, result)
+            chosen = chosen_arms(result.values, d, model.name, model.integer)
+            cuts = formulation.violated_rows(np.array(chosen)) if separators else None
+            if separate is not None:
+                cuts = [*(cuts or ()), *separate(result.values, chosen)]
+            if not cuts:
+                break
+            if status == "limit":  # an incumbent that is no action, and no time left to improve it
+                _refuse(model, result)
+            model.add_rows(cuts)  # valid for every query, but kept for this one only (the tie rule)
+        else:  # a separator that never converges (or a model that ignores its cuts) is a bug
+            raise OracleError(f"{model.name}: the lazy cut loop did not converge in {max_rounds} rounds")
+    finally:
+        model.undo()
+    bound = result.bound
+    if bound is not None and shift:
+        bound = math.ldexp(bound, shift)
+    if not certify:
+        if status == "limit":  # the caller cannot prove a stopped solve
+            _refuse(model, result)
+    elif bound is None or not proven(query.value(chosen), bound, slack):
+        _unproven(model, query, chosen, bound, status, gap, ledger, result)
+    action = np.array(chosen)
+    if (res is not _NO_RESTRICTIONS and not res.admits(action)) or (contains is not None and not contains(action)):
+        raise OracleError(f"{model.name} returned an action that violates the space or the restrictions")
+    return action, bound
+
+
+def _refuse(model: SolverModel, result: SolveResult) -> None:
+    note = f" ({result.message})" if result.message else ""
+    if result.status == "limit":
+        raise LimitReached(
+            f"{model.name} stopped on its time limit{note}; optimality not proven, no action is returned"
+        )
+    raise OracleError(f"{model.name} failed{note}; no action is returned")
+
+
+def _unproven(model, query, chosen, bound, status, gap, ledger, result) -> None:
+    """An answer its bound does not prove (or no bound): accept it with a ratio (``gap``), or raise."""
+    if bound is None:  # the solver gives no bound: its own proof of optimality is all there is
+        if status != "optimal":
+            _refuse(model, result)
+        return
+    value = query.value(chosen)
+    ratio = None if gap is None or not math.isfinite(bound) else proven_ratio(value, bound)
+    if ratio is not None:
+        if ledger is not None:
+            ledger.record_ratio(ratio)
+        return
+    if status == "limit":
+        _refuse(model, result)
+    what = getattr(model, "bound_name", "the solver's bound")
+    extra = " (and no ratio: approximate answers need value > 0 and bound > 0)" if gap is not None else ""
+    raise OracleError(
+        f"{model.name} answer has value {value!r} but {what} is {bound!r}:"
+        f" optimality not proven within 1e-9 * (1 + |optimum|){extra}"
+    )
+
+
+def settle_norm_answer(
+    query: NormQuery,
+    found: tuple[np.ndarray, float] | None,
+    linear: Callable[[], np.ndarray | None] | None,
+    slack: float,
+    solver: str,
+) -> np.ndarray | None:
+    """The answer of a quadratic-model norm solve, checked against its bound (the SCIP and Gurobi backends).
+
+    ``found`` is the model's ``(action, bound)`` or ``None`` (infeasible). With an
+    indefinite ``M`` and sign +1 the model only covers actions with ``a'Ma >= 0``,
+    so ``linear()`` (the argmax of ``mu @ a``, which is exact where ``a'Ma < 0``)
+    is a second candidate and its value a second bound. The best candidate must
+    reach the bound within ``slack (1 + |bound|)`` (the quadratic row holds only
+    to the solver's feasibility tolerance), else :class:`OracleError`.
+    """
+    candidates = [] if found is None else [found[0]]
+    bound = -np.inf if found is None else found[1]
+    if linear is not None:
+        other = linear()
+        if other is None:
+            return None
+        candidates.append(other)
+        bound = max(bound, query.value(other))
+    if not candidates:
+        return None
+    values = [query.value(a) for a in candidates]
+    best = int(np.argmax(values))
+    if values[best] < bound - slack * (1.0 + abs(bound)):
+        raise OracleError(
+            f"{solver} norm answer has index {values[best]!r} but {solver}'s bound is {bound!r}: the gap is not "
+            "closed (a time limit) or the quadratic model and the exact index disagree beyond the tolerance"
+        )
+    return candidates[best]
+
+
+class ModelOracle(Oracle):
+    """An oracle over one :class:`SolverModel` per thread, answering through :func:`certified_solve`.
+
+    Subclasses give ``_new_model(gap)`` (the model of the formulation; ``gap``
+    ``None`` for exact solves) and, for norm queries, ``_quadratic(M, sign)``:
+    a function of the model returning the constraint ``s^2 <= a M a`` (sign +1)
+    or ``s^2 >= a M a`` (sign -1) on its column ``s`` (the SCIP and Gurobi
+    backends). Norm queries stay exact with a ``gap``: they use a second model.
+
+    Parameters
+    ----------
+    space:
+        The action space.
+    time_limit:
+        Seconds per solve; hitting it raises :class:`LimitReached` (an ``OracleError``).
+    verify:
+        Also check every answer with ``space.contains`` (slower; for tests).
+    gap:
+        The certified approximate mode for linear queries (see this module).
+    """
+
+    #: Relative slack between a norm answer's exact index and the solver's bound (the quadratic
+    #: row holds only to the solver's feasibility tolerance).
+    norm_slack = 1e-6
+    #: Exceptions of the solver's API that mean "failed" (the thread's model is then rebuilt).
+    solver_errors: tuple[type[BaseException], ...] = ()
+
+    def __init__(
+        self, space: ActionSpace, time_limit: float | None = None, verify: bool = False, gap: float | None = None
+    ):
+        time_limit = check_time_limit(time_limit)
+        gap = check_gap(gap)
+        super().__init__(space)
+        self.formulation = space.formulation()
+        self.time_limit = time_limit
+        self.gap = gap
+        self.verify = verify
+
+    def _new_model(self, gap: float | None) -> Any:
+        raise NotImplementedError
+
+    def _quadratic(self, M: np.ndarray, sign: int) -> Callable[[Any], Any]:
+        raise NotImplementedError
+
+    def _model_key(self, exact: bool) -> str:
+        return "exact_model" if exact and self.gap is not None else "model"
+
+    def _model(self, exact: bool = False) -> Any:
+        """This thread's model (``exact``: the one without a gap)."""
+        key = self._model_key(exact)
+        model = getattr(self._local, key, None)
+        if model is None:
+            model = self._new_model(None if exact else self.gap)
+            setattr(self._local, key, model)
+        return model
+
+    def _solve(self, query: Any, exact: bool = False, norm: tuple | None = None) -> tuple[np.ndarray, Any] | None:
+        """The certified solve on this thread's model; ``norm = (quad, s_coef, s_ub)`` opens the column ``s``."""
+        model = self._model(exact)
+        try:
+            if norm is not None:
+                try:
+                    model.open_norm(*norm)
+                except BaseException:
+                    model.undo()
+                    raise
+            return certified_solve(
+                model,
+                query,
+                self.formulation,
+                rescale=norm is None,
+                certify=norm is None,
+                gap=None if exact else self.gap,
+                ledger=self.ledger,
+                contains=self.space._contains if self.verify else None,
+            )
+        except OracleError:
+            raise
+        except self.solver_errors as exc:  # e.g. PySCIPOpt's bare Exception for costs SCIP counts as infinite
+            self._local.__dict__.pop(self._model_key(exact), None)  # it may hold half a query: build a new one
+            raise OracleError(f"{model.name} failed: {exc}") from None
+
+    def _linear(self, query: LinearQuery, exact: bool = False) -> np.ndarray | None:
+        found = self._solve(query, exact)
+        return None if found is None else found[0]
+
+    def _norm(self, query: NormQuery) -> np.ndarray | None:
+        """``mu @ a + sign f s`` with the quadratic row on ``s``, settled by :func:`settle_norm_answer`.
+
+        ``M`` is scaled to entries of at most 1 (``f`` absorbs the scale), so the
+        solver's absolute feasibility tolerance on the quadratic row means the
+        same whatever the scale of ``M``. With an indefinite ``M`` and sign +1
+        the linear argmax of ``mu`` is a second candidate.
+        """
+        sign = query.sign
+        c = float(np.abs(query.M).max()) or 1.0
+        M, f = query.M / c, query.f * np.sqrt(c)
+        indefinite = float(np.linalg.eigvalsh(M).min()) < -1e-12
+        s_max = float(np.sqrt(max(np.clip(M, 0.0, None).sum(), 0.0))) + 1.0  # s never exceeds sqrt(max a M a)
+        mu_query = LinearQuery(query.mu, query.restrictions)
+        found = self._solve(mu_query, True, (self._quadratic(M, sign), sign * f, s_max))
+        linear = (lambda: self._linear(mu_query, exact=True)) if sign > 0 and indefinite else None
+        return settle_norm_answer(query, found, linear, self.norm_slack, self._model(True).name)
