@@ -420,17 +420,14 @@ class ScheduledElimination(EpochSchedule):
         T = self.horizon
         survivors = np.flatnonzero(self.active)
         eliminated = tuple(np.flatnonzero(~self.active).tolist())
-        restrictions = [(unit, eliminated) for unit in self.representative_sets()]
-        entries = self.upper_batch(T, restrictions)
+        forbid = tuple(self.forbidden) if self.unit == "pair" else ()
+        prune = self.unit == "pair" and bool(self.params.get("prune"))
+        units = self.representative_sets()
+        restrictions = [(unit, eliminated) for unit in (units[: len(survivors)] if prune else units)]
         unseen = tuple(np.flatnonzero(~self.index.observed & self.active).tolist())
-        entries.append(self.index.lower_query(T, (), eliminated + unseen))
-        if self.unit == "pair":
-            forbid = tuple(self.forbidden)
-            for entry in entries:
-                entry["forbid_pairs"] = forbid
-        answers = self.index.ask(self.oracle, entries)
-        reps = self.resolve_upper(restrictions, answers[:-1])
-        lcb_action = answers[-1]
+        lower = self.index.lower_query(T, (), eliminated + unseen)
+        answers = self._ask_upper(T, restrictions, forbid, extra=[lower])
+        reps, lcb_action = answers[:-1], answers[-1]
         best_lcb = self._lcb(lcb_action)
         floor = best_lcb - tolerance(best_lcb)
 
@@ -442,15 +439,23 @@ class ScheduledElimination(EpochSchedule):
             if rep is not None and (int(arm) in kept_by_lcb or self._ucb(rep) >= floor):
                 keep.append(int(arm))
                 arm_cycle.append(rep)
+        arm_reps = dict(zip(survivors.tolist(), reps[: len(survivors)], strict=True))
         self.active[:] = False
         self.active[keep] = True
-        pair_cycle = self._eliminate_pairs(reps[len(survivors) :], floor) if self.unit == "pair" else []
+        pair_cycle: list[np.ndarray] = []
+        record: dict[str, Any] = {"start": int(self.t), "survivors": keep}
+        if self.unit == "pair":
+            pair_reps = reps[len(survivors) :]
+            if prune:
+                pair_reps, record["pair_queries"], record["pairs_skipped"] = self._pruned_pairs(
+                    T, eliminated, forbid, arm_reps
+                )
+            pair_cycle = self._eliminate_pairs(pair_reps, floor)
 
         if not arm_cycle:  # nothing survives (possible only with negative indices): play the max-LCB action
             if lcb_action is None:
                 raise RuntimeError(f"no arm survived and no max-LCB action exists in {self.space!r}")
             arm_cycle = [lcb_action]
-        record: dict[str, Any] = {"start": int(self.t), "survivors": keep}
         self.cycle = np.array(arm_cycle, dtype=bool)
         if self.unit == "pair":
             end = self.grid[self.epoch + 1] if self.epoch + 1 < len(self.grid) else self.horizon + 1
@@ -467,6 +472,79 @@ class ScheduledElimination(EpochSchedule):
             record["plays"] = len(arm_cycle)
         self.history.append(record)
         self.epoch += 1
+
+    def _ask_upper(
+        self,
+        T: int,
+        restrictions: list[tuple[tuple[int, ...], tuple[int, ...]]],
+        forbid: tuple[tuple[int, int], ...],
+        extra: list[dict] = [],  # noqa: B006 (read only)
+    ) -> list[np.ndarray | None]:
+        """One adaptivity round: the representatives under ``restrictions`` (resolved), then ``extra``'s answers.
+
+        Every query forbids the pairs ``forbid`` (pair units).
+        """
+        entries = self.upper_batch(T, restrictions) + list(extra)
+        if self.unit == "pair":
+            for entry in entries:
+                entry["forbid_pairs"] = forbid
+        answers = self.index.ask(self.oracle, entries)
+        head = len(answers) - len(extra)
+        return self.resolve_upper(restrictions, answers[:head]) + answers[head:]
+
+    def pair_plan(
+        self, eliminated: tuple[int, ...], arm_reps: dict[int, np.ndarray | None]
+    ) -> tuple[dict[tuple[int, int], np.ndarray | None], list[tuple[int, int]]]:
+        """Which pair representatives ``prune`` knows without asking, and which it asks.
+
+        For each pair of :attr:`active_pairs` whose arms both survived this
+        epoch's arm elimination (step 3 looks at no other pair), the answer is
+        known when
+
+        * an arm representative of this epoch holds both arms: ``rep_i``
+          maximises the UCB over the actions of ``A_{tau-1}`` holding ``i``, a
+          superset of those holding ``i`` and ``j``, and lies in the smaller
+          set, so it is that query's answer too (within the oracle's
+          tolerance). Only when no arm the restriction allows is unobserved
+          (then every representative is a UCB answer);
+        * the warm-up's cover (one action per pair some action holds) has no
+          action holding both: no action of ``A``, hence of ``A_{tau-1}``,
+          does (answer ``None``).
+
+        Returns the known answers by pair and the pairs to ask, in
+        :attr:`active_pairs` order.
+        """
+        together = None if self.cover is None else (self.cover.T.astype(np.int64) @ self.cover) > 0
+        covering = not self._unseen(eliminated).any()
+        known: dict[tuple[int, int], np.ndarray | None] = {}
+        ask: list[tuple[int, int]] = []
+        for i, j in self.active_pairs:
+            if not (self.active[i] and self.active[j]):
+                continue
+            if together is not None and not together[i, j]:
+                known[(i, j)] = None
+                continue
+            rep = next((r for r in (arm_reps.get(i), arm_reps.get(j)) if r is not None and r[i] and r[j]), None)
+            if covering and rep is not None:
+                known[(i, j)] = rep
+            else:
+                ask.append((i, j))
+        return known, ask
+
+    def _pruned_pairs(
+        self,
+        T: int,
+        eliminated: tuple[int, ...],
+        forbid: tuple[tuple[int, int], ...],
+        arm_reps: dict[int, np.ndarray | None],
+    ) -> tuple[list[np.ndarray | None], int, int]:
+        """Pair representatives aligned with :attr:`active_pairs` (``None`` where unused), asked in one batch."""
+        known, ask = self.pair_plan(eliminated, arm_reps)
+        skipped = len(known)
+        if ask:
+            answers = self._ask_upper(T, [(pair, eliminated) for pair in ask], forbid)
+            known.update(zip(ask, answers, strict=True))
+        return [known.get(pair) for pair in self.active_pairs], len(ask), skipped
 
     def _eliminate_pairs(self, reps: list[np.ndarray | None], floor: float) -> list[np.ndarray]:
         """Step 3 of Algorithm 4: keep the pairs of surviving arms whose representative's UCB reaches ``floor``.
