@@ -17,6 +17,8 @@ import cmab_milp as cm
 from cmab_milp.cli import main
 from cmab_milp.experiments import load_problem, parse_problem, run_problem
 from cmab_milp.oracles.base import tolerance
+from cmab_milp.policies.covariance import CovarianceIndex
+from cmab_milp.policies.schedules import all_pairs, pair_cover, shared_cover
 
 CREW = Path(__file__).resolve().parents[1] / "problems" / "crew_matching.toml"
 
@@ -163,18 +165,55 @@ def test_pair_plan_without_warmup_asks_the_infeasible_pairs():
     assert len(ask) == len(policy.active_pairs)  # nothing known: no cover, no arm representatives
 
 
-def test_prune_is_checked_and_belongs_to_sroq_c():
+def test_prune_is_checked_and_belongs_to_the_two_rare_query_policies():
     space, _ = small_instance()
     assert "prune" in inspect.signature(cm.SROQCov).parameters
-    assert "prune" not in inspect.signature(cm.AROQCov).parameters
-    with pytest.raises(ValueError, match="prune must be True or False"):
-        cm.SROQCov(space, 100, oracle="enumerate", prune="yes")
+    assert "prune" in inspect.signature(cm.AROQCov).parameters
+    assert "prune" not in inspect.signature(cm.OLSUCBC).parameters
+    for cls in (cm.SROQCov, cm.AROQCov):
+        with pytest.raises(ValueError, match="prune must be True or False"):
+            cls(space, 100, oracle="enumerate", prune="yes")
     with pytest.raises(TypeError, match="prune"):
-        cm.AROQCov(space, 100, oracle="enumerate", prune=True)
+        cm.OLSUCBC(space, 100, oracle="enumerate", prune=True)
     with pytest.raises(ValueError, match="warmup_cycles"):
         cm.SROQCov(space, 100, oracle="enumerate", warmup_cycles=None)
     policy = cm.SROQCov(space, 100, oracle="enumerate", prune=True)
     assert policy.clone().params["prune"] is True
+
+
+# ------------------------------------------------------------------ shared warm-up cover
+def pair_counts(cover: np.ndarray, rounds: int) -> np.ndarray:
+    plays = np.full(len(cover), rounds // len(cover))
+    plays[: rounds % len(cover)] += 1
+    acts = cover.astype(np.int64)
+    return (acts.T * plays) @ acts
+
+
+def test_shared_cover_holds_every_feasible_pair_with_fewer_queries_and_even_plays():
+    space, _ = small_instance()
+    actions = space.enumerate().astype(np.int64)
+    feasible = {(i, j) for i, j in all_pairs(space.d) if (actions[:, i] & actions[:, j]).any()}
+    plain_oracle, shared_oracle = (cm.make_oracle(space, "enumerate") for _ in range(2))
+    plain_units, plain = pair_cover(CovarianceIndex(space.d), plain_oracle)
+    units, cover = shared_cover(CovarianceIndex(space.d), shared_oracle, all_pairs(space.d))
+    assert set(units) == set(plain_units) == feasible  # the 70 pairs sharing a vertex are dropped
+    assert all(cover[k][list(u)].all() and space.contains(cover[k]) for k, u in enumerate(units))
+    assert shared_oracle.ledger.queries < plain_oracle.ledger.queries == len(all_pairs(space.d))
+    rounds = len(all_pairs(space.d))
+    off = [(i, j) for i, j in feasible if i != j]
+    rows, cols = zip(*off, strict=True)
+    assert pair_counts(cover, rounds)[rows, cols].min() > pair_counts(plain, rounds)[rows, cols].min()
+    with pytest.raises(ValueError, match="chunk"):
+        shared_cover(CovarianceIndex(space.d), shared_oracle, all_pairs(space.d), chunk=0)
+
+
+def test_aroq_c_prune_warms_up_on_the_shared_cover():
+    space, env = small_instance(8)
+    policy = cm.AROQCov(space, 3000, oracle="enumerate", warmup_cycles=1, prune=True)
+    result = cm.simulate(policy, env, 3000, seed=8, trace=True)
+    assert policy.warmup_queries < len(all_pairs(space.d)) and len(policy.cover) == 210 - 70
+    first = [a for t, n, acts in result.info["trace"] if t <= policy.warmup_rounds for a in acts]
+    assert all(space.contains(a) for a in first) and policy.updates >= 1
 
 
 # ------------------------------------------------------------------ hints

@@ -58,7 +58,7 @@ from ..oracles import Oracle
 from ..spaces.base import ActionSpace
 from .base import Index, check_nonnegative, check_positive
 from .cov_estimators import CovarianceEstimator
-from .schedules import AdaptiveEpochs, EveryRound, ScheduledElimination, all_pairs, pair_cover
+from .schedules import AdaptiveEpochs, EveryRound, ScheduledElimination, all_pairs, pair_cover, shared_cover
 
 __all__ = ["OLSUCBC", "AROQCov", "CovarianceIndex", "SROQCov", "all_pairs", "pair_cover"]
 
@@ -226,6 +226,12 @@ class CovarianceIndex(Index):
 _COMMON = ("C", "f_scale", "h_scale")
 
 
+def _check_flag(name: str, value: Any) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
 class _CovarianceFamily:
     """Construction and index shared by the three policies (mixed in before a schedule).
 
@@ -316,6 +322,15 @@ class AROQCov(_CovarianceFamily, AdaptiveEpochs):
         small number (e.g. 2) to see the adaptive part. With ``T=None`` the
         default is one pass (``log^3 T`` needs the horizon); the pair epochs
         double and never needed ``T``.
+    prune : bool
+        The warm-up asks only for pairs no earlier answer holds and spreads
+        the plays over the answers (:func:`~.schedules.shared_cover`; the
+        paper's warm-up plays *any* action holding its pair). On the crew
+        matching (d = 120) that is 1,870 queries instead of 7,260 (in 234
+        adaptivity rounds instead of 1) and every pair is seen at least 8
+        times instead of once, so the first pair epochs (which end at
+        ``1 + 2 n_ij``) last longer and the updates after the warm-up are
+        fewer. Default ``False``.
 
     Attributes after a run: ``epochs`` (``tau_ij``, Lemma 5 bounds each by
     ``log2(T m) + 2``), ``updates`` (oracle consultations after the warm-up),
@@ -330,7 +345,11 @@ class AROQCov(_CovarianceFamily, AdaptiveEpochs):
     name = "AROQ-C"
     unit = "pair"
     _state_fields = ("warmup_rounds", "cover", "warmup_queries")
-    _schedule_defaults: ClassVar[dict[str, Any]] = {"warmup_cycles": None}
+    _schedule_defaults: ClassVar[dict[str, Any]] = {"warmup_cycles": None, "prune": False}
+
+    def _check_schedule(self, schedule: dict[str, Any]) -> dict[str, Any]:
+        schedule["prune"] = _check_flag("prune", schedule["prune"])
+        return schedule
 
     def reset(self) -> None:
         super().reset()
@@ -338,7 +357,10 @@ class AROQCov(_CovarianceFamily, AdaptiveEpochs):
 
     def warmup_cover(self) -> np.ndarray:
         before = self.oracle.ledger.queries
-        cover = super().warmup_cover()
+        if self.params["prune"]:
+            cover = shared_cover(self.index, self.oracle, self.units)[1]
+        else:
+            cover = super().warmup_cover()
         self.warmup_queries = self.oracle.ledger.queries - before
         return cover
 
@@ -416,7 +438,5 @@ class SROQCov(_CovarianceFamily, ScheduledElimination):
 
     def _check_schedule(self, schedule: dict[str, Any]) -> dict[str, Any]:
         schedule["warmup_cycles"] = check_nonnegative("warmup_cycles", schedule["warmup_cycles"])  # None: not here
-        if not isinstance(schedule["prune"], (bool, np.bool_)):
-            raise ValueError(f"prune must be True or False, got {schedule['prune']!r}")
-        schedule["prune"] = bool(schedule["prune"])
+        schedule["prune"] = _check_flag("prune", schedule["prune"])
         return schedule
