@@ -20,7 +20,14 @@ the estimator and its queries to :meth:`make_index`:
   the survivors' representatives are played in turn until the next grid point
   (pairs: arm representatives, then pair representatives). The max-LCB query
   runs in the same batch as the representatives (Appendix A.1's count):
-  adaptivity = number of epochs.
+  adaptivity = number of epochs. With the constant ``prune`` (pair units) an
+  epoch takes two batches and skips the pair queries whose answers are known
+  or unused (:meth:`ScheduledElimination.pair_plan`): same actions, fewer
+  queries, adaptivity = 2 x epochs.
+
+:func:`shared_cover` is a warm-up that asks only for units no earlier answer
+holds (AROQ-C's with ``prune``; SROQ-C keeps the one-batch :func:`unit_cover`,
+so its warm-up stays one adaptivity round).
 
 What varies between the families is a parameter of :class:`EpochSchedule`,
 the base of the last two: the epoch **unit** (class attribute ``unit``:
