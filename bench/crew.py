@@ -23,6 +23,17 @@ round played; a policy stopped inside a batch (SROQ-C's representatives) says ho
 it answered and how long the whole batch would take at that rate. ``--quick``: ``T = 10^4`` (past
 the 7,260-round warm-ups), 40 OLS-UCB-C rounds, budget 300 s.
 
+Measured (2026-12-01, highs on this branch, the 2-core machine shared, load ~6; hints are passed
+but the HiGHS norm solver here does not use them yet):
+
+* AROQ-C, plain: 600 s reached t = 7,947 (7,260 warm-up queries, then 60 updates, ~10 s each,
+  slowest 92 s); with ``--prune``: 1,870 warm-up queries, every pair seen >= 8 times (plain: 10%
+  of the pairs once), 9 updates in the next 300 s (run next to the test suite).
+* SROQ-C: the first epoch's batch is 7,261 queries plain (62 answered in 303 s: ~35,000 s); with
+  ``--prune`` 121 (arm representatives and max-LCB, ~320 s) then 4,910 pair queries (197 answered in
+  273 s: ~6,800 s) -- 1,200 pairs are infeasible and ~1,030 answered by an arm representative.
+* OLS-UCB-C: 119 rounds in 308 s (2.6 s per query): ~72 h at T = 10^5.
+
 ``--prune`` runs AROQ-C and SROQ-C with ``prune=True`` (AROQ-C: the shared warm-up cover;
 SROQ-C: only the pair representatives it uses and does not already know); ``--no-hints`` asks
 the norm queries without incumbent hints (for before/after).
