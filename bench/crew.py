@@ -166,7 +166,7 @@ def main(argv: list[str] | None = None) -> None:
         policy = builders[name](cm.make_oracle(space, args.backend))
         out = run(policy, env, horizon, budget)
         at_T = out["wall"] * T / max(out["played"], 1)
-        note = "" if out["played"] >= T else f"  (stopped at t={out['played']}; 'at T' extrapolated linearly)"
+        note = "" if out["played"] >= T else f"  (played {out['played']} rounds; 'at T' extrapolated linearly)"
         if out["inside"] is not None:
             size, answered, seconds = out["inside"]
             note += (
