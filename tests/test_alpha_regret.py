@@ -46,7 +46,11 @@ class SingleArmOracle(cm.Oracle):
 
 @pytest.fixture
 def stand_in():
-    register_backend("single_arm", SingleArmOracle, capabilities=Capabilities(norm=False, exact=False, approximate=True, time_limit=True))
+    register_backend(
+        "single_arm",
+        SingleArmOracle,
+        capabilities=Capabilities(norm=False, exact=False, approximate=True, time_limit=True),
+    )
     yield "single_arm"
     del BACKENDS["single_arm"]
 

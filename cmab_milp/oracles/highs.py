@@ -204,7 +204,10 @@ class HighsOracle(Oracle):
         for k in (-3, 3):
             c = 2.0**k
             attempts.append(
-                (f"values times 2^{k}", NormQuery(query.mu * c, query.M, query.f * c, query.sign, query.restrictions))
+                (
+                    f"values times 2^{k}",
+                    NormQuery(query.mu * c, query.M, query.f * c, query.sign, query.restrictions, query.hints),
+                )
             )
         for name, attempt in attempts:
             self._local.__dict__.pop("norm_model", None)

@@ -20,7 +20,14 @@ the estimator and its queries to :meth:`make_index`:
   the survivors' representatives are played in turn until the next grid point
   (pairs: arm representatives, then pair representatives). The max-LCB query
   runs in the same batch as the representatives (Appendix A.1's count):
-  adaptivity = number of epochs.
+  adaptivity = number of epochs. With the constant ``prune`` (pair units) an
+  epoch takes two batches and skips the pair queries whose answers are known
+  or unused (:meth:`ScheduledElimination.pair_plan`): same actions, fewer
+  queries, adaptivity = 2 x epochs.
+
+:func:`shared_cover` is a warm-up that asks only for units no earlier answer
+holds (AROQ-C's with ``prune``; SROQ-C keeps the one-batch :func:`unit_cover`,
+so its warm-up stays one adaptivity round).
 
 What varies between the families is a parameter of :class:`EpochSchedule`,
 the base of the last two: the epoch **unit** (class attribute ``unit``:
@@ -60,6 +67,7 @@ __all__ = [
     "all_pairs",
     "default_epochs",
     "pair_cover",
+    "shared_cover",
     "sroq_grid",
     "unit_cover",
 ]
@@ -132,6 +140,67 @@ def unit_cover(index: Index, oracle: Oracle, units: list[tuple[int, ...]]) -> tu
     if not kept:
         raise RuntimeError("no feasible action holds any arm: the space has only the empty action")
     return [u for u, _ in kept], np.array([a for _, a in kept], dtype=bool)
+
+
+def shared_cover(
+    index: Index, oracle: Oracle, units: list[tuple[int, ...]], chunk: int = 8
+) -> tuple[list[tuple[int, ...]], np.ndarray]:
+    """Like :func:`unit_cover`, asking only for units no earlier answer holds, and spreading the plays.
+
+    A warm-up round may play *any* action holding its unit, so an earlier
+    answer that holds it is already an answer. One pass over ``units``: the
+    ones no answer holds yet are asked in batches of ``chunk`` (one adaptivity
+    round each) for an action holding them that favours arms in pairs still
+    uncovered (weight ``1 +`` that count); a ``None`` answer drops the unit.
+    Then each unit gets, among the answers holding it, the one given to the
+    fewest units so far, so every pair is played about evenly (the plain cover
+    plays many pairs once per pass). Returns the units kept and their actions.
+
+    >>> import cmab_milp as cm
+    >>> from cmab_milp.policies.covariance import CovarianceIndex
+    >>> oracle = cm.make_oracle(cm.Cardinality(4, 3, exact=True), "enumerate")
+    >>> units, actions = shared_cover(CovarianceIndex(4), oracle, all_pairs(4))
+    >>> len(units), all(actions[k][list(u)].all() for k, u in enumerate(units)), oracle.ledger.queries < len(units)
+    (10, True, True)
+    """
+    if isinstance(chunk, bool) or not isinstance(chunk, (int, np.integer)) or chunk < 1:
+        raise ValueError(f"chunk must be an integer >= 1, got {chunk!r}")
+    d = index.d
+    held = np.zeros((d, d), bool)  # pairs (and arms, on the diagonal) some answer holds
+    answers: list[np.ndarray] = []
+    dropped: set[tuple[int, ...]] = set()
+    batch: list[tuple[int, ...]] = []
+
+    def ask() -> None:
+        weights = 1.0 + (~held).sum(axis=1)
+        queries = [{"kind": "linear", "weights": weights, "include": sorted(set(u))} for u in batch]
+        for unit, action in zip(batch, index.ask(oracle, queries), strict=True):
+            if action is None:
+                dropped.add(unit)
+            else:
+                answers.append(action)
+                held[np.ix_(action, action)] = True
+        batch.clear()
+
+    for unit in units:
+        if not held[np.ix_(unit, unit)].all():
+            batch.append(unit)
+            if len(batch) >= chunk:
+                ask()
+    if batch:
+        ask()
+    kept = [u for u in units if u not in dropped]
+    if not kept:
+        raise RuntimeError("no feasible action holds any arm: the space has only the empty action")
+    table = np.array(answers, dtype=bool)
+    plays = np.zeros(len(table), np.int64)
+    rows = []
+    for unit in kept:
+        holding = np.flatnonzero(table[:, list(unit)].all(axis=1))
+        k = holding[np.argmin(plays[holding])]
+        plays[k] += 1
+        rows.append(table[k])
+    return kept, np.array(rows, dtype=bool)
 
 
 def pair_cover(index: Index, oracle: Oracle) -> tuple[list[tuple[int, int]], np.ndarray]:
@@ -420,17 +489,14 @@ class ScheduledElimination(EpochSchedule):
         T = self.horizon
         survivors = np.flatnonzero(self.active)
         eliminated = tuple(np.flatnonzero(~self.active).tolist())
-        restrictions = [(unit, eliminated) for unit in self.representative_sets()]
-        entries = self.upper_batch(T, restrictions)
+        forbid = tuple(self.forbidden) if self.unit == "pair" else ()
+        prune = self.unit == "pair" and bool(self.params.get("prune"))
+        units = self.representative_sets()
+        restrictions = [(unit, eliminated) for unit in (units[: len(survivors)] if prune else units)]
         unseen = tuple(np.flatnonzero(~self.index.observed & self.active).tolist())
-        entries.append(self.index.lower_query(T, (), eliminated + unseen))
-        if self.unit == "pair":
-            forbid = tuple(self.forbidden)
-            for entry in entries:
-                entry["forbid_pairs"] = forbid
-        answers = self.index.ask(self.oracle, entries)
-        reps = self.resolve_upper(restrictions, answers[:-1])
-        lcb_action = answers[-1]
+        lower = self.index.lower_query(T, (), eliminated + unseen)
+        answers = self._ask_upper(T, restrictions, forbid, extra=[lower])
+        reps, lcb_action = answers[:-1], answers[-1]
         best_lcb = self._lcb(lcb_action)
         floor = best_lcb - tolerance(best_lcb)
 
@@ -442,15 +508,23 @@ class ScheduledElimination(EpochSchedule):
             if rep is not None and (int(arm) in kept_by_lcb or self._ucb(rep) >= floor):
                 keep.append(int(arm))
                 arm_cycle.append(rep)
+        arm_reps = dict(zip(survivors.tolist(), reps[: len(survivors)], strict=True))
         self.active[:] = False
         self.active[keep] = True
-        pair_cycle = self._eliminate_pairs(reps[len(survivors) :], floor) if self.unit == "pair" else []
+        pair_cycle: list[np.ndarray] = []
+        record: dict[str, Any] = {"start": int(self.t), "survivors": keep}
+        if self.unit == "pair":
+            pair_reps = reps[len(survivors) :]
+            if prune:
+                pair_reps, record["pair_queries"], record["pairs_skipped"] = self._pruned_pairs(
+                    T, eliminated, forbid, arm_reps
+                )
+            pair_cycle = self._eliminate_pairs(pair_reps, floor)
 
         if not arm_cycle:  # nothing survives (possible only with negative indices): play the max-LCB action
             if lcb_action is None:
                 raise RuntimeError(f"no arm survived and no max-LCB action exists in {self.space!r}")
             arm_cycle = [lcb_action]
-        record: dict[str, Any] = {"start": int(self.t), "survivors": keep}
         self.cycle = np.array(arm_cycle, dtype=bool)
         if self.unit == "pair":
             end = self.grid[self.epoch + 1] if self.epoch + 1 < len(self.grid) else self.horizon + 1
@@ -467,6 +541,79 @@ class ScheduledElimination(EpochSchedule):
             record["plays"] = len(arm_cycle)
         self.history.append(record)
         self.epoch += 1
+
+    def _ask_upper(
+        self,
+        T: int,
+        restrictions: list[tuple[tuple[int, ...], tuple[int, ...]]],
+        forbid: tuple[tuple[int, int], ...],
+        extra: list[dict] = [],  # noqa: B006 (read only)
+    ) -> list[np.ndarray | None]:
+        """One adaptivity round: the representatives under ``restrictions`` (resolved), then ``extra``'s answers.
+
+        Every query forbids the pairs ``forbid`` (pair units).
+        """
+        entries = self.upper_batch(T, restrictions) + list(extra)
+        if self.unit == "pair":
+            for entry in entries:
+                entry["forbid_pairs"] = forbid
+        answers = self.index.ask(self.oracle, entries)
+        head = len(answers) - len(extra)
+        return self.resolve_upper(restrictions, answers[:head]) + answers[head:]
+
+    def pair_plan(
+        self, eliminated: tuple[int, ...], arm_reps: dict[int, np.ndarray | None]
+    ) -> tuple[dict[tuple[int, int], np.ndarray | None], list[tuple[int, int]]]:
+        """Which pair representatives ``prune`` knows without asking, and which it asks.
+
+        For each pair of :attr:`active_pairs` whose arms both survived this
+        epoch's arm elimination (step 3 looks at no other pair), the answer is
+        known when
+
+        * an arm representative of this epoch holds both arms: ``rep_i``
+          maximises the UCB over the actions of ``A_{tau-1}`` holding ``i``, a
+          superset of those holding ``i`` and ``j``, and lies in the smaller
+          set, so it is that query's answer too (within the oracle's
+          tolerance). Only when no arm the restriction allows is unobserved
+          (then every representative is a UCB answer);
+        * the warm-up's cover (one action per pair some action holds) has no
+          action holding both: no action of ``A``, hence of ``A_{tau-1}``,
+          does (answer ``None``).
+
+        Returns the known answers by pair and the pairs to ask, in
+        :attr:`active_pairs` order.
+        """
+        together = None if self.cover is None else (self.cover.T.astype(np.int64) @ self.cover) > 0
+        covering = not self._unseen(eliminated).any()
+        known: dict[tuple[int, int], np.ndarray | None] = {}
+        ask: list[tuple[int, int]] = []
+        for i, j in self.active_pairs:
+            if not (self.active[i] and self.active[j]):
+                continue
+            if together is not None and not together[i, j]:
+                known[(i, j)] = None
+                continue
+            rep = next((r for r in (arm_reps.get(i), arm_reps.get(j)) if r is not None and r[i] and r[j]), None)
+            if covering and rep is not None:
+                known[(i, j)] = rep
+            else:
+                ask.append((i, j))
+        return known, ask
+
+    def _pruned_pairs(
+        self,
+        T: int,
+        eliminated: tuple[int, ...],
+        forbid: tuple[tuple[int, int], ...],
+        arm_reps: dict[int, np.ndarray | None],
+    ) -> tuple[list[np.ndarray | None], int, int]:
+        """Pair representatives aligned with :attr:`active_pairs` (``None`` where unused), asked in one batch."""
+        known, ask = self.pair_plan(eliminated, arm_reps)
+        skipped = len(known)
+        if ask:
+            answers = self._ask_upper(T, [(pair, eliminated) for pair in ask], forbid)
+            known.update(zip(ask, answers, strict=True))
+        return [known.get(pair) for pair in self.active_pairs], len(ask), skipped
 
     def _eliminate_pairs(self, reps: list[np.ndarray | None], floor: float) -> list[np.ndarray]:
         """Step 3 of Algorithm 4: keep the pairs of surviving arms whose representative's UCB reaches ``floor``.

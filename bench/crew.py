@@ -1,0 +1,195 @@
+"""Crew-assignment benchmark: the covariance-adaptive policies at d = 120 (issue 12, deliverable 4).
+
+Run: ``.venv/bin/python bench/crew.py [--quick] [--horizon T] [--ols-horizon T] [--budget S]``
+
+The problem is ``problems/crew_matching.toml``: matchings of K(10, 12) (d = 120,
+m = 10), correlated Gaussian noise. Each policy plays one run (seed 1) on the
+oracle backend ``--backend`` (default ``highs``), one after the other:
+
+* AROQ-C with a one-pass warm-up and SROQ-C at ``T = --horizon`` (default 10^5);
+* OLS-UCB-C (a norm query every round) at ``--ols-horizon`` (default 300)
+  rounds only; its wall time at ``T`` is *extrapolated* linearly from its
+  seconds per round (printed as such).
+
+A policy still running after ``--budget`` seconds (default 1200) is stopped at
+the end of its current stretch; the row then says at which round (``stopped
+at t``), and the time to ``T`` is extrapolated from the rounds played (a lower
+bound for AROQ-C, whose updates are spread over the whole run).
+
+Printed per policy: rounds played, wall seconds (and extrapolated to ``T``),
+oracle queries, adaptivity rounds, seconds in the oracle, milliseconds per
+query, the largest single query (milliseconds) and the regret at the last
+round played; a policy stopped inside a batch (SROQ-C's representatives) says how much of the batch
+it answered and how long the whole batch would take at that rate. ``--quick``: ``T = 10^4`` (past
+the 7,260-round warm-ups), 40 OLS-UCB-C rounds, budget 300 s.
+
+Measured (2026-12-01, highs on this branch, the 2-core machine shared, load ~6; hints are passed
+but the HiGHS norm solver here does not use them yet):
+
+* AROQ-C, plain: 600 s reached t = 7,947 (7,260 warm-up queries, then 60 updates, ~10 s each,
+  slowest 92 s); with ``--prune``: 1,870 warm-up queries, every pair seen >= 8 times (plain: 10%
+  of the pairs once), 9 updates in the next 300 s (run next to the test suite).
+* SROQ-C: the first epoch's batch is 7,261 queries plain (62 answered in 303 s: ~35,000 s); with
+  ``--prune`` 121 (arm representatives and max-LCB, ~320 s) then 4,910 pair queries (197 answered in
+  273 s: ~6,800 s) -- 1,200 pairs are infeasible and ~1,030 answered by an arm representative.
+* OLS-UCB-C: 119 rounds in 308 s (2.6 s per query): ~72 h at T = 10^5.
+
+``--prune`` runs AROQ-C and SROQ-C with ``prune=True`` (AROQ-C: the shared warm-up cover;
+SROQ-C: only the pair representatives it uses and does not already know); ``--no-hints`` asks
+the norm queries without incumbent hints (for before/after).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import cmab_milp as cm
+from cmab_milp.experiments import load_problem
+from cmab_milp.policies.covariance import CovarianceIndex
+
+PROBLEM = Path(__file__).resolve().parents[1] / "problems" / "crew_matching.toml"
+
+
+class _OverBudget(Exception):
+    """The policy's time is up (raised by every oracle answer after the deadline)."""
+
+
+class _Watch:
+    """Wraps the oracle: the longest single answer, answers given, the size of the batch under way, a deadline."""
+
+    def __init__(self, oracle: cm.Oracle, deadline: float):
+        self.slowest, self.answered, self.batch, self.batch_start = 0.0, 0, 0, 0.0
+        answer, batch = oracle._answer, oracle.argmax_batch
+
+        def timed(query):
+            start = time.perf_counter()
+            if start > deadline:
+                raise _OverBudget
+            try:
+                return answer(query)
+            finally:
+                self.slowest = max(self.slowest, time.perf_counter() - start)
+                self.answered += 1
+
+        def batched(queries):
+            self.batch, self.batch_start, self.answered = len(queries), time.perf_counter(), 0
+            return batch(queries)
+
+        oracle._answer = timed  # type: ignore[method-assign]
+        oracle.argmax_batch = batched  # type: ignore[method-assign]
+
+
+def run(policy: cm.Policy, env, T: int, budget: float, seed: int = 1) -> dict:
+    """Play ``policy`` up to ``T`` rounds or ``budget`` seconds; the totals (a small ``simulate``).
+
+    Past the budget the oracle refuses every further answer; a run stopped inside a batch says how
+    much of the batch it answered (``batch``, ``answered``, ``batch_seconds``).
+    """
+    _, best = env.optimal(policy.space, "highs")
+    rng = np.random.default_rng(seed)
+    start = time.perf_counter()
+    watch = _Watch(policy.oracle, start + budget)
+    policy.reset()
+    ledger = policy.oracle.ledger
+    q0, r0, s0 = ledger.snapshot()
+    t, regret, inside = 1, 0.0, None
+    try:
+        while t <= T and time.perf_counter() - start < budget:
+            stretch = policy.plan()
+            length = min(stretch.length, T - t + 1)
+            stats = env.observe(stretch.actions, length, rng, policy.needs)
+            rewards = env.expected_rewards(stretch.actions)
+            per = np.full(len(rewards), length // len(rewards))
+            per[: length % len(rewards)] += 1
+            regret += float(per @ (best - rewards))
+            policy.update(length, stats)
+            t += length
+    except _OverBudget:
+        inside = (watch.batch, watch.answered, time.perf_counter() - watch.batch_start)
+    wall = time.perf_counter() - start
+    q, r, s = ledger.snapshot()
+    return {
+        "played": t - 1,
+        "wall": wall,
+        "queries": q - q0,
+        "rounds": r - r0,
+        "oracle": s - s0,
+        "slowest": watch.slowest,
+        "regret": regret,
+        "inside": inside,
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="T = 10^4, 40 OLS-UCB-C rounds, budget 300 s")
+    parser.add_argument("--prune", action="store_true", help="AROQ-C and SROQ-C with prune=True")
+    parser.add_argument("--no-hints", action="store_true", help="no incumbent hints in the norm queries")
+    parser.add_argument("--horizon", type=int, default=None, help="T for AROQ-C and SROQ-C (default 10^5)")
+    parser.add_argument("--ols-horizon", type=int, default=None, help="rounds OLS-UCB-C plays (default 300)")
+    parser.add_argument("--budget", type=float, default=None, help="seconds per policy before it is stopped")
+    parser.add_argument("--backend", default="highs")
+    parser.add_argument("--policies", default="AROQ-C,SROQ-C,OLS-UCB-C", help="comma-separated subset")
+    args = parser.parse_args(argv)
+    T = args.horizon or (10_000 if args.quick else 100_000)
+    ols_T = min(T, args.ols_horizon or (40 if args.quick else 300))
+    budget = args.budget or (300.0 if args.quick else 1200.0)
+
+    if args.no_hints:
+        CovarianceIndex.hints_for = lambda self, query: ()  # type: ignore[method-assign]
+    problem = load_problem(PROBLEM)
+    space = problem.build_space()
+    env = problem.build_environment(space)
+    prune = {"prune": True} if args.prune else {}  # (the code before prune existed takes no such keyword)
+    builders = {
+        "AROQ-C": lambda oracle: cm.AROQCov(space, T, oracle=oracle, warmup_cycles=1, **prune),
+        "SROQ-C": lambda oracle: cm.SROQCov(space, T, oracle=oracle, **prune),
+        "OLS-UCB-C": lambda oracle: cm.OLSUCBC(space, T, oracle=oracle),
+    }
+    names = [n.strip() for n in args.policies.split(",") if n.strip()]
+    unknown = sorted(set(names) - set(builders))
+    if unknown:
+        raise SystemExit(f"unknown policies {unknown}; choose from {sorted(builders)}")
+    print(f"{space!r}, d={space.d}, m={space.m}; backend {args.backend}; T={T}; budget {budget:.0f} s per policy;")
+    print(f"prune={args.prune}; hints {'off' if args.no_hints else 'on'}")
+    header = f"{'policy':10} {'played':>7} {'wall s':>8} {'at T s':>9} {'queries':>8} {'rounds':>7}"
+    print(header + f" {'oracle s':>9} {'ms/query':>9} {'max ms':>8} {'regret':>10}")
+    for name in names:
+        horizon = ols_T if name == "OLS-UCB-C" else T
+        policy = builders[name](cm.make_oracle(space, args.backend))
+        out = run(policy, env, horizon, budget)
+        at_T = out["wall"] * T / max(out["played"], 1)
+        note = "" if out["played"] >= T else f"  (played {out['played']} rounds; 'at T' extrapolated linearly)"
+        if out["inside"] is not None:
+            size, answered, seconds = out["inside"]
+            note += (
+                f"\n    stopped inside a batch of {size} queries after answering {answered} in {seconds:.0f} s:"
+                f" the batch alone would take ~{seconds * size / max(answered, 1):.0f} s"
+            )
+        per_query = 1000 * out["oracle"] / max(out["queries"], 1)
+        print(
+            f"{name:10} {out['played']:7d} {out['wall']:8.1f} {at_T:9.0f} {out['queries']:8d} {out['rounds']:7d}"
+            f" {out['oracle']:9.1f} {per_query:9.1f} {1000 * out['slowest']:8.0f} {out['regret']:10.1f}{note}",
+            flush=True,
+        )
+        if name == "AROQ-C":
+            print(f"    warm-up: {policy.warmup_queries} queries; updates after it: {policy.updates}")
+        if name == "SROQ-C":
+            for record in getattr(policy, "history", []):
+                asked = (
+                    f", {record['pair_queries']} pair queries, {record['pairs_skipped']} skipped" if args.prune else ""
+                )
+                print(
+                    f"    epoch at t={record['start']}: {len(record['survivors'])} arms, {record['pairs']} pairs{asked}"
+                )
+
+
+if __name__ == "__main__":
+    main()
