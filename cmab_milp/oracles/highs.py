@@ -88,6 +88,8 @@ class HighsOracle(Oracle):
     """
 
     name = "highs"
+    #: Tighten MILPs with the formulation's fractional separators before branching (:mod:`.root_cuts`).
+    root_cuts = True
 
     def __init__(
         self,
@@ -143,6 +145,12 @@ class HighsOracle(Oracle):
             model.add_rows([Row((i, j), (1.0, 1.0), -np.inf, 1.0) for i, j in res.forbid_pairs])
         tie_tol = None if model.integer else _TIE_TOL * (1.0 + top)
         try:
+            # --- root cuts (issue 12): query-scoped rows, removed below with the query's others ---
+            if model.integer and self.root_cuts and self.formulation.fractional_separators:
+                from .root_cuts import add_root_cuts
+
+                add_root_cuts(model, self.formulation)
+            # --- end root cuts ---
             for _ in range(_MAX_CUT_ROUNDS):
                 result = model.solve(tie_tol=tie_tol)
                 if result.status == "infeasible":
