@@ -221,11 +221,11 @@ class Formulation:
         out = Formulation(d=d)
         for part in parts:
             moved = part.shifted(out.n_aux, d)
+            out.aux_exact_only = np.concatenate([out._exact_only_sized(), moved.aux_exact_only])
             out.rows.extend(moved.rows)
             out.aux_lb = np.concatenate([out.aux_lb, moved.aux_lb])
             out.aux_ub = np.concatenate([out.aux_ub, moved.aux_ub])
             out.aux_integer = np.concatenate([out.aux_integer, moved.aux_integer])
-            out.aux_exact_only = np.concatenate([out._exact_only_sized(), moved.aux_exact_only])
             out.aux_names.extend(moved.aux_names)
             out.separators.extend(moved.separators)
             out.fractional_separators.extend(moved.fractional_separators)

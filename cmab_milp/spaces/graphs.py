@@ -241,7 +241,6 @@ class _GraphSpace(ActionSpace):
         """
         x = np.clip(np.asarray(x, float), 0.0, 1.0)
         n, tail, head = self.n_nodes, self.tail, self.head
-        sup = x > _SEP_TOL
         into = np.bincount(head, weights=x, minlength=n)
         need = into if directed else into + np.bincount(tail, weights=x, minlength=n)
         cuts: list[Row] = []
@@ -260,20 +259,22 @@ class _GraphSpace(ActionSpace):
                 cuts.append(row)
                 covered[mask] = True
 
-        # components of the support that hold neither s nor t (directed: that s cannot reach)
-        graph = sp.csr_matrix((x[sup], (tail[sup], head[sup])), shape=(n, n))
-        if directed:
-            reach = np.zeros(n, bool)
-            reach[breadth_first_order(graph, s, directed=True, return_predecessors=False)] = True
+        # components of the edges above a threshold that hold neither s nor t (directed: that s cannot reach)
+        seen = set()
+        for theta in (_SEP_TOL, 0.3, 0.5, 0.7):
+            keep = x > theta
+            graph = sp.csr_matrix((x[keep], (tail[keep], head[keep])), shape=(n, n))
             _, comp = connected_components(graph, directed=False)
-            for c in np.unique(comp[~reach & (need > _SEP_TOL)]):
-                mask = (comp == c) & ~reach
-                add(mask, int(np.flatnonzero(mask)[np.argmax(need[mask])]))
-        else:
-            _, comp = connected_components(graph, directed=False)
-            for c in np.unique(comp[need > _SEP_TOL]):
-                mask = comp == c
-                if not mask[s] and not mask[t]:
+            outside = np.ones(n, bool)
+            if directed:
+                outside[breadth_first_order(graph, s, directed=True, return_predecessors=False)] = False
+            else:
+                outside[comp == comp[s]] = outside[comp == comp[t]] = False
+            for c in np.unique(comp[outside & (need > _SEP_TOL)]):
+                mask = (comp == c) & outside
+                key = mask.tobytes()
+                if key not in seen:
+                    seen.add(key)
                     add(mask, int(np.flatnonzero(mask)[np.argmax(need[mask])]))
         if cuts:
             return cuts
