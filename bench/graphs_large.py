@@ -14,8 +14,9 @@ off: lazy cuts on integer candidates only, as before issue 12), ``highs-flow``
 (root cuts plus the single-commodity flow rows of
 ``cmab_milp.spaces.graphs.FLOW_FORMULATION``), ``gurobi`` (one thread, lazy
 callback) and ``scip`` when installed. Every query is asked of each variant in
-turn (interleaved: the machine is shared), with a time limit per query; a query
-stopped by it counts as the limit and is marked. Answers are compared by value.
+turn (interleaved: the machine is shared), with a time limit per query (each
+solve has it, and an alarm stops the query between solves); a query stopped by
+it counts as its time and is marked. Answers are compared by value.
 Compile is the time to build the space's formulation and the solver's model.
 Prints a markdown table: compile, median and max query time, ratio of the
 medians to gurobi's.
@@ -24,6 +25,7 @@ medians to gurobi's.
 from __future__ import annotations
 
 import argparse
+import signal
 import statistics
 import sys
 import time
@@ -102,6 +104,24 @@ def build(variant: str, make_space: Callable[[], cm.ActionSpace], limit: float):
     return space, oracle, time.perf_counter() - start
 
 
+class _Stopped(Exception):
+    """A query ran past the time limit (checked between solves: the lazy loop re-solves many times)."""
+
+
+def _alarm(signum, frame):
+    raise _Stopped
+
+
+def _ask(oracle, query: dict, limit: float):
+    """The oracle's answer, or raise OracleError / _Stopped when it takes longer than ``limit`` seconds."""
+    signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, limit)
+    try:
+        return oracle.argmax(**query)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+
 def run_family(name, make_space, make_query, variants, n, limit, seed=0):
     built = {}
     for v in variants:
@@ -118,10 +138,10 @@ def run_family(name, make_space, make_query, variants, n, limit, seed=0):
         for v, (_, oracle, _) in built.items():
             start = time.perf_counter()
             try:
-                answer = oracle.argmax(**q)
+                answer = _ask(oracle, q, limit)
                 times[v].append((time.perf_counter() - start, False))
                 values[v] = -np.inf if answer is None else float(q["weights"] @ answer)
-            except OracleError:
+            except (OracleError, _Stopped):
                 times[v].append((time.perf_counter() - start, True))
         solved = list(values.values())
         if solved and max(solved) - min(solved) > 1e-6 * (1 + abs(max(solved))):

@@ -94,6 +94,14 @@ def test_cycle_cuts_of_integer_candidates_use_the_cycles():
     assert space.separate_cycles(np.zeros(space.d, bool)) == []
 
 
+def test_cycle_cuts_see_two_opposite_arcs():
+    """A directed 2-cycle u -> v -> u is no cycle of the simple undirected graph: it still gets its cut."""
+    space = cm.STPaths(nx.DiGraph([(0, 1), (1, 2), (2, 1), (2, 3)]), 0, 3)
+    a = np.array([0, 1, 1, 0], bool)  # arcs 1->2 and 2->1
+    (cut,) = space.separate_cycles(a)
+    assert set(cut.cols) == {1, 2} and cut.ub == 1.0
+
+
 # --------------------------------------------------------------- connectivity separation
 def _path_spaces() -> list[cm.STPaths]:
     directed = nx.DiGraph(nx.gnm_random_graph(7, 13, seed=5, directed=True))

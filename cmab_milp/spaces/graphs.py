@@ -22,6 +22,10 @@ Exactness of the formulations:
   connectivity cuts ``a(delta(S)) >= a(delta(v))`` for ``v in S``, ``s, t``
   outside ``S`` (directed: ``a(delta_in(S)) >= a(delta_in(v))``, ``s`` outside)
   are separated by min cuts: a path through ``v`` enters ``S`` (and leaves it).
+* optionally (:data:`FLOW_FORMULATION`) trees, forests and cyclic paths get
+  single-commodity flow rows on extra columns, which make every integer point
+  an action without lazy cuts; they are marked ``aux_exact_only`` so root cuts
+  are separated on the LP without them.
 * matchings use degree rows; they are integral as LPs on bipartite graphs.
 
 Example
@@ -59,7 +63,9 @@ _SEP_TOL = 1e-6
 #: Max-flow runs per separation call (most violated sets are found by the first ones).
 MAX_FLOWS_PER_CALL = 400
 #: Add the single-commodity flow rows (trees, forests, paths on cyclic graphs) to formulations built from now on.
-FLOW_FORMULATION = True
+#: Off by default: with root cuts they did not pay on the measured families (forests 40x slower), and their
+#: columns put a 20x20 grid past the size-limited Gurobi licence (bench/graphs_large.py, variant highs-flow).
+FLOW_FORMULATION = False
 
 
 def _source_side(n: int, tails: np.ndarray, heads: np.ndarray, caps: np.ndarray, source: int, sink: int):
@@ -152,12 +158,13 @@ class _GraphSpace(ActionSpace):
         return self._cycle_rows(np.asarray(action, bool))
 
     def _cycle_rows(self, chosen: np.ndarray) -> list[Row]:
-        _, edges, nodes = self._components(chosen)
-        if not ((edges >= nodes) & (edges > 0)).any():
+        roots, edges, nodes = self._components(chosen)
+        cyclic = np.flatnonzero((edges >= nodes) & (edges > 0))
+        if not len(cyclic):
             return []
         sub = nx.Graph()
         sub.add_edges_from(zip(self.tail[chosen].tolist(), self.head[chosen].tolist(), strict=True))
-        rows, seen = [], set()
+        rows, seen, done = [], set(), set()
         for cycle in nx.cycle_basis(sub):
             key = tuple(sorted(cycle))
             if key not in seen:
@@ -165,6 +172,9 @@ class _GraphSpace(ActionSpace):
                 mask = np.zeros(self.n_nodes, bool)
                 mask[list(key)] = True
                 rows.append(self._subtour_row(mask))
+                done.add(int(roots[key[0]]))
+        # a component whose only cycle the simple graph cannot show (two opposite arcs u->v, v->u): its own cut
+        rows.extend(self._subtour_row(roots == r) for r in cyclic if int(r) not in done)
         return rows
 
     def separate_subtours_lp(self, x: np.ndarray) -> list[Row]:
