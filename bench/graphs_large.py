@@ -5,8 +5,8 @@ Run: ``.venv/bin/python bench/graphs_large.py [--quick] [--queries 5] [--time-li
 Families (issue 12): spanning trees and forests of a 20x20 grid (760 edges) with
 ``forbid_pairs`` (4 pairs of edges sharing a node), spanning trees with a
 knapsack side row, longest simple s-t paths (positive weights) on a 10x10 grid,
-and resource-constrained shortest s-t paths on a 17x17 grid (544 edges) with
-``forbid_pairs`` and a knapsack row. ``--quick``: 16x16 / 8x8 / 12x12 sizes, 3
+and shortest s-t paths on a 17x17 grid (544 edges) with ``forbid_pairs``, alone
+and with a knapsack row (resource-constrained). ``--quick``: 16x16 / 8x8 / 12x12 sizes, 3
 queries, no scip.
 
 Variants: ``highs`` (root cuts on, the default), ``highs-noroot`` (root cuts
@@ -66,7 +66,12 @@ def families(quick: bool) -> dict[str, tuple[Callable[[], cm.ActionSpace], Calla
     def rcsp_query(space, rng):  # shortest path (negative lengths) under a resource budget
         return {"weights": -rng.uniform(0.1, 1.0, space.d), "forbid_pairs": _adjacent_pairs(space, rng)}
 
-    budget = 1.6 * (rcsp - 1)  # below the resource of many shortest paths: the row binds
+    # the budget lies halfway between the least resource of any s-t path and that of a path of fewest edges
+    grid = _grid(rcsp)
+    for k, (u, v) in enumerate(grid.edges()):
+        grid[u][v]["r"] = resource[k]
+    least = nx.shortest_path_length(grid, 0, rcsp * rcsp - 1, weight="r")
+    budget = 0.5 * (least + 2 * (rcsp - 1))
     return {
         f"spanning trees {big}x{big} + forbid_pairs": (lambda: cm.SpanningTrees(_grid(big)), restricted),
         f"forests {big}x{big} + forbid_pairs": (lambda: cm.GraphicMatroid(_grid(big)), restricted),
@@ -79,6 +84,10 @@ def families(quick: bool) -> dict[str, tuple[Callable[[], cm.ActionSpace], Calla
         f"longest s-t paths {paths}x{paths}": (
             lambda: cm.STPaths(_grid(paths), 0, paths * paths - 1),
             lambda space, rng: {"weights": rng.uniform(0.1, 1.0, space.d)},
+        ),
+        f"shortest s-t paths {rcsp}x{rcsp} + forbid_pairs": (
+            lambda: cm.STPaths(_grid(rcsp), 0, rcsp * rcsp - 1),
+            rcsp_query,
         ),
         f"shortest s-t paths {rcsp}x{rcsp} + forbid_pairs + knapsack": (
             lambda: cm.STPaths(_grid(rcsp), 0, rcsp * rcsp - 1).with_constraint(resource, "<=", budget),
