@@ -50,6 +50,7 @@ from .base import LimitReached, LinearQuery, NormQuery, Oracle, OracleError, che
 from .highs_model import CompiledModel
 from .pipeline import FractionalAnswer, certified_solve
 from .pipeline import chosen_arms as _chosen
+from .root_cuts import add_root_cuts
 
 __all__ = ["RECOVERY_ENUMERATION", "HighsOracle"]
 
@@ -86,6 +87,8 @@ class HighsOracle(Oracle):
     """
 
     name = "highs"
+    #: Tighten MILPs with the formulation's fractional separators before branching (:mod:`.root_cuts`).
+    root_cuts = True
 
     def __init__(
         self,
@@ -139,6 +142,7 @@ class HighsOracle(Oracle):
             gap=self.gap if model.incumbent_on_limit else None,
             ledger=self.ledger,
             contains=self.space._contains if self.verify else None,
+            root_cuts=add_root_cuts if self.root_cuts else None,
         )
         return None if found is None else found[0]
 

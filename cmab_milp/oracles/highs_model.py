@@ -227,6 +227,36 @@ class CompiledModel:
         if last > first:
             self._check(self.h.deleteCols(last - first, np.arange(first, last, dtype=np.int32)), "deleteCols")
 
+    def arm_columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(costs, lower, upper)`` of the arm columns as the model holds them now."""
+        _, _, cost, lower, upper, _ = self.h.getCols(self.d, self.arm_idx)
+        return np.asarray(cost, float), np.asarray(lower, float), np.asarray(upper, float)
+
+    def rows(self, first: int, last: int) -> list[Row]:
+        """The rows ``[first, last)`` as :class:`Row` objects (HiGHS's infinity back to ``inf``).
+
+        >>> import cmab_milp as cm
+        >>> model = CompiledModel(cm.Cardinality(3, 2).formulation())
+        >>> model.rows(0, 1)
+        [Row(cols=(0, 1, 2), coefs=(1.0, 1.0, 1.0), lb=-inf, ub=2.0)]
+        """
+        if not 0 <= first <= last <= self.num_rows:
+            raise ValueError(f"row range [{first}, {last}) is not inside the model's {self.num_rows} rows")
+        if last == first:
+            return []
+        idx = np.arange(first, last, dtype=np.int32)
+        _, _, lower, upper, _ = self.h.getRows(len(idx), idx)
+        _, start, index, value = self.h.getRowsEntries(len(idx), idx)
+        inf = self._hs.kHighsInf
+        ends = [*start[1:], len(index)]
+        out = []
+        for k in range(len(idx)):
+            lb = -np.inf if lower[k] <= -inf else float(lower[k])
+            ub = np.inf if upper[k] >= inf else float(upper[k])
+            cols = tuple(int(c) for c in index[start[k] : ends[k]])
+            out.append(Row(cols, tuple(float(v) for v in value[start[k] : ends[k]]), lb, ub))
+        return out
+
     @property
     def num_rows(self) -> int:
         """Rows in the model now (the formulation's and any appended)."""

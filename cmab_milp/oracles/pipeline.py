@@ -236,6 +236,7 @@ def certified_solve(
     ledger: Ledger | None = None,
     contains: Callable[[np.ndarray], bool] | None = None,
     max_rounds: int = MAX_CUT_ROUNDS,
+    root_cuts: Callable[[Any, Formulation], int] | None = None,
 ) -> tuple[np.ndarray, float | None] | None:
     """Answer one query on ``model``: ``(action, bound)``, ``None`` (proven infeasible), or raise.
 
@@ -261,6 +262,11 @@ def certified_solve(
         optimal is returned with its proven ratio, recorded in ``ledger``.
     contains:
         Also check the action with it (``space.contains``; ``verify=True``).
+    root_cuts:
+        ``root_cuts(model, formulation)`` adds this query's cuts on fractional LP
+        points before a MILP's cut loop when the formulation has
+        ``fractional_separators`` (:func:`~cmab_milp.oracles.root_cuts.add_root_cuts`
+        for HiGHS models); ``None``: none.
     """
     res = query.restrictions
     shift = 0
@@ -281,10 +287,10 @@ def certified_solve(
         if res.forbid_pairs or rows:
             model.add_rows([*forbid_rows(res.forbid_pairs), *rows])
         tie_tol = None if model.integer else TIE_TOL * (1.0 + top)
-        # ---- query-scoped root cuts on fractional LP points (issue 12) go here: for a MILP
-        # model with separators, `add_root_cuts(model, formulation)` (oracles/root_cuts.py)
-        # reads `model.relaxation_arm_values()` and adds violated rows before the loop; they
-        # are this query's rows, removed by `model.undo()` below like the lazy cuts. ----
+        if root_cuts is not None and model.integer and formulation.fractional_separators:
+            # cuts on fractional LP points (oracles/root_cuts.py): this query's rows, found from
+            # a cold LP of this query only, and removed by `model.undo()` like the lazy cuts
+            root_cuts(model, formulation)
         for _ in range(max_rounds):
             result = model.solve(tie_tol=tie_tol)
             status = result.status

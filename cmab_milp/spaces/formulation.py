@@ -4,7 +4,9 @@ A :class:`Formulation` is the solver-independent description of an action
 space that every model-based oracle backend compiles: binary arm columns
 ``0..d-1``, optional auxiliary columns after them, sparse linear rows, and
 optional *separators* that add valid cuts lazily (for exponential families
-such as subtour-elimination constraints).
+such as subtour-elimination constraints), and optional *fractional
+separators* that do the same for LP points (to tighten the relaxation before
+branching; see :mod:`cmab_milp.oracles.root_cuts`).
 
 Example
 -------
@@ -23,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["Formulation", "Row", "Separator"]
+__all__ = ["Formulation", "FractionalSeparator", "Row", "Separator", "row_activity", "row_violation"]
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,27 @@ class Row:
 #: empty list means the candidate is feasible. Rows may only use arm columns.
 Separator = Callable[[np.ndarray], list[Row]]
 
+#: A fractional separator receives an LP point over the arm columns (a float
+#: array of length ``d``) and returns rows it violates that every action of the
+#: space satisfies (valid inequalities). It may miss violated rows (an empty
+#: list proves nothing); the lazy :data:`Separator` keeps the model exact.
+FractionalSeparator = Callable[[np.ndarray], list[Row]]
+
+
+def row_activity(row: Row, x: np.ndarray) -> float:
+    """``sum(coefs * x[cols])`` of one row at the point ``x``."""
+    return float(np.dot(row.coefs, x[list(row.cols)])) if row.cols else 0.0
+
+
+def row_violation(row: Row, x: np.ndarray) -> float:
+    """How far ``x`` is outside the row's bounds (0 when it satisfies the row).
+
+    >>> row_violation(Row((0, 1), (1.0, 1.0), -np.inf, 1.0), np.array([0.8, 0.7]))
+    0.5
+    """
+    act = row_activity(row, x)
+    return max(act - row.ub, row.lb - act, 0.0)
+
 
 @dataclass
 class Formulation:
@@ -56,8 +79,15 @@ class Formulation:
         Bounds and integrality of auxiliary columns ``d, d+1, ...``.
     aux_names:
         Names of the auxiliary columns (for printing the model).
+    aux_exact_only:
+        Auxiliary columns that only make integer points exact (flow columns
+        that forbid cycles); :meth:`lp_core` drops them and their rows, and root
+        cuts are separated on that smaller LP.
     separators:
         Lazy cut generators; the formulation with all their cuts is exact.
+    fractional_separators:
+        Cut generators for LP points (:data:`FractionalSeparator`); optional
+        strengthening only, never needed for exactness.
     integral_lp:
         True when the LP relaxation (with arms fixed by bounds, but no extra
         rows) has integral vertices for every linear objective, so an LP solve
@@ -72,6 +102,8 @@ class Formulation:
     aux_names: list[str] = field(default_factory=list)
     separators: list[Separator] = field(default_factory=list)
     integral_lp: bool = False
+    fractional_separators: list[FractionalSeparator] = field(default_factory=list)
+    aux_exact_only: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
 
     @property
     def n_aux(self) -> int:
@@ -85,13 +117,62 @@ class Formulation:
     def n_rows(self) -> int:
         return len(self.rows)
 
-    def add_aux(self, lb: float, ub: float, integer: bool, name: str) -> int:
+    def add_aux(self, lb: float, ub: float, integer: bool, name: str, exact_only: bool = False) -> int:
         """Append one auxiliary column; return its column index."""
-        self.aux_lb = np.append(self.aux_lb, lb)
-        self.aux_ub = np.append(self.aux_ub, ub)
-        self.aux_integer = np.append(self.aux_integer, integer)
-        self.aux_names.append(name)
+        self.add_aux_block(np.array([lb], float), np.array([ub], float), integer, [name], exact_only)
         return self.d + self.n_aux - 1
+
+    def add_aux_block(self, lb: np.ndarray, ub: np.ndarray, integer: bool, names: list[str], exact_only: bool = False):
+        """Append ``len(lb)`` auxiliary columns at once; return the index of the first."""
+        first = self.n_cols
+        self._exact_only_sized()
+        self.aux_lb = np.concatenate([self.aux_lb, lb])
+        self.aux_ub = np.concatenate([self.aux_ub, ub])
+        self.aux_integer = np.concatenate([self.aux_integer, np.full(len(lb), bool(integer))])
+        self.aux_exact_only = np.concatenate([self.aux_exact_only, np.full(len(lb), bool(exact_only))])
+        self.aux_names.extend(names)
+        return first
+
+    def _exact_only_sized(self) -> np.ndarray:
+        if len(self.aux_exact_only) != self.n_aux:  # aux columns set directly by a caller
+            self.aux_exact_only = np.zeros(self.n_aux, dtype=bool)
+        return self.aux_exact_only
+
+    def lp_core(self) -> Formulation:
+        """This formulation without its ``aux_exact_only`` columns and the rows that use them.
+
+        Its LP relaxation is a relaxation of this one's (fewer rows), over the same arms.
+
+        >>> f = Formulation(d=2, rows=[Row((0, 1), (1.0, 1.0), -np.inf, 1.0)])
+        >>> g = f.add_aux(0.0, 1.0, False, "flow", exact_only=True)
+        >>> f.rows.append(Row((0, g), (1.0, -1.0), -np.inf, 0.0))
+        >>> core = f.lp_core()
+        >>> core.n_cols, core.n_rows
+        (2, 1)
+        """
+        drop = self._exact_only_sized()
+        if not drop.any():
+            return self
+        keep = ~drop
+        new_index = np.full(self.n_cols, -1)
+        new_index[: self.d] = np.arange(self.d)
+        new_index[self.d :][keep] = self.d + np.arange(int(keep.sum()))
+        rows = []
+        for r in self.rows:
+            moved = new_index[list(r.cols)]
+            if (moved >= 0).all():
+                rows.append(Row(tuple(int(c) for c in moved), r.coefs, r.lb, r.ub))
+        return Formulation(
+            d=self.d,
+            rows=rows,
+            aux_lb=self.aux_lb[keep],
+            aux_ub=self.aux_ub[keep],
+            aux_integer=self.aux_integer[keep],
+            aux_names=[n for n, k in zip(self.aux_names, keep, strict=True) if k],
+            separators=list(self.separators),
+            integral_lp=self.integral_lp,
+            fractional_separators=list(self.fractional_separators),
+        )
 
     def matrix(self) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray]:
         """Rows as ``(A, row_lb, row_ub)`` with ``A`` in CSR form."""
@@ -129,6 +210,8 @@ class Formulation:
             aux_names=list(self.aux_names),
             separators=list(self.separators),
             integral_lp=self.integral_lp,
+            fractional_separators=list(self.fractional_separators),
+            aux_exact_only=self._exact_only_sized().copy(),
         )
 
     @staticmethod
@@ -138,12 +221,14 @@ class Formulation:
         out = Formulation(d=d)
         for part in parts:
             moved = part.shifted(out.n_aux, d)
+            out.aux_exact_only = np.concatenate([out._exact_only_sized(), moved.aux_exact_only])
             out.rows.extend(moved.rows)
             out.aux_lb = np.concatenate([out.aux_lb, moved.aux_lb])
             out.aux_ub = np.concatenate([out.aux_ub, moved.aux_ub])
             out.aux_integer = np.concatenate([out.aux_integer, moved.aux_integer])
             out.aux_names.extend(moved.aux_names)
             out.separators.extend(moved.separators)
+            out.fractional_separators.extend(moved.fractional_separators)
         out.integral_lp = False
         return out
 
@@ -152,4 +237,21 @@ class Formulation:
         cuts: list[Row] = []
         for separate in self.separators:
             cuts.extend(separate(action))
+        return cuts
+
+    def fractional_cuts(self, x: np.ndarray, min_violation: float = 1e-6) -> list[Row]:
+        """Rows of the fractional separators that ``x`` (arm values) violates by more than ``min_violation``.
+
+        >>> import networkx as nx
+        >>> from cmab_milp import GraphicMatroid
+        >>> f = GraphicMatroid(nx.complete_graph(3)).formulation()
+        >>> [(r.cols, r.ub) for r in f.fractional_cuts(np.full(3, 0.9))]
+        [((0, 1, 2), 2.0)]
+        """
+        x = np.asarray(x, dtype=float)
+        if x.shape != (self.d,):
+            raise ValueError(f"x must hold the d={self.d} arm values, got shape {x.shape}")
+        cuts: list[Row] = []
+        for separate in self.fractional_separators:
+            cuts.extend(r for r in separate(x) if row_violation(r, x) > min_violation)
         return cuts

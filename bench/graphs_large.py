@@ -1,0 +1,196 @@
+"""Restricted MILP queries on graphs with hundreds of edges: highs (root cuts on / off, flow rows) vs gurobi / scip.
+
+Run: ``.venv/bin/python bench/graphs_large.py [--quick] [--queries 5] [--time-limit 60] [--only trees]``
+
+Families (issue 12): spanning trees and forests of a 20x20 grid (760 edges) with
+``forbid_pairs`` (4 pairs of edges sharing a node), spanning trees with a
+knapsack side row, longest simple s-t paths (positive weights) on a 10x10 grid,
+and shortest s-t paths on a 17x17 grid (544 edges) with ``forbid_pairs``, alone
+and with a knapsack row (resource-constrained). ``--quick``: 16x16 / 8x8 / 12x12 sizes, 3
+queries, no scip.
+
+Variants: ``highs`` (root cuts on, the default), ``highs-noroot`` (root cuts
+off: lazy cuts on integer candidates only, as before issue 12), ``highs-flow``
+(root cuts plus the single-commodity flow rows of
+``cmab_milp.spaces.graphs.FLOW_FORMULATION``), ``gurobi`` (one thread, lazy
+callback) and ``scip`` when installed. Every query is asked of each variant in
+turn (interleaved: the machine is shared), with a time limit per query (each
+solve has it, and an alarm stops the query between solves); a query stopped by
+it counts as its time and is marked. Answers are compared by value.
+Compile is the time to build the space's formulation and the solver's model.
+Prints a markdown table: compile, median and max query time, ratio of the
+medians to gurobi's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import networkx as nx
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import cmab_milp as cm
+import cmab_milp.spaces.graphs as graphs
+from cmab_milp.oracles.base import OracleError
+
+
+def _grid(n: int) -> nx.Graph:
+    return nx.convert_node_labels_to_integers(nx.grid_2d_graph(n, n))
+
+
+def _adjacent_pairs(space, rng: np.random.Generator, k: int = 4) -> list[tuple[int, int]]:
+    pairs = []
+    while len(pairs) < k:  # pairs of edges sharing a node: the restriction binds
+        i, j = sorted(rng.choice(space.d, 2, replace=False).tolist())
+        if set(space.arms[i]) & set(space.arms[j]):
+            pairs.append((i, j))
+    return pairs
+
+
+def families(quick: bool) -> dict[str, tuple[Callable[[], cm.ActionSpace], Callable]]:
+    """name -> (space builder, query maker(space, rng))."""
+    big, paths, rcsp = (16, 8, 12) if quick else (20, 10, 17)
+    resource = np.random.default_rng(1).uniform(0.5, 1.5, 2 * rcsp * (rcsp - 1))
+
+    def restricted(space, rng):
+        return {"weights": rng.normal(size=space.d), "forbid_pairs": _adjacent_pairs(space, rng)}
+
+    def rcsp_query(space, rng):  # shortest path (negative lengths) under a resource budget
+        return {"weights": -rng.uniform(0.1, 1.0, space.d), "forbid_pairs": _adjacent_pairs(space, rng)}
+
+    # the budget lies halfway between the least resource of any s-t path and that of a path of fewest edges
+    grid = _grid(rcsp)
+    for k, (u, v) in enumerate(grid.edges()):
+        grid[u][v]["r"] = resource[k]
+    least = nx.shortest_path_length(grid, 0, rcsp * rcsp - 1, weight="r")
+    budget = 0.5 * (least + 2 * (rcsp - 1))
+    return {
+        f"spanning trees {big}x{big} + forbid_pairs": (lambda: cm.SpanningTrees(_grid(big)), restricted),
+        f"forests {big}x{big} + forbid_pairs": (lambda: cm.GraphicMatroid(_grid(big)), restricted),
+        f"spanning trees {big}x{big} + knapsack row": (
+            lambda: cm.SpanningTrees(_grid(big)).with_constraint(
+                np.random.default_rng(2).uniform(0.5, 1.5, 2 * big * (big - 1)), "<=", 0.9 * (big * big - 1)
+            ),
+            lambda space, rng: {"weights": rng.normal(size=space.d)},
+        ),
+        f"longest s-t paths {paths}x{paths}": (
+            lambda: cm.STPaths(_grid(paths), 0, paths * paths - 1),
+            lambda space, rng: {"weights": rng.uniform(0.1, 1.0, space.d)},
+        ),
+        f"shortest s-t paths {rcsp}x{rcsp} + forbid_pairs": (
+            lambda: cm.STPaths(_grid(rcsp), 0, rcsp * rcsp - 1),
+            rcsp_query,
+        ),
+        f"shortest s-t paths {rcsp}x{rcsp} + forbid_pairs + knapsack": (
+            lambda: cm.STPaths(_grid(rcsp), 0, rcsp * rcsp - 1).with_constraint(resource, "<=", budget),
+            rcsp_query,
+        ),
+    }
+
+
+def build(variant: str, make_space: Callable[[], cm.ActionSpace], limit: float):
+    """(oracle, compile seconds) of one variant; the space is built afresh (its formulation is cached per space)."""
+    start = time.perf_counter()
+    graphs.FLOW_FORMULATION = variant == "highs-flow"
+    try:
+        space = make_space()
+        space.formulation()
+    finally:
+        graphs.FLOW_FORMULATION = False
+    backend = "highs" if variant.startswith("highs") else variant
+    oracle = cm.make_oracle(space, backend, time_limit=limit)
+    if backend == "highs":
+        oracle.root_cuts = variant != "highs-noroot"
+        oracle.model(integer=True)
+    return space, oracle, time.perf_counter() - start
+
+
+class _Stopped(Exception):
+    """A query ran past the time limit (checked between solves: the lazy loop re-solves many times)."""
+
+
+def _alarm(signum, frame):
+    raise _Stopped
+
+
+def _ask(oracle, query: dict, limit: float):
+    """The oracle's answer, or raise OracleError / _Stopped when it takes longer than ``limit`` seconds."""
+    signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, limit)
+    try:
+        return oracle.argmax(**query)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+def run_family(name, make_space, make_query, variants, n, limit, seed=0):
+    built = {}
+    for v in variants:
+        try:
+            built[v] = build(v, make_space, limit)
+        except ValueError as exc:  # e.g. gurobi's size-limited licence
+            print(f"  {v}: refused ({exc})", flush=True)
+    rng = np.random.default_rng(seed)
+    space = next(iter(built.values()))[0]
+    times = {v: [] for v in built}
+    for _ in range(n):
+        q = make_query(space, rng)
+        values = {}
+        for v, (_, oracle, _) in built.items():
+            start = time.perf_counter()
+            try:
+                answer = _ask(oracle, q, limit)
+                times[v].append((time.perf_counter() - start, False))
+                values[v] = -np.inf if answer is None else float(q["weights"] @ answer)
+            except (OracleError, _Stopped):
+                times[v].append((time.perf_counter() - start, True))
+        solved = list(values.values())
+        if solved and max(solved) - min(solved) > 1e-6 * (1 + abs(max(solved))):
+            print(f"  !! values disagree: {values}", flush=True)
+    for _, oracle, _ in built.values():
+        oracle.close()
+    return {v: (built[v][2], times[v]) for v in built}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smaller graphs, 3 queries, no scip")
+    parser.add_argument("--queries", type=int, default=None, help="queries per family (default 5, quick 3)")
+    parser.add_argument("--time-limit", type=float, default=60.0, help="seconds per query and variant")
+    parser.add_argument("--only", default="", help="run only families whose name contains this")
+    parser.add_argument("--variants", default="", help="comma-separated subset of the variants")
+    args = parser.parse_args(argv)
+    n = args.queries or (3 if args.quick else 5)
+    have = cm.available_backends()
+    variants = ["highs", "highs-noroot", "highs-flow"]
+    variants += [b for b in ("gurobi", "scip") if b in have and not (args.quick and b == "scip")]
+    if args.variants:
+        variants = [v for v in variants if v in args.variants.split(",")]
+    print(f"{n} queries a family, time limit {args.time_limit:g} s; variants {variants}\n", flush=True)
+    print("| family | variant | compile s | median s | max s | ratio to gurobi |")
+    print("|---|---|---|---|---|---|")
+    for name, (make_space, make_query) in families(args.quick).items():
+        if args.only not in name:
+            continue
+        result = run_family(name, make_space, make_query, variants, n, args.time_limit)
+        meds = {v: statistics.median(t for t, _ in ts) for v, (_, ts) in result.items()}
+        for v, (compile_s, ts) in result.items():
+            stopped = sum(s for _, s in ts)
+            ratio = f"{meds[v] / meds['gurobi']:.2f}" if "gurobi" in meds and meds["gurobi"] > 0 else "-"
+            mark = f" ({stopped} stopped)" if stopped else ""
+            print(
+                f"| {name} | {v} | {compile_s:.3f} | {meds[v]:.3f}{mark} | {max(t for t, _ in ts):.3f} | {ratio} |",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()
