@@ -108,7 +108,7 @@ def bench_oracles(quick: bool) -> None:
         queries = [pmf for _, pmf in fed_indices(env, reward, stages)]
         grid = env.grid.with_value(1.0)
         methods = ["enumerate", "branch_bound", "greedy"] + (["milp"] if reward == "max" else [])
-        oracles = {k: DistributionOracle(space, reward, grid, method=k) for k in methods}
+        oracles = {k: DistributionOracle(space, reward, grid, backend=k) for k in methods}
         times = {k: [] for k in oracles}
         worst = 1.0
         for _ in range(1 if quick else 3):

@@ -210,7 +210,7 @@ SPACES = [
 def test_exact_oracles_reach_the_brute_force_optimum(space, name):
     rng = np.random.default_rng(5)
     grid = OutcomeGrid([0.0, 0.25, 0.5, 1.0])
-    oracles = [DistributionOracle(space, name, grid, method=k) for k in ("enumerate", "branch_bound")]
+    oracles = [DistributionOracle(space, name, grid, backend=k) for k in ("enumerate", "branch_bound")]
     for trial in range(6):
         pmf = random_pmf(rng, space.d, len(grid), 0.3)
         include, exclude, forbid = _restrictions(rng, space.d, trial)
@@ -233,8 +233,8 @@ def test_exact_oracles_reach_the_brute_force_optimum(space, name):
 def test_greedy_oracle_meets_its_approximation_factor(name, space, alpha):
     rng = np.random.default_rng(2)
     grid = OutcomeGrid([0.1, 0.5, 1.0])
-    greedy = DistributionOracle(space, name, grid, method="greedy")
-    exact = DistributionOracle(space, name, grid, method="enumerate")
+    greedy = DistributionOracle(space, name, grid, backend="greedy")
+    exact = DistributionOracle(space, name, grid, backend="enumerate")
     assert greedy.alpha == pytest.approx(alpha)
     for _ in range(10):
         pmf = random_pmf(rng, space.d, 3, 0.3)
@@ -245,7 +245,7 @@ def test_greedy_oracle_meets_its_approximation_factor(name, space, alpha):
 
 def test_oracle_ledger_counts_index_and_linear_queries_and_batches():
     grid = OutcomeGrid([0.0, 1.0])
-    oracle = DistributionOracle(cm.Cardinality(4, 2), "max", grid, method="enumerate")
+    oracle = DistributionOracle(cm.Cardinality(4, 2), "max", grid, backend="enumerate")
     pmf = np.tile([0.5, 0.5], (4, 1))
     oracle.argmax_index(pmf)
     answers = oracle.argmax_batch(
@@ -266,7 +266,7 @@ def test_auto_method_picks_branch_and_bound_past_the_enumeration_cap():
     # sqrt of a sum of independent arms: with 5 slots, the optimum takes 5 arms (adding never hurts)
     assert a.sum() == 5
     # exactness on a big space: K-MAX prefers arms whose P(Y = 1) is largest, checked by sorting
-    small = DistributionOracle(cm.Cardinality(12, 3), "max", OutcomeGrid([0.0, 1.0]), method="branch_bound")
+    small = DistributionOracle(cm.Cardinality(12, 3), "max", OutcomeGrid([0.0, 1.0]), backend="branch_bound")
     p1 = rng.random(12)
     best = small.argmax_index(np.column_stack([1 - p1, p1]))
     assert sorted(np.flatnonzero(best).tolist()) == sorted(np.argsort(-p1)[:3].tolist())
@@ -348,9 +348,9 @@ def test_discrete_arms_refuses_bad_input(args, message):
 
 BAD_OTHER = [
     (lambda: SumReward(lambda s: -np.asarray(s)), "non-decreasing"),
-    (lambda: DistributionOracle(cm.Cardinality(3, 1), "max", OutcomeGrid([0, 1]), method="magic"), "unknown"),
+    (lambda: DistributionOracle(cm.Cardinality(3, 1), "max", OutcomeGrid([0, 1]), backend="magic"), "unknown"),
     (
-        lambda: DistributionOracle(cm.Cardinality(3, 1), "threshold:1", OutcomeGrid([0, 1]), method="greedy"),
+        lambda: DistributionOracle(cm.Cardinality(3, 1), "threshold:1", OutcomeGrid([0, 1]), backend="greedy"),
         "submodular",
     ),
     (
@@ -377,8 +377,8 @@ def test_general_building_blocks_refuse_bad_input(build, message):
 def test_greedy_answers_honour_the_restrictions(space):
     rng = np.random.default_rng(8)
     grid = OutcomeGrid([0.0, 0.5, 1.0])
-    greedy = DistributionOracle(space, "sqrt_sum", grid, method="greedy")
-    exact = DistributionOracle(space, "sqrt_sum", grid, method="enumerate")
+    greedy = DistributionOracle(space, "sqrt_sum", grid, backend="greedy")
+    exact = DistributionOracle(space, "sqrt_sum", grid, backend="enumerate")
     for trial in range(8):
         pmf = random_pmf(rng, space.d, 3, 0.3)
         include, exclude, forbid = _restrictions(rng, space.d, trial)
@@ -404,8 +404,8 @@ def test_greedy_answers_honour_the_restrictions(space):
 def test_kmax_milp_oracle_matches_enumeration_on_any_formulation(space):
     rng = np.random.default_rng(6)
     grid = OutcomeGrid([0.0, 0.25, 0.5, 0.75, 1.0])
-    exact = DistributionOracle(space, "max", grid, method="enumerate")
-    milp = DistributionOracle(space, "max", grid, method="milp")
+    exact = DistributionOracle(space, "max", grid, backend="enumerate")
+    milp = DistributionOracle(space, "max", grid, backend="milp")
     for trial in range(6):
         pmf = random_pmf(rng, space.d, 5, 0.3)
         include, exclude, forbid = _restrictions(rng, space.d, trial)
@@ -423,7 +423,7 @@ def test_auto_method_uses_the_milp_for_kmax_past_the_enumeration_cap():
     oracle = DistributionOracle(cm.Cardinality(60, 5), "max", OutcomeGrid([0.0, 0.5, 1.0]))
     assert oracle.method == "milp"
     with pytest.raises(ValueError, match="K-MAX"):
-        DistributionOracle(cm.Cardinality(5, 2), "sqrt_sum", OutcomeGrid([0.0, 1.0]), method="milp")
+        DistributionOracle(cm.Cardinality(5, 2), "sqrt_sum", OutcomeGrid([0.0, 1.0]), backend="milp")
 
 
 # ---------------------------------------------------------------- Lipschitz constants (Assumption 2)

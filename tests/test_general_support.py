@@ -315,7 +315,7 @@ def test_a_damaged_learned_state_is_refused():
 
 def test_a_learned_support_needs_a_method_name_not_a_built_distribution_oracle():
     space = cm.Cardinality(3, 1)
-    oracle = cm.general.DistributionOracle(space, "sqrt_sum", OutcomeGrid([0.5, 1.0]), method="enumerate")
+    oracle = cm.general.DistributionOracle(space, "sqrt_sum", OutcomeGrid([0.5, 1.0]), backend="enumerate")
     assert cm.SDCB(space, 10, oracle=oracle, support=[0.5]).oracle is oracle  # a given support may use it
     with pytest.raises(ValueError, match="learns its support"):
         cm.SDCB(space, 10, oracle=oracle)

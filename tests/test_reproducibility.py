@@ -207,7 +207,7 @@ def test_distribution_index_answers_do_not_depend_on_history(method: str) -> Non
     queries = [rows[rng.integers(0, 3, 7)] for _ in range(8)]  # only three distinct arms: many ties
 
     def build():
-        return DistributionOracle(space, "max", grid, method=method)
+        return DistributionOracle(space, "max", grid, backend=method)
 
     fresh = [build().argmax_index(p).tolist() for p in queries]
     used = build()
