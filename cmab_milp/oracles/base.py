@@ -189,6 +189,27 @@ def _restrictions(
     return _NO_RESTRICTIONS if out.empty else out
 
 
+def _hints(hints: Any, d: int) -> tuple[np.ndarray, ...]:
+    """Validated ``hints``: a tuple of read-only bool arrays of shape ``(d,)`` (each given as 0/1 values)."""
+    if hints is None or (type(hints) is tuple and not hints):
+        return ()
+    if isinstance(hints, (str, bytes)) or not isinstance(hints, Iterable):
+        raise ValueError(f"hints must be a sequence of actions (0/1 vectors), got {type(hints).__name__}")
+    if isinstance(hints, np.ndarray) and hints.ndim == 1:
+        raise ValueError("hints must be a sequence of actions (0/1 vectors), not one vector")
+    out = []
+    for k, hint in enumerate(hints):
+        arr = real_array(hint, f"hints[{k}]")
+        if arr.shape != (d,):
+            raise ValueError(f"hints[{k}] must have shape ({d},), got {arr.shape}")
+        if not np.isin(arr, (0.0, 1.0)).all():
+            raise ValueError(f"hints[{k}] must hold only 0/1 values")
+        action = arr.astype(bool)
+        action.flags.writeable = False
+        out.append(action)
+    return tuple(out)
+
+
 @dataclass(slots=True, eq=False)  # not frozen: a frozen init costs ~1 us more per query; treat as read-only
 class LinearQuery:
     """Maximise ``weights @ a`` under restrictions."""
@@ -209,13 +230,21 @@ class LinearQuery:
 
 @dataclass(frozen=True)
 class NormQuery:
-    """Maximise ``mu @ a + sign * f * sqrt(max(a @ M @ a, 0))`` under restrictions."""
+    """Maximise ``mu @ a + sign * f * sqrt(max(a @ M @ a, 0))`` under restrictions.
+
+    ``hints`` are optional starting incumbents (bool arrays of length ``d``, e.g.
+    the previous answer of the same policy). A backend may use them or ignore
+    them; they never change which value is optimal. The tie rule still holds:
+    the hints are part of the query, so the same query with the same hints gets
+    the same answer, whatever the oracle's history.
+    """
 
     mu: np.ndarray
     M: np.ndarray
     f: float
     sign: int
     restrictions: _Restrictions
+    hints: tuple[np.ndarray, ...] = ()
 
     def value(self, action: np.ndarray) -> float:
         return norm_objective(self.mu, self.M, self.f, self.sign, action)
@@ -373,9 +402,14 @@ class Oracle:
         include: Sequence[int] = (),
         exclude: Sequence[int] = (),
         forbid_pairs: Sequence[tuple[int, int]] = (),
+        *,
+        hints: Sequence[Any] = (),
     ) -> np.ndarray | None:
-        """An action maximising ``mu @ a + sign * f * sqrt(max(a @ M @ a, 0))``, or ``None``."""
-        query = self.norm_query(mu, M, f, sign, include, exclude, forbid_pairs)
+        """An action maximising ``mu @ a + sign * f * sqrt(max(a @ M @ a, 0))``, or ``None``.
+
+        ``hints``: optional 0/1 vectors of length ``d`` a backend may start from (see :class:`NormQuery`).
+        """
+        query = self.norm_query(mu, M, f, sign, include, exclude, forbid_pairs, hints=hints)
         start = time.perf_counter()
         answer = self._answer(query)
         self.ledger.record(1, time.perf_counter() - start)
@@ -417,6 +451,8 @@ class Oracle:
         include: Any = (),
         exclude: Any = (),
         forbid_pairs: Any = (),
+        *,
+        hints: Any = (),
     ) -> NormQuery:
         mu_arr = real_array(mu, "mu")
         if mu_arr.shape != (self.d,):
@@ -435,7 +471,8 @@ class Oracle:
         if isinstance(sign, (bool, np.bool_)) or not isinstance(sign, Real) or sign not in (1, -1):
             raise ValueError(f"sign must be +1 or -1, got {sign!r}")
         mat = 0.5 * (mat + mat.T)
-        return NormQuery(mu_arr, mat, f, int(sign), _restrictions(self.d, include, exclude, forbid_pairs, self.space))
+        restrictions = _restrictions(self.d, include, exclude, forbid_pairs, self.space)
+        return NormQuery(mu_arr, mat, f, int(sign), restrictions, _hints(hints, self.d))
 
     def _parse_batch_entry(self, k: int, entry: Mapping[str, Any]) -> LinearQuery | NormQuery:
         if not isinstance(entry, Mapping):
