@@ -7,7 +7,7 @@ columns and rows and removes them afterwards, and starts from a cleared solver:
 the tie rule). Two methods, one per sign:
 
 ``sign=+1`` (outer approximation in the quadratic form)
-    On the lifting of :meth:`~.lifting.Lifted.pairs` (the model's ``L`` never exceeds
+    On the lifting of :meth:`~.lifting.Lifted.glover_upper` (the model's ``L`` never exceeds
     the true ``a @ M @ a`` and can reach it), a column ``s`` (cost 1, standing for
     ``f sqrt(L)``) is capped by tangents ``s <= f (r/2 + L/(2r))`` of the concave
     ``f sqrt``; each incumbent adds the tangent at its true ``L`` until the MILP's
@@ -15,13 +15,15 @@ the tie rule). Two methods, one per sign:
     is restricted to ``L >= delta`` (``delta`` a small fraction of the largest ``L``);
     actions with ``L < delta`` are worth at most ``mu @ a + f sqrt(delta)`` and are
     covered by listing the best actions by ``mu @ a`` with no-good cuts
-    (:meth:`NormSolver._best_near_zero`) until that bound is beaten.
+    (:meth:`NormSolver._best_near_zero`) until that bound is beaten. The first
+    incumbent (a MIP start; a lower bound only) is the best hint improved by
+    linear-oracle ascent steps (:func:`~.local_search.ascend`).
 
 ``sign=-1`` (piecewise secants over ``L``, one MILP tree)
     On the lifting of :meth:`~.lifting.Lifted.glover` (the model's ``L`` reaches
     ``a @ M @ a`` and never goes below it), the secants of :mod:`.secants` bound the
     index of every action in the window from above. The first incumbent is the
-    linear argmax improved by :mod:`.local_search`; the convex cuts of :mod:`.cuts`
+    better of the linear argmax and the query's hints, improved by :mod:`.local_search`; the convex cuts of :mod:`.cuts`
     tighten the relaxation before the first MILP.
 
 Each loop closes with :func:`~.scaling.proven`; gaps left by solver noise are closed
@@ -51,7 +53,7 @@ from ..base import LinearQuery, NormQuery, OracleError, tolerance
 from ..highs_model import CompiledModel, SolveResult
 from .cuts import ConvexCuts, Exclusions, add_no_good
 from .lifting import Lifted, quadratic_form_bounds
-from .local_search import improve_locally
+from .local_search import ascend, improve_locally
 from .scaling import proven, unit_objective, unit_scale
 from .secants import PiecewiseSqrt, sqrt_grid, window_top
 
@@ -69,16 +71,19 @@ _MAX_NO_GOODS = 500
 #: at most one per free arm (d=40: the slowest query 0.8 s with 30 rounds, 1.3 s with none;
 #: d=10: 30 rounds cost 12 ms of 36).
 _CONVEX_ROUNDS = 30
+#: Linear-oracle steps of the first incumbent of sign +1 (:func:`~.local_search.ascend`).
+_ASCENT_STEPS = 8
 #: Initial secant pieces (sign -1), even in ``sqrt(L)``; 8 and 24 were slower at d=40.
 _SECANT_PIECES = 16
 #: Steepest objective slope ``f / sqrt(p)`` of a first secant ``[0, p]`` (sign -1): a steeper one
 #: multiplies HiGHS's row tolerance (1e-9) into the objective.
 _MAX_SLOPE = 1e4
-#: HiGHS options during the sign -1 solves: the MIP start already gives the incumbent and
-#: the sub-MIP heuristics took most of the time (2-3x at d=40). Restarts stay on: with
+#: HiGHS options during the norm solves: the MIP start already gives the incumbent and
+#: the sub-MIP heuristics took most of the time (sign -1: 2-3x at d=40; sign +1 with the
+#: ascent incumbent: 1.3-2x on Cardinality(100, 10), f = 1). Restarts stay on: with
 #: ``mip_allow_restart=False`` HiGHS 1.16 reported 'Optimal' with a bound below a feasible
 #: action (paths on a 3x3 grid, M ~ 1e6, f = 1e4; test_norm's badly scaled cases).
-_SECANT_OPTIONS: dict[str, object] = {
+_QUIET_OPTIONS: dict[str, object] = {
     "mip_heuristic_effort": 0.0,
     "mip_heuristic_run_rins": False,
     "mip_heuristic_run_rens": False,
@@ -163,11 +168,11 @@ class NormSolver:
             model.set_arm_bounds(self.res.include, self.res.exclude)
             model.set_costs(q.mu)
             self._add_forbid_rows(model)
-            if q.sign > 0:
-                self.stats.method = "oa-quadratic-form"
-                return self._maximise_plus(model)
-            self.stats.method = "secants-quadratic-form"
-            with model.options(_SECANT_OPTIONS):
+            with model.options(_QUIET_OPTIONS):
+                if q.sign > 0:
+                    self.stats.method = "oa-quadratic-form"
+                    return self._maximise_plus(model)
+                self.stats.method = "secants-quadratic-form"
                 return self._maximise_minus(model)
         finally:
             self._clear(model, n_cols, n_rows)
@@ -224,7 +229,7 @@ class NormSolver:
     def _maximise_plus(self, model: CompiledModel) -> tuple[np.ndarray | None, float]:
         q = self.query
         delta = _DELTA_FRACTION * self.l_hi
-        lift = Lifted.pairs(model, self, l_bounds=(delta, self.l_hi))
+        lift = Lifted.glover_upper(model, self, l_bounds=(delta, self.l_hi))
         root_hi = np.sqrt(self.l_hi)
         model.set_col_bounds(lift.s, 0.0, q.f * root_hi)
         model.set_col_cost(lift.s, 1.0)
@@ -243,6 +248,7 @@ class NormSolver:
         add_tangent(self.l_hi)
         add_tangent(delta)
         best, best_value = None, -np.inf
+        best, best_value = self._first_incumbent_plus()
         bound = -np.inf
         excluded = Exclusions(self)
         for _ in range(_MAX_OA_ITERATIONS):
@@ -319,6 +325,7 @@ class NormSolver:
         best, best_value = lin, q.value(lin)
         if proven(top, best_value):  # includes f = 0
             return best, top
+        best, best_value = self._best_hint(best, best_value)
         best, best_value = self._improve_locally(best, best_value)
         lo = min(self.l_lo, 0.0)
         lift = Lifted.glover(model, self, l_bounds=(lo, self.l_hi))
@@ -370,6 +377,29 @@ class NormSolver:
         self.stats.extra["convex_cuts"] = convex.cuts
         self.stats.extra["pieces"] = 0 if secants is None else len(secants.points) - 1
         return best, max(bound, best_value)
+
+    def _first_incumbent_plus(self) -> tuple[np.ndarray | None, float]:
+        """The best hint, improved by linear-oracle ascent steps (:func:`~.local_search.ascend`)."""
+        best, best_value = self._best_hint(None, -np.inf)
+
+        def linear(weights: np.ndarray) -> np.ndarray | None:
+            return self.oracle.solve_linear(LinearQuery(weights, self.res))
+
+        action, value, calls = ascend(self.query, linear, best, _ASCENT_STEPS)
+        self.stats.milp_solves += calls
+        self.stats.extra["ascent_steps"] = calls
+        if action is not None and value > best_value:
+            best, best_value = action, value
+        return best, best_value
+
+    def _best_hint(self, best: np.ndarray | None, best_value: float) -> tuple[np.ndarray | None, float]:
+        """The better of ``best`` and the query's hints that are actions admitted by the restrictions."""
+        for hint in self.query.hints:
+            if (self.res.empty or self.res.admits(hint)) and self.oracle.space._contains(hint):
+                value = self.query.value(hint)
+                if value > best_value:
+                    best, best_value = hint.copy(), value
+        return best, best_value
 
     def _improve_locally(self, action: np.ndarray, value: float) -> tuple[np.ndarray, float]:
         """The first incumbent: ``action`` improved by :func:`~.local_search.improve_locally`."""
