@@ -1,4 +1,4 @@
-"""Local search for the first incumbent of the sign -1 method.
+"""Heuristics for the first incumbents: local search (sign -1) and linear-oracle ascent (sign +1).
 
 The linear argmax, improved by swaps of one or two arms (each checked against the
 space and the restrictions, and valued exactly), is the first incumbent: its
@@ -6,6 +6,11 @@ space and the restrictions, and valued exactly), is the first incumbent: its
 (:func:`~cmab_milp.oracles.norm.secants.window_top`), so when it is the optimum
 (61 of 64 bench queries at d=40) one MILP proves it. It is only a heuristic: the
 answer's exactness rests on the secant MILP, never on the search.
+
+Sign +1 starts from :func:`ascend`: steps along the gradient of the convex index,
+each a linear query over the space (the dual view ``sqrt(a'Ma) = max_{|u| <= 1}
+u' M^{1/2} a``: the optimum is the answer of some linear query). Again only an
+incumbent: the outer approximation proves the answer.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import numpy as np
 
 from ..base import NormQuery, tolerance
 
-__all__ = ["improve_locally", "local_moves"]
+__all__ = ["ascend", "improve_locally", "local_moves"]
 
 #: Feasibility checks of the local search that improves the first incumbent (sign -1).
 _LOCAL_CHECKS = 200
