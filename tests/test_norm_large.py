@@ -12,6 +12,7 @@ from instances import SPACES
 
 import cmab_milp as cm
 from cmab_milp.oracles.base import LinearQuery
+from cmab_milp.oracles.norm.gradient import GradientCuts, positive_definite, well_scaled
 from cmab_milp.oracles.norm.lifting import Lifted
 from cmab_milp.oracles.norm.local_search import ascend
 from cmab_milp.oracles.norm.solver import NormSolver
@@ -198,3 +199,52 @@ def test_d100_cardinality_agrees_with_gurobi(sign):
     theirs = cm.make_oracle(space, "gurobi").argmax_norm(mu, M, 0.3, sign, exclude=[3], forbid_pairs=[(1, 2)])
     q = cm.make_oracle(space, "highs").norm_query(mu, M, 0.3, sign)
     assert q.value(ours) >= q.value(theirs) - 1e-6 * (1 + abs(q.value(theirs)))
+
+
+def test_gradient_cuts_underestimate_the_norm_and_touch_it():
+    """Cauchy-Schwarz: ``f (M x0) @ a / n(x0) <= f n(a)`` for every action, equal at ``x0``; PD only."""
+    _, actions = oracle_and_actions("matchings-general")
+    rng = np.random.default_rng(4)
+    d = actions.shape[1]
+    _, M = random_query(rng, d, "psd")
+    assert positive_definite(M, np.arange(d)) and not positive_definite(M - 0.2 * np.eye(d), np.arange(d))
+    cuts = GradientCuts(M, np.arange(d), 0.7)
+    norms = 0.7 * np.sqrt(np.einsum("ni,ij,nj->n", actions.astype(float), M, actions.astype(float)))
+    for x0 in [*actions[:20].astype(float), rng.uniform(0, 1, d)]:
+        below = actions.astype(float) @ cuts.coefficients(x0)
+        assert (below <= norms + 1e-12).all()
+        if set(x0.tolist()) <= {0.0, 1.0} and x0.any():
+            assert x0 @ cuts.coefficients(x0) == pytest.approx(0.7 * np.sqrt(x0 @ M @ x0), rel=1e-12)
+    assert not cuts.coefficients(np.zeros(d)).any()
+
+
+def test_sign_minus_one_uses_gradient_cuts_only_where_valid():
+    oracle, actions = oracle_and_actions("cardinality")
+    rng = np.random.default_rng(5)
+    for kind, scale, used in (("psd", 1.0, True), ("indefinite", 1.0, False), ("psd", 1e8, False)):
+        mu, M = random_query(rng, oracle.d, kind)
+        answer = oracle.argmax_norm(mu, M * scale, 1.0, -1)
+        stats = oracle.last_norm_stats
+        assert stats.method == "secants-quadratic-form"
+        assert (stats.extra.get("gradient_cuts", 0) > 0) == used, (kind, scale)
+        best = truth(actions, mu, M * scale, 1.0, -1)
+        assert oracle.norm_query(mu, M * scale, 1.0, -1).value(answer) >= best - 1e-9 * (1 + abs(best))
+    q = oracle.norm_query(mu, M, 1.0, -1)
+    assert well_scaled(q) and not well_scaled(oracle.norm_query(mu, M * 1e8, 1.0, -1))
+
+
+@pytest.mark.parametrize("family", ["cardinality", "matchings-general", "spanning-trees"])
+def test_sign_minus_one_without_local_search_matches_brute_force(family, monkeypatch):
+    """The MILP (secants, convex and gradient cuts), not the first incumbent, must find the optimum."""
+    monkeypatch.setattr(NormSolver, "_improve_locally", lambda self, action, value: (action, value))
+    oracle, actions = oracle_and_actions(family)
+    rng = np.random.default_rng(8)
+    beaten = 0
+    for f in (0.5, 1.0, 2.0, 4.0, 8.0):
+        mu, M = random_query(rng, oracle.d, "psd")
+        answer = oracle.argmax_norm(mu, M, f, -1)
+        best = truth(actions, mu, M, f, -1)
+        q = oracle.norm_query(mu, M, f, -1)
+        assert q.value(answer) >= best - 1e-9 * (1 + abs(best)), f
+        beaten += q.value(oracle.argmax(mu)) < best - 1e-6
+    assert beaten >= 2  # the linear argmax was not the answer: the MILP had work to do
