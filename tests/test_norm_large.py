@@ -248,3 +248,21 @@ def test_sign_minus_one_without_local_search_matches_brute_force(family, monkeyp
         assert q.value(answer) >= best - 1e-9 * (1 + abs(best)), f
         beaten += q.value(oracle.argmax(mu)) < best - 1e-6
     assert beaten >= 2  # the linear argmax was not the answer: the MILP had work to do
+
+
+def test_the_time_limit_holds_for_the_whole_norm_query(monkeypatch):
+    """Each MILP of a query gets only what is left of the oracle's limit; none is left: LimitReached."""
+    from cmab_milp.oracles.highs_model import LimitReached
+    from cmab_milp.oracles.norm import solver
+
+    space = SPACES["spanning-trees"]()
+    oracle = cm.make_oracle(space, "highs", time_limit=5.0)
+    mu, M = random_query(np.random.default_rng(6), space.d, "psd")
+    assert oracle.argmax_norm(mu, M, 1.0, 1) is not None  # within the limit
+    ticks = iter(np.arange(0.0, 1e6, 6.0))  # every reading of the clock: 6 s later
+    monkeypatch.setattr(solver, "_clock", lambda: float(next(ticks)))
+    with pytest.raises(LimitReached, match="time limit"):
+        oracle.argmax_norm(mu, M, 1.0, 1)
+    with pytest.raises(LimitReached, match="time limit"):
+        oracle.argmax_norm(mu, M, 1.0, -1)
+    assert oracle.argmax_norm(mu, M, 1.0, 1, include=[0], exclude=[0]) is None  # no solve needed

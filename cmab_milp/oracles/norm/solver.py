@@ -26,6 +26,9 @@ the tie rule). Two methods, one per sign:
     better of the linear argmax and the query's hints, improved by :mod:`.local_search`; the convex cuts of :mod:`.cuts`
     tighten the relaxation before the first MILP.
 
+The oracle's ``time_limit`` holds for the whole query: each MILP gets what is left
+of it, and a query past it raises :class:`~cmab_milp.oracles.highs_model.LimitReached`.
+
 Each loop closes with :func:`~.scaling.proven`; gaps left by solver noise are closed
 by setting exactly valued actions aside (:mod:`.cuts`). The answer's value is
 recomputed in numpy and must be within ``1e-9 * (1 + |value|)`` of the proven upper
@@ -45,12 +48,13 @@ array([0, 0, 1, 1])
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..base import LinearQuery, NormQuery, OracleError, tolerance
-from ..highs_model import CompiledModel, SolveResult
+from ..highs_model import CompiledModel, LimitReached, SolveResult
 from .cuts import ConvexCuts, Exclusions, add_no_good
 from .gradient import GradientCuts, positive_definite, well_scaled
 from .lifting import Lifted, quadratic_form_bounds
@@ -60,6 +64,8 @@ from .secants import PiecewiseSqrt, sqrt_grid, window_top
 
 __all__ = ["NormSolver", "NormStats", "last_stats", "solve_norm"]
 
+#: The clock of the per-query time limit (a name of its own so that tests can replace it).
+_clock = time.perf_counter
 #: Lazy-cut rounds per MILP solve before giving up (a separator bug otherwise).
 _MAX_CUT_ROUNDS = 10_000
 #: Outer-approximation iterations before the query is declared unproven.
@@ -157,6 +163,8 @@ class NormSolver:
         free[list(self.res.exclude)] = False
         self.arms = np.flatnonzero(free)
         self.l_lo, self.l_hi = quadratic_form_bounds(query.M, oracle.space.m, self.arms)
+        limit = getattr(oracle, "time_limit", None)
+        self.deadline = None if limit is None else _clock() + limit
 
     # ------------------------------------------------------------ dispatch
     def run(self) -> tuple[np.ndarray | None, float]:
@@ -206,7 +214,14 @@ class NormSolver:
             self.stats.milp_solves += 1
             if start is not None:
                 model.set_mip_start(start.astype(float))
-            result = model.solve(cold=False)  # the query started cold: its own history is deterministic
+            if self.deadline is None:
+                result = model.solve(cold=False)  # the query started cold: its own history is deterministic
+            else:  # the oracle's time limit holds for the whole query, not for each of its MILPs
+                remaining = self.deadline - _clock()
+                if remaining <= 0.0:
+                    raise LimitReached("HiGHS norm query stopped on its time limit; no action is returned")
+                with model.options({"time_limit": remaining}):
+                    result = model.solve(cold=False)
             if result.status == "infeasible":
                 return None
             action = oracle.integral_action(result.values, True)
