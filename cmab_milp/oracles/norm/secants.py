@@ -82,7 +82,8 @@ class PiecewiseSqrt:
 
     ``L = points[0] + sum_k delta_k`` with ``0 <= delta_k <= width_k`` and binaries
     ``z_k`` that make the pieces fill in order (``delta_k >= width_k z_k``,
-    ``delta_{k+1} <= width_{k+1} z_k``); the objective gets ``f slope_k delta_k`` plus
+    ``delta_{k+1} <= width_{k+1} z_k``); the objective (or, with ``link``, the cap on the
+    column ``link``) gets ``f slope_k delta_k`` plus
     :attr:`const`. Every ``L`` in range is representable with the value of the secant
     of its piece, which is at least ``-f sqrt(max(L, 0))`` (the function is linear on
     ``L <= 0`` and convex on ``L >= 0``). A piece ``[0, p]`` with ``p < least`` would

@@ -24,7 +24,9 @@ the tie rule). Two methods, one per sign:
     ``a @ M @ a`` and never goes below it), the secants of :mod:`.secants` bound the
     index of every action in the window from above. The first incumbent is the
     better of the linear argmax and the query's hints, improved by :mod:`.local_search`; the convex cuts of :mod:`.cuts`
-    tighten the relaxation before the first MILP.
+    (on ``L``) and, for a positive definite ``M``, the gradient cuts of :mod:`.gradient`
+    (on the column ``w`` that the secants cap, by a row) tighten the relaxation before
+    the first MILP.
 
 The oracle's ``time_limit`` holds for the whole query: each MILP gets what is left
 of it, and a query past it raises :class:`~cmab_milp.oracles.highs_model.LimitReached`.
