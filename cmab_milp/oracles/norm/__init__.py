@@ -3,11 +3,15 @@
 Layout (each module one job; its docstring holds its part of the exactness proof):
 
 * :mod:`.scaling`: exact rescalings of a query and :func:`proven`, the tolerance test;
-* :mod:`.lifting`: columns and rows for ``L = a @ M @ a`` (pairs for sign +1, Glover for -1);
+* :mod:`.lifting`: columns and rows for ``L = a @ M @ a`` (Glover's rows, on the side each sign needs);
 * :mod:`.secants`: the piecewise secants of ``-f sqrt(L)`` and their window (sign -1);
 * :mod:`.cuts`: convex-reformulation tangents on ``L`` and no-good rows (solver noise);
-* :mod:`.local_search`: the first incumbent of sign -1;
+* :mod:`.local_search`: first incumbents (swaps for sign -1, linear-oracle ascent for +1);
 * :mod:`.solver`: :func:`solve_norm`, the two methods' loops on the oracle's norm model.
+
+A query's ``hints`` (:class:`~cmab_milp.oracles.base.NormQuery`) that are actions
+admitted by its restrictions are candidate first incumbents: they may speed a query
+up, never change the optimal value, and, being part of the query, keep the tie rule.
 
 Every HiGHS call goes through :class:`~cmab_milp.oracles.highs_model.CompiledModel`.
 

@@ -1,4 +1,4 @@
-"""Local search for the first incumbent of the sign -1 method.
+"""Heuristics for the first incumbents: local search (sign -1) and linear-oracle ascent (sign +1).
 
 The linear argmax, improved by swaps of one or two arms (each checked against the
 space and the restrictions, and valued exactly), is the first incumbent: its
@@ -6,6 +6,11 @@ space and the restrictions, and valued exactly), is the first incumbent: its
 (:func:`~cmab_milp.oracles.norm.secants.window_top`), so when it is the optimum
 (61 of 64 bench queries at d=40) one MILP proves it. It is only a heuristic: the
 answer's exactness rests on the secant MILP, never on the search.
+
+Sign +1 starts from :func:`ascend`: steps along the gradient of the convex index,
+each a linear query over the space (the dual view ``sqrt(a'Ma) = max_{|u| <= 1}
+u' M^{1/2} a``: the optimum is the answer of some linear query). Again only an
+incumbent: the outer approximation proves the answer.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import numpy as np
 
 from ..base import NormQuery, tolerance
 
-__all__ = ["improve_locally", "local_moves"]
+__all__ = ["ascend", "improve_locally", "local_moves"]
 
 #: Feasibility checks of the local search that improves the first incumbent (sign -1).
 _LOCAL_CHECKS = 200
@@ -105,3 +110,48 @@ def local_moves(inside: np.ndarray, outside: np.ndarray, none: int, width: int) 
     pairs_in = np.c_[inside[ii], inside[jj]]
     pairs_out = np.c_[outside[oo], outside[pp]]
     return np.repeat(pairs_in, len(pairs_out), axis=0), np.tile(pairs_out, (len(pairs_in), 1))
+
+
+def ascend(
+    query: NormQuery, linear: Callable[[np.ndarray], np.ndarray | None], action: np.ndarray | None, rounds: int
+) -> tuple[np.ndarray | None, float, int]:
+    """Incumbent of sign +1 by linear-oracle steps: ``a' = argmax (mu + f M a / sqrt(a @ M @ a)) @ a'``.
+
+    With ``M`` positive semidefinite, ``g(a) = mu @ a + f sqrt(a @ M @ a)`` is convex, so
+    ``g(a') >= g(a) + grad g(a) @ (a' - a) >= g(a)``: each step is a linear query (over the
+    space and the restrictions) that cannot lose; the steps stop at a fixed point or
+    after ``rounds`` queries (or where ``a @ M @ a <= 0``). Only a heuristic (every value is recomputed exactly, the
+    best kept): the answer's exactness rests on the solver's bound. ``linear(w)`` answers
+    the linear query of weights ``w``; ``action`` is a starting point (``None``: the argmax
+    of ``mu``). Returns the best action, its value and the number of linear queries.
+
+    >>> import cmab_milp as cm
+    >>> oracle = cm.make_oracle(cm.Cardinality(3, 2), "enumerate")
+    >>> M = np.array([[1.0, 0.0, 0.9], [0.0, 0.01, 0.0], [0.9, 0.0, 1.0]])
+    >>> q = oracle.norm_query(np.array([0.5, 0.45, 0.3]), M, 1.0)
+    >>> action, value, calls = ascend(q, oracle.argmax, None, 5)
+    >>> action.astype(int).tolist(), round(value, 4), calls
+    ([1, 0, 1], 2.7494, 3)
+    """
+    calls = 0
+    if action is None:
+        action, calls = linear(query.mu), 1
+        if action is None:
+            return None, -np.inf, calls
+    best, best_value = action, query.value(action)
+    seen = {action.tobytes()}
+    while calls < rounds:
+        mx = query.M[:, action].sum(axis=1)
+        quad = float(mx[action].sum())
+        if quad <= 0.0:
+            break
+        step = linear(query.mu + query.sign * query.f * mx / np.sqrt(quad))
+        calls += 1
+        if step is None or step.tobytes() in seen:
+            break
+        seen.add(step.tobytes())
+        action = step
+        value = query.value(step)
+        if value > best_value:
+            best, best_value = step, value
+    return best, best_value, calls

@@ -82,7 +82,8 @@ class PiecewiseSqrt:
 
     ``L = points[0] + sum_k delta_k`` with ``0 <= delta_k <= width_k`` and binaries
     ``z_k`` that make the pieces fill in order (``delta_k >= width_k z_k``,
-    ``delta_{k+1} <= width_{k+1} z_k``); the objective gets ``f slope_k delta_k`` plus
+    ``delta_{k+1} <= width_{k+1} z_k``); the objective (or, with ``link``, the cap on the
+    column ``link``) gets ``f slope_k delta_k`` plus
     :attr:`const`. Every ``L`` in range is representable with the value of the secant
     of its piece, which is at least ``-f sqrt(max(L, 0))`` (the function is linear on
     ``L <= 0`` and convex on ``L >= 0``). A piece ``[0, p]`` with ``p < least`` would
@@ -92,9 +93,14 @@ class PiecewiseSqrt:
     into ``(0, least)``).
     """
 
-    def __init__(self, model: CompiledModel, L: int, f: float, points: list[float], least: float = 0.0):
+    def __init__(
+        self, model: CompiledModel, L: int, f: float, points: list[float], least: float = 0.0, link: int | None = None
+    ):
         self.model = model
         self.L = L
+        #: With ``link`` (a column), the block's value caps that column (``w <= value``: a row of the
+        #: block) instead of entering the objective, so other rows can cap ``w`` too.
+        self.link = link
         self.f = f
         self.least = least
         self.points = points
@@ -153,7 +159,7 @@ class PiecewiseSqrt:
         delta = first + np.arange(k)
         z = first + k + np.arange(k - 1)
         model.append_cols(
-            np.r_[self.f * slope, np.zeros(k - 1)],
+            np.r_[self.f * slope if self.link is None else np.zeros(k), np.zeros(k - 1)],
             np.zeros(2 * k - 1),
             np.r_[width, np.ones(k - 1)],
             integer=k + np.arange(k - 1) if k > 1 else None,
@@ -161,6 +167,8 @@ class PiecewiseSqrt:
         self.cols = (first, model.num_cols)
         row0 = model.num_rows
         model.add_rows_fixed([p[0]], [p[0]], np.r_[self.L, delta], np.r_[1.0, -np.ones(k)], k + 1)
+        if self.link is not None:  # w - sum_k f slope_k delta_k <= const
+            model.add_rows_fixed([-np.inf], [self.const], np.r_[self.link, delta], np.r_[1.0, -self.f * slope], k + 1)
         if k > 1:
             ones = np.ones(k - 1)
             model.add_rows_fixed(

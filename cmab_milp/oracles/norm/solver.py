@@ -7,7 +7,7 @@ columns and rows and removes them afterwards, and starts from a cleared solver:
 the tie rule). Two methods, one per sign:
 
 ``sign=+1`` (outer approximation in the quadratic form)
-    On the lifting of :meth:`~.lifting.Lifted.pairs` (the model's ``L`` never exceeds
+    On the lifting of :meth:`~.lifting.Lifted.glover_upper` (the model's ``L`` never exceeds
     the true ``a @ M @ a`` and can reach it), a column ``s`` (cost 1, standing for
     ``f sqrt(L)``) is capped by tangents ``s <= f (r/2 + L/(2r))`` of the concave
     ``f sqrt``; each incumbent adds the tangent at its true ``L`` until the MILP's
@@ -15,14 +15,21 @@ the tie rule). Two methods, one per sign:
     is restricted to ``L >= delta`` (``delta`` a small fraction of the largest ``L``);
     actions with ``L < delta`` are worth at most ``mu @ a + f sqrt(delta)`` and are
     covered by listing the best actions by ``mu @ a`` with no-good cuts
-    (:meth:`NormSolver._best_near_zero`) until that bound is beaten.
+    (:meth:`NormSolver._best_near_zero`) until that bound is beaten. The first
+    incumbent (a MIP start; a lower bound only) is the best hint improved by
+    linear-oracle ascent steps (:func:`~.local_search.ascend`).
 
 ``sign=-1`` (piecewise secants over ``L``, one MILP tree)
     On the lifting of :meth:`~.lifting.Lifted.glover` (the model's ``L`` reaches
     ``a @ M @ a`` and never goes below it), the secants of :mod:`.secants` bound the
     index of every action in the window from above. The first incumbent is the
-    linear argmax improved by :mod:`.local_search`; the convex cuts of :mod:`.cuts`
-    tighten the relaxation before the first MILP.
+    better of the linear argmax and the query's hints, improved by :mod:`.local_search`; the convex cuts of :mod:`.cuts`
+    (on ``L``) and, for a positive definite ``M``, the gradient cuts of :mod:`.gradient`
+    (on the column ``w`` that the secants cap, by a row) tighten the relaxation before
+    the first MILP.
+
+The oracle's ``time_limit`` holds for the whole query: each MILP gets what is left
+of it, and a query past it raises :class:`~cmab_milp.oracles.highs_model.LimitReached`.
 
 Each loop closes with :func:`~.scaling.proven`; gaps left by solver noise are closed
 by setting exactly valued actions aside (:mod:`.cuts`). The answer's value is
@@ -43,20 +50,24 @@ array([0, 0, 1, 1])
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..base import LinearQuery, NormQuery, OracleError, tolerance
-from ..highs_model import CompiledModel, SolveResult
+from ..highs_model import CompiledModel, LimitReached, SolveResult
 from .cuts import ConvexCuts, Exclusions, add_no_good
+from .gradient import GradientCuts, positive_definite, well_scaled
 from .lifting import Lifted, quadratic_form_bounds
-from .local_search import improve_locally
+from .local_search import ascend, improve_locally
 from .scaling import proven, unit_objective, unit_scale
 from .secants import PiecewiseSqrt, sqrt_grid, window_top
 
 __all__ = ["NormSolver", "NormStats", "last_stats", "solve_norm"]
 
+#: The clock of the per-query time limit (a name of its own so that tests can replace it).
+_clock = time.perf_counter
 #: Lazy-cut rounds per MILP solve before giving up (a separator bug otherwise).
 _MAX_CUT_ROUNDS = 10_000
 #: Outer-approximation iterations before the query is declared unproven.
@@ -69,16 +80,21 @@ _MAX_NO_GOODS = 500
 #: at most one per free arm (d=40: the slowest query 0.8 s with 30 rounds, 1.3 s with none;
 #: d=10: 30 rounds cost 12 ms of 36).
 _CONVEX_ROUNDS = 30
+#: Linear-oracle steps of the first incumbent of sign +1 (:func:`~.local_search.ascend`).
+_ASCENT_STEPS = 8
+#: LP-relaxation rounds of gradient cuts on the norm before the first secant MILP (``M`` definite).
+_GRADIENT_ROUNDS = 30
 #: Initial secant pieces (sign -1), even in ``sqrt(L)``; 8 and 24 were slower at d=40.
 _SECANT_PIECES = 16
 #: Steepest objective slope ``f / sqrt(p)`` of a first secant ``[0, p]`` (sign -1): a steeper one
 #: multiplies HiGHS's row tolerance (1e-9) into the objective.
 _MAX_SLOPE = 1e4
-#: HiGHS options during the sign -1 solves: the MIP start already gives the incumbent and
-#: the sub-MIP heuristics took most of the time (2-3x at d=40). Restarts stay on: with
+#: HiGHS options during the norm solves: the MIP start already gives the incumbent and
+#: the sub-MIP heuristics took most of the time (sign -1: 2-3x at d=40; sign +1 with the
+#: ascent incumbent: 1.3-2x on Cardinality(100, 10), f = 1). Restarts stay on: with
 #: ``mip_allow_restart=False`` HiGHS 1.16 reported 'Optimal' with a bound below a feasible
 #: action (paths on a 3x3 grid, M ~ 1e6, f = 1e4; test_norm's badly scaled cases).
-_SECANT_OPTIONS: dict[str, object] = {
+_QUIET_OPTIONS: dict[str, object] = {
     "mip_heuristic_effort": 0.0,
     "mip_heuristic_run_rins": False,
     "mip_heuristic_run_rens": False,
@@ -149,6 +165,8 @@ class NormSolver:
         free[list(self.res.exclude)] = False
         self.arms = np.flatnonzero(free)
         self.l_lo, self.l_hi = quadratic_form_bounds(query.M, oracle.space.m, self.arms)
+        limit = getattr(oracle, "time_limit", None)
+        self.deadline = None if limit is None else _clock() + limit
 
     # ------------------------------------------------------------ dispatch
     def run(self) -> tuple[np.ndarray | None, float]:
@@ -163,11 +181,11 @@ class NormSolver:
             model.set_arm_bounds(self.res.include, self.res.exclude)
             model.set_costs(q.mu)
             self._add_forbid_rows(model)
-            if q.sign > 0:
-                self.stats.method = "oa-quadratic-form"
-                return self._maximise_plus(model)
-            self.stats.method = "secants-quadratic-form"
-            with model.options(_SECANT_OPTIONS):
+            with model.options(_QUIET_OPTIONS):
+                if q.sign > 0:
+                    self.stats.method = "oa-quadratic-form"
+                    return self._maximise_plus(model)
+                self.stats.method = "secants-quadratic-form"
                 return self._maximise_minus(model)
         finally:
             self._clear(model, n_cols, n_rows)
@@ -198,7 +216,14 @@ class NormSolver:
             self.stats.milp_solves += 1
             if start is not None:
                 model.set_mip_start(start.astype(float))
-            result = model.solve(cold=False)  # the query started cold: its own history is deterministic
+            if self.deadline is None:
+                result = model.solve(cold=False)  # the query started cold: its own history is deterministic
+            else:  # the oracle's time limit holds for the whole query, not for each of its MILPs
+                remaining = self.deadline - _clock()
+                if remaining <= 0.0:
+                    raise LimitReached("HiGHS norm query stopped on its time limit; no action is returned")
+                with model.options({"time_limit": remaining}):
+                    result = model.solve(cold=False)
             if result.status == "infeasible":
                 return None
             action = oracle.integral_action(result.values, True)
@@ -224,7 +249,7 @@ class NormSolver:
     def _maximise_plus(self, model: CompiledModel) -> tuple[np.ndarray | None, float]:
         q = self.query
         delta = _DELTA_FRACTION * self.l_hi
-        lift = Lifted.pairs(model, self, l_bounds=(delta, self.l_hi))
+        lift = Lifted.glover_upper(model, self, l_bounds=(delta, self.l_hi))
         root_hi = np.sqrt(self.l_hi)
         model.set_col_bounds(lift.s, 0.0, q.f * root_hi)
         model.set_col_cost(lift.s, 1.0)
@@ -243,6 +268,7 @@ class NormSolver:
         add_tangent(self.l_hi)
         add_tangent(delta)
         best, best_value = None, -np.inf
+        best, best_value = self._first_incumbent_plus()
         bound = -np.inf
         excluded = Exclusions(self)
         for _ in range(_MAX_OA_ITERATIONS):
@@ -319,10 +345,17 @@ class NormSolver:
         best, best_value = lin, q.value(lin)
         if proven(top, best_value):  # includes f = 0
             return best, top
+        best, best_value = self._best_hint(best, best_value)
         best, best_value = self._improve_locally(best, best_value)
         lo = min(self.l_lo, 0.0)
         lift = Lifted.glover(model, self, l_bounds=(lo, self.l_hi))
         convex = ConvexCuts(self, side=-1, rounds=min(_CONVEX_ROUNDS, len(self.arms)))
+        w = lift.s  # the model's -f sqrt(L): capped by the secants and the gradient cuts
+        model.set_col_cost(w, 1.0)
+        gradient = GradientCuts(q.M, self.arms, f) if well_scaled(q) and positive_definite(q.M, self.arms) else None
+        if gradient is not None:
+            gradient.add(model, w, lin)
+            gradient.add(model, w, best)
         excluded = Exclusions(self)
         points = {self.quadratic_form(lin), self.quadratic_form(best)}  # breakpoints when in the window
         secants: PiecewiseSqrt | None = None
@@ -336,9 +369,11 @@ class NormSolver:
                     break
                 model.set_col_bounds(lift.L, lo, hi)
                 grid = sqrt_grid(lo, hi, _SECANT_PIECES, points, least)
-                secants = PiecewiseSqrt(model, lift.L, f, grid, least)
+                secants = PiecewiseSqrt(model, lift.L, f, grid, least, link=w)
                 if solves == 0:
                     convex.separate(model, lift.L)
+                    if gradient is not None:
+                        gradient.separate(model, w, _GRADIENT_ROUNDS)
             solves += 1
             found = self._solve(model, excluded.start(best))
             if found is None:  # no action left in the window
@@ -346,7 +381,7 @@ class NormSolver:
                 break
             action, result = found
             value = q.value(action)
-            bound = result.bound + secants.const
+            bound = result.bound  # the secants' constant is in their link row
             improved = value > best_value
             if improved:
                 best, best_value = action, value
@@ -368,8 +403,32 @@ class NormSolver:
         self.stats.extra["secant_solves"] = solves
         self.stats.extra["excluded"] = excluded.count
         self.stats.extra["convex_cuts"] = convex.cuts
+        self.stats.extra["gradient_cuts"] = 0 if gradient is None else gradient.cuts
         self.stats.extra["pieces"] = 0 if secants is None else len(secants.points) - 1
         return best, max(bound, best_value)
+
+    def _first_incumbent_plus(self) -> tuple[np.ndarray | None, float]:
+        """The best hint, improved by linear-oracle ascent steps (:func:`~.local_search.ascend`)."""
+        best, best_value = self._best_hint(None, -np.inf)
+
+        def linear(weights: np.ndarray) -> np.ndarray | None:
+            return self.oracle.solve_linear(LinearQuery(weights, self.res))
+
+        action, value, calls = ascend(self.query, linear, best, _ASCENT_STEPS)
+        self.stats.milp_solves += calls
+        self.stats.extra["ascent_steps"] = calls
+        if action is not None and value > best_value:
+            best, best_value = action, value
+        return best, best_value
+
+    def _best_hint(self, best: np.ndarray | None, best_value: float) -> tuple[np.ndarray | None, float]:
+        """The better of ``best`` and the query's hints that are actions admitted by the restrictions."""
+        for hint in self.query.hints:
+            if (self.res.empty or self.res.admits(hint)) and self.oracle.space._contains(hint):
+                value = self.query.value(hint)
+                if value > best_value:
+                    best, best_value = hint.copy(), value
+        return best, best_value
 
     def _improve_locally(self, action: np.ndarray, value: float) -> tuple[np.ndarray, float]:
         """The first incumbent: ``action`` improved by :func:`~.local_search.improve_locally`."""
