@@ -51,7 +51,8 @@ def test_too_large_is_refused_within_a_second(content: str, key: str, limit: str
     path.write_text(content)
     start = time.perf_counter()
     assert main(["validate", str(path)]) == 2
-    assert time.perf_counter() - start < 1.0
+    # the refused work takes minutes and gigabytes; 5 s leaves room for a loaded machine (1 s flaked at load 10)
+    assert time.perf_counter() - start < 5.0
     err = capsys.readouterr().err
     assert f": {key}: " in err, err
     assert f"above the limit {limit} = {getattr(Limits(), limit)}" in err
