@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -61,11 +62,21 @@ class _OverBudget(Exception):
     """The policy's time is up (raised by every oracle answer after the deadline)."""
 
 
+def query_kind(query) -> str:
+    """``linear`` or ``norm+1`` / ``norm-1``, with the restriction: ``all``, ``arm``, ``pair`` or ``other`` include."""
+    kind = "linear" if not hasattr(query, "sign") else f"norm{query.sign:+d}"
+    include = query.restrictions.include
+    return f"{kind} {dict(enumerate(['all', 'arm', 'pair'])).get(len(include), 'other')}"
+
+
 class _Watch:
-    """Wraps the oracle: the longest single answer, answers given, the size of the batch under way, a deadline."""
+    """Wraps the oracle: the longest single answer, answers given, the size of the batch under way, a deadline,
+    and per :func:`query_kind` the count, seconds and slowest answer (``kinds``; thread time, not wall time)."""
 
     def __init__(self, oracle: cm.Oracle, deadline: float):
         self.slowest, self.answered, self.batch, self.batch_start = 0.0, 0, 0, 0.0
+        self.kinds: dict[str, list[float]] = {}
+        lock = threading.Lock()  # argmax_batch answers in worker threads
         answer, batch = oracle._answer, oracle.argmax_batch
 
         def timed(query):
@@ -75,8 +86,14 @@ class _Watch:
             try:
                 return answer(query)
             finally:
-                self.slowest = max(self.slowest, time.perf_counter() - start)
-                self.answered += 1
+                took = time.perf_counter() - start
+                with lock:
+                    self.slowest = max(self.slowest, took)
+                    self.answered += 1
+                    entry = self.kinds.setdefault(query_kind(query), [0, 0.0, 0.0])
+                    entry[0] += 1
+                    entry[1] += took
+                    entry[2] = max(entry[2], took)
 
         def batched(queries):
             self.batch, self.batch_start, self.answered = len(queries), time.perf_counter(), 0
@@ -124,6 +141,7 @@ def run(policy: cm.Policy, env, T: int, budget: float, seed: int = 1) -> dict:
         "slowest": watch.slowest,
         "regret": regret,
         "inside": inside,
+        "kinds": watch.kinds,
     }
 
 
@@ -179,6 +197,11 @@ def main(argv: list[str] | None = None) -> None:
             f" {out['oracle']:9.1f} {per_query:9.1f} {1000 * out['slowest']:8.0f} {out['regret']:10.1f}{note}",
             flush=True,
         )
+        for kind, (count, seconds, slowest) in sorted(out["kinds"].items()):
+            print(
+                f"    {kind:12} {count:6d} queries {seconds:8.1f} s {1000 * seconds / count:8.1f} ms/query"
+                f" (max {1000 * slowest:.0f} ms)"
+            )
         if name == "AROQ-C":
             print(f"    warm-up: {policy.warmup_queries} queries; updates after it: {policy.updates}")
         if name == "SROQ-C":
