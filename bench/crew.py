@@ -23,16 +23,21 @@ round played; a policy stopped inside a batch (SROQ-C's representatives) says ho
 it answered and how long the whole batch would take at that rate. ``--quick``: ``T = 10^4`` (past
 the 7,260-round warm-ups), 40 OLS-UCB-C rounds, budget 300 s.
 
-Measured (2026-12-01, highs on this branch, the 2-core machine shared, load ~6; hints are passed
-but the HiGHS norm solver here does not use them yet):
+Measured on main after the normspeed merge (2026-12-01 05:26-05:42, ``--prune --budget 300 --ols-horizon
+300``, highs, 2 oracle threads, the 2-core machine shared, load 6-9; seconds per query are thread time):
 
-* AROQ-C, plain: 600 s reached t = 7,947 (7,260 warm-up queries, then 60 updates, ~10 s each,
-  slowest 92 s); with ``--prune``: 1,870 warm-up queries, every pair seen >= 8 times (plain: 10%
-  of the pairs once), 9 updates in the next 300 s (run next to the test suite).
-* SROQ-C: the first epoch's batch is 7,261 queries plain (62 answered in 303 s: ~35,000 s); with
-  ``--prune`` 121 (arm representatives and max-LCB, ~320 s) then 4,910 pair queries (197 answered in
-  273 s: ~6,800 s) -- 1,200 pairs are infeasible and ~1,030 answered by an arm representative.
-* OLS-UCB-C: 119 rounds in 308 s (2.6 s per query): ~72 h at T = 10^5.
+* AROQ-C: warm-up 1,870 linear queries (0.8 ms each, 1.5 s in all), then 113 updates in rounds 7,261-7,878
+  (one per ~5.5 rounds): unrestricted norm queries, sign +1, 2.6 s each (slowest 10.6 s). Linear
+  extrapolation ~3,800 s to T = 10^5; the true figure depends on how fast the pair epochs lengthen.
+* SROQ-C (grid 7,261 / 32,802 / 68,959): warm-up 7,260 linear queries (3.8 ms each, one batch), arm
+  representatives 120 x 1.6 s (slowest 7.5 s), max-LCB (sign -1) 2.8 s, then the pair batch: 4,910
+  pair-restricted norm queries (sign +1) at 1.14 s each, 316 answered in 184 s on 2 threads: ~2,900 s per
+  epoch, ~8,600 s for the three epochs (target 600 s).
+* OLS-UCB-C: 214 rounds in 305 s, unrestricted norm queries (sign +1) at 1.5 s: ~42 h at T = 10^5
+  (target 1 h: 36 ms a query).
+
+Before (the same bench on the crew branch, norm solver without hints, load ~6): AROQ-C 60 updates at ~10 s
+each in 600 s; SROQ-C pair queries 1.4 s wall each (~6,800 s per epoch batch); OLS-UCB-C 2.6 s a query.
 
 ``--prune`` runs AROQ-C and SROQ-C with ``prune=True`` (AROQ-C: the shared warm-up cover;
 SROQ-C: only the pair representatives it uses and does not already know); ``--no-hints`` asks
@@ -43,6 +48,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -61,11 +67,21 @@ class _OverBudget(Exception):
     """The policy's time is up (raised by every oracle answer after the deadline)."""
 
 
+def query_kind(query) -> str:
+    """``linear`` or ``norm+1`` / ``norm-1``, with the restriction: ``all``, ``arm``, ``pair`` or ``other`` include."""
+    kind = "linear" if not hasattr(query, "sign") else f"norm{query.sign:+d}"
+    include = query.restrictions.include
+    return f"{kind} {dict(enumerate(['all', 'arm', 'pair'])).get(len(include), 'other')}"
+
+
 class _Watch:
-    """Wraps the oracle: the longest single answer, answers given, the size of the batch under way, a deadline."""
+    """Wraps the oracle: the longest single answer, answers given, the size of the batch under way, a deadline,
+    and per :func:`query_kind` the count, seconds and slowest answer (``kinds``; thread time, not wall time)."""
 
     def __init__(self, oracle: cm.Oracle, deadline: float):
         self.slowest, self.answered, self.batch, self.batch_start = 0.0, 0, 0, 0.0
+        self.kinds: dict[str, list[float]] = {}
+        lock = threading.Lock()  # argmax_batch answers in worker threads
         answer, batch = oracle._answer, oracle.argmax_batch
 
         def timed(query):
@@ -75,8 +91,14 @@ class _Watch:
             try:
                 return answer(query)
             finally:
-                self.slowest = max(self.slowest, time.perf_counter() - start)
-                self.answered += 1
+                took = time.perf_counter() - start
+                with lock:
+                    self.slowest = max(self.slowest, took)
+                    self.answered += 1
+                    entry = self.kinds.setdefault(query_kind(query), [0, 0.0, 0.0])
+                    entry[0] += 1
+                    entry[1] += took
+                    entry[2] = max(entry[2], took)
 
         def batched(queries):
             self.batch, self.batch_start, self.answered = len(queries), time.perf_counter(), 0
@@ -124,6 +146,7 @@ def run(policy: cm.Policy, env, T: int, budget: float, seed: int = 1) -> dict:
         "slowest": watch.slowest,
         "regret": regret,
         "inside": inside,
+        "kinds": watch.kinds,
     }
 
 
@@ -179,6 +202,11 @@ def main(argv: list[str] | None = None) -> None:
             f" {out['oracle']:9.1f} {per_query:9.1f} {1000 * out['slowest']:8.0f} {out['regret']:10.1f}{note}",
             flush=True,
         )
+        for kind, (count, seconds, slowest) in sorted(out["kinds"].items()):
+            print(
+                f"    {kind:12} {count:6d} queries {seconds:8.1f} s {1000 * seconds / count:8.1f} ms/query"
+                f" (max {1000 * slowest:.0f} ms)"
+            )
         if name == "AROQ-C":
             print(f"    warm-up: {policy.warmup_queries} queries; updates after it: {policy.updates}")
         if name == "SROQ-C":

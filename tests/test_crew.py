@@ -243,3 +243,33 @@ def test_hints_satisfy_the_restrictions_of_their_query():
             assert hint[list(r.include)].all() and not hint[list(r.exclude)].any()
             assert not any(hint[i] and hint[j] for i, j in r.forbid_pairs)
             assert space.contains(hint)
+
+
+# ------------------------------------------------------------------ the SROQ grid after a warm-up
+def test_crew_grid_has_no_near_duplicate_epoch_after_the_warmup():
+    space = load_problem(CREW).build_space()
+    policy = cm.SROQCov(space, 100_000, oracle="highs")
+    assert policy.warmup_rounds == 7260
+    # before the fix: [7261, 7422, 32802, 68959], a second batch of 7,261 representatives 161 rounds after the first
+    assert policy.grid.tolist() == [7261, 32802, 68959]
+
+
+@pytest.mark.parametrize("T", [700, 5000, 100_000])
+def test_grid_after_a_warmup_keeps_the_paper_points_and_merges_a_short_remainder(T):
+    space = cm.Cardinality(6, 2)
+    paper = [int(g) for g in cm.policies.schedules.sroq_grid(T, cm.policies.schedules.default_epochs(T))]
+    for cycles in np.linspace(0.05, 3.0, 60):
+        policy = cm.SROQCov(space, T, oracle="enumerate", warmup_cycles=float(cycles))
+        first, grid = policy.warmup_rounds + 1, policy.grid.tolist()
+        if first > T:
+            assert grid == []
+            continue
+        assert grid[0] == first and grid == sorted(set(grid))
+        later = [g for g in paper if g > first]
+        assert grid[1:] == later or grid[1:] == later[1:]  # the paper's points, at most the first one merged
+        if later:
+            before = max(g for g in paper if g <= first)
+            merged = grid[1:] == later[1:]
+            # merged exactly when the first epoch would cover under half of the grid epoch it starts in
+            assert merged == (first > before and later[0] - first < (later[0] - before) / 2)
+            assert grid[1] - first >= (later[0] - before) / 2 if len(grid) > 1 else True

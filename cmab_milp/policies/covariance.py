@@ -371,7 +371,9 @@ class SROQCov(_CovarianceFamily, ScheduledElimination):
     :class:`~.schedules.ScheduledElimination` with pair units. After a warm-up
     of one pass over :func:`pair_cover` (``warmup_cycles`` passes), epochs
     start at the SROQ grid points (the first one right after the warm-up; grid
-    points inside the warm-up are skipped). At an epoch start, with the index
+    points inside the warm-up are skipped, and the next one too when the first
+    epoch would cover under half of its grid epoch:
+    :meth:`~.schedules.ScheduledElimination.phase_grid`). At an epoch start, with the index
     (4) at level ``T``:
 
     1. one batch (adaptivity round): a representative ``argmax UCB`` per
