@@ -56,7 +56,9 @@ from ..oracles import Oracle
 from ..oracles.base import tolerance
 from ..spaces.base import ActionSpace
 from .anytime import anytime_scale
-from .base import Index, IndexPolicy, Stretch, check_nonnegative
+from .base import IndexPolicy, Stretch, check_nonnegative
+from .pair_steps import PairSteps
+from .warmup import all_pairs, pair_cover, shared_cover, unit_cover
 
 __all__ = [
     "UNITS",
@@ -108,114 +110,6 @@ def sroq_grid(T: int, M: int) -> np.ndarray:
             break
         grid.append(nxt)
     return np.array(grid, dtype=np.int64)
-
-
-def all_pairs(d: int) -> list[tuple[int, int]]:
-    """The ``d (d + 1) / 2`` pairs ``(i, j)``, ``i <= j``, in the fixed order of the warm-up.
-
-    >>> all_pairs(2)
-    [(0, 0), (0, 1), (1, 1)]
-    """
-    return [(i, j) for i in range(d) for j in range(i, d)]
-
-
-def unit_cover(index: Index, oracle: Oracle, units: list[tuple[int, ...]]) -> tuple[list[tuple[int, ...]], np.ndarray]:
-    """One action per unit that some action holds: the warm-up of a schedule.
-
-    "Any action holding the unit's arms": here the one with the most arms
-    (weight 1 on every arm, ``include`` = the unit), all asked in one batch
-    (one adaptivity round, ``len(units)`` queries). Units no action holds are
-    left out; returns the units kept and their actions.
-
-    >>> import cmab_milp as cm
-    >>> from cmab_milp.policies.linear import LinearIndex
-    >>> oracle = cm.make_oracle(cm.Cardinality(3, 2), "enumerate")
-    >>> units, actions = unit_cover(LinearIndex(3), oracle, [(0,), (1,), (2,)])
-    >>> units, actions.sum(axis=1).tolist()
-    ([(0,), (1,), (2,)], [2, 2, 2])
-    """
-    ones = np.ones(index.d)
-    answers = index.ask(oracle, [{"kind": "linear", "weights": ones, "include": sorted(set(u))} for u in units])
-    kept = [(unit, a) for unit, a in zip(units, answers, strict=True) if a is not None]
-    if not kept:
-        raise RuntimeError("no feasible action holds any arm: the space has only the empty action")
-    return [u for u, _ in kept], np.array([a for _, a in kept], dtype=bool)
-
-
-def shared_cover(
-    index: Index, oracle: Oracle, units: list[tuple[int, ...]], chunk: int = 8
-) -> tuple[list[tuple[int, ...]], np.ndarray]:
-    """Like :func:`unit_cover`, asking only for units no earlier answer holds, and spreading the plays.
-
-    A warm-up round may play *any* action holding its unit, so an earlier
-    answer that holds it is already an answer. One pass over ``units``: the
-    ones no answer holds yet are asked in batches of ``chunk`` (one adaptivity
-    round each) for an action holding them that favours arms in pairs still
-    uncovered (weight ``1 +`` that count); a ``None`` answer drops the unit.
-    Then each unit gets, among the answers holding it, the one given to the
-    fewest units so far, so every pair is played about evenly (the plain cover
-    plays many pairs once per pass). Returns the units kept and their actions.
-
-    >>> import cmab_milp as cm
-    >>> from cmab_milp.policies.covariance import CovarianceIndex
-    >>> oracle = cm.make_oracle(cm.Cardinality(4, 3, exact=True), "enumerate")
-    >>> units, actions = shared_cover(CovarianceIndex(4), oracle, all_pairs(4))
-    >>> len(units), all(actions[k][list(u)].all() for k, u in enumerate(units)), oracle.ledger.queries < len(units)
-    (10, True, True)
-    """
-    if isinstance(chunk, bool) or not isinstance(chunk, (int, np.integer)) or chunk < 1:
-        raise ValueError(f"chunk must be an integer >= 1, got {chunk!r}")
-    d = index.d
-    held = np.zeros((d, d), bool)  # pairs (and arms, on the diagonal) some answer holds
-    answers: list[np.ndarray] = []
-    dropped: set[tuple[int, ...]] = set()
-    batch: list[tuple[int, ...]] = []
-
-    def ask() -> None:
-        weights = 1.0 + (~held).sum(axis=1)
-        queries = [{"kind": "linear", "weights": weights, "include": sorted(set(u))} for u in batch]
-        for unit, action in zip(batch, index.ask(oracle, queries), strict=True):
-            if action is None:
-                dropped.add(unit)
-            else:
-                answers.append(action)
-                held[np.ix_(action, action)] = True
-        batch.clear()
-
-    for unit in units:
-        if not held[np.ix_(unit, unit)].all():
-            batch.append(unit)
-            if len(batch) >= chunk:
-                ask()
-    if batch:
-        ask()
-    kept = [u for u in units if u not in dropped]
-    if not kept:
-        raise RuntimeError("no feasible action holds any arm: the space has only the empty action")
-    table = np.array(answers, dtype=bool)
-    plays = np.zeros(len(table), np.int64)
-    rows = []
-    for unit in kept:
-        holding = np.flatnonzero(table[:, list(unit)].all(axis=1))
-        k = holding[np.argmin(plays[holding])]
-        plays[k] += 1
-        rows.append(table[k])
-    return kept, np.array(rows, dtype=bool)
-
-
-def pair_cover(index: Index, oracle: Oracle) -> tuple[list[tuple[int, int]], np.ndarray]:
-    """One action per feasible pair ``(i, j)``, ``i <= j``: the warm-up of Algorithms 3 and 4.
-
-    :func:`unit_cover` over :func:`all_pairs` (``d (d + 1) / 2`` queries in one batch).
-
-    >>> import cmab_milp as cm
-    >>> from cmab_milp.policies.covariance import CovarianceIndex
-    >>> oracle = cm.make_oracle(cm.Cardinality(3, 2, exact=True), "enumerate")
-    >>> pairs, actions = pair_cover(CovarianceIndex(3), oracle)
-    >>> pairs, actions.sum(axis=1).tolist()
-    ([(0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2)], [2, 2, 2, 2, 2, 2])
-    """
-    return unit_cover(index, oracle, all_pairs(index.d))  # type: ignore[return-value]
 
 
 def _infeasible(space: ActionSpace) -> RuntimeError:
@@ -370,7 +264,7 @@ class AdaptiveEpochs(EpochSchedule):
         self.current += self.unit_counts(stretch, rounds)
 
 
-class ScheduledElimination(EpochSchedule):
+class ScheduledElimination(PairSteps, EpochSchedule):
     """Grid epochs, representatives, elimination and round robin (Algorithm 2; pairs: Algorithm 4).
 
     ``M`` (keyword, default :func:`default_epochs`) sets the grid. Attributes:
@@ -585,79 +479,6 @@ class ScheduledElimination(EpochSchedule):
         answers = self.index.ask(self.oracle, entries)
         head = len(answers) - len(extra)
         return self.resolve_upper(restrictions, answers[:head]) + answers[head:]
-
-    def pair_plan(
-        self, eliminated: tuple[int, ...], arm_reps: dict[int, np.ndarray | None]
-    ) -> tuple[dict[tuple[int, int], np.ndarray | None], list[tuple[int, int]]]:
-        """Which pair representatives ``prune`` knows without asking, and which it asks.
-
-        For each pair of :attr:`active_pairs` whose arms both survived this
-        epoch's arm elimination (step 3 looks at no other pair), the answer is
-        known when
-
-        * an arm representative of this epoch holds both arms: ``rep_i``
-          maximises the UCB over the actions of ``A_{tau-1}`` holding ``i``, a
-          superset of those holding ``i`` and ``j``, and lies in the smaller
-          set, so it is that query's answer too (within the oracle's
-          tolerance). Only when no arm the restriction allows is unobserved
-          (then every representative is a UCB answer);
-        * the warm-up's cover (one action per pair some action holds) has no
-          action holding both: no action of ``A``, hence of ``A_{tau-1}``,
-          does (answer ``None``).
-
-        Returns the known answers by pair and the pairs to ask, in
-        :attr:`active_pairs` order.
-        """
-        together = None if self.cover is None else (self.cover.T.astype(np.int64) @ self.cover) > 0
-        covering = not self._unseen(eliminated).any()
-        known: dict[tuple[int, int], np.ndarray | None] = {}
-        ask: list[tuple[int, int]] = []
-        for i, j in self.active_pairs:
-            if not (self.active[i] and self.active[j]):
-                continue
-            if together is not None and not together[i, j]:
-                known[(i, j)] = None
-                continue
-            rep = next((r for r in (arm_reps.get(i), arm_reps.get(j)) if r is not None and r[i] and r[j]), None)
-            if covering and rep is not None:
-                known[(i, j)] = rep
-            else:
-                ask.append((i, j))
-        return known, ask
-
-    def _pruned_pairs(
-        self,
-        T: int,
-        eliminated: tuple[int, ...],
-        forbid: tuple[tuple[int, int], ...],
-        arm_reps: dict[int, np.ndarray | None],
-    ) -> tuple[list[np.ndarray | None], int, int]:
-        """Pair representatives aligned with :attr:`active_pairs` (``None`` where unused), asked in one batch."""
-        known, ask = self.pair_plan(eliminated, arm_reps)
-        skipped = len(known)
-        if ask:
-            answers = self._ask_upper(T, [(pair, eliminated) for pair in ask], forbid)
-            known.update(zip(ask, answers, strict=True))
-        return [known.get(pair) for pair in self.active_pairs], len(ask), skipped
-
-    def _eliminate_pairs(self, reps: list[np.ndarray | None], floor: float) -> list[np.ndarray]:
-        """Step 3 of Algorithm 4: keep the pairs of surviving arms whose representative's UCB reaches ``floor``.
-
-        ``floor`` is the max LCB over the surviving arms' actions: the max-LCB
-        action keeps its arms, so its LCB is that maximum (no second query).
-        """
-        kept, cycle = [], []
-        for (i, j), rep in zip(self.active_pairs, reps, strict=True):
-            if not (self.active[i] and self.active[j]) or rep is None:
-                continue
-            if self._ucb(rep) >= floor:
-                kept.append((i, j))
-                cycle.append(rep)
-            else:
-                self.forbidden.append((i, j))
-        self.active_pairs = kept
-        self.forbidden = [(i, j) for i, j in self.forbidden if self.active[i] and self.active[j]]
-        return cycle
 
     def _ucb(self, action: np.ndarray) -> float:
         return float(self.index.upper_values(self.horizon, action[None])[0])
