@@ -61,6 +61,7 @@ from .cuts import ConvexCuts, Exclusions, add_no_good
 from .gradient import GradientCuts, positive_definite, well_scaled
 from .lifting import Lifted, quadratic_form_bounds
 from .local_search import ascend, improve_locally
+from .outer import outer_approximation, square_root_rows
 from .scaling import proven, unit_objective, unit_scale
 from .secants import PiecewiseSqrt, sqrt_grid, window_top
 
@@ -100,6 +101,8 @@ _QUIET_OPTIONS: dict[str, object] = {
     "mip_heuristic_run_rens": False,
     "mip_heuristic_run_root_reduced_cost": False,
 }
+#: Sign -1 by :mod:`.outer` (disaggregated tangents, M PSD) instead of the secants: off, slower (see its docstring).
+_MINUS_OUTER = False
 #: ``delta``, the smallest ``L`` handled by tangents, as a fraction of the largest ``L``.
 _DELTA_FRACTION = 1e-6
 
@@ -347,6 +350,10 @@ class NormSolver:
             return best, top
         best, best_value = self._best_hint(best, best_value)
         best, best_value = self._improve_locally(best, best_value)
+        R = square_root_rows(q.M, self.arms) if _MINUS_OUTER and well_scaled(q) and len(self.arms) else None
+        if R is not None:
+            self.stats.method = "outer-approximation"
+            return outer_approximation(self, model, R, top, best, best_value, [lin])
         lo = min(self.l_lo, 0.0)
         lift = Lifted.glover(model, self, l_bounds=(lo, self.l_hi))
         convex = ConvexCuts(self, side=-1, rounds=min(_CONVEX_ROUNDS, len(self.arms)))
