@@ -57,6 +57,7 @@ import numpy as np
 
 from ..base import LinearQuery, NormQuery, OracleError, tolerance
 from ..highs_model import CompiledModel, LimitReached, SolveResult
+from ..root_cuts import add_root_cuts
 from .cuts import ConvexCuts, Exclusions, add_no_good
 from .gradient import GradientCuts, positive_definite, well_scaled
 from .lifting import Lifted, quadratic_form_bounds
@@ -101,6 +102,10 @@ _QUIET_OPTIONS: dict[str, object] = {
     "mip_heuristic_run_rens": False,
     "mip_heuristic_run_root_reduced_cost": False,
 }
+#: Root cuts of the space (:mod:`~cmab_milp.oracles.root_cuts`) in the norm model before its first MILP.
+_SPACE_CUTS = True
+#: Alternations of the space's root cuts and the gradient cuts before the first secant MILP.
+_SPACE_CUT_PASSES = 3
 #: Sign -1 by :mod:`.outer` (disaggregated tangents, M PSD) instead of the secants: off, slower (see its docstring).
 _MINUS_OUTER = False
 #: ``delta``, the smallest ``L`` handled by tangents, as a fraction of the largest ``L``.
@@ -381,6 +386,10 @@ class NormSolver:
                     convex.separate(model, lift.L)
                     if gradient is not None:
                         gradient.separate(model, w, _GRADIENT_ROUNDS)
+                    for _ in range(_SPACE_CUT_PASSES):  # the space's rows and the norm's, in turn
+                        if not self._space_cuts(model) or gradient is None:
+                            break
+                        gradient.separate(model, w, _GRADIENT_ROUNDS)
             solves += 1
             found = self._solve(model, excluded.start(best))
             if found is None:  # no action left in the window
@@ -413,6 +422,19 @@ class NormSolver:
         self.stats.extra["gradient_cuts"] = 0 if gradient is None else gradient.cuts
         self.stats.extra["pieces"] = 0 if secants is None else len(secants.points) - 1
         return best, max(bound, best_value)
+
+    def _space_cuts(self, model: CompiledModel) -> int:
+        """The space's rows violated at the LP relaxation's points (:func:`~cmab_milp.oracles.root_cuts.add_root_cuts`).
+
+        Valid for every action of the space, so no bound changes; they spare the lazy-cut loop
+        of :meth:`_solve` its re-solves of the whole branch and bound (s-t paths, trees).
+        Returns how many rows were added (this query's: removed with its other rows).
+        """
+        if not _SPACE_CUTS or not getattr(self.oracle, "root_cuts", False):
+            return 0
+        added = add_root_cuts(model, self.oracle.formulation)
+        self.stats.extra["space_cuts"] = self.stats.extra.get("space_cuts", 0) + added
+        return added
 
     def _first_incumbent_plus(self) -> tuple[np.ndarray | None, float]:
         """The best hint, improved by linear-oracle ascent steps (:func:`~.local_search.ascend`)."""
