@@ -322,9 +322,10 @@ def test_square_root_rows_reproduce_the_quadratic_form():
     assert square_root_rows(M - 0.5 * np.eye(6), arms) is None  # indefinite
 
 
+@pytest.mark.parametrize("sign", [1, -1])
 @pytest.mark.parametrize("family", ["spanning-trees", "paths-cyclic-undirected"])
-def test_space_root_cuts_enter_the_sign_minus_model_and_keep_answers_exact(family, monkeypatch):
-    """The space's fractional separators tighten the norm model (trees 8x8: 2.6 s -> 0.64 s median)."""
+def test_space_root_cuts_enter_the_norm_model_and_keep_answers_exact(family, sign, monkeypatch):
+    """The space's fractional separators tighten the norm model (trees 8x8, f=0.3: -1 2.6 -> 0.64 s, +1 24 -> 1.1 s)."""
     from cmab_milp.oracles.norm import solver
 
     oracle, actions = oracle_and_actions(family)
@@ -333,15 +334,16 @@ def test_space_root_cuts_enter_the_sign_minus_model_and_keep_answers_exact(famil
     for k in range(4):
         mu, M = random_query(rng, oracle.d, "psd")
         f = [0.3, 1.0, 3.0, 0.1][k]
-        best = truth(actions, mu, M, f, -1)
+        best = truth(actions, mu, M, f, sign)
         for on in (False, True):
             monkeypatch.setattr(solver, "_SPACE_CUTS", on)
-            answer = oracle.argmax_norm(mu, M, f, -1)
-            value = float(mu @ answer - f * np.sqrt(answer @ M @ answer))
+            answer = oracle.argmax_norm(mu, M, f, sign)
+            value = float(mu @ answer + sign * f * np.sqrt(answer @ M @ answer))
             assert value >= best - 1e-9 * (1 + abs(best))
             cuts = last_stats(oracle).extra.get("space_cuts", 0)
             if on:
                 cut_counts.append(cuts)
             else:
                 assert cuts == 0
-    assert max(cut_counts) > 0
+    if (family, sign) != ("spanning-trees", 1):  # the 3x3 grid's sign +1 relaxation violates no cycle row
+        assert max(cut_counts) > 0

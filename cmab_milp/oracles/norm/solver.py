@@ -277,6 +277,7 @@ class NormSolver:
         add_tangent(delta)
         best, best_value = None, -np.inf
         best, best_value = self._first_incumbent_plus()
+        self._space_cuts(model)
         bound = -np.inf
         excluded = Exclusions(self)
         for _ in range(_MAX_OA_ITERATIONS):
