@@ -28,6 +28,11 @@ the tie rule). Two methods, one per sign:
     (on the column ``w`` that the secants cap, by a row) tighten the relaxation before
     the first MILP.
 
+Both methods first add the space's rows violated at LP points (the fractional separators of
+trees and paths, :func:`~cmab_milp.oracles.root_cuts.add_root_cuts`; valid for every action,
+so no bound changes): otherwise each cycle row comes from :meth:`NormSolver._solve`'s lazy
+loop, every round a new branch and bound.
+
 The oracle's ``time_limit`` holds for the whole query: each MILP gets what is left
 of it, and a query past it raises :class:`~cmab_milp.oracles.highs_model.LimitReached`.
 
