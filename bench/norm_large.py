@@ -12,6 +12,23 @@ shared), with a time limit per query; a stopped query counts as the limit and is
 ``*``. Answers are compared by value. Prints a markdown table: median / max seconds per
 backend and the ratio of our median to Gurobi's (on queries both finished).
 ``--quick``: two families, f in 0.3 and 1, two queries each.
+
+Measured (shared 2-core machine, one run, ``--sign -1 --f 0.3,1 --queries 2 --time-limit 10
+--backends highs,gurobi``), after the space's root cuts entered the norm model; median / max s,
+ours / Gurobi's median (before, at f = 0.3: trees 6x6 18.8, trees 8x8 6.9, paths 8x8 8.8)::
+
+    family               f    highs          gurobi         ratio
+    Cardinality(100,10)  0.3  0.65 / 0.68    0.23 / 0.28    2.80
+    Matchings K(10,12)   0.3  0.93 / 1.35    0.17 / 0.20    5.36
+    Matchings K15        0.3  1.13 / 1.63    0.20 / 0.23    5.52
+    Trees 6x6 grid       0.3  0.16 / 0.17    0.05 / 0.06    3.59
+    Trees 8x8 grid       0.3  0.45 / 0.52    0.21 / 0.27    2.12
+    s-t paths 8x8 grid   0.3  3.40 / 3.72    1.12 / 1.91    3.03
+    Matchings K15        1    8.93 / 10 (1*) 7.23 / 10 (1*) 1.76
+    Trees 6x6 grid       1    3.05 / 4.28    0.73 / 1.13    4.21
+    s-t paths 8x8 grid   1    10 (2*)        4.65 / 7.37    -
+
+At f = 1 Cardinality(100,10), K(10,12) and trees 8x8 stopped at 10 s on both.
 """
 
 from __future__ import annotations
