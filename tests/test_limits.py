@@ -46,7 +46,9 @@ TOO_LARGE = [  # (file text, key, limit name): each of these ran out of time or 
 
 
 @pytest.mark.parametrize(("content", "key", "limit"), TOO_LARGE)
-def test_too_large_is_refused_before_the_work_starts(content: str, key: str, limit: str, tmp_path: Path, capsys) -> None:
+def test_too_large_is_refused_before_the_work_starts(
+    content: str, key: str, limit: str, tmp_path: Path, capsys
+) -> None:
     path = tmp_path / "big.toml"
     path.write_text(content)
     start = time.perf_counter()
