@@ -144,6 +144,61 @@ def test_connectivity_separation_is_exact_and_valid(index):
         assert bool(cuts) == (_min_connectivity_violation(space, x) > 1e-4)
 
 
+def _min_st_cut(space: cm.STPaths, x: np.ndarray) -> float:
+    """min over S with s in S, t not in S of x(delta(S)) (directed: x(delta_out(S))), brute force."""
+    n, s, t = space.n_nodes, space.s, space.t
+    others = [v for v in range(n) if v not in (s, t)]
+    best = np.inf
+    for r in range(len(others) + 1):
+        for nodes in itertools.combinations(others, r):
+            mask = np.zeros(n, bool)
+            mask[[s, *nodes]] = True
+            if space.directed:
+                best = min(best, x[mask[space.tail] & ~mask[space.head]].sum())
+            else:
+                best = min(best, x[mask[space.tail] != mask[space.head]].sum())
+    return best
+
+
+@pytest.mark.parametrize("index", range(4))
+def test_st_cut_separation_is_exact_and_valid(index):
+    space = _path_spaces()[index]
+    actions = space.enumerate()
+    rng = np.random.default_rng(10 + index)
+    found = 0
+    for x in [*_points(space.d, rng, 12), np.zeros(space.d)]:
+        cuts = space.separate_st_cut_lp(x, space.s, space.t, space.directed)
+        _assert_valid(cuts, actions, x)
+        assert bool(cuts) == (_min_st_cut(space, x) < 1.0 - 1e-4)
+        found += bool(cuts)
+    assert found  # the zero point at least
+
+
+def _lp_value(space: cm.STPaths, w: np.ndarray) -> float:
+    model = CompiledModel(space.formulation())
+    model.set_costs(w)
+    return float(w @ np.array(model.relaxation_arm_values()))
+
+
+def test_oriented_paths_close_the_shortest_path_lp_gap():
+    """Shortest paths (negative weights): with the orientation the root LP equals Dijkstra's length;
+    the degree model alone splits the unit into two dead-end stubs at s and t (a far weaker bound)."""
+    g = _grid(9)
+    rng = np.random.default_rng(3)
+    lengths = rng.uniform(0.1, 1.0, g.number_of_edges())
+    for k, (u, v) in enumerate(g.edges()):
+        g[u][v]["w"] = lengths[k]
+    shortest = nx.shortest_path_length(g, 0, 80, weight="w")
+    assert _lp_value(cm.STPaths(g, 0, 80), -lengths) == pytest.approx(-shortest, abs=1e-7)
+    graphs.ORIENTED_PATHS = False
+    try:
+        plain = cm.STPaths(g, 0, 80)
+        assert plain.formulation().n_aux == g.number_of_nodes() - 2  # the visit columns only
+        assert _lp_value(plain, -lengths) > -shortest + 1.0
+    finally:
+        graphs.ORIENTED_PATHS = True
+
+
 def test_fractional_cuts_filters_and_refuses_bad_points():
     f = cm.GraphicMatroid(nx.complete_graph(3)).formulation()
     assert f.fractional_cuts(np.full(3, 0.9))  # 2.7 > 2

@@ -104,6 +104,8 @@ class CompiledModel:
         self.d = formulation.d
         self.integer = integer
         self.h = new_highs(time_limit)
+        for key, value in formulation.solver_hints.get("highs", {}).items():  # the formulation's own options
+            self.h.setOptionValue(key, value)
         self.incumbent_on_limit = False
         a, row_lb, row_ub = formulation.matrix()
         lp = highspy.HighsLp()
