@@ -12,7 +12,8 @@ queries, no scip.
 Variants: ``highs`` (root cuts on, the default), ``highs-noroot`` (root cuts
 off: lazy cuts on integer candidates only, as before issue 12), ``highs-flow``
 (root cuts plus the single-commodity flow rows of
-``cmab_milp.spaces.graphs.FLOW_FORMULATION``), ``gurobi`` (one thread, lazy
+``cmab_milp.spaces.graphs.FLOW_FORMULATION``), ``highs-unoriented`` (paths
+without the orientation columns of ``ORIENTED_PATHS``), ``gurobi`` (one thread, lazy
 callback) and ``scip`` when installed. Every query is asked of each variant in
 turn (interleaved: the machine is shared), with a time limit per query (each
 solve has it, and an alarm stops the query between solves); a query stopped by
@@ -100,11 +101,13 @@ def build(variant: str, make_space: Callable[[], cm.ActionSpace], limit: float):
     """(oracle, compile seconds) of one variant; the space is built afresh (its formulation is cached per space)."""
     start = time.perf_counter()
     graphs.FLOW_FORMULATION = variant == "highs-flow"
+    graphs.ORIENTED_PATHS = variant != "highs-unoriented"
     try:
         space = make_space()
         space.formulation()
     finally:
         graphs.FLOW_FORMULATION = False
+        graphs.ORIENTED_PATHS = True
     backend = "highs" if variant.startswith("highs") else variant
     oracle = cm.make_oracle(space, backend, time_limit=limit)
     if backend == "highs":
@@ -170,7 +173,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     n = args.queries or (3 if args.quick else 5)
     have = cm.available_backends()
-    variants = ["highs", "highs-noroot", "highs-flow"]
+    variants = ["highs", "highs-noroot", "highs-flow", "highs-unoriented"]
     variants += [b for b in ("gurobi", "scip") if b in have and not (args.quick and b == "scip")]
     if args.variants:
         variants = [v for v in variants if v in args.variants.split(",")]

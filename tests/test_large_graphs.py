@@ -296,7 +296,8 @@ SPACES = {
 
 @pytest.mark.parametrize("flow", [False, True])
 @pytest.mark.parametrize("name", list(SPACES))
-def test_restricted_queries_match_enumeration(name, flow):
+def test_restricted_queries_match_enumeration(name, flow, monkeypatch):
+    monkeypatch.setattr(graphs, "PATH_ROOT_CUTS_MIN_EDGES", 0)  # root cuts on the small paths too
     space = _with_flow(SPACES[name]) if flow else SPACES[name]()
     oracle = cm.make_oracle(space, "highs", verify=True)
     rng = np.random.default_rng(len(name))
@@ -388,3 +389,47 @@ def test_spanning_trees_of_a_20x20_grid_compile_and_answer_fast():
     start = time.perf_counter()
     a = oracle.argmax(rng.normal(size=space.d), forbid_pairs=pairs)
     assert space.contains(a) and time.perf_counter() - start < 10.0
+
+
+# ------------------------------------------------ orientation columns, solver hints, root-cut gate
+def test_orientation_is_optional_and_changes_no_answer():
+    """Without the optional columns (what CP-SAT gets) the integer optima are the same, and the
+    formulation still reaches them; the path MILP carries its HiGHS hints into the compiled model."""
+    space = cm.STPaths(_grid(3, 4), 0, 11)
+    f = space.formulation()
+    core = f.without_optional()
+    assert f.aux_optional.sum() == space.d and core.n_aux == f.n_aux - space.d and not core.aux_optional.any()
+    assert all(max(r.cols) < core.n_cols for r in core.rows)
+    actions = space.enumerate()
+    rng = np.random.default_rng(4)
+    for form in (f, core):
+        model = CompiledModel(form)
+        for _ in range(8):
+            w = rng.normal(size=space.d)
+            model.set_costs(w)
+            for _ in range(50):  # the lazy cycle cuts by hand
+                a = model.solve().x[: space.d] > 0.5
+                cuts = form.violated_rows(a)
+                if not cuts:
+                    break
+                model.add_rows(cuts)
+            model.undo()
+            assert space.contains(a) and w @ a == pytest.approx((actions @ w).max(), abs=1e-9)
+    assert CompiledModel(f).h.getOptionValue("mip_pool_soft_limit")[1] == graphs.PATH_HIGHS_HINTS["mip_pool_soft_limit"]
+    assert cm.Cardinality(3, 1).formulation().solver_hints == {}
+
+
+def test_solver_hints_survive_shifting_and_stacking():
+    f = Formulation(d=2, solver_hints={"highs": {"presolve": "off"}})
+    g = Formulation(d=2, solver_hints={"highs": {"presolve": "on", "mip_heuristic_effort": 0.0}})
+    assert f.shifted(0, 2).solver_hints == f.solver_hints
+    assert Formulation.stack([f, g]).solver_hints == {"highs": {"presolve": "off", "mip_heuristic_effort": 0.0}}
+    with_budget = cm.STPaths(_grid(4), 0, 15).with_constraint(np.ones(24), "<=", 8).formulation()
+    assert with_budget.solver_hints == {"highs": graphs.PATH_HIGHS_HINTS}
+    assert with_budget.aux_optional.sum() == 24
+
+
+def test_root_cuts_gate_is_by_space_size():
+    small, large = cm.STPaths(_grid(5), 0, 24), cm.STPaths(_grid(8), 0, 63)
+    assert small.d < graphs.PATH_ROOT_CUTS_MIN_EDGES <= large.d
+    assert not small.formulation().fractional_separators and large.formulation().fractional_separators
