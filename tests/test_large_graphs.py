@@ -433,3 +433,22 @@ def test_root_cuts_gate_is_by_space_size():
     small, large = cm.STPaths(_grid(5), 0, 24), cm.STPaths(_grid(8), 0, 63)
     assert small.d < graphs.PATH_ROOT_CUTS_MIN_EDGES <= large.d
     assert not small.formulation().fractional_separators and large.formulation().fractional_separators
+
+
+def test_nonnegative_queries_relax_the_orientation_rows_and_restore_them():
+    """Weights >= 0 solve without the orientation rows (they only slow such queries), answers exact
+    and repeatable, and the rows' bounds come back for the next query."""
+    space = cm.STPaths(_grid(3, 4), 0, 11)
+    oracle = cm.make_oracle(space, "highs", verify=True)
+    rows = oracle.formulation.rows
+    assert len(oracle._optional_rows) == space.d + space.n_nodes
+    actions = space.enumerate()
+    rng = np.random.default_rng(8)
+    for k in range(12):
+        w = rng.uniform(0.0, 1.0, space.d) if k % 2 else rng.normal(size=space.d)
+        w[rng.integers(space.d)] = 0.0  # ties with zero weights
+        a = oracle.argmax(w)
+        assert w @ a == pytest.approx((actions @ w).max(), abs=1e-9)
+        np.testing.assert_array_equal(cm.make_oracle(space, "highs").argmax(w), a)
+        held = oracle.model().rows(0, oracle.model().base_rows)
+        assert [(r.lb, r.ub) for r in held] == [(r.lb, r.ub) for r in rows]

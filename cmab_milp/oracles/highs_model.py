@@ -326,6 +326,12 @@ class CompiledModel:
             self.h.changeColsIntegrality(len(cols), cols, np.array([kint] * len(cols)))
         return first
 
+    def set_row_bounds(self, rows: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> None:
+        """Bounds of the rows ``rows`` (infinite bounds become HiGHS's infinity)."""
+        rows = np.asarray(rows, np.int32)
+        lower, upper = self._finite(np.asarray(lower, float)), self._finite(np.asarray(upper, float))
+        self._check(self.h.changeRowsBounds(len(rows), rows, lower, upper), "changeRowsBounds")
+
     def set_col_bounds(self, col: int, lower: float, upper: float) -> None:
         """Bounds of one column."""
         self.h.changeColBounds(col, lower, upper)
