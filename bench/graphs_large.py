@@ -30,7 +30,7 @@ the same formulation):
 |---|---|---|---|---|
 | shortest 17x17 + forbid_pairs | 24 s median | 0.12 / 0.039 / 0.061 | 20 s limit, all 5 | 0.020 / 0.037 |
 | shortest 17x17 + forbid_pairs + knapsack | 30 s limit | 0.011 / 0.155 / 0.83 | 20 s limit, all 5 | 0.070 / 0.12 |
-| longest 10x10 | 0.10 / 2.2 | 0.040 / 0.55 / 5.2 | 0.33 / 1.4 | 0.148 / 0.22 |
+| longest 10x10 (rows relaxed for w >= 0) | 0.10 / 2.2 | 0.018 / 0.37 / 0.85 | 0.22 / 1.0 | 0.100 / 0.12 |
 | spanning trees 20x20 + knapsack | 2.5 median | 0.057 / 1.08 / 1.25 | - | 20 s limit, all 3 |
 
 (highs-noroot in the same run as the first two rows: 0.022 and 0.121 median.)
