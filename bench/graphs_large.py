@@ -12,7 +12,8 @@ queries, no scip.
 Variants: ``highs`` (root cuts on, the default), ``highs-noroot`` (root cuts
 off: lazy cuts on integer candidates only, as before issue 12), ``highs-flow``
 (root cuts plus the single-commodity flow rows of
-``cmab_milp.spaces.graphs.FLOW_FORMULATION``), ``gurobi`` (one thread, lazy
+``cmab_milp.spaces.graphs.FLOW_FORMULATION``), ``highs-unoriented`` (paths
+without the orientation columns of ``ORIENTED_PATHS``), ``gurobi`` (one thread, lazy
 callback) and ``scip`` when installed. Every query is asked of each variant in
 turn (interleaved: the machine is shared), with a time limit per query (each
 solve has it, and an alarm stops the query between solves); a query stopped by
@@ -20,6 +21,19 @@ it counts as its time and is marked. Answers are compared by value.
 Compile is the time to build the space's formulation and the solver's model.
 Prints a markdown table: compile, median and max query time, ratio of the
 medians to gurobi's.
+
+Measured on the shared 2-core machine (5 queries, seconds compile / median / max, one run each, noisy):
+the orientation columns of undirected paths (``ORIENTED_PATHS``; Gurobi gets them too, it compiles
+the same formulation):
+
+| family | highs before | highs now | highs-unoriented | gurobi now |
+|---|---|---|---|---|
+| shortest 17x17 + forbid_pairs | 24 s median | 0.12 / 0.039 / 0.061 | 20 s limit, all 5 | 0.020 / 0.037 |
+| shortest 17x17 + forbid_pairs + knapsack | 30 s limit | 0.011 / 0.155 / 0.83 | 20 s limit, all 5 | 0.070 / 0.12 |
+| longest 10x10 (rows relaxed for w >= 0) | 0.10 / 2.2 | 0.018 / 0.37 / 0.85 | 0.22 / 1.0 | 0.100 / 0.12 |
+| spanning trees 20x20 + knapsack | 2.5 median | 0.057 / 1.08 / 1.25 | - | 20 s limit, all 3 |
+
+(highs-noroot in the same run as the first two rows: 0.022 and 0.121 median.)
 """
 
 from __future__ import annotations
@@ -100,11 +114,13 @@ def build(variant: str, make_space: Callable[[], cm.ActionSpace], limit: float):
     """(oracle, compile seconds) of one variant; the space is built afresh (its formulation is cached per space)."""
     start = time.perf_counter()
     graphs.FLOW_FORMULATION = variant == "highs-flow"
+    graphs.ORIENTED_PATHS = variant != "highs-unoriented"
     try:
         space = make_space()
         space.formulation()
     finally:
         graphs.FLOW_FORMULATION = False
+        graphs.ORIENTED_PATHS = True
     backend = "highs" if variant.startswith("highs") else variant
     oracle = cm.make_oracle(space, backend, time_limit=limit)
     if backend == "highs":
@@ -170,7 +186,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     n = args.queries or (3 if args.quick else 5)
     have = cm.available_backends()
-    variants = ["highs", "highs-noroot", "highs-flow"]
+    variants = ["highs", "highs-noroot", "highs-flow", "highs-unoriented"]
     variants += [b for b in ("gurobi", "scip") if b in have and not (args.quick and b == "scip")]
     if args.variants:
         variants = [v for v in variants if v in args.variants.split(",")]

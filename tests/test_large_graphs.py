@@ -144,6 +144,61 @@ def test_connectivity_separation_is_exact_and_valid(index):
         assert bool(cuts) == (_min_connectivity_violation(space, x) > 1e-4)
 
 
+def _min_st_cut(space: cm.STPaths, x: np.ndarray) -> float:
+    """min over S with s in S, t not in S of x(delta(S)) (directed: x(delta_out(S))), brute force."""
+    n, s, t = space.n_nodes, space.s, space.t
+    others = [v for v in range(n) if v not in (s, t)]
+    best = np.inf
+    for r in range(len(others) + 1):
+        for nodes in itertools.combinations(others, r):
+            mask = np.zeros(n, bool)
+            mask[[s, *nodes]] = True
+            if space.directed:
+                best = min(best, x[mask[space.tail] & ~mask[space.head]].sum())
+            else:
+                best = min(best, x[mask[space.tail] != mask[space.head]].sum())
+    return best
+
+
+@pytest.mark.parametrize("index", range(4))
+def test_st_cut_separation_is_exact_and_valid(index):
+    space = _path_spaces()[index]
+    actions = space.enumerate()
+    rng = np.random.default_rng(10 + index)
+    found = 0
+    for x in [*_points(space.d, rng, 12), np.zeros(space.d)]:
+        cuts = space.separate_st_cut_lp(x, space.s, space.t, space.directed)
+        _assert_valid(cuts, actions, x)
+        assert bool(cuts) == (_min_st_cut(space, x) < 1.0 - 1e-4)
+        found += bool(cuts)
+    assert found  # the zero point at least
+
+
+def _lp_value(space: cm.STPaths, w: np.ndarray) -> float:
+    model = CompiledModel(space.formulation())
+    model.set_costs(w)
+    return float(w @ np.array(model.relaxation_arm_values()))
+
+
+def test_oriented_paths_close_the_shortest_path_lp_gap():
+    """Shortest paths (negative weights): with the orientation the root LP equals Dijkstra's length;
+    the degree model alone splits the unit into two dead-end stubs at s and t (a far weaker bound)."""
+    g = _grid(9)
+    rng = np.random.default_rng(3)
+    lengths = rng.uniform(0.1, 1.0, g.number_of_edges())
+    for k, (u, v) in enumerate(g.edges()):
+        g[u][v]["w"] = lengths[k]
+    shortest = nx.shortest_path_length(g, 0, 80, weight="w")
+    assert _lp_value(cm.STPaths(g, 0, 80), -lengths) == pytest.approx(-shortest, abs=1e-7)
+    graphs.ORIENTED_PATHS = False
+    try:
+        plain = cm.STPaths(g, 0, 80)
+        assert plain.formulation().n_aux == g.number_of_nodes() - 2  # the visit columns only
+        assert _lp_value(plain, -lengths) > -shortest + 1.0
+    finally:
+        graphs.ORIENTED_PATHS = True
+
+
 def test_fractional_cuts_filters_and_refuses_bad_points():
     f = cm.GraphicMatroid(nx.complete_graph(3)).formulation()
     assert f.fractional_cuts(np.full(3, 0.9))  # 2.7 > 2
@@ -241,7 +296,8 @@ SPACES = {
 
 @pytest.mark.parametrize("flow", [False, True])
 @pytest.mark.parametrize("name", list(SPACES))
-def test_restricted_queries_match_enumeration(name, flow):
+def test_restricted_queries_match_enumeration(name, flow, monkeypatch):
+    monkeypatch.setattr(graphs, "PATH_ROOT_CUTS_MIN_EDGES", 0)  # root cuts on the small paths too
     space = _with_flow(SPACES[name]) if flow else SPACES[name]()
     oracle = cm.make_oracle(space, "highs", verify=True)
     rng = np.random.default_rng(len(name))
@@ -333,3 +389,66 @@ def test_spanning_trees_of_a_20x20_grid_compile_and_answer_fast():
     start = time.perf_counter()
     a = oracle.argmax(rng.normal(size=space.d), forbid_pairs=pairs)
     assert space.contains(a) and time.perf_counter() - start < 10.0
+
+
+# ------------------------------------------------ orientation columns, solver hints, root-cut gate
+def test_orientation_is_optional_and_changes_no_answer():
+    """Without the optional columns (what CP-SAT gets) the integer optima are the same, and the
+    formulation still reaches them; the path MILP carries its HiGHS hints into the compiled model."""
+    space = cm.STPaths(_grid(3, 4), 0, 11)
+    f = space.formulation()
+    core = f.without_optional()
+    assert f.aux_optional.sum() == space.d and core.n_aux == f.n_aux - space.d and not core.aux_optional.any()
+    assert all(max(r.cols) < core.n_cols for r in core.rows)
+    actions = space.enumerate()
+    rng = np.random.default_rng(4)
+    for form in (f, core):
+        model = CompiledModel(form)
+        for _ in range(8):
+            w = rng.normal(size=space.d)
+            model.set_costs(w)
+            for _ in range(50):  # the lazy cycle cuts by hand
+                a = model.solve().x[: space.d] > 0.5
+                cuts = form.violated_rows(a)
+                if not cuts:
+                    break
+                model.add_rows(cuts)
+            model.undo()
+            assert space.contains(a) and w @ a == pytest.approx((actions @ w).max(), abs=1e-9)
+    assert CompiledModel(f).h.getOptionValue("mip_pool_soft_limit")[1] == graphs.PATH_HIGHS_HINTS["mip_pool_soft_limit"]
+    assert cm.Cardinality(3, 1).formulation().solver_hints == {}
+
+
+def test_solver_hints_survive_shifting_and_stacking():
+    f = Formulation(d=2, solver_hints={"highs": {"presolve": "off"}})
+    g = Formulation(d=2, solver_hints={"highs": {"presolve": "on", "mip_heuristic_effort": 0.0}})
+    assert f.shifted(0, 2).solver_hints == f.solver_hints
+    assert Formulation.stack([f, g]).solver_hints == {"highs": {"presolve": "off", "mip_heuristic_effort": 0.0}}
+    with_budget = cm.STPaths(_grid(4), 0, 15).with_constraint(np.ones(24), "<=", 8).formulation()
+    assert with_budget.solver_hints == {"highs": graphs.PATH_HIGHS_HINTS}
+    assert with_budget.aux_optional.sum() == 24
+
+
+def test_root_cuts_gate_is_by_space_size():
+    small, large = cm.STPaths(_grid(5), 0, 24), cm.STPaths(_grid(8), 0, 63)
+    assert small.d < graphs.PATH_ROOT_CUTS_MIN_EDGES <= large.d
+    assert not small.formulation().fractional_separators and large.formulation().fractional_separators
+
+
+def test_nonnegative_queries_relax_the_orientation_rows_and_restore_them():
+    """Weights >= 0 solve without the orientation rows (they only slow such queries), answers exact
+    and repeatable, and the rows' bounds come back for the next query."""
+    space = cm.STPaths(_grid(3, 4), 0, 11)
+    oracle = cm.make_oracle(space, "highs", verify=True)
+    rows = oracle.formulation.rows
+    assert len(oracle._optional_rows) == space.d + space.n_nodes
+    actions = space.enumerate()
+    rng = np.random.default_rng(8)
+    for k in range(12):
+        w = rng.uniform(0.0, 1.0, space.d) if k % 2 else rng.normal(size=space.d)
+        w[rng.integers(space.d)] = 0.0  # ties with zero weights
+        a = oracle.argmax(w)
+        assert w @ a == pytest.approx((actions @ w).max(), abs=1e-9)
+        np.testing.assert_array_equal(cm.make_oracle(space, "highs").argmax(w), a)
+        held = oracle.model().rows(0, oracle.model().base_rows)
+        assert [(r.lb, r.ub) for r in held] == [(r.lb, r.ub) for r in rows]

@@ -104,6 +104,8 @@ class CompiledModel:
         self.d = formulation.d
         self.integer = integer
         self.h = new_highs(time_limit)
+        for key, value in formulation.solver_hints.get("highs", {}).items():  # the formulation's own options
+            self.h.setOptionValue(key, value)
         self.incumbent_on_limit = False
         a, row_lb, row_ub = formulation.matrix()
         lp = highspy.HighsLp()
@@ -323,6 +325,12 @@ class CompiledModel:
             kint = self._hs.HighsVarType.kInteger
             self.h.changeColsIntegrality(len(cols), cols, np.array([kint] * len(cols)))
         return first
+
+    def set_row_bounds(self, rows: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> None:
+        """Bounds of the rows ``rows`` (infinite bounds become HiGHS's infinity)."""
+        rows = np.asarray(rows, np.int32)
+        lower, upper = self._finite(np.asarray(lower, float)), self._finite(np.asarray(upper, float))
+        self._check(self.h.changeRowsBounds(len(rows), rows, lower, upper), "changeRowsBounds")
 
     def set_col_bounds(self, col: int, lower: float, upper: float) -> None:
         """Bounds of one column."""

@@ -244,7 +244,7 @@ class OrtoolsOracle(Oracle):
     def __init__(self, space: ActionSpace, time_limit: float | None = None, verify: bool = False):
         time_limit = check_time_limit(time_limit)
         super().__init__(space)
-        form = self.formulation = space.formulation()
+        form = self.formulation = space.formulation().without_optional()  # integer columns only
         bad = [
             form.aux_names[j] if j < len(form.aux_names) else f"x{j}"
             for j in range(form.n_aux)

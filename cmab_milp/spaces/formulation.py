@@ -83,6 +83,15 @@ class Formulation:
         Auxiliary columns that only make integer points exact (flow columns
         that forbid cycles); :meth:`lp_core` drops them and their rows, and root
         cuts are separated on that smaller LP.
+    aux_optional:
+        Auxiliary columns that only tighten the LP relaxation (the orientation
+        of undirected paths): dropped with their rows, the integer points over
+        the arms are the same. :meth:`without_optional` drops them (for solvers
+        that take integer columns only, such as CP-SAT).
+    solver_hints:
+        Solver options this formulation asks for, by solver (``{"highs":
+        {"mip_pool_soft_limit": 200}}``): measured speed-ups only; they never
+        change which actions are feasible or optimal.
     separators:
         Lazy cut generators; the formulation with all their cuts is exact.
     fractional_separators:
@@ -104,6 +113,8 @@ class Formulation:
     integral_lp: bool = False
     fractional_separators: list[FractionalSeparator] = field(default_factory=list)
     aux_exact_only: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    aux_optional: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    solver_hints: dict[str, dict[str, object]] = field(default_factory=dict)
 
     @property
     def n_aux(self) -> int:
@@ -122,16 +133,31 @@ class Formulation:
         self.add_aux_block(np.array([lb], float), np.array([ub], float), integer, [name], exact_only)
         return self.d + self.n_aux - 1
 
-    def add_aux_block(self, lb: np.ndarray, ub: np.ndarray, integer: bool, names: list[str], exact_only: bool = False):
+    def add_aux_block(
+        self,
+        lb: np.ndarray,
+        ub: np.ndarray,
+        integer: bool,
+        names: list[str],
+        exact_only: bool = False,
+        optional: bool = False,
+    ):
         """Append ``len(lb)`` auxiliary columns at once; return the index of the first."""
         first = self.n_cols
         self._exact_only_sized()
+        self._optional_sized()
+        self.aux_optional = np.concatenate([self.aux_optional, np.full(len(lb), bool(optional))])
         self.aux_lb = np.concatenate([self.aux_lb, lb])
         self.aux_ub = np.concatenate([self.aux_ub, ub])
         self.aux_integer = np.concatenate([self.aux_integer, np.full(len(lb), bool(integer))])
         self.aux_exact_only = np.concatenate([self.aux_exact_only, np.full(len(lb), bool(exact_only))])
         self.aux_names.extend(names)
         return first
+
+    def _optional_sized(self) -> np.ndarray:
+        if len(self.aux_optional) != self.n_aux:
+            self.aux_optional = np.zeros(self.n_aux, dtype=bool)
+        return self.aux_optional
 
     def _exact_only_sized(self) -> np.ndarray:
         if len(self.aux_exact_only) != self.n_aux:  # aux columns set directly by a caller
@@ -150,7 +176,21 @@ class Formulation:
         >>> core.n_cols, core.n_rows
         (2, 1)
         """
-        drop = self._exact_only_sized()
+        return self._dropping(self._exact_only_sized())
+
+    def without_optional(self) -> Formulation:
+        """This formulation without its ``aux_optional`` columns and the rows that use them (same actions).
+
+        >>> f = Formulation(d=1)
+        >>> g = f.add_aux_block(np.zeros(1), np.ones(1), False, ["dir0"], optional=True)
+        >>> f.rows.append(Row((g, 0), (1.0, -1.0), -np.inf, 0.0))
+        >>> f.without_optional().n_cols, f.without_optional().n_rows
+        (1, 0)
+        """
+        return self._dropping(self._optional_sized())
+
+    def _dropping(self, drop: np.ndarray) -> Formulation:
+        """This formulation without the auxiliary columns ``drop`` marks, nor the rows that use them."""
         if not drop.any():
             return self
         keep = ~drop
@@ -172,6 +212,9 @@ class Formulation:
             separators=list(self.separators),
             integral_lp=self.integral_lp,
             fractional_separators=list(self.fractional_separators),
+            aux_exact_only=self._exact_only_sized()[keep],
+            aux_optional=self._optional_sized()[keep],
+            solver_hints={k: dict(v) for k, v in self.solver_hints.items()},
         )
 
     def matrix(self) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray]:
@@ -212,6 +255,8 @@ class Formulation:
             integral_lp=self.integral_lp,
             fractional_separators=list(self.fractional_separators),
             aux_exact_only=self._exact_only_sized().copy(),
+            aux_optional=self._optional_sized().copy(),
+            solver_hints={k: dict(v) for k, v in self.solver_hints.items()},
         )
 
     @staticmethod
@@ -222,6 +267,11 @@ class Formulation:
         for part in parts:
             moved = part.shifted(out.n_aux, d)
             out.aux_exact_only = np.concatenate([out._exact_only_sized(), moved.aux_exact_only])
+            out.aux_optional = np.concatenate([out._optional_sized(), moved.aux_optional])
+            for solver, hints in moved.solver_hints.items():  # the first part's value wins a conflict
+                out.solver_hints.setdefault(solver, {}).update(
+                    {k: v for k, v in hints.items() if k not in out.solver_hints.get(solver, {})}
+                )
             out.rows.extend(moved.rows)
             out.aux_lb = np.concatenate([out.aux_lb, moved.aux_lb])
             out.aux_ub = np.concatenate([out.aux_ub, moved.aux_ub])
