@@ -10,7 +10,6 @@ against enumeration, with restrictions and side rows, and for determinism.
 from __future__ import annotations
 
 import itertools
-import time
 
 import networkx as nx
 import numpy as np
@@ -373,12 +372,11 @@ def test_short_cycle_rows_are_valid_and_capped():
 
 
 @pytest.mark.slow
-def test_spanning_trees_of_a_20x20_grid_compile_and_answer_fast():
-    start = time.perf_counter()
+def test_spanning_trees_of_a_20x20_grid_answer_restricted_queries():
+    """Times are measured in bench/graphs_large.py; here: the 760-edge model compiles and answers exactly."""
     space = cm.SpanningTrees(_grid(20))
     oracle = cm.make_oracle(space, "highs", time_limit=60)
     oracle.model()
-    assert time.perf_counter() - start < 2.0
     rng = np.random.default_rng(0)
     edges = space.arms
     pairs = []
@@ -386,9 +384,9 @@ def test_spanning_trees_of_a_20x20_grid_compile_and_answer_fast():
         i, j = sorted(rng.choice(space.d, 2, replace=False).tolist())
         if set(edges[i]) & set(edges[j]):
             pairs.append((i, j))
-    start = time.perf_counter()
     a = oracle.argmax(rng.normal(size=space.d), forbid_pairs=pairs)
-    assert space.contains(a) and time.perf_counter() - start < 10.0
+    assert space.contains(a)
+    assert not any(a[i] and a[j] for i, j in pairs)
 
 
 # ------------------------------------------------ orientation columns, solver hints, root-cut gate
