@@ -327,8 +327,12 @@ def test_square_root_rows_reproduce_the_quadratic_form():
 def test_space_root_cuts_enter_the_norm_model_and_keep_answers_exact(family, sign, monkeypatch):
     """The space's fractional separators tighten the norm model (trees 8x8, f=0.3: -1 2.6 -> 0.64 s, +1 24 -> 1.1 s)."""
     from cmab_milp.oracles.norm import solver
+    from cmab_milp.spaces import graphs
 
-    oracle, actions = oracle_and_actions(family)
+    # small paths get no fractional separators by default (PATH_ROOT_CUTS_MIN_EDGES): a fresh space, gate at 0
+    monkeypatch.setattr(graphs, "PATH_ROOT_CUTS_MIN_EDGES", 0)
+    space = SPACES[family]()
+    oracle, actions = cm.make_oracle(space, "highs", verify=True), cm.make_oracle(space, "enumerate").actions
     rng = np.random.default_rng(17)
     cut_counts = []
     for k in range(4):
