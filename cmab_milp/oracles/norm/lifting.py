@@ -87,37 +87,7 @@ class Lifted:
         ``L = sum_i M_ii a_i + sum_i z_i`` can reach ``a @ M @ a`` and never exceeds it.
         ``2 d`` rows instead of a column per pair (7,140 columns at d = 120).
         """
-        M = solver.query.M
-        arms = solver.arms
-        k = len(arms)
-        m = solver.oracle.space.m
-        sub = M[np.ix_(arms, arms)]
-        diag = np.diag(sub)
-        off = sub - np.diag(diag)
-        ordered = np.sort(off, axis=1)  # the row's own zero is among them and adds nothing
-        up = np.clip(ordered[:, ::-1][:, : max(min(m - 1, k), 0)], 0.0, None).sum(axis=1)
-        lo = np.clip(ordered[:, : min(m, k)], None, 0.0).sum(axis=1)
-        lo_in = np.clip(ordered[:, : max(min(m - 1, k), 0)], None, 0.0).sum(axis=1)
-        first_col = model.num_cols
-        z = first_col + np.arange(k)
-        L, s = first_col + k, first_col + k + 1
-        lb = np.concatenate([np.minimum(lo_in, 0.0), [l_bounds[0], -np.inf]])
-        ub = np.concatenate([np.maximum(up, 0.0), [l_bounds[1], np.inf]])
-        model.append_cols(np.zeros(k + 2), lb, ub)
-        first_row = model.num_rows
-        # L = sum_i M_ii a_i + sum_i z_i
-        model.add_rows_fixed([0.0], [0.0], np.r_[L, arms, z], np.r_[1.0, -diag, -np.ones(k)], 2 * k + 1)
-        # z_i - up_i a_i <= 0
-        pairs = np.stack([z, arms], 1).ravel()
-        model.add_rows_fixed(np.full(k, -np.inf), np.zeros(k), pairs, np.stack([np.ones(k), -up], 1).ravel(), 2)
-        # z_i - sum_{j != i} M_ij a_j - lo_i a_i <= -lo_i
-        coefs = -off
-        coefs[np.arange(k), np.arange(k)] = -lo
-        cols = np.concatenate([z[:, None], np.broadcast_to(arms, (k, k))], 1)
-        model.add_rows_fixed(
-            np.full(k, -np.inf), -lo, cols.ravel(), np.concatenate([np.ones((k, 1)), coefs], 1).ravel(), k + 1
-        )
-        return Lifted(first_col, L, s, first_row, model.num_rows)
+        return _glover_rows(model, solver, l_bounds, upper=True)
 
     @staticmethod
     def glover(model: CompiledModel, solver: NormSolver, *, l_bounds: tuple[float, float]) -> Lifted:
@@ -132,33 +102,50 @@ class Lifted:
         it. ``2 d`` rows instead of a column per pair: the LPs are ~8x smaller than
         the pairwise lifting and the MILPs 2-3x faster at d=40.
         """
-        M = solver.query.M
-        arms = solver.arms
-        k = len(arms)
-        m = solver.oracle.space.m
-        sub = M[np.ix_(arms, arms)]
-        diag = np.diag(sub)
-        off = sub - np.diag(diag)
-        ordered = np.sort(off, axis=1)  # the row's own zero is among them and adds nothing
-        lo = np.clip(ordered[:, : max(min(m - 1, k), 0)], None, 0.0).sum(axis=1)
-        up = np.clip(ordered[:, ::-1][:, : min(m, k)], 0.0, None).sum(axis=1)
-        first_col = model.num_cols
-        z = first_col + np.arange(k)
-        L, s = first_col + k, first_col + k + 1
-        lb = np.concatenate([np.minimum(lo, 0.0), [l_bounds[0], -np.inf]])
-        ub = np.concatenate([np.maximum(up, 0.0), [l_bounds[1], np.inf]])
-        model.append_cols(np.zeros(k + 2), lb, ub)
-        first_row = model.num_rows
-        # L = sum_i M_ii a_i + sum_i z_i
-        model.add_rows_fixed([0.0], [0.0], np.r_[L, arms, z], np.r_[1.0, -diag, -np.ones(k)], 2 * k + 1)
-        # z_i - lo_i a_i >= 0
-        pairs = np.stack([z, arms], 1).ravel()
-        model.add_rows_fixed(np.zeros(k), np.full(k, np.inf), pairs, np.stack([np.ones(k), -lo], 1).ravel(), 2)
-        # z_i - sum_{j != i} M_ij a_j - up_i a_i >= -up_i
-        coefs = -off
-        coefs[np.arange(k), np.arange(k)] = -up
-        cols = np.concatenate([z[:, None], np.broadcast_to(arms, (k, k))], 1)
-        model.add_rows_fixed(
-            -up, np.full(k, np.inf), cols.ravel(), np.concatenate([np.ones((k, 1)), coefs], 1).ravel(), k + 1
-        )
-        return Lifted(first_col, L, s, first_row, model.num_rows)
+        return _glover_rows(model, solver, l_bounds, upper=False)
+
+
+def _glover_rows(model: CompiledModel, solver: NormSolver, l_bounds: tuple[float, float], upper: bool) -> Lifted:
+    """The columns and rows of :meth:`Lifted.glover_upper` (``upper``) or :meth:`Lifted.glover`.
+
+    ``near`` is the bound of ``g_i`` on actions holding ``i`` (its ``m - 1`` largest entries
+    when ``upper``, else most negative), ``far`` the other-side bound on any action (``m``
+    entries). Rows: ``L = sum_i M_ii a_i + sum_i z_i``; ``z_i - near_i a_i`` at most 0
+    (``upper``) or at least 0; ``z_i - g_i(a) - far_i a_i`` at most / at least ``-far_i``.
+    """
+    M = solver.query.M
+    arms = solver.arms
+    k = len(arms)
+    m = solver.oracle.space.m
+    sub = M[np.ix_(arms, arms)]
+    diag = np.diag(sub)
+    off = sub - np.diag(diag)
+    ordered = np.sort(off, axis=1)  # the row's own zero is among them and adds nothing
+    held, anyk = max(min(m - 1, k), 0), min(m, k)
+    lo_held = np.clip(ordered[:, :held], None, 0.0).sum(axis=1)
+    up_held = np.clip(ordered[:, ::-1][:, :held], 0.0, None).sum(axis=1)
+    if upper:
+        near, far = up_held, np.clip(ordered[:, :anyk], None, 0.0).sum(axis=1)
+        z_lb, z_ub = np.minimum(lo_held, 0.0), np.maximum(up_held, 0.0)
+    else:
+        near, far = lo_held, np.clip(ordered[:, ::-1][:, :anyk], 0.0, None).sum(axis=1)
+        z_lb, z_ub = np.minimum(lo_held, 0.0), np.maximum(far, 0.0)
+    first_col = model.num_cols
+    z = first_col + np.arange(k)
+    L, s = first_col + k, first_col + k + 1
+    model.append_cols(np.zeros(k + 2), np.r_[z_lb, l_bounds[0], -np.inf], np.r_[z_ub, l_bounds[1], np.inf])
+    first_row = model.num_rows
+    # L = sum_i M_ii a_i + sum_i z_i
+    model.add_rows_fixed([0.0], [0.0], np.r_[L, arms, z], np.r_[1.0, -diag, -np.ones(k)], 2 * k + 1)
+    # z_i - near_i a_i <= 0 (upper) or >= 0
+    zeros, free = np.zeros(k), np.full(k, -np.inf if upper else np.inf)
+    pairs = np.stack([z, arms], 1).ravel()
+    coefs2 = np.stack([np.ones(k), -near], 1).ravel()
+    model.add_rows_fixed(*((free, zeros) if upper else (zeros, free)), pairs, coefs2, 2)
+    # z_i - sum_{j != i} M_ij a_j - far_i a_i <= -far_i (upper) or >= -far_i
+    coefs = -off
+    coefs[np.arange(k), np.arange(k)] = -far
+    cols = np.concatenate([z[:, None], np.broadcast_to(arms, (k, k))], 1)
+    bounds = (free, -far) if upper else (-far, free)
+    model.add_rows_fixed(*bounds, cols.ravel(), np.concatenate([np.ones((k, 1)), coefs], 1).ravel(), k + 1)
+    return Lifted(first_col, L, s, first_row, model.num_rows)
