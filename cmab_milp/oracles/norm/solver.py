@@ -282,8 +282,9 @@ class NormSolver:
 
         add_tangent(self.l_hi)
         add_tangent(delta)
-        best, best_value = None, -np.inf
         best, best_value = self._first_incumbent_plus()
+        if best is not None:  # the first MILP values the incumbent exactly: one OA round fewer
+            add_tangent(self.quadratic_form(best))
         self._space_cuts(model)
         bound = -np.inf
         excluded = Exclusions(self)
