@@ -81,6 +81,8 @@ class _Watch:
     def __init__(self, oracle: cm.Oracle, deadline: float):
         self.slowest, self.answered, self.batch, self.batch_start = 0.0, 0, 0, 0.0
         self.kinds: dict[str, list[float]] = {}
+        self.t = 1  # the round being planned (set by :func:`run`)
+        self.decades: dict[int, list[float]] = {}  # floor(log10 t) -> [queries, seconds]
         lock = threading.Lock()  # argmax_batch answers in worker threads
         answer, batch = oracle._answer, oracle.argmax_batch
 
@@ -99,6 +101,9 @@ class _Watch:
                     entry[0] += 1
                     entry[1] += took
                     entry[2] = max(entry[2], took)
+                    decade = self.decades.setdefault(len(str(self.t)) - 1, [0, 0.0])
+                    decade[0] += 1
+                    decade[1] += took
 
         def batched(queries):
             self.batch, self.batch_start, self.answered = len(queries), time.perf_counter(), 0
@@ -124,6 +129,7 @@ def run(policy: cm.Policy, env, T: int, budget: float, seed: int = 1) -> dict:
     t, regret, inside = 1, 0.0, None
     try:
         while t <= T and time.perf_counter() - start < budget:
+            watch.t = t
             stretch = policy.plan()
             length = min(stretch.length, T - t + 1)
             stats = env.observe(stretch.actions, length, rng, policy.needs)
@@ -147,7 +153,26 @@ def run(policy: cm.Policy, env, T: int, budget: float, seed: int = 1) -> dict:
         "regret": regret,
         "inside": inside,
         "kinds": watch.kinds,
+        "decades": watch.decades,
     }
+
+
+def decade_rows(decades: dict[int, list[float]], played: int) -> list[str]:
+    """Per decade of rounds (``[10^k, 10^(k+1))``): queries, oracle seconds and ms per query.
+
+    The queries get cheaper as the counts grow (``M`` shrinks like ``1/n``), so the rate of the
+    first rounds overstates the whole run; the per-decade rates show the trend.
+
+    >>> decade_rows({0: [9, 0.9], 1: [90, 4.5]}, 99)[1].split()[:4]
+    ['rounds', '10-99:', '90', 'queries,']
+    """
+    rows = []
+    for k in sorted(decades):
+        count, seconds = decades[k]
+        last = min(10 ** (k + 1) - 1, played)
+        rate = 1000 * seconds / count
+        rows.append(f"rounds {10**k}-{last}: {count} queries, {seconds:.1f} s in the oracle, {rate:.1f} ms/query")
+    return rows
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -207,6 +232,8 @@ def main(argv: list[str] | None = None) -> None:
                 f"    {kind:12} {count:6d} queries {seconds:8.1f} s {1000 * seconds / count:8.1f} ms/query"
                 f" (max {1000 * slowest:.0f} ms)"
             )
+        for row in decade_rows(out["decades"], out["played"]):
+            print(f"    {row}")
         if name == "AROQ-C":
             print(f"    warm-up: {policy.warmup_queries} queries; updates after it: {policy.updates}")
         if name == "SROQ-C":

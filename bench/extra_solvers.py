@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> None:
     rows = []
     print(f"ms per query, median / max; time limit {args.time_limit:g} s; backends {have}", flush=True)
     for kind, name, space, make, backends, n in jobs:
-        if args.only not in name:
+        if args.only not in name or n < 1:
             continue
         times = run_family(kind, space, make, backends, n, args.time_limit)
         cells = {b: _cell(t) for b, t in times.items()}
