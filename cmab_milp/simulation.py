@@ -44,7 +44,7 @@ class SimulationResult:
     stretch holding that step had been played. ``alpha_regret``
     (``sum_t alpha r(a*) - r(a_t)``) is present when the run was approximate:
     the policy declares ``alpha < 1`` or its oracle is approximate (a
-    ``proven_ratio`` below 1, or a ``gap``); ``alpha`` is then the policy's
+    ``proven_ratio`` below 1, or a ``gap`` / ``norm_gap``); ``alpha`` is then the policy's
     declared factor, else the oracle's proven ratio at the end of the run (see
     :func:`run_alpha`).
     """
@@ -109,7 +109,8 @@ def run_alpha(policy: Policy) -> tuple[float, bool]:
     declared = float(getattr(policy, "alpha", 1.0))
     oracle = getattr(policy, "oracle", None)
     proven = float(getattr(oracle, "proven_ratio", 1.0))
-    approximate = declared < 1.0 or proven < 1.0 or bool(getattr(oracle, "gap", None))
+    has_gap = any(getattr(oracle, name, None) is not None for name in ("gap", "norm_gap"))
+    approximate = declared < 1.0 or proven < 1.0 or has_gap
     return (declared if declared < 1.0 else proven), approximate
 
 

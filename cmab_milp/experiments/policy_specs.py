@@ -9,8 +9,13 @@
     with a proven ratio to the optimum (``make_oracle(space, backend,
     gap=...)``; a number in ``[0, 1)``); the run then reports the
     alpha-regret beside the regret, with alpha the ratio the oracle proved.
+``norm_gap = 0.01``
+    the same mode for norm queries (``highs``: the covariance policies' index), see
+    :class:`~cmab_milp.oracles.highs.HighsOracle`; with ``time_limit`` a norm query past
+    its limit returns its best action with the ratio its bound proves.
 ``time_limit = 5``
-    seconds per solve (``make_oracle(space, backend, time_limit=...)``).
+    seconds per solve (``make_oracle(space, backend, time_limit=...)``; a norm query's
+    limit covers the whole query).
 
 A backend that takes no such option is refused at the key, before any work.
 
@@ -36,7 +41,7 @@ __all__ = ["ORACLE_OPTIONS", "PolicySpec", "parse_policies"]
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 
 #: Keys of a ``[[policies]]`` entry passed to ``make_oracle`` (approximate mode, per-solve limit).
-ORACLE_OPTIONS = ("gap", "time_limit")
+ORACLE_OPTIONS = ("gap", "norm_gap", "time_limit")
 
 
 @dataclass(frozen=True)
@@ -49,7 +54,7 @@ class PolicySpec:
     constants: dict[str, Any] = field(default_factory=dict)
     #: ``"unknown"``: the policy is built with ``T=None`` whatever ``[run] horizon`` says; None: the run's.
     horizon: str | None = None
-    #: Options of ``make_oracle`` (``gap``, ``time_limit``; see :data:`ORACLE_OPTIONS`).
+    #: Options of ``make_oracle`` (``gap``, ``norm_gap``, ``time_limit``; see :data:`ORACLE_OPTIONS`).
     oracle_options: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -110,13 +115,13 @@ def _parse_policy(table: Table, k: int, seen: dict[str, int]) -> PolicySpec:
 
 
 def _oracle_options(table: Table, oracle: str) -> dict[str, Any]:
-    """``gap`` (in [0, 1)) and ``time_limit`` (> 0 seconds), each refused if the backend takes no such option."""
+    """``gap``, ``norm_gap`` (in [0, 1)) and ``time_limit`` (> 0 seconds), each refused if the backend takes none."""
     options: dict[str, Any] = {}
     for key in ORACLE_OPTIONS:
         if key not in table:
             continue
         value = table.number(key)
-        if key == "gap" and not 0 <= value < 1:
+        if key in ("gap", "norm_gap") and not 0 <= value < 1:
             raise table.error(key, f"a relative optimality gap in [0, 1), got {value}")
         if key == "time_limit" and not value > 0:
             raise table.error(key, f"seconds per solve, > 0, got {value}")

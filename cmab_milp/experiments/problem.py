@@ -101,7 +101,8 @@ Schema (every key not listed is refused)::
     oracle = "highs"               # oracle backend (default "highs"): see cm.available_backends()
     gap = 0.01                     # optional: the certified approximate mode, make_oracle(..., gap=0.01)
                                    #   (a backend that takes it; the run reports alpha-regret with the
-                                   #   ratio the oracle proved); time_limit = 5: seconds per solve
+                                   #   ratio the oracle proved); norm_gap = 0.01: the same for norm
+                                   #   queries (highs); time_limit = 5: seconds per solve
     constants = { C = 1.5 }        # optional keyword constants of the policy
     horizon = "unknown"            # optional: build this policy with T=None (it plays the run's
                                    #   rounds without being told them), next to policies told T

@@ -161,8 +161,10 @@ def check_time_limit(time_limit: Any) -> float | None:
     return float(time_limit)
 
 
-def check_gap(gap: Any) -> float | None:
+def check_gap(gap: Any, name: str = "gap") -> float | None:
     """``None`` (exact answers) or a relative gap in ``[0, 1)`` for the certified approximate mode.
+
+    ``name`` is the option's name in the message (``gap`` or ``norm_gap``).
 
     >>> check_gap(0.01)
     0.01
@@ -175,7 +177,7 @@ def check_gap(gap: Any) -> float | None:
         return None
     if isinstance(gap, (bool, np.bool_)) or not isinstance(gap, Real) or not 0.0 <= gap < 1.0:
         raise ValueError(
-            f"gap must be a number in [0, 1) (the relative gap at which the solver may stop), or None; got {gap!r}"
+            f"{name} must be a number in [0, 1) (the relative gap at which the solver may stop), or None; got {gap!r}"
         )
     return float(gap)
 

@@ -87,8 +87,15 @@ class HighsOracle(Oracle):
         this relative gap (in ``[0, 1)``), and with ``time_limit`` a stopped solve
         returns its incumbent; each answer not proven optimal carries a proven
         ratio ``value / bound`` (see :mod:`~cmab_milp.oracles.pipeline`), recorded
-        in the ledger and in :attr:`proven_ratio`. Norm queries stay exact.
+        in the ledger and in :attr:`proven_ratio`. Norm queries stay exact (see ``norm_gap``).
         ``None`` (default): exact answers only.
+    norm_gap:
+        The same mode for norm queries (``argmax_norm``): a query stops once its best
+        action is proven within this relative gap of the optimum (``value >= (1 - norm_gap)
+        * bound``, both positive), and with ``time_limit`` a query past its limit returns its
+        best action with the ratio its bound proves (instead of raising). Each answer not
+        proven optimal is recorded in the ledger with its ratio. The linear sub-queries of
+        the norm index stay exact. ``None`` (default): exact norm answers only.
     """
 
     name = "highs"
@@ -102,12 +109,14 @@ class HighsOracle(Oracle):
         time_limit: float | None = None,
         verify: bool = False,
         gap: float | None = None,
+        norm_gap: float | None = None,
     ):
         super().__init__(space)
         self.formulation = space.formulation()
         self.lp_when_integral = bool(lp_when_integral) and self.formulation.integral_lp
         self.time_limit = check_time_limit(time_limit)
         self.gap = check_gap(gap)
+        self.norm_gap = check_gap(norm_gap, "norm_gap")
         self.verify = verify
         #: How often each recovery answered a norm query whose first solve failed.
         self.norm_recoveries: dict[str, int] = {}
@@ -194,6 +203,8 @@ class HighsOracle(Oracle):
         model = self._local.__dict__.get("norm_model")
         if model is None:
             model = CompiledModel(self.formulation, integer=True, time_limit=self.time_limit)
+            # norm_gap: a MILP stopped by the time limit returns its incumbent and bound
+            model.incumbent_on_limit = self.norm_gap is not None
             self._local.norm_model = model
         return model
 

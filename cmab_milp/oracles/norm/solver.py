@@ -115,6 +115,10 @@ _SPACE_CUTS = True
 _SPACE_CUT_PASSES = 3
 #: Sign -1 by :mod:`.outer` (disaggregated tangents, M PSD) instead of the secants: off, slower (see its docstring).
 _MINUS_OUTER = False
+#: With ``norm_gap``, seconds a solve still gets past the query's time limit: the bound of the
+#: actions not yet covered (sign +1: those with ``L < delta``) needs one more MILP, stopped at this
+#: limit with its incumbent and bound.
+_FINISH_SECONDS = 0.1
 #: ``delta``, the smallest ``L`` handled by tangents, as a fraction of the largest ``L``.
 _DELTA_FRACTION = 1e-6
 
@@ -151,10 +155,13 @@ def solve_norm(oracle, query: NormQuery) -> np.ndarray | None:
         raise OracleError("HiGHS norm answer violates the space or the restrictions")
     value = query.value(answer)
     if not proven(bound, value):
-        raise OracleError(
-            f"HiGHS norm answer has value {value!r} but the proven bound is {bound!r}:"
-            " optimality not proven within 1e-9 * (1 + |optimum|)"
-        )
+        ratio = solver.accepted_ratio(bound, value)
+        if ratio is None:
+            raise OracleError(
+                f"HiGHS norm answer has value {value!r} but the proven bound is {bound!r}:"
+                " optimality not proven within 1e-9 * (1 + |optimum|)"
+            )
+        oracle.ledger.record_ratio(ratio)  # the certified approximate mode (norm_gap)
     return answer
 
 
@@ -182,6 +189,8 @@ class NormSolver:
         self.l_lo, self.l_hi = quadratic_form_bounds(query.M, oracle.space.m, self.arms)
         limit = getattr(oracle, "time_limit", None)
         self.deadline = None if limit is None else _clock() + limit
+        #: The certified approximate mode (the oracle's ``norm_gap``): see :meth:`settled`.
+        self.gap: float | None = getattr(oracle, "norm_gap", None)
 
     # ------------------------------------------------------------ dispatch
     def run(self) -> tuple[np.ndarray | None, float]:
@@ -196,7 +205,8 @@ class NormSolver:
             model.set_arm_bounds(self.res.include, self.res.exclude)
             model.set_costs(q.mu)
             self._add_forbid_rows(model)
-            with model.options(_QUIET_OPTIONS):
+            options = _QUIET_OPTIONS if self.gap is None else {**_QUIET_OPTIONS, "mip_rel_gap": max(self.gap, 1e-12)}
+            with model.options(options):
                 if q.sign > 0:
                     self.stats.method = "oa-quadratic-form"
                     return self._maximise_plus(model)
@@ -236,17 +246,23 @@ class NormSolver:
             else:  # the oracle's time limit holds for the whole query, not for each of its MILPs
                 remaining = self.deadline - _clock()
                 if remaining <= 0.0:
-                    raise LimitReached("HiGHS norm query stopped on its time limit; no action is returned")
+                    if self.gap is None:
+                        raise LimitReached("HiGHS norm query stopped on its time limit; no action is returned")
+                    remaining = _FINISH_SECONDS  # norm_gap: a last short solve for the bound of what is left
                 with model.options({"time_limit": remaining}):
                     result = model.solve(cold=False)
             if result.status == "infeasible":
                 return None
+            if result.status == "limit" and result.values is None:  # (norm_gap: stopped with no incumbent)
+                raise LimitReached("HiGHS norm query stopped on its time limit with no action to return")
             action = oracle.integral_action(result.values, True)
             if not oracle.formulation.separators:
                 return action, result
             cuts = oracle.formulation.violated_rows(action)
             if not cuts:
                 return action, result
+            if result.status == "limit":  # no time left to cut the incumbent off and solve again
+                raise LimitReached("HiGHS norm query stopped on its time limit before its cuts converged")
             model.add_rows(cuts)  # this query's only: removed by _clear (the tie rule)
         raise OracleError("lazy cut loop did not converge")  # pragma: no cover
 
@@ -255,6 +271,29 @@ class NormSolver:
         if pairs:
             idx = np.asarray(pairs, np.int32).ravel()
             model.add_rows_fixed(np.full(len(pairs), -np.inf), np.ones(len(pairs)), idx, np.ones(len(idx)), 2)
+
+    # ------------------------------------------------ approximate mode
+    def settled(self, bound: float, value: float, unit: float = 1.0) -> bool:
+        """Whether a search may stop at ``bound`` (an upper bound on every index) with its best ``value``.
+
+        Exact: ``value`` is proven optimal (:func:`~.scaling.proven`). With the oracle's
+        ``norm_gap`` also when :meth:`accepted_ratio` accepts the pair.
+        """
+        return proven(bound, value, unit) or self.accepted_ratio(bound, value) is not None
+
+    def accepted_ratio(self, bound: float, value: float) -> float | None:
+        """The proven ratio ``value / bound`` when the approximate mode accepts it, else ``None``.
+
+        Accepted when the oracle has a ``norm_gap``, both numbers are positive (then every
+        action's index is at most ``bound``, so ``value >= ratio * optimum``), and either the
+        ratio is at least ``1 - norm_gap`` or the query's time limit has passed.
+        """
+        if self.gap is None or not (value > 0.0 and bound > 0.0 and np.isfinite(bound)):
+            return None
+        ratio = min(value / bound, 1.0)
+        if ratio >= 1.0 - self.gap or (self.deadline is not None and _clock() >= self.deadline):
+            return ratio
+        return None
 
     def quadratic_form(self, action: np.ndarray) -> float:
         idx = np.flatnonzero(action)
@@ -298,7 +337,7 @@ class NormSolver:
             if value > best_value:
                 best, best_value = action, value
             bound = result.bound
-            if proven(bound, best_value, 1.0 / self.value_scale):
+            if self.settled(bound, best_value, 1.0 / self.value_scale):
                 break
             l_true = self.quadratic_form(action)
             if max(l_true, delta) in tangents:
@@ -345,7 +384,7 @@ class NormSolver:
                 best, best_value = action, value
             top = result.bound + slack
             level = max(incumbent, best_value)
-            if proven(top, level, 1.0 / self.value_scale):
+            if self.settled(top, level, 1.0 / self.value_scale):
                 return best, best_value, top
             self.stats.extra["no_goods"] = self.stats.extra.get("no_goods", 0) + 1
             add_no_good(model, self.arms, action)
@@ -360,7 +399,7 @@ class NormSolver:
         top = float(q.mu @ lin)
         top += tolerance(top)  # no action has mu @ a above this (HiGHS's gap is 1e-11)
         best, best_value = lin, q.value(lin)
-        if proven(top, best_value):  # includes f = 0
+        if self.settled(top, best_value):  # includes f = 0
             return best, top
         best, best_value = self._best_hint(best, best_value)
         best, best_value = self._improve_locally(best, best_value)
@@ -410,7 +449,7 @@ class NormSolver:
             improved = value > best_value
             if improved:
                 best, best_value = action, value
-            if proven(bound, best_value):
+            if self.settled(bound, best_value):
                 break
             l_star = self.quadratic_form(action)
             points.add(l_star)
