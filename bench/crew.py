@@ -184,6 +184,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--ols-horizon", type=int, default=None, help="rounds OLS-UCB-C plays (default 300)")
     parser.add_argument("--budget", type=float, default=None, help="seconds per policy before it is stopped")
     parser.add_argument("--backend", default="highs")
+    parser.add_argument("--norm-gap", type=float, default=None, help="highs norm_gap (approximate norm queries)")
+    parser.add_argument("--time-limit", type=float, default=None, help="seconds per query (a norm query in all)")
     parser.add_argument("--policies", default="AROQ-C,SROQ-C,OLS-UCB-C", help="comma-separated subset")
     args = parser.parse_args(argv)
     T = args.horizon or (10_000 if args.quick else 100_000)
@@ -206,12 +208,14 @@ def main(argv: list[str] | None = None) -> None:
     if unknown:
         raise SystemExit(f"unknown policies {unknown}; choose from {sorted(builders)}")
     print(f"{space!r}, d={space.d}, m={space.m}; backend {args.backend}; T={T}; budget {budget:.0f} s per policy;")
-    print(f"prune={args.prune}; hints {'off' if args.no_hints else 'on'}")
+    hints = "off" if args.no_hints else "on"
+    print(f"prune={args.prune}; hints {hints}; norm_gap {args.norm_gap}; time limit {args.time_limit}")
     header = f"{'policy':10} {'played':>7} {'wall s':>8} {'at T s':>9} {'queries':>8} {'rounds':>7}"
     print(header + f" {'oracle s':>9} {'ms/query':>9} {'max ms':>8} {'regret':>10}")
     for name in names:
         horizon = ols_T if name == "OLS-UCB-C" else T
-        policy = builders[name](cm.make_oracle(space, args.backend))
+        options = {k: v for k, v in (("norm_gap", args.norm_gap), ("time_limit", args.time_limit)) if v is not None}
+        policy = builders[name](cm.make_oracle(space, args.backend, **options))
         out = run(policy, env, horizon, budget)
         at_T = out["wall"] * T / max(out["played"], 1)
         note = "" if out["played"] >= T else f"  (played {out['played']} rounds; 'at T' extrapolated linearly)"
@@ -232,6 +236,9 @@ def main(argv: list[str] | None = None) -> None:
                 f"    {kind:12} {count:6d} queries {seconds:8.1f} s {1000 * seconds / count:8.1f} ms/query"
                 f" (max {1000 * slowest:.0f} ms)"
             )
+        if policy.oracle.ledger.approximate:
+            ledger = policy.oracle.ledger
+            print(f"    approximate answers: {ledger.approximate}, worst proven ratio {ledger.worst_ratio:.4f}")
         for row in decade_rows(out["decades"], out["played"]):
             print(f"    {row}")
         if name == "AROQ-C":
