@@ -95,7 +95,8 @@ class HighsOracle(Oracle):
         * bound``, both positive), and with ``time_limit`` a query past its limit returns its
         best action with the ratio its bound proves (instead of raising). Each answer not
         proven optimal is recorded in the ledger with its ratio. The linear sub-queries of
-        the norm index stay exact. ``None`` (default): exact norm answers only.
+        the norm index stay exact. ``None`` (default): exact norm answers only. A gap
+        alone is deterministic; an answer stopped by the time limit depends on timing.
     """
 
     name = "highs"
