@@ -14,6 +14,10 @@ run on a separate LP of :meth:`~cmab_milp.spaces.formulation.Formulation.lp_core
 (kept per model, ten times faster on a 20x20 grid), given the model's arm costs,
 arm bounds and query rows.
 
+Before the rounds, :func:`~cmab_milp.oracles.mip_starts.prepare_query` gives the
+model the query's MIP start and candidate hooks (:data:`PREPARE_QUERIES`; the
+cut loop's hook for the query, as this function is).
+
 Tie rule: the relaxation starts cold (no basis of an earlier query is kept) and
 each round is a deterministic function of the query, so the set of cuts depends
 on the query and the space only. The caller removes the rows with the query's
@@ -42,8 +46,12 @@ import numpy as np
 
 from ..spaces.formulation import Formulation, Row
 from .highs_model import CompiledModel
+from .mip_starts import prepare_query
 
-__all__ = ["MAX_ROUNDS", "MIN_VIOLATION", "add_root_cuts"]
+__all__ = ["MAX_ROUNDS", "MIN_VIOLATION", "PREPARE_QUERIES", "add_root_cuts"]
+
+#: Also set the query's MIP start, candidate repair and candidate cuts (:func:`.mip_starts.prepare_query`).
+PREPARE_QUERIES = True
 
 #: Separation rounds per query (each is one LP re-solve from the last basis).
 MAX_ROUNDS = 100
@@ -78,6 +86,8 @@ def add_root_cuts(
         raise ValueError(f"max_rounds must be >= 0 and min_violation > 0, got {max_rounds} and {min_violation}")
     if model.d != formulation.d:
         raise ValueError(f"the model has {model.d} arm columns but the formulation d={formulation.d}")
+    if PREPARE_QUERIES:
+        prepare_query(model, formulation)
     if not formulation.fractional_separators or max_rounds == 0:
         return 0
     core = _core_model(model, formulation)

@@ -56,6 +56,7 @@ import numpy as np
 from .base import ActionSpace, as_action
 from .formulation import Formulation, Row
 from .graph_cuts import _SEP_TOL, MAX_FLOWS_PER_CALL, GraphCuts  # noqa: F401 - MAX_FLOWS_PER_CALL's former home
+from .graph_starts import PathStarts
 from .labels import ArmLabels
 
 __all__ = ["GraphicMatroid", "Matchings", "STPaths", "SpanningTrees"]
@@ -75,6 +76,9 @@ PATH_ROOT_CUTS_MIN_EDGES = 100
 #: cut generation dominated path solves (4,781 cuts in 1.2 s of one 1.7 s solve); a smaller cut pool
 #: measured ~1.25x faster on longest paths of a 10x10 grid (bench/graphs_large.py).
 PATH_HIGHS_HINTS: dict[str, object] = {"mip_pool_soft_limit": 200}
+#: Paths on graphs with fewer edges get no MIP start (:mod:`~cmab_milp.spaces.graph_starts`): a space-only rule,
+#: as for the root cuts (their queries solve in milliseconds).
+START_MIN_ARMS = 100
 
 
 class _GraphSpace(GraphCuts, ActionSpace):
@@ -225,6 +229,8 @@ class SpanningTrees(_GraphSpace):
     16
     """
 
+    _complement_cuts = True
+
     def __init__(self, graph: Any, *, labels: Iterable[Hashable] | None = None):
         super().__init__(graph, labels=labels)
         if not nx.is_connected(graph):
@@ -255,7 +261,7 @@ class SpanningTrees(_GraphSpace):
         return f
 
 
-class STPaths(_GraphSpace):
+class STPaths(PathStarts, _GraphSpace):
     """Simple paths from ``source`` to ``target`` (directed if the graph is).
 
     >>> import networkx as nx
@@ -406,6 +412,8 @@ class STPaths(_GraphSpace):
                 demand = {v: (0.0, (z,), (1.0,)) for v, z in visit.items()}
                 demand[self.t] = (1.0, (), ())
                 self._add_flow(f, self.s, float(self.n_nodes - 1), demand)
+        if self.d >= START_MIN_ARMS:  # rows added after this point are side rows to the start heuristic
+            f.solver_hints["start"] = {"space": self, "rows": f.n_rows}
         return f
 
     def _add_orientation(self, f: Formulation) -> None:
