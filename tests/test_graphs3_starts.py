@@ -348,3 +348,29 @@ def test_tree_separators_write_sparse_rows_only_on_the_hyperplane():
     cycle_heavy[: space.n_nodes - 1] = True  # 8 edges of the 3x3 grid: they close a cycle
     for row in space.separate_cycles(cycle_heavy):
         assert row_violation(row, cycle_heavy.astype(float)) > 0
+
+
+# ------------------------------------------------------------------ root cuts skipped for weights <= 0
+def test_root_cuts_skip_nonpositive_path_queries_only(monkeypatch):
+    monkeypatch.setattr(graphs, "PATH_ROOT_CUTS_MIN_EDGES", 0)
+    from cmab_milp.oracles.root_cuts import add_root_cuts
+
+    space = cm.STPaths(_grid(4), 0, 3)
+    formulation = space.formulation()
+    assert formulation.solver_hints["root_cuts"] == {"skip_nonpositive": True}
+    model = CompiledModel(formulation)
+    model.set_costs(-np.ones(space.d))
+    assert add_root_cuts(model, formulation) == 0 and model.num_rows == model.base_rows
+    model.set_costs(np.ones(space.d))  # longest paths: the LP holds cycles, the separators cut them
+    assert add_root_cuts(model, formulation) > 0
+    model.undo()
+    model.set_costs(-np.ones(space.d))
+    model.append_cols([1.0], [0.0], [1.0])  # another objective's column: no skipping on the arm costs alone
+    from cmab_milp.oracles.root_cuts import _nonpositive
+
+    assert not _nonpositive(model, formulation)
+    monkeypatch.setattr(graphs, "ORIENTED_PATHS", False)
+    assert "root_cuts" not in cm.STPaths(_grid(4), 0, 3).formulation().solver_hints  # unoriented: s-t cuts needed
+    monkeypatch.setattr(graphs, "ORIENTED_PATHS", True)
+    monkeypatch.setattr(graphs, "PATH_ROOT_CUTS_NONPOSITIVE", True)
+    assert "root_cuts" not in cm.STPaths(_grid(4), 0, 3).formulation().solver_hints

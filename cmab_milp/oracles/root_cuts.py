@@ -14,6 +14,10 @@ run on a separate LP of :meth:`~cmab_milp.spaces.formulation.Formulation.lp_core
 (kept per model, ten times faster on a 20x20 grid), given the model's arm costs,
 arm bounds and query rows.
 
+A formulation may ask for no rounds when every arm cost is <= 0
+(``solver_hints["root_cuts"] = {"skip_nonpositive": True}``: s-t paths, where
+such a query never gains from a cycle).
+
 Before the rounds, :func:`~cmab_milp.oracles.mip_starts.prepare_query` gives the
 model the query's MIP start and candidate hooks (:data:`PREPARE_QUERIES`; the
 cut loop's hook for the query, as this function is).
@@ -90,6 +94,8 @@ def add_root_cuts(
         prepare_query(model, formulation)
     if not formulation.fractional_separators or max_rounds == 0:
         return 0
+    if formulation.solver_hints.get("root_cuts", {}).get("skip_nonpositive") and _nonpositive(model, formulation):
+        return 0
     core = _core_model(model, formulation)
     query_rows = model.rows(model.base_rows, model.num_rows) if core is not None else []
     if any(c >= model.d for r in query_rows for c in r.cols):
@@ -106,6 +112,11 @@ def add_root_cuts(
         core.delete_rows(core.base_rows, core.num_rows)
     model.add_rows(cuts)
     return len(cuts)
+
+
+def _nonpositive(model: CompiledModel, formulation: Formulation) -> bool:
+    """Whether the model's objective is its arm costs alone (no other columns) and none is positive."""
+    return model.num_cols == formulation.n_cols and float(model.arm_columns()[0].max(initial=0.0)) <= 0.0
 
 
 def _rounds(lp: CompiledModel, formulation: Formulation, max_rounds: int, min_violation: float, relax: bool):
