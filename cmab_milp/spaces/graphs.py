@@ -34,6 +34,13 @@ Exactness of the formulations:
   are separated on the LP without them.
 * matchings use degree rows; they are integral as LPs on bipartite graphs.
 
+Speed-ups that change no answer's value: s-t paths from :data:`START_MIN_ARMS`
+edges name a MIP-start heuristic (:mod:`~cmab_milp.spaces.graph_starts`, used
+by :mod:`~cmab_milp.oracles.mip_starts`), and path queries whose weights are
+all <= 0 skip the root cuts (:data:`PATH_ROOT_CUTS_NONPOSITIVE`); spanning
+trees write a subtour row of a large set on its sparse side
+``a(E) - a(E(S)) >= n - |S|`` (equal to the dense row on ``sum a = n - 1``).
+
 Example
 -------
 >>> import networkx as nx
