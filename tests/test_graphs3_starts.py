@@ -374,3 +374,12 @@ def test_root_cuts_skip_nonpositive_path_queries_only(monkeypatch):
     monkeypatch.setattr(graphs, "ORIENTED_PATHS", True)
     monkeypatch.setattr(graphs, "PATH_ROOT_CUTS_NONPOSITIVE", True)
     assert "root_cuts" not in cm.STPaths(_grid(4), 0, 3).formulation().solver_hints
+
+
+def test_trees_and_small_paths_get_no_query_hooks():
+    for space in (cm.SpanningTrees(_grid(8)), cm.STPaths(_grid(3), 0, 8)):
+        formulation = space.formulation()
+        model = CompiledModel(formulation)
+        model.set_costs(np.ones(space.d))
+        prepare_query(model, formulation)
+        assert model.start is None and model.candidate_cuts is None and model.repair is None

@@ -38,7 +38,8 @@ from .highs_model import CompiledModel
 
 __all__ = ["COLLECT_CANDIDATE_CUTS", "prepare_query", "query_start", "side_rows"]
 
-#: Collect the cuts of every integer candidate HiGHS meets during a MILP solve (not only of its answer).
+#: Collect the cuts of every integer candidate HiGHS meets during a MILP solve (not only of its answer); for
+#: formulations that name a start heuristic (paths: longest 10x10 paths, 13 queries, mean 1.17 -> 0.79 s).
 COLLECT_CANDIDATE_CUTS = True
 
 
@@ -67,17 +68,20 @@ def side_rows(rows: list[Row], d: int) -> tuple[list[tuple[int, int]], tuple[np.
 def prepare_query(model: CompiledModel, formulation: Formulation) -> None:
     """Set the model's hooks for the query it holds now: a MIP start, the repair of candidates, candidate cuts.
 
-    Call it after the query's costs, bounds and rows are set (the model's ``undo`` clears the hooks).
+    Only for formulations that name a start heuristic. Call it after the query's costs, bounds and rows
+    are set (the model's ``undo`` clears the hooks).
     """
     if not _own_objective(model, formulation):
         return  # columns of another objective (the norm index's): its own loop, no hooks
+    hint = formulation.solver_hints.get("start")
+    if not hint:
+        return  # (collecting candidate cuts on trees measured slower: 20x20 + forbid_pairs 0.19 -> 0.28 s median)
     model.start = query_start(model, formulation)
     d = formulation.d
     if COLLECT_CANDIDATE_CUTS and formulation.separators:
         violated = formulation.violated_rows
         model.candidate_cuts = lambda values: violated(np.asarray(values[:d]) > 0.5)
-    hint = formulation.solver_hints.get("start")
-    if hint and model.candidate_cuts is not None:
+    if model.candidate_cuts is not None:
         space, rows = hint["space"], _side_rows_of(model, formulation, hint)
         _, lower, upper = model.arm_columns()
 
