@@ -383,3 +383,26 @@ def test_trees_and_small_paths_get_no_query_hooks():
         model.set_costs(np.ones(space.d))
         prepare_query(model, formulation)
         assert model.start is None and model.candidate_cuts is None and model.repair is None
+
+
+def test_a_start_that_is_no_action_changes_no_answer():
+    from cmab_milp.oracles.pipeline import certified_solve
+
+    space = cm.STPaths(_grid(4), 0, 15)
+    formulation = space.formulation()
+    brute = cm.make_oracle(space, "enumerate")
+    rng = np.random.default_rng(10)
+    for _ in range(4):
+        w = rng.normal(size=space.d)
+        query = brute.linear_query(w)
+        for bad in (np.ones(space.d, bool), np.zeros(space.d, bool)):
+            model = CompiledModel(formulation)
+            original = model.solve  # every cold solve gets the bad start
+
+            def solve(*args, _model=model, _bad=bad, _original=original, **kwargs):
+                _model.start = _bad
+                return _original(*args, **kwargs)
+
+            model.solve = solve
+            action, _ = certified_solve(model, query, formulation)
+            assert w @ action == pytest.approx(w @ brute.argmax(w), abs=1e-9)

@@ -92,7 +92,12 @@ class CompiledModel:
     callers may append columns and rows (:meth:`add_cols`, :meth:`add_rows`).
     It is the HiGHS :class:`~cmab_milp.oracles.pipeline.SolverModel`.
 
-    :meth:`approximate` turns on the certified approximate mode.
+    :meth:`approximate` turns on the certified approximate mode. Per-query hooks
+    (set by :func:`~cmab_milp.oracles.mip_starts.prepare_query`, cleared by
+    :meth:`undo`): a MIP start for every cold MILP solve, and the integer
+    candidates HiGHS meets (its solution callback; it has no lazy-constraint
+    callback that runs) checked for cuts, which :meth:`separate` hands to the cut
+    loop with a repaired candidate as the next start. None changes an optimum.
     """
 
     name = "HiGHS"
