@@ -9,7 +9,9 @@ and shortest s-t paths on a 17x17 grid (544 edges) with ``forbid_pairs``, alone
 and with a knapsack row (resource-constrained). ``--quick``: 16x16 / 8x8 / 12x12 sizes, 3
 queries, no scip.
 
-Variants: ``highs`` (root cuts on, the default), ``highs-noroot`` (root cuts
+Variants: ``highs`` (root cuts on, the default), ``highs-before`` (``highs`` without
+this round's MIP starts, candidate hooks, sparse tree rows and skipped root cuts:
+see :data:`VARIANT_FLAGS`), ``highs-noroot`` (root cuts
 off: lazy cuts on integer candidates only, as before issue 12), ``highs-flow``
 (root cuts plus the single-commodity flow rows of
 ``cmab_milp.spaces.graphs.FLOW_FORMULATION``), ``highs-unoriented`` (paths
@@ -34,6 +36,34 @@ the same formulation):
 | spanning trees 20x20 + knapsack | 2.5 median | 0.057 / 1.08 / 1.25 | - | 20 s limit, all 3 |
 
 (highs-noroot in the same run as the first two rows: 0.022 and 0.121 median.)
+
+Third round (MIP starts of paths: Dijkstra, Lagrangian for a knapsack row, detours;
+candidates of each lazy round repaired into the next round's start, and the cuts of
+every candidate HiGHS meets collected by its solution callback; no root cuts for path
+queries with weights <= 0; sparse spanning-tree subtour rows). One run, 9 queries,
+interleaved, seconds compile / median / max; ``highs-before`` is ``highs`` without them:
+
+| family | highs-before | highs now | gurobi | now / gurobi (median) |
+|---|---|---|---|---|
+| longest 10x10 | 0.006 / 1.091 / 5.79 | 0.018 / 0.403 / 2.31 | 0.223 / 0.50 | 1.81 (was 4.89) |
+| shortest 17x17 + forbid_pairs | 0.015 / 0.065 / 0.106 | 0.016 / 0.044 / 0.046 | 0.033 / 0.086 | 1.35 (was 1.98) |
+| shortest 17x17 + forbid + knapsack | 0.017 / 0.271 / 1.45 | 0.022 / 0.088 / 0.78 | 0.068 / 0.22 | 1.28 (was 3.97) |
+| spanning trees 20x20 + forbid_pairs | 0.016 / 0.245 / 0.67 | 0.032 / 0.208 / 0.45 | stopped (earlier runs) | ahead |
+| forests 20x20 + forbid_pairs | 0.010 / 0.136 / 1.44 | 0.059 / 0.209 / 1.48 | stopped (earlier runs) | ahead |
+| spanning trees 20x20 + knapsack | 0.021 / 0.866 / 1.78 | 0.018 / 0.663 / 1.22 | stopped (earlier runs) | ahead |
+
+(The tree rows are a second run, after the candidate hooks were limited to paths; forests
+run the same code in both variants, so their rows show the noise of the shared machine:
+in the first run they read 0.152 before and 0.144 now. Trees + knapsack in the first run:
+0.746 before, 0.441 now.)
+
+Tried and left out (measured, interleaved): tree MIP starts (Kruskal repaired to
+the side rows: no faster, slower with the knapsack row); connectivity rows instead
+of subtour rows for the cycles of integer path candidates (no fewer rounds);
+re-running the root cuts after each lazy round (they found nothing); stopping a
+HiGHS solve at its first rejected candidate (more rounds, slower); the flow rows
+(``highs-flow``); HiGHS options per family (``mip_allow_restart`` off: longest
+paths 25% faster on average but resource-constrained paths 2x slower).
 """
 
 from __future__ import annotations
@@ -44,6 +74,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from contextlib import contextmanager
 from pathlib import Path
 
 import networkx as nx
@@ -52,8 +83,33 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import cmab_milp as cm
+import cmab_milp.oracles.root_cuts as root_cuts
+import cmab_milp.spaces.graph_cuts as graph_cuts
 import cmab_milp.spaces.graphs as graphs
 from cmab_milp.oracles.base import OracleError
+
+#: Module switches of a variant, set while it builds and while it answers (the rest of the run keeps the defaults).
+#: ``highs-before``: this file's ``highs`` before the MIP starts, candidate hooks, sparse tree rows and the
+#: skipped root cuts of paths with weights <= 0 (issue 12, third round).
+VARIANT_FLAGS = {
+    "highs-before": [
+        (root_cuts, "PREPARE_QUERIES", False),
+        (graph_cuts, "SPARSE_TREE_CUTS", False),
+        (graphs, "PATH_ROOT_CUTS_NONPOSITIVE", True),
+    ],
+}
+
+
+@contextmanager
+def _flags(variant: str):
+    saved = [(module, name, getattr(module, name)) for module, name, _ in VARIANT_FLAGS.get(variant, ())]
+    try:
+        for module, name, value in VARIANT_FLAGS.get(variant, ()):
+            setattr(module, name, value)
+        yield
+    finally:
+        for module, name, value in saved:
+            setattr(module, name, value)
 
 
 def _grid(n: int) -> nx.Graph:
@@ -116,8 +172,9 @@ def build(variant: str, make_space: Callable[[], cm.ActionSpace], limit: float):
     graphs.FLOW_FORMULATION = variant == "highs-flow"
     graphs.ORIENTED_PATHS = variant != "highs-unoriented"
     try:
-        space = make_space()
-        space.formulation()
+        with _flags(variant):
+            space = make_space()
+            space.formulation()
     finally:
         graphs.FLOW_FORMULATION = False
         graphs.ORIENTED_PATHS = True
@@ -163,7 +220,8 @@ def run_family(name, make_space, make_query, variants, n, limit, seed=0):
         for v, (_, oracle, _) in built.items():
             start = time.perf_counter()
             try:
-                answer = _ask(oracle, q, limit)
+                with _flags(v):
+                    answer = _ask(oracle, q, limit)
                 times[v].append((time.perf_counter() - start, False))
                 values[v] = -np.inf if answer is None else float(q["weights"] @ answer)
             except (OracleError, _Stopped):
@@ -186,7 +244,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     n = args.queries or (3 if args.quick else 5)
     have = cm.available_backends()
-    variants = ["highs", "highs-noroot", "highs-flow", "highs-unoriented"]
+    variants = ["highs", "highs-before", "highs-noroot", "highs-flow", "highs-unoriented"]
     variants += [b for b in ("gurobi", "scip") if b in have and not (args.quick and b == "scip")]
     if args.variants:
         variants = [v for v in variants if v in args.variants.split(",")]

@@ -423,7 +423,7 @@ def test_solver_hints_survive_shifting_and_stacking():
     assert f.shifted(0, 2).solver_hints == f.solver_hints
     assert Formulation.stack([f, g]).solver_hints == {"highs": {"presolve": "off", "mip_heuristic_effort": 0.0}}
     with_budget = cm.STPaths(_grid(4), 0, 15).with_constraint(np.ones(24), "<=", 8).formulation()
-    assert with_budget.solver_hints == {"highs": graphs.PATH_HIGHS_HINTS}
+    assert with_budget.solver_hints == {"highs": graphs.PATH_HIGHS_HINTS, "root_cuts": {"skip_nonpositive": True}}
     assert with_budget.aux_optional.sum() == 24
 
 

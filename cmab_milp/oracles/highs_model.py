@@ -21,6 +21,7 @@ import os
 import sys
 import tempfile
 import threading
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -91,7 +92,12 @@ class CompiledModel:
     callers may append columns and rows (:meth:`add_cols`, :meth:`add_rows`).
     It is the HiGHS :class:`~cmab_milp.oracles.pipeline.SolverModel`.
 
-    :meth:`approximate` turns on the certified approximate mode.
+    :meth:`approximate` turns on the certified approximate mode. Per-query hooks
+    (set by :func:`~cmab_milp.oracles.mip_starts.prepare_query`, cleared by
+    :meth:`undo`): a MIP start for every cold MILP solve, and the integer
+    candidates HiGHS meets (its solution callback; it has no lazy-constraint
+    callback that runs) checked for cuts, which :meth:`separate` hands to the cut
+    loop with a repaired candidate as the next start. None changes an optimum.
     """
 
     name = "HiGHS"
@@ -137,6 +143,18 @@ class CompiledModel:
         self.tie_restarts = 0  # LP solves repeated from a cold start because of a possible tie
         self.base_rows = formulation.n_rows  # rows beyond these belong to the query being answered
         self._optimal = highspy.HighsModelStatus.kOptimal
+        # Hooks of one query (:func:`~cmab_milp.oracles.mip_starts.prepare_query` sets them; :meth:`undo` clears):
+        #: ``candidate_cuts(values) -> list[Row]``: the cuts an integer candidate violates (it is no action);
+        #: collected during a MILP solve from every candidate HiGHS meets, handed to the cut loop by :meth:`separate`.
+        self.candidate_cuts = None
+        #: ``repair(values) -> action | None``: an action made of a candidate that is no action; the best
+        #: one becomes the MIP start of the query's next solves.
+        self.repair = None
+        #: A MIP start (arm values of an action) for every cold MILP solve of this query.
+        self.start: np.ndarray | None = None
+        self._pending: dict = {}  # the cuts of this solve's candidates, in the order met (a dict keeps it)
+        self._watch = False
+        self._callbacks_on = False
         self._status = {self._optimal: "optimal", highspy.HighsModelStatus.kInfeasible: "infeasible"}
 
     # ------------------------------------------------------------- editing
@@ -176,6 +194,7 @@ class CompiledModel:
 
     def undo(self) -> None:
         """Delete every row beyond the formulation's (a query's restrictions and cuts)."""
+        self.start = self.repair = self.candidate_cuts = None
         n = self.h.getNumRow()
         if n > self.base_rows:
             self.delete_rows(self.base_rows, n)
@@ -420,7 +439,15 @@ class CompiledModel:
         h = self.h
         if self.integer and cold:
             h.clearSolver()
+        if self.integer and cold and self.start is not None:
+            h.setSolution(self.d, self.arm_idx, self.start.astype(float))
+        watch = self.integer and self.candidate_cuts is not None
+        if watch and not self._callbacks_on:
+            self._start_callbacks()
+        self._pending = {}
+        self._watch = watch
         run_status = h.run()
+        self._watch = False
         model_status = h.getModelStatus()
         # The per-query path: one comparison. (A run that errs never leaves the status 'Optimal'.)
         if model_status != self._optimal:
@@ -441,6 +468,42 @@ class CompiledModel:
         objective = h.getObjectiveValue()
         bound = h.getInfoValue("mip_dual_bound")[1] if self.integer else objective
         return SolveResult("optimal", solution.col_value, objective, bound)
+
+    def _start_callbacks(self) -> None:
+        """Watch the integer candidates of MILP solves (HiGHS has no lazy-constraint callback: it cannot be told
+        to reject one, but their cuts can join the next round of the cut loop)."""
+        kinds = self._hs.cb.HighsCallbackType
+        owner = weakref.ref(self)  # HiGHS holds the callback: no reference cycle through it
+
+        def callback(kind, message, data_out, data_in, user_data) -> None:
+            model = owner()
+            if model is not None and model._watch:
+                cuts = model.candidate_cuts(data_out.mip_solution)
+                if cuts:
+                    model._pending.update(dict.fromkeys(cuts))
+
+        self.h.setCallback(callback, None)
+        self.h.startCallback(kinds.kCallbackMipSolution)
+        self._callbacks_on = True
+
+    def separate(self, values, chosen) -> list[Row]:
+        """The cuts of the integer candidates the last MILP solve met, when its answer is no action either.
+
+        (The cut loop of :func:`~cmab_milp.oracles.pipeline.certified_solve` adds them with the answer's own.)
+        """
+        pending, self._pending = self._pending, {}
+        if self.candidate_cuts is None:
+            return []
+        own = set(self.candidate_cuts(values))
+        if not own:
+            return []
+        if self.repair is not None:
+            action = self.repair(values)
+            if action is not None:
+                costs = self.arm_columns()[0]
+                if self.start is None or costs @ action > costs @ self.start:
+                    self.start = action
+        return [row for row in pending if row not in own]
 
     def _limit_result(self) -> SolveResult:
         """A solve stopped by the time limit: its incumbent and bound when it has one (approximate mode)."""

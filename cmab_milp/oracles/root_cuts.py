@@ -14,6 +14,14 @@ run on a separate LP of :meth:`~cmab_milp.spaces.formulation.Formulation.lp_core
 (kept per model, ten times faster on a 20x20 grid), given the model's arm costs,
 arm bounds and query rows.
 
+A formulation may ask for no rounds when every arm cost is <= 0
+(``solver_hints["root_cuts"] = {"skip_nonpositive": True}``: s-t paths, where
+such a query never gains from a cycle).
+
+Before the rounds, :func:`~cmab_milp.oracles.mip_starts.prepare_query` gives the
+model the query's MIP start and candidate hooks (:data:`PREPARE_QUERIES`; the
+cut loop's hook for the query, as this function is).
+
 Tie rule: the relaxation starts cold (no basis of an earlier query is kept) and
 each round is a deterministic function of the query, so the set of cuts depends
 on the query and the space only. The caller removes the rows with the query's
@@ -42,8 +50,12 @@ import numpy as np
 
 from ..spaces.formulation import Formulation, Row
 from .highs_model import CompiledModel
+from .mip_starts import prepare_query
 
-__all__ = ["MAX_ROUNDS", "MIN_VIOLATION", "add_root_cuts"]
+__all__ = ["MAX_ROUNDS", "MIN_VIOLATION", "PREPARE_QUERIES", "add_root_cuts"]
+
+#: Also set the query's MIP start, candidate repair and candidate cuts (:func:`.mip_starts.prepare_query`).
+PREPARE_QUERIES = True
 
 #: Separation rounds per query (each is one LP re-solve from the last basis).
 MAX_ROUNDS = 100
@@ -78,7 +90,11 @@ def add_root_cuts(
         raise ValueError(f"max_rounds must be >= 0 and min_violation > 0, got {max_rounds} and {min_violation}")
     if model.d != formulation.d:
         raise ValueError(f"the model has {model.d} arm columns but the formulation d={formulation.d}")
+    if PREPARE_QUERIES:
+        prepare_query(model, formulation)
     if not formulation.fractional_separators or max_rounds == 0:
+        return 0
+    if formulation.solver_hints.get("root_cuts", {}).get("skip_nonpositive") and _nonpositive(model, formulation):
         return 0
     core = _core_model(model, formulation)
     query_rows = model.rows(model.base_rows, model.num_rows) if core is not None else []
@@ -96,6 +112,11 @@ def add_root_cuts(
         core.delete_rows(core.base_rows, core.num_rows)
     model.add_rows(cuts)
     return len(cuts)
+
+
+def _nonpositive(model: CompiledModel, formulation: Formulation) -> bool:
+    """Whether the model's objective is its arm costs alone (no other columns) and none is positive."""
+    return model.num_cols == formulation.n_cols and float(model.arm_columns()[0].max(initial=0.0)) <= 0.0
 
 
 def _rounds(lp: CompiledModel, formulation: Formulation, max_rounds: int, min_violation: float, relax: bool):

@@ -34,6 +34,13 @@ Exactness of the formulations:
   are separated on the LP without them.
 * matchings use degree rows; they are integral as LPs on bipartite graphs.
 
+Speed-ups that change no answer's value: s-t paths from :data:`START_MIN_ARMS`
+edges name a MIP-start heuristic (:mod:`~cmab_milp.spaces.graph_starts`, used
+by :mod:`~cmab_milp.oracles.mip_starts`), and path queries whose weights are
+all <= 0 skip the root cuts (:data:`PATH_ROOT_CUTS_NONPOSITIVE`); spanning
+trees write a subtour row of a large set on its sparse side
+``a(E) - a(E(S)) >= n - |S|`` (equal to the dense row on ``sum a = n - 1``).
+
 Example
 -------
 >>> import networkx as nx
@@ -56,6 +63,7 @@ import numpy as np
 from .base import ActionSpace, as_action
 from .formulation import Formulation, Row
 from .graph_cuts import _SEP_TOL, MAX_FLOWS_PER_CALL, GraphCuts  # noqa: F401 - MAX_FLOWS_PER_CALL's former home
+from .graph_starts import PathStarts
 from .labels import ArmLabels
 
 __all__ = ["GraphicMatroid", "Matchings", "STPaths", "SpanningTrees"]
@@ -71,10 +79,18 @@ ORIENTED_PATHS = True
 #: holds). Measured side by side: root cuts made 5x5-grid paths (40 edges, bench/oracle.py) 2.4x slower and
 #: 10x10-grid longest paths (180 edges) 1.9x faster.
 PATH_ROOT_CUTS_MIN_EDGES = 100
+#: Root cuts for path queries whose weights are all <= 0 (shortest paths). Off: a cycle only lowers such an
+#: objective and the orientation rows hold every s-t cut, so the separators found nothing on the measured
+#: queries while their LP cost 30-40 ms each (17x17 grid + forbid_pairs: median 0.083 -> 0.047 s; with a
+#: knapsack row 0.158 -> 0.102 s; 15 queries interleaved). A query-only rule (the tie rule holds).
+PATH_ROOT_CUTS_NONPOSITIVE = False
 #: HiGHS options of path MILPs on cyclic graphs (``Formulation.solver_hints``): after the root cuts HiGHS's own
 #: cut generation dominated path solves (4,781 cuts in 1.2 s of one 1.7 s solve); a smaller cut pool
 #: measured ~1.25x faster on longest paths of a 10x10 grid (bench/graphs_large.py).
 PATH_HIGHS_HINTS: dict[str, object] = {"mip_pool_soft_limit": 200}
+#: Paths on graphs with fewer edges get no MIP start (:mod:`~cmab_milp.spaces.graph_starts`): a space-only rule,
+#: as for the root cuts (their queries solve in milliseconds).
+START_MIN_ARMS = 100
 
 
 class _GraphSpace(GraphCuts, ActionSpace):
@@ -225,6 +241,8 @@ class SpanningTrees(_GraphSpace):
     16
     """
 
+    _complement_cuts = True
+
     def __init__(self, graph: Any, *, labels: Iterable[Hashable] | None = None):
         super().__init__(graph, labels=labels)
         if not nx.is_connected(graph):
@@ -255,7 +273,7 @@ class SpanningTrees(_GraphSpace):
         return f
 
 
-class STPaths(_GraphSpace):
+class STPaths(PathStarts, _GraphSpace):
     """Simple paths from ``source`` to ``target`` (directed if the graph is).
 
     >>> import networkx as nx
@@ -406,6 +424,10 @@ class STPaths(_GraphSpace):
                 demand = {v: (0.0, (z,), (1.0,)) for v, z in visit.items()}
                 demand[self.t] = (1.0, (), ())
                 self._add_flow(f, self.s, float(self.n_nodes - 1), demand)
+        if not PATH_ROOT_CUTS_NONPOSITIVE and (self.directed or self._oriented):  # (unoriented: s-t cuts needed)
+            f.solver_hints["root_cuts"] = {"skip_nonpositive": True}
+        if self.d >= START_MIN_ARMS:  # rows added after this point are side rows to the start heuristic
+            f.solver_hints["start"] = {"space": self, "rows": f.n_rows}
         return f
 
     def _add_orientation(self, f: Formulation) -> None:

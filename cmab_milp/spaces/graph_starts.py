@@ -1,0 +1,338 @@
+"""Good s-t paths, fast: the MIP starts of restricted path queries (Dijkstra, splicing, detours).
+
+:class:`PathStarts` is a mixin of :class:`~cmab_milp.spaces.graphs.STPaths`
+(it reads ``tail``, ``head``, ``n_nodes``, ``d``, ``s``, ``t``, ``directed`` and
+``_contains``):
+
+* :meth:`~PathStarts.start_action` answers ``max w @ a`` heuristically under
+  arm bounds (excluded arms; a path through included arms gets no start),
+  conflicting pairs (``forbid_pairs``) and at most one knapsack row
+  ``c @ a <= b`` (``c >= 0``): Dijkstra on the lengths ``max(-w, 0)`` (the exact
+  shortest path when ``w <= 0`` and there are no side rows), a path holding a
+  conflicting pair re-run with one of its two edges removed (a small search),
+  the knapsack row by a Lagrangian search (lengths of ``w - lam c``, ``lam``
+  bisected to the least value whose path fits), and on undirected graphs with
+  some weight > 0 the path grown by detours through unvisited nodes;
+* :meth:`~PathStarts.repair` turns an integer candidate of the degree model (a
+  path plus disjoint cycles, which the lazy cuts reject) into a path: the
+  cycles spliced in, then detours.
+
+The answer is an action of the space that obeys the bounds and side rows it
+was given, or ``None``. It is only a start: the MILP proves or improves it, so
+a poor start costs time, never exactness. (Starts for trees, Kruskal's greedy
+repaired to the side rows, measured no faster on 20x20 grids and slower with a
+knapsack row: HiGHS's own heuristics find such trees at once.)
+
+Example
+-------
+>>> import networkx as nx
+>>> import numpy as np
+>>> import cmab_milp as cm
+>>> space = cm.STPaths(nx.cycle_graph(4), 0, 2)  # edges (0,1) (0,3) (1,2) (2,3)
+>>> w = np.array([-1.0, -2.0, -1.0, -2.0])
+>>> space.start_action(w).astype(int).tolist()  # the shortest path 0-1-2
+[1, 0, 1, 0]
+>>> space.start_action(w, conflicts=[(0, 2)]).astype(int).tolist()
+[0, 1, 0, 1]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import pairwise
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import dijkstra
+
+__all__ = ["BISECTION_STEPS", "MAX_PATH_BRANCHES", "PathStarts"]
+
+#: Bisection steps of the Lagrangian multiplier of a knapsack row.
+BISECTION_STEPS = 24
+#: Dijkstra runs per path start when conflicting pairs must be branched on.
+MAX_PATH_BRANCHES = 32
+
+
+class PathStarts:
+    """Heuristic s-t paths (a mixin of :class:`~cmab_milp.spaces.graphs.STPaths`; see the module docstring)."""
+
+    def start_action(
+        self,
+        weights: np.ndarray,
+        lower: np.ndarray | None = None,
+        upper: np.ndarray | None = None,
+        conflicts: Sequence[tuple[int, int]] = (),
+        knapsack: tuple[np.ndarray, float] | None = None,
+    ) -> np.ndarray | None:
+        """A good action for ``max weights @ a`` (bool vector), or ``None``; see the module docstring.
+
+        ``lower`` / ``upper`` are arm bounds in {0, 1} (1 / 0 fix an arm), ``conflicts`` pairs of arms
+        never both chosen, ``knapsack = (c, b)`` the row ``c @ a <= b`` with ``c >= 0``.
+        """
+        w = np.asarray(weights, float)
+        if w.shape != (self.d,) or not np.isfinite(w).all():
+            raise ValueError(f"weights must be {self.d} finite numbers, got shape {w.shape}")
+        lower = np.zeros(self.d) if lower is None else np.asarray(lower, float)
+        upper = np.ones(self.d) if upper is None else np.asarray(upper, float)
+        forced, banned = lower > 0.5, upper < 0.5
+        if (forced & banned).any():
+            return None
+        pairs = [(int(i), int(j)) for i, j in conflicts]
+        if knapsack is None:
+            return self._checked(self._greedy(w, forced, banned, pairs), forced, banned, pairs, None)
+        c, b = np.asarray(knapsack[0], float), float(knapsack[1])
+        if c.shape != (self.d,) or (c < 0).any():
+            raise ValueError("a knapsack row needs d coefficients >= 0")
+        best, best_value = None, -np.inf
+
+        def attempt(lam: float) -> bool | None:  # True: fits the row, False: does not, None: no action
+            nonlocal best, best_value
+            a = self._greedy(w - lam * c, forced, banned, pairs)
+            if a is None:
+                return None
+            if c[a].sum() <= b + 1e-9 * (1.0 + abs(b)):
+                if self._checked(a, forced, banned, pairs, None) is not None and w[a].sum() > best_value:
+                    best, best_value = a, float(w[a].sum())
+                return True
+            return False
+
+        fits = attempt(0.0)
+        if fits is None or fits:
+            return best
+        top = float(np.abs(w).max(initial=0.0)) / max(float(c[c > 0].min(initial=1.0)), 1e-12) * 2.0 + 1.0
+        if not attempt(top):
+            return best
+        lo, hi = 0.0, top
+        for _ in range(BISECTION_STEPS):
+            mid = 0.5 * (lo + hi)
+            fits = attempt(mid)
+            if fits is None:
+                return best
+            lo, hi = (lo, mid) if fits else (mid, hi)
+        return best
+
+    def repair(self, action: np.ndarray, weights: np.ndarray) -> np.ndarray | None:
+        """A path made of an integer candidate of the degree model (an s-t path plus disjoint cycles), or ``None``.
+
+        Undirected paths only: each cycle is spliced into the path where a path
+        edge ``(p, q)`` and a cycle edge ``(c, e)`` have graph edges ``(p, c)`` and
+        ``(q, e)`` (the path then goes round the cycle from ``c`` to ``e``), the
+        splice of largest weight first; cycles that no splice reaches are dropped.
+        The path is then grown by detours through unvisited nodes while they add
+        weight. The answer may break bounds or side rows: the caller checks it.
+
+        >>> import networkx as nx
+        >>> from cmab_milp.spaces.graphs import STPaths
+        >>> space = STPaths(nx.convert_node_labels_to_integers(nx.grid_2d_graph(3, 3)), 0, 2)
+        >>> candidate = np.array([0, 1, 0, 1, 0, 1, 1, 1, 0, 0, 1, 0], bool)  # path 0-1-2, square 3-4-7-6
+        >>> space.path_nodes(space.repair(candidate, np.ones(space.d)))  # spliced, then the detour 7-8-5-4
+        [0, 3, 6, 7, 8, 5, 4, 1, 2]
+        """
+        a = np.asarray(action, bool)
+        if a.shape != (self.d,):
+            raise ValueError(f"action must hold {self.d} arm values, got shape {a.shape}")
+        if self.directed:
+            return None
+        w = np.asarray(weights, float)
+        nxt: dict[int, list[int]] = {}
+        for k in np.flatnonzero(a):
+            u, v = int(self.tail[k]), int(self.head[k])
+            nxt.setdefault(u, []).append(v)
+            nxt.setdefault(v, []).append(u)
+        if len(nxt.get(self.s, ())) != 1 or any(len(n) > 2 for n in nxt.values()):
+            return None
+
+        def walk(start: int, first: int) -> list[int]:  # along the chosen edges until an end or back at start
+            order, here = [start], first
+            while here != start and here is not None:
+                order.append(here)
+                step = [v for v in nxt[here] if v != order[-2]]
+                here = step[0] if step else None
+            return order
+
+        path = walk(self.s, nxt[self.s][0])
+        if path[-1] != self.t:
+            return None
+        seen = set(path)
+        cycles = []
+        for v in list(nxt):
+            if v not in seen:
+                cycle = walk(v, nxt[v][0])
+                seen.update(cycle)
+                cycles.append(cycle)
+        arc = self._arcs()
+        weight = {(u, v): w[k] for (u, v), k in arc.items()}
+        spliced = True
+        while cycles and spliced:
+            spliced = False
+            best = None
+            for ci, cycle in enumerate(cycles):
+                m = len(cycle)
+                for i in range(len(path) - 1):
+                    p, q = path[i], path[i + 1]
+                    for j in range(m):
+                        here, after = cycle[j], cycle[(j + 1) % m]
+                        for c, e, forward in ((here, after, True), (after, here, False)):
+                            if (p, c) in weight and (q, e) in weight:
+                                gain = weight[p, c] + weight[q, e] - weight[p, q] - weight[c, e]
+                                if best is None or gain > best[0]:
+                                    best = (gain, ci, i, j, forward)
+            if best is not None:
+                _, ci, i, j, forward = best
+                cycle = cycles.pop(ci)
+                m = len(cycle)
+                # from c round the cycle away from e, ending at e
+                if forward:  # c = cycle[j], e = cycle[j + 1]: go c, cycle[j - 1], ..., cycle[j + 1]
+                    tour = [cycle[(j - r) % m] for r in range(m)]
+                else:  # c = cycle[j + 1], e = cycle[j]: go c, cycle[j + 2], ..., cycle[j]
+                    tour = [cycle[(j + 1 + r) % m] for r in range(m)]
+                path = path[: i + 1] + tour + path[i + 1 :]
+                spliced = True
+        return self._as_action(self._grow(path, w))
+
+    def _arcs(self) -> dict[tuple[int, int], int]:
+        """``(u, v) -> edge index`` for both orientations of undirected edges (cached)."""
+        arc = self.__dict__.get("_arc_index")
+        if arc is None:
+            arc = {(int(u), int(v)): k for k, (u, v) in enumerate(zip(self.tail, self.head, strict=True))}
+            if not self.directed:
+                arc.update({(v, u): k for (u, v), k in list(arc.items())})
+            self.__dict__["_arc_index"] = arc
+        return arc
+
+    def _checked(self, a, forced, banned, pairs, knapsack) -> np.ndarray | None:
+        """``a`` when it is an action obeying the bounds and conflicts, else ``None``."""
+        if a is None or (forced & ~a).any() or (banned & a).any() or any(a[i] and a[j] for i, j in pairs):
+            return None
+        return a if self._contains(a) else None
+
+    def _greedy(self, w, forced, banned, pairs) -> np.ndarray | None:
+        a = self._dijkstra_path(w, forced, banned, pairs)
+        if a is None or self.directed or not (w > 0).any():
+            return a  # (with weights <= 0 no detour adds weight)
+        nodes = self._path_order(a)
+        return None if nodes is None else self._as_action(self._grow(nodes, w, banned, pairs))
+
+    def _path_order(self, a: np.ndarray) -> list[int] | None:
+        """The node order of a bool edge vector that is one s-t path (undirected), else ``None``."""
+        step: dict[int, list[int]] = {}
+        for k in np.flatnonzero(a):
+            u, v = int(self.tail[k]), int(self.head[k])
+            step.setdefault(u, []).append(v)
+            step.setdefault(v, []).append(u)
+        order, previous = [self.s], -1
+        while order[-1] != self.t:
+            ahead = [v for v in step.get(order[-1], ()) if v != previous]
+            if len(ahead) != 1 or len(order) > len(step):
+                return None
+            previous = order[-1]
+            order.append(ahead[0])
+        return order if len(order) == len(step) else None
+
+    def _as_action(self, nodes: list[int]) -> np.ndarray:
+        arc = self._arcs()
+        out = np.zeros(self.d, bool)
+        for u, v in pairwise(nodes):
+            out[arc[u, v]] = True
+        return out
+
+    def _grow(self, nodes: list[int], w: np.ndarray, banned=None, pairs=()) -> list[int]:
+        """Local search on an undirected path: replace an edge ``(p, q)`` by a detour ``p-x-q`` or ``p-x-y-q``
+        through unvisited nodes while that adds weight (first improvement), keeping off ``banned`` edges and
+        conflicting pairs."""
+        arc = self._arcs()
+        adj = self.__dict__.get("_adjacency")
+        if adj is None:
+            adj = [[] for _ in range(self.n_nodes)]
+            for (u, v), k in arc.items():
+                adj[u].append((v, k))
+            self.__dict__["_adjacency"] = adj
+        partners: dict[int, set[int]] = {}
+        for i, j in pairs:
+            partners.setdefault(i, set()).add(j)
+            partners.setdefault(j, set()).add(i)
+        nodes = list(nodes)
+        on = set(nodes)
+        chosen = {arc[u, v] for u, v in pairwise(nodes)}
+
+        def free(k: int, drop: int, new: tuple[int, ...]) -> bool:
+            if banned is not None and banned[k]:
+                return False
+            clash = partners.get(k)
+            return not clash or (not any(j in clash and j != drop for j in chosen) and not clash.intersection(new))
+
+        for _ in range(4 * self.n_nodes):  # each step adds a node: at most n steps, the cap is a safety net
+            best = None
+            for i in range(len(nodes) - 1):
+                p, q = nodes[i], nodes[i + 1]
+                pq = arc[p, q]
+                for x, px in adj[p]:
+                    if x in on or not free(px, pq, ()):
+                        continue
+                    xq = arc.get((x, q))
+                    if xq is not None and free(xq, pq, (px,)):
+                        gain = w[px] + w[xq] - w[pq]
+                        if gain > 1e-12 and (best is None or gain > best[0]):
+                            best = (gain, i, (x,), (px, xq))
+                    for y, xy in adj[x]:
+                        yq = arc.get((y, q))
+                        if y in on or yq is None or not free(xy, pq, (px,)) or not free(yq, pq, (px, xy)):
+                            continue
+                        gain = w[px] + w[xy] + w[yq] - w[pq]
+                        if gain > 1e-12 and (best is None or gain > best[0]):
+                            best = (gain, i, (x, y), (px, xy, yq))
+            if best is None:
+                break
+            _, i, inserted, edges = best
+            chosen.discard(arc[nodes[i], nodes[i + 1]])
+            chosen.update(edges)
+            on.update(inserted)
+            nodes[i + 1 : i + 1] = list(inserted)
+        return nodes
+
+    def _dijkstra_path(self, w, forced, banned, pairs) -> np.ndarray | None:
+        """Shortest s-t path on lengths ``-w >= 0`` avoiding banned arms; conflicts by branching on a pair."""
+        if forced.any():
+            return None  # a path through given edges is no shortest-path problem
+        directed = self.directed
+        length = np.maximum(-w, 0.0) + 1e-12  # csgraph drops explicit zeros: keep every edge present
+        best, best_value, runs = None, -np.inf, 0
+        stack = [banned.copy()]
+        while stack and runs < MAX_PATH_BRANCHES:
+            ban = stack.pop()
+            runs += 1
+            a = self._shortest(length, ban, directed)
+            if a is None:
+                continue
+            value = float(w[a].sum())
+            if value <= best_value:
+                continue  # more bans only lengthen the path
+            clash = next(((i, j) for i, j in pairs if a[i] and a[j]), None)
+            if clash is None:
+                best, best_value = a, value
+                continue
+            for k in clash:
+                more = ban.copy()
+                more[k] = True
+                stack.append(more)
+        return best
+
+    def _shortest(self, length: np.ndarray, ban: np.ndarray, directed: bool) -> np.ndarray | None:
+        keep = np.flatnonzero(~ban)
+        n, s, t = self.n_nodes, self.s, self.t
+        tails, heads = self.tail[keep], self.head[keep]
+        if not directed:
+            tails, heads, keep = np.concatenate([tails, heads]), np.concatenate([heads, tails]), np.tile(keep, 2)
+        # parallel arcs cannot occur (simple graphs); an undirected edge gives one arc each way
+        graph = sp.csr_matrix((length[keep], (tails, heads)), shape=(n, n))
+        _, pred = dijkstra(graph, directed=True, indices=s, return_predecessors=True)
+        if pred[t] < 0:
+            return None
+        arc = self._arcs()
+        a = np.zeros(self.d, bool)
+        v = t
+        while v != s:
+            u = int(pred[v])
+            a[arc[u, v]] = True
+            v = u
+        return a

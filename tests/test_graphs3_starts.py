@@ -1,0 +1,408 @@
+"""MIP starts of path queries, repaired candidates, collected candidate cuts and sparse tree rows (issue 12).
+
+Heuristics are checked against brute force on small graphs: every start is an
+action obeying the bounds and side rows it was given, the Dijkstra start is the
+optimum when the weights are <= 0 and no side row binds, the repair of a path
+plus disjoint cycles is a path worth at least its path part, and detours never
+lose weight. Queries with the starts and hooks on are checked against
+enumeration (restrictions and knapsack rows included) and for history
+independence; the sparse form of a spanning tree's subtour row is checked to
+be the same inequality as the dense one on the tree hyperplane.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import networkx as nx
+import numpy as np
+import pytest
+
+import cmab_milp as cm
+import cmab_milp.spaces.graphs as graphs
+from cmab_milp.oracles import mip_starts, root_cuts
+from cmab_milp.oracles.highs_model import CompiledModel
+from cmab_milp.oracles.mip_starts import prepare_query, query_start, side_rows
+from cmab_milp.spaces.formulation import Row, row_violation
+
+
+def _grid(n: int, m: int | None = None) -> nx.Graph:
+    return nx.convert_node_labels_to_integers(nx.grid_2d_graph(n, m or n))
+
+
+def _path_spaces() -> list[cm.STPaths]:
+    out = [cm.STPaths(_grid(3), 0, 8), cm.STPaths(_grid(3, 4), 0, 11), cm.STPaths(nx.petersen_graph(), 0, 7)]
+    out += [
+        cm.STPaths(nx.gnm_random_graph(8, 14, seed=s), 0, 5)
+        for s in range(3)
+        if nx.has_path(nx.gnm_random_graph(8, 14, seed=s), 0, 5)
+    ]
+    out.append(cm.STPaths(nx.gnm_random_graph(7, 16, seed=1, directed=True), 0, 6))
+    return out
+
+
+def _adjacent_pairs(space, rng, k=2) -> list[tuple[int, int]]:
+    pairs = []
+    while len(pairs) < k:
+        i, j = sorted(rng.choice(space.d, 2, replace=False).tolist())
+        if set(space.arms[i]) & set(space.arms[j]):
+            pairs.append((i, j))
+    return pairs
+
+
+def _feasible(actions, lower=None, upper=None, pairs=(), knapsack=None) -> np.ndarray:
+    keep = np.ones(len(actions), bool)
+    if lower is not None:
+        keep &= (actions >= (lower > 0.5)).all(axis=1)
+    if upper is not None:
+        keep &= ~(actions & (upper < 0.5)).any(axis=1)
+    for i, j in pairs:
+        keep &= ~(actions[:, i] & actions[:, j])
+    if knapsack is not None:
+        keep &= actions @ knapsack[0] <= knapsack[1] + 1e-9
+    return actions[keep]
+
+
+# ------------------------------------------------------------------ start_action
+def test_dijkstra_start_is_the_optimum_for_weights_below_zero():
+    rng = np.random.default_rng(0)
+    for space in _path_spaces():
+        actions = space.enumerate()
+        for _ in range(5):
+            w = -rng.uniform(0.1, 1.0, space.d)
+            start = space.start_action(w)
+            assert space.contains(start)
+            assert w @ start == pytest.approx((actions @ w).max(), abs=1e-9)
+
+
+def test_starts_obey_bounds_conflicts_and_knapsack_rows():
+    rng = np.random.default_rng(1)
+    for space in _path_spaces():
+        actions = space.enumerate()
+        for trial in range(6):
+            w = rng.normal(size=space.d) if trial % 2 else -rng.uniform(0.1, 1.0, space.d)
+            upper = np.ones(space.d)
+            upper[rng.choice(space.d, 2, replace=False)] = 0.0
+            pairs = _adjacent_pairs(space, rng)
+            c = rng.uniform(0.5, 1.5, space.d)
+            b = float(np.quantile(actions @ c, 0.4))
+            start = space.start_action(w, None, upper, pairs, (c, b))
+            left = _feasible(actions, None, upper, pairs, (c, b))
+            if start is None:
+                continue  # a heuristic may find nothing; when it finds something, it is feasible
+            assert space.contains(start) and any((start == a).all() for a in left)
+            assert w @ start <= (left @ w).max() + 1e-9
+
+
+def test_lagrangian_start_fits_a_binding_knapsack_row():
+    space = cm.STPaths(_grid(4), 0, 15)
+    actions = space.enumerate()
+    rng = np.random.default_rng(2)
+    found = 0
+    for _ in range(8):
+        w = -rng.uniform(0.1, 1.0, space.d)
+        c = rng.uniform(0.5, 1.5, space.d)
+        b = float(np.quantile(actions @ c, 0.05))
+        unconstrained = space.start_action(w)
+        start = space.start_action(w, knapsack=(c, b))
+        if c @ unconstrained > b and start is not None:  # the row binds and the search found a fitting path
+            found += 1
+            assert c @ start <= b + 1e-9 and space.contains(start)
+    assert found >= 4
+
+
+def test_start_refuses_bad_input_and_impossible_bounds():
+    space = cm.STPaths(_grid(3), 0, 8)
+    with pytest.raises(ValueError, match="weights must be 12 finite numbers"):
+        space.start_action(np.ones(3))
+    with pytest.raises(ValueError, match="weights must be"):
+        space.start_action(np.full(space.d, np.nan))
+    with pytest.raises(ValueError, match="knapsack row needs d coefficients >= 0"):
+        space.start_action(-np.ones(space.d), knapsack=(-np.ones(space.d), 1.0))
+    lower, upper = np.zeros(space.d), np.ones(space.d)
+    lower[0] = upper[0] = 0.5  # neither fixed in nor out: no contradiction
+    assert space.start_action(-np.ones(space.d), np.ones(space.d), np.zeros(space.d)) is None  # in and out at once
+    upper[:] = 0.0
+    assert space.start_action(-np.ones(space.d), None, upper) is None  # every edge excluded: no path
+
+
+# ------------------------------------------------------------------ repair and detours
+def _candidates_with_cycles(space, rng, n=20) -> list[np.ndarray]:
+    """Integer points of the degree model: a path plus vertex-disjoint cycles (by brute force)."""
+    paths = space.enumerate()
+    cycles = []
+    for cycle in nx.simple_cycles(space.graph.to_directed()):
+        if len(cycle) >= 3 and space.s not in cycle and space.t not in cycle:
+            a = np.zeros(space.d, bool)
+            for u, v in zip(cycle, cycle[1:] + cycle[:1], strict=True):
+                a[space._arcs()[u, v]] = True
+            cycles.append((set(cycle), a))
+    out = []
+    for _ in range(200):
+        if len(out) >= n or not cycles:
+            break
+        path = paths[rng.integers(len(paths))]
+        nodes = set(space.tail[path]) | set(space.head[path])
+        nodes_c, cyc = cycles[rng.integers(len(cycles))]
+        if not nodes & nodes_c:
+            out.append(path | cyc)
+    return out
+
+
+def test_repair_turns_a_path_plus_cycles_into_a_path_worth_at_least_the_path():
+    rng = np.random.default_rng(3)
+    checked = 0
+    for space in [cm.STPaths(_grid(4), 0, 3), cm.STPaths(_grid(3, 5), 0, 4), cm.STPaths(nx.petersen_graph(), 0, 1)]:
+        for candidate in _candidates_with_cycles(space, rng):
+            w = rng.uniform(0.1, 1.0, space.d)
+            assert not space.contains(candidate)
+            fixed = space.repair(candidate, w)
+            path_part = candidate.copy()
+            roots = space._components(candidate)[0]
+            path_part &= roots[space.tail] == roots[space.s]
+            assert space.contains(fixed)
+            assert w @ fixed >= w @ path_part - 1e-12
+            checked += 1
+    assert checked >= 8
+
+
+def test_repair_splices_every_cycle_on_a_grid_square():
+    space = cm.STPaths(_grid(3), 0, 2)
+    candidate = np.zeros(space.d, bool)
+    arcs = space._arcs()
+    for u, v in [(0, 1), (1, 2), (3, 4), (4, 7), (7, 6), (6, 3)]:
+        candidate[arcs[u, v]] = True
+    fixed = space.repair(candidate, np.ones(space.d))
+    assert space.contains(fixed) and int(fixed.sum()) == 8  # all 9 nodes: a Hamiltonian path
+
+
+def test_repair_leaves_directed_graphs_and_refuses_bad_shapes():
+    directed = cm.STPaths(nx.DiGraph([(0, 1), (1, 2), (2, 0), (1, 3)]), 0, 3)
+    assert directed.repair(np.ones(directed.d, bool), np.ones(directed.d)) is None
+    space = cm.STPaths(_grid(3), 0, 8)
+    with pytest.raises(ValueError, match="action must hold 12 arm values"):
+        space.repair(np.ones(3, bool), np.ones(space.d))
+    assert space.repair(np.zeros(space.d, bool), np.ones(space.d)) is None  # no path from s
+
+
+def test_detours_keep_a_path_and_never_lose_weight():
+    rng = np.random.default_rng(4)
+    for space in _path_spaces()[:4]:
+        for a in space.enumerate()[:15]:
+            w = rng.normal(size=space.d)
+            grown = space._as_action(space._grow(space._path_order(a), w))
+            assert space.contains(grown) and w @ grown >= w @ a - 1e-12
+
+
+# ------------------------------------------------------------------ side rows and the model's hooks
+def test_side_rows_reads_pairs_and_one_knapsack_row_and_refuses_the_rest():
+    inf = np.inf
+    pairs, knapsack = side_rows([Row((0, 2), (1.0, 1.0), -inf, 1.0), Row((1, 2), (2.0, 0.5), -inf, 1.5)], 3)
+    assert pairs == [(0, 2)] and knapsack[1] == 1.5 and knapsack[0].tolist() == [0.0, 2.0, 0.5]
+    assert side_rows([Row((0,), (1.0,), 1.0, inf)], 3) is None  # a >= row
+    assert side_rows([Row((0, 1), (1.0, -1.0), -inf, 0.0)], 3) is None  # a negative coefficient
+    assert side_rows([Row((0, 5), (1.0, 1.0), -inf, 1.0)], 3) is None  # another column
+    two = [Row((0,), (1.0,), -inf, 1.0), Row((1,), (1.0,), -inf, 1.0)]
+    assert side_rows(two, 3) is None  # two knapsack rows
+
+
+def test_query_start_obeys_the_query_rows_and_skips_other_objectives(monkeypatch):
+    monkeypatch.setattr(graphs, "START_MIN_ARMS", 0)
+    rng = np.random.default_rng(5)
+    space = cm.STPaths(_grid(4), 0, 15)
+    actions = space.enumerate()
+    formulation = space.formulation()
+    model = CompiledModel(formulation)
+    for _ in range(5):
+        w = -rng.uniform(0.1, 1.0, space.d)
+        pairs = _adjacent_pairs(space, rng, 3)
+        model.set_costs(w)
+        model.add_rows([Row(p, (1.0, 1.0), -np.inf, 1.0) for p in pairs])
+        start = query_start(model, formulation)
+        assert start is not None and any((start == a).all() for a in _feasible(actions, pairs=pairs))
+        model.undo()
+    model.append_cols([0.0], [0.0], [1.0])  # a column of another objective (as the norm index adds)
+    assert query_start(model, formulation) is None
+    prepare_query(model, formulation)
+    assert model.start is None and model.candidate_cuts is None
+
+
+def test_no_start_below_the_size_gate():
+    small = cm.STPaths(_grid(3), 0, 8)
+    assert "start" not in small.formulation().solver_hints
+    assert "start" in cm.STPaths(_grid(8), 0, 63).formulation().solver_hints
+    assert "start" not in cm.SpanningTrees(_grid(8)).formulation().solver_hints  # trees: measured no gain
+
+
+def test_collected_candidate_cuts_are_valid_and_only_used_when_the_answer_is_no_action(monkeypatch):
+    monkeypatch.setattr(graphs, "START_MIN_ARMS", 0)
+    monkeypatch.setattr(graphs, "PATH_ROOT_CUTS_MIN_EDGES", 0)
+    space = cm.STPaths(_grid(4), 0, 1)
+    actions = space.enumerate()
+    formulation = space.formulation()
+    model = CompiledModel(formulation)
+    square = {(10, 11), (11, 15), (14, 15), (10, 14)}
+    w = np.array([5.0 if e in square else -3.0 for e in space.arms])  # a far square worth more than any detour
+    model.set_costs(w)
+    prepare_query(model, formulation)
+    result = model.solve()
+    chosen = np.asarray(result.values[: space.d]) > 0.5
+    own = formulation.violated_rows(chosen)
+    assert own, "the first MILP answer should hold a cycle"
+    extra = model.separate(result.values, chosen)
+    for row in [*own, *extra]:
+        activity = actions[:, list(row.cols)].astype(float) @ np.array(row.coefs)
+        assert ((activity >= row.lb - 1e-9) & (activity <= row.ub + 1e-9)).all()
+    assert model.start is not None and space.contains(model.start)  # the repaired candidate
+    assert model.separate(result.values, chosen) == []  # consumed
+    path = actions[0]
+    values = np.concatenate([path.astype(float), np.zeros(model.num_cols - space.d)])
+    model._pending = {own[0]: None}
+    assert model.separate(values, path) == []  # an answer that is an action: nothing added
+    model.undo()
+    assert model.start is None and model.repair is None and model.candidate_cuts is None
+
+
+# ------------------------------------------------------------------ queries against enumeration
+def _oracle_pair(space):
+    return cm.make_oracle(space, "highs", verify=True), cm.make_oracle(space, "enumerate")
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0, 0.0])
+def test_path_queries_with_starts_match_enumeration(sign, monkeypatch):
+    monkeypatch.setattr(graphs, "START_MIN_ARMS", 0)
+    monkeypatch.setattr(graphs, "PATH_ROOT_CUTS_MIN_EDGES", 0)
+    rng = np.random.default_rng(6)
+    resource = rng.uniform(0.5, 1.5, 24)
+    spaces = [cm.STPaths(_grid(4), 0, 15), cm.STPaths(_grid(4), 0, 3).with_constraint(resource, "<=", 7.0)]
+    for space in spaces:
+        highs, brute = _oracle_pair(space)
+        for _ in range(6):
+            w = rng.uniform(0.1, 1.0, space.d) * sign if sign else rng.normal(size=space.d)
+            query = {"weights": w, "forbid_pairs": _adjacent_pairs(space, rng, 2), "exclude": [int(rng.integers(24))]}
+            a, b = highs.argmax(**query), brute.argmax(**query)
+            assert (a is None) == (b is None)
+            if a is not None:
+                assert w @ a == pytest.approx(w @ b, abs=1e-9)
+
+
+def test_starts_change_no_value_and_keep_answers_independent_of_history(monkeypatch):
+    monkeypatch.setattr(graphs, "START_MIN_ARMS", 0)
+    monkeypatch.setattr(graphs, "PATH_ROOT_CUTS_MIN_EDGES", 0)
+    space = cm.STPaths(_grid(5), 0, 24)
+    rng = np.random.default_rng(7)
+    queries = [{"weights": rng.uniform(0.1, 1.0, space.d)} for _ in range(3)]
+    queries += [{"weights": -rng.uniform(0.1, 1.0, space.d), "forbid_pairs": _adjacent_pairs(space, rng)}]
+    fresh = [cm.make_oracle(space, "highs").argmax(**q) for q in queries]
+    busy = cm.make_oracle(space, "highs")
+    for q in reversed(queries):
+        busy.argmax(**q)
+    again = [busy.argmax(**q) for q in queries]
+    assert all((a == b).all() for a, b in zip(fresh, again, strict=True))
+    monkeypatch.setattr(root_cuts, "PREPARE_QUERIES", False)
+    off = cm.make_oracle(space, "highs")
+    for q, a in zip(queries, fresh, strict=True):
+        assert q["weights"] @ off.argmax(**q) == pytest.approx(q["weights"] @ a, abs=1e-9)
+
+
+def test_collection_switch_keeps_answers(monkeypatch):
+    monkeypatch.setattr(graphs, "START_MIN_ARMS", 0)
+    monkeypatch.setattr(graphs, "PATH_ROOT_CUTS_MIN_EDGES", 0)
+    space = cm.STPaths(_grid(4), 0, 15)
+    w = np.random.default_rng(8).uniform(0.1, 1.0, space.d)
+    on = cm.make_oracle(space, "highs").argmax(w)
+    monkeypatch.setattr(mip_starts, "COLLECT_CANDIDATE_CUTS", False)
+    off = cm.make_oracle(space, "highs").argmax(w)
+    assert w @ on == pytest.approx(w @ off, abs=1e-9)
+
+
+# ------------------------------------------------------------------ sparse spanning-tree rows
+def _all_sets(n: int):
+    for r in range(2, n):
+        yield from itertools.combinations(range(n), r)
+
+
+def test_sparse_tree_rows_are_the_dense_rows_on_the_tree_hyperplane():
+    space = cm.SpanningTrees(nx.complete_graph(5))
+    trees = space.enumerate()
+    rng = np.random.default_rng(9)
+    sparse_seen = 0
+    for nodes in _all_sets(space.n_nodes):
+        mask = np.zeros(space.n_nodes, bool)
+        mask[list(nodes)] = True
+        dense, sparse = space._subtour_row(mask), space._subtour_row(mask, sparse=True)
+        sparse_seen += sparse.lb > -np.inf
+        activity = trees[:, list(sparse.cols)].astype(float).sum(axis=1)
+        assert (activity >= sparse.lb - 1e-9).all()  # valid for every spanning tree
+        for _ in range(5):  # points with sum x = n - 1: same violation
+            x = rng.dirichlet(np.ones(space.d)) * (space.n_nodes - 1)
+            assert row_violation(dense, x) == pytest.approx(row_violation(sparse, x), abs=1e-9)
+    assert sparse_seen > 0
+
+
+def test_tree_separators_write_sparse_rows_only_on_the_hyperplane():
+    space = cm.SpanningTrees(_grid(3))
+    x_off = np.full(space.d, 0.9)  # sum 10.8 != 8
+    assert all(r.lb == -np.inf for r in space.separate_subtours_lp(x_off))
+    cycle_heavy = np.zeros(space.d, bool)
+    cycle_heavy[: space.n_nodes - 1] = True  # 8 edges of the 3x3 grid: they close a cycle
+    for row in space.separate_cycles(cycle_heavy):
+        assert row_violation(row, cycle_heavy.astype(float)) > 0
+
+
+# ------------------------------------------------------------------ root cuts skipped for weights <= 0
+def test_root_cuts_skip_nonpositive_path_queries_only(monkeypatch):
+    monkeypatch.setattr(graphs, "PATH_ROOT_CUTS_MIN_EDGES", 0)
+    from cmab_milp.oracles.root_cuts import add_root_cuts
+
+    space = cm.STPaths(_grid(4), 0, 3)
+    formulation = space.formulation()
+    assert formulation.solver_hints["root_cuts"] == {"skip_nonpositive": True}
+    model = CompiledModel(formulation)
+    model.set_costs(-np.ones(space.d))
+    assert add_root_cuts(model, formulation) == 0 and model.num_rows == model.base_rows
+    model.set_costs(np.ones(space.d))  # longest paths: the LP holds cycles, the separators cut them
+    assert add_root_cuts(model, formulation) > 0
+    model.undo()
+    model.set_costs(-np.ones(space.d))
+    model.append_cols([1.0], [0.0], [1.0])  # another objective's column: no skipping on the arm costs alone
+    from cmab_milp.oracles.root_cuts import _nonpositive
+
+    assert not _nonpositive(model, formulation)
+    monkeypatch.setattr(graphs, "ORIENTED_PATHS", False)
+    assert "root_cuts" not in cm.STPaths(_grid(4), 0, 3).formulation().solver_hints  # unoriented: s-t cuts needed
+    monkeypatch.setattr(graphs, "ORIENTED_PATHS", True)
+    monkeypatch.setattr(graphs, "PATH_ROOT_CUTS_NONPOSITIVE", True)
+    assert "root_cuts" not in cm.STPaths(_grid(4), 0, 3).formulation().solver_hints
+
+
+def test_trees_and_small_paths_get_no_query_hooks():
+    for space in (cm.SpanningTrees(_grid(8)), cm.STPaths(_grid(3), 0, 8)):
+        formulation = space.formulation()
+        model = CompiledModel(formulation)
+        model.set_costs(np.ones(space.d))
+        prepare_query(model, formulation)
+        assert model.start is None and model.candidate_cuts is None and model.repair is None
+
+
+def test_a_start_that_is_no_action_changes_no_answer():
+    from cmab_milp.oracles.pipeline import certified_solve
+
+    space = cm.STPaths(_grid(4), 0, 15)
+    formulation = space.formulation()
+    brute = cm.make_oracle(space, "enumerate")
+    rng = np.random.default_rng(10)
+    for _ in range(4):
+        w = rng.normal(size=space.d)
+        query = brute.linear_query(w)
+        for bad in (np.ones(space.d, bool), np.zeros(space.d, bool)):
+            model = CompiledModel(formulation)
+            original = model.solve  # every cold solve gets the bad start
+
+            def solve(*args, _model=model, _bad=bad, _original=original, **kwargs):
+                _model.start = _bad
+                return _original(*args, **kwargs)
+
+            model.solve = solve
+            action, _ = certified_solve(model, query, formulation)
+            assert w @ action == pytest.approx(w @ brute.argmax(w), abs=1e-9)
