@@ -67,6 +67,7 @@ from .cuts import ConvexCuts, Exclusions, add_no_good
 from .gradient import GradientCuts, positive_definite, well_scaled
 from .lifting import Lifted, quadratic_form_bounds
 from .local_search import ascend, improve_locally
+from .minus_branch import LinearOracleBranch, applies
 from .outer import outer_approximation, square_root_rows
 from .scaling import proven, unit_objective, unit_scale
 from .secants import PiecewiseSqrt, sqrt_grid, window_top
@@ -115,6 +116,9 @@ _SPACE_CUTS = True
 _SPACE_CUT_PASSES = 3
 #: Sign -1 by :mod:`.outer` (disaggregated tangents, M PSD) instead of the secants: off, slower (see its docstring).
 _MINUS_OUTER = False
+#: Sign -1 by :mod:`.minus_branch` (branch and bound on the space's combinatorial linear oracle, convex-hull
+#: bounds) when ``M`` is definite and the space has one; otherwise the secant MILPs.
+_MINUS_BRANCH = True
 #: ``delta``, the smallest ``L`` handled by tangents, as a fraction of the largest ``L``.
 _DELTA_FRACTION = 1e-6
 
@@ -364,6 +368,8 @@ class NormSolver:
             return best, top
         best, best_value = self._best_hint(best, best_value)
         best, best_value = self._improve_locally(best, best_value)
+        if _MINUS_BRANCH and applies(self.oracle.space) and positive_definite(q.M, self.arms):
+            return self._branch_minus(best, best_value)
         R = square_root_rows(q.M, self.arms) if _MINUS_OUTER and well_scaled(q) and len(self.arms) else None
         if R is not None:
             self.stats.method = "outer-approximation"
@@ -431,6 +437,17 @@ class NormSolver:
         self.stats.extra["gradient_cuts"] = 0 if gradient is None else gradient.cuts
         self.stats.extra["pieces"] = 0 if secants is None else len(secants.points) - 1
         return best, max(bound, best_value)
+
+    def _branch_minus(self, best: np.ndarray, best_value: float) -> tuple[np.ndarray | None, float]:
+        """Sign -1 by :class:`~.minus_branch.LinearOracleBranch` (``M`` definite, a combinatorial space)."""
+        self.stats.method = "branch-linear-oracle"
+        search = LinearOracleBranch(self.oracle.space, self.query, self.arms, self.deadline, _clock)
+        try:
+            best, best_value, bound = search.run(best, best_value)
+        finally:
+            self.stats.extra["nodes"] = search.nodes
+            self.stats.extra["linear_queries"] = search.queries
+        return best, bound
 
     def _space_cuts(self, model: CompiledModel) -> int:
         """The space's rows violated at the LP relaxation's points (:func:`~cmab_milp.oracles.root_cuts.add_root_cuts`).
