@@ -276,7 +276,7 @@ def test_the_time_limit_holds_for_the_whole_norm_query(monkeypatch):
 
 @pytest.fixture
 def secant_method(monkeypatch):
-    """Sign -1 by the MILPs (secants, or the outer approximation), not by :mod:`~cmab_milp.oracles.norm.minus_branch`."""
+    """Sign -1 by the MILPs (secants or outer approximation), not :mod:`~cmab_milp.oracles.norm.minus_branch`."""
     from cmab_milp.oracles.norm import solver
 
     monkeypatch.setattr(solver, "_MINUS_BRANCH", False)

@@ -51,11 +51,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ...spaces import Matchings, STPaths
 from ..base import LinearQuery, NormQuery
 from ..combinatorial import _SOLVERS
 from ..highs_model import LimitReached
 from ..queries import Restrictions
-from ...spaces import Matchings, STPaths
 from .scaling import proven
 
 __all__ = ["LinearOracleBranch", "applies", "line_maximum"]
