@@ -61,13 +61,14 @@ from .scaling import proven
 __all__ = ["LinearOracleBranch", "applies", "line_maximum"]
 
 #: Frank-Wolfe steps per node at most.
-_STEPS = 40
+_STEPS = 12
 #: A node stops its steps when its bound is within this (relative) of its relaxed value.
 _REL_GAP = 1e-4
 #: Rounding allowance of a bound, in units of ``d * eps`` times the terms' magnitudes.
 _ROUND = 8.0
 #: Nodes explored before the query is declared unproven (the time limit usually comes first).
 _MAX_NODES = 1_000_000
+_EPS = float(np.finfo(float).eps)
 
 
 def applies(space) -> bool:
@@ -88,18 +89,22 @@ def applies(space) -> bool:
     return type(space) in _SOLVERS and (type(space) is not STPaths or space.acyclic)
 
 
-def line_maximum(mu: np.ndarray, M: np.ndarray, f: float, x: np.ndarray, step: np.ndarray) -> float:
+def line_maximum(
+    mu: np.ndarray, M: np.ndarray, f: float, x: np.ndarray, step: np.ndarray, mx: np.ndarray | None = None
+) -> float:
     """The ``t`` in ``[0, 1]`` maximising ``mu @ (x + t step) - f n(x + t step)`` (closed form).
 
     ``n(x + t step)^2 = A t^2 + 2 B t + C``; a stationary point solves
     ``(mu @ step) sqrt(A t^2 + 2 B t + C) = f (A t + B)``, squared a quadratic in ``t``;
     the best of its roots in ``(0, 1)`` and the ends is returned.
 
+    ``mx`` is ``M @ x`` when known.
+
     >>> line_maximum(np.array([1.0]), np.eye(1), 0.0, np.array([0.0]), np.array([1.0]))
     1.0
     """
     ms = M @ step
-    A, B, C = float(step @ ms), float(x @ ms), float(x @ M @ x)
+    A, B, C = float(step @ ms), float(x @ ms), float(x @ (M @ x if mx is None else mx))
     c = float(mu @ step)
 
     def value(t: float) -> float:
@@ -147,30 +152,34 @@ class LinearOracleBranch:
         self.free[arms] = True
         self.free[list(self.res.include)] = False
         self.pairs = np.asarray(self.res.forbid_pairs, int).reshape(-1, 2)
-        self.abs_M = np.abs(query.M)
+        self.mu_abs = float(np.abs(query.mu).max(initial=0.0))
+        self.row_abs = float(np.abs(query.M).sum(axis=1).max(initial=0.0))
+        self.seen: set[bytes] = set()
         self.nodes = self.queries = 0
         self.best: np.ndarray | None = None
         self.best_value = -np.inf
 
     # ------------------------------------------------------------ pieces
-    def linear(self, w: np.ndarray, include: np.ndarray, exclude: np.ndarray) -> np.ndarray | None:
-        """The exact argmax of ``w @ a`` over the node's actions (``forbid_pairs`` left out)."""
-        self.queries += 1
-        res = Restrictions(
+    def restrictions(self, include: np.ndarray, exclude: np.ndarray) -> Restrictions:
+        """A node's restrictions for the linear queries: the query's include and exclude and the node's."""
+        return Restrictions(
             tuple(sorted({*self.res.include, *np.flatnonzero(include).tolist()})),
             tuple(sorted({*self.res.exclude, *np.flatnonzero(exclude).tolist()})),
         )
+
+    def linear(self, w: np.ndarray, res: Restrictions) -> np.ndarray | None:
+        """The exact argmax of ``w @ a`` over the node's actions (``forbid_pairs`` left out)."""
+        self.queries += 1
         return self.solver(self.space, LinearQuery(w, res))
 
-    def gradient(self, x: np.ndarray) -> tuple[np.ndarray, float]:
-        """``g = mu - f M x / n(x)`` (``mu`` at ``n(x) = 0``) and its rounding allowance per unit of ``|a|_1``."""
+    def gradient(self, mx: np.ndarray, n: float) -> tuple[np.ndarray, float]:
+        """``g = mu - f M x / n(x)`` (``mu`` at ``n(x) = 0``) from ``mx = M x`` and ``n = n(x)``, and its rounding
+        allowance: a bound on the terms of each entry (``x`` in ``[0, 1]``: ``|M x|`` is at most ``|M|``'s row sums).
+        """
         q = self.q
-        mx = q.M @ x
-        n = float(np.sqrt(max(float(x @ mx), 0.0)))
         if n <= 0.0:
             return q.mu, 0.0
-        terms = np.abs(q.mu) + q.f * (self.abs_M @ np.abs(x)) / n
-        return q.mu - q.f * mx / n, float(terms.max())
+        return q.mu - q.f * mx / n, self.mu_abs + q.f * self.row_abs / n
 
     def bound(self, g: np.ndarray, err: float, s: np.ndarray) -> float:
         """``g @ s`` (``s`` the argmax of ``g``) plus the rounding allowance: the index of no action is above it.
@@ -178,10 +187,23 @@ class LinearOracleBranch:
         ``err`` bounds the terms of each entry of ``g`` (:meth:`gradient`); an action has at most ``m`` arms.
         """
         k = float(self.space.m)  # no action has more arms
-        return float(g @ s) + _ROUND * self.d * np.finfo(float).eps * (err + float(np.abs(g).max(initial=0.0))) * k
+        return float(g @ s) + _ROUND * self.d * _EPS * (err + float(np.abs(g).max(initial=0.0))) * k
 
     def offer(self, action: np.ndarray) -> None:
-        """Make ``action`` the incumbent when the query admits it and it is better."""
+        """Make ``action`` the incumbent when the query admits it and it is better.
+
+        Only actions not met before whose index (computed quickly, within far less than ``1e-6``)
+        is near or above the incumbent's are valued exactly.
+        """
+        q = self.q
+        x = action.astype(float)
+        quick = float(q.mu @ x) - q.f * float(np.sqrt(max(float(x @ (q.M @ x)), 0.0)))  # a screen; value() decides
+        if quick + 1e-6 * (1.0 + abs(quick)) <= self.best_value:
+            return
+        key = action.tobytes()
+        if key in self.seen:
+            return
+        self.seen.add(key)
         if self.pairs.size and (action[self.pairs[:, 0]] & action[self.pairs[:, 1]]).any():
             return
         value = self.q.value(action)
@@ -194,29 +216,33 @@ class LinearOracleBranch:
 
     # ------------------------------------------------------------ search
     def relax(self, node: _Node) -> tuple[float, np.ndarray | None]:
-        """Frank-Wolfe steps on the node: its bound (at most the parent's) and the last relaxed point."""
-        q = self.q
+        """Frank-Wolfe steps on the node: its bound (at most the parent's) and the last relaxed point.
+
+        The first linear query takes the parent's last gradient (its bound is valid for the child too).
+        """
+        q, M, f = self.q, self.q.M, self.q.f
+        res = self.restrictions(node.include, node.exclude)
         bound = -node.key
-        g = q.mu if node.gradient is None else node.gradient
-        s = self.linear(g, node.include, node.exclude)
+        g, err = (q.mu, 0.0) if node.gradient is None else (node.gradient, node.error)
+        s = self.linear(g, res)
         if s is None:
             return -np.inf, None
         self.offer(s)
-        err = node.error
         bound = min(bound, self.bound(g, err, s))
         x = s.astype(float)
         for _ in range(_STEPS):
             if proven(bound, self.best_value):
                 break
-            g, err = self.gradient(x)
-            s = self.linear(g, node.include, node.exclude)
+            mx = M @ x
+            n = float(np.sqrt(max(float(x @ mx), 0.0)))
+            g, err = self.gradient(mx, n)
+            s = self.linear(g, res)
             self.offer(s)
             bound = min(bound, self.bound(g, err, s))
-            relaxed = float(q.mu @ x) - q.f * float(np.sqrt(max(float(x @ q.M @ x), 0.0)))
-            if bound - relaxed <= _REL_GAP * (1.0 + abs(bound)):
+            if bound - (float(q.mu @ x) - f * n) <= _REL_GAP * (1.0 + abs(bound)):
                 break
             step = s - x
-            x = x + line_maximum(q.mu, q.M, q.f, x, step) * step
+            x = x + line_maximum(q.mu, M, f, x, step, mx) * step
         node.gradient, node.error = g, err
         return bound, x
 
