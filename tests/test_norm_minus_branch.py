@@ -18,8 +18,8 @@ from cmab_milp.oracles.norm.minus_branch import LinearOracleBranch, _Node, appli
 from cmab_milp.oracles.norm.solver import last_stats
 
 BRANCH = ["cardinality", "cardinality-exact", "partition", "graphic", "spanning-trees", "paths-dag"]
-BRANCH += ["matchings-bipartite", "perfect-bipartite", "explicit"]
-OTHERS = ["paths-cyclic-undirected", "matchings-general", "with-constraint", "intersection"]
+BRANCH += ["matchings-bipartite", "perfect-bipartite", "matchings-general", "perfect-general", "explicit"]
+OTHERS = ["paths-cyclic-undirected", "paths-cyclic-directed", "with-constraint", "intersection"]
 _CACHE: dict[str, tuple[cm.Oracle, np.ndarray]] = {}
 
 
@@ -85,7 +85,7 @@ def test_answers_match_brute_force(family):
         assert oracle.space.contains(answer) and admitted(answer[None, :], **res)[0]
 
 
-@pytest.mark.parametrize("family", ["cardinality", "spanning-trees", "matchings-bipartite"])
+@pytest.mark.parametrize("family", ["cardinality", "spanning-trees", "matchings-bipartite", "matchings-general"])
 def test_without_local_search_the_branch_finds_the_optimum(family, monkeypatch):
     """No first incumbent but the linear argmax: the search itself must reach the optimum."""
     monkeypatch.setattr(solver.NormSolver, "_improve_locally", lambda self, action, value: (action, value))
