@@ -68,6 +68,8 @@ _REL_GAP = 1e-4
 _ROUND = 8.0
 #: Nodes explored before the query is declared unproven (the time limit usually comes first).
 _MAX_NODES = 1_000_000
+#: Split a node as soon as a relaxed point is worth more than the incumbent.
+_EARLY = True
 _EPS = float(np.finfo(float).eps)
 
 
@@ -237,8 +239,9 @@ class LinearOracleBranch:
             s = self.linear(g, res)
             self.offer(s)
             bound = min(bound, self.bound(g, err, s))
-            if bound - (float(q.mu @ x) - f * n) <= _REL_GAP * (1.0 + abs(bound)):
-                break
+            relaxed = float(q.mu @ x) - f * n
+            if bound - relaxed <= _REL_GAP * (1.0 + abs(bound)) or (_EARLY and relaxed > self.best_value):
+                break  # converged, or no bound can prune the node (each is >= its relaxed values): split it
             step = s - x
             x = x + line_maximum(q.mu, M, f, x, step, mx) * step
         node.gradient, node.error = g, err
