@@ -217,3 +217,32 @@ def test_the_time_limit_stops_the_branch(monkeypatch):
     monkeypatch.setattr(solver, "_clock", lambda: float(next(ticks)))
     with pytest.raises(LimitReached, match="time limit"):
         oracle.argmax_norm(mu, M, 3.0, -1)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", ["cardinality", "bipartite", "general", "trees"])
+def test_d100_agrees_with_the_secant_milps_and_gurobi(family, monkeypatch):
+    """At d = 100 to 120 no brute force: the branch, the secant MILPs (``_MINUS_BRANCH`` off) and, when
+    installed, Gurobi's MIQCP (independent methods) agree on the value, with restrictions."""
+    import networkx as nx
+
+    space = {
+        "cardinality": lambda: cm.Cardinality(100, 10),
+        "bipartite": lambda: cm.Matchings(nx.complete_bipartite_graph(10, 12)),
+        "general": lambda: cm.Matchings(nx.complete_graph(15)),
+        "trees": lambda: cm.SpanningTrees(nx.convert_node_labels_to_integers(nx.grid_2d_graph(8, 8))),
+    }[family]()
+    rng = np.random.default_rng(len(family))
+    mu, M = rng.uniform(0, 1, space.d), psd(rng, space.d)
+    query = {"mu": mu, "M": M, "f": 0.3, "sign": -1, "exclude": [3], "forbid_pairs": [(1, 2), (5, 7)]}
+    highs = cm.make_oracle(space, "highs")
+    ours = highs.argmax_norm(**query)
+    assert last_stats(highs).method == "branch-linear-oracle"
+    monkeypatch.setattr(solver, "_MINUS_BRANCH", False)
+    theirs = [highs.argmax_norm(**query)]
+    if "gurobi" in cm.available_backends():
+        theirs.append(cm.make_oracle(space, "gurobi").argmax_norm(**query))
+    q = highs.norm_query(**query)
+    for other in theirs:
+        assert q.value(ours) >= q.value(other) - 1e-9 * (1 + abs(q.value(other)))
+        assert q.value(other) >= q.value(ours) - 1e-6 * (1 + abs(q.value(ours)))  # Gurobi's tolerance
