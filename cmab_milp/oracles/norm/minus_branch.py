@@ -32,7 +32,8 @@ is split as soon as a relaxed point is worth more than the incumbent (every boun
 at least its relaxed values, so none could prune it). The first incumbent is the linear argmax or
 a hint (no local search: the vertices met are incumbents too). Tried and dropped (interleaved,
 bench/norm_large.py's queries, f = 1 and 3): pairwise (away-step) Frank-Wolfe, 40 steps a node
-(1.3-2x slower than 12), passing the children the best rather than the last gradient, and branching
+(1.3-2x slower than 12), passing the children the best rather than the last gradient, warm-starting
+the children from the parent's active vertices (as in Boscia, Hendrych et al. 2022), and branching
 on the largest fractional value or weighting it by the gradient (no gain or slower).
 
 Measured (bench/norm_large.py, d = 60 to 120, median s, before (secant MILPs) -> after, Gurobi's
