@@ -13,22 +13,45 @@ shared), with a time limit per query; a stopped query counts as the limit and is
 backend and the ratio of our median to Gurobi's (on queries both finished).
 ``--quick``: two families, f in 0.3 and 1, two queries each.
 
-Measured (shared 2-core machine, one run, ``--sign -1 --f 0.3,1 --queries 2 --time-limit 10
---backends highs,gurobi``), after the space's root cuts entered the norm model; median / max s,
-ours / Gurobi's median (before, at f = 0.3: trees 6x6 18.8, trees 8x8 6.9, paths 8x8 8.8)::
+Measured, sign -1 (shared 2-core machine, one run each, ``--sign -1 --queries 2 --time-limit 10
+--backends highs,gurobi,scip``, the three backends interleaved per query): median / max s; before =
+the secant MILPs (commit 03cb608), after = :mod:`cmab_milp.oracles.norm.minus_branch` (branch and
+bound on the combinatorial linear oracle, convex-hull bounds) where it applies, i.e. all but the
+s-t paths (cyclic graph: still the secant MILPs); ratio = after / Gurobi's median on the queries
+both finished. ``*``: stopped at the limit. Gurobi's paths model exceeds its size-limited licence
+(an immediate error, counted as stopped). SCIP overran the 10 s limit (up to 110 s)::
 
-    family               f    highs          gurobi         ratio
-    Cardinality(100,10)  0.3  0.65 / 0.68    0.23 / 0.28    2.80
-    Matchings K(10,12)   0.3  0.93 / 1.35    0.17 / 0.20    5.36
-    Matchings K15        0.3  1.13 / 1.63    0.20 / 0.23    5.52
-    Trees 6x6 grid       0.3  0.16 / 0.17    0.05 / 0.06    3.59
-    Trees 8x8 grid       0.3  0.45 / 0.52    0.21 / 0.27    2.12
-    s-t paths 8x8 grid   0.3  3.40 / 3.72    1.12 / 1.91    3.03
-    Matchings K15        1    8.93 / 10 (1*) 7.23 / 10 (1*) 1.76
-    Trees 6x6 grid       1    3.05 / 4.28    0.73 / 1.13    4.21
-    s-t paths 8x8 grid   1    10 (2*)        4.65 / 7.37    -
+    family               f    before          after           gurobi          scip                ratio
+    Cardinality(100,10)  0.1  0.28 / 0.33     0.06 / 0.09     0.12 / 0.13     8.20 / 9.35         0.47
+    Cardinality(100,10)  0.3  0.62 / 0.65     0.05 / 0.05     0.21 / 0.23     10.17 / 10.19 (2*)  0.23
+    Cardinality(100,10)  1    10.02 / 10.03 (2*) 0.47 / 0.71     10.05 / 10.05 (2*) 10.22 / 10.27 (2*)  -
+    Cardinality(100,10)  3    10.02 / 10.03 (2*) 10.00 / 10.01 (2*) 10.01 / 10.01 (2*) 10.15 / 10.16 (2*)  -
+    Matchings K(10,12)   0.1  0.33 / 0.33     0.05 / 0.06     0.09 / 0.10     2.59 / 3.95         0.53
+    Matchings K(10,12)   0.3  1.13 / 1.48     0.04 / 0.04     0.17 / 0.23     10.29 / 10.32 (2*)  0.22
+    Matchings K(10,12)   1    10.02 / 10.02 (2*) 0.41 / 0.42     10.02 / 10.03 (2*) 10.27 / 10.30 (2*)  -
+    Matchings K(10,12)   3    10.02 / 10.04 (2*) 9.86 / 10.00 (1*) 10.02 / 10.03 (2*) 10.22 / 10.25 (2*)  -
+    Matchings K15        0.1  0.36 / 0.40     0.09 / 0.11     0.10 / 0.10     2.17 / 2.82         0.98
+    Matchings K15        0.3  0.97 / 1.16     0.27 / 0.32     0.18 / 0.18     7.11 / 10.19 (1*)   1.50
+    Matchings K15        1    10.02 / 10.03 (2*) 3.60 / 5.23     7.53 / 10.03 (1*) 10.19 / 10.22 (2*)  0.39
+    Matchings K15        3    10.04 / 10.04 (2*) 9.61 / 10.01 (1*) 10.03 / 10.03 (2*) 10.18 / 10.18 (2*)  -
+    Trees 6x6 grid       0.1  0.21 / 0.23     0.02 / 0.02     0.12 / 0.22     56.28 / 109.66 (1*) 0.15
+    Trees 6x6 grid       0.3  0.42 / 0.43     0.02 / 0.03     0.07 / 0.11     22.14 / 28.14       0.29
+    Trees 6x6 grid       1    8.23 / 9.60     0.03 / 0.03     0.71 / 1.10     10.02 / 10.02 (2*)  0.04
+    Trees 6x6 grid       3    10.01 / 10.01 (2*) 1.32 / 1.98     10.01 / 10.01 (2*) 10.02 / 10.02 (2*)  -
+    Trees 8x8 grid       0.1  1.63 / 2.16     0.05 / 0.05     0.13 / 0.14     27.17 / 32.17 (2*)  0.36
+    Trees 8x8 grid       0.3  0.65 / 0.90     0.04 / 0.05     0.20 / 0.27     10.17 / 10.17 (2*)  0.21
+    Trees 8x8 grid       1    10.04 / 10.04 (2*) 0.43 / 0.54     10.03 / 10.04 (2*) 10.23 / 10.26 (2*)  -
+    Trees 8x8 grid       3    10.04 / 10.06 (2*) 10.00 / 10.00 (2*) 10.04 / 10.04 (2*) 10.20 / 10.21 (2*)  -
+    s-t paths 8x8 grid   0.1  3.92 / 4.32     2.15 / 2.68     0.02 / 0.03 (2*) 13.00 / 15.72 (2*)  -
+    s-t paths 8x8 grid   0.3  8.10 / 10.03 (1*) 7.49 / 10.01 (1*) 0.03 / 0.05 (2*) 10.27 / 10.30 (2*)  -
+    s-t paths 8x8 grid   1    10.02 / 10.02 (2*) 10.04 / 10.06 (2*) 0.02 / 0.03 (2*) 10.21 / 10.23 (2*)  -
+    s-t paths 8x8 grid   3    10.02 / 10.02 (2*) 10.01 / 10.01 (2*) 0.02 / 0.04 (2*) 10.24 / 10.25 (2*)  -
 
-At f = 1 Cardinality(100,10), K(10,12) and trees 8x8 stopped at 10 s on both.
+Every query answered by two or three of them got the same value (within 1e-6). Before, ours / Gurobi
+at f = 0.1 and 0.3 was 0.8-9.7; after, 0.04-0.53 except general matchings (0.98 and 1.50: the
+blossom algorithm's ~1 ms per linear query). At f = 3 Cardinality(100,10), K(10,12) (one of two) and
+trees 8x8 stop at 10 s (and at 40 s, tried), as Gurobi does: the convex relaxation is far from the
+optimum there (Cardinality, f = 3: 4.03 against 1.25).
 """
 
 from __future__ import annotations

@@ -219,7 +219,7 @@ def test_gradient_cuts_underestimate_the_norm_and_touch_it():
     assert not cuts.coefficients(np.zeros(d)).any()
 
 
-def test_sign_minus_one_uses_gradient_cuts_only_where_valid():
+def test_sign_minus_one_uses_gradient_cuts_only_where_valid(secant_method):
     oracle, actions = oracle_and_actions("cardinality")
     rng = np.random.default_rng(5)
     for kind, scale, used in (("psd", 1.0, True), ("indefinite", 1.0, False), ("psd", 1e8, False)):
@@ -234,10 +234,15 @@ def test_sign_minus_one_uses_gradient_cuts_only_where_valid():
     assert well_scaled(q) and not well_scaled(oracle.norm_query(mu, M * 1e8, 1.0, -1))
 
 
+@pytest.mark.parametrize("branch", [True, False])
 @pytest.mark.parametrize("family", ["cardinality", "matchings-general", "spanning-trees"])
-def test_sign_minus_one_without_local_search_matches_brute_force(family, monkeypatch):
-    """The MILP (secants, convex and gradient cuts), not the first incumbent, must find the optimum."""
+def test_sign_minus_one_without_local_search_matches_brute_force(family, branch, monkeypatch):
+    """The search (the branch on the linear oracle, or the secant MILP with its convex and gradient cuts),
+    not the first incumbent, must find the optimum."""
+    from cmab_milp.oracles.norm import solver
+
     monkeypatch.setattr(NormSolver, "_improve_locally", lambda self, action, value: (action, value))
+    monkeypatch.setattr(solver, "_MINUS_BRANCH", branch)
     oracle, actions = oracle_and_actions(family)
     rng = np.random.default_rng(8)
     beaten = 0
@@ -270,7 +275,15 @@ def test_the_time_limit_holds_for_the_whole_norm_query(monkeypatch):
 
 
 @pytest.fixture
-def outer_method(monkeypatch):
+def secant_method(monkeypatch):
+    """Sign -1 by the MILPs (secants or outer approximation), not :mod:`~cmab_milp.oracles.norm.minus_branch`."""
+    from cmab_milp.oracles.norm import solver
+
+    monkeypatch.setattr(solver, "_MINUS_BRANCH", False)
+
+
+@pytest.fixture
+def outer_method(monkeypatch, secant_method):
     from cmab_milp.oracles.norm import solver
 
     monkeypatch.setattr(solver, "_MINUS_OUTER", True)
@@ -324,7 +337,7 @@ def test_square_root_rows_reproduce_the_quadratic_form():
 
 @pytest.mark.parametrize("sign", [1, -1])
 @pytest.mark.parametrize("family", ["spanning-trees", "paths-cyclic-undirected"])
-def test_space_root_cuts_enter_the_norm_model_and_keep_answers_exact(family, sign, monkeypatch):
+def test_space_root_cuts_enter_the_norm_model_and_keep_answers_exact(family, sign, monkeypatch, secant_method):
     """The space's fractional separators tighten the norm model (trees 8x8, f=0.3: -1 2.6 -> 0.64 s, +1 24 -> 1.1 s)."""
     from cmab_milp.oracles.norm import solver
     from cmab_milp.spaces import graphs

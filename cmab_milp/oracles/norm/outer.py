@@ -1,15 +1,16 @@
 """Outer approximation of the norm (sign -1, ``M`` positive semidefinite) on disaggregated tangents.
 
-An alternative to the secant method of :mod:`.solver` for sign -1, **off by default**
-(``solver._MINUS_OUTER``): exact, with 1-6 MILPs per query at d = 100, but each MILP is
-slower (measured below). With ``M_arms = R^T R`` (:func:`square_root_rows`, the
-eigen-decomposition ``R_k = sqrt(lambda_k) v_k^T``), ``n(a) = sqrt(a @ M @ a) = |R a|``
-and the model is the space's formulation plus the columns of :class:`Disaggregated`:
-``y = R a``, ``t >= 0`` and ``s`` (cost ``-f``, so the objective is ``mu @ a - f s``),
-the row ``sum_k t_k <= s`` and tangents ``t_k >= 2 r y_k - r^2 s`` (the perspective
-``y_k^2 / s``, separated per component: Vielma, Dunning, Huchette and Lubin 2017,
-extended formulations for mixed-integer conic programs; far tighter at fractional
-points than gradient rows in ``a``).
+An alternative to the secant method of :mod:`.solver` for sign -1 (used where
+:mod:`.minus_branch` does not apply), **off by default** (``solver._MINUS_OUTER``):
+exact, with 1-6 MILPs per query at d = 100, but each MILP is slower (measured below).
+With ``M_arms = R^T R`` (:func:`square_root_rows`, the eigen-decomposition ``R_k =
+sqrt(lambda_k) v_k^T``), ``n(a) = sqrt(a @ M @ a) = |R a|`` and the model is the space's
+formulation plus the columns of :class:`Disaggregated`: ``y = R a``, ``t >= 0`` and
+``s`` (cost ``-f``, so the objective is ``mu @ a - f s``), the row ``sum_k t_k <= s``
+and tangents ``t_k >= 2 r y_k - r^2 s`` (the perspective ``y_k^2 / s``, separated per
+component: Vielma, Dunning, Huchette and Lubin 2017, extended formulations for
+mixed-integer conic programs; far tighter at fractional points than gradient rows in
+``a``).
 
 Exactness
     Validity: at an action ``a`` with ``n = n(a) > 0`` take ``y = R a``, ``s = n`` and
@@ -41,12 +42,12 @@ Example
 >>> from cmab_milp.oracles.norm import solver
 >>> oracle = cm.make_oracle(cm.Cardinality(4, 2), "highs")
 >>> M = np.diag([1.0, 4.0, 0.25, 0.5])
->>> solver._MINUS_OUTER = True
+>>> solver._MINUS_OUTER, solver._MINUS_BRANCH = True, False
 >>> oracle.argmax_norm(np.array([0.5, 0.0, 0.6, 0.55]), M, 1.0, sign=-1).astype(int)
 array([0, 0, 1, 1])
 >>> solver.last_stats(oracle).method
 'outer-approximation'
->>> solver._MINUS_OUTER = False
+>>> solver._MINUS_OUTER, solver._MINUS_BRANCH = False, True
 """
 
 from __future__ import annotations

@@ -1,0 +1,340 @@
+"""Sign -1 by branch and bound on the linear oracle: convex-hull bounds from Frank-Wolfe steps.
+
+For ``M`` positive semidefinite, ``n(x) = sqrt(x @ M @ x)`` is a (semi)norm and Cauchy-Schwarz in
+the ``M`` inner product gives, for every point ``x`` with ``n(x) > 0`` and every action ``a``,
+
+    ``n(a) >= (M x) @ a / n(x)``,  so  ``mu @ a - f n(a) <= g @ a``  with  ``g = mu - f M x / n(x)``.
+
+Hence for any set ``S`` of actions, ``max_{a in S} g @ a`` (one linear query over ``S``) bounds the
+index of every action of ``S`` from above; minimised over ``x`` it is the convex relaxation
+``max_{x in conv S} mu @ x - f n(x)`` (``g`` is its gradient at ``x``: Frank-Wolfe steps, whose
+vertices ``argmax g @ a`` are the linear queries, drive ``x`` there; every step's bound is valid,
+so the least one is kept). With ``x = 0`` (``n = 0``) ``g = mu``: ``mu @ a`` bounds the index.
+
+Branch and bound (:class:`LinearOracleBranch`): a node is ``S`` = the actions of the space that
+hold its ``include`` arms and none of its ``exclude`` arms (the query's restrictions, minus its
+``forbid_pairs``, are the root's); the linear query over a node is answered exactly by the
+space's combinatorial algorithm (:mod:`~cmab_milp.oracles.combinatorial`). A node is split on the
+arm whose relaxed value is the most fractional (include it / exclude it), or, when the relaxed
+point puts more than 1 on a forbidden pair ``(i, j)``, into "exclude ``i``" and "include ``i``,
+exclude ``j``": either way the children partition the parent's actions, and the forbidden pairs,
+not in the linear queries (a superset of actions: the bound stays valid), are enforced by the
+splits and by the incumbent test (an incumbent is an action of the space that the query's
+restrictions admit). A child's bound is at most its parent's (a subset). A node is dropped when
+its bound is proven below the incumbent (:func:`~.scaling.proven`) or when it holds no action;
+one with every arm fixed is a single action, valued exactly. Every vertex met is a candidate
+incumbent, valued exactly in numpy. The nodes are explored best bound first (ties by creation
+order: deterministic), so when the queue empties the incumbent is within the tolerance of
+``max(incumbent, every dropped node's bound)``, the bound returned.
+
+Each node takes at most ``_STEPS`` Frank-Wolfe steps (exact line search, :func:`line_maximum`) and
+is split as soon as a relaxed point is worth more than the incumbent (every bound of the node is
+at least its relaxed values, so none could prune it). The first incumbent is the linear argmax or
+a hint (no local search: the vertices met are incumbents too). Tried and dropped (interleaved,
+bench/norm_large.py's queries, f = 1 and 3): pairwise (away-step) Frank-Wolfe, 40 steps a node
+(1.3-2x slower than 12), passing the children the best rather than the last gradient, warm-starting
+the children from the parent's active vertices (as in Boscia, Hendrych et al. 2022), and branching
+on the largest fractional value or weighting it by the gradient (no gain or slower).
+
+Measured (bench/norm_large.py, d = 60 to 120, median s, before (secant MILPs) -> after, Gurobi's
+MIQCP): f = 0.3, Cardinality(100, 10) 0.62 -> 0.05 (0.21), K(10, 12) matchings 1.13 -> 0.04 (0.17),
+trees 8x8 0.65 -> 0.04 (0.20); f = 1, the three stopped at 10 s -> 0.41-0.47 (Gurobi stopped);
+f = 3, trees 6x6 stopped -> 1.3 s, the others still stop at 10 s, as Gurobi does.
+
+Rounding: ``g @ a`` carries the rounding of ``M x``, ``n(x)`` and the sum (each at most about
+``d`` ulps of the terms); :meth:`LinearOracleBranch.bound` adds ``_ROUND * d * eps`` times the sum
+of the terms' magnitudes, which covers it. The combinatorial algorithms are exact on their
+floating-point weights up to the same rounding of a sum.
+
+Example
+-------
+>>> import cmab_milp as cm
+>>> from cmab_milp.oracles.norm.solver import last_stats
+>>> oracle = cm.make_oracle(cm.Cardinality(6, 2), "highs")
+>>> mu = np.array([0.9, 0.8, 0.7, 0.1, 0.0, 0.2])
+>>> M = np.eye(6) + 0.5 * np.ones((6, 6))
+>>> oracle.argmax_norm(mu, M, 0.5, sign=-1).astype(int).tolist(), last_stats(oracle).method
+([1, 1, 0, 0, 0, 0], 'branch-linear-oracle')
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ...spaces import STPaths
+from ..base import LinearQuery, NormQuery, OracleError
+from ..combinatorial import _SOLVERS
+from ..highs_model import LimitReached
+from ..queries import Restrictions
+from .scaling import proven
+
+__all__ = ["LinearOracleBranch", "applies", "line_maximum"]
+
+#: Frank-Wolfe steps per node at most.
+_STEPS = 12
+#: A node stops its steps when its bound is within this (relative) of its relaxed value.
+_REL_GAP = 1e-4
+#: Rounding allowance of a bound, in units of ``d * eps`` times the terms' magnitudes.
+_ROUND = 8.0
+#: Nodes explored before the query is declared unproven (~0.5 KB each in the queue at d = 100: the
+#: memory stays under ~250 MB; ~0.5 ms a node, so a time limit usually comes first).
+_MAX_NODES = 500_000
+#: Split a node as soon as a relaxed point is worth more than the incumbent.
+_EARLY = True
+_EPS = float(np.finfo(float).eps)
+
+
+def applies(space) -> bool:
+    """Whether the space has an exact combinatorial linear oracle for any weights and include/exclude.
+
+    Not s-t paths in graphs with cycles (a longest path: a MILP of ~1 s a query on an 8x8 grid)
+    nor spaces with side rows (no combinatorial algorithm): those keep the secant MILPs.
+
+    >>> import cmab_milp as cm
+    >>> import networkx as nx
+    >>> applies(cm.Cardinality(4, 2)), applies(cm.STPaths(nx.cycle_graph(4), 0, 2))
+    (True, False)
+    >>> applies(cm.Matchings(nx.complete_graph(4))), applies(cm.Cardinality(4, 2).with_constraint([1] * 4, "<=", 1))
+    (True, False)
+    """
+    return type(space) in _SOLVERS and (type(space) is not STPaths or space.acyclic)
+
+
+def line_maximum(
+    mu: np.ndarray, M: np.ndarray, f: float, x: np.ndarray, step: np.ndarray, mx: np.ndarray | None = None
+) -> float:
+    """The ``t`` in ``[0, 1]`` maximising ``mu @ (x + t step) - f n(x + t step)`` (closed form).
+
+    ``n(x + t step)^2 = A t^2 + 2 B t + C``; a stationary point solves
+    ``(mu @ step) sqrt(A t^2 + 2 B t + C) = f (A t + B)``, squared a quadratic in ``t``;
+    the best of its roots in ``(0, 1)`` and the ends is returned.
+
+    ``mx`` is ``M @ x`` when known.
+
+    >>> line_maximum(np.array([1.0]), np.eye(1), 0.0, np.array([0.0]), np.array([1.0]))
+    1.0
+    """
+    ms = M @ step
+    A, B, C = float(step @ ms), float(x @ ms), float(x @ (M @ x if mx is None else mx))
+    c = float(mu @ step)
+
+    def value(t: float) -> float:
+        return c * t - f * np.sqrt(max(A * t * t + 2.0 * B * t + C, 0.0))
+
+    candidates = [0.0, 1.0]
+    qa, qb, qc = c * c * A - f * f * A * A, 2.0 * B * (c * c - f * f * A), c * c * C - f * f * B * B
+    if qa != 0.0:
+        disc = qb * qb - 4.0 * qa * qc
+        if disc >= 0.0:
+            root = np.sqrt(disc)
+            candidates += [t for t in ((-qb + root) / (2 * qa), (-qb - root) / (2 * qa)) if 0.0 < t < 1.0]
+    elif qb != 0.0 and 0.0 < -qc / qb < 1.0:
+        candidates.append(-qc / qb)
+    return max(candidates, key=value)
+
+
+@dataclass(order=True)
+class _Node:
+    key: float  # minus the node's bound (heapq pops the least)
+    order: int
+    include: np.ndarray = field(compare=False)
+    exclude: np.ndarray = field(compare=False)
+    gradient: np.ndarray | None = field(compare=False, default=None)
+    error: float = field(compare=False, default=0.0)  # the gradient's rounding allowance
+
+
+class LinearOracleBranch:
+    """Branch and bound for ``max mu @ a - f sqrt(a @ M @ a)`` (``M`` PSD) with linear-query bounds.
+
+    ``space`` gives the linear oracle (:func:`applies` must hold), ``query`` the index and the
+    restrictions, ``arms`` the arms not excluded; ``deadline`` and ``clock`` the time limit.
+    """
+
+    def __init__(self, space, query: NormQuery, arms: np.ndarray, deadline: float | None, clock: Callable[[], float]):
+        self.space = space
+        self.solver = _SOLVERS[type(space)]
+        self.q = query
+        self.res = query.restrictions
+        d = len(query.mu)
+        self.d = d
+        self.deadline = deadline
+        self.clock = clock
+        self.free = np.zeros(d, bool)
+        self.free[arms] = True
+        self.free[list(self.res.include)] = False
+        self.pairs = np.asarray(self.res.forbid_pairs, int).reshape(-1, 2)
+        self.mu_abs = float(np.abs(query.mu).max(initial=0.0))
+        self.row_abs = float(np.abs(query.M).sum(axis=1).max(initial=0.0))
+        self.seen: set[bytes] = set()
+        self.nodes = self.queries = 0
+        self.best: np.ndarray | None = None
+        self.best_value = -np.inf
+
+    # ------------------------------------------------------------ pieces
+    def restrictions(self, include: np.ndarray, exclude: np.ndarray) -> Restrictions:
+        """A node's restrictions for the linear queries: the query's include and exclude and the node's."""
+        return Restrictions(
+            tuple(sorted({*self.res.include, *np.flatnonzero(include).tolist()})),
+            tuple(sorted({*self.res.exclude, *np.flatnonzero(exclude).tolist()})),
+        )
+
+    def linear(self, w: np.ndarray, res: Restrictions) -> np.ndarray | None:
+        """The exact argmax of ``w @ a`` over the node's actions (``forbid_pairs`` left out)."""
+        self.queries += 1
+        return self.solver(self.space, LinearQuery(w, res))
+
+    def gradient(self, mx: np.ndarray, n: float) -> tuple[np.ndarray, float]:
+        """``g = mu - f M x / n(x)`` (``mu`` at ``n(x) = 0``) from ``mx = M x`` and ``n = n(x)``, and its rounding
+        allowance: a bound on the terms of each entry (``x`` in ``[0, 1]``: ``|M x|`` is at most ``|M|``'s row sums).
+        """
+        q = self.q
+        if n <= 0.0:
+            return q.mu, 0.0
+        return q.mu - q.f * mx / n, self.mu_abs + q.f * self.row_abs / n
+
+    def bound(self, g: np.ndarray, err: float, s: np.ndarray) -> float:
+        """``g @ s`` (``s`` the argmax of ``g``) plus the rounding allowance: the index of no action is above it.
+
+        ``err`` bounds the terms of each entry of ``g`` (:meth:`gradient`); an action has at most ``m`` arms.
+        """
+        k = float(self.space.m)  # no action has more arms
+        return float(g @ s) + _ROUND * self.d * _EPS * (err + float(np.abs(g).max(initial=0.0))) * k
+
+    def offer(self, action: np.ndarray) -> None:
+        """Make ``action`` the incumbent when the query admits it and it is better.
+
+        Only actions not met before whose index (computed quickly, within far less than ``1e-6``)
+        is near or above the incumbent's are valued exactly.
+        """
+        q = self.q
+        x = action.astype(float)
+        quick = float(q.mu @ x) - q.f * float(np.sqrt(max(float(x @ (q.M @ x)), 0.0)))  # a screen; value() decides
+        if quick + 1e-6 * (1.0 + abs(quick)) <= self.best_value:
+            return
+        key = action.tobytes()
+        if key in self.seen:
+            return
+        self.seen.add(key)
+        if self.pairs.size and (action[self.pairs[:, 0]] & action[self.pairs[:, 1]]).any():
+            return
+        value = self.q.value(action)
+        if value > self.best_value and self.space._contains(action):
+            self.best, self.best_value = action.copy(), value
+
+    def _check_time(self) -> None:
+        if self.deadline is not None and self.clock() > self.deadline:
+            raise LimitReached("norm branch and bound stopped on its time limit; no action is returned")
+
+    # ------------------------------------------------------------ search
+    def relax(self, node: _Node) -> tuple[float, np.ndarray | None]:
+        """Frank-Wolfe steps on the node: its bound (at most the parent's) and the last relaxed point.
+
+        The first linear query takes the parent's last gradient (its bound is valid for the child too).
+        """
+        q, M, f = self.q, self.q.M, self.q.f
+        res = self.restrictions(node.include, node.exclude)
+        bound = -node.key
+        g, err = (q.mu, 0.0) if node.gradient is None else (node.gradient, node.error)
+        s = self.linear(g, res)
+        if s is None:
+            return -np.inf, None
+        self.offer(s)
+        bound = min(bound, self.bound(g, err, s))
+        x = s.astype(float)
+        for _ in range(_STEPS):
+            if proven(bound, self.best_value):
+                break
+            mx = M @ x
+            n = float(np.sqrt(max(float(x @ mx), 0.0)))
+            g, err = self.gradient(mx, n)
+            s = self.linear(g, res)
+            self.offer(s)
+            bound = min(bound, self.bound(g, err, s))
+            relaxed = float(q.mu @ x) - f * n
+            if bound - relaxed <= _REL_GAP * (1.0 + abs(bound)) or (_EARLY and relaxed > self.best_value):
+                break  # converged, or no bound can prune the node (each is >= its relaxed values): split it
+            step = s - x
+            x = x + line_maximum(q.mu, M, f, x, step, mx) * step
+        node.gradient, node.error = g, err
+        return bound, x
+
+    def split(self, node: _Node, x: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Children ``(include, exclude)`` that partition the node's actions."""
+        free = self.free & ~node.include & ~node.exclude
+        if self.pairs.size:
+            over = x[self.pairs[:, 0]] + x[self.pairs[:, 1]] - 1.0
+            k = int(np.argmax(over))
+            if over[k] > 1e-9:
+                i, j = self.pairs[k]
+                out = []
+                if free[i]:
+                    out.append((node.include, _with(node.exclude, i)))
+                    if free[j] or node.exclude[j]:
+                        out.append(
+                            (_with(node.include, i), node.exclude if node.exclude[j] else _with(node.exclude, j))
+                        )
+                elif free[j]:  # i included (or excluded: then x_i = 0 and the pair is not over)
+                    out.append((node.include, _with(node.exclude, j)))
+                return out
+        if not free.any():
+            return []
+        frac = np.where(free, np.minimum(x, 1.0 - x), -1.0)
+        i = int(np.argmax(frac))
+        if frac[i] <= 1e-9:  # an integral point: split on its first free arm
+            on = np.flatnonzero(free & (x > 0.5))
+            i = int(on[0]) if len(on) else int(np.flatnonzero(free)[0])
+        return [(node.include, _with(node.exclude, i)), (_with(node.include, i), node.exclude)]
+
+    def run(
+        self, best: np.ndarray | None, best_value: float, settled: Callable[[float, float], bool] | None = None
+    ) -> tuple[np.ndarray | None, float, float]:
+        """The best action, its value and the proven bound (see the module docstring).
+
+        ``settled(bound, value)`` (the approximate mode, ``norm_gap``) may stop the search early:
+        it is asked before each node with the largest bound of the open nodes (best first, so the
+        node just taken holds it) and of the pruned ones, an upper bound on every action.
+        """
+        if best is not None:
+            self.best, self.best_value = best.copy(), best_value
+        d = self.d
+        queue = [_Node(-np.inf, 0, np.zeros(d, bool), np.zeros(d, bool))]
+        dropped = -np.inf
+        order = 1
+        while queue:
+            node = heapq.heappop(queue)
+            if settled is not None:
+                top = max(-node.key, dropped, self.best_value)
+                if self.best is not None and settled(top, self.best_value):
+                    return self.best, self.best_value, top
+            self._check_time()
+            if proven(-node.key, self.best_value):
+                dropped = max(dropped, -node.key)
+                continue
+            self.nodes += 1
+            if self.nodes > _MAX_NODES:  # pragma: no cover - the time limit comes first
+                raise OracleError(f"norm branch and bound: more than {_MAX_NODES} nodes, optimality not proven")
+            bound, x = self.relax(node)
+            if x is None:
+                continue
+            if proven(bound, self.best_value):
+                dropped = max(dropped, bound)
+                continue
+            children = self.split(node, x)
+            if not children:  # every arm fixed: one action, valued by offer()
+                continue
+            for include, exclude in children:
+                if (include & exclude).any():
+                    continue
+                heapq.heappush(queue, _Node(-bound, order, include, exclude, node.gradient, node.error))
+                order += 1
+        return self.best, self.best_value, max(dropped, self.best_value)
+
+
+def _with(mask: np.ndarray, i: int) -> np.ndarray:
+    out = mask.copy()
+    out[i] = True
+    return out
