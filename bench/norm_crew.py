@@ -1,0 +1,176 @@
+"""The crew problem's real norm queries (sign +1): ours, its variants and Gurobi, side by side.
+
+Run: ``.venv/bin/python bench/norm_crew.py [--updates 6] [--arms 6] [--pairs 6] [--variants base,...]
+[--backends highs,gurobi] [--time-limit 20]``
+
+The queries are the covariance policies' own (``problems/crew_matching.toml``: matchings of
+K(10, 12), d = 120, m = 10). AROQ-C (one-pass pruned warm-up, seed 1) is played with the real
+policy until it has asked ``--updates`` norm queries after its warm-up (t ~ 7,300; ~15 s); each is
+kept with its ``mu``, ``M``, ``f`` and hints (the previous answer):
+
+* ``all``: the unrestricted queries as asked (AROQ-C, OLS-UCB-C);
+* ``arm``: ``include`` one arm (SROQ-C's arm representatives), hinted with the unrestricted
+  answer when it holds the arm (as :meth:`~cmab_milp.policies.covariance.CovarianceIndex.hints_for`);
+* ``pair``: ``include`` two arms that share a matching (SROQ-C's pair representatives, ~5,000 per
+  epoch), hinted likewise (rarely: few pairs lie in the answer).
+
+Each query is asked of every contender in turn (interleaved: the machine is shared). Contenders
+are ``highs`` under each ``--variants`` entry (module settings of the sign +1 method, below) and
+the other ``--backends`` (Gurobi's nonconvex MIQCP, one thread, time limit per query; a stopped
+query counts as the limit and is marked ``*``). Answers are compared by value. Printed per kind:
+median / max seconds and the ratio of each contender's median to the first's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import statistics
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import cmab_milp as cm
+from cmab_milp.experiments import load_problem
+from cmab_milp.oracles.base import OracleError, norm_objective
+from cmab_milp.oracles.norm import solver as norm_solver
+
+PROBLEM = Path(__file__).resolve().parents[1] / "problems" / "crew_matching.toml"
+
+#: Variants of the sign +1 method: module attributes of :mod:`cmab_milp.oracles.norm.solver` to set.
+VARIANTS: dict[str, dict[str, object]] = {
+    "base": {},
+}
+
+
+@contextlib.contextmanager
+def variant(name: str) -> Iterator[None]:
+    """The solver's module settings of variant ``name`` for the duration of a ``with`` block."""
+    settings = VARIANTS[name]
+    saved = {key: getattr(norm_solver, key) for key in settings}
+    try:
+        for key, value in settings.items():
+            setattr(norm_solver, key, value)
+        yield
+    finally:
+        for key, value in saved.items():
+            setattr(norm_solver, key, value)
+
+
+def crew_queries(updates: int, arms: int, pairs: int, seed: int = 1) -> tuple[cm.ActionSpace, list[tuple[str, dict]]]:
+    """The crew space and ``(kind, query keywords)`` built from AROQ-C's first ``updates`` norm queries."""
+    problem = load_problem(PROBLEM)
+    space = problem.build_space()
+    env = problem.build_environment(space)
+    oracle = cm.make_oracle(space, "highs")
+    policy = cm.AROQCov(space, 100_000, oracle=oracle, warmup_cycles=1, prune=True)
+    captured: list[tuple[object, np.ndarray]] = []
+    answer = oracle._answer
+
+    def record(query):
+        action = answer(query)
+        if hasattr(query, "sign") and query.sign > 0 and not query.restrictions.include:
+            captured.append((query, action))
+        return action
+
+    oracle._answer = record  # type: ignore[method-assign]
+    rng = np.random.default_rng(seed)
+    policy.reset()
+    while len(captured) < updates:
+        stretch = policy.plan()
+        policy.update(stretch.length, env.observe(stretch.actions, stretch.length, rng, policy.needs))
+    oracle.close()
+    pick = np.random.default_rng([seed, 7])
+    together = _together(space)
+    out: list[tuple[str, dict]] = []
+    for k, (q, action) in enumerate(captured):
+        base = {"mu": q.mu, "M": q.M, "f": q.f, "sign": 1}
+        out.append(("all", {**base, "hints": q.hints}))
+        for _ in range(-(-arms // updates) if k < arms else 0):
+            i = int(pick.integers(space.d))
+            out.append(("arm", {**base, "include": [i], "hints": (action,) if action[i] else ()}))
+        for _ in range(-(-pairs // updates) if k < pairs else 0):
+            i, j = together[int(pick.integers(len(together)))]
+            hints = (action,) if action[i] and action[j] else ()
+            out.append(("pair", {**base, "include": [i, j], "hints": hints}))
+    return space, out
+
+
+def _together(space: cm.ActionSpace) -> list[tuple[int, int]]:
+    """Pairs of arms that some action holds together (for matchings: edges with no common end)."""
+    labels = space.arms
+    return [
+        (i, j)
+        for i in range(space.d)
+        for j in range(i + 1, space.d)
+        if not set(np.ravel(labels[i]).tolist()) & set(np.ravel(labels[j]).tolist())
+    ]
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--updates", type=int, default=6, help="unrestricted queries (AROQ-C updates)")
+    parser.add_argument("--arms", type=int, default=6, help="arm-restricted queries")
+    parser.add_argument("--pairs", type=int, default=6, help="pair-restricted queries")
+    parser.add_argument("--variants", default="base", help=f"comma-separated, of {sorted(VARIANTS)}")
+    parser.add_argument("--backends", default="highs,gurobi", help="comma-separated backends")
+    parser.add_argument("--time-limit", type=float, default=20.0, help="seconds per query (other backends)")
+    args = parser.parse_args(argv)
+    names = [v for v in args.variants.split(",") if v]
+    unknown = sorted(set(names) - set(VARIANTS))
+    if unknown:
+        raise SystemExit(f"unknown variants {unknown}; choose from {sorted(VARIANTS)}")
+    started = time.perf_counter()
+    space, queries = crew_queries(args.updates, args.arms, args.pairs)
+    print(f"{len(queries)} queries from the crew problem in {time.perf_counter() - started:.0f} s", flush=True)
+    backends = [b for b in args.backends.split(",") if b and b in cm.available_backends()]
+    contenders: list[tuple[str, cm.Oracle, str | None]] = []
+    if "highs" in backends:
+        contenders += [(f"highs:{v}", cm.make_oracle(space, "highs"), v) for v in names]
+    contenders += [(b, cm.make_oracle(space, b, time_limit=args.time_limit), None) for b in backends if b != "highs"]
+    times: dict[str, dict[str, list[tuple[float, bool]]]] = {}
+    for n, (kind, q) in enumerate(queries):
+        values = {}
+        for label, oracle, name in contenders:
+            start = time.perf_counter()
+            try:
+                with variant(name) if name else contextlib.nullcontext():
+                    action = oracle.argmax_norm(**q)
+                took, stopped = time.perf_counter() - start, False
+                values[label] = norm_objective(q["mu"], q["M"], q["f"], 1, action)
+            except OracleError:
+                took, stopped = time.perf_counter() - start, True
+            times.setdefault(kind, {}).setdefault(label, []).append((took, stopped))
+        solved = list(values.values())
+        line = " ".join(f"{label} {times[kind][label][-1][0]:.3f}" for label, _, _ in contenders)
+        print(f"  {n:3d} {kind:4} {line}", flush=True)
+        if solved and max(solved) - min(solved) > 1e-9 * (1 + abs(max(solved))):
+            print(f"  !! values disagree: {values}", flush=True)
+    for _, oracle, _ in contenders:
+        oracle.close()
+    labels = [label for label, _, _ in contenders]
+    print("\n| kind | n | " + " | ".join(labels) + " | " + " | ".join(f"{x} / {labels[0]}" for x in labels[1:]) + " |")
+    print("|" + "---|" * (2 * len(labels) + 1))
+    for kind, per in times.items():
+        cells = " | ".join(_cell(per[label]) for label in labels)
+        ratios = " | ".join(_ratio(per[label], per[labels[0]]) for label in labels[1:])
+        print(f"| {kind} | {len(per[labels[0]])} | {cells} | {ratios} |")
+
+
+def _cell(entries: list[tuple[float, bool]]) -> str:
+    secs = [t for t, _ in entries]
+    stopped = sum(s for _, s in entries)
+    return f"{statistics.median(secs):.3f} / {max(secs):.3f}" + (f" ({stopped}*)" if stopped else "")
+
+
+def _ratio(ours: list[tuple[float, bool]], ref: list[tuple[float, bool]]) -> str:
+    return f"{statistics.median(t for t, _ in ours) / statistics.median(t for t, _ in ref):.2f}"
+
+
+if __name__ == "__main__":
+    main()
