@@ -14,6 +14,9 @@ kept with its ``mu``, ``M``, ``f`` and hints (the previous answer):
 * ``pair``: ``include`` two arms that share a matching (SROQ-C's pair representatives, ~5,000 per
   epoch), hinted likewise (rarely: few pairs lie in the answer).
 
+``--large NAME`` takes instead the sign +1 queries of ``bench/norm_large.py`` (its family named
+like ``NAME``, its seeds; ``--f``, ``--queries``).
+
 Each query is asked of every contender in turn (interleaved: the machine is shared). Contenders
 are ``highs`` under each ``--variants`` entry (module settings of the sign +1 method, below) and
 the other ``--backends`` (Gurobi's nonconvex MIQCP, one thread, time limit per query; a stopped
@@ -44,7 +47,11 @@ PROBLEM = Path(__file__).resolve().parents[1] / "problems" / "crew_matching.toml
 
 #: Variants of the sign +1 method: module attributes of :mod:`cmab_milp.oracles.norm.solver` to set.
 VARIANTS: dict[str, dict[str, object]] = {
-    "base": {},
+    "new": {},  # the defaults
+    "before": {"_RESTART_BUDGET": 0, "_PLUS_LOCAL_CHECKS": 0, "_PLUS_OPTIONS": {}},  # as of commit 03cb608
+    "presolve": {"_PLUS_OPTIONS": {}},
+    "no-restarts": {"_RESTART_BUDGET": 0},
+    "no-swaps": {"_PLUS_LOCAL_CHECKS": 0},
 }
 
 
@@ -101,6 +108,21 @@ def crew_queries(updates: int, arms: int, pairs: int, seed: int = 1) -> tuple[cm
     return space, out
 
 
+def large_queries(family: str, fs: list[float], n: int) -> tuple[cm.ActionSpace, list[tuple[str, dict]]]:
+    """The sign +1 queries of ``bench/norm_large.py`` (its seeds) on the first family whose name holds ``family``."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from norm_large import query_maker, spaces
+
+    for fam, (label, space) in enumerate(spaces(False).items()):
+        if family in label:
+            out = []
+            for f in fs:
+                make = query_maker(space, f, 1, np.random.default_rng([fam, round(f * 1000), 2]))
+                out += [(f"f={f:g}", make(k)) for k in range(n)]
+            return space, out
+    raise SystemExit(f"no family of bench/norm_large.py is named like {family!r}")
+
+
 def _together(space: cm.ActionSpace) -> list[tuple[int, int]]:
     """Pairs of arms that some action holds together (for matchings: edges with no common end)."""
     labels = space.arms
@@ -117,17 +139,23 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--updates", type=int, default=6, help="unrestricted queries (AROQ-C updates)")
     parser.add_argument("--arms", type=int, default=6, help="arm-restricted queries")
     parser.add_argument("--pairs", type=int, default=6, help="pair-restricted queries")
-    parser.add_argument("--variants", default="base", help=f"comma-separated, of {sorted(VARIANTS)}")
+    parser.add_argument("--variants", default="before,new", help=f"comma-separated, of {sorted(VARIANTS)}")
     parser.add_argument("--backends", default="highs,gurobi", help="comma-separated backends")
     parser.add_argument("--time-limit", type=float, default=20.0, help="seconds per query (other backends)")
+    parser.add_argument("--large", default="", help="instead: bench/norm_large.py's family with this name")
+    parser.add_argument("--f", default="0.3,1", help="--large: comma-separated values of f")
+    parser.add_argument("--queries", type=int, default=3, help="--large: queries per f")
     args = parser.parse_args(argv)
     names = [v for v in args.variants.split(",") if v]
     unknown = sorted(set(names) - set(VARIANTS))
     if unknown:
         raise SystemExit(f"unknown variants {unknown}; choose from {sorted(VARIANTS)}")
     started = time.perf_counter()
-    space, queries = crew_queries(args.updates, args.arms, args.pairs)
-    print(f"{len(queries)} queries from the crew problem in {time.perf_counter() - started:.0f} s", flush=True)
+    if args.large:
+        space, queries = large_queries(args.large, [float(x) for x in args.f.split(",")], args.queries)
+    else:
+        space, queries = crew_queries(args.updates, args.arms, args.pairs)
+    print(f"{len(queries)} queries on {space!r} in {time.perf_counter() - started:.0f} s", flush=True)
     backends = [b for b in args.backends.split(",") if b and b in cm.available_backends()]
     contenders: list[tuple[str, cm.Oracle, str | None]] = []
     if "highs" in backends:

@@ -55,6 +55,7 @@ array([0, 0, 1, 1])
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 
@@ -66,7 +67,7 @@ from ..root_cuts import add_root_cuts
 from .cuts import ConvexCuts, Exclusions, add_no_good
 from .gradient import GradientCuts, positive_definite, well_scaled
 from .lifting import Lifted, quadratic_form_bounds
-from .local_search import ascend, improve_locally
+from .local_search import ascend, ascend_from_neighbours, improve_locally
 from .outer import outer_approximation, square_root_rows
 from .scaling import proven, unit_objective, unit_scale
 from .secants import PiecewiseSqrt, sqrt_grid, window_top
@@ -89,6 +90,14 @@ _MAX_NO_GOODS = 500
 _CONVEX_ROUNDS = 30
 #: Linear-oracle steps of the first incumbent of sign +1 (:func:`~.local_search.ascend`).
 _ASCENT_STEPS = 8
+#: HiGHS options of the sign +1 MILPs on top of ``_QUIET_OPTIONS``.
+_PLUS_OPTIONS: dict[str, object] = {"presolve": "off"}
+#: Linear queries of the restarts around the first incumbent of sign +1
+#: (:func:`~.local_search.ascend_from_neighbours`; 0: none).
+_RESTART_BUDGET = 60
+#: Feasibility checks of the swaps (:func:`~.local_search.improve_locally`) that end the first incumbent of
+#: sign +1 (0: none).
+_PLUS_LOCAL_CHECKS = 40
 #: LP-relaxation rounds of gradient cuts on the norm before the first secant MILP (``M`` definite).
 _GRADIENT_ROUNDS = 30
 #: Initial secant pieces (sign -1), even in ``sqrt(L)``. With the gradient cuts capping the same
@@ -262,6 +271,11 @@ class NormSolver:
 
     # --------------------------------------------------------- sign = +1
     def _maximise_plus(self, model: CompiledModel) -> tuple[np.ndarray | None, float]:
+        with model.options(_PLUS_OPTIONS):
+            return self._outer_plus(model)
+
+    def _outer_plus(self, model: CompiledModel) -> tuple[np.ndarray | None, float]:
+        """The outer approximation of sign +1 (module docstring) with the options of :meth:`_maximise_plus`."""
         q = self.query
         delta = _DELTA_FRACTION * self.l_hi
         lift = Lifted.glover_upper(model, self, l_bounds=(delta, self.l_hi))
@@ -457,7 +471,29 @@ class NormSolver:
         self.stats.extra["ascent_steps"] = calls
         if action is not None and value > best_value:
             best, best_value = action, value
+        if best is not None and _RESTART_BUDGET:
+            best, best_value, calls = ascend_from_neighbours(
+                self.query, self._linear_without, best, best_value, _ASCENT_STEPS, _RESTART_BUDGET
+            )
+            self.stats.milp_solves += calls
+            self.stats.extra["restart_steps"] = calls
+        if best is not None and _PLUS_LOCAL_CHECKS:
+            best, best_value, checks = improve_locally(
+                self.query,
+                self.arms,
+                self.oracle.space._contains,
+                best,
+                best_value,
+                _PLUS_LOCAL_CHECKS,
+                self.oracle.space.m,
+            )
+            self.stats.extra["local_checks"] = checks
         return best, best_value
+
+    def _linear_without(self, weights: np.ndarray, arm: int | None) -> np.ndarray | None:
+        """The linear argmax of ``weights`` under the query's restrictions, ``arm`` excluded too (unless None)."""
+        res = self.res if arm is None else dataclasses.replace(self.res, exclude=(*self.res.exclude, arm))
+        return self.oracle.solve_linear(LinearQuery(weights, res))
 
     def _best_hint(self, best: np.ndarray | None, best_value: float) -> tuple[np.ndarray | None, float]:
         """The better of ``best`` and the query's hints that are actions admitted by the restrictions."""
