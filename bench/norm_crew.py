@@ -52,6 +52,8 @@ VARIANTS: dict[str, dict[str, object]] = {
     "presolve": {"_PLUS_OPTIONS": {}},
     "no-restarts": {"_RESTART_BUDGET": 0},
     "no-swaps": {"_PLUS_LOCAL_CHECKS": 0},
+    "reliable2": {"_PLUS_OPTIONS": {"presolve": "off", "mip_pscost_minreliable": 2}},
+    "reliable0": {"_PLUS_OPTIONS": {"presolve": "off", "mip_pscost_minreliable": 0}},
 }
 
 
