@@ -165,3 +165,17 @@ def test_the_first_incumbent_reaches_the_optimum_where_one_ascent_does_not(monke
             hits[name] += value >= best - 1e-9 * (1 + abs(best))
     assert hits["full"] > hits["plain"]  # measured: 12 against 9
     assert hits["full"] >= 11
+
+
+@pytest.mark.parametrize(("family", "restarts"), [("cardinality", True), ("spanning-trees", False)])
+def test_restarts_only_where_linear_queries_are_lps_and_options_are_restored(family, restarts):
+    """Trees (lazy rows) skip the restarts; after the query the norm model has HiGHS's presolve back."""
+    oracle, actions = oracle_and_actions(family)
+    mu, M, f = crew_like(np.random.default_rng(23), oracle.d)
+    model = oracle.norm_model()
+    before = model.h.getOptionValue("presolve")[1]
+    answer = oracle.argmax_norm(mu, M, f)
+    best = values_of(actions, mu, M, f).max()
+    assert oracle.norm_query(mu, M, f).value(answer) >= best - 1e-9 * (1 + abs(best))
+    assert ("restart_steps" in norm_solver.last_stats(oracle).extra) is restarts
+    assert model.h.getOptionValue("presolve")[1] == before != "off"
