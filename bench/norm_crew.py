@@ -22,6 +22,26 @@ are ``highs`` under each ``--variants`` entry (module settings of the sign +1 me
 the other ``--backends`` (Gurobi's nonconvex MIQCP, one thread, time limit per query; a stopped
 query counts as the limit and is marked ``*``). Answers are compared by value. Printed per kind:
 median / max seconds and the ratio of each contender's median to the first's.
+
+Measured (2026-12-01, shared 2-core machine, load 4-6; ``before`` is commit 03cb608, ``new`` the
+defaults: ascent restarts and swaps for the first incumbent, sign +1 MILPs without presolve)::
+
+    crew (--updates 6 --arms 6 --pairs 6, Gurobi --time-limit 5)
+    kind  n  before         new            gurobi             new / before
+    all   6  0.559 / 1.532  0.361 / 0.524  5.02 / 5.08 (6*)   0.65
+    arm   6  0.675 / 1.033  0.262 / 0.414  5.02 / 5.04 (6*)   0.39
+    pair  6  0.368 / 0.759  0.263 / 0.461  5.03 / 5.05 (6*)   0.72
+
+    --large (bench/norm_large.py's queries; medians over 2-4, s)
+    Cardinality(100,10) f=0.3  0.14-0.22 -> 0.15-0.17 (Gurobi 0.20-0.30); f=1  6.1 / 14.0 -> 1.6 / 2.0 (Gurobi 20*)
+    Matchings K(10,12)  f=0.3  2.22 / 1.57 / 2.61 -> 0.65 / 0.56 / 0.43 (3 queries)
+    Matchings K15       f=0.3  0.57 -> 0.46;  Trees 6x6 f=0.3  0.30 -> 0.31;  s-t paths 8x8 f=0.3  36 -> 22
+
+Later AROQ-C updates are harder: from update ~100 (t ~ 7,800) unrestricted queries take 1.5-6 s
+(``before`` 1.4-9 s; new faster on 64 of updates 68-146, each asked of both), and a query whose
+hint and restarts miss the optimum (the model then needs a second MILP) is the slowest. HiGHS's strong
+branching is ~80% of the LP iterations there; lowering ``mip_pscost_minreliable`` (0, 2, 4) did
+not help (8 slow queries, medians 4.2-5.5 s against 4.4 s).
 """
 
 from __future__ import annotations
@@ -52,8 +72,6 @@ VARIANTS: dict[str, dict[str, object]] = {
     "presolve": {"_PLUS_OPTIONS": {}},
     "no-restarts": {"_RESTART_BUDGET": 0},
     "no-swaps": {"_PLUS_LOCAL_CHECKS": 0},
-    "reliable2": {"_PLUS_OPTIONS": {"presolve": "off", "mip_pscost_minreliable": 2}},
-    "reliable0": {"_PLUS_OPTIONS": {"presolve": "off", "mip_pscost_minreliable": 0}},
 }
 
 
