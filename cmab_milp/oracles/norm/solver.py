@@ -17,7 +17,8 @@ the tie rule). Two methods, one per sign:
     covered by listing the best actions by ``mu @ a`` with no-good cuts
     (:meth:`NormSolver._best_near_zero`) until that bound is beaten. The first
     incumbent (a MIP start; a lower bound only) is the best hint improved by
-    linear-oracle ascent steps (:func:`~.local_search.ascend`), restarts of the ascent
+    linear-oracle ascent steps (:func:`~.local_search.ascend`; from the hint and from the
+    gradient step at the uniform point, :meth:`NormSolver._ascend_from_uniform`), restarts of the ascent
     with each of its arms left out (:func:`~.local_search.ascend_from_neighbours`, where
     linear queries are LPs) and swaps (:func:`~.local_search.improve_locally`): the
     tangent at its ``L`` goes in before the first MILP, so when it is the optimum one
@@ -103,6 +104,9 @@ _PLUS_OPTIONS: dict[str, object] = {"presolve": "off"}
 #: (:meth:`NormSolver._cheap_linear`): elsewhere each is a branch and bound, and 60 of them cost more than
 #: they save (f = 0.3, medians: trees of a 6x6 grid 0.40 -> 1.5 s, matchings of K15 1.26 -> 1.73 s).
 _RESTART_BUDGET = 60
+#: Whether the first incumbent of sign +1 also ascends from the uniform point's gradient step
+#: (:meth:`NormSolver._ascend_from_uniform`; only where linear queries are LPs).
+_UNIFORM_START = True
 #: Feasibility checks of the swaps (:func:`~.local_search.improve_locally`) that end the first incumbent of
 #: sign +1 (0: none).
 _PLUS_LOCAL_CHECKS = 40
@@ -479,6 +483,10 @@ class NormSolver:
         self.stats.extra["ascent_steps"] = calls
         if action is not None and value > best_value:
             best, best_value = action, value
+        if best is not None and _UNIFORM_START and self._cheap_linear():
+            action, value = self._ascend_from_uniform()
+            if value > best_value:
+                best, best_value = action, value
         if best is not None and _RESTART_BUDGET and self._cheap_linear():
             best, best_value, calls = ascend_from_neighbours(
                 self.query, self._linear_without, best, best_value, _ASCENT_STEPS, _RESTART_BUDGET
@@ -497,6 +505,29 @@ class NormSolver:
             )
             self.stats.extra["local_checks"] = checks
         return best, best_value
+
+    def _ascend_from_uniform(self) -> tuple[np.ndarray | None, float]:
+        """:func:`~.local_search.ascend` from the gradient step at the uniform point ``x_i = m / (free arms)``.
+
+        A second start, away from the hint's basin: on later crew queries the optimum often shares
+        no arm with the hint's ascent (8 slow AROQ-C updates: Hamming distance 18-20), and this start
+        reached it in 2 of them. Returns the action and its value (``None``, ``-inf`` when it finds none).
+        """
+        q = self.query
+        x = np.zeros(self.d)
+        x[self.arms] = min(1.0, self.oracle.space.m / max(len(self.arms), 1))
+        mx = q.M @ x
+        quad = float(x @ mx)
+        if quad <= 0.0:
+            return None, -np.inf
+        start = self._linear_without(q.mu + q.f * mx / np.sqrt(quad), None)
+        self.stats.milp_solves += 1
+        if start is None:
+            return None, -np.inf
+        action, value, calls = ascend(q, lambda w: self._linear_without(w, None), start, _ASCENT_STEPS)
+        self.stats.milp_solves += calls
+        self.stats.extra["uniform_steps"] = calls + 1
+        return action, value
 
     def _cheap_linear(self) -> bool:
         """Whether the space's linear queries are LPs (an integral polytope, no lazy rows): restarts pay off there."""
