@@ -179,3 +179,19 @@ def test_restarts_only_where_linear_queries_are_lps_and_options_are_restored(fam
     assert oracle.norm_query(mu, M, f).value(answer) >= best - 1e-9 * (1 + abs(best))
     assert ("restart_steps" in norm_solver.last_stats(oracle).extra) is restarts
     assert model.h.getOptionValue("presolve")[1] == before != "off"
+
+
+@pytest.mark.parametrize("family", ["cardinality", "partition", "matchings-bipartite"])
+def test_the_uniform_start_is_feasible_valued_exactly_and_skipped_without_curvature(family):
+    oracle, actions = oracle_and_actions(family)
+    rng = np.random.default_rng([29, len(family)])
+    for k in range(4):
+        mu, M, f = crew_like(rng, oracle.d)
+        res = {} if k % 2 == 0 else {"exclude": [int(rng.integers(oracle.d))]}
+        query = oracle.norm_query(mu, M, f, **res)
+        action, value = norm_solver.NormSolver(oracle, query)._ascend_from_uniform()
+        assert oracle.space.contains(action) and query.restrictions.admits(action)
+        best = values_of(actions[[query.restrictions.admits(a) for a in actions]], mu, M, f).max()
+        assert value == query.value(action) <= best + 1e-9 * (1 + abs(best))
+    flat = oracle.norm_query(np.ones(oracle.d), -np.eye(oracle.d), 1.0)  # x @ M @ x < 0: no gradient step
+    assert norm_solver.NormSolver(oracle, flat)._ascend_from_uniform() == (None, -np.inf)
