@@ -38,9 +38,12 @@ the uniform start was added)::
     Matchings K(10,12)  f=0.3  2.22 / 1.57 / 2.61 -> 0.65 / 0.56 / 0.43 (3 queries)
     Matchings K15       f=0.3  0.57 -> 0.46;  Trees 6x6 f=0.3  0.30 -> 0.31;  s-t paths 8x8 f=0.3  36 -> 22
 
-Later AROQ-C updates are harder: from update ~100 (t ~ 7,800) unrestricted queries take 1.5-6 s
-(``before`` 1.4-9 s; new faster on 64 of updates 68-146, each asked of both), and a query whose
-hint and restarts miss the optimum (the model then needs a second MILP) is the slowest. HiGHS's strong
+Later AROQ-C updates are harder. The first 209 updates (t up to 8,619), each asked of the final
+defaults and of ``before`` in turn (load ~3): medians 0.49 / 0.64 s, maxima 13.4 / 14.7 s, totals
+221 / 261 s, the new defaults faster on 172; updates 101-209: medians 0.72 / 0.98 s. The slowest
+(updates ~199-209: 7-13 s) need 2-3 outer-approximation MILPs: neither the hint nor the heuristics
+found the optimum, and each MILP is a full branch and bound (HiGHS 1.16 has no lazy-constraint
+callback, so a tangent cannot join a running tree). HiGHS's strong
 branching is ~80% of the LP iterations there; lowering ``mip_pscost_minreliable`` (0, 2, 4) did
 not help (8 slow queries, medians 4.2-5.5 s against 4.4 s). On those 8 the optimum shares at most
 2 arms with the incumbent (restarts leaving out one or two arms, or forcing one in, never reach
