@@ -37,7 +37,8 @@ the uniform start was added)::
     Cardinality(100,10) f=0.3  0.14-0.22 -> 0.15-0.17 (Gurobi 0.20-0.30); f=1  6.1 / 14.0 -> 1.6 / 2.0 (Gurobi 20*)
     Matchings K(10,12)  f=0.3  2.22 / 1.57 / 2.61 -> 0.65 / 0.56 / 0.43 (3 queries)
     Matchings K(10,12), 2 queries per f, median / max (Gurobi, 20 s limit):
-        f=0.1  0.30 / 0.36 -> 0.43 / 0.61 (0.28 / 0.31);  f=0.3  3.97 / 4.95 -> 1.31 / 1.59 (1.14 / 1.40)
+        f=0.1  0.30 / 0.36 -> 0.43 / 0.61 (0.28 / 0.31; rerun, 4 queries: 0.054 -> 0.057)
+        f=0.3  3.97 / 4.95 -> 1.31 / 1.59 (1.14 / 1.40)
         f=1    18.5 / 25.6 -> 15.8 / 20.1 (20* both);    f=3    260 / 401 -> 219 / 295 (20* both)
     Cardinality(100,10) at f=3: a query ran past 20 minutes (the run was stopped).
     Matchings K15       f=0.3  0.57 -> 0.46;  Trees 6x6 f=0.3  0.30 -> 0.31;  s-t paths 8x8 f=0.3  36 -> 22
