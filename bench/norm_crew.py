@@ -47,11 +47,11 @@ Later AROQ-C updates are harder. The first 209 updates (t up to 8,619), each ask
 defaults and of ``before`` in turn (load ~3): medians 0.49 / 0.64 s, maxima 13.4 / 14.7 s, totals
 221 / 261 s, the new defaults faster on 172; updates 101-209: medians 0.72 / 0.98 s. The slowest
 (updates ~199-209: 7-13 s) need 2-3 outer-approximation MILPs: neither the hint nor the heuristics
-found the optimum, and each MILP is a full branch and bound (HiGHS 1.16 has no lazy-constraint
-callback, so a tangent cannot join a running tree). HiGHS's strong
+found the optimum, and each MILP is a full branch and bound (HiGHS offers no working lazy-constraint
+callback yet, ERGO-Code/HiGHS#3078, so a tangent cannot join a running tree). HiGHS's strong
 branching is ~80% of the LP iterations there; lowering ``mip_pscost_minreliable`` (0, 2, 4) did
 not help (8 slow queries, medians 4.2-5.5 s against 4.4 s). On those 8 the optimum shares at most
-2 arms with the incumbent (restarts leaving out one or two arms, or forcing one in, never reach
+1 arm with the incumbent (restarts leaving out one or two arms, or forcing one in, never reach
 it); the extra ascent from the uniform point's gradient step reaches it in 2 of them (1.32 / 1.45 s
 against 2.63 / 3.99 s; median of the 8: 1.79 s against 2.35 s), and costs nothing measurable on
 the early queries (``no-uniform``: medians 0.39 / 0.28 / 0.29 s against 0.39 / 0.33 / 0.26 s).
