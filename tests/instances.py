@@ -57,3 +57,13 @@ SPACES = {
     ),
     "trees-with-budget": lambda: cm.SpanningTrees(nx.complete_graph(5)).with_constraint(np.arange(10.0), "<=", 14),
 }
+
+_ORACLES: dict[str, tuple[cm.Oracle, np.ndarray]] = {}
+
+
+def oracle_and_actions(family: str) -> tuple[cm.Oracle, np.ndarray]:
+    """A ``highs`` oracle (``verify=True``) on ``SPACES[family]`` and every action of it, built once per process."""
+    if family not in _ORACLES:
+        space = SPACES[family]()
+        _ORACLES[family] = (cm.make_oracle(space, "highs", verify=True), cm.make_oracle(space, "enumerate").actions)
+    return _ORACLES[family]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from instances import SPACES
+from instances import SPACES, oracle_and_actions
 
 import cmab_milp as cm
 from cmab_milp.oracles.base import LinearQuery
@@ -19,14 +19,6 @@ from cmab_milp.oracles.norm.outer import square_root_rows
 from cmab_milp.oracles.norm.solver import NormSolver, last_stats
 
 FAMILIES = ["cardinality", "spanning-trees", "paths-cyclic-undirected", "matchings-general", "with-constraint"]
-_CACHE: dict[str, tuple[cm.Oracle, np.ndarray]] = {}
-
-
-def oracle_and_actions(family: str) -> tuple[cm.Oracle, np.ndarray]:
-    if family not in _CACHE:
-        space = SPACES[family]()
-        _CACHE[family] = (cm.make_oracle(space, "highs", verify=True), cm.make_oracle(space, "enumerate").actions)
-    return _CACHE[family]
 
 
 def random_query(rng: np.random.Generator, d: int, kind: str) -> tuple[np.ndarray, np.ndarray]:

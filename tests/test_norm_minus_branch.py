@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from instances import SPACES
+from instances import oracle_and_actions
 
 import cmab_milp as cm
 from cmab_milp.oracles.highs_model import LimitReached
@@ -20,14 +20,6 @@ from cmab_milp.oracles.norm.solver import last_stats
 BRANCH = ["cardinality", "cardinality-exact", "partition", "graphic", "spanning-trees", "paths-dag"]
 BRANCH += ["matchings-bipartite", "perfect-bipartite", "matchings-general", "perfect-general", "explicit"]
 OTHERS = ["paths-cyclic-undirected", "paths-cyclic-directed", "with-constraint", "intersection"]
-_CACHE: dict[str, tuple[cm.Oracle, np.ndarray]] = {}
-
-
-def oracle_and_actions(family: str) -> tuple[cm.Oracle, np.ndarray]:
-    if family not in _CACHE:
-        space = SPACES[family]()
-        _CACHE[family] = (cm.make_oracle(space, "highs", verify=True), cm.make_oracle(space, "enumerate").actions)
-    return _CACHE[family]
 
 
 def psd(rng: np.random.Generator, d: int, ridge: float = 0.1) -> np.ndarray:

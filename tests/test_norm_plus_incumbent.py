@@ -9,21 +9,13 @@ from __future__ import annotations
 import networkx as nx
 import numpy as np
 import pytest
-from instances import SPACES
+from instances import oracle_and_actions
 
 import cmab_milp as cm
 from cmab_milp.oracles.norm import solver as norm_solver
 from cmab_milp.oracles.norm.local_search import ascend, ascend_from_neighbours, improve_locally
 
 FAMILIES = ["cardinality", "partition", "spanning-trees", "paths-cyclic-undirected", "matchings-bipartite"]
-_CACHE: dict[str, tuple[cm.Oracle, np.ndarray]] = {}
-
-
-def oracle_and_actions(family: str) -> tuple[cm.Oracle, np.ndarray]:
-    if family not in _CACHE:
-        space = SPACES[family]()
-        _CACHE[family] = (cm.make_oracle(space, "highs", verify=True), cm.make_oracle(space, "enumerate").actions)
-    return _CACHE[family]
 
 
 def values_of(actions: np.ndarray, mu: np.ndarray, M: np.ndarray, f: float) -> np.ndarray:
