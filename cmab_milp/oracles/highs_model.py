@@ -17,6 +17,7 @@ Example
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import tempfile
@@ -110,6 +111,8 @@ class CompiledModel:
         self.d = formulation.d
         self.integer = integer
         self.h = new_highs(time_limit)
+        #: Seconds per run (``None``: none); see :meth:`_run` for why it is not left to HiGHS alone.
+        self._time_limit = None if time_limit is None else float(time_limit)
         for key, value in formulation.solver_hints.get("highs", {}).items():  # the formulation's own options
             self.h.setOptionValue(key, value)
         self.incumbent_on_limit = False
@@ -380,13 +383,36 @@ class CompiledModel:
         True
         """
         saved = {key: self.h.getOptionValue(key)[1] for key in values}
+        saved_limit = self._time_limit
         try:
             for key, value in values.items():
                 self.h.setOptionValue(key, value)
+            if "time_limit" in values:
+                limit = float(values["time_limit"])  # type: ignore[arg-type]
+                self._time_limit = limit if math.isfinite(limit) else None
             yield
         finally:
             for key, value in saved.items():
                 self.h.setOptionValue(key, value)
+            self._time_limit = saved_limit
+
+    def _run(self):  # -> highspy.HighsStatus
+        """``h.run()`` with the time limit counted from this run's start.
+
+        HiGHS compares ``time_limit`` with the *cumulative* run time of its instance
+        (ERGO-Code/HiGHS#1477, #1331; highspy 1.16 has no ``zeroAllClocks``), so a model
+        re-solved for hundreds of fast queries would hit a 0.2 s limit after ~900 LPs of
+        0.4 ms. The option is set to the run time so far plus the limit, and restored.
+        """
+        h = self.h
+        limit = self._time_limit
+        if limit is None:
+            return h.run()
+        h.setOptionValue("time_limit", h.getRunTime() + limit)
+        try:
+            return h.run()
+        finally:
+            h.setOptionValue("time_limit", limit)
 
     def run_relaxation(self) -> np.ndarray | None:
         """One run as the options stand (use inside ``options({"solve_relaxation": True})``).
@@ -394,7 +420,7 @@ class CompiledModel:
         Return the column values when the status is optimal, else ``None``; the run
         continues from the last basis (no cold start, no status handling).
         """
-        self.h.run()
+        self._run()
         if self.h.getModelStatus() != self._optimal:
             return None
         return np.asarray(self.h.getSolution().col_value)
@@ -446,7 +472,7 @@ class CompiledModel:
             self._start_callbacks()
         self._pending = {}
         self._watch = watch
-        run_status = h.run()
+        run_status = self._run()
         self._watch = False
         model_status = h.getModelStatus()
         # The per-query path: one comparison. (A run that errs never leaves the status 'Optimal'.)
@@ -458,7 +484,7 @@ class CompiledModel:
         if tie_tol is not None and not self.integer and self._maybe_tied(solution, tie_tol):
             self.tie_restarts += 1
             h.clearSolver()
-            run_status = h.run()
+            run_status = self._run()
             model_status = h.getModelStatus()
             if model_status != self._optimal:  # pragma: no cover - was optimal a moment ago
                 settled = self._settle(run_status, model_status)
@@ -533,7 +559,7 @@ class CompiledModel:
             # queries); a cold start from the same model is the cure. The answer is checked
             # as any other (integrality, restrictions, value against the bound).
             h.clearSolver()
-            run_status = h.run()
+            run_status = self._run()
             model_status = h.getModelStatus()
             status = self._status.get(model_status)
             self.cold_restarts += 1
