@@ -23,21 +23,17 @@ round played; a policy stopped inside a batch (SROQ-C's representatives) says ho
 it answered and how long the whole batch would take at that rate. ``--quick``: ``T = 10^4`` (past
 the 7,260-round warm-ups), 40 OLS-UCB-C rounds, budget 300 s.
 
-Measured on main after the normspeed merge (2026-12-01 05:26-05:42, ``--prune --budget 300 --ols-horizon
-300``, highs, 2 oracle threads, the 2-core machine shared, load 6-9; seconds per query are thread time):
+Measured on 2026-12-01 (``--prune``, highs, 2 oracle threads, the 2-core machine shared; seconds per query are
+thread time). The queries get harder as a run goes, so a linear extrapolation of the first rounds misleads; the
+rows per decade of rounds show the trend.
 
-* AROQ-C: warm-up 1,870 linear queries (0.8 ms each, 1.5 s in all), then 113 updates in rounds 7,261-7,878
-  (one per ~5.5 rounds): unrestricted norm queries, sign +1, 2.6 s each (slowest 10.6 s). Linear
-  extrapolation ~3,800 s to T = 10^5; the true figure depends on how fast the pair epochs lengthen.
-* SROQ-C (grid 7,261 / 32,802 / 68,959): warm-up 7,260 linear queries (3.8 ms each, one batch), arm
-  representatives 120 x 1.6 s (slowest 7.5 s), max-LCB (sign -1) 2.8 s, then the pair batch: 4,910
-  pair-restricted norm queries (sign +1) at 1.14 s each, 316 answered in 184 s on 2 threads: ~2,900 s per
-  epoch, ~8,600 s for the three epochs (target 600 s).
-* OLS-UCB-C: 214 rounds in 305 s, unrestricted norm queries (sign +1) at 1.5 s: ~42 h at T = 10^5
-  (target 1 h: 36 ms a query).
-
-Before (the same bench on the crew branch, norm solver without hints, load ~6): AROQ-C 60 updates at ~10 s
-each in 600 s; SROQ-C pair queries 1.4 s wall each (~6,800 s per epoch batch); OLS-UCB-C 2.6 s a query.
+* AROQ-C, exact, final main (``--budget 1200``, load 2-3): warm-up 1,870 linear queries (0.5 ms each), then 284
+  updates in rounds 7,261-9,279, 4.2 s each on average (slowest 43.6 s). Session-start code (load 5): 221 updates
+  to t = 8,727 in 1,300 s. Gurobi's MIQCP stopped at 60 s on all 5 of the hardest updates tried.
+* AROQ-C, ``--norm-gap 0.01 --time-limit 1`` (before the helpers' merge): 43,458 rounds in 2,400 s, 2,344 updates,
+  all approximate, worst proven ratio 0.83.
+* OLS-UCB-C, exact: 855 rounds in 4,000 s (load 5-7): rounds 10-99 0.8 s a query, rounds 100-855 5.2 s.
+* SROQ-C asks ~5,000 pair representatives per epoch (15,109 in a run): exact, ~0.26-1.1 s each.
 
 ``--prune`` runs AROQ-C and SROQ-C with ``prune=True`` (AROQ-C: the shared warm-up cover;
 SROQ-C: only the pair representatives it uses and does not already know); ``--no-hints`` asks
