@@ -34,8 +34,10 @@ rows per decade of rounds show the trend.
   all approximate, worst proven ratio 0.83.
 * OLS-UCB-C, exact: 855 rounds in 4,000 s (load 5-7): rounds 10-99 0.8 s a query, rounds 100-855 5.2 s.
 * SROQ-C asks ~5,000 pair representatives per epoch (15,109 in a run): exact, ~0.26-1.1 s each. With
-  ``--norm-gap 0.01 --time-limit 0.5`` (final main, load ~2): T = 10^5 in 357 s wall, 14,740 pair queries at
-  46 ms, every norm answer approximate, worst proven ratio 0.969.
+  ``--norm-gap 0.01`` (final main, idle machine): T = 10^5 in 253 s wall, 14,740 pair queries at 32 ms, every
+  norm answer approximate, worst proven ratio 0.990. With ``--time-limit 0.5`` too (CI running beside it for
+  4 minutes): t = 32,801 in 600 s, 121 ms per pair query, worst proven ratio 0.199 (a query stopped at its
+  limit keeps the weak bound of its first MILP).
 
 ``--prune`` runs AROQ-C and SROQ-C with ``prune=True`` (AROQ-C: the shared warm-up cover;
 SROQ-C: only the pair representatives it uses and does not already know); ``--no-hints`` asks
