@@ -67,3 +67,15 @@ def oracle_and_actions(family: str) -> tuple[cm.Oracle, np.ndarray]:
         space = SPACES[family]()
         _ORACLES[family] = (cm.make_oracle(space, "highs", verify=True), cm.make_oracle(space, "enumerate").actions)
     return _ORACLES[family]
+
+
+def admitted(actions: np.ndarray, include=(), exclude=(), forbid_pairs=()) -> np.ndarray:
+    """Which rows of ``actions`` hold every arm of ``include``, none of ``exclude`` and no pair of ``forbid_pairs``."""
+    ok = np.ones(len(actions), bool)
+    for i in include:
+        ok &= actions[:, i]
+    for i in exclude:
+        ok &= ~actions[:, i]
+    for i, j in forbid_pairs:
+        ok &= ~(actions[:, i] & actions[:, j])
+    return ok

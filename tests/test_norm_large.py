@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from instances import SPACES, oracle_and_actions
+from instances import SPACES, admitted, oracle_and_actions
 
 import cmab_milp as cm
 from cmab_milp.oracles.base import LinearQuery
@@ -33,13 +33,7 @@ def random_query(rng: np.random.Generator, d: int, kind: str) -> tuple[np.ndarra
 def truth(actions: np.ndarray, mu, M, f, sign, include=(), exclude=(), forbid_pairs=()) -> float:
     x = actions.astype(float)
     values = x @ mu + sign * f * np.sqrt(np.maximum(np.einsum("ni,ij,nj->n", x, M, x), 0.0))
-    ok = np.ones(len(actions), bool)
-    for i in include:
-        ok &= actions[:, i]
-    for i in exclude:
-        ok &= ~actions[:, i]
-    for i, j in forbid_pairs:
-        ok &= ~(actions[:, i] & actions[:, j])
+    ok = admitted(actions, include, exclude, forbid_pairs)
     return float(values[ok].max()) if ok.any() else -np.inf
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from instances import oracle_and_actions
+from instances import admitted, oracle_and_actions
 
 import cmab_milp as cm
 from cmab_milp.oracles.highs_model import LimitReached
@@ -30,17 +30,6 @@ def psd(rng: np.random.Generator, d: int, ridge: float = 0.1) -> np.ndarray:
 def values(actions: np.ndarray, mu, M, f) -> np.ndarray:
     x = actions.astype(float)
     return x @ mu - f * np.sqrt(np.maximum(np.einsum("ni,ij,nj->n", x, M, x), 0.0))
-
-
-def admitted(actions: np.ndarray, include=(), exclude=(), forbid_pairs=()) -> np.ndarray:
-    ok = np.ones(len(actions), bool)
-    for i in include:
-        ok &= actions[:, i]
-    for i in exclude:
-        ok &= ~actions[:, i]
-    for i, j in forbid_pairs:
-        ok &= ~(actions[:, i] & actions[:, j])
-    return ok
 
 
 def random_restrictions(rng: np.random.Generator, actions: np.ndarray, k: int) -> dict:
