@@ -14,7 +14,7 @@ from instances import admitted, oracle_and_actions
 import cmab_milp as cm
 from cmab_milp.oracles.highs_model import LimitReached
 from cmab_milp.oracles.norm import minus_branch, solver
-from cmab_milp.oracles.norm.minus_branch import LinearOracleBranch, _Node, applies, line_maximum
+from cmab_milp.oracles.norm.minus_branch import LinearOracleBranch, _Node, applies, line_maximum, relaxation_matrix
 from cmab_milp.oracles.norm.solver import last_stats
 
 BRANCH = ["cardinality", "cardinality-exact", "partition", "graphic", "spanning-trees", "paths-dag"]
@@ -126,6 +126,51 @@ def test_bounds_hold_on_the_benchmarks_covariances_and_tighten_with_steps(monkey
             bounds.append(search.relax(_Node(-np.inf, 0, np.zeros(12, bool), np.zeros(12, bool)))[0])
         assert min(bounds) >= best
         assert bounds[0] >= bounds[1] >= bounds[2]
+
+
+def test_relaxation_matrix_is_psd_and_at_most_m_s_form_on_every_small_action():
+    """On every subset of ``arms`` of at most ``m`` arms the form is at most ``M``'s (all subsets enumerated)."""
+    from itertools import combinations
+
+    rng = np.random.default_rng(21)
+    d = 8
+    for trial in range(12):
+        ridge = [1e-3, 0.1, 1.0][trial % 3]
+        M = psd(rng, d, ridge)
+        scale = rng.uniform(0.2, 3.0, d)  # heterogeneous variances: the scaled shift
+        M = M * np.sqrt(scale)[:, None] * np.sqrt(scale)[None, :]
+        arms = np.sort(rng.choice(d, size=int(rng.integers(3, d + 1)), replace=False))
+        m = int(rng.integers(1, len(arms) + 1))
+        R = relaxation_matrix(M, arms, m)
+        assert np.linalg.eigvalsh(R[np.ix_(arms, arms)])[0] >= -1e-12
+        for k in range(1, m + 1):
+            for subset in combinations(arms.tolist(), k):
+                a = np.zeros(d)
+                a[list(subset)] = 1.0
+                lhs, rhs = float(a @ R @ a), float(a @ M @ a)
+                assert lhs <= rhs + 1e-12 * (1 + abs(rhs))
+
+
+def test_relaxation_matrix_of_an_indefinite_matrix_is_the_matrix():
+    M = np.array([[1.0, 2.0], [2.0, 1.0]])
+    assert np.array_equal(relaxation_matrix(M, np.arange(2), 2), M)
+
+
+def test_the_shifted_bound_is_exact_for_equal_variances_on_actions_of_one_size(monkeypatch):
+    """``M = 2 I`` on Cardinality(10, 3, exact): every action has the same norm, and the shifted
+    relaxation's root bound is the optimum; ``M``'s own is above it (spreading ``x`` pays)."""
+    space = cm.Cardinality(10, 3, exact=True)
+    actions = space.enumerate()
+    oracle = cm.make_oracle(space, "highs")
+    mu, M, f = np.linspace(0.1, 1.0, 10), 2.0 * np.eye(10), 1.5
+    best = float(values(actions, mu, M, f).max())
+    root = {}
+    for shift in (True, False):
+        monkeypatch.setattr(minus_branch, "_SHIFT", shift)
+        search = LinearOracleBranch(space, oracle.norm_query(mu, M, f, -1), np.arange(10), None, None)
+        root[shift] = search.relax(_Node(-np.inf, 0, np.zeros(10, bool), np.zeros(10, bool)))[0]
+    assert root[True] == pytest.approx(best, rel=1e-9)
+    assert root[False] > best + 0.1
 
 
 def test_line_maximum_against_a_fine_grid():
