@@ -86,6 +86,7 @@ def spaces(quick: bool) -> dict[str, cm.ActionSpace]:
     out["Matchings K15"] = cm.Matchings(nx.complete_graph(15))
     out["Trees 6x6 grid"] = cm.SpanningTrees(_grid(6))
     out["Trees 8x8 grid"] = cm.SpanningTrees(_grid(8))
+    out["Forests 8x8 grid"] = cm.GraphicMatroid(_grid(8))
     out["s-t paths 8x8 grid"] = cm.STPaths(_grid(8), 0, 63)
     return out
 

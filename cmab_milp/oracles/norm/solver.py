@@ -79,6 +79,7 @@ from .lifting import Lifted, quadratic_form_bounds
 from .local_search import ascend, ascend_from_neighbours, improve_locally
 from .minus_branch import LinearOracleBranch, applies
 from .outer import outer_approximation, square_root_rows
+from .plus_branch import ConcaveBranch
 from .scaling import proven, unit_objective, unit_scale
 from .secants import PiecewiseSqrt, sqrt_grid, window_top
 
@@ -146,6 +147,10 @@ _FINISH_SECONDS = 0.1
 #: Sign -1 by :mod:`.minus_branch` (branch and bound on the space's combinatorial linear oracle, convex-hull
 #: bounds) when ``M`` is definite and the space has one; otherwise the secant MILPs.
 _MINUS_BRANCH = True
+#: Sign +1 by :mod:`.plus_branch` (branch and bound on the combinatorial linear oracle, concave-overestimator
+#: bounds) when ``M`` is definite and the space has one whose MILP needs lazy cuts (``"always"``: every space
+#: with one; ``False``: never); otherwise the outer approximation.
+_PLUS_BRANCH: bool | str = True
 #: ``delta``, the smallest ``L`` handled by tangents, as a fraction of the largest ``L``.
 _DELTA_FRACTION = 1e-6
 
@@ -328,8 +333,35 @@ class NormSolver:
 
     # --------------------------------------------------------- sign = +1
     def _maximise_plus(self, model: CompiledModel) -> tuple[np.ndarray | None, float]:
+        if self._plus_branch_applies():
+            return self._branch_plus()
         with model.options(_PLUS_OPTIONS):
             return self._outer_plus(model)
+
+    def _plus_branch_applies(self) -> bool:
+        """Sign +1 by the concave branch: a combinatorial space whose MILP needs lazy cuts, ``M`` definite.
+
+        Where the MILP is compact (cardinality, partition, matchings), the outer approximation's
+        MILPs are faster (the concave bound is loose when actions hold few of many arms: Cardinality
+        (100, 10), f = 1: 0.5 s against 18 s); where every MILP re-solves a lazy-cut loop (spanning
+        trees, forests) the branch is 5-40x faster (trees of a 6x6 grid, f = 1: 9.5 s -> 1.0 s).
+        """
+        space = self.oracle.space
+        if not _PLUS_BRANCH or not applies(space) or not positive_definite(self.query.M, self.arms):
+            return False
+        return _PLUS_BRANCH == "always" or bool(self.oracle.formulation.separators)
+
+    def _branch_plus(self) -> tuple[np.ndarray | None, float]:
+        """Sign +1 by :class:`~.plus_branch.ConcaveBranch` (``M`` definite, a combinatorial space)."""
+        self.stats.method = "branch-concave"
+        best, best_value = self._first_incumbent_plus()
+        search = ConcaveBranch(self.oracle.space, self.query, self.arms, self.deadline, _clock)
+        try:
+            best, best_value, bound = search.run(best, best_value, None if self.gap is None else self.settled)
+        finally:
+            self.stats.extra["nodes"] = search.nodes
+            self.stats.extra["linear_queries"] = search.queries
+        return best, bound
 
     def _outer_plus(self, model: CompiledModel) -> tuple[np.ndarray | None, float]:
         """The outer approximation of sign +1 (module docstring) with the options of :meth:`_maximise_plus`."""

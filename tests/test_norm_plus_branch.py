@@ -1,0 +1,171 @@
+"""Sign +1 by branch and bound on the linear oracle (:mod:`cmab_milp.oracles.norm.plus_branch`) against brute force.
+
+Truth is every action of the space valued in numpy; answers are compared by value within
+``1e-9 * (1 + |optimum|)``; every node bound must be at least the best index of the node's actions
+and every tangent plane at least the index of every action.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from instances import admitted, oracle_and_actions
+from test_norm_minus_branch import BRANCH, psd, random_restrictions
+
+import cmab_milp as cm
+from cmab_milp.oracles.highs_model import LimitReached
+from cmab_milp.oracles.norm import solver
+from cmab_milp.oracles.norm.minus_branch import _Node
+from cmab_milp.oracles.norm.plus_branch import ConcaveBranch, concave_shift
+from cmab_milp.oracles.norm.solver import last_stats
+
+
+def values(actions: np.ndarray, mu, M, f) -> np.ndarray:
+    x = actions.astype(float)
+    return x @ mu + f * np.sqrt(np.maximum(np.einsum("ni,ij,nj->n", x, M, x), 0.0))
+
+
+@pytest.mark.parametrize("family", BRANCH)
+def test_answers_match_brute_force(family, monkeypatch):
+    monkeypatch.setattr(solver, "_PLUS_BRANCH", "always")
+    oracle, actions = oracle_and_actions(family)
+    rng = np.random.default_rng([len(family), 31])
+    for k, f in enumerate([0.1, 0.5, 2.0, 5.0, 1.0, 0.3]):
+        mu, M = rng.uniform(-0.5, 1.0, oracle.d), psd(rng, oracle.d, ridge=float(rng.choice([1e-3, 0.1, 1.0])))
+        res = random_restrictions(rng, actions, k % 3)
+        ok = admitted(actions, **res)
+        answer = oracle.argmax_norm(mu, M, f, 1, **res)
+        if not ok.any():
+            assert answer is None
+            continue
+        assert last_stats(oracle).method == "branch-concave"
+        best = float(values(actions[ok], mu, M, f).max())
+        got = float(values(answer[None, :], mu, M, f)[0])
+        assert got >= best - 1e-9 * (1 + abs(best)), (family, k, f)
+        assert oracle.space.contains(answer) and admitted(answer[None, :], **res)[0]
+
+
+@pytest.mark.parametrize(
+    ("family", "method"),
+    [("spanning-trees", "branch-concave"), ("graphic", "branch-concave"), ("cardinality", "oa-quadratic-form")],
+)
+def test_the_branch_serves_spaces_whose_milp_needs_lazy_cuts(family, method):
+    oracle, actions = oracle_and_actions(family)
+    rng = np.random.default_rng(5)
+    mu, M = rng.uniform(0, 1, oracle.d), psd(rng, oracle.d)
+    answer = oracle.argmax_norm(mu, M, 1.0, 1)
+    assert last_stats(oracle).method == method
+    best = float(values(actions, mu, M, 1.0).max())
+    assert float(values(answer[None, :], mu, M, 1.0)[0]) >= best - 1e-9 * (1 + best)
+
+
+def test_concave_shift_makes_an_overestimator_equal_on_binaries():
+    """``q(x) = x (M - D) x + d x``: concave (``D - M`` PSD), at least ``x M x`` on the box, equal on 0/1 points."""
+    rng = np.random.default_rng(3)
+    for trial in range(20):
+        d = 7
+        scale = np.sqrt(rng.uniform(0.2, 3.0, d))  # heterogeneous variances: the scaled shift
+        M = psd(rng, d, ridge=[1e-3, 0.1, 1.0][trial % 3]) * scale[:, None] * scale[None, :]
+        arms = np.sort(rng.choice(d, size=int(rng.integers(2, d + 1)), replace=False))
+        shift = concave_shift(M, arms)
+        assert (shift >= 0).all() and not shift[np.setdiff1d(np.arange(d), arms)].any()
+        sub = M[np.ix_(arms, arms)]
+        assert np.linalg.eigvalsh(np.diag(shift[arms]) - sub)[0] >= -1e-12 * np.abs(sub).max()
+        for _ in range(20):
+            x = np.zeros(d)
+            x[arms] = rng.uniform(0, 1, len(arms))
+            q = x @ (M - np.diag(shift)) @ x + shift @ x
+            assert q >= x @ M @ x - 1e-12
+            b = np.round(x)
+            assert b @ (M - np.diag(shift)) @ b + shift @ b == pytest.approx(b @ M @ b, abs=1e-12)
+
+
+@pytest.mark.parametrize("family", ["cardinality", "spanning-trees", "matchings-bipartite", "paths-dag", "graphic"])
+def test_tangent_planes_and_node_bounds_cover_every_action(family):
+    """From random points of the box the tangent plane is above every action's index; random nodes'
+    bounds are at least the best index of their actions."""
+    oracle, actions = oracle_and_actions(family)
+    rng = np.random.default_rng([len(family), 7])
+    d = oracle.d
+    checked = 0
+    for trial in range(25):
+        f = float(rng.choice([0.1, 0.5, 1.0, 3.0, 10.0]))
+        mu, M = rng.uniform(-1, 1, d), psd(rng, d, ridge=float(rng.choice([1e-3, 0.1, 1.0])))
+        search = ConcaveBranch(oracle.space, oracle.norm_query(mu, M, f, 1), np.arange(d), None, None)
+        truth = values(actions, mu, M, f)
+        g, c, _, _ = search.tangent(rng.uniform(0, 1, d))
+        assert (actions.astype(float) @ g + c >= truth - 1e-9 * (1 + np.abs(truth))).all()
+        include, exclude = np.zeros(d, bool), np.zeros(d, bool)
+        for i in rng.permutation(d)[: trial % 4]:
+            (include if rng.random() < 0.4 else exclude)[i] = True
+        ok = actions[:, include].all(axis=1) & ~actions[:, exclude].any(axis=1)
+        bound, x = search.relax(_Node(-np.inf, 0, include, exclude))
+        if not ok.any():
+            assert bound == -np.inf and x is None
+            continue
+        assert bound >= float(truth[ok].max())
+        checked += 1
+    assert checked >= 12
+
+
+def test_answers_repeat_whatever_was_solved_before():
+    oracle, _ = oracle_and_actions("spanning-trees")
+    rng = np.random.default_rng(14)
+    mu, M = rng.uniform(0, 1, oracle.d), psd(rng, oracle.d)
+    first = oracle.argmax_norm(mu, M, 2.0, 1, forbid_pairs=[(0, 1)])
+    nodes = last_stats(oracle).extra["nodes"]
+    for _ in range(3):
+        oracle.argmax_norm(rng.uniform(0, 1, oracle.d), psd(rng, oracle.d), 1.0, 1)
+    assert oracle.argmax_norm(mu, M, 2.0, 1, forbid_pairs=[(0, 1)]).tolist() == first.tolist()
+    assert last_stats(oracle).extra["nodes"] == nodes
+
+
+def test_the_time_limit_stops_the_branch(monkeypatch):
+    import networkx as nx
+
+    space = cm.SpanningTrees(nx.convert_node_labels_to_integers(nx.grid_2d_graph(3, 4)))
+    oracle = cm.make_oracle(space, "highs", time_limit=5.0)
+    rng = np.random.default_rng(13)
+    mu, M = rng.uniform(0, 1, space.d), psd(rng, space.d)
+    assert oracle.argmax_norm(mu, M, 3.0, 1) is not None
+    ticks = iter(np.arange(0.0, 1e6, 1.0))  # every reading of the clock: 1 s later
+    monkeypatch.setattr(solver, "_clock", lambda: float(next(ticks)))
+    with pytest.raises(LimitReached, match="time limit"):
+        oracle.argmax_norm(mu, M, 3.0, 1)
+
+
+def test_norm_gap_answers_are_within_their_proven_ratio():
+    import networkx as nx
+
+    space = cm.SpanningTrees(nx.convert_node_labels_to_integers(nx.grid_2d_graph(3, 4)))
+    actions = space.enumerate()
+    exact = cm.make_oracle(space, "highs")
+    approx = cm.make_oracle(space, "highs", norm_gap=0.05)
+    rng = np.random.default_rng(15)
+    for _ in range(6):
+        mu, M = rng.uniform(0, 1, space.d), psd(rng, space.d)
+        best = float(values(actions, mu, M, 2.0).max())
+        assert float(values(exact.argmax_norm(mu, M, 2.0, 1)[None, :], mu, M, 2.0)[0]) >= best - 1e-9 * (1 + best)
+        answer = approx.argmax_norm(mu, M, 2.0, 1)
+        assert last_stats(approx).method == "branch-concave"
+        got = float(values(answer[None, :], mu, M, 2.0)[0])
+        assert got >= 0.95 * best - 1e-9
+        assert got >= approx.proven_ratio * best - 1e-9
+
+
+@pytest.mark.slow
+def test_trees_8x8_agree_with_the_outer_approximation(monkeypatch):
+    """At d = 112 no brute force: the branch and the outer approximation (independent methods) agree."""
+    import networkx as nx
+
+    space = cm.SpanningTrees(nx.convert_node_labels_to_integers(nx.grid_2d_graph(8, 8)))
+    rng = np.random.default_rng(16)
+    mu, M = rng.uniform(0, 1, space.d), psd(rng, space.d)
+    query = {"mu": mu, "M": M, "f": 0.3, "sign": 1, "exclude": [3], "forbid_pairs": [(1, 2), (5, 7)]}
+    highs = cm.make_oracle(space, "highs")
+    ours = highs.argmax_norm(**query)
+    assert last_stats(highs).method == "branch-concave"
+    monkeypatch.setattr(solver, "_PLUS_BRANCH", False)
+    theirs = highs.argmax_norm(**query)
+    q = highs.norm_query(**query)
+    assert q.value(ours) == pytest.approx(q.value(theirs), rel=1e-9, abs=1e-9)
