@@ -50,13 +50,15 @@ from collections.abc import Callable
 import numpy as np
 
 from ..base import NormQuery
-from .minus_branch import _EARLY, _EPS, _REL_GAP, _ROUND, LinearOracleBranch, _Node, line_maximum
+from .minus_branch import _EPS, _REL_GAP, _ROUND, LinearOracleBranch, _Node, line_maximum
 from .scaling import proven
 
 __all__ = ["ConcaveBranch", "concave_shift"]
 
 #: Frank-Wolfe steps per node at most.
 _STEPS = 12
+#: Split a node as soon as a relaxed point is worth more than the incumbent.
+_EARLY = True
 #: The shift stays this many ``k * eps * max|M|`` above the largest eigenvalue (``k`` free arms).
 _SHIFT_MARGIN = 64.0
 
