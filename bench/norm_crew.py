@@ -73,7 +73,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import cmab_milp as cm
 from cmab_milp.experiments import load_problem
+from cmab_milp.oracles import norm as norm_package
 from cmab_milp.oracles.base import OracleError, norm_objective
+from cmab_milp.oracles.norm import lifting as _lifting  # noqa: F401  (a variant's module: loaded)
 from cmab_milp.oracles.norm import solver as norm_solver
 
 PROBLEM = Path(__file__).resolve().parents[1] / "problems" / "crew_matching.toml"
@@ -86,21 +88,27 @@ VARIANTS: dict[str, dict[str, object]] = {
     "no-restarts": {"_RESTART_BUDGET": 0},
     "no-swaps": {"_PLUS_LOCAL_CHECKS": 0},
     "no-uniform": {"_UNIFORM_START": False},
+    "sorted-rows": {"lifting._EXACT_ROW_BOUNDS": False},  # Glover's rows from sorted sums only (before 13bbd1b)
 }
 
 
 @contextlib.contextmanager
 def variant(name: str) -> Iterator[None]:
     """The solver's module settings of variant ``name`` for the duration of a ``with`` block."""
-    settings = VARIANTS[name]
-    saved = {key: getattr(norm_solver, key) for key in settings}
+    settings = VARIANTS[name]  # keys of the solver module, or "module.NAME" of another norm module
+
+    def place(key: str) -> tuple[object, str]:
+        module, _, attr = key.rpartition(".")
+        return (getattr(norm_package, module) if module else norm_solver), attr
+
+    saved = {key: getattr(*place(key)) for key in settings}
     try:
         for key, value in settings.items():
-            setattr(norm_solver, key, value)
+            setattr(*place(key), value)
         yield
     finally:
         for key, value in saved.items():
-            setattr(norm_solver, key, value)
+            setattr(*place(key), value)
 
 
 def crew_queries(updates: int, arms: int, pairs: int, seed: int = 1) -> tuple[cm.ActionSpace, list[tuple[str, dict]]]:
