@@ -6,8 +6,8 @@ Run: ``.venv/bin/python bench/norm_large.py [--quick] [--queries 3] [--time-limi
 Families (issue 12): Cardinality(100, 10), matchings of K(10, 12) (d=120), matchings of
 K15 (d=105), spanning trees of a 6x6 grid (d=60) and an 8x8 grid (d=112), s-t paths on an
 8x8 grid (d=112), forests of an 8x8 grid (d=112); f in 0.1, 0.3, 1, 3; both signs.
-``M = A A^T / d + 0.1 I`` (A Gaussian), ``mu ~ U[0, 1]``; every other query has restrictions (an arm included, two excluded, two
-forbidden pairs). Each query is asked of every backend in turn (interleaved: the machine is
+``M = A A^T / d + 0.1 I`` (A Gaussian), ``mu ~ U[0, 1]``; every other query has restrictions (an arm
+included, two excluded, two forbidden pairs). Each query is asked of every backend in turn (interleaved: the machine is
 shared), with a time limit per query; a stopped query counts as the limit and is marked
 ``*``. Answers are compared by value. Prints a markdown table: median / max seconds per
 backend and the ratio of our median to Gurobi's (on queries both finished).
