@@ -169,3 +169,30 @@ def test_trees_8x8_agree_with_the_outer_approximation(monkeypatch):
     theirs = highs.argmax_norm(**query)
     q = highs.norm_query(**query)
     assert q.value(ours) == pytest.approx(q.value(theirs), rel=1e-9, abs=1e-9)
+
+
+@pytest.mark.parametrize("above", [True, False])
+def test_diagonal_shift_keeps_the_psd_order_and_beats_the_uniform_one(above):
+    """``diag(d) - M`` (above) or ``M - diag(d)`` (below, ``d >= 0``) PSD on the arms, zero elsewhere; its
+    trace at most (above) / at least (below) the uniform shift's."""
+    from cmab_milp.oracles.norm.shifts import diagonal_shift
+
+    rng = np.random.default_rng(int(above))
+    for trial in range(15):
+        d = int(rng.integers(2, 30))
+        scale = np.sqrt(rng.uniform(0.1, 5.0, d))
+        M = psd(rng, d, ridge=[1e-3, 0.1, 1.0][trial % 3]) * scale[:, None] * scale[None, :]
+        arms = np.sort(rng.choice(d, size=int(rng.integers(1, d + 1)), replace=False))
+        shift = diagonal_shift(M, arms, above=above)
+        assert not shift[np.setdiff1d(np.arange(d), arms)].any()
+        sub, s = M[np.ix_(arms, arms)], shift[arms]
+        order = np.diag(s) - sub if above else sub - np.diag(s)
+        assert np.linalg.eigvalsh(order)[0] >= -1e-12 * np.abs(sub).max()
+        ev = np.linalg.eigvalsh(sub)
+        uniform = len(arms) * (ev[-1] if above else max(ev[0], 0.0))
+        assert (s.sum() <= uniform * (1 + 1e-9) + 1e-12) if above else (s.sum() >= uniform * (1 - 1e-6) - 1e-12)
+        if not above:
+            assert (s >= 0).all()
+    indefinite = np.array([[1.0, 2.0], [2.0, 1.0]])
+    if not above:
+        assert not diagonal_shift(indefinite, np.arange(2), above=False).any()

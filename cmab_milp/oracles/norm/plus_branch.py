@@ -23,14 +23,20 @@ The search itself (nodes = include / exclude sets of arms, split on the most fra
 violated forbidden pair, best bound first, ties by creation order, every vertex an incumbent
 valued exactly) is :class:`~.minus_branch.LinearOracleBranch`'s; only the relaxation differs.
 
+The diagonal ``D`` is :func:`~.shifts.diagonal_shift` above ``M`` (the least by trace of
+``lambda_max I``, ``lambda'_max diag(M)`` and a max-cut semidefinite bound): the last halves the
+nodes on bench/norm_large.py's trees and forests at f = 1 (6x6 trees: 1,925 -> 897 nodes,
+1.5 -> 0.68 s).
+
 Where it runs (:meth:`~.solver.NormSolver._plus_branch_applies`): spaces with a combinatorial linear oracle
 whose MILP needs lazy cuts (spanning trees, forests), ``M`` definite. Measured (interleaved,
-bench/norm_large.py's sign +1 queries, s, outer approximation -> this branch): trees of a 6x6 grid,
-f = 1: 9.5 -> 1.0 and 13.7 -> 0.32; trees 8x8, f = 0.3: 1.13 -> 0.25, f = 1: stopped at 20 s ->
-0.28 and 2.8; forests 8x8, f = 0.3: 4.6 -> 0.78, f = 1: stopped -> 1.2 (one of two; the other and
-f = 3 stop either way). Elsewhere the outer approximation's compact MILPs win: the shift ``D`` is
-loose when actions hold few of many arms or ``M`` is strongly correlated (Cardinality(100, 10),
-f = 1: 0.5 s against 18 s; the crew problem's late queries: ~1 s against over 60 s).
+bench/norm_large.py's sign +1 queries, s, outer approximation -> this branch, before the max-cut
+shift): trees of a 6x6 grid, f = 1: 9.5 -> 1.0 and 13.7 -> 0.32; trees 8x8, f = 0.3: 1.13 -> 0.25,
+f = 1: stopped at 20 s -> 0.28 and 2.8; forests 8x8, f = 0.3: 4.6 -> 0.78, f = 1: stopped -> 1.2
+(one of two). At f = 3 most still stop at 20 s, as Gurobi does. Elsewhere the outer
+approximation's compact MILPs win: the shift ``D`` is loose when actions hold few of many arms or
+``M`` is strongly correlated (Cardinality(100, 10), f = 1: 0.5 s against 18 s; the crew problem's
+late queries: ~1 s against over 60 s).
 
 Example
 -------
@@ -52,6 +58,7 @@ import numpy as np
 from ..base import NormQuery
 from .minus_branch import _EPS, _REL_GAP, _ROUND, LinearOracleBranch, _Node, line_maximum
 from .scaling import proven
+from .shifts import diagonal_shift
 
 __all__ = ["ConcaveBranch", "concave_shift"]
 
@@ -59,37 +66,18 @@ __all__ = ["ConcaveBranch", "concave_shift"]
 _STEPS = 12
 #: Split a node as soon as a relaxed point is worth more than the incumbent.
 _EARLY = True
-#: The shift stays this many ``k * eps * max|M|`` above the largest eigenvalue (``k`` free arms).
-_SHIFT_MARGIN = 64.0
 
 
 def concave_shift(M: np.ndarray, arms: np.ndarray) -> np.ndarray:
-    """A diagonal ``d >= 0`` on ``arms`` (zero elsewhere) with ``diag(d) - M`` PSD on ``arms``.
-
-    The smaller by sum of ``lambda I`` and ``lambda' diag(M)`` (the largest eigenvalues of ``M``
-    and of its correlation matrix on ``arms``), plus a rounding margin.
+    """A diagonal ``d >= 0`` on ``arms`` (zero elsewhere) with ``diag(d) - M`` PSD on ``arms``
+    (:func:`~.shifts.diagonal_shift` above ``M``: the least by trace of three candidates).
 
     >>> M = np.array([[2.0, 1.0], [1.0, 2.0]])
     >>> d = concave_shift(M, np.arange(2))
     >>> bool(np.linalg.eigvalsh(np.diag(d) - M)[0] >= 0), bool(np.allclose(d, 3.0))
     (True, True)
     """
-    arms = np.asarray(arms, int)
-    out = np.zeros(len(M))
-    if not len(arms):
-        return out
-    sub = np.asarray(M, float)[np.ix_(arms, arms)]
-    margin = _SHIFT_MARGIN * len(arms) * _EPS * float(np.abs(sub).max(initial=0.0))
-    shift = np.full(len(arms), max(float(np.linalg.eigvalsh(sub)[-1]), 0.0) + margin)
-    diag = np.diag(sub)
-    if (diag > 0).all():
-        scale = 1.0 / np.sqrt(diag)
-        top = float(np.linalg.eigvalsh(sub * scale[:, None] * scale[None, :])[-1])
-        scaled = top * diag + margin
-        if scaled.sum() < shift.sum():
-            shift = scaled
-    out[arms] = shift
-    return out
+    return np.maximum(diagonal_shift(M, arms, above=True), 0.0)
 
 
 class ConcaveBranch(LinearOracleBranch):

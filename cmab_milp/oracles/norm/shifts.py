@@ -1,0 +1,107 @@
+"""Diagonal shifts of ``M`` for the branch-and-bound relaxations: ``D`` below ``M`` or above it, in the PSD order.
+
+On actions (0/1 vectors) ``a @ D @ a = diag(D) @ a``: a diagonal moves between the quadratic and the
+linear part of ``a @ M @ a`` without changing its value, and changes only the relaxation between
+actions. The bounds of :mod:`.minus_branch` (sign -1) need ``M - D`` PSD with ``D`` as large as
+possible, those of :mod:`.plus_branch` (sign +1) ``D - M`` PSD with ``D`` as small as possible (by
+trace: the relaxation gains ``sum_i d_i (x_i - x_i^2)`` between actions).
+
+:func:`diagonal_shift` takes the best by trace of three candidates, each made valid by an exact
+eigenvalue correction (so its quality never affects correctness):
+
+* ``lambda I``, ``lambda`` the extreme eigenvalue of ``M``;
+* ``lambda' diag(M)``, ``lambda'`` that of the correlation matrix ``diag(M)^-1/2 M diag(M)^-1/2``;
+* the max-cut semidefinite bound: the dual of ``max / min <M, X>`` over ``X`` PSD with unit
+  diagonal, whose optimal ``D`` is the min / max trace diagonal above / below ``M``. A few sweeps of
+  the low-rank (Burer-Monteiro) coordinate method, ``v_i <- +-normalise(sum_{j != i} M_ij v_j)``
+  with ``r = ceil(sqrt(2 k))`` columns, give ``d_i = v_i @ (M V)_i``; then ``d`` is moved by the
+  extreme eigenvalue of ``M - diag(d)`` so that the order holds exactly. Deterministic (a fixed
+  starting point). On ``A A'/d + 0.1 I`` at ``d = 112`` its trace is ~10% below ``lambda_max d``,
+  and the sign +1 branch explores half the nodes (trees of a 6x6 grid, f = 1: 1,925 -> 939).
+
+Each is moved a rounding margin (``64 k eps max|M|``) further.
+
+>>> M = np.array([[2.0, 1.0], [1.0, 2.0]])
+>>> up, down = diagonal_shift(M, np.arange(2), above=True), diagonal_shift(M, np.arange(2), above=False)
+>>> bool(np.linalg.eigvalsh(np.diag(up) - M)[0] >= 0), bool(np.linalg.eigvalsh(M - np.diag(down))[0] >= 0)
+(True, True)
+>>> np.round(up, 6).tolist(), np.round(down, 6).tolist()
+([3.0, 3.0], [1.0, 1.0])
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["diagonal_shift"]
+
+#: Sweeps of the low-rank max-cut method (10: within ~0.2% of its limit at d = 60 to 120, ~5-20 ms).
+SWEEPS = 10
+#: The shift stays this many ``k * eps * max|M|`` beyond the exact eigenvalue condition.
+_MARGIN = 64.0
+_EPS = float(np.finfo(float).eps)
+
+
+def diagonal_shift(M: np.ndarray, arms: np.ndarray, *, above: bool, sweeps: int | None = None) -> np.ndarray:
+    """A diagonal ``d`` (zero off ``arms``) with ``diag(d) - M`` (``above``) or ``M - diag(d)`` PSD on ``arms``.
+
+    Below ``M`` it is clipped at 0 (``d >= 0``; all zero when ``M`` is not PSD there). ``sweeps``:
+    of the max-cut method (default :data:`SWEEPS`; 0 leaves it out).
+    """
+    arms = np.asarray(arms, int)
+    out = np.zeros(len(M))
+    if not len(arms):
+        return out
+    sub = np.asarray(M, float)[np.ix_(arms, arms)]
+    k = len(arms)
+    margin = _MARGIN * k * _EPS * float(np.abs(sub).max(initial=0.0))
+    sign = 1.0 if above else -1.0
+    candidates = [np.full(k, sign * _extreme(sign * sub))]
+    diag = np.diag(sub)
+    if (diag > 0).all():
+        scale = 1.0 / np.sqrt(diag)
+        candidates.append(sign * _extreme(sign * sub * scale[:, None] * scale[None, :]) * diag)
+    sweeps = SWEEPS if sweeps is None else sweeps
+    if sweeps > 0 and k > 1:
+        candidates.append(_maxcut_diagonal(sub, sign, sweeps))
+    if above:
+        best = min(candidates, key=lambda c: float(c.sum())) + margin
+    else:  # below M and nonnegative: lowering any entry keeps M - D PSD
+        valid = [c for c in (_nonnegative_below(sub, c) for c in candidates) if c is not None]
+        if not valid:
+            return out
+        best = np.maximum(max(valid, key=lambda c: float(c.sum())) - margin, 0.0)
+    out[arms] = best
+    return out
+
+
+def _nonnegative_below(sub: np.ndarray, d: np.ndarray) -> np.ndarray | None:
+    """``d`` raised to 0 where negative and lowered uniformly until ``sub - diag(d)`` is PSD; ``None`` if
+    that leaves a negative entry."""
+    d = np.maximum(d, 0.0)
+    d = d + min(float(np.linalg.eigvalsh(sub - np.diag(d))[0]), 0.0)
+    return d if (d >= 0.0).all() else None
+
+
+def _extreme(sub: np.ndarray) -> float:
+    """The largest eigenvalue of the symmetric ``sub``."""
+    return float(np.linalg.eigvalsh(sub)[-1])
+
+
+def _maxcut_diagonal(sub: np.ndarray, sign: float, sweeps: int) -> np.ndarray:
+    """``d`` from the low-rank max-cut method, moved so that ``sign (diag(d) - sub)`` is PSD exactly."""
+    k = len(sub)
+    rank = max(2, int(np.ceil(np.sqrt(2 * k))))
+    V = np.random.default_rng(0).normal(size=(k, rank))
+    V /= np.linalg.norm(V, axis=1, keepdims=True)
+    off = sub - np.diag(np.diag(sub))
+    for _ in range(sweeps):
+        for i in range(k):
+            w = sign * (off[i] @ V)
+            norm = float(np.linalg.norm(w))
+            if norm > 0.0:
+                V[i] = w / norm
+    d = np.einsum("ij,ij->i", sub @ V, V)
+    # sign = +1: diag(d) - sub + t I is PSD for t = max eigenvalue of sub - diag(d); sign = -1 mirrored
+    t = _extreme(sign * (sub - np.diag(d)))
+    return d + sign * max(t, 0.0)
