@@ -202,7 +202,9 @@ class _ScipModel:
         if self.deadline is not None:
             left = self.deadline - time.perf_counter()
             if left <= 0.0:
-                return SolveResult("limit", message="the query's time limit was spent by its earlier solves")
+                return SolveResult(
+                    "limit", message="SCIP status 'timelimit': the query's limit was spent before this solve"
+                )
             model.setParam("limits/time", left)
         self.solved = True
         # optimizeNogil lets the models of a batch's worker threads run in parallel
