@@ -209,8 +209,24 @@ def queries(rng: np.random.Generator, d: int, n: int) -> list[dict]:
     return out
 
 
+@pytest.fixture
+def small_spaces_get_plans(monkeypatch):
+    """The small spaces here are below SIDE_MIN_ARMS: let them have side plans anyway (and count the plans)."""
+    monkeypatch.setattr(mip_starts, "SIDE_MIN_ARMS", 0)
+    made = []
+    original = mip_starts.side_query_plan
+
+    def counted(*args, **kwargs):
+        plan = original(*args, **kwargs)
+        made.append(plan)
+        return plan
+
+    monkeypatch.setattr(mip_starts, "side_query_plan", counted)
+    return made
+
+
 @pytest.mark.parametrize("name", sorted(SPACES))
-def test_highs_answers_restricted_queries_as_enumeration_does(name):
+def test_highs_answers_restricted_queries_as_enumeration_does(name, small_spaces_get_plans):
     space = SPACES[name]()
     highs, truth = cm.make_oracle(space, "highs", verify=True), cm.make_oracle(space, "enumerate")
     for q in queries(np.random.default_rng(3), space.d, 16):
@@ -218,10 +234,11 @@ def test_highs_answers_restricted_queries_as_enumeration_does(name):
         assert (got is None) == (want is None), q
         if got is not None:
             assert q["weights"] @ got == pytest.approx(q["weights"] @ want, abs=1e-9)
+    assert any(plan is not None and plan.start is not None for plan in small_spaces_get_plans)
 
 
 @pytest.mark.parametrize("name", ["cardinality+knapsack", "cardinality+2 rows", "partition+knapsack"])
-def test_answers_do_not_depend_on_earlier_queries(name):
+def test_answers_do_not_depend_on_earlier_queries(name, small_spaces_get_plans):
     """The tie rule: one oracle asked a sequence, and a fresh oracle per query, give the same actions."""
     space = SPACES[name]()
     qs = queries(np.random.default_rng(5), space.d, 12)
@@ -263,3 +280,19 @@ def test_a_fixing_that_empties_the_model_is_an_error_not_an_infeasible_answer():
     model.fix_arms(np.ones(3, bool), np.zeros(3), 0.0)  # (a wrong fixing: no arm may be chosen)
     with pytest.raises(cm.oracles.base.OracleError, match="fix_arms"):
         model.solve()
+
+
+def test_side_plans_are_a_rule_of_the_space():
+    """Small spaces, conflicting pairs alone, and intersections get no plan; a large budgeted space does."""
+    rng = np.random.default_rng(2)
+    assert not mip_starts.side_rule_applies(cm.Cardinality(20, 3).with_budget(np.ones(20), 2).formulation())
+    pairs = [(k, k + 1) for k in range(0, 98, 2)]
+    assert not mip_starts.side_rule_applies(cm.Cardinality(100, 5).with_conflicts(pairs).formulation())
+    budget = cm.Cardinality(100, 5).with_budget(rng.uniform(0.5, 1.5, 100), 3)
+    assert mip_starts.side_rule_applies(budget.formulation())
+    assert mip_starts.side_rule_applies(budget.with_conflicts(pairs).formulation())
+    halves = cm.PartitionMatroid([list(range(50)), list(range(50, 100))], [3, 3])
+    assert mip_starts.side_rule_applies(cm.Intersection(budget, halves).formulation())  # its rows come after
+    assert not mip_starts.side_rule_applies(cm.Intersection(halves, budget).formulation())  # its rows come first
+    paths = cm.STPaths(nx.cycle_graph(60), 0, 30).with_budget(np.ones(60), 40)  # no oracle for the base
+    assert not mip_starts.side_rule_applies(paths.formulation())

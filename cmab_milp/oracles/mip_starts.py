@@ -54,12 +54,15 @@ __all__ = [
     "COLLECT_CANDIDATE_CUTS",
     "FIX_ARMS",
     "SIDE_COVER_CUTS",
+    "SIDE_MAX_ROWS",
+    "SIDE_MIN_ARMS",
     "SIDE_STARTS",
     "prepare_query",
     "query_start",
     "side_query_plan",
     "side_query_start",
     "side_rows",
+    "side_rule_applies",
 ]
 
 #: Collect the cuts of every integer candidate HiGHS meets during a MILP solve (not only of its answer); for
@@ -67,6 +70,12 @@ __all__ = [
 COLLECT_CANDIDATE_CUTS = True
 #: Give queries on a base space plus side rows the Lagrangian start of :mod:`~cmab_milp.oracles.side_starts`.
 SIDE_STARTS = True
+#: Side plans from this many arms (below, the plan's ~0.3 ms costs more than it saves: Cardinality(20, 3) plus a
+#: budget 0.45 -> 0.70 ms a query; from 50 arms it pays: d = 100 3.6 -> 2.2 ms, d = 150 6.3 -> 2.9 ms).
+SIDE_MIN_ARMS = 50
+#: Side plans for queries with at most this many side rows (conflicting pairs alone get none: HiGHS's clique
+#: table handles them; Cardinality(100, 10) with 100 conflicts 1.1 -> 3.0 ms with a plan).
+SIDE_MAX_ROWS = 16
 #: HiGHS options of models whose queries get side starts: with a near-optimal start and most arms fixed,
 #: HiGHS's restarts and sub-MIP heuristics cost more than they find (Cardinality(200, 20) + a knapsack row,
 #: arms fixed: median 2.73 -> 1.64 ms a solve; a partition matroid 5.27 -> 2.70 ms).
@@ -114,7 +123,7 @@ def prepare_query(model: CompiledModel, formulation: Formulation) -> None:
         return  # columns of another objective (the norm index's): its own loop, no hooks
     hint = formulation.solver_hints.get("start")
     if not hint:
-        if SIDE_STARTS and formulation.solver_hints.get("side"):
+        if SIDE_STARTS and side_rule_applies(formulation):
             if not model.__dict__.get("_side_options"):  # before the first query: a rule of the space alone
                 model.set_options(SIDE_HIGHS_OPTIONS)
                 model.__dict__["_side_options"] = True
@@ -156,6 +165,31 @@ def query_start(model: CompiledModel, formulation: Formulation) -> np.ndarray | 
     return action if action is not None and _obeys(action, rows, lower, upper) else None
 
 
+def side_rule_applies(formulation: Formulation) -> bool:
+    """Whether queries on ``formulation`` get side plans: a rule of the space alone (cached in its hint).
+
+    The formulation must be a supported base (:func:`~cmab_milp.oracles.side_starts.supported_base`) of
+    at least :data:`SIDE_MIN_ARMS` arms, whose rows come first and whose separators are all there are
+    (an intersection stacks other parts' rows and cuts: a start might be no action), plus a side row
+    that is not a conflicting pair.
+    """
+    hint = formulation.solver_hints.get("side")
+    if not hint:
+        return False
+    if hint.get("owner") is not formulation:  # (a copy made by shifting or stacking: decide again)
+        base, n = hint["space"], hint["rows"]
+        own = base.formulation() if supported_base(base) else None
+        hint["use"] = bool(
+            own is not None
+            and formulation.d >= SIDE_MIN_ARMS
+            and formulation.rows[:n] == own.rows
+            and len(formulation.separators) == len(own.separators)
+            and any(not (len(r.cols) == 2 and r.coefs == (1.0, 1.0) and r.ub == 1.0) for r in formulation.rows[n:])
+        )
+        hint["owner"] = formulation
+    return hint["use"]
+
+
 def side_query_start(model: CompiledModel, formulation: Formulation) -> np.ndarray | None:
     """The Lagrangian start (:func:`~cmab_milp.oracles.side_starts.side_start`) for the query the model holds now.
 
@@ -170,23 +204,17 @@ def side_query_start(model: CompiledModel, formulation: Formulation) -> np.ndarr
 def side_query_plan(model: CompiledModel, formulation: Formulation, fix: bool = True) -> SidePlan | None:
     """:func:`side_query_start`'s :class:`~cmab_milp.oracles.side_starts.SidePlan` (with ``fix``: the arms
     that reduced-cost fixing proves), or ``None``; its ``start`` obeys the bounds and every side row."""
-    hint = formulation.solver_hints.get("side")
-    if not hint or not _own_objective(model, formulation) or not supported_base(hint["space"]):
+    if not side_rule_applies(formulation) or not _own_objective(model, formulation):
         return None
-    base = hint["space"]
-    if "fits" not in hint:  # once per formulation: its first rows are the base's, and no other part adds cuts
-        own = base.formulation()
-        hint["fits"] = formulation.rows[: hint["rows"]] == own.rows and len(formulation.separators) == len(
-            own.separators
-        )
-    if not hint["fits"]:
-        return None  # (an intersection stacks other parts' rows and cuts: the start might be no action)
+    hint = formulation.solver_hints["side"]
     rows = _side_rows_of(model, formulation, hint)
+    if len(rows) > SIDE_MAX_ROWS:
+        return None
     found = as_side_rows(rows, formulation.d)
     if found is None:
         return None
     costs, lower, upper = model.arm_columns()
-    plan = side_plan(base, costs, *found, lower, upper, fix=fix)
+    plan = side_plan(hint["space"], costs, *found, lower, upper, fix=fix)
     if plan.start is None or not _obeys(plan.start, rows, lower, upper):
         return None
     return plan
