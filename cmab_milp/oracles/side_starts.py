@@ -4,7 +4,7 @@ A space built as ``base.with_constraint(...)`` (or ``with_budget``,
 ``with_group``, ``with_conflicts``, and a query's ``forbid_pairs``) is the
 base space's actions that obey some side rows ``G a <= h``. The base alone
 has an exact combinatorial oracle (:mod:`~cmab_milp.oracles.combinatorial`:
-top-m, per-block top, Kruskal, assignment, DAG paths). :func:`side_start`
+top-m, per-block top, Kruskal, assignment (bipartite matchings), DAG paths). :func:`side_start`
 finds a good action of the whole space from it:
 
 1. **Lagrangian relaxation** of the side rows: the base's argmax of
@@ -89,7 +89,9 @@ def supported_base(space: ActionSpace) -> bool:
     """
     if type(space) is STPaths:
         return bool(space.acyclic)  # cyclic: longest paths are NP-hard, no oracle for positive weights
-    return type(space) in (Cardinality, PartitionMatroid, GraphicMatroid, SpanningTrees, Matchings)
+    if type(space) is Matchings:
+        return bool(space.bipartite)  # general graphs: networkx's blossom, ~1 ms a call, too slow for a start
+    return type(space) in (Cardinality, PartitionMatroid, GraphicMatroid, SpanningTrees)
 
 
 def _downward_closed(space: ActionSpace) -> bool:
