@@ -18,7 +18,14 @@ from cmab_milp.oracles.combinatorial import _SOLVERS
 from cmab_milp.oracles.cover_cuts import cover_cuts
 from cmab_milp.oracles.highs_model import CompiledModel
 from cmab_milp.oracles.queries import LinearQuery, make_restrictions
-from cmab_milp.oracles.side_starts import as_side_rows, flip_bounds, side_plan, side_start, supported_base
+from cmab_milp.oracles.side_starts import (
+    as_side_rows,
+    flip_bounds,
+    side_plan,
+    side_start,
+    solve_core,
+    supported_base,
+)
 from tests.instances import admitted
 
 BASES = {
@@ -135,6 +142,32 @@ def test_fixing_loses_no_action_near_the_start(base, rows):
     assert fixed_any >= 10
 
 
+@pytest.mark.parametrize("base", [cm.Cardinality(10, 4), BASES["partition"](), cm.Cardinality(8, 3, exact=True)])
+def test_solve_core_is_the_best_action_agreeing_on_the_fixed_arms(base):
+    actions = base.enumerate()
+    rng = np.random.default_rng(17)
+    for trial in range(30):
+        w = rng.normal(size=base.d)
+        G, h = random_rows(rng, base.d, 1 + trial % 2, mixed=trial % 5 == 0)
+        fixed = rng.random(base.d) < 0.4
+        values = actions[rng.integers(len(actions))] & fixed
+        forced = np.zeros(base.d, bool)
+        forced[rng.integers(base.d)] = trial % 3 == 0
+        fixed |= forced
+        agree = actions[(actions[:, fixed] == (values | forced)[fixed]).all(axis=1)]
+        agree = agree[(agree @ G.T <= h + 1e-9).all(axis=1)]
+        got = solve_core(base, w, G, h, values, fixed, forced)
+        if not len(agree):
+            assert got is None
+            continue
+        assert got is not None and base.contains(got) and (G @ got <= h + 1e-9).all()
+        assert (got[fixed] == (values | forced)[fixed]).all()
+        assert w @ got == pytest.approx((agree @ w).max(), abs=1e-12)
+    assert (
+        solve_core(cm.Cardinality(40, 3), np.ones(40), np.ones((1, 40)), np.ones(1), *[np.zeros(40, bool)] * 3) is None
+    )
+
+
 def test_side_start_refuses_bad_input():
     with pytest.raises(ValueError, match="combinatorial oracle"):
         side_start(cm.STPaths(nx.cycle_graph(4), 0, 2), np.ones(4), np.ones((1, 4)), np.ones(1))
@@ -225,8 +258,10 @@ def small_spaces_get_plans(monkeypatch):
     return made
 
 
+@pytest.mark.parametrize("cores", [True, False])
 @pytest.mark.parametrize("name", sorted(SPACES))
-def test_highs_answers_restricted_queries_as_enumeration_does(name, small_spaces_get_plans):
+def test_highs_answers_restricted_queries_as_enumeration_does(name, cores, small_spaces_get_plans, monkeypatch):
+    monkeypatch.setattr(mip_starts, "SOLVE_CORES", cores)  # the enumerated core, or HiGHS on the fixed model
     space = SPACES[name]()
     highs, truth = cm.make_oracle(space, "highs", verify=True), cm.make_oracle(space, "enumerate")
     for q in queries(np.random.default_rng(3), space.d, 16):

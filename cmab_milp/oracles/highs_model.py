@@ -159,6 +159,9 @@ class CompiledModel:
         #: the actions the fixing cut off (every solve's bound is at least it, so the certificate covers them).
         self._unfix: tuple[np.ndarray, np.ndarray] | None = None
         self.region_bound = -math.inf
+        #: This query's answer proven without HiGHS (an exact method of the query's hooks): :meth:`solve`
+        #: returns it; :meth:`undo` clears it.
+        self.answer: SolveResult | None = None
         self._pending: dict = {}  # the cuts of this solve's candidates, in the order met (a dict keeps it)
         self._watch = False
         self._callbacks_on = False
@@ -218,7 +221,7 @@ class CompiledModel:
 
     def undo(self) -> None:
         """Delete every row beyond the formulation's (a query's restrictions and cuts); free fixed arms."""
-        self.start = self.repair = self.candidate_cuts = None
+        self.start = self.repair = self.candidate_cuts = self.answer = None
         if self._unfix is not None:
             lower, upper, free = self._unfix
             self._unfix, self.region_bound = None, -math.inf
@@ -503,6 +506,8 @@ class CompiledModel:
           is the unique optimum, which the cold start reaches too; so every answer
           is the vertex that a cold start reaches.
         """
+        if self.answer is not None:  # proven by the query's hook (its bound is checked as HiGHS's would be)
+            return self.answer
         h = self.h
         if self.integer and cold:
             h.clearSolver()

@@ -20,7 +20,14 @@ finds a good action of the whole space from it:
    exchanges of one chosen arm for one unchosen (a basis exchange on trees)
    while one adds weight, keeping the base and the side rows.
 
-The answer obeys the arm bounds, the base (``base._contains``) and every side
+:func:`side_plan` adds **reduced-cost fixing**: on cardinality and partition
+bases the flip bounds (:func:`flip_bounds`: the best Lagrangian value with one
+arm flipped, in closed form) fix every arm whose flip cannot reach the start's
+value; when at most :data:`CORE_ARMS` arms stay free, :func:`solve_core`
+enumerates them, which with the fixing's bound proves the optimum (an exact
+method: the fixed-out actions are below the start, the rest are all tried).
+
+The start obeys the arm bounds, the base (``base._contains``) and every side
 row, or is ``None``. It is only a start: the MILP proves or improves it, so a
 poor start costs time, never exactness. It depends on the query alone (no
 randomness, no state), so the tie rule holds.
@@ -54,6 +61,7 @@ from .queries import LinearQuery, make_restrictions
 
 __all__ = [
     "BISECTION_STEPS",
+    "CORE_ARMS",
     "FIX_MARGIN",
     "SUBGRADIENT_STEPS",
     "SWAP_ROUNDS",
@@ -62,6 +70,7 @@ __all__ = [
     "flip_bounds",
     "side_plan",
     "side_start",
+    "solve_core",
     "supported_base",
 ]
 
@@ -74,6 +83,8 @@ SWAP_ROUNDS = 30
 #: Base-feasibility checks per exchange round before giving up on it.
 SWAP_TRIES = 64
 
+#: At most this many arms left free after fixing are enumerated (2^14 subsets) instead of solving the MILP.
+CORE_ARMS = 14
 #: Arms are fixed only when every action they exclude is this far (relative) below the start.
 FIX_MARGIN = 1e-7
 
@@ -194,6 +205,8 @@ class SidePlan:
     bound: float = math.inf
     fixed: np.ndarray | None = None
     region_bound: float = -math.inf
+    #: The optimum, when the arms left free after fixing were few enough to enumerate (:func:`solve_core`).
+    optimum: np.ndarray | None = None
 
 
 def side_start(
@@ -267,6 +280,16 @@ def side_plan(
     plan = SidePlan(search.best, search.bound)
     if fix and search.best is not None:
         _fix(search, plan, margin)
+        if plan.fixed is not None:
+            plan.optimum = solve_core(
+                base,
+                w,
+                G,
+                h,
+                np.where(plan.fixed, plan.start, False),
+                plan.fixed | search.forced | search.banned,
+                search.forced,
+            )
     return plan
 
 
@@ -470,3 +493,47 @@ def flip_bounds(
         else:
             out[unchosen] = reduced[unchosen] - worst_in if len(chosen) else -np.inf
     return out
+
+
+def solve_core(
+    base: ActionSpace,
+    weights: np.ndarray,
+    G: np.ndarray,
+    h: np.ndarray,
+    values: np.ndarray,
+    fixed: np.ndarray,
+    forced: np.ndarray,
+) -> np.ndarray | None:
+    """The best action of ``base`` with ``G a <= h`` whose arms ``fixed`` take ``values`` (``forced`` ones 1), by
+    enumerating the others; ``None`` when more than :data:`CORE_ARMS` are free, the base is no cardinality or
+    partition space, or no action qualifies. Ties go to the first in a fixed order (a function of the query).
+
+    >>> solve_core(Cardinality(4, 2), np.array([3.0, 2.0, 2.0, -1.0]), np.array([[2.0, 1.0, 1.0, 1.0]]),
+    ...            np.array([2.0]), np.zeros(4, bool), np.array([False, False, False, True]), np.zeros(4, bool))
+    array([False,  True,  True, False])
+    """
+    if type(base) is Cardinality:
+        groups, caps, exact = np.ones((1, base.d)), np.array([base.m], float), base.exact
+    elif type(base) is PartitionMatroid:
+        groups = np.zeros((len(base.blocks), base.d))
+        for k, block in enumerate(base.blocks):
+            groups[k, list(block)] = 1.0
+        groups, caps, exact = groups, np.asarray(base.capacities, float), False
+    else:
+        return None
+    free = np.flatnonzero(~fixed)
+    if len(free) > CORE_ARMS:
+        return None
+    template = (values & fixed) | forced
+    subsets = ((np.arange(2 ** len(free))[:, None] >> np.arange(len(free))) & 1).astype(float)
+    load = subsets @ groups[:, free].T + groups @ template
+    ok = (load == caps).all(axis=1) if exact else (load <= caps + 0.5).all(axis=1)
+    if len(h):
+        ok &= (subsets @ G[:, free].T + G @ template <= h + _TOL * (1.0 + np.abs(h))).all(axis=1)
+    if not ok.any():
+        return None
+    value = np.where(ok, subsets @ weights[free], -np.inf)
+    best = int(np.argmax(value))
+    action = template.copy()
+    action[free] = subsets[best] > 0.5
+    return action
