@@ -62,6 +62,7 @@ from .queries import LinearQuery, make_restrictions
 __all__ = [
     "BISECTION_STEPS",
     "CORE_ARMS",
+    "CORE_CELLS",
     "FIX_MARGIN",
     "SUBGRADIENT_STEPS",
     "SWAP_ROUNDS",
@@ -83,8 +84,12 @@ SWAP_ROUNDS = 30
 #: Base-feasibility checks per exchange round before giving up on it.
 SWAP_TRIES = 64
 
-#: At most this many arms left free after fixing are enumerated (2^14 subsets) instead of solving the MILP.
-CORE_ARMS = 14
+#: At most this many arms left free after fixing are enumerated instead of solving the MILP, and only while
+#: the table of subset sums (one row per objective, touched block and side row) has at most CORE_CELLS entries.
+#: Measured per core: Cardinality 16 arms 0.18 ms; a partition matroid (10 blocks) 14 arms 1.1 ms, 16 arms
+#: 2.4 ms (HiGHS on the fixed model: ~2-3 ms).
+CORE_ARMS = 18
+CORE_CELLS = 2**19
 #: Arms are fixed only when every action they exclude is this far (relative) below the start.
 FIX_MARGIN = 1e-7
 
@@ -506,7 +511,8 @@ def solve_core(
 ) -> np.ndarray | None:
     """The best action of ``base`` with ``G a <= h`` whose arms ``fixed`` take ``values`` (``forced`` ones 1), by
     enumerating the others; ``None`` when more than :data:`CORE_ARMS` are free, the base is no cardinality or
-    partition space, or no action qualifies. Ties go to the first in a fixed order (a function of the query).
+    partition space, the table would pass :data:`CORE_CELLS`, or no action qualifies. Ties go to the first
+    in a fixed order (a function of the query).
 
     >>> solve_core(Cardinality(4, 2), np.array([3.0, 2.0, 2.0, -1.0]), np.array([[2.0, 1.0, 1.0, 1.0]]),
     ...            np.array([2.0]), np.zeros(4, bool), np.array([False, False, False, True]), np.zeros(4, bool))
@@ -525,15 +531,36 @@ def solve_core(
     if len(free) > CORE_ARMS:
         return None
     template = (values & fixed) | forced
-    subsets = ((np.arange(2 ** len(free))[:, None] >> np.arange(len(free))) & 1).astype(float)
-    load = subsets @ groups[:, free].T + groups @ template
-    ok = (load == caps).all(axis=1) if exact else (load <= caps + 0.5).all(axis=1)
+    touched = groups[:, free].any(axis=1)  # the groups (blocks) a free arm is in
+    coefs = np.vstack([weights[free], groups[touched][:, free], G[:, free]])
+    if len(coefs) << len(free) > CORE_CELLS:
+        return None
+    start = np.concatenate([[0.0], groups[touched] @ template, G @ template])
+    table = _subset_sums(coefs, start)  # column b: the subset whose bit j holds free[j]
+    load, rows = table[1 : 1 + int(touched.sum())], table[1 + int(touched.sum()) :]
+    cap = caps[touched][:, None]
+    ok = (np.abs(load - cap) < 0.5).all(axis=0) if exact else (load <= cap + 0.5).all(axis=0)
+    if exact and not (groups[~touched] @ template == caps[~touched]).all():
+        return None
     if len(h):
-        ok &= (subsets @ G[:, free].T + G @ template <= h + _TOL * (1.0 + np.abs(h))).all(axis=1)
+        ok &= (rows <= (h + _TOL * (1.0 + np.abs(h)))[:, None]).all(axis=0)
     if not ok.any():
         return None
-    value = np.where(ok, subsets @ weights[free], -np.inf)
-    best = int(np.argmax(value))
+    best = int(np.argmax(np.where(ok, table[0], -np.inf)))
     action = template.copy()
-    action[free] = subsets[best] > 0.5
+    action[free] = (best >> np.arange(len(free))) & 1 > 0
     return action
+
+
+def _subset_sums(coefs: np.ndarray, start: np.ndarray) -> np.ndarray:
+    """``start + coefs @ s`` for every 0/1 vector ``s`` (column ``b``: ``s_j`` is bit ``j`` of ``b``), by doubling.
+
+    Elementwise only: numpy's matrix products on these shapes ran 0.1 to 37 ms on a loaded machine (BLAS threads).
+
+    >>> _subset_sums(np.array([[1.0, 10.0]]), np.array([0.5])).tolist()
+    [[0.5, 1.5, 10.5, 11.5]]
+    """
+    out = start[:, None]
+    for j in range(coefs.shape[1]):
+        out = np.concatenate([out, out + coefs[:, j : j + 1]], axis=1)
+    return out
