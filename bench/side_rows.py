@@ -8,33 +8,35 @@ row; spanning trees of an 8x8 grid with a knapsack row. Every other query has re
 arm included, two excluded, two forbidden pairs). Variants, each its own oracle, asked the same
 query in turn (interleaved: the machine is shared):
 
-* ``before``: no side start (``mip_starts.SIDE_STARTS = False``), the HiGHS MILP alone;
-* ``start``: the Lagrangian start of :mod:`cmab_milp.oracles.side_starts` (``FIX_ARMS = False``);
-* ``start+fix``: the start, arms fixed by the flip bounds, HiGHS without restarts and sub-MIPs
-  (the default);
-* ``+covers`` (``--covers``): also the extended cover cuts of :mod:`cmab_milp.oracles.cover_cuts`
-  separated on the LP relaxation, as query rows;
+* ``before``: no side plan (``mip_starts.SIDE_STARTS = False``), the HiGHS MILP alone;
+* ``start``: the Lagrangian start of :mod:`cmab_milp.oracles.side_starts`, HiGHS without restarts
+  and RINS/RENS (``FIX_ARMS = False``);
+* ``start+fix``: also the arms the flip bounds fix (``SOLVE_CORES = False``);
+* ``+cores``: also the enumeration of the free arms when few (the default);
+* ``+covers`` (``--covers``): ``start+fix`` plus the extended cover cuts of
+  :mod:`cmab_milp.oracles.cover_cuts` separated on the LP relaxation, as query rows;
 * ``gurobi``: one thread, when ``gurobipy`` is installed.
 
 Answers are compared by value. Prints ms per query (median / max) and the ratio of each median to
 Gurobi's.
 
-Measured (one run, 2 shared cores, 40 queries a family, ms median / max; ratio of the medians to
-Gurobi's; ``start`` includes the side models' HiGHS options, no restarts nor RINS/RENS)::
+Measured (one run, 2 cores shared with other work (load 3-5), 40 queries a family, ms median /
+max, and the ratio of the medians to Gurobi's)::
 
-    family                             before         start          start+fix      +covers        gurobi
-    Cardinality(200,20) + knapsack     6.02 / 21.7    5.22 / 11.4    3.27 / 9.3     3.66 / 12.8    2.52 / 10.5
-        ratio to gurobi                2.39x          2.07x          1.29x          1.45x
-    Cardinality(200,20) + 2 knapsacks  31.18 / 122.4  10.74 / 38.6   9.46 / 26.5    10.80 / 31.3   12.18 / 48.1
-        ratio to gurobi                2.56x          0.88x          0.78x          0.89x
-    partition 10x20 cap 3 + knapsack   5.26 / 32.3    4.36 / 7.9     3.42 / 7.4     3.79 / 8.2     1.93 / 14.2
-        ratio to gurobi                2.73x          2.26x          1.77x          1.96x
-    spanning trees 8x8 + knapsack      40.62 / 300.9  37.84 / 213.7  33.41 / 211.9  32.91 / 222.6  164.10 / 1175.6
-        ratio to gurobi                0.25x          0.23x          0.20x          0.20x
+    family                         before        start         start+fix     +cores        +covers       gurobi
+    Cardinality(200,20) + knapsack 9.80 / 26.1   8.72 / 16.9   5.29 / 10.8   1.73 / 21.5   5.45 / 25.0   2.88 / 21.9
+        ratio to gurobi            3.40x         3.02x         1.83x         0.60x         1.89x
+    Cardinality + 2 knapsacks      43.9 / 218    16.3 / 46.0   14.0 / 42.1   12.9 / 42.3   16.8 / 45.7   17.1 / 75.5
+        ratio to gurobi            2.56x         0.95x         0.82x         0.75x         0.98x
+    partition 10x20 + knapsack     8.84 / 49.0   7.52 / 15.7   5.18 / 11.4   2.03 / 11.2   6.73 / 12.2   2.89 / 21.9
+        ratio to gurobi            3.05x         2.60x         1.79x         0.70x         2.33x
+    trees 8x8 grid + knapsack      30.1 / 231    32.3 / 108    35.2 / 100    32.7 / 96.1   36.0 / 98.6   158 / 1758
+        ratio to gurobi            0.19x         0.20x         0.22x         0.21x         0.23x
 
-Every answer agreed in value. The fixing pays on cardinality and partition bases (closed-form flip
-bounds; 180-190 of 200 arms fixed); trees get the start only. Cover cuts cost an LP solve per query
-and gained nothing (HiGHS separates its own lifted covers): off by default.
+Every answer agreed in value. Fixing and cores apply to cardinality and partition bases (closed-form
+flip bounds; ~185 of 200 arms fixed); trees get the start only (no gain: HiGHS finds such trees at
+once). Cover cuts cost an LP solve per query and gained nothing (HiGHS separates its own lifted
+covers): off by default.
 """
 
 from __future__ import annotations
