@@ -331,3 +331,28 @@ def test_side_plans_are_a_rule_of_the_space():
     assert not mip_starts.side_rule_applies(cm.Intersection(halves, budget).formulation())  # its rows come first
     paths = cm.STPaths(nx.cycle_graph(60), 0, 30).with_budget(np.ones(60), 40)  # no oracle for the base
     assert not mip_starts.side_rule_applies(paths.formulation())
+
+
+@pytest.mark.parametrize("kind", ["cardinality", "partition"])
+def test_large_side_spaces_agree_with_the_plain_milp(kind, monkeypatch):
+    """d = 120: plans, fixing and cores (the default) against the HiGHS MILP alone, restricted queries too."""
+    rng = np.random.default_rng(8)
+    base = (
+        cm.Cardinality(120, 12)
+        if kind == "cardinality"
+        else cm.PartitionMatroid([list(range(k * 12, (k + 1) * 12)) for k in range(10)], [2] * 10)
+    )
+    space = base.with_budget(rng.uniform(0.5, 1.5, 120), 8.0)
+    planned, plain = cm.make_oracle(space, "highs", verify=True), cm.make_oracle(space, "highs")
+    used = []
+    original = mip_starts.side_query_plan
+    monkeypatch.setattr(mip_starts, "side_query_plan", lambda *a, **k: used.append(original(*a, **k)) or used[-1])
+    for q in queries(rng, 120, 8):
+        got = planned.argmax(**q)
+        monkeypatch.setattr(mip_starts, "SIDE_STARTS", False)
+        want = plain.argmax(**q)
+        monkeypatch.setattr(mip_starts, "SIDE_STARTS", True)
+        assert (got is None) == (want is None)
+        if got is not None:
+            assert q["weights"] @ got == pytest.approx(q["weights"] @ want, abs=1e-9)
+    assert sum(plan is not None and plan.optimum is not None for plan in used) >= 3  # cores answered some
