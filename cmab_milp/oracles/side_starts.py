@@ -4,8 +4,8 @@ A space built as ``base.with_constraint(...)`` (or ``with_budget``,
 ``with_group``, ``with_conflicts``, and a query's ``forbid_pairs``) is the
 base space's actions that obey some side rows ``G a <= h``. The base alone
 has an exact combinatorial oracle (:mod:`~cmab_milp.oracles.combinatorial`:
-top-m, per-block top, Kruskal, assignment (bipartite matchings), DAG paths). :func:`side_start`
-finds a good action of the whole space from it:
+top-m, per-block top, Kruskal, assignment (bipartite matchings), DAG paths).
+:func:`side_start` finds a good action of the whole space from it:
 
 1. **Lagrangian relaxation** of the side rows: the base's argmax of
    ``w - lam @ G`` for multipliers ``lam >= 0``; ``lam`` bisected to the
@@ -200,10 +200,10 @@ class SidePlan:
     """What :func:`side_plan` found for one query.
 
     ``start``: the best action found (or ``None``); ``bound``: the least Lagrangian bound met,
-    ``>= weights @ b`` for every action ``b`` under the bounds; ``fixed``: arms whose value every
-    action of value above ``start``'s minus ``margin`` shares with ``start`` (``values``), proven by
-    the flip bounds; ``region_bound``: the largest bound of the actions that differ from ``start``
-    on a fixed arm (``-inf`` when none is fixed), below ``start``'s value.
+    ``>= weights @ b`` for every action ``b`` under the bounds; ``fixed``: the arms on which every
+    action of value above ``start``'s (minus the margin) agrees with ``start``, proven by the flip
+    bounds (``None``: none); ``region_bound``: a bound on the actions that differ from ``start`` on
+    a fixed arm (``-inf`` when none is fixed), below ``start``'s value.
     """
 
     start: np.ndarray | None
