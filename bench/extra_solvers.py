@@ -3,7 +3,8 @@
 Run: ``.venv/bin/python bench/extra_solvers.py [--queries 5] [--norm-queries 1] [--time-limit 60]``
 (needs ``pip install cmab_milp[gurobi,ortools]``; a backend not installed is left out).
 
-Linear families (highs, gurobi, ortools): cardinality d=200 with a knapsack row, longest
+Linear families (highs, gurobi, ortools): cardinality d=200, a partition matroid (10 blocks of
+20, at most 3 each) and spanning trees of an 8x8 grid, each with a knapsack row, longest
 simple s-t paths (positive weights) on 8x8 and 10x10 grids, spanning trees of a 6x6 grid with
 ``forbid_pairs``. Norm families (highs, gurobi; CP-SAT declares none): Cardinality(100, 10)
 and the matchings of K(10, 12), f = 0.3 and 1.0, both signs. Every query is asked of each
@@ -47,8 +48,14 @@ def linear_families(rng: np.random.Generator) -> dict[str, tuple[cm.ActionSpace,
                 pairs.append((i, j))
         return {"weights": rng.normal(size=trees.d), "forbid_pairs": pairs}
 
+    blocks = [list(range(k * 20, (k + 1) * 20)) for k in range(10)]
+    part = cm.PartitionMatroid(blocks, [3] * 10).with_constraint(rng.uniform(0.5, 1.5, 200), "<=", 12.0)
+    grid8 = cm.SpanningTrees(_grid(8))
+    trees_knap = grid8.with_constraint(rng.uniform(0.5, 1.5, grid8.d), "<=", 0.9 * 63)
     out = {
         "cardinality d=200 m=20 + knapsack": (knap, lambda: {"weights": rng.normal(size=200)}),
+        "partition 10x20 cap 3 + knapsack": (part, lambda: {"weights": rng.normal(size=200)}),
+        "spanning trees 8x8 + knapsack": (trees_knap, lambda: {"weights": rng.normal(size=grid8.d)}),
         "spanning trees 6x6 + forbid_pairs": (trees, tree_query),
     }
     for n in (8, 10):

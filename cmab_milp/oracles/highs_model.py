@@ -155,6 +155,13 @@ class CompiledModel:
         self.repair = None
         #: A MIP start (arm values of an action) for every cold MILP solve of this query.
         self.start: np.ndarray | None = None
+        #: Arms fixed for this query by :meth:`fix_arms`: ``(lower, upper)`` to restore, and the bound of
+        #: the actions the fixing cut off (every solve's bound is at least it, so the certificate covers them).
+        self._unfix: tuple[np.ndarray, np.ndarray] | None = None
+        self.region_bound = -math.inf
+        #: This query's answer proven without HiGHS (an exact method of the query's hooks): :meth:`solve`
+        #: returns it; :meth:`undo` clears it.
+        self.answer: SolveResult | None = None
         self._pending: dict = {}  # the cuts of this solve's candidates, in the order met (a dict keeps it)
         self._watch = False
         self._callbacks_on = False
@@ -195,9 +202,33 @@ class CompiledModel:
         if gap:
             self.h.setOptionValue("mip_rel_gap", float(gap))
 
+    def fix_arms(self, fixed: np.ndarray, values: np.ndarray, region_bound: float) -> None:
+        """Fix the arms ``fixed`` (bool mask) to ``values`` for this query; :meth:`undo` frees them again.
+
+        ``region_bound`` must bound the value of every action the fixing excludes (reduced-cost fixing:
+        :func:`~cmab_milp.oracles.side_starts.side_plan`); each solve's bound is then at least it, so a
+        bound check of the answer covers the excluded actions too.
+        """
+        if self._unfix is None:
+            self._unfix = (self.lower, self.upper, self.arms_free)
+        lower, upper = self.lower.copy(), self.upper.copy()
+        lower[fixed] = upper[fixed] = np.asarray(values, float)[fixed]
+        changed = np.flatnonzero((lower != self.lower) | (upper != self.upper)).astype(np.int32)
+        if len(changed):
+            self.h.changeColsBounds(len(changed), changed, lower[changed], upper[changed])
+        self.lower, self.upper, self.arms_free = lower, upper, False
+        self.region_bound = max(self.region_bound, float(region_bound))
+
     def undo(self) -> None:
-        """Delete every row beyond the formulation's (a query's restrictions and cuts)."""
-        self.start = self.repair = self.candidate_cuts = None
+        """Delete every row beyond the formulation's (a query's restrictions and cuts); free fixed arms."""
+        self.start = self.repair = self.candidate_cuts = self.answer = None
+        if self._unfix is not None:
+            lower, upper, free = self._unfix
+            self._unfix, self.region_bound = None, -math.inf
+            changed = np.flatnonzero((lower != self.lower) | (upper != self.upper)).astype(np.int32)
+            if len(changed):
+                self.h.changeColsBounds(len(changed), changed, lower[changed], upper[changed])
+            self.lower, self.upper, self.arms_free = lower, upper, free
         n = self.h.getNumRow()
         if n > self.base_rows:
             self.delete_rows(self.base_rows, n)
@@ -370,6 +401,15 @@ class CompiledModel:
         """Forget the last solve's basis and solution (the next solve starts cold)."""
         self.h.clearSolver()
 
+    def set_options(self, values: dict[str, object]) -> None:
+        """Set HiGHS options for good (for rules of the space alone; :meth:`options` sets them for a block)."""
+        for key, value in values.items():
+            self.h.setOptionValue(key, value)
+
+    def row_duals(self) -> np.ndarray:
+        """The row duals of the last solve (of an LP: HiGHS's sign convention)."""
+        return np.asarray(self.h.getSolution().row_dual, float)
+
     @contextmanager
     def options(self, values: dict[str, object]) -> Iterator[None]:
         """HiGHS options set for the duration of a ``with`` block, then restored.
@@ -466,6 +506,8 @@ class CompiledModel:
           is the unique optimum, which the cold start reaches too; so every answer
           is the vertex that a cold start reaches.
         """
+        if self.answer is not None:  # proven by the query's hook (its bound is checked as HiGHS's would be)
+            return self.answer
         h = self.h
         if self.integer and cold:
             h.clearSolver()
@@ -482,6 +524,8 @@ class CompiledModel:
         # The per-query path: one comparison. (A run that errs never leaves the status 'Optimal'.)
         if model_status != self._optimal:
             settled = self._settle(run_status, model_status)
+            if settled == "infeasible" and self._unfix is not None:  # the start obeys the fixing: cannot be
+                raise OracleError("HiGHS found no action with the arms fix_arms fixed; no action is returned")
             if settled != "optimal":
                 return SolveResult("infeasible") if settled == "infeasible" else self._limit_result()
         solution = h.getSolution()
@@ -497,6 +541,8 @@ class CompiledModel:
             solution = h.getSolution()
         objective = h.getObjectiveValue()
         bound = h.getInfoValue("mip_dual_bound")[1] if self.integer else objective
+        if self.region_bound > bound:  # arms fixed by fix_arms: the actions they exclude
+            bound = self.region_bound
         return SolveResult("optimal", solution.col_value, objective, bound)
 
     def _start_callbacks(self) -> None:
@@ -541,7 +587,7 @@ class CompiledModel:
         message = "status 'Time limit reached'"
         if not self.integer or h.getInfoValue("primal_solution_status")[1] != self._hs.kSolutionStatusFeasible:
             return SolveResult("limit", None, message=message + ", no incumbent")
-        bound = h.getInfoValue("mip_dual_bound")[1]
+        bound = max(h.getInfoValue("mip_dual_bound")[1], self.region_bound)
         return SolveResult("limit", h.getSolution().col_value, h.getObjectiveValue(), bound, message)
 
     def _maybe_tied(self, solution, tol: float) -> bool:

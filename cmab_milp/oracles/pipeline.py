@@ -287,7 +287,7 @@ def certified_solve(
         if res.forbid_pairs or rows:
             model.add_rows([*forbid_rows(res.forbid_pairs), *rows])
         tie_tol = None if model.integer else TIE_TOL * (1.0 + top)
-        if root_cuts is not None and model.integer and formulation.fractional_separators:
+        if root_cuts is not None and model.integer and (formulation.fractional_separators or _side(formulation)):
             # cuts on fractional LP points (oracles/root_cuts.py): this query's rows, found from
             # a cold LP of this query only, and removed by `model.undo()` like the lazy cuts
             root_cuts(model, formulation)
@@ -327,6 +327,11 @@ def certified_solve(
     if (res is not _NO_RESTRICTIONS and not res.admits(action)) or (contains is not None and not contains(action)):
         raise OracleError(f"{model.name} returned an action that violates the space or the restrictions")
     return action, bound
+
+
+def _side(formulation: Formulation) -> bool:
+    """Whether the formulation is a base space plus side rows (a root step gives a start: oracles/side_starts.py)."""
+    return "side" in formulation.solver_hints
 
 
 def _refuse(model: SolverModel, result: SolveResult) -> None:
