@@ -76,6 +76,8 @@ from .base import (
     tolerance,
 )
 
+_EPS = float(np.finfo(float).eps)
+
 __all__ = [
     "INTEGRAL_TOL",
     "MAX_CUT_ROUNDS",
@@ -203,6 +205,33 @@ def proven(value: float, bound: float, slack: float = 0.0) -> bool:
     return gap <= tolerance(low) + slack
 
 
+def rounding_allowance(query) -> float:
+    """What the floating-point sums of a linear query's values may be off by, at most one more tolerance.
+
+    ``weights @ a`` is summed in floating point (as is the solver's bound), each sum off by at most
+    ``d eps`` times its terms' magnitudes: with weights that cancel, the computed values of two
+    actions equal in exact arithmetic may differ by more than the tolerance (``[1e-9, 1, -1]``:
+    ``1e-9 + 1 - 1`` is ``1.0000000827e-9``). The allowance is ``2 k eps sum |w|`` over the ``k``
+    arms not excluded, capped at ``tolerance(0) = 1e-9``: weights so large that their rounding
+    exceeds that still leave the answer unproven. 0 for other queries.
+
+    >>> import numpy as np
+    >>> from cmab_milp.oracles.queries import LinearQuery, Restrictions
+    >>> rounding_allowance(LinearQuery(np.array([1e-9, 1.0, -1.0]), Restrictions())) < 1e-14
+    True
+    >>> rounding_allowance(LinearQuery(np.array([1e15, -1e15]), Restrictions()))
+    1e-09
+    """
+    weights = getattr(query, "weights", None)
+    if weights is None:
+        return 0.0
+    terms = np.abs(np.asarray(weights, float))
+    excluded = list(query.restrictions.exclude)
+    if excluded:
+        terms[excluded] = 0.0
+    return min(2.0 * int(np.count_nonzero(terms)) * _EPS * float(terms.sum()), tolerance(0.0))
+
+
 def proven_ratio(value: float, bound: float) -> float | None:
     """``value / bound`` when both are positive (a proven ratio to the optimum), else ``None``.
 
@@ -321,7 +350,7 @@ def certified_solve(
     if not certify:
         if status == "limit":  # the caller cannot prove a stopped solve
             _refuse(model, result)
-    elif bound is None or not proven(query.value(chosen), bound, slack):
+    elif bound is None or not proven(query.value(chosen), bound, slack + rounding_allowance(query)):
         _unproven(model, query, chosen, bound, status, gap, ledger, result)
     action = np.array(chosen)
     if (res is not _NO_RESTRICTIONS and not res.admits(action)) or (contains is not None and not contains(action)):
