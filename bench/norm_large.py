@@ -52,6 +52,18 @@ at f = 0.1 and 0.3 was 0.8-9.7; after, 0.04-0.53 except general matchings (0.98 
 blossom algorithm's ~1 ms per linear query). At f = 3 Cardinality(100,10), K(10,12) (one of two) and
 trees 8x8 stop at 10 s (and at 40 s, tried), as Gurobi does: the convex relaxation is far from the
 optimum there (Cardinality, f = 3: 4.03 against 1.25).
+
+Later (same queries, s; session start a36e112 -> main, each query in two processes alternately):
+the diagonal shift of the sign -1 bound (``relaxation_matrix``) takes K(10,12) f = 3 11.1 -> 5.7,
+trees 6x6 f = 3 0.46 / 1.44 -> 0.21 / 0.80, trees 8x8 f = 1 0.41 / 0.16 -> 0.25 / 0.09. Sign +1: the
+concave branch and bound on trees (``plus_branch``) takes trees 6x6 f = 1 15.3 / 11.6 -> 0.74 / 0.34
+and trees 8x8 f = 1 stopped at 30 s (both) -> 0.52 / 0.75; Glover's rows from the linear oracle
+(``lifting.exact_row_bounds``) take K(10,12) f = 1 3.05 / 2.92 -> 1.67 / 1.83; Cardinality(100,10)
+f = 1 is unchanged (0.55 / 0.71). With Gurobi (``--sign 1 --backends highs,gurobi --queries 2
+--time-limit 20``, median / max): trees 6x6 f = 0.1 / 0.3 / 1: 0.07 / 0.04 / 1.00 s (Gurobi 0.10 /
+0.21 / stopped), trees 8x8: 0.08 / 0.17 / 2.60 (Gurobi 0.62 / 3.82 / stopped), forests 8x8: 0.21 /
+0.33 / 8.78 (Gurobi 0.24 / 1.99 / stopped), K(10,12): 0.09 / 0.23 / 2.13 (Gurobi 0.05 / 0.26 /
+stopped); f = 3 stops on both everywhere but one forest query.
 """
 
 from __future__ import annotations
