@@ -1,0 +1,550 @@
+"""Sign -1 on s-t paths of graphs with cycles: LP branch and bound with tangents of the norm.
+
+The query is ``max mu @ a - f n(a)``, ``n(a) = sqrt(a @ M @ a)``, ``M`` positive definite, over the simple
+s-t paths ``a`` that its restrictions admit. No combinatorial linear oracle exists here (a longest path
+is NP-hard), so :mod:`.minus_branch` does not apply; this module bounds nodes by a linear program instead.
+
+The relaxation ``P``: the space's own path formulation (flow / degree rows, the orientation columns of
+undirected graphs), as an LP, with the query's ``forbid_pairs`` as rows ``a_i + a_j <= 1``, the node's
+``include`` / ``exclude`` as column bounds, and the rows the space separates at fractional points (the
+connectivity cuts ``a(delta(S)) >= a(delta(v))``, by max flow) and at integral points with a cycle
+(forest rows). Every row is valid for every admitted path, so ``P`` holds the node's actions.
+
+A column ``t`` (cost ``-f``, bounds ``[0, sqrt(l_hi)]``, ``l_hi`` an upper bound of ``a @ M @ a`` on
+actions) stands for the norm, and *tangent rows* ``t >= (N x0) @ a / n_N(x0)`` bound it from below,
+for ``N`` either
+
+* ``M`` itself: by Cauchy-Schwarz in the ``M`` inner product ``n(a) >= (M x0) @ a / n(x0)`` for every
+  ``a`` and every ``x0`` with ``n(x0) > 0``; or
+* the shifted ``M_r = M - D + s s' / m`` of :func:`~.minus_branch.relaxation_matrix` (PSD, and
+  ``a @ M_r @ a <= a @ M @ a`` on every set of at most ``m = space.m`` arms): ``n(a) >= n_r(a) >=
+  (M_r x0) @ a / n_r(x0)``. Between actions ``n_r`` is larger than ``n``, so its tangents cut off the
+  fractional points that spread over many arms; ``M``'s tangents are exact at the action ``x0``.
+
+So every admitted action ``a`` of a node gives the LP point ``(a, n(a))`` (``n(a) <= sqrt(l_hi)``), of
+LP value ``mu @ a - f n(a)``, its index: the LP optimum bounds the node. A tangent row is kept (and
+shared by every later node of the query) when an LP point ``(x, t)`` has ``f (n_N(x) - t)`` above a
+small threshold; this is Kelley's cutting-plane method on the convex relaxation ``max_{x in P} mu @ x - f
+max(n(x), n_r(x))``, with all the query's tangents in every node (the Frank-Wolfe bound of
+:mod:`.minus_branch` uses one tangent at a time: the LP of all of them is at least as tight).
+
+Branch and bound: best bound first (ties by creation order), a node split on its most fractional free
+arm (include it / exclude it; the children partition the node's actions), an integral LP point that is no
+path (possible only while a cycle's row is missing) cut off by the space's rows. Each LP point gives
+candidate incumbents: itself when integral (:meth:`~cmab_milp.spaces.graph_starts.PathStarts.repair` when
+it holds cycles), the shortest path on lengths ``1 - x`` (the path the LP leans on) and the
+heuristic path of the tangent's weights (:meth:`~cmab_milp.spaces.graph_starts.PathStarts.start_action`);
+each valued exactly in numpy, kept when the query admits it.
+
+Proven bounds: the LP is solved by HiGHS (tolerances ``1e-9``), so its objective is not used as a bound.
+:func:`safe_bound` computes one from HiGHS's row duals ``y`` by weak duality, for any ``y``:
+``c @ x = (c - A'y) @ x + y @ (A x) <= sum_j max(r_j l_j, r_j u_j) + sum_i max(y_i lo_i, y_i hi_i)``
+with ``r = c - A'y`` and the column bounds ``[l, u]`` (all finite), ``y_i`` zeroed where its side of the
+row is infinite, plus a rounding allowance; the least over ``y`` and ``-y`` is kept (either sign
+convention of the duals gives a valid number). Tangent rows are loosened by their own rounding
+allowance, so a rounded coefficient never cuts off an action. The query ends when no open node's bound
+exceeds the incumbent by more than the contract's ``1e-9 (1 + |value|)`` (:func:`~.scaling.proven`);
+the bound returned is the largest dropped one (or the incumbent's value).
+
+Determinism: each query builds its LP afresh, and the order of nodes, LPs and rows depends on the query
+alone, so an answer never depends on earlier queries.
+
+Measured (bench/norm_large.py ``--only s-t --sign -1``, 8x8 grid, d = 112, median / max s over the same
+queries, limit 10 s, ``*`` stopped): see the table at the end of this docstring.
+
+Example
+-------
+>>> import networkx as nx
+>>> import cmab_milp as cm
+>>> from cmab_milp.oracles.norm.solver import last_stats
+>>> space = cm.STPaths(nx.cycle_graph(5), 0, 2)  # 0-1-2 or 0-4-3-2
+>>> oracle = cm.make_oracle(space, "highs")
+>>> mu, M = np.array([0.5, 0.1, 0.5, 0.6, 0.6]), np.eye(5)
+>>> oracle.argmax_norm(mu, M, 0.1, sign=-1).astype(int).tolist(), last_stats(oracle).method
+([0, 1, 0, 1, 1], 'branch-path-lp')
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+from ...spaces import STPaths
+from ...spaces.formulation import Row
+from ..base import NormQuery, OracleError
+from ..highs_model import CompiledModel, LimitReached
+from .minus_branch import relaxation_matrix
+from .scaling import proven
+
+__all__ = ["PathBranch", "applies", "safe_bound"]
+
+#: Nodes (in order) whose LP points get the space's full separation (a max flow per node of the graph,
+#: ~1 ms each); later nodes get the cuts of the support's components, and max flows only when those find none.
+_FULL_CUT_NODES = 1
+#: Tangent / cut rounds (LP solves) per node at most; the root gets ``_ROOT_ROUNDS``.
+_ROUNDS = 3
+_ROOT_ROUNDS = 40
+#: A round "stalls" when it lowers the bound by less than this fraction of the gap to the incumbent; a node
+#: stops after ``_STALL_ROUNDS`` stalled rounds in a row (Kelley's tail is long: split instead).
+_STALL = 0.01
+_STALL_ROUNDS = 3
+#: Tangent rows idle (no dual price) in this many LPs in a row are deleted once there are more than
+#: ``_PURGE_ABOVE`` of them (the LP's time grows with its dense rows).
+_IDLE_LPS = 20
+_PURGE_ABOVE = 150
+#: A tangent row enters when ``f (n_N(x) - t)`` exceeds this, relative to ``1 + |bound|``.
+_TANGENT_GAP = 1e-7
+#: A space row enters when the LP point violates it by more than this.
+_CUT_VIOLATION = 1e-6
+#: Rounding allowance, in units of ``eps`` times the number of terms times their magnitudes.
+_ROUND = 8.0
+#: Nodes before the query is declared unproven (the time limit usually comes first).
+_MAX_NODES = 200_000
+#: Also bound with tangents of the shifted matrix of :func:`~.minus_branch.relaxation_matrix`.
+_SHIFTED_TANGENTS = True
+#: Incumbent heuristics at every LP point (False: integral LP points only).
+_HEURISTICS = True
+_EPS = float(np.finfo(float).eps)
+
+
+def applies(space) -> bool:
+    """Whether the space is s-t paths of a graph with cycles (the spaces this module is for).
+
+    >>> import networkx as nx
+    >>> import cmab_milp as cm
+    >>> applies(cm.STPaths(nx.cycle_graph(4), 0, 2)), applies(cm.STPaths(nx.DiGraph([(0, 1), (1, 2)]), 0, 2))
+    (True, False)
+    """
+    return type(space) is STPaths and not space.acyclic
+
+
+def safe_bound(
+    c: np.ndarray, blocks: list, row_lo: np.ndarray, row_hi: np.ndarray, lo: np.ndarray, hi: np.ndarray, y
+) -> float:
+    """An upper bound on ``max c @ x`` over ``row_lo <= A x <= row_hi``, ``lo <= x <= hi`` from any row prices ``y``.
+
+    ``A`` is given as ``blocks`` stacked vertically (scipy sparse or numpy arrays). Weak duality with the
+    box (module docstring): valid for every ``y``, tight for optimal duals; the column bounds must be
+    finite. The lesser of the bounds of ``y`` and ``-y`` is returned, with a rounding allowance.
+
+    >>> A = np.array([[1.0, 1.0]])
+    >>> lo, hi, c = np.zeros(2), np.ones(2), np.array([1.0, 2.0])
+    >>> bound = safe_bound(c, [A], np.array([-np.inf]), np.array([1.0]), lo, hi, np.array([2.0]))
+    >>> round(bound, 9), bound >= 2.0  # max x0 + 2 x1 with x0 + x1 <= 1: 2
+    (2.0, True)
+    >>> round(safe_bound(c, [A], np.array([-np.inf]), np.array([1.0]), lo, hi, np.array([0.0])), 9)  # the box alone
+    3.0
+    """
+    best = np.inf
+    y = np.asarray(y, float)
+    if len(y) != len(row_lo) or len(y) != sum(b.shape[0] for b in blocks):
+        raise ValueError(f"{len(y)} row prices for {len(row_lo)} rows")
+    n_terms = len(y) + len(c) + 2
+    cuts = np.cumsum([0] + [b.shape[0] for b in blocks])
+    for sign in (1.0, -1.0):
+        z = sign * y
+        z = np.where(((z > 0) & np.isposinf(row_hi)) | ((z < 0) & np.isneginf(row_lo)), 0.0, z)
+        side = np.where(z > 0, row_hi, np.where(z < 0, row_lo, 0.0))
+        rows = np.where(z != 0.0, z * side, 0.0)
+        az, size_az = np.zeros(len(c)), np.zeros(len(c))
+        for b, first, last in zip(blocks, cuts[:-1], cuts[1:], strict=True):
+            az += b.T @ z[first:last]
+            size_az += abs(b).T @ np.abs(z[first:last])
+        r = c - az
+        cols = np.maximum(r * lo, r * hi)
+        size = float(np.abs(rows).sum() + ((np.abs(c) + size_az) * np.maximum(-lo, hi)).sum())
+        best = min(best, float(rows.sum() + cols.sum()) + _ROUND * n_terms * _EPS * size)
+    return best
+
+
+@dataclass(order=True)
+class _Node:
+    key: float  # minus the node's bound (heapq pops the least)
+    order: int
+    include: np.ndarray = field(compare=False)
+    exclude: np.ndarray = field(compare=False)
+
+
+class _PathLP:
+    """The query's LP: the path formulation, the norm column ``t``, forbid rows, and the rows found so far.
+
+    A copy of the rows is kept for :func:`safe_bound`: the sparse ones (formulation, forbid rows, cuts) and
+    the dense tangents, each in the order added; ``tangent_row`` marks which HiGHS rows are tangents.
+    """
+
+    def __init__(self, space: STPaths, query: NormQuery, t_hi: float):
+        form = space.formulation()
+        self.d = d = space.d
+        self.model = CompiledModel(form, integer=False)
+        self.t = self.model.add_cols(np.zeros(1), np.array([t_hi]), np.zeros(1, bool), ["norm"])
+        self.n = self.t + 1
+        a, lo, hi = form.matrix()
+        self.sparse_rows: list[Row] = []
+        self.base = sp.csr_matrix((a.data, a.indices, a.indptr), shape=(a.shape[0], self.n))
+        self.base_lo, self.base_hi = np.asarray(lo, float), np.asarray(hi, float)
+        self.sparse: sp.csr_matrix = self.base
+        self.sparse_lo, self.sparse_hi = self.base_lo, self.base_hi
+        self.tangents = np.zeros((0, self.n))
+        self.tangent_lo: list[float] = []
+        self.idle = np.zeros(0, int)  # LPs since each tangent row last had a dual price
+        self.tangent_row = np.zeros(a.shape[0], bool)
+        self.col_lo = np.concatenate([np.zeros(d), form.aux_lb, [0.0]]).astype(float)
+        self.col_hi = np.concatenate([np.ones(d), form.aux_ub, [t_hi]]).astype(float)
+        if not np.isfinite(self.col_hi).all() or not np.isfinite(self.col_lo).all():  # pragma: no cover
+            raise OracleError("the path formulation has an unbounded column: no safe LP bound")
+        self.cost = np.zeros(self.n)
+        self.cost[:d] = query.mu
+        self.cost[self.t] = -query.f
+        self.model.set_costs(self.cost[:d])
+        self.model.set_col_cost(self.t, -query.f)
+        self.arm_lo, self.arm_hi = np.zeros(d), np.ones(d)
+        self.arm_lo[list(query.restrictions.include)] = 1.0
+        self.arm_hi[list(query.restrictions.exclude)] = 0.0
+        pairs = query.restrictions.forbid_pairs
+        self.add_rows([Row((int(i), int(j)), (1.0, 1.0), -np.inf, 1.0) for i, j in pairs])
+        self.model.clear_solver()
+
+    def add_rows(self, rows: list[Row]) -> None:
+        """Append sparse rows (valid for every admitted action)."""
+        if not rows:
+            return
+        self.model.add_rows(rows)
+        self.sparse_rows.extend(rows)
+        self.tangent_row = np.concatenate([self.tangent_row, np.zeros(len(rows), bool)])
+        self.sparse = None  # rebuilt on the next bound
+
+    def add_tangent(self, coef: np.ndarray, lo: float) -> None:
+        """Append the row ``t - coef @ a >= lo``."""
+        cols = np.flatnonzero(coef)
+        self.model.add_rows([Row((*cols.tolist(), self.t), (*(-coef[cols]).tolist(), 1.0), lo, np.inf)])
+        row = np.zeros(self.n)
+        row[: self.d] = -coef
+        row[self.t] = 1.0
+        self.tangents = np.vstack([self.tangents, row])
+        self.tangent_lo.append(lo)
+        self.tangent_row = np.append(self.tangent_row, True)
+        self.idle = np.append(self.idle, 0)
+
+    def purge(self, idle: int) -> int:
+        """Delete the tangent rows without a dual price in the last ``idle`` LPs; return how many.
+
+        Any subset of the rows still gives a relaxation (valid bounds); the deleted rows are slack, so the
+        basis stays usable.
+        """
+        drop = self.idle >= idle
+        if not drop.any():
+            return 0
+        rows = np.flatnonzero(self.tangent_row)[drop].astype(np.int32)
+        self.model._check(self.model.h.deleteRows(len(rows), rows), "deleteRows")
+        keep = np.ones(len(self.tangent_row), bool)
+        keep[rows] = False
+        self.tangent_row = self.tangent_row[keep]
+        self.tangents = self.tangents[~drop]
+        self.tangent_lo = [v for v, k in zip(self.tangent_lo, drop, strict=True) if not k]
+        self.idle = self.idle[~drop]
+        return len(rows)
+
+    def set_node(self, include: np.ndarray, exclude: np.ndarray) -> None:
+        lo = np.where(include, 1.0, self.arm_lo)
+        hi = np.where(exclude, 0.0, self.arm_hi)
+        self.model.set_arm_bounds(tuple(np.flatnonzero(lo > 0.5).tolist()), tuple(np.flatnonzero(hi < 0.5).tolist()))
+        self.col_lo[: self.d], self.col_hi[: self.d] = lo, hi
+
+    def solve(self) -> tuple[np.ndarray, float] | None:
+        """The LP point and a proven upper bound of the LP, or ``None`` when HiGHS finds it infeasible."""
+        model = self.model
+        x = model.run_relaxation()
+        if x is None:
+            if model.h.getModelStatus() == model._hs.HighsModelStatus.kInfeasible:
+                return None
+            model.clear_solver()  # another status: once more from scratch
+            x = model.run_relaxation()
+            if x is None:
+                if model.h.getModelStatus() == model._hs.HighsModelStatus.kInfeasible:
+                    return None
+                raise OracleError("HiGHS could not solve the path LP of a norm query")
+        if self.sparse is None:
+            rows = self.sparse_rows
+            extra = sp.csr_matrix(
+                (
+                    [c for r in rows for c in r.coefs],
+                    [c for r in rows for c in r.cols],
+                    np.cumsum([0] + [len(r.cols) for r in rows]),
+                ),
+                shape=(len(rows), self.n),
+            )
+            self.sparse = sp.vstack([self.base, extra], format="csr")
+            self.sparse_lo = np.concatenate([self.base_lo, [r.lb for r in rows]])
+            self.sparse_hi = np.concatenate([self.base_hi, [r.ub for r in rows]])
+        y = np.asarray(model.h.getSolution().row_dual, float)
+        tan = self.tangent_row
+        self.idle = np.where(np.abs(y[tan]) > 0.0, 0, self.idle + 1)
+        n_tan = len(self.tangent_lo)
+        bound = safe_bound(
+            self.cost,
+            [self.sparse, self.tangents],
+            np.concatenate([self.sparse_lo, self.tangent_lo]),
+            np.concatenate([self.sparse_hi, np.full(n_tan, np.inf)]),
+            self.col_lo,
+            self.col_hi,
+            np.concatenate([y[~tan], y[tan]]),
+        )
+        return x, bound
+
+
+class PathBranch:
+    """Branch and bound for ``max mu @ a - f n(a)`` on s-t paths of a cyclic graph (module docstring).
+
+    ``query`` holds the index and the restrictions, ``arms`` the arms not excluded, ``l_hi`` an upper
+    bound of ``a @ M @ a`` on actions; ``deadline`` and ``clock`` the time limit.
+    """
+
+    def __init__(
+        self,
+        space: STPaths,
+        query: NormQuery,
+        arms: np.ndarray,
+        l_hi: float,
+        deadline: float | None,
+        clock: Callable[[], float],
+    ):
+        if not applies(space):
+            raise ValueError("PathBranch needs s-t paths of a graph with cycles")
+        self.space, self.q, self.res = space, query, query.restrictions
+        self.d = d = space.d
+        self.deadline, self.clock = deadline, clock
+        self.free = np.zeros(d, bool)
+        self.free[arms] = True
+        self.free[list(self.res.include)] = False
+        self.M = query.M
+        self.M_r = relaxation_matrix(query.M, arms, int(space.m)) if _SHIFTED_TANGENTS else None
+        self.lp = _PathLP(space, query, float(np.sqrt(max(l_hi, 0.0))))
+        self.seen: set[bytes] = set()
+        self.nodes = self.lps = self.tangents = self.cuts = self.purged = 0
+        self.max_flows = True  # whether the max-flow separation still runs (module docstring)
+        self.best: np.ndarray | None = None
+        self.best_value = -np.inf
+
+    # ------------------------------------------------------------ incumbents
+    def offer(self, action: np.ndarray | None) -> None:
+        """Make ``action`` the incumbent when it is an admitted path better than the incumbent."""
+        if action is None:
+            return
+        key = action.tobytes()
+        if key in self.seen:
+            return
+        self.seen.add(key)
+        if not self.space._contains(action) or not self.res.admits(action):
+            return
+        value = self.q.value(action)
+        if value > self.best_value:
+            self.best, self.best_value = action.copy(), value
+            self.when = self.nodes
+
+    def integral(self, x: np.ndarray, g: np.ndarray | None) -> None:
+        """Offer an LP point integral on the arms (repaired when it is no path)."""
+        chosen = x > 0.5
+        if np.all(np.abs(x - chosen) <= 1e-6):
+            self.offer(chosen if self.space._contains(chosen) else self.space.repair(chosen, self.q.mu if g is None else g))
+
+    def heuristics(self, x: np.ndarray, g: np.ndarray) -> None:
+        """Candidate incumbents from an LP point ``x`` and the tangent's weights ``g`` (module docstring)."""
+        space = self.space
+        ban = self.lp.arm_hi < 0.5
+        self.offer(space._shortest(1.0 - np.clip(x, 0.0, 1.0) + 1e-9, ban, space.directed))
+        self.offer(space.start_action(g, upper=self.lp.arm_hi, conflicts=self.res.forbid_pairs))
+
+    # ------------------------------------------------------------ bounding
+    def tangent(self, N: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, float, float] | None:
+        """``(N x) / n_N(x)``, ``n_N(x)`` and the rounding allowance of the row ``t >= (N x) @ a / n_N(x)``;
+        ``None`` at ``n_N(x) = 0``."""
+        nx_ = N @ x
+        quad = float(x @ nx_)
+        if quad <= 0.0:
+            return None
+        n = float(np.sqrt(quad))
+        coef = nx_ / n
+        slack = _ROUND * self.d * _EPS * (float(np.abs(N).sum(axis=1).max()) / n + float(np.abs(coef).sum()) + 1.0)
+        return coef, n, slack
+
+    def cuts_at(self, x: np.ndarray, full: bool) -> list[Row]:
+        """The space's rows violated at ``x``: connectivity cuts of the components of ``x``'s support (and, when
+        ``full`` or none is found, by max flow), a cycle's forest row at an integral point."""
+        space = self.space
+        chosen = x > 0.5
+        rows = component_cuts(space, x)
+        if not rows and full and self.max_flows:
+            rows = space._separate_paths_lp(x)  # (none at a path)
+            self.max_flows = bool(rows)  # none found: no more max flows in this query
+        if np.all(np.abs(x - chosen) <= 1e-6) and not space._contains(chosen):
+            rows += space.separate_cycles(chosen)
+        return [r for r in rows if _violation(r, x) > _CUT_VIOLATION]
+
+    def relax(self, node: _Node, rounds: int) -> tuple[float, np.ndarray | None]:
+        """Kelley rounds on the node: its proven bound and the last LP point (``None``: no action)."""
+        q, lp = self.q, self.lp
+        lp.set_node(node.include, node.exclude)
+        bound = -node.key
+        x = g = None
+        stalled = 0
+        for _ in range(rounds):
+            self._check_time()
+            self.lps += 1
+            found = lp.solve()
+            if found is None:
+                return -np.inf, None
+            full, lp_bound = found
+            gain = bound - lp_bound
+            bound = min(bound, lp_bound)
+            stalled = stalled + 1 if gain < _STALL * (bound - self.best_value) else 0
+            x, t = full[: self.d], float(full[lp.t])
+            tangents = []
+            g = None
+            for N in (self.M, self.M_r):
+                made = None if N is None else self.tangent(N, x)
+                if made is None:
+                    continue
+                coef, n, slack = made
+                if g is None:  # the weights whose linear maximum bounds the index (M's tangent)
+                    g = q.mu - q.f * coef
+                if q.f * (n - t) > _TANGENT_GAP * (1.0 + abs(bound)):
+                    tangents.append((coef, -slack))
+            self.integral(x, g)
+            if proven(bound, self.best_value) or stalled >= _STALL_ROUNDS:
+                break
+            cuts = self.cuts_at(x, self.nodes <= _FULL_CUT_NODES)
+            self.cuts += len(cuts)
+            self.tangents += len(tangents)
+            if not cuts and not tangents:
+                break
+            lp.add_rows(cuts)
+            for coef, lo in tangents:
+                lp.add_tangent(coef, lo)
+        if x is not None and _HEURISTICS:
+            self.heuristics(x, q.mu if g is None else g)
+        return bound, x
+
+    def _check_time(self) -> None:
+        if self.deadline is not None and self.clock() > self.deadline:
+            raise LimitReached("norm path branch and bound stopped on its time limit; no action is returned")
+
+    # ------------------------------------------------------------ search
+    def split(self, node: _Node, x: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Children ``(include, exclude)`` that partition the node's actions: on the most fractional free arm."""
+        free = self.free & ~node.include & ~node.exclude
+        if not free.any():
+            return []
+        frac = np.where(free, np.minimum(x, 1.0 - x), -1.0)
+        i = int(np.argmax(frac))
+        if frac[i] <= 1e-9:  # an integral point: split on its first free arm
+            on = np.flatnonzero(free & (x > 0.5))
+            i = int(on[0]) if len(on) else int(np.flatnonzero(free)[0])
+        return [(node.include, _with(node.exclude, i)), (_with(node.include, i), node.exclude)]
+
+    def run(
+        self, best: np.ndarray | None, best_value: float, settled: Callable[[float, float], bool] | None = None
+    ) -> tuple[np.ndarray | None, float, float]:
+        """The best action, its value and the proven bound (``settled``: the approximate mode may stop early)."""
+        if best is not None:
+            self.best, self.best_value = best.copy(), best_value
+            self.seen.add(best.tobytes())
+        d = self.d
+        queue = [_Node(-np.inf, 0, np.zeros(d, bool), np.zeros(d, bool))]
+        dropped = -np.inf
+        order = 1
+        try:
+            while queue:
+                node = heapq.heappop(queue)
+                if settled is not None:
+                    top = max(-node.key, dropped, self.best_value)
+                    if self.best is not None and settled(top, self.best_value):
+                        return self.best, self.best_value, top
+                self._check_time()
+                if proven(-node.key, self.best_value):
+                    dropped = max(dropped, -node.key)
+                    continue
+                self.nodes += 1
+                if self.nodes > _MAX_NODES:  # pragma: no cover - the time limit comes first
+                    raise OracleError(f"norm path branch and bound: more than {_MAX_NODES} nodes, not proven")
+                bound, x = self.relax(node, _ROOT_ROUNDS if self.nodes == 1 else _ROUNDS)
+                if len(self.lp.tangent_lo) > _PURGE_ABOVE:
+                    self.purged += self.lp.purge(_IDLE_LPS)
+                if self.nodes == 1:
+                    self.root = bound
+                if x is None:
+                    continue
+                if proven(bound, self.best_value):
+                    dropped = max(dropped, bound)
+                    continue
+                for include, exclude in self.split(node, x):
+                    heapq.heappush(queue, _Node(-bound, order, include, exclude))
+                    order += 1
+        finally:
+            self.lp.model.h.clear()
+        return self.best, self.best_value, max(dropped, self.best_value)
+
+
+def component_cuts(space: STPaths, x: np.ndarray) -> list[Row]:
+    """Connectivity rows violated at ``x`` by a component of its support at a few thresholds (no max flow).
+
+    A component ``S`` of the edges with ``x > theta`` that holds neither ``s`` nor ``t`` (directed: that ``s``
+    does not reach) gives ``x(delta(S)) >= x(delta(v))`` (directed ``x(delta_in(S)) >= x(delta_in(v))``) for
+    its node ``v`` of largest degree: a path through ``v`` enters ``S`` and leaves it (the rows of
+    :meth:`~cmab_milp.spaces.graph_cuts.GraphCuts.separate_connectivity_lp`).
+
+    >>> import networkx as nx
+    >>> import cmab_milp as cm
+    >>> space = cm.STPaths(nx.convert_node_labels_to_integers(nx.grid_2d_graph(3, 3)), 0, 2)
+    >>> x = np.zeros(space.d)
+    >>> x[[0, 2]] = 1.0  # the path 0-1-2 ...
+    >>> x[[5, 6, 8, 9]] = 1.0  # ... and the square 3-4-7-6
+    >>> [len(r.cols) for r in component_cuts(space, x)]
+    [6]
+    """
+    from scipy.sparse.csgraph import breadth_first_order, connected_components
+
+    x = np.clip(np.asarray(x, float), 0.0, 1.0)
+    n, tail, head, s, t, directed = space.n_nodes, space.tail, space.head, space.s, space.t, space.directed
+    into = np.bincount(head, weights=x, minlength=n)
+    need = into if directed else into + np.bincount(tail, weights=x, minlength=n)
+    rows: list[Row] = []
+    seen: set[bytes] = set()
+    for theta in (1e-6, 0.3, 0.5, 0.7):
+        keep = x > theta
+        graph = sp.csr_matrix((x[keep], (tail[keep], head[keep])), shape=(n, n))
+        _, comp = connected_components(graph, directed=False)
+        outside = np.ones(n, bool)
+        if directed:
+            outside[breadth_first_order(graph, s, directed=True, return_predecessors=False)] = False
+        else:
+            outside[comp == comp[s]] = outside[comp == comp[t]] = False
+        for c in np.unique(comp[outside & (need > 1e-6)]):
+            mask = (comp == c) & outside
+            key = mask.tobytes()
+            if key in seen:
+                continue
+            seen.add(key)
+            v = int(np.flatnonzero(mask)[np.argmax(need[mask])])
+            if directed:
+                coef = (~mask[tail] & mask[head]).astype(float) - (head == v)
+            else:
+                coef = (mask[tail] != mask[head]).astype(float) - ((tail == v) | (head == v))
+            cols = np.flatnonzero(coef)
+            if float(coef[cols] @ x[cols]) < -_CUT_VIOLATION:
+                rows.append(Row(tuple(cols.tolist()), tuple(coef[cols].tolist()), 0.0, np.inf))
+    return rows
+
+
+def _violation(row: Row, x: np.ndarray) -> float:
+    value = float(np.dot(row.coefs, x[list(row.cols)]))
+    return max(row.lb - value, value - row.ub, 0.0)
+
+
+def _with(mask: np.ndarray, i: int) -> np.ndarray:
+    out = mask.copy()
+    out[i] = True
+    return out
