@@ -96,6 +96,13 @@ _STALL_ROUNDS = 3
 #: ``_PURGE_ABOVE`` of them (the LP's time grows with its dense rows).
 _IDLE_LPS = 20
 _PURGE_ABOVE = 150
+#: Branch on the visit columns of undirected paths first (a node of the graph on the path or not) when one is
+#: more fractional than ``_VISIT_FRACTION``.
+_VISIT_BRANCH = True
+_VISIT_FRACTION = 1e-6
+#: Kelley rounds with in-out separation: tangents at the midpoint of the LP point and the best point of the
+#: node's relaxation seen so far (when they cut the LP point off; else at the LP point).
+_IN_OUT = True
 #: A tangent row enters when ``f (n_N(x) - t)`` exceeds this, relative to ``1 + |bound|``.
 _TANGENT_GAP = 1e-7
 #: A space row enters when the LP point violates it by more than this.
@@ -192,8 +199,11 @@ class _PathLP:
         self.tangent_lo: list[float] = []
         self.idle = np.zeros(0, int)  # LPs since each tangent row last had a dual price
         self.tangent_row = np.zeros(a.shape[0], bool)
+        #: The visit columns of undirected paths (``2 z_v`` = the degree of node ``v``): branched on too.
+        self.visits = np.array([k for k, name in enumerate(form.col_names()) if name.startswith("visit")], int)
         self.col_lo = np.concatenate([np.zeros(d), form.aux_lb, [0.0]]).astype(float)
         self.col_hi = np.concatenate([np.ones(d), form.aux_ub, [t_hi]]).astype(float)
+        self.visit_lo, self.visit_hi = self.col_lo[self.visits].copy(), self.col_hi[self.visits].copy()
         if not np.isfinite(self.col_hi).all() or not np.isfinite(self.col_lo).all():  # pragma: no cover
             raise OracleError("the path formulation has an unbounded column: no safe LP bound")
         self.cost = np.zeros(self.n)
@@ -249,10 +259,21 @@ class _PathLP:
         return len(rows)
 
     def set_node(self, include: np.ndarray, exclude: np.ndarray) -> None:
-        lo = np.where(include, 1.0, self.arm_lo)
-        hi = np.where(exclude, 0.0, self.arm_hi)
+        """Bounds of a node: arms and visit columns in ``include`` at 1, in ``exclude`` at 0 (over all columns)."""
+        d = self.d
+        lo = np.where(include[:d], 1.0, self.arm_lo)
+        hi = np.where(exclude[:d], 0.0, self.arm_hi)
         self.model.set_arm_bounds(tuple(np.flatnonzero(lo > 0.5).tolist()), tuple(np.flatnonzero(hi < 0.5).tolist()))
-        self.col_lo[: self.d], self.col_hi[: self.d] = lo, hi
+        self.col_lo[:d], self.col_hi[:d] = lo, hi
+        if len(self.visits):
+            v = self.visits
+            vlo = np.where(include[v], 1.0, self.visit_lo)
+            vhi = np.where(exclude[v], 0.0, self.visit_hi)
+            changed = (vlo != self.col_lo[v]) | (vhi != self.col_hi[v])
+            if changed.any():
+                cols = v[changed].astype(np.int32)
+                self.model.h.changeColsBounds(len(cols), cols, vlo[changed], vhi[changed])
+                self.col_lo[v], self.col_hi[v] = vlo, vhi
 
     def solve(self) -> tuple[np.ndarray, float] | None:
         """The LP point and a proven upper bound of the LP, or ``None`` when HiGHS finds it infeasible."""
@@ -323,6 +344,9 @@ class PathBranch:
         self.M = query.M
         self.M_r = relaxation_matrix(query.M, arms, int(space.m)) if _SHIFTED_TANGENTS else None
         self.lp = _PathLP(space, query, float(np.sqrt(max(l_hi, 0.0))))
+        self.branchable = np.zeros(self.lp.n, bool)  # free arms and visit columns
+        self.branchable[:d] = self.free
+        self.branchable[self.lp.visits] = True
         self.seen: set[bytes] = set()
         self.nodes = self.lps = self.tangents = self.cuts = self.purged = 0
         self.max_flows = True  # whether the max-flow separation still runs (module docstring)
@@ -349,7 +373,9 @@ class PathBranch:
         """Offer an LP point integral on the arms (repaired when it is no path)."""
         chosen = x > 0.5
         if np.all(np.abs(x - chosen) <= 1e-6):
-            self.offer(chosen if self.space._contains(chosen) else self.space.repair(chosen, self.q.mu if g is None else g))
+            self.offer(
+                chosen if self.space._contains(chosen) else self.space.repair(chosen, self.q.mu if g is None else g)
+            )
 
     def heuristics(self, x: np.ndarray, g: np.ndarray) -> None:
         """Candidate incumbents from an LP point ``x`` and the tangent's weights ``g`` (module docstring)."""
@@ -371,6 +397,13 @@ class PathBranch:
         slack = _ROUND * self.d * _EPS * (float(np.abs(N).sum(axis=1).max()) / n + float(np.abs(coef).sum()) + 1.0)
         return coef, n, slack
 
+    def norm(self, x: np.ndarray) -> float:
+        """``max(n(x), n_r(x))``: the relaxation's norm (tangents of both bound ``t``)."""
+        out = float(np.sqrt(max(float(x @ self.M @ x), 0.0)))
+        if self.M_r is not None:
+            out = max(out, float(np.sqrt(max(float(x @ self.M_r @ x), 0.0))))
+        return out
+
     def cuts_at(self, x: np.ndarray, full: bool) -> list[Row]:
         """The space's rows violated at ``x``: connectivity cuts of the components of ``x``'s support (and, when
         ``full`` or none is found, by max flow), a cycle's forest row at an integral point."""
@@ -385,11 +418,12 @@ class PathBranch:
         return [r for r in rows if _violation(r, x) > _CUT_VIOLATION]
 
     def relax(self, node: _Node, rounds: int) -> tuple[float, np.ndarray | None]:
-        """Kelley rounds on the node: its proven bound and the last LP point (``None``: no action)."""
+        """Kelley rounds on the node: its proven bound and the last LP point, all columns (``None``: no action)."""
         q, lp = self.q, self.lp
         lp.set_node(node.include, node.exclude)
         bound = -node.key
-        x = g = None
+        x = g = center = None
+        center_value = -np.inf
         stalled = 0
         for _ in range(rounds):
             self._check_time()
@@ -402,17 +436,24 @@ class PathBranch:
             bound = min(bound, lp_bound)
             stalled = stalled + 1 if gain < _STALL * (bound - self.best_value) else 0
             x, t = full[: self.d], float(full[lp.t])
+            value = float(q.mu @ x) - q.f * self.norm(x)  # the relaxation's value at x: its optimum is >= this
+            if center is None or value > center_value:
+                center, center_value = x, value
             tangents = []
             g = None
-            for N in (self.M, self.M_r):
-                made = None if N is None else self.tangent(N, x)
-                if made is None:
-                    continue
-                coef, n, slack = made
-                if g is None:  # the weights whose linear maximum bounds the index (M's tangent)
-                    g = q.mu - q.f * coef
-                if q.f * (n - t) > _TANGENT_GAP * (1.0 + abs(bound)):
-                    tangents.append((coef, -slack))
+            tol = _TANGENT_GAP * (1.0 + abs(bound))
+            for point in (0.5 * (x + center), x) if _IN_OUT and center is not x else (x,):
+                for N in (self.M, self.M_r):
+                    made = None if N is None else self.tangent(N, point)
+                    if made is None:
+                        continue
+                    coef, _n, slack = made
+                    if g is None and point is x:  # the weights whose linear maximum bounds the index (M's tangent)
+                        g = q.mu - q.f * coef
+                    if q.f * (float(coef @ x) - t) > tol:  # (x, t) violates the tangent at point
+                        tangents.append((coef, -slack))
+                if tangents:
+                    break
             self.integral(x, g)
             if proven(bound, self.best_value) or stalled >= _STALL_ROUNDS:
                 break
@@ -426,7 +467,7 @@ class PathBranch:
                 lp.add_tangent(coef, lo)
         if x is not None and _HEURISTICS:
             self.heuristics(x, q.mu if g is None else g)
-        return bound, x
+        return bound, (None if x is None else full)
 
     def _check_time(self) -> None:
         if self.deadline is not None and self.clock() > self.deadline:
@@ -434,14 +475,20 @@ class PathBranch:
 
     # ------------------------------------------------------------ search
     def split(self, node: _Node, x: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Children ``(include, exclude)`` that partition the node's actions: on the most fractional free arm."""
-        free = self.free & ~node.include & ~node.exclude
+        """Children ``(include, exclude)`` that partition the node's actions: on the most fractional visit
+        column (a node of the graph on the path or not), else the most fractional free arm."""
+        free = self.branchable & ~node.include & ~node.exclude
         if not free.any():
             return []
         frac = np.where(free, np.minimum(x, 1.0 - x), -1.0)
-        i = int(np.argmax(frac))
+        if _VISIT_BRANCH and len(self.lp.visits):
+            v = self.lp.visits
+            k = int(np.argmax(frac[v]))
+            i = int(v[k]) if frac[v[k]] > _VISIT_FRACTION else int(np.argmax(frac[: self.d]))
+        else:
+            i = int(np.argmax(frac[: self.d]))
         if frac[i] <= 1e-9:  # an integral point: split on its first free arm
-            on = np.flatnonzero(free & (x > 0.5))
+            on = np.flatnonzero(free[: self.d] & (x[: self.d] > 0.5))
             i = int(on[0]) if len(on) else int(np.flatnonzero(free)[0])
         return [(node.include, _with(node.exclude, i)), (_with(node.include, i), node.exclude)]
 
@@ -452,8 +499,8 @@ class PathBranch:
         if best is not None:
             self.best, self.best_value = best.copy(), best_value
             self.seen.add(best.tobytes())
-        d = self.d
-        queue = [_Node(-np.inf, 0, np.zeros(d, bool), np.zeros(d, bool))]
+        n = self.lp.n
+        queue = [_Node(-np.inf, 0, np.zeros(n, bool), np.zeros(n, bool))]
         dropped = -np.inf
         order = 1
         try:
