@@ -92,6 +92,8 @@ _ROOT_ROUNDS = 40
 #: stops after ``_STALL_ROUNDS`` stalled rounds in a row (Kelley's tail is long: split instead).
 _STALL = 0.01
 _STALL_ROUNDS = 3
+#: The root's: its tangents serve every node.
+_ROOT_STALL = 0.01
 #: Tangent rows idle (no dual price) in this many LPs in a row are deleted once there are more than
 #: ``_PURGE_ABOVE`` of them (the LP's time grows with its dense rows).
 _IDLE_LPS = 20
@@ -103,6 +105,10 @@ _VISIT_FRACTION = 1e-6
 #: Kelley rounds with in-out separation: tangents at the midpoint of the LP point and the best point of the
 #: node's relaxation seen so far (when they cut the LP point off; else at the LP point).
 _IN_OUT = True
+#: The separation point's weight on the node's best point (the rest on the LP point).
+_CENTER_WEIGHT = 0.5
+#: Tangents at the LP point as well as at the separation point.
+_BOTH_POINTS = False
 #: A tangent row enters when ``f (n_N(x) - t)`` exceeds this, relative to ``1 + |bound|``.
 _TANGENT_GAP = 1e-7
 #: A space row enters when the LP point violates it by more than this.
@@ -115,6 +121,9 @@ _MAX_NODES = 200_000
 _SHIFTED_TANGENTS = True
 #: Incumbent heuristics at every LP point (False: integral LP points only).
 _HEURISTICS = True
+#: The path of the tangent's weights (:meth:`~cmab_milp.spaces.graph_starts.PathStarts.start_action`) at every
+#: this many nodes (the shortest path on ``1 - x`` at every node).
+_GROW_EVERY = 8
 _EPS = float(np.finfo(float).eps)
 
 
@@ -382,7 +391,8 @@ class PathBranch:
         space = self.space
         ban = self.lp.arm_hi < 0.5
         self.offer(space._shortest(1.0 - np.clip(x, 0.0, 1.0) + 1e-9, ban, space.directed))
-        self.offer(space.start_action(g, upper=self.lp.arm_hi, conflicts=self.res.forbid_pairs))
+        if self.nodes % _GROW_EVERY == 1:  # Dijkstra plus detours: ~2 ms
+            self.offer(space.start_action(g, upper=self.lp.arm_hi, conflicts=self.res.forbid_pairs))
 
     # ------------------------------------------------------------ bounding
     def tangent(self, N: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, float, float] | None:
@@ -417,7 +427,7 @@ class PathBranch:
             rows += space.separate_cycles(chosen)
         return [r for r in rows if _violation(r, x) > _CUT_VIOLATION]
 
-    def relax(self, node: _Node, rounds: int) -> tuple[float, np.ndarray | None]:
+    def relax(self, node: _Node, rounds: int, stall: float = 0.0) -> tuple[float, np.ndarray | None]:
         """Kelley rounds on the node: its proven bound and the last LP point, all columns (``None``: no action)."""
         q, lp = self.q, self.lp
         lp.set_node(node.include, node.exclude)
@@ -434,7 +444,8 @@ class PathBranch:
             full, lp_bound = found
             gain = bound - lp_bound
             bound = min(bound, lp_bound)
-            stalled = stalled + 1 if gain < _STALL * (bound - self.best_value) else 0
+            gap = bound - self.best_value if np.isfinite(self.best_value) else 1.0 + abs(bound)
+            stalled = stalled + 1 if gain < (stall or _STALL) * gap else 0
             x, t = full[: self.d], float(full[lp.t])
             value = float(q.mu @ x) - q.f * self.norm(x)  # the relaxation's value at x: its optimum is >= this
             if center is None or value > center_value:
@@ -442,7 +453,10 @@ class PathBranch:
             tangents = []
             g = None
             tol = _TANGENT_GAP * (1.0 + abs(bound))
-            for point in (0.5 * (x + center), x) if _IN_OUT and center is not x else (x,):
+            points = [x]
+            if _IN_OUT and center is not x:
+                points.insert(0, _CENTER_WEIGHT * center + (1.0 - _CENTER_WEIGHT) * x)
+            for point in points:
                 for N in (self.M, self.M_r):
                     made = None if N is None else self.tangent(N, point)
                     if made is None:
@@ -452,7 +466,7 @@ class PathBranch:
                         g = q.mu - q.f * coef
                     if q.f * (float(coef @ x) - t) > tol:  # (x, t) violates the tangent at point
                         tangents.append((coef, -slack))
-                if tangents:
+                if tangents and not _BOTH_POINTS:
                     break
             self.integral(x, g)
             if proven(bound, self.best_value) or stalled >= _STALL_ROUNDS:
@@ -517,7 +531,8 @@ class PathBranch:
                 self.nodes += 1
                 if self.nodes > _MAX_NODES:  # pragma: no cover - the time limit comes first
                     raise OracleError(f"norm path branch and bound: more than {_MAX_NODES} nodes, not proven")
-                bound, x = self.relax(node, _ROOT_ROUNDS if self.nodes == 1 else _ROUNDS)
+                root = self.nodes == 1
+                bound, x = self.relax(node, _ROOT_ROUNDS if root else _ROUNDS, _ROOT_STALL if root else _STALL)
                 if len(self.lp.tangent_lo) > _PURGE_ABOVE:
                     self.purged += self.lp.purge(_IDLE_LPS)
                 if self.nodes == 1:
@@ -533,6 +548,10 @@ class PathBranch:
         finally:
             self.lp.model.h.clear()
         return self.best, self.best_value, max(dropped, self.best_value)
+
+
+#: Support thresholds of :func:`component_cuts`.
+_THRESHOLDS = (1e-6, 0.1, 0.3, 0.5, 0.7, 0.9)
 
 
 def component_cuts(space: STPaths, x: np.ndarray) -> list[Row]:
@@ -560,7 +579,7 @@ def component_cuts(space: STPaths, x: np.ndarray) -> list[Row]:
     need = into if directed else into + np.bincount(tail, weights=x, minlength=n)
     rows: list[Row] = []
     seen: set[bytes] = set()
-    for theta in (1e-6, 0.3, 0.5, 0.7):
+    for theta in _THRESHOLDS:
         keep = x > theta
         graph = sp.csr_matrix((x[keep], (tail[keep], head[keep])), shape=(n, n))
         _, comp = connected_components(graph, directed=False)
