@@ -4,11 +4,14 @@ The query is ``max mu @ a - f n(a)``, ``n(a) = sqrt(a @ M @ a)``, ``M`` positive
 s-t paths ``a`` that its restrictions admit. No combinatorial linear oracle exists here (a longest path
 is NP-hard), so :mod:`.minus_branch` does not apply; this module bounds nodes by a linear program instead.
 
-The relaxation ``P``: the space's own path formulation (flow / degree rows, the orientation columns of
-undirected graphs), as an LP, with the query's ``forbid_pairs`` as rows ``a_i + a_j <= 1``, the node's
-``include`` / ``exclude`` as column bounds, and the rows the space separates at fractional points (the
-connectivity cuts ``a(delta(S)) >= a(delta(v))``, by max flow) and at integral points with a cycle
-(forest rows). Every row is valid for every admitted path, so ``P`` holds the node's actions.
+The relaxation ``P``: the space's own path formulation (flow / degree rows, the visit columns and the
+orientation columns of undirected graphs), as an LP, with the query's ``forbid_pairs`` as rows
+``a_i + a_j <= 1``, the node's fixings as column bounds, and rows valid for every path: connectivity cuts
+``a(delta(S)) >= a(delta(v))`` (``v`` in ``S``, ``s`` and ``t`` not; directed ``a(delta_in(S)) >=
+a(delta_in(v))``, ``s`` not in ``S``: a path through ``v`` enters ``S``), found at an LP point from the
+components of its support above a few thresholds (:func:`component_cuts`, no max flow) and, at the root,
+by the space's max-flow separator when those find none; and the forest row of a cycle at an integral
+point. Every row holds for every admitted path, so ``P`` holds the node's actions.
 
 A column ``t`` (cost ``-f``, bounds ``[0, sqrt(l_hi)]``, ``l_hi`` an upper bound of ``a @ M @ a`` on
 actions) stands for the norm, and *tangent rows* ``t >= (N x0) @ a / n_N(x0)`` bound it from below,
@@ -22,19 +25,25 @@ for ``N`` either
   fractional points that spread over many arms; ``M``'s tangents are exact at the action ``x0``.
 
 So every admitted action ``a`` of a node gives the LP point ``(a, n(a))`` (``n(a) <= sqrt(l_hi)``), of
-LP value ``mu @ a - f n(a)``, its index: the LP optimum bounds the node. A tangent row is kept (and
-shared by every later node of the query) when an LP point ``(x, t)`` has ``f (n_N(x) - t)`` above a
-small threshold; this is Kelley's cutting-plane method on the convex relaxation ``max_{x in P} mu @ x - f
-max(n(x), n_r(x))``, with all the query's tangents in every node (the Frank-Wolfe bound of
-:mod:`.minus_branch` uses one tangent at a time: the LP of all of them is at least as tight).
+LP value ``mu @ a - f n(a)``, its index: the LP optimum bounds the node, whatever subset of the rows
+above the LP holds. Tangent rows are shared by every later node of the query; those without a dual
+price in the last ``_IDLE_LPS`` LPs are deleted once there are many (a subset of valid rows: bounds stay
+valid). This is Kelley's cutting-plane method on the convex relaxation ``max_{x in P} mu @ x - f max(n(x),
+n_r(x))``, with all the query's tangents in every node (the Frank-Wolfe bound of :mod:`.minus_branch` uses
+one tangent at a time), stabilised by in-out separation (the tangent is taken at the midpoint of the LP
+point and the node's best point so far, when it cuts the LP point off). A node stops its rounds when its
+bound is proven below the incumbent, no row is violated, or three rounds in a row lowered the bound by
+less than 1% of its gap to the incumbent.
 
-Branch and bound: best bound first (ties by creation order), a node split on its most fractional free
-arm (include it / exclude it; the children partition the node's actions), an integral LP point that is no
-path (possible only while a cycle's row is missing) cut off by the space's rows. Each LP point gives
-candidate incumbents: itself when integral (:meth:`~cmab_milp.spaces.graph_starts.PathStarts.repair` when
-it holds cycles), the shortest path on lengths ``1 - x`` (the path the LP leans on) and the
-heuristic path of the tangent's weights (:meth:`~cmab_milp.spaces.graph_starts.PathStarts.start_action`);
-each valued exactly in numpy, kept when the query admits it.
+Branch and bound: best bound first (ties by creation order). A node is split on its most fractional
+visit column (undirected graphs: the path goes through node ``v`` of the graph or not, ``z_v`` in {0, 1};
+fixing ``z_v`` fixes the degree of ``v``) or, when those are integral, on its most fractional free arm
+(include it / exclude it); either way the children partition the node's actions (measured: visit splits
+first, 8x8 grid, f = 1, 139 nodes against 215). Each node's LP points give candidate incumbents: an
+integral point itself (:meth:`~cmab_milp.spaces.graph_starts.PathStarts.repair` when it holds cycles),
+the shortest path on lengths ``1 - x`` (the path the LP leans on) and, every few nodes, the heuristic
+path of the tangent's weights (:meth:`~cmab_milp.spaces.graph_starts.PathStarts.start_action`); each
+valued exactly in numpy, kept when the query admits it.
 
 Proven bounds: the LP is solved by HiGHS (tolerances ``1e-9``), so its objective is not used as a bound.
 :func:`safe_bound` computes one from HiGHS's row duals ``y`` by weak duality, for any ``y``:
@@ -94,6 +103,9 @@ _STALL = 0.01
 _STALL_ROUNDS = 3
 #: The root's: its tangents serve every node.
 _ROOT_STALL = 0.01
+#: Split a node (its tangents kept for the children) as soon as an LP point that violates no row of the space
+#: is worth more than the incumbent: every bound of the node is at least that point's value.
+_EARLY = True
 #: Tangent rows idle (no dual price) in this many LPs in a row are deleted once there are more than
 #: ``_PURGE_ABOVE`` of them (the LP's time grows with its dense rows).
 _IDLE_LPS = 20
@@ -479,6 +491,8 @@ class PathBranch:
             lp.add_rows(cuts)
             for coef, lo in tangents:
                 lp.add_tangent(coef, lo)
+            if _EARLY and not cuts and value > self.best_value:
+                break  # x is in P and worth more than the incumbent: no bound of this node can prune it
         if x is not None and _HEURISTICS:
             self.heuristics(x, q.mu if g is None else g)
         return bound, (None if x is None else full)
@@ -566,10 +580,9 @@ def component_cuts(space: STPaths, x: np.ndarray) -> list[Row]:
     >>> import cmab_milp as cm
     >>> space = cm.STPaths(nx.convert_node_labels_to_integers(nx.grid_2d_graph(3, 3)), 0, 2)
     >>> x = np.zeros(space.d)
-    >>> x[[0, 2]] = 1.0  # the path 0-1-2 ...
-    >>> x[[5, 6, 8, 9]] = 1.0  # ... and the square 3-4-7-6
-    >>> [len(r.cols) for r in component_cuts(space, x)]
-    [6]
+    >>> x[[space.arms.index(e) for e in [(0, 1), (1, 2), (3, 4), (4, 7), (6, 7), (3, 6)]]] = 1.0  # a path, a square
+    >>> [(r.cols, r.coefs, r.lb) for r in component_cuts(space, x)]  # a(delta(S)) >= a(delta(3)), S the square
+    [((2, 5, 6, 8, 11), (1.0, -1.0, -1.0, 1.0, 1.0), 0.0)]
     """
     from scipy.sparse.csgraph import breadth_first_order, connected_components
 
