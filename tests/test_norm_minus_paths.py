@@ -175,7 +175,6 @@ def test_every_node_bound_is_at_least_its_best_action(name):
             ok &= ~(include[col] & (deg == 0)) & ~(exclude[col] & (deg > 0))
         node = _Node(-np.inf, 0, include, exclude)
         bound, x = search.relax(node, rounds=1 + trial % 4)
-        search.lp.model.h.clear()
         if not ok.any():
             continue
         best = float(values(actions[ok], mu, M, f).max())
@@ -297,3 +296,47 @@ def test_module_switch_off_restores_the_secants(monkeypatch):
     mu, M = rng.uniform(0, 1, space.d), psd(rng, space.d)
     oracle.argmax_norm(mu, M, 1.0, -1)
     assert last_stats(oracle).method == "secants-quadratic-form"
+
+
+def test_approximate_mode_returns_a_certified_path_on_its_time_limit(monkeypatch):
+    """A clock that runs out after a few reads: the answer's proven ratio holds against brute force."""
+    space, _, actions = space_and_actions("petersen")
+    rng = np.random.default_rng(8)
+    stopped = approximate = 0
+    for reads in (3, 6, 10, 20, 40):
+        ticks = iter(range(10**6))
+        monkeypatch.setattr(solver, "_clock", lambda ticks=ticks: float(next(ticks)))
+        mu, M, f = rng.uniform(0.5, 1.5, space.d), psd(rng, space.d), 1.0
+        oracle = cm.make_oracle(space, "highs", time_limit=reads - 0.5, norm_gap=1e-6)
+        try:
+            answer = oracle.argmax_norm(mu, M, f, -1)
+        except LimitReached:  # stopped before any path was found: nothing to certify
+            continue
+        assert last_stats(oracle).method == "branch-path-lp"
+        best = float(values(actions, mu, M, f).max())
+        value = float(values(answer[None, :], mu, M, f)[0])
+        assert space.contains(answer) and 0.0 < oracle.proven_ratio <= 1.0
+        assert value >= oracle.proven_ratio * best - 1e-9 * (1 + abs(best)), (reads, value, best)
+        approximate += oracle.proven_ratio < 1.0
+        exact = cm.make_oracle(space, "highs", time_limit=reads - 0.5)
+        ticks = iter(range(10**6))
+        monkeypatch.setattr(solver, "_clock", lambda ticks=ticks: float(next(ticks)))
+        try:
+            assert float(values(exact.argmax_norm(mu, M, f, -1)[None, :], mu, M, f)[0]) >= best - 1e-9 * (1 + best)
+        except LimitReached:
+            stopped += 1
+    assert stopped and approximate  # the clock did stop some searches, some with a certified path
+
+
+def test_a_node_stopped_by_the_clock_keeps_its_bound():
+    """norm_gap past the deadline: a node ends without an LP, and the bound returned still covers it."""
+    space, _, actions = space_and_actions("grid-3x4")
+    rng = np.random.default_rng(12)
+    mu, M, f = rng.uniform(0.5, 1.5, space.d), psd(rng, space.d), 1.0
+    truth = values(actions, mu, M, f)
+    worst = actions[int(np.argmin(truth))]
+    search = _branch(space, mu, M, f)
+    ticks = iter([0.0] + [10.0] * 100)  # the node starts in time; its first LP round is past the deadline
+    search.clock, search.deadline = lambda: next(ticks), 5.0
+    best, _, bound = search.run(worst, float(truth.min()), settled=lambda top, v: False)
+    assert np.array_equal(best, worst) and bound >= float(truth.max()) - 1e-12

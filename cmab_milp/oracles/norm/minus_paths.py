@@ -269,8 +269,11 @@ class _PathLP:
         drop = self.idle >= idle
         if not drop.any():
             return 0
-        rows = np.flatnonzero(self.tangent_row)[drop].astype(np.int32)
-        self.model._check(self.model.h.deleteRows(len(rows), rows), "deleteRows")
+        rows = np.flatnonzero(self.tangent_row)[drop]
+        ends = np.flatnonzero(np.diff(rows) != 1)  # delete runs of consecutive rows, the last run first
+        starts, stops = rows[np.r_[0, ends + 1]], rows[np.r_[ends, len(rows) - 1]] + 1
+        for first, last in reversed(list(zip(starts, stops, strict=True))):
+            self.model.delete_rows(int(first), int(last))
         keep = np.ones(len(self.tangent_row), bool)
         keep[rows] = False
         self.tangent_row = self.tangent_row[keep]
@@ -292,23 +295,17 @@ class _PathLP:
             vhi = np.where(exclude[v], 0.0, self.visit_hi)
             changed = (vlo != self.col_lo[v]) | (vhi != self.col_hi[v])
             if changed.any():
-                cols = v[changed].astype(np.int32)
-                self.model.h.changeColsBounds(len(cols), cols, vlo[changed], vhi[changed])
+                for col, low, high in zip(v[changed], vlo[changed], vhi[changed], strict=True):
+                    self.model.set_col_bounds(int(col), float(low), float(high))
                 self.col_lo[v], self.col_hi[v] = vlo, vhi
 
     def solve(self) -> tuple[np.ndarray, float] | None:
         """The LP point and a proven upper bound of the LP, or ``None`` when HiGHS finds it infeasible."""
         model = self.model
-        x = model.run_relaxation()
-        if x is None:
-            if model.h.getModelStatus() == model._hs.HighsModelStatus.kInfeasible:
-                return None
-            model.clear_solver()  # another status: once more from scratch
-            x = model.run_relaxation()
-            if x is None:
-                if model.h.getModelStatus() == model._hs.HighsModelStatus.kInfeasible:
-                    return None
-                raise OracleError("HiGHS could not solve the path LP of a norm query")
+        result = model.solve(cold=False)  # warm from the last basis; 'Unknown' retried cold, errors raise
+        if result.status == "infeasible":
+            return None
+        x = np.asarray(result.values, float)
         if self.sparse is None:
             rows = self.sparse_rows
             extra = sp.csr_matrix(
@@ -322,7 +319,7 @@ class _PathLP:
             self.sparse = sp.vstack([self.base, extra], format="csr")
             self.sparse_lo = np.concatenate([self.base_lo, [r.lb for r in rows]])
             self.sparse_hi = np.concatenate([self.base_hi, [r.ub for r in rows]])
-        y = np.asarray(model.h.getSolution().row_dual, float)
+        y = model.row_duals()
         tan = self.tangent_row
         self.idle = np.where(np.abs(y[tan]) > 0.0, 0, self.idle + 1)
         n_tan = len(self.tangent_lo)
@@ -370,6 +367,7 @@ class PathBranch:
         self.branchable[self.lp.visits] = True
         self.seen: set[bytes] = set()
         self.nodes = self.lps = self.tangents = self.cuts = self.purged = 0
+        self.soft_limit = False  # past the deadline a node ends its rounds instead of raising (norm_gap)
         self.max_flows = True  # whether the max-flow separation still runs (module docstring)
         self.best: np.ndarray | None = None
         self.best_value = -np.inf
@@ -448,6 +446,8 @@ class PathBranch:
         center_value = -np.inf
         stalled = 0
         for _ in range(rounds):
+            if self.soft_limit and self.deadline is not None and self.clock() > self.deadline:
+                break  # the approximate mode: the search loop decides (settled), with this node's bound so far
             self._check_time()
             self.lps += 1
             found = lp.solve()
@@ -524,6 +524,7 @@ class PathBranch:
         self, best: np.ndarray | None, best_value: float, settled: Callable[[float, float], bool] | None = None
     ) -> tuple[np.ndarray | None, float, float]:
         """The best action, its value and the proven bound (``settled``: the approximate mode may stop early)."""
+        self.soft_limit = settled is not None
         if best is not None:
             self.best, self.best_value = best.copy(), best_value
             self.seen.add(best.tobytes())
@@ -551,7 +552,8 @@ class PathBranch:
                     self.purged += self.lp.purge(_IDLE_LPS)
                 if self.nodes == 1:
                     self.root = bound
-                if x is None:
+                if x is None:  # no action in the node, or (norm_gap) no LP before the deadline: its bound stays
+                    dropped = max(dropped, bound)
                     continue
                 if proven(bound, self.best_value):
                     dropped = max(dropped, bound)
@@ -560,7 +562,7 @@ class PathBranch:
                     heapq.heappush(queue, _Node(-bound, order, include, exclude))
                     order += 1
         finally:
-            self.lp.model.h.clear()
+            self.lp = None  # (frees the HiGHS instance)
         return self.best, self.best_value, max(dropped, self.best_value)
 
 

@@ -430,7 +430,8 @@ class NormSolver:
     # --------------------------------------------------------- sign = -1
     def _maximise_minus(self, model: CompiledModel) -> tuple[np.ndarray | None, float]:
         q, f = self.query, self.query.f
-        if _MINUS_PATHS and paths_apply(self.oracle.space) and well_scaled(q) and positive_definite(q.M, self.arms):
+        paths = _MINUS_BRANCH and _MINUS_PATHS and paths_apply(self.oracle.space) and well_scaled(q)
+        if paths and positive_definite(q.M, self.arms):
             return self._branch_minus(*self._best_hint(None, -np.inf), paths=True)  # (no longest-path MILP first)
         lin = self._linear_argmax()
         if lin is None:
