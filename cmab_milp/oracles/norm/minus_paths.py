@@ -106,6 +106,8 @@ _ROOT_STALL = 0.01
 #: Split a node (its tangents kept for the children) as soon as an LP point that violates no row of the space
 #: is worth more than the incumbent: every bound of the node is at least that point's value.
 _EARLY = True
+#: Add ``M``'s tangent at every new incumbent.
+_INCUMBENT_TANGENTS = True
 #: Tangent rows idle (no dual price) in this many LPs in a row are deleted once there are more than
 #: ``_PURGE_ABOVE`` of them (the LP's time grows with its dense rows).
 _IDLE_LPS = 20
@@ -367,6 +369,7 @@ class PathBranch:
         self.branchable[self.lp.visits] = True
         self.seen: set[bytes] = set()
         self.nodes = self.lps = self.tangents = self.cuts = self.purged = 0
+        self.root_bound = np.nan  # the root's proven bound (a statistic)
         self.soft_limit = False  # past the deadline a node ends its rounds instead of raising (norm_gap)
         self.max_flows = True  # whether the max-flow separation still runs (module docstring)
         self.best: np.ndarray | None = None
@@ -386,7 +389,10 @@ class PathBranch:
         value = self.q.value(action)
         if value > self.best_value:
             self.best, self.best_value = action.copy(), value
-            self.when = self.nodes
+            if _INCUMBENT_TANGENTS:
+                made = self.tangent(self.M, action.astype(float))
+                if made is not None:
+                    self.lp.add_tangent(made[0], -made[2])  # the LP is exact at the incumbent
 
     def integral(self, x: np.ndarray, g: np.ndarray | None) -> None:
         """Offer an LP point integral on the arms (repaired when it is no path)."""
@@ -550,8 +556,8 @@ class PathBranch:
                 bound, x = self.relax(node, _ROOT_ROUNDS if root else _ROUNDS, _ROOT_STALL if root else _STALL)
                 if len(self.lp.tangent_lo) > _PURGE_ABOVE:
                     self.purged += self.lp.purge(_IDLE_LPS)
-                if self.nodes == 1:
-                    self.root = bound
+                if root:
+                    self.root_bound = bound
                 if x is None:  # no action in the node, or (norm_gap) no LP before the deadline: its bound stays
                     dropped = max(dropped, bound)
                     continue
@@ -586,21 +592,24 @@ def component_cuts(space: STPaths, x: np.ndarray) -> list[Row]:
     >>> [(r.cols, r.coefs, r.lb) for r in component_cuts(space, x)]  # a(delta(S)) >= a(delta(3)), S the square
     [((2, 5, 6, 8, 11), (1.0, -1.0, -1.0, 1.0, 1.0), 0.0)]
     """
-    from scipy.sparse.csgraph import breadth_first_order, connected_components
-
     x = np.clip(np.asarray(x, float), 0.0, 1.0)
     n, tail, head, s, t, directed = space.n_nodes, space.tail, space.head, space.s, space.t, space.directed
     into = np.bincount(head, weights=x, minlength=n)
     need = into if directed else into + np.bincount(tail, weights=x, minlength=n)
     rows: list[Row] = []
     seen: set[bytes] = set()
-    for theta in _THRESHOLDS:
-        keep = x > theta
-        graph = sp.csr_matrix((x[keep], (tail[keep], head[keep])), shape=(n, n))
-        _, comp = connected_components(graph, directed=False)
+    for _theta, comp, kept in _support_components(n, tail, head, x):
         outside = np.ones(n, bool)
-        if directed:
-            outside[breadth_first_order(graph, s, directed=True, return_predecessors=False)] = False
+        if directed:  # the nodes s reaches along kept arcs are inside
+            out: list[list[int]] = [[] for _ in range(n)]
+            for e in kept:
+                out[tail[e]].append(int(head[e]))
+            stack, outside[s] = [s], False
+            while stack:
+                for w in out[stack.pop()]:
+                    if outside[w]:
+                        outside[w] = False
+                        stack.append(w)
         else:
             outside[comp == comp[s]] = outside[comp == comp[t]] = False
         for c in np.unique(comp[outside & (need > 1e-6)]):
@@ -618,6 +627,31 @@ def component_cuts(space: STPaths, x: np.ndarray) -> list[Row]:
             if float(coef[cols] @ x[cols]) < -_CUT_VIOLATION:
                 rows.append(Row(tuple(cols.tolist()), tuple(coef[cols].tolist()), 0.0, np.inf))
     return rows
+
+
+def _support_components(n: int, tail: np.ndarray, head: np.ndarray, x: np.ndarray):
+    """``(theta, component label per node, edges kept)`` for each threshold of :data:`_THRESHOLDS`, ascending:
+    the components of the edges with ``x > theta`` (undirected), by one union-find pass over the edges in
+    decreasing ``x``."""
+    order = np.argsort(-x, kind="stable").tolist()
+    parent = list(range(n))
+    tails, heads, xs = tail.tolist(), head.tolist(), x.tolist()
+
+    def find(v: int) -> int:
+        while parent[v] != v:
+            parent[v] = parent[parent[v]]
+            v = parent[v]
+        return v
+
+    out, k = [], 0
+    for theta in sorted(_THRESHOLDS, reverse=True):
+        while k < len(order) and xs[order[k]] > theta:
+            ru, rv = find(tails[order[k]]), find(heads[order[k]])
+            if ru != rv:
+                parent[ru] = rv
+            k += 1
+        out.append((theta, np.array([find(v) for v in range(n)]), order[:k]))
+    return out[::-1]
 
 
 def _violation(row: Row, x: np.ndarray) -> float:
