@@ -340,3 +340,17 @@ def test_a_node_stopped_by_the_clock_keeps_its_bound():
     search.clock, search.deadline = lambda: next(ticks), 5.0
     best, _, bound = search.run(worst, float(truth.min()), settled=lambda top, v: False)
     assert np.array_equal(best, worst) and bound >= float(truth.max()) - 1e-12
+
+
+def test_repair_refuses_a_candidate_that_is_no_path_plus_cycles():
+    """An LP point integral on the arms only (a visit column at 1/2) can hold a dangling path: repair used to
+    walk it as a cycle and fail with a KeyError; it now returns None."""
+    space = cm.STPaths(_grid(3, 4), 0, 11)
+    edges = [(0, 1), (1, 2), (2, 3), (3, 7), (7, 11), (4, 8), (4, 5), (5, 6), (6, 10), (9, 10)]
+    chosen = np.zeros(space.d, bool)
+    chosen[[space.arms.index(e) for e in edges]] = True
+    assert space.repair(chosen, np.ones(space.d)) is None
+    ok = chosen.copy()  # the path plus a square: still repaired (spliced in)
+    ok[[space.arms.index(e) for e in [(4, 8), (4, 5), (5, 6), (6, 10), (9, 10)]]] = False
+    ok[[space.arms.index(e) for e in [(4, 5), (5, 9), (8, 9), (4, 8)]]] = True
+    assert space.contains(space.repair(ok, np.ones(space.d)))
