@@ -168,9 +168,7 @@ def test_every_node_bound_is_at_least_its_best_action(name):
             (include if rng.random() < 0.4 else exclude)[c] = True
         ok = admitted(actions, **res)
         ok &= (actions | ~include[: space.d]).all(axis=1) & ~(actions & exclude[: space.d]).any(axis=1)
-        names = space.formulation().col_names()
-        for col in lp.visits:  # visit columns: the node's degree is 2 z (0 or 2 off s and t)
-            node = int(names[col].removeprefix("visit"))
+        for col, node in zip(lp.visits, lp.visit_nodes, strict=True):  # the node's degree is 2 z (0 or 2)
             deg = actions[:, (space.tail == node) | (space.head == node)].sum(axis=1)
             ok &= ~(include[col] & (deg == 0)) & ~(exclude[col] & (deg > 0))
         node = _Node(-np.inf, 0, include, exclude)

@@ -4,9 +4,11 @@ The query is ``max mu @ a - f n(a)``, ``n(a) = sqrt(a @ M @ a)``, ``M`` positive
 s-t paths ``a`` that its restrictions admit. No combinatorial linear oracle exists here (a longest path
 is NP-hard), so :mod:`.minus_branch` does not apply; this module bounds nodes by a linear program instead.
 
-The relaxation ``P``: the space's own path formulation (flow / degree rows, the visit columns and the
-orientation columns of undirected graphs), as an LP, with the query's ``forbid_pairs`` as rows
-``a_i + a_j <= 1``, the node's fixings as column bounds, and rows valid for every path: connectivity cuts
+The relaxation ``P``: the space's own path formulation (flow / degree rows, the visit columns of undirected
+graphs; their orientation columns left out), as an LP, with the query's ``forbid_pairs`` as rows
+``a_i + a_j <= 1``, the node's fixings as column bounds, and rows valid for every path: s-t cuts
+``a(delta(S)) >= 1`` (``s`` in ``S``, ``t`` not: a path leaves ``S``; undirected graphs, one max flow; the
+orientation columns give the same polytope, at ~25% more time), connectivity cuts
 ``a(delta(S)) >= a(delta(v))`` (``v`` in ``S``, ``s`` and ``t`` not; directed ``a(delta_in(S)) >=
 a(delta_in(v))``, ``s`` not in ``S``: a path through ``v`` enters ``S``), found at an LP point from the
 components of its support above a few thresholds (:func:`component_cuts`, no max flow) and, at the root,
@@ -126,6 +128,9 @@ _ROOT_STALL = 0.01
 #: Split a node (its tangents kept for the children) as soon as an LP point that violates no row of the space
 #: is worth more than the incumbent: every bound of the node is at least that point's value.
 _EARLY = True
+#: Leave out the orientation columns of undirected paths (a smaller LP) and separate s-t cuts ``a(delta(S)) >= 1``
+#: (``s`` in ``S``, ``t`` not; one max flow) instead: same polytope once separated, ~25% faster at f = 1.
+_UNORIENTED = True
 #: Add ``M``'s tangent at every new incumbent.
 _INCUMBENT_TANGENTS = True
 #: Tangent rows idle (no dual price) in this many LPs in a row are deleted once there are more than
@@ -227,7 +232,7 @@ class _PathLP:
     """
 
     def __init__(self, space: STPaths, query: NormQuery, t_hi: float):
-        form = space.formulation()
+        form = space.formulation().without_optional() if _UNORIENTED else space.formulation()
         self.d = d = space.d
         self.model = CompiledModel(form, integer=False)
         self.t = self.model.add_cols(np.zeros(1), np.array([t_hi]), np.zeros(1, bool), ["norm"])
@@ -243,7 +248,9 @@ class _PathLP:
         self.idle = np.zeros(0, int)  # LPs since each tangent row last had a dual price
         self.tangent_row = np.zeros(a.shape[0], bool)
         #: The visit columns of undirected paths (``2 z_v`` = the degree of node ``v``): branched on too.
-        self.visits = np.array([k for k, name in enumerate(form.col_names()) if name.startswith("visit")], int)
+        names = form.col_names()
+        self.visits = np.array([k for k, name in enumerate(names) if name.startswith("visit")], int)
+        self.visit_nodes = [int(names[k].removeprefix("visit")) for k in self.visits]  # graph node of each
         self.col_lo = np.concatenate([np.zeros(d), form.aux_lb, [0.0]]).astype(float)
         self.col_hi = np.concatenate([np.ones(d), form.aux_ub, [t_hi]]).astype(float)
         self.visit_lo, self.visit_hi = self.col_lo[self.visits].copy(), self.col_hi[self.visits].copy()
@@ -456,6 +463,8 @@ class PathBranch:
         space = self.space
         chosen = x > 0.5
         rows = component_cuts(space, x)
+        if _UNORIENTED and not space.directed:
+            rows += space.separate_st_cut_lp(x, space.s, space.t, False)
         if not rows and full and self.max_flows:
             rows = space._separate_paths_lp(x)  # (none at a path)
             self.max_flows = bool(rows)  # none found: no more max flows in this query
