@@ -64,16 +64,16 @@ Determinism: each query builds its LP afresh, and the order of nodes, LPs and ro
 alone, so an answer never depends on earlier queries.
 
 Measured on bench/norm_large.py's s-t queries (8x8 grid, d = 112, ``--sign -1``, 3 queries per f, every
-other one restricted; limit 10 s, ``*`` stopped; one run on the shared 2-core machine, load ~4, the three
+other one restricted; limit 10 s, ``*`` stopped; one run on the shared 2-core machine, load ~3-4, the three
 interleaved per query): median / max s; before = the secant MILPs (this module switched off), SCIP's
 nonconvex MIQCP for reference (Gurobi's size-limited licence refuses this model). Every query answered by
 two of them got the same value::
 
     f     before               after            scip
-    0.1   1.29 / 10.01 (1*)    0.20 / 0.38      10.14 / 12.81 (3*)
-    0.3   3.49 / 6.06          0.32 / 0.38      10.13 / 10.17 (3*)
-    1     10.01 / 10.01 (3*)   3.95 / 4.38      10.13 / 10.14 (3*)
-    3     10.01 / 10.03 (3*)   10.00 / 10.01 (3*)  10.14 / 10.18 (3*)
+    0.1   1.44 / 10.02 (1*)    0.24 / 0.35      10.14 / 12.92 (3*)
+    0.3   3.33 / 5.96          0.28 / 0.36      10.13 / 10.16 (3*)
+    1     10.01 / 10.03 (3*)   3.36 / 4.02      10.14 / 10.14 (3*)
+    3     10.01 / 10.01 (3*)   10.00 / 10.01 (3*)  10.07 / 10.14 (3*)
 
 At f = 1 the trees have 130-690 nodes (~2 LPs of ~3 ms each a node). At f = 3 the convex relaxation is
 far from the optimum (root bound 20.6 against a best path of 12.8 found in 10 s), as for the other
