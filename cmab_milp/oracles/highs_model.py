@@ -282,6 +282,17 @@ class CompiledModel:
         if last > first:
             self._check(self.h.deleteCols(last - first, np.arange(first, last, dtype=np.int32)), "deleteCols")
 
+    def row_duals(self) -> np.ndarray:
+        """The row duals of the last solve (HiGHS's sign convention), e.g. for a proven LP bound by weak duality.
+
+        >>> import cmab_milp as cm
+        >>> model = CompiledModel(cm.Cardinality(3, 1).formulation(), integer=False)
+        >>> model.set_costs(np.array([0.2, 0.7, 0.1]))
+        >>> model.solve().status, len(model.row_duals()) == model.num_rows
+        ('optimal', True)
+        """
+        return np.asarray(self.h.getSolution().row_dual, float)
+
     def arm_columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(costs, lower, upper)`` of the arm columns as the model holds them now."""
         _, _, cost, lower, upper, _ = self.h.getCols(self.d, self.arm_idx)
@@ -405,10 +416,6 @@ class CompiledModel:
         """Set HiGHS options for good (for rules of the space alone; :meth:`options` sets them for a block)."""
         for key, value in values.items():
             self.h.setOptionValue(key, value)
-
-    def row_duals(self) -> np.ndarray:
-        """The row duals of the last solve (of an LP: HiGHS's sign convention)."""
-        return np.asarray(self.h.getSolution().row_dual, float)
 
     @contextmanager
     def options(self, values: dict[str, object]) -> Iterator[None]:

@@ -139,8 +139,8 @@ class PathStarts:
             u, v = int(self.tail[k]), int(self.head[k])
             nxt.setdefault(u, []).append(v)
             nxt.setdefault(v, []).append(u)
-        if len(nxt.get(self.s, ())) != 1 or any(len(n) > 2 for n in nxt.values()):
-            return None
+        if any(len(n) != (1 if v in (self.s, self.t) else 2) for v, n in nxt.items()) or self.s not in nxt:
+            return None  # not a path plus disjoint cycles (e.g. an LP point integral on the arms only)
 
         def walk(start: int, first: int) -> list[int]:  # along the chosen edges until an end or back at start
             order, here = [start], first

@@ -78,6 +78,8 @@ from .gradient import GradientCuts, positive_definite, well_scaled
 from .lifting import Lifted, quadratic_form_bounds
 from .local_search import ascend, ascend_from_neighbours, improve_locally
 from .minus_branch import LinearOracleBranch, applies
+from .minus_paths import PathBranch
+from .minus_paths import applies as paths_apply
 from .outer import outer_approximation, square_root_rows
 from .plus_branch import ConcaveBranch
 from .scaling import proven, unit_objective, unit_scale
@@ -151,6 +153,9 @@ _MINUS_BRANCH = True
 #: bounds) when ``M`` is definite and the space has one whose MILP needs lazy cuts (``"always"``: every space
 #: with one; ``False``: never); otherwise the outer approximation.
 _PLUS_BRANCH: bool | str = True
+#: Sign -1 on s-t paths of cyclic graphs by :mod:`.minus_paths` (LP branch and bound with tangents of the norm)
+#: when ``M`` is definite and the query well scaled; otherwise the secant MILPs.
+_MINUS_PATHS = True
 #: ``delta``, the smallest ``L`` handled by tangents, as a fraction of the largest ``L``.
 _DELTA_FRACTION = 1e-6
 
@@ -457,6 +462,9 @@ class NormSolver:
     # --------------------------------------------------------- sign = -1
     def _maximise_minus(self, model: CompiledModel) -> tuple[np.ndarray | None, float]:
         q, f = self.query, self.query.f
+        paths = _MINUS_BRANCH and _MINUS_PATHS and paths_apply(self.oracle.space) and well_scaled(q)
+        if paths and positive_definite(q.M, self.arms):
+            return self._branch_minus(*self._best_hint(None, -np.inf), paths=True)  # (no longest-path MILP first)
         lin = self._linear_argmax()
         if lin is None:
             return None, -np.inf
@@ -538,15 +546,20 @@ class NormSolver:
         self.stats.extra["pieces"] = 0 if secants is None else len(secants.points) - 1
         return best, max(bound, best_value)
 
-    def _branch_minus(self, best: np.ndarray, best_value: float) -> tuple[np.ndarray | None, float]:
-        """Sign -1 by :class:`~.minus_branch.LinearOracleBranch` (``M`` definite, a combinatorial space)."""
-        self.stats.method = "branch-linear-oracle"
-        search = LinearOracleBranch(self.oracle.space, self.query, self.arms, self.deadline, _clock)
+    def _branch_minus(self, best: np.ndarray | None, best_value: float, paths: bool = False):
+        """Sign -1 by :class:`~.minus_branch.LinearOracleBranch` (``M`` definite, a combinatorial space), or on
+        s-t paths of a cyclic graph (``paths``) by :class:`~.minus_paths.PathBranch`."""
+        self.stats.method = "branch-path-lp" if paths else "branch-linear-oracle"
+        space, q = self.oracle.space, self.query
+        if paths:
+            search = PathBranch(space, q, self.arms, self.l_hi, self.deadline, _clock)
+        else:
+            search = LinearOracleBranch(space, q, self.arms, self.deadline, _clock)
         try:
             best, best_value, bound = search.run(best, best_value, None if self.gap is None else self.settled)
         finally:
             self.stats.extra["nodes"] = search.nodes
-            self.stats.extra["linear_queries"] = search.queries
+            self.stats.extra["linear_queries"] = getattr(search, "queries", 0) or getattr(search, "lps", 0)
         return best, bound
 
     def _space_cuts(self, model: CompiledModel) -> int:
