@@ -6,8 +6,11 @@ per thread (the space's formulation, compiled once; each query appends its own
 columns and rows and removes them afterwards, and starts from a cleared solver:
 the tie rule). Two methods, one per sign:
 
-``sign=+1`` (outer approximation in the quadratic form)
-    On the lifting of :meth:`~.lifting.Lifted.glover_upper` (the model's ``L`` never exceeds
+``sign=+1`` (outer approximation in the quadratic form; a branch and bound on trees and forests)
+    For a definite ``M`` on spanning trees and forests (spaces with a combinatorial linear oracle
+    whose MILP needs lazy cuts: :meth:`NormSolver._plus_branch_applies`), :mod:`.plus_branch`:
+    tangent planes of a concave overestimator, each bound one linear query. Otherwise, on the
+    lifting of :meth:`~.lifting.Lifted.glover_upper` (the model's ``L`` never exceeds
     the true ``a @ M @ a`` and can reach it), a column ``s`` (cost 1, standing for
     ``f sqrt(L)``) is capped by tangents ``s <= f (r/2 + L/(2r))`` of the concave
     ``f sqrt``; each incumbent adds the tangent at its true ``L`` until the MILP's
@@ -26,10 +29,12 @@ the tie rule). Two methods, one per sign:
     lifted rows are dense and presolve's restarts cost more than they save; crew queries
     ~2x faster). The incumbent is heuristic; exactness rests on the bound alone.
 
-``sign=-1`` (branch and bound on the linear oracle, else piecewise secants over ``L``)
+``sign=-1`` (branch and bound on the linear oracle or on an LP, else piecewise secants over ``L``)
     For a definite ``M`` on a space with a combinatorial linear oracle (:func:`~.minus_branch.applies`),
-    :mod:`.minus_branch`: convex-hull bounds from Frank-Wolfe steps, each a linear query.
-    Otherwise, on the lifting of :meth:`~.lifting.Lifted.glover` (the model's ``L`` reaches
+    :mod:`.minus_branch`: convex-hull bounds from Frank-Wolfe steps, each a linear query. On s-t
+    paths of graphs with cycles (``M`` definite, the query well scaled), :mod:`.minus_paths`: the
+    path LP with tangents of the norm, bounds proven from its duals. Otherwise, on the lifting of
+    :meth:`~.lifting.Lifted.glover` (the model's ``L`` reaches
     ``a @ M @ a`` and never goes below it), the secants of :mod:`.secants` bound the
     index of every action in the window from above. The first incumbent is the
     better of the linear argmax and the query's hints, improved by :mod:`.local_search`; the convex cuts of :mod:`.cuts`
