@@ -352,3 +352,26 @@ def test_repair_refuses_a_candidate_that_is_no_path_plus_cycles():
     ok[[space.arms.index(e) for e in [(4, 8), (4, 5), (5, 6), (6, 10), (9, 10)]]] = False
     ok[[space.arms.index(e) for e in [(4, 5), (5, 9), (8, 9), (4, 8)]]] = True
     assert space.contains(space.repair(ok, np.ones(space.d)))
+
+
+@pytest.mark.parametrize("sign", [1, -1])
+def test_norm_queries_on_cyclic_paths_bound_the_size_without_the_longest_path_milp(sign):
+    """``space.m`` on cyclic s-t paths is a longest-path MILP (16 s on a 10x10 grid); the norm
+    queries use ``nodes - 1`` instead (:func:`~cmab_milp.oracles.norm.scaling.arms_bound`), at least
+    the exact ``m`` (brute force), and answer exactly."""
+    from cmab_milp.oracles.norm.scaling import arms_bound
+
+    graph = nx.convert_node_labels_to_integers(nx.grid_2d_graph(3, 3))
+    space = cm.STPaths(graph, 0, 8)
+    bound = arms_bound(space)
+    assert "m" not in vars(space)
+    rng = np.random.default_rng(3)
+    a = rng.normal(size=(space.d, space.d))
+    mu, M = rng.uniform(0, 1, space.d), a @ a.T / space.d + 0.1 * np.eye(space.d)
+    answer = cm.make_oracle(space, "highs").argmax_norm(mu, M, 0.5, sign)
+    assert "m" not in vars(space)
+    actions = space.enumerate().astype(float)
+    values = actions @ mu + sign * 0.5 * np.sqrt(np.einsum("ni,ij,nj->n", actions, M, actions))
+    got = float(answer @ mu + sign * 0.5 * np.sqrt(answer @ M @ answer))
+    assert got >= values.max() - 1e-9 * (1 + abs(values.max()))
+    assert bound >= int(actions.sum(axis=1).max())

@@ -174,7 +174,7 @@ def _glover_rows(model: CompiledModel, solver: NormSolver, l_bounds: tuple[float
     M = solver.query.M
     arms = solver.arms
     k = len(arms)
-    m = solver.oracle.space.m
+    m = solver.m
     sub = M[np.ix_(arms, arms)]
     diag = np.diag(sub)
     off = sub - np.diag(diag)

@@ -109,7 +109,7 @@ from ...spaces.formulation import Row
 from ..base import NormQuery, OracleError
 from ..highs_model import CompiledModel, LimitReached
 from .minus_branch import relaxation_matrix
-from .scaling import proven
+from .scaling import arms_bound, proven
 
 __all__ = ["PathBranch", "applies", "safe_bound"]
 
@@ -389,7 +389,7 @@ class PathBranch:
         self.free[arms] = True
         self.free[list(self.res.include)] = False
         self.M = query.M
-        self.M_r = relaxation_matrix(query.M, arms, int(space.m)) if _SHIFTED_TANGENTS else None
+        self.M_r = relaxation_matrix(query.M, arms, arms_bound(space)) if _SHIFTED_TANGENTS else None
         self.lp = _PathLP(space, query, float(np.sqrt(max(l_hi, 0.0))))
         self.branchable = np.zeros(self.lp.n, bool)  # free arms and visit columns
         self.branchable[:d] = self.free

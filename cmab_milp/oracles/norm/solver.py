@@ -87,7 +87,7 @@ from .minus_paths import PathBranch
 from .minus_paths import applies as paths_apply
 from .outer import outer_approximation, square_root_rows
 from .plus_branch import ConcaveBranch
-from .scaling import proven, unit_objective, unit_scale
+from .scaling import arms_bound, proven, unit_objective, unit_scale
 from .secants import PiecewiseSqrt, sqrt_grid, window_top
 
 __all__ = ["NormSolver", "NormStats", "last_stats", "solve_norm"]
@@ -228,7 +228,8 @@ class NormSolver:
         free = np.ones(self.d, bool)
         free[list(self.res.exclude)] = False
         self.arms = np.flatnonzero(free)
-        self.l_lo, self.l_hi = quadratic_form_bounds(query.M, oracle.space.m, self.arms)
+        self.m = arms_bound(oracle.space)  # no action has more arms (space.m where it is cheap)
+        self.l_lo, self.l_hi = quadratic_form_bounds(query.M, self.m, self.arms)
         limit = getattr(oracle, "time_limit", None)
         self.deadline = None if limit is None else _clock() + limit
         #: The certified approximate mode (the oracle's ``norm_gap``): see :meth:`settled`.
@@ -610,7 +611,7 @@ class NormSolver:
                 best,
                 best_value,
                 _PLUS_LOCAL_CHECKS,
-                self.oracle.space.m,
+                self.m,
             )
             self.stats.extra["local_checks"] = checks
         return best, best_value
@@ -624,7 +625,7 @@ class NormSolver:
         """
         q = self.query
         x = np.zeros(self.d)
-        x[self.arms] = min(1.0, self.oracle.space.m / max(len(self.arms), 1))
+        x[self.arms] = min(1.0, self.m / max(len(self.arms), 1))
         mx = q.M @ x
         quad = float(x @ mx)
         if quad <= 0.0:
