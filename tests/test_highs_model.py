@@ -240,9 +240,11 @@ def test_a_milp_time_limit_is_not_stretched_by_the_run_time_behind_it() -> None:
     oracle = cm.make_oracle(space, "highs", time_limit=limit)
     model = oracle.model()
     spans = []
-    for _ in range(3):
+    for _ in range(4):
         before = model.h.getRunTime()
         with pytest.raises(LimitReached):
             oracle.argmax(rng.normal(size=40))
         spans.append(model.h.getRunTime() - before)
-    assert max(spans) < 2 * limit, spans
+    # stretched, the k-th run would get (k + 1) limits (0.15, 0.30, 0.45, 0.60 s); a loaded machine
+    # slows every run alike, so the runs are compared with the first rather than with the limit
+    assert max(spans[1:]) < spans[0] + 2 * limit, spans
