@@ -230,7 +230,8 @@ class LinearOracleBranch:
         """
         q = self.q
         x = action.astype(float)
-        quick = float(q.mu @ x) - q.f * float(np.sqrt(max(float(x @ (q.M @ x)), 0.0)))  # a screen; value() decides
+        norm = float(np.sqrt(max(float(x @ (q.M @ x)), 0.0)))
+        quick = float(q.mu @ x) + q.sign * q.f * norm  # a screen; value() decides
         if quick + 1e-6 * (1.0 + abs(quick)) <= self.best_value:
             return
         key = action.tobytes()

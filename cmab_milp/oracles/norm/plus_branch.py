@@ -95,23 +95,6 @@ class ConcaveBranch(LinearOracleBranch):
         self.mu1 = np.r_[query.mu, 0.0]
         self.row_abs = float(np.abs(Q).sum(axis=1).max(initial=0.0))
 
-    def offer(self, action: np.ndarray) -> None:
-        """Make ``action`` the incumbent when the query admits it and it is better (valued exactly)."""
-        q = self.q
-        x = action.astype(float)
-        quick = float(q.mu @ x) + q.f * float(np.sqrt(max(float(x @ (q.M @ x)), 0.0)))
-        if quick + 1e-6 * (1.0 + abs(quick)) <= self.best_value:
-            return
-        key = action.tobytes()
-        if key in self.seen:
-            return
-        self.seen.add(key)
-        if self.pairs.size and (action[self.pairs[:, 0]] & action[self.pairs[:, 1]]).any():
-            return
-        value = q.value(action)
-        if value > self.best_value and self.space._contains(action):
-            self.best, self.best_value = action.copy(), value
-
     def tangent(self, x: np.ndarray) -> tuple[np.ndarray, float, float, float]:
         """``(g, c, psi(x), err)``: the tangent plane ``g @ a + c`` of ``psi`` at ``x`` and its rounding scale."""
         q = self.q
