@@ -32,6 +32,9 @@ rows per decade of rounds show the trend.
   to t = 8,727 in 1,300 s. Gurobi's MIQCP stopped at 60 s on all 5 of the hardest updates tried.
 * AROQ-C, ``--norm-gap 0.01 --time-limit 1`` (before the helpers' merge): 43,458 rounds in 2,400 s, 2,344 updates,
   all approximate, worst proven ratio 0.83.
+* AROQ-C, ``--norm-gap 0.01`` alone (reproducible; later main with the exact Glover rows, load 4-5): 365 updates
+  to t = 9,689 in 1,800 s, 4.95 s each (slowest 77 s), worst proven ratio 0.990. Most updates in rounds 7,300-9,700
+  take 3-9 s even in the approximate mode (HiGHS's ``mip_rel_gap`` = 0.01 is slower there than exact on some).
 * OLS-UCB-C, exact: 855 rounds in 4,000 s (load 5-7): rounds 10-99 0.8 s a query, rounds 100-855 5.2 s.
 * SROQ-C asks ~5,000 pair representatives per epoch (15,109 in a run): exact, ~0.26-1.1 s each. With
   ``--norm-gap 0.01`` (final main, idle machine): T = 10^5 in 253 s wall, 14,740 pair queries at 32 ms, every
