@@ -79,3 +79,30 @@ def admitted(actions: np.ndarray, include=(), exclude=(), forbid_pairs=()) -> np
     for i, j in forbid_pairs:
         ok &= ~(actions[:, i] & actions[:, j])
     return ok
+
+
+def psd(rng: np.random.Generator, d: int, ridge: float = 0.1) -> np.ndarray:
+    """``A A' / d + ridge I`` with ``A`` Gaussian: a definite covariance like bench/norm_large.py's."""
+    a = rng.normal(size=(d, d))
+    return a @ a.T / d + ridge * np.eye(d)
+
+
+def norm_values(actions: np.ndarray, mu, M, f, sign: int) -> np.ndarray:
+    """The index ``mu @ a + sign f sqrt(a @ M @ a)`` of every row of ``actions``, in numpy (the truth)."""
+    x = actions.astype(float)
+    return x @ mu + sign * f * np.sqrt(np.maximum(np.einsum("ni,ij,nj->n", x, M, x), 0.0))
+
+
+def random_restrictions(rng: np.random.Generator, actions: np.ndarray, k: int) -> dict:
+    """``k = 0``: none; 1: an arm excluded and two forbidden pairs; 2: also an arm of some action included."""
+    d = actions.shape[1]
+    arms = rng.permutation(d)
+    if k == 0:
+        return {}
+    res: dict = {
+        "exclude": [int(arms[0])],
+        "forbid_pairs": [(int(arms[1]), int(arms[2])), (int(arms[3]), int(arms[4]))],
+    }
+    if k == 2:  # an arm of some action: the query usually stays feasible
+        res["include"] = [int(np.flatnonzero(actions[rng.integers(len(actions))])[0])]
+    return res

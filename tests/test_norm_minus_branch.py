@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from instances import admitted, oracle_and_actions
+from instances import admitted, norm_values, oracle_and_actions, psd, random_restrictions
 
 import cmab_milp as cm
 from cmab_milp.oracles.highs_model import LimitReached
@@ -22,28 +22,8 @@ BRANCH += ["matchings-bipartite", "perfect-bipartite", "matchings-general", "per
 OTHERS = ["paths-cyclic-undirected", "paths-cyclic-directed", "with-constraint", "intersection"]
 
 
-def psd(rng: np.random.Generator, d: int, ridge: float = 0.1) -> np.ndarray:
-    a = rng.normal(size=(d, d))
-    return a @ a.T / d + ridge * np.eye(d)
-
-
 def values(actions: np.ndarray, mu, M, f) -> np.ndarray:
-    x = actions.astype(float)
-    return x @ mu - f * np.sqrt(np.maximum(np.einsum("ni,ij,nj->n", x, M, x), 0.0))
-
-
-def random_restrictions(rng: np.random.Generator, actions: np.ndarray, k: int) -> dict:
-    d = actions.shape[1]
-    arms = rng.permutation(d)
-    if k == 0:
-        return {}
-    res: dict = {
-        "exclude": [int(arms[0])],
-        "forbid_pairs": [(int(arms[1]), int(arms[2])), (int(arms[3]), int(arms[4]))],
-    }
-    if k == 2:  # an arm of some action: the query usually stays feasible
-        res["include"] = [int(np.flatnonzero(actions[rng.integers(len(actions))])[0])]
-    return res
+    return norm_values(actions, mu, M, f, -1)
 
 
 @pytest.mark.parametrize("family", BRANCH)

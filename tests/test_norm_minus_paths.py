@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import scipy.optimize
 import scipy.sparse as sp
-from instances import admitted
+from instances import admitted, norm_values, psd, random_restrictions
 
 import cmab_milp as cm
 from cmab_milp.oracles.base import OracleError
@@ -53,28 +53,11 @@ def space_and_actions(name: str):
     return _CACHE[name]
 
 
-def psd(rng: np.random.Generator, d: int, ridge: float = 0.1) -> np.ndarray:
-    a = rng.normal(size=(d, d))
-    return a @ a.T / d + ridge * np.eye(d)
-
-
 def values(actions: np.ndarray, mu, M, f) -> np.ndarray:
-    x = actions.astype(float)
-    return x @ mu - f * np.sqrt(np.maximum(np.einsum("ni,ij,nj->n", x, M, x), 0.0))
+    return norm_values(actions, mu, M, f, -1)
 
 
-def restrictions(rng: np.random.Generator, actions: np.ndarray, k: int) -> dict:
-    d = actions.shape[1]
-    arms = rng.permutation(d)
-    if k == 0:
-        return {}
-    res: dict = {
-        "exclude": [int(arms[0])],
-        "forbid_pairs": [(int(arms[1]), int(arms[2])), (int(arms[3]), int(arms[4]))],
-    }
-    if k == 2:  # an arm of some path: the query usually stays feasible
-        res["include"] = [int(np.flatnonzero(actions[rng.integers(len(actions))])[0])]
-    return res
+restrictions = random_restrictions
 
 
 def test_the_graphs_are_cyclic_with_many_paths():

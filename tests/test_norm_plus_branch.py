@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from instances import admitted, oracle_and_actions
-from test_norm_minus_branch import BRANCH, psd, random_restrictions
+from instances import admitted, norm_values, oracle_and_actions, psd, random_restrictions
+from test_norm_minus_branch import BRANCH
 
 import cmab_milp as cm
 from cmab_milp.oracles.highs_model import LimitReached
@@ -21,8 +21,7 @@ from cmab_milp.oracles.norm.solver import last_stats
 
 
 def values(actions: np.ndarray, mu, M, f) -> np.ndarray:
-    x = actions.astype(float)
-    return x @ mu + f * np.sqrt(np.maximum(np.einsum("ni,ij,nj->n", x, M, x), 0.0))
+    return norm_values(actions, mu, M, f, 1)
 
 
 @pytest.mark.parametrize("family", BRANCH)
