@@ -48,6 +48,7 @@ from ..spaces import (
     STPaths,
 )
 from .base import LinearQuery, Oracle, UnsupportedQuery
+from .queries import Restrictions
 
 __all__ = ["CombinatorialOracle", "supports"]
 
@@ -392,6 +393,81 @@ _SOLVERS: dict[type, Solver] = {
     Matchings: _matching,
     ExplicitActions: _explicit,
 }
+
+
+def prepare_linear(space: ActionSpace, restrictions: Restrictions) -> Callable[[np.ndarray], np.ndarray | None]:
+    """The exact linear argmax over the actions that ``restrictions`` (include / exclude) admit, as a function of
+    the weights: what the space's solver answers on ``LinearQuery(w, restrictions)``, the same action.
+
+    For many queries under one restriction (a branch-and-bound node): bipartite matchings compute the
+    node's assignment sub-matrix once (4x cheaper a query at d = 120); other spaces call their solver.
+
+    >>> import networkx as nx
+    >>> import cmab_milp as cm
+    >>> from cmab_milp.oracles.queries import Restrictions
+    >>> argmax = prepare_linear(cm.Matchings(nx.complete_bipartite_graph(2, 2)), Restrictions(exclude=(0,)))
+    >>> argmax(np.array([5.0, 1.0, 1.0, 1.0])).astype(int).tolist()
+    [0, 1, 1, 0]
+    """
+    solver = _SOLVERS[type(space)]
+    if type(space) is not Matchings or not space.bipartite or restrictions.forbid_pairs:
+        return lambda w: solver(space, LinearQuery(w, restrictions))
+    base = np.zeros(space.d, bool)
+    used = np.zeros(space.n_nodes, bool)
+    for k in restrictions.include:
+        u, v = space.tail[k], space.head[k]
+        if used[u] or used[v]:
+            return lambda w: None
+        used[u] = used[v] = True
+        base[k] = True
+    left, right, rows, cols = _assignment_tables(space)
+    table = space.__dict__.get("_assignment_arms")
+    if table is None:
+        table = np.full((len(left), len(right)), -1)
+        table[rows, cols] = np.arange(space.d)
+        space.__dict__["_assignment_arms"] = table
+    if restrictions.empty:  # _assignment(edges=None): every arm, clipped at 0 unless perfect
+        cell = table >= 0
+        arm = np.where(cell, table, 0)
+        free_left = free_right = None
+    else:
+        allowed = ~(used[space.tail] | used[space.head])
+        allowed[list(restrictions.exclude)] = False
+        free_left, free_right = ~used[left], ~used[right]
+        if space.perfect and free_left.sum() != free_right.sum():
+            return lambda w: None
+        if not free_left.any() or not free_right.any():
+            return lambda w: None if space.perfect and not space._contains(base) else base.copy()
+        sub = table[np.flatnonzero(free_left)][:, np.flatnonzero(free_right)]
+        cell = (sub >= 0) & allowed[np.where(sub >= 0, sub, 0)]
+        arm = np.where(cell, sub, 0)
+    fill = np.inf if space.perfect else 0.0
+
+    def argmax(w: np.ndarray) -> np.ndarray | None:
+        weights = w[arm]
+        if space.perfect:
+            take = cell
+            cost = np.where(cell, -weights, fill)
+        elif free_left is None:
+            take = cell
+            cost = np.where(cell, -np.maximum(weights, 0.0), fill)
+        else:  # _matching drops the arms of weight <= 0 before the assignment
+            take = cell & (weights > 0)
+            cost = np.where(take, -weights, fill)
+        try:
+            r, c = linear_sum_assignment(cost)
+        except ValueError:  # no perfect assignment exists
+            return None
+        chosen = arm[r, c][take[r, c]]
+        if not space.perfect:
+            chosen = chosen[w[chosen] > 0]
+        action = base.copy()
+        action[chosen] = True
+        if space.perfect and not space._contains(action):
+            return None
+        return action
+
+    return argmax
 
 
 def supports(space: ActionSpace, query: LinearQuery) -> bool:

@@ -80,14 +80,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...spaces import STPaths
-from ..base import LinearQuery, NormQuery, OracleError
-from ..combinatorial import _SOLVERS
+from ..base import NormQuery, OracleError
+from ..combinatorial import _SOLVERS, prepare_linear
 from ..highs_model import LimitReached
 from ..queries import Restrictions
 from .scaling import proven
 from .shifts import diagonal_shift
 
-__all__ = ["LinearOracleBranch", "applies", "line_maximum", "relaxation_matrix"]
+__all__ = ["LinearOracleBranch", "applies", "line_maximum", "quadratic_line_maximum", "relaxation_matrix"]
 
 #: Frank-Wolfe steps per node at most.
 _STEPS = 12
@@ -137,7 +137,15 @@ def line_maximum(
     """
     ms = M @ step
     A, B, C = float(step @ ms), float(x @ ms), float(x @ (M @ x if mx is None else mx))
-    c = float(mu @ step)
+    return quadratic_line_maximum(float(mu @ step), A, B, C, f)
+
+
+def quadratic_line_maximum(c: float, A: float, B: float, C: float, f: float) -> float:
+    """The ``t`` in ``[0, 1]`` maximising ``c t - f sqrt(A t^2 + 2 B t + C)`` (closed form; :func:`line_maximum`).
+
+    >>> quadratic_line_maximum(1.0, 0.0, 0.0, 0.0, 0.0)
+    1.0
+    """
 
     def value(t: float) -> float:
         return c * t - f * np.sqrt(max(A * t * t + 2.0 * B * t + C, 0.0))
@@ -189,6 +197,8 @@ class LinearOracleBranch:
         self.row_abs = float(np.abs(self.M).sum(axis=1).max(initial=0.0))
         self.seen: set[bytes] = set()
         self.nodes = self.queries = 0
+        self._prepared_for: Restrictions | None = None
+        self._prepared: Callable[[np.ndarray], np.ndarray | None] = lambda w: None
         self.best: np.ndarray | None = None
         self.best_value = -np.inf
 
@@ -201,9 +211,15 @@ class LinearOracleBranch:
         )
 
     def linear(self, w: np.ndarray, res: Restrictions) -> np.ndarray | None:
-        """The exact argmax of ``w @ a`` over the node's actions (``forbid_pairs`` left out)."""
+        """The exact argmax of ``w @ a`` over the node's actions (``forbid_pairs`` left out).
+
+        The node's restrictions are prepared once (:func:`~cmab_milp.oracles.combinatorial.prepare_linear`) for
+        its several queries.
+        """
         self.queries += 1
-        return self.solver(self.space, LinearQuery(w, res))
+        if res is not self._prepared_for:
+            self._prepared_for, self._prepared = res, prepare_linear(self.space, res)
+        return self._prepared(w)
 
     def gradient(self, mx: np.ndarray, n: float) -> tuple[np.ndarray, float]:
         """``g = mu - f M x / n(x)`` (``mu`` at ``n(x) = 0``) from ``mx = M x`` and ``n = n(x)``, and its rounding
@@ -317,7 +333,7 @@ class LinearOracleBranch:
         it is asked before each node with the largest bound of the open nodes (best first, so the
         node just taken holds it) and of the pruned ones, an upper bound on every action.
         """
-        if best is not None:
+        if best is not None and best_value > self.best_value:  # (a subclass may have met a better one)
             self.best, self.best_value = best.copy(), best_value
         d = self.d
         queue = [_Node(-np.inf, 0, np.zeros(d, bool), np.zeros(d, bool))]
