@@ -56,8 +56,9 @@ from collections.abc import Callable
 import numpy as np
 
 from ..base import NormQuery
-from .minus_branch import _EPS, _REL_GAP, _ROUND, LinearOracleBranch, _Node, line_maximum
-from .scaling import proven
+from .minus_branch import _EPS, _REL_GAP, _ROUND, LinearOracleBranch, _Node, quadratic_line_maximum
+from .overestimator import concave_overestimator, conflict_pairs
+from .scaling import arms_bound, proven
 from .shifts import diagonal_shift
 
 __all__ = ["ConcaveBranch", "concave_shift"]
@@ -66,6 +67,8 @@ __all__ = ["ConcaveBranch", "concave_shift"]
 _STEPS = 12
 #: Split a node as soon as a relaxed point is worth more than the incumbent.
 _EARLY = True
+#: Also try :func:`~.overestimator.concave_overestimator` (size and conflict terms) at the root.
+_OVERESTIMATOR = True
 
 
 def concave_shift(M: np.ndarray, arms: np.ndarray) -> np.ndarray:
@@ -81,30 +84,47 @@ def concave_shift(M: np.ndarray, arms: np.ndarray) -> np.ndarray:
 
 
 class ConcaveBranch(LinearOracleBranch):
-    """Branch and bound for ``max mu @ a + f sqrt(a @ M @ a)`` (``M`` PSD) with concave-overestimator bounds."""
+    """Branch and bound for ``max mu @ a + f sqrt(a @ M @ a)`` (``M`` PSD) with concave-overestimator bounds.
+
+    The overestimator ``q(x) = x @ A @ x + b @ x`` is the better at the root (the lower Frank-Wolfe
+    bound; ties: the first) of :func:`concave_shift`'s diagonal alone and
+    :func:`~.overestimator.concave_overestimator` (size and conflict terms).
+    """
 
     def __init__(self, space, query: NormQuery, arms: np.ndarray, deadline: float | None, clock: Callable[[], float]):
         super().__init__(space, query, arms, deadline, clock)
-        d = self.d
+        self.mu_abs = float(np.abs(query.mu).max(initial=0.0))
+        # psi(a) <= mu @ a + f sum_i a_i sqrt(M_ii) (triangle inequality): the plane where q(x) = 0
+        self.triangle = query.mu + query.f * np.sqrt(np.maximum(np.diag(query.M), 0.0))
         shift = concave_shift(query.M, arms)
-        Q = np.zeros((d + 1, d + 1))  # q(x) = (x, 1) @ Q @ (x, 1)
-        Q[:d, :d] = query.M
-        Q[np.arange(d), np.arange(d)] -= shift
-        Q[:d, d] = Q[d, :d] = shift / 2.0
-        self.Q = Q
-        self.mu1 = np.r_[query.mu, 0.0]
-        self.row_abs = float(np.abs(Q).sum(axis=1).max(initial=0.0))
+        candidates = [(query.M - np.diag(shift), shift)]
+        if _OVERESTIMATOR:
+            candidates.append(concave_overestimator(query.M, arms, arms_bound(space), conflict_pairs(space)))
+        self.set_form(*candidates[0])
+        if len(candidates) > 1:
+            root = _Node(-np.inf, 0, np.zeros(self.d, bool), np.zeros(self.d, bool))
+            bounds = []
+            for form in candidates:
+                self.set_form(*form)
+                bounds.append(self.relax(root, early=False)[0])
+                root.gradient = None
+            self.set_form(*candidates[int(np.argmin(bounds))])
 
-    def tangent(self, x: np.ndarray) -> tuple[np.ndarray, float, float, float]:
-        """``(g, c, psi(x), err)``: the tangent plane ``g @ a + c`` of ``psi`` at ``x`` and its rounding scale."""
+    def set_form(self, A: np.ndarray, b: np.ndarray) -> None:
+        """Bound with ``q(x) = x @ A @ x + b @ x``."""
+        self.A, self.h = A, b / 2.0
+        self.row_abs = float((np.abs(A).sum(axis=1) + np.abs(self.h)).max(initial=0.0))
+
+    def tangent(self, x: np.ndarray, ax: np.ndarray | None = None) -> tuple[np.ndarray, float, float, float]:
+        """``(g, c, psi(x), err)``: the tangent plane ``g @ a + c`` of ``psi`` at ``x`` (``ax = A @ x``) and its
+        rounding scale. Where ``q(x) = 0`` (no gradient) the plane of the triangle inequality, valid everywhere."""
         q = self.q
-        x1 = np.r_[x, 1.0]
-        qx1 = self.Q @ x1
-        n = float(np.sqrt(max(float(x1 @ qx1), 0.0)))
+        qx = (self.A @ x if ax is None else ax) + self.h
+        n = float(np.sqrt(max(float(x @ (qx + self.h)), 0.0)))
         psi = float(q.mu @ x) + q.f * n
-        if n <= 0.0:  # only at x = 0 with M = 0 on the box: psi = mu @ x
-            return q.mu, 0.0, psi, self.mu_abs
-        g = q.mu + q.f * qx1[: self.d] / n
+        if n <= 0.0:
+            return self.triangle, 0.0, psi, self.mu_abs + q.f * float(np.sqrt(np.abs(np.diag(q.M)).max()))
+        g = q.mu + q.f * qx / n
         err = self.mu_abs + q.f * self.row_abs / n
         return g, psi - float(g @ x), psi, err
 
@@ -114,18 +134,20 @@ class ConcaveBranch(LinearOracleBranch):
         scale = err + float(np.abs(g).max(initial=0.0))
         return float(g @ s) + c + _ROUND * self.d * _EPS * (scale * (k + self.d) + abs(c))
 
-    def relax(self, node: _Node) -> tuple[float, np.ndarray | None]:
-        """Frank-Wolfe steps on ``psi`` over the node: its bound (at most the parent's) and the last point."""
+    def relax(self, node: _Node, early: bool = _EARLY) -> tuple[float, np.ndarray | None]:
+        """Frank-Wolfe steps on ``psi`` over the node: its bound (at most the parent's) and the last point.
+
+        ``early``: stop the steps once a relaxed point is worth more than the incumbent (the node will be split).
+        """
         q = self.q
         res = self.restrictions(node.include, node.exclude)
         bound = -node.key
         if node.gradient is None:
-            g, c, err = q.mu, 0.0, 0.0  # phi <= mu @ a + f sqrt(l_hi) is not used: start from a vertex
-            s = self.linear(g, res)
+            s = self.linear(self.triangle, res)  # psi <= the triangle plane: its argmax starts the steps
             if s is None:
                 return -np.inf, None
             self.offer(s)
-            x = s.astype(float)
+            bound = min(bound, self.plane_bound(self.triangle, 0.0, self.mu_abs, s))
         else:
             g, c, err = node.gradient, node.error[0], node.error[1]
             s = self.linear(g, res)
@@ -133,18 +155,28 @@ class ConcaveBranch(LinearOracleBranch):
                 return -np.inf, None
             self.offer(s)
             bound = min(bound, self.plane_bound(g, c, err, s))
-            x = s.astype(float)
+        x = s.astype(float)
+        ax = self.A @ x
+        g, c, err = self.triangle, 0.0, self.mu_abs
         for _ in range(_STEPS):
             if proven(bound, self.best_value):
                 break
-            g, c, psi, err = self.tangent(x)
+            g, c, psi, err = self.tangent(x, ax)
             s = self.linear(g, res)
             self.offer(s)
             bound = min(bound, self.plane_bound(g, c, err, s))
-            if bound - psi <= _REL_GAP * (1.0 + abs(bound)) or (_EARLY and psi > self.best_value):
+            if bound - psi <= _REL_GAP * (1.0 + abs(bound)) or (early and psi > self.best_value):
                 break
             step = s - x
-            t = line_maximum(self.mu1, self.Q, -q.f, np.r_[x, 1.0], np.r_[step, 0.0])
+            a_step = self.A @ step
+            t = quadratic_line_maximum(
+                float(q.mu @ step),
+                float(step @ a_step),
+                float(x @ a_step + self.h @ step),
+                float(x @ (ax + 2.0 * self.h)),
+                -q.f,
+            )
             x = x + t * step
+            ax = ax + t * a_step
         node.gradient, node.error = g, (c, err)
         return bound, x
