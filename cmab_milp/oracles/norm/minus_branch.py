@@ -244,16 +244,16 @@ class LinearOracleBranch:
         Only actions not met before whose index (computed quickly, within far less than ``1e-6``)
         is near or above the incumbent's are valued exactly.
         """
+        key = action.tobytes()
+        if key in self.seen:  # met before: valued or screened out then (the incumbent only rises since)
+            return
+        self.seen.add(key)
         q = self.q
         x = action.astype(float)
         norm = float(np.sqrt(max(float(x @ (q.M @ x)), 0.0)))
         quick = float(q.mu @ x) + q.sign * q.f * norm  # a screen; value() decides
         if quick + 1e-6 * (1.0 + abs(quick)) <= self.best_value:
             return
-        key = action.tobytes()
-        if key in self.seen:
-            return
-        self.seen.add(key)
         if self.pairs.size and (action[self.pairs[:, 0]] & action[self.pairs[:, 1]]).any():
             return
         value = self.q.value(action)

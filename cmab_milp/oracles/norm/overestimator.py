@@ -45,6 +45,7 @@ True
 from __future__ import annotations
 
 import numpy as np
+import scipy.linalg
 
 from ...spaces import Matchings
 from .shifts import diagonal_shift
@@ -89,10 +90,11 @@ def _conflict_terms(sub: np.ndarray, conflicts: np.ndarray, steps: int) -> np.nd
     S = np.zeros_like(sub)
     if not conflicts.any():
         return S
+    k = len(sub)
     for _ in range(steps):
-        w, V = np.linalg.eigh(sub + S)
-        gap = float(w[-1] - w[-2])
-        G = np.outer(V[:, -1], V[:, -1]) * conflicts
+        w, V = scipy.linalg.eigh(sub + S, subset_by_index=[k - 2, k - 1], driver="evr")  # the top two only
+        gap = float(w[1] - w[0])
+        G = np.outer(V[:, 1], V[:, 1]) * conflicts
         norm = float(np.linalg.norm(G))
         if gap <= 0.0 or norm <= 0.0:
             break

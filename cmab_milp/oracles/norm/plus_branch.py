@@ -1,42 +1,55 @@
 """Sign +1 by branch and bound on the linear oracle: a concave overestimator bounded by Frank-Wolfe steps.
 
 The index ``phi(a) = mu @ a + f sqrt(a @ M @ a)`` is convex, so its maximum over the convex hull of
-the actions is at a vertex: the hull alone bounds nothing. Every action has ``a_i^2 = a_i``, so for a
-diagonal ``D = diag(d)`` with ``D - M`` PSD (:func:`concave_shift`),
+the actions is at a vertex: the hull alone bounds nothing. Let ``q(x) = x @ A @ x + b @ x`` be concave
+(``A`` negative semidefinite on the free arms) with ``q(a) >= a @ M @ a`` on every action: the simplest is
 
-    ``q(x) = x @ (M - D) @ x + d @ x``
+    ``q(x) = x @ (M - D) @ x + d @ x``,  ``D = diag(d)`` with ``D - M`` PSD (:func:`concave_shift`),
 
-equals ``a @ M @ a`` on every action, is concave, and on the box ``[0, 1]^d`` is at least
-``x @ M @ x >= 0`` (``d_i (x_i - x_i^2) >= 0``). Hence ``psi(x) = mu @ x + f sqrt(q(x))`` is concave
-on the box (``sqrt`` is concave and increasing), equals ``phi`` on actions, and for every point ``x``
-of the box and every action ``a`` (concavity: the tangent plane is above the graph)
+equal to ``a @ M @ a`` on every action (``a_i^2 = a_i``); :func:`~.overestimator.concave_overestimator`
+adds terms that vanish or are nonnegative on every action (conflicting pairs, the size bound; its
+docstring has the proof). Then ``q >= 0`` on the hull of the actions (concave, and ``>= 0`` at its
+vertices), ``psi(x) = mu @ x + f sqrt(q(x))`` is concave where ``q > 0`` (``sqrt`` is concave and
+increasing) and at least ``phi`` on actions, and for every point ``x`` with ``q(x) > 0`` and every action
+``a`` (concavity: the tangent plane is above the graph)
 
-    ``phi(a) = psi(a) <= psi(x) + g @ (a - x)``,  ``g = grad psi(x) = mu + f ((M - D) x + d / 2) / sqrt(q(x))``.
+    ``phi(a) <= psi(a) <= psi(x) + g @ (a - x)``,  ``g = grad psi(x) = mu + f (A x + b / 2) / sqrt(q(x))``.
+
+Where ``q(x) = 0`` there is no tangent; the triangle inequality ``sqrt(a @ M @ a) <= sum_i a_i sqrt(M_ii)``
+(``M`` PSD: the norm of a sum) gives the plane ``phi(a) <= (mu + f sqrt(diag M)) @ a``, valid everywhere,
+which also starts every root. (Before, the branch took ``mu @ a`` there, which is no bound: with every
+mean negative the root started at the empty action and pruned better ones, 19 wrong answers in 200 on
+forests of a 3x3 grid.)
 
 So one linear query ``max_{a in S} g @ a`` bounds the index of every action of a set ``S`` of
-actions, from any ``x`` in the box (not only in ``conv S``): a child node may start from its
-parent's last gradient. Minimised over ``x in conv S`` the bound is ``max_{conv S} psi``, which
-Frank-Wolfe steps (exact line search on ``psi``: :func:`~.minus_branch.line_maximum` of the
-homogenised form) approach; every step's bound is valid and the least is kept.
+actions, from any such ``x`` (not only in ``conv S``): a child node may start from its parent's last
+gradient. Minimised over ``x in conv S`` the bound is ``max_{conv S} psi``, which Frank-Wolfe steps
+(exact line search on ``psi``: :func:`~.minus_branch.quadratic_line_maximum`) approach; every step's bound
+is valid and the least is kept.
 
 The search itself (nodes = include / exclude sets of arms, split on the most fractional arm or a
 violated forbidden pair, best bound first, ties by creation order, every vertex an incumbent
 valued exactly) is :class:`~.minus_branch.LinearOracleBranch`'s; only the relaxation differs.
 
-The diagonal ``D`` is :func:`~.shifts.diagonal_shift` above ``M`` (the least by trace of
-``lambda_max I``, ``lambda'_max diag(M)`` and a max-cut semidefinite bound): the last halves the
-nodes on bench/norm_large.py's trees and forests at f = 1 (6x6 trees: 1,925 -> 897 nodes,
-1.5 -> 0.68 s).
+The overestimator is the one of the two with the lower root bound (:class:`ConcaveBranch`):
+:func:`concave_shift`'s diagonal alone, or :func:`~.overestimator.concave_overestimator`. The diagonal
+is :func:`~.shifts.diagonal_shift` above the matrix (the least by trace of ``lambda_max I``,
+``lambda'_max diag(M)`` and a max-cut semidefinite bound): the last halves the nodes on
+bench/norm_large.py's trees and forests at f = 1 (6x6 trees: 1,925 -> 897 nodes, 1.5 -> 0.68 s).
+The size and conflict terms take the crew problem's late AROQ-C queries (bipartite matchings,
+d = 120, a covariance with a strong common component) from over 30 s to 0.15-0.3 s, and its slowest
+from 6-20 s (outer approximation) to 0.7-2.7 s.
 
-Where it runs (:meth:`~.solver.NormSolver._plus_branch_applies`): spaces with a combinatorial linear oracle
-whose MILP needs lazy cuts (spanning trees, forests), ``M`` definite. Measured (interleaved,
-bench/norm_large.py's sign +1 queries, s, outer approximation -> this branch, before the max-cut
-shift): trees of a 6x6 grid, f = 1: 9.5 -> 1.0 and 13.7 -> 0.32; trees 8x8, f = 0.3: 1.13 -> 0.25,
-f = 1: stopped at 20 s -> 0.28 and 2.8; forests 8x8, f = 0.3: 4.6 -> 0.78, f = 1: stopped -> 1.2
-(one of two). At f = 3 most still stop at 20 s, as Gurobi does. Elsewhere the outer
-approximation's compact MILPs win: the shift ``D`` is loose when actions hold few of many arms or
-``M`` is strongly correlated (Cardinality(100, 10), f = 1: 0.5 s against 18 s; the crew problem's
-late queries: ~1 s against over 60 s).
+Where it runs (:meth:`~.solver.NormSolver._plus_branch_applies`): ``M`` definite, and spaces with a
+combinatorial linear oracle whose MILP needs lazy cuts (spanning trees, forests) or bipartite
+matchings. Measured (interleaved, bench/norm_large.py's sign +1 queries, s, outer approximation ->
+this branch): trees of a 6x6 grid, f = 1: 9.5 -> 1.0 and 13.7 -> 0.32; trees 8x8, f = 0.3: 1.13 -> 0.25,
+f = 1: stopped at 20 s -> 0.28 and 2.8; forests 8x8, f = 0.3: 0.45-4.0 -> 0.12-0.40, f = 1: stopped
+at 10 s -> 0.5 and 9.4 (one of three stops); matchings of K(10, 12), f = 0.3: 0.21-0.32 -> 0.09-0.10,
+f = 1: 1.4-7.3 -> 0.75-1.4. At f = 3 most still stop, as Gurobi does. Elsewhere the outer
+approximation's compact MILPs win: the bound is loose when actions hold few of many arms
+(Cardinality(100, 10), f = 1: 0.5-2.4 s against 3.3-6.8 s), and general matchings' blossom
+algorithm costs ~1 ms a linear query (K15, f = 1: 0.9-3.5 s against 2.6 s and a stop).
 
 Example
 -------
