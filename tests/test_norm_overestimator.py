@@ -151,3 +151,24 @@ def test_prepared_linear_queries_give_the_solvers_action(space):
             w = rng.integers(-2, 3, space.d).astype(float) if trial % 2 else rng.normal(size=space.d)
             want, got = solver(space, LinearQuery(w, res)), argmax(w)
             assert (want is None and got is None) or (want.tolist() == got.tolist())
+
+
+@pytest.mark.parametrize("family", ["matchings-bipartite", "perfect-bipartite", "matchings-general"])
+def test_pair_queries_drop_the_included_arms_rivals_and_answer_like_enumeration(family, monkeypatch):
+    """SROQ-C's pair representatives: two arms included. The branch drops every arm conflicting with an
+    included one from its bound (no admitted action holds it); answers still match enumeration."""
+    monkeypatch.setattr(solver, "_PLUS_BRANCH", "always")
+    oracle, actions = oracle_and_actions(family)
+    rng = np.random.default_rng([len(family), 23])
+    for _ in range(12):
+        action = actions[rng.integers(len(actions))]
+        on = np.flatnonzero(action)
+        if len(on) < 2:
+            continue
+        include = sorted(rng.choice(on, 2, replace=False).tolist())
+        mu, M, f = rng.uniform(-0.2, 1.0, oracle.d), correlated(rng, oracle.d), float(rng.choice([0.3, 1.0, 3.0]))
+        answer = oracle.argmax_norm(mu, M, f, 1, include=include)
+        ok = admitted(actions, include=include)
+        best = float(norm_values(actions[ok], mu, M, f, 1).max())
+        assert answer[include].all()
+        assert float(norm_values(answer[None, :], mu, M, f, 1)[0]) >= best - 1e-9 * (1 + abs(best))

@@ -192,7 +192,7 @@ class LinearOracleBranch:
         self.free[arms] = True
         self.free[list(self.res.include)] = False
         self.pairs = np.asarray(self.res.forbid_pairs, int).reshape(-1, 2)
-        self.M = relaxation_matrix(query.M, arms, int(space.m)) if _SHIFT else query.M  # the bounds' matrix
+        self.M = self.bound_matrix(query.M, arms)  # the bounds' matrix
         self.mu_abs = float(np.abs(query.mu).max(initial=0.0))
         self.row_abs = float(np.abs(self.M).sum(axis=1).max(initial=0.0))
         self.seen: set[bytes] = set()
@@ -203,6 +203,10 @@ class LinearOracleBranch:
         self.best_value = -np.inf
 
     # ------------------------------------------------------------ pieces
+    def bound_matrix(self, M: np.ndarray, arms: np.ndarray) -> np.ndarray:
+        """The matrix of the sign -1 bounds: :func:`relaxation_matrix` (``M`` itself without ``_SHIFT``)."""
+        return relaxation_matrix(M, arms, int(self.space.m)) if _SHIFT else M
+
     def restrictions(self, include: np.ndarray, exclude: np.ndarray) -> Restrictions:
         """A node's restrictions for the linear queries: the query's include and exclude and the node's."""
         return Restrictions(

@@ -105,6 +105,10 @@ class ConcaveBranch(LinearOracleBranch):
     """
 
     def __init__(self, space, query: NormQuery, arms: np.ndarray, deadline: float | None, clock: Callable[[], float]):
+        conflicts = conflict_pairs(space)
+        if conflicts is not None and query.restrictions.include:  # no admitted action holds an included arm's rival
+            arms = np.asarray(arms, int)
+            arms = arms[~conflicts[np.ix_(arms, list(query.restrictions.include))].any(axis=1)]
         super().__init__(space, query, arms, deadline, clock)
         self.mu_abs = float(np.abs(query.mu).max(initial=0.0))
         # psi(a) <= mu @ a + f sum_i a_i sqrt(M_ii) (triangle inequality): the plane where q(x) = 0
@@ -112,7 +116,7 @@ class ConcaveBranch(LinearOracleBranch):
         shift = concave_shift(query.M, arms)
         candidates = [(query.M - np.diag(shift), shift)]
         if _OVERESTIMATOR:
-            candidates.append(concave_overestimator(query.M, arms, arms_bound(space), conflict_pairs(space)))
+            candidates.append(concave_overestimator(query.M, arms, arms_bound(space), conflicts))
         self.set_form(*candidates[0])
         if len(candidates) > 1:
             root = _Node(-np.inf, 0, np.zeros(self.d, bool), np.zeros(self.d, bool))
@@ -122,6 +126,10 @@ class ConcaveBranch(LinearOracleBranch):
                 bounds.append(self.relax(root, early=False)[0])
                 root.gradient = None
             self.set_form(*candidates[int(np.argmin(bounds))])
+
+    def bound_matrix(self, M: np.ndarray, arms: np.ndarray) -> np.ndarray:
+        """``M`` itself: the bounds here are :meth:`set_form`'s (no sign -1 shift to compute)."""
+        return M
 
     def set_form(self, A: np.ndarray, b: np.ndarray) -> None:
         """Bound with ``q(x) = x @ A @ x + b @ x``."""
