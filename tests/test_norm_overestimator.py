@@ -172,3 +172,32 @@ def test_pair_queries_drop_the_included_arms_rivals_and_answer_like_enumeration(
         best = float(norm_values(actions[ok], mu, M, f, 1).max())
         assert answer[include].all()
         assert float(norm_values(answer[None, :], mu, M, f, 1)[0]) >= best - 1e-9 * (1 + abs(best))
+
+
+@pytest.mark.parametrize("family", ["matchings-bipartite", "perfect-bipartite", "matchings-general"])
+def test_node_forms_bound_every_action_of_their_node(family, monkeypatch):
+    """A node whose arms shrank (included arms remove their rivals) makes its own shift; its bound must
+    still be at least the best index of the node's actions (brute force)."""
+    from cmab_milp.oracles.norm.minus_branch import _Node
+    from cmab_milp.oracles.norm.plus_branch import ConcaveBranch
+
+    monkeypatch.setattr(plus_branch, "_REFORM", 0.99)
+    oracle, actions = oracle_and_actions(family)
+    d = oracle.d
+    rng = np.random.default_rng([len(family), 5])
+    checked = 0
+    for trial in range(30):
+        mu, M, f = rng.uniform(-0.2, 1, d), correlated(rng, d), float(rng.choice([0.3, 1.0, 3.0]))
+        search = ConcaveBranch(oracle.space, oracle.norm_query(mu, M, f, 1), np.arange(d), None, None)
+        include, exclude = np.zeros(d, bool), np.zeros(d, bool)
+        on = np.flatnonzero(actions[rng.integers(len(actions))])
+        include[rng.choice(on, min(len(on), 1 + trial % 2), replace=False)] = True
+        exclude[rng.choice(np.flatnonzero(~include), trial % 3, replace=False)] = True
+        ok = actions[:, include].all(axis=1) & ~actions[:, exclude].any(axis=1)
+        bound, x = search.relax(_Node(-np.inf, 1, include, exclude))
+        if not ok.any():
+            assert bound == -np.inf
+            continue
+        assert bound >= float(norm_values(actions[ok], mu, M, f, 1).max()) - 1e-12
+        checked += search.reforms
+    assert checked >= 10

@@ -170,6 +170,7 @@ class _Node:
     exclude: np.ndarray = field(compare=False)
     gradient: np.ndarray | None = field(compare=False, default=None)
     error: float = field(compare=False, default=0.0)  # the gradient's rounding allowance
+    form: object = field(compare=False, default=None)  # a subclass's bound data, passed to the children
 
 
 class LinearOracleBranch:
@@ -368,7 +369,7 @@ class LinearOracleBranch:
             for include, exclude in children:
                 if (include & exclude).any():
                     continue
-                heapq.heappush(queue, _Node(-bound, order, include, exclude, node.gradient, node.error))
+                heapq.heappush(queue, _Node(-bound, order, include, exclude, node.gradient, node.error, node.form))
                 order += 1
         return self.best, self.best_value, max(dropped, self.best_value)
 

@@ -50,7 +50,7 @@ import scipy.linalg
 from ...spaces import Matchings
 from .shifts import diagonal_shift
 
-__all__ = ["concave_overestimator", "conflict_pairs"]
+__all__ = ["concave_overestimator", "conflict_pairs", "overestimator_parts", "shifted_form"]
 
 #: Subgradient steps on the conflict terms (10 reach what 30 or 80 do on the crew queries).
 CONFLICT_STEPS = 10
@@ -111,17 +111,35 @@ def concave_overestimator(
     Equal on the actions of ``m`` arms; ``size=False`` (or ``m`` unknown) leaves the size term out and makes
     it equal on every action. Off ``arms`` ``A`` is ``M`` and ``b`` zero (the actions are zero there).
     """
+    B, linear = overestimator_parts(M, arms, m, conflicts, size=size)
+    return shifted_form(B, linear, arms)
+
+
+def overestimator_parts(
+    M: np.ndarray, arms: np.ndarray, m: int, conflicts: np.ndarray | None = None, *, size: bool = True
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(B, l)``: ``B = M + S - kappa J`` on ``arms`` (``M`` elsewhere) and ``l = kappa m`` on ``arms``, so that
+    ``a @ B @ a + l @ a >= a @ M @ a`` on the actions of :func:`concave_overestimator`, before the diagonal."""
     M = np.asarray(M, float)
     arms = np.asarray(arms, int)
     B = M[np.ix_(arms, arms)]
     if conflicts is not None and len(arms) > 1:
         B = B + _conflict_terms(B, conflicts[np.ix_(arms, arms)], CONFLICT_STEPS)
     kappa = _size_weight(B) if size else 0.0
-    B = B - kappa
     full = M.copy()
-    full[np.ix_(arms, arms)] = B
-    shift = np.maximum(diagonal_shift(full, arms, above=True), 0.0)
-    A = full - np.diag(shift)
-    b = shift.copy()
-    b[arms] += kappa * m
-    return A, b
+    full[np.ix_(arms, arms)] = B - kappa
+    linear = np.zeros(len(M))
+    linear[arms] = kappa * m
+    return full, linear
+
+
+def shifted_form(
+    B: np.ndarray, linear: np.ndarray, arms: np.ndarray, sweeps: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(B - diag(d), d + linear)`` with ``d >= 0`` above ``B`` on ``arms`` (:func:`~.shifts.diagonal_shift`,
+    ``sweeps`` of its max-cut method): concave there, and unchanged on 0/1 points.
+
+    Valid for any subset of the arms ``B`` was made on: a branch node may shift again on its own arms.
+    """
+    shift = np.maximum(diagonal_shift(B, arms, above=True, sweeps=sweeps), 0.0)
+    return B - np.diag(shift), shift + linear
