@@ -109,6 +109,7 @@ from ...spaces.formulation import Row
 from ..base import NormQuery, OracleError
 from ..highs_model import CompiledModel, LimitReached
 from .minus_branch import relaxation_matrix
+from .paths_local import improve_path
 from .scaling import arms_bound, proven
 
 __all__ = ["PathBranch", "applies", "safe_bound"]
@@ -164,6 +165,8 @@ _HEURISTICS = True
 #: this many nodes (the shortest path on ``1 - x`` at every node).
 _GROW_EVERY = 8
 _EPS = float(np.finfo(float).eps)
+#: Improve each new incumbent by :func:`~.paths_local.improve_path` (sub-paths swapped for short detours).
+_LOCAL_SEARCH = True
 
 
 def applies(space) -> bool:
@@ -415,6 +418,9 @@ class PathBranch:
             return
         value = self.q.value(action)
         if value > self.best_value:
+            if _LOCAL_SEARCH:  # climb from it (paths_local: an admitted path, valued exactly)
+                action, value = improve_path(self.space, self.q, action)
+                self.seen.add(action.tobytes())
             self.best, self.best_value = action.copy(), value
             if _INCUMBENT_TANGENTS:
                 made = self.tangent(self.M, action.astype(float))
