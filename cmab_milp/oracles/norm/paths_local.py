@@ -6,8 +6,9 @@ below the optimum for many nodes. :func:`improve_path` climbs from a path: a *mo
 ``k <= max_segment`` arms between two nodes ``u = v_i`` and ``w = v_{i+k}`` of the path by another simple
 ``u``-``w`` path of at most ``max_detour`` arms whose inner nodes are off the rest of the path (so the
 result is again a simple s-t path: detours through unvisited nodes, shortcuts, swapped corners). Each
-pass values every move at once (below) and takes the best one the query's restrictions admit; it stops
-at a local optimum or after ``max_passes`` passes.
+pass values every move at once (below) and takes, best first, the moves that the query's restrictions
+admit, that touch no node of a move already taken and that gain when valued exactly; it stops at a local
+optimum or after ``max_passes`` passes.
 
 Valuing a move: with ``a`` the path, ``r`` the removed and ``e`` the added arms (indicator vectors),
 ``a' = a - r + e`` and
@@ -42,8 +43,10 @@ __all__ = ["improve_path", "path_sequence"]
 #: Arms a move removes at most, and arms its detour adds at most.
 MAX_SEGMENT = 3
 MAX_DETOUR = 4
-#: Passes (moves taken) per call at most.
+#: Passes per call at most; a pass takes the best gaining move, then every other one (best first, at most
+#: ``_TRIES`` tried) that keeps off the nodes of the moves taken and still gains when valued exactly.
 MAX_PASSES = 40
+_TRIES = 200
 
 
 def path_sequence(space: STPaths, action: np.ndarray) -> tuple[list[int], list[int]]:
@@ -83,18 +86,18 @@ def _adjacency(space: STPaths, allowed: np.ndarray) -> list[list[tuple[int, int]
     return out
 
 
-def _detours(out, u: int, w: int, blocked: set[int], depth: int, skip: tuple[int, ...]) -> list[tuple[int, ...]]:
-    """The arm tuples of simple ``u``-``w`` paths of at most ``depth`` arms avoiding ``blocked`` (but ``w``)."""
-    found: list[tuple[int, ...]] = []
-    stack = [(u, (), (u,))]
+def _detours(out, u: int, w: int, blocked: set[int], depth: int, skip: tuple[int, ...]):
+    """``(arms, inner nodes)`` of the simple ``u``-``w`` paths of at most ``depth`` arms avoiding ``blocked``."""
+    found: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
+    stack: list[tuple[int, tuple[int, ...], tuple[int, ...]]] = [(u, (), ())]
     while stack:
-        here, arms, seen = stack.pop()
+        here, arms, inner = stack.pop()
         for nxt, k in out[here]:
             if nxt == w:
                 if (*arms, k) != skip:
-                    found.append((*arms, k))
-            elif len(arms) + 1 < depth and nxt not in blocked and nxt not in seen:
-                stack.append((nxt, (*arms, k), (*seen, nxt)))
+                    found.append(((*arms, k), inner))
+            elif len(arms) + 1 < depth and nxt != u and nxt not in blocked and nxt not in inner:
+                stack.append((nxt, (*arms, k), (*inner, nxt)))
     return found
 
 
@@ -135,7 +138,7 @@ def improve_path(
     for _ in range(max_passes):
         nodes, arms = path_sequence(space, a)
         on = set(nodes)
-        removed, added = [], []
+        removed, added, spans = [], [], []
         for i in range(len(arms)):
             for k in range(1, max_segment + 1):
                 if i + k > len(arms):
@@ -144,9 +147,10 @@ def improve_path(
                 if fixed[list(seg)].any():
                     break  # an included arm stays (longer segments hold it too)
                 blocked = on - set(nodes[i + 1 : i + k])
-                for detour in _detours(out, nodes[i], nodes[i + k], blocked, max_detour, seg):
+                for detour, inner in _detours(out, nodes[i], nodes[i + k], blocked, max_detour, seg):
                     removed.append(seg + (d,) * (max_segment - k))
                     added.append(detour + (d,) * (max_detour - len(detour)))
+                    spans.append({*nodes[i : i + k + 1], *inner})
         if not removed:
             break
         R, E = np.array(removed), np.array(added)
@@ -162,10 +166,12 @@ def improve_path(
             + M[E[:, :, None], E[:, None, :]].sum((1, 2))
         )
         scores = lin + f * np.sqrt(np.maximum(quad, 0.0))
+        gaining = np.flatnonzero(scores > value + 1e-12 * (1.0 + abs(value)))
+        touched: set[int] = set()  # nodes of the moves taken in this pass: later moves keep off them
         moved = False
-        for m in np.argsort(-scores, kind="stable").tolist():
-            if scores[m] <= value + 1e-12 * (1.0 + abs(value)):
-                break
+        for m in gaining[np.argsort(-scores[gaining], kind="stable")][:_TRIES].tolist():
+            if spans[m] & touched:
+                continue
             b = a.copy()
             b[[k for k in R[m] if k < d]] = False
             b[[k for k in E[m] if k < d]] = True
@@ -174,7 +180,7 @@ def improve_path(
             new = query.value(b)
             if new > value:
                 a, value, moved = b, new, True
-                break
+                touched |= spans[m]
         if not moved:
             break
     return a, value
