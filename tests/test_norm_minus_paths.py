@@ -18,9 +18,10 @@ from instances import admitted, norm_values, psd, random_restrictions
 import cmab_milp as cm
 from cmab_milp.oracles.base import OracleError
 from cmab_milp.oracles.highs_model import LimitReached
-from cmab_milp.oracles.norm import solver
+from cmab_milp.oracles.norm import minus_paths, solver
 from cmab_milp.oracles.norm.lifting import quadratic_form_bounds
 from cmab_milp.oracles.norm.minus_paths import PathBranch, _Node, applies, component_cuts, safe_bound
+from cmab_milp.oracles.norm.paths_local import improve_path, path_sequence
 from cmab_milp.oracles.norm.solver import last_stats
 
 
@@ -358,3 +359,82 @@ def test_norm_queries_on_cyclic_paths_bound_the_size_without_the_longest_path_mi
     got = float(answer @ mu + sign * 0.5 * np.sqrt(answer @ M @ answer))
     assert got >= values.max() - 1e-9 * (1 + abs(values.max()))
     assert bound >= int(actions.sum(axis=1).max())
+
+
+# ------------------------------------------------------------ local search (paths_local)
+
+
+def _local_moves_from(space, a: np.ndarray, actions: np.ndarray, max_segment: int, max_detour: int) -> np.ndarray:
+    """Rows of ``actions`` one move away from the path ``a`` (brute force): ``a`` minus a contiguous run of at most
+    ``max_segment`` of its arms plus at most ``max_detour`` new arms."""
+    _nodes, order = path_sequence(space, a)
+    position = {k: p for p, k in enumerate(order)}
+    near = np.zeros(len(actions), bool)
+    for row, b in enumerate(actions):
+        removed, added = np.flatnonzero(a & ~b), np.flatnonzero(b & ~a)
+        if not len(removed) or not len(added) or len(removed) > max_segment or len(added) > max_detour:
+            continue
+        spots = sorted(position[k] for k in removed)
+        near[row] = spots[-1] - spots[0] == len(spots) - 1
+    return near
+
+
+@pytest.mark.parametrize("name", ["grid-3x4", "petersen", "wheel", "digraph-a", "digraph-b"])
+def test_local_search_climbs_to_a_local_optimum(name):
+    """From random admitted paths: an admitted path, valued exactly, no worse, and no better path one move away."""
+    space, oracle, actions = space_and_actions(name)
+    rng = np.random.default_rng([len(name), 21])
+    climbed = 0
+    for trial in range(12):
+        f = [0.1, 1.0, 3.0, 5.0][trial % 4]
+        mu, M = rng.uniform(-0.2, 1.0, space.d), psd(rng, space.d)
+        res = restrictions(rng, actions, trial % 3)
+        ok = admitted(actions, **res)
+        if not ok.any():
+            continue
+        q = oracle.norm_query(mu, M, f, -1, **res)
+        truth = values(actions, mu, M, f)
+        start = actions[rng.choice(np.flatnonzero(ok))]
+        path, value = improve_path(space, q, start, max_passes=100)
+        assert space.contains(path) and admitted(path[None, :], **res)[0]
+        assert value == pytest.approx(float(values(path[None, :], mu, M, f)[0]), rel=1e-12, abs=1e-12)
+        assert value >= float(values(start[None, :], mu, M, f)[0]) - 1e-12 * (1 + abs(value))
+        near = ok & _local_moves_from(space, path, actions, 3, 4)
+        if near.any():
+            assert truth[near].max() <= value + 1e-9 * (1 + abs(value)), (name, trial)
+        climbed += not np.array_equal(path, start)
+    assert climbed  # some start was improved
+
+
+def test_local_search_path_sequence_and_bad_input():
+    space, oracle, actions = space_and_actions("grid-3x4")
+    a = actions[0]
+    nodes, arms = path_sequence(space, a)
+    assert nodes[0] == space.s and nodes[-1] == space.t and sorted(arms) == np.flatnonzero(a).tolist()
+    for u, v, k in zip(nodes, nodes[1:], arms, strict=False):
+        assert {u, v} == {int(space.tail[k]), int(space.head[k])}
+    q = oracle.norm_query(np.ones(space.d), np.eye(space.d), 1.0, -1, exclude=[arms[0]])
+    with pytest.raises(ValueError, match="not an s-t path"):
+        path_sequence(space, np.zeros(space.d, bool))
+    with pytest.raises(ValueError, match="restrictions admit"):
+        improve_path(space, q, a)  # holds the excluded arm
+    with pytest.raises(ValueError, match="max_segment"):
+        improve_path(space, q, actions[1], max_segment=0)
+
+
+@pytest.mark.parametrize("switch", [False, True])
+def test_answers_match_brute_force_with_and_without_local_search(monkeypatch, switch):
+    monkeypatch.setattr(minus_paths, "_LOCAL_SEARCH", switch)
+    for name in ("grid-3x4", "digraph-b"):
+        space, oracle, actions = space_and_actions(name)
+        rng = np.random.default_rng([len(name), 31])
+        for k, f in enumerate([0.1, 1.0, 3.0, 5.0]):
+            mu, M = rng.uniform(-0.2, 1.0, space.d), psd(rng, space.d)
+            res = restrictions(rng, actions, k % 3)
+            ok = admitted(actions, **res)
+            answer = oracle.argmax_norm(mu, M, f, -1, **res)
+            if not ok.any():
+                assert answer is None
+                continue
+            best = float(values(actions[ok], mu, M, f).max())
+            assert float(values(answer[None, :], mu, M, f)[0]) >= best - 1e-9 * (1 + abs(best)), (name, k, f)
