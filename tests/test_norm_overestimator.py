@@ -194,7 +194,7 @@ def test_node_forms_bound_every_action_of_their_node(family, monkeypatch):
         include[rng.choice(on, min(len(on), 1 + trial % 2), replace=False)] = True
         exclude[rng.choice(np.flatnonzero(~include), trial % 3, replace=False)] = True
         ok = actions[:, include].all(axis=1) & ~actions[:, exclude].any(axis=1)
-        bound, x = search.relax(_Node(-np.inf, 1, include, exclude))
+        bound, _ = search.relax(_Node(-np.inf, 1, include, exclude))
         if not ok.any():
             assert bound == -np.inf
             continue
