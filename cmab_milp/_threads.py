@@ -5,7 +5,12 @@ OpenBLAS splits each over its threads; on a busy machine (or beside HiGHS's own 
 call then waits for a core: measured on the 2-core machine under load, ``eigh`` of a 120 x 120
 matrix took 223 ms with two BLAS threads and 0.9 ms with one, and one crew norm query 2.7 s
 against 0.16 s. One thread is also what makes the rounding, hence the search, the same on every
-machine whatever its core count.
+machine whatever its core count (the crew query above explored 211 nodes with one thread, 247 with
+two; same answer).
+
+OpenBLAS applies the setting only when made from the thread that started it (measured: a limit set in a
+worker thread leaves two threads): so :meth:`~cmab_milp.oracles.base.Oracle.argmax_batch` opens the
+block in the calling thread around its workers, and a block opened inside another is free.
 
 >>> import numpy as np
 >>> with blas_single_thread():
@@ -23,30 +28,46 @@ __all__ = ["blas_single_thread"]
 
 _lock = threading.Lock()
 _controller = None
+_depth = 0  # blocks open now, over all threads
+_restore = None  # what the first of them restores when the last one closes
 
 
 def _get_controller():
     """A ``ThreadpoolController`` of the BLAS libraries loaded now (made once); ``None`` without threadpoolctl."""
     global _controller
-    with _lock:
-        if _controller is None:
-            try:
-                from threadpoolctl import ThreadpoolController
-            except ImportError:  # pragma: no cover - a dependency; a bare install may lack it
-                _controller = False
-            else:
-                import scipy.linalg  # noqa: F401  (load scipy's BLAS too, so the controller sees it)
+    if _controller is None:
+        try:
+            from threadpoolctl import ThreadpoolController
+        except ImportError:  # pragma: no cover - a dependency; a bare install may lack it
+            _controller = False
+        else:
+            import scipy.linalg  # noqa: F401  (load scipy's BLAS too, so the controller sees it)
 
-                _controller = ThreadpoolController()
-        return _controller or None
+            _controller = ThreadpoolController()
+    return _controller or None
 
 
 @contextlib.contextmanager
 def blas_single_thread() -> Iterator[None]:
-    """Run the block with the BLAS libraries on one thread (restored after; nested calls are cheap)."""
-    controller = _get_controller()
-    if controller is None:  # pragma: no cover
+    """Run the block with the BLAS libraries on one thread, restored when the last open block closes.
+
+    Counted over threads (``argmax_batch`` answers queries in several at once): one thread's block
+    ending never gives BLAS its threads back while another's runs, so every query's algebra, hence
+    its rounding, is the same whatever the timing.
+    """
+    global _depth, _restore
+    with _lock:
+        controller = _get_controller()
+        if controller is not None:
+            if _depth == 0:
+                _restore = controller.limit(limits=1, user_api="blas")
+            _depth += 1
+    try:
         yield
-        return
-    with controller.limit(limits=1, user_api="blas"):
-        yield
+    finally:
+        if controller is not None:
+            with _lock:
+                _depth -= 1
+                if _depth == 0:
+                    _restore.restore_original_limits()
+                    _restore = None

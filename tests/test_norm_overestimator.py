@@ -201,3 +201,29 @@ def test_node_forms_bound_every_action_of_their_node(family, monkeypatch):
         assert bound >= float(norm_values(actions[ok], mu, M, f, 1).max()) - 1e-12
         checked += search.reforms
     assert checked >= 10
+
+
+def test_batch_workers_run_blas_on_one_thread_and_the_setting_is_restored():
+    """OpenBLAS takes a thread limit only from the thread that set it up: the batch sets it around its
+    workers (a limit set inside a worker would leave two threads, and a rounding that depends on timing)."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+
+    def blas_threads() -> list[int]:
+        return [i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"]
+
+    before = blas_threads()
+    oracle = cm.make_oracle(cm.Matchings(nx.complete_bipartite_graph(3, 4)), "highs")
+    if oracle.max_workers() < 2:
+        pytest.skip("one worker: the batch runs in the calling thread")
+    inside: list[list[int]] = []
+    answer = oracle._answer
+
+    def spy(query):
+        inside.append(blas_threads())
+        return answer(query)
+
+    oracle._answer = spy
+    rng = np.random.default_rng(0)
+    oracle.argmax_batch([{"kind": "norm", "mu": rng.uniform(size=12), "M": np.eye(12), "f": 1.0} for _ in range(4)])
+    assert len(inside) == 4 and all(threads and set(threads) == {1} for threads in inside)
+    assert blas_threads() == before

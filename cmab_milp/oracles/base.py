@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from .._threads import blas_single_thread
 from ..spaces.base import ActionSpace
 from .queries import (  # noqa: F401 - the query types and validators, re-exported under their former home
     _FLOAT64,
@@ -257,8 +258,9 @@ class Oracle:
         start = time.perf_counter()
         if len(parsed) <= 1 or self.max_workers() <= 1:
             answers = [self._answer(q) for q in parsed]
-        else:
-            answers = list(self._executor().map(self._answer, parsed))
+        else:  # BLAS on one thread, set here: OpenBLAS takes the setting from the caller's thread only
+            with blas_single_thread():
+                answers = list(self._executor().map(self._answer, parsed))
         self.ledger.record(len(parsed), time.perf_counter() - start)
         return answers
 
