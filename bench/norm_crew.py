@@ -76,6 +76,7 @@ from cmab_milp.experiments import load_problem
 from cmab_milp.oracles import norm as norm_package
 from cmab_milp.oracles.base import OracleError, norm_objective
 from cmab_milp.oracles.norm import lifting as _lifting  # noqa: F401  (a variant's module: loaded)
+from cmab_milp.oracles.norm import plus_branch as _plus_branch  # noqa: F401  (likewise)
 from cmab_milp.oracles.norm import solver as norm_solver
 
 PROBLEM = Path(__file__).resolve().parents[1] / "problems" / "crew_matching.toml"
@@ -89,6 +90,9 @@ VARIANTS: dict[str, dict[str, object]] = {
     "no-swaps": {"_PLUS_LOCAL_CHECKS": 0},
     "no-uniform": {"_UNIFORM_START": False},
     "sorted-rows": {"lifting._EXACT_ROW_BOUNDS": False},  # Glover's rows from sorted sums only (before 13bbd1b)
+    "oa": {"_PLUS_BRANCH": False},  # the outer approximation (bipartite matchings took it before 7924f5d)
+    "diagonal": {"plus_branch._OVERESTIMATOR": False},  # the concave branch with the diagonal shift alone
+    "no-reform": {"plus_branch._REFORM": 0},  # no node shifts its own arms again
 }
 
 
