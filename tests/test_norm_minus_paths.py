@@ -156,7 +156,7 @@ def test_every_node_bound_is_at_least_its_best_action(name):
             deg = actions[:, (space.tail == node) | (space.head == node)].sum(axis=1)
             ok &= ~(include[col] & (deg == 0)) & ~(exclude[col] & (deg > 0))
         node = _Node(-np.inf, 0, include, exclude)
-        bound, x = search.relax(node, rounds=1 + trial % 4)
+        bound, x = search.kelley(node, rounds=1 + trial % 4)
         if not ok.any():
             continue
         best = float(values(actions[ok], mu, M, f).max())

@@ -87,7 +87,7 @@ from ..queries import Restrictions
 from .scaling import proven
 from .shifts import diagonal_shift
 
-__all__ = ["LinearOracleBranch", "applies", "line_maximum", "quadratic_line_maximum", "relaxation_matrix"]
+__all__ = ["LinearOracleBranch", "applies", "best_first", "line_maximum", "quadratic_line_maximum", "relaxation_matrix"]
 
 #: Frank-Wolfe steps per node at most.
 _STEPS = 12
@@ -340,38 +340,47 @@ class LinearOracleBranch:
         """
         if best is not None and best_value > self.best_value:  # (a subclass may have met a better one)
             self.best, self.best_value = best.copy(), best_value
-        d = self.d
-        queue = [_Node(-np.inf, 0, np.zeros(d, bool), np.zeros(d, bool))]
-        dropped = -np.inf
-        order = 1
-        while queue:
-            node = heapq.heappop(queue)
-            if settled is not None:
-                top = max(-node.key, dropped, self.best_value)
-                if self.best is not None and settled(top, self.best_value):
-                    return self.best, self.best_value, top
-            self._check_time()
-            if proven(-node.key, self.best_value):
-                dropped = max(dropped, -node.key)
+        return best_first(self, self.d, settled, _MAX_NODES, "norm branch and bound")
+
+
+def best_first(
+    branch, width: int, settled: Callable[[float, float], bool] | None, max_nodes: int, name: str
+) -> tuple[np.ndarray | None, float, float]:
+    """The search of the norm branches: best bound first over include / exclude nodes of ``width`` columns.
+
+    ``branch`` gives ``relax(node) -> (bound, x)`` (``x`` None: nothing to split, the bound is kept),
+    ``split(node, x)`` (children covering the node's actions; none: a single action, valued by the branch),
+    ``_check_time()``, and ``best``, ``best_value``, ``nodes`` (updated). Ties between bounds are broken by
+    creation order: the search is deterministic. Returns the best action, its value and the largest bound
+    of the nodes dropped, an upper bound on every action (``settled(top, value)``, the approximate mode,
+    may stop early; ``top`` is then the largest bound of the open and dropped nodes).
+    """
+    queue = [_Node(-np.inf, 0, np.zeros(width, bool), np.zeros(width, bool))]
+    dropped = -np.inf
+    order = 1
+    while queue:
+        node = heapq.heappop(queue)
+        if settled is not None:
+            top = max(-node.key, dropped, branch.best_value)
+            if branch.best is not None and settled(top, branch.best_value):
+                return branch.best, branch.best_value, top
+        branch._check_time()
+        if proven(-node.key, branch.best_value):
+            dropped = max(dropped, -node.key)
+            continue
+        branch.nodes += 1
+        if branch.nodes > max_nodes:  # pragma: no cover - the time limit comes first
+            raise OracleError(f"{name}: more than {max_nodes} nodes, optimality not proven")
+        bound, x = branch.relax(node)
+        if x is None or proven(bound, branch.best_value):
+            dropped = max(dropped, bound)
+            continue
+        for include, exclude in branch.split(node, x):
+            if (include & exclude).any():
                 continue
-            self.nodes += 1
-            if self.nodes > _MAX_NODES:  # pragma: no cover - the time limit comes first
-                raise OracleError(f"norm branch and bound: more than {_MAX_NODES} nodes, optimality not proven")
-            bound, x = self.relax(node)
-            if x is None:
-                continue
-            if proven(bound, self.best_value):
-                dropped = max(dropped, bound)
-                continue
-            children = self.split(node, x)
-            if not children:  # every arm fixed: one action, valued by offer()
-                continue
-            for include, exclude in children:
-                if (include & exclude).any():
-                    continue
-                heapq.heappush(queue, _Node(-bound, order, include, exclude, node.gradient, node.error, node.form))
-                order += 1
-        return self.best, self.best_value, max(dropped, self.best_value)
+            heapq.heappush(queue, _Node(-bound, order, include, exclude, node.gradient, node.error, node.form))
+            order += 1
+    return branch.best, branch.best_value, max(dropped, branch.best_value)
 
 
 def relaxation_matrix(M: np.ndarray, arms: np.ndarray, m: int) -> np.ndarray:

@@ -137,9 +137,7 @@ Example
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
@@ -148,7 +146,7 @@ from ...spaces import STPaths
 from ...spaces.formulation import Row
 from ..base import NormQuery, OracleError
 from ..highs_model import CompiledModel, LimitReached
-from .minus_branch import relaxation_matrix
+from .minus_branch import _Node, best_first, relaxation_matrix
 from .paths_local import improve_path
 from .scaling import arms_bound, proven
 
@@ -259,14 +257,6 @@ def safe_bound(
         size = float(np.abs(rows).sum() + ((np.abs(c) + size_az) * np.maximum(-lo, hi)).sum())
         best = min(best, float(rows.sum() + cols.sum()) + _ROUND * n_terms * _EPS * size)
     return best
-
-
-@dataclass(order=True)
-class _Node:
-    key: float  # minus the node's bound (heapq pops the least)
-    order: int
-    include: np.ndarray = field(compare=False)
-    exclude: np.ndarray = field(compare=False)
 
 
 class _PathLP:
@@ -521,7 +511,17 @@ class PathBranch:
             rows += space.separate_cycles(chosen)
         return [r for r in rows if _violation(r, x) > _CUT_VIOLATION]
 
-    def relax(self, node: _Node, rounds: int, stall: float = 0.0) -> tuple[float, np.ndarray | None]:
+    def relax(self, node: _Node) -> tuple[float, np.ndarray | None]:
+        """The node's Kelley rounds (more at the root: :data:`_ROOT_ROUNDS`), then the tangent rows' purge."""
+        root = self.nodes == 1
+        bound, x = self.kelley(node, _ROOT_ROUNDS if root else _ROUNDS, _ROOT_STALL if root else _STALL)
+        if len(self.lp.tangent_lo) > _PURGE_ABOVE:
+            self.purged += self.lp.purge(_IDLE_LPS)
+        if root:
+            self.root_bound = bound
+        return bound, x
+
+    def kelley(self, node: _Node, rounds: int, stall: float = 0.0) -> tuple[float, np.ndarray | None]:
         """Kelley rounds on the node: its proven bound and the last LP point, all columns (``None``: no action)."""
         q, lp = self.q, self.lp
         lp.set_node(node.include, node.exclude)
@@ -612,42 +612,10 @@ class PathBranch:
         if best is not None:
             self.best, self.best_value = best.copy(), best_value
             self.seen.add(best.tobytes())
-        n = self.lp.n
-        queue = [_Node(-np.inf, 0, np.zeros(n, bool), np.zeros(n, bool))]
-        dropped = -np.inf
-        order = 1
         try:
-            while queue:
-                node = heapq.heappop(queue)
-                if settled is not None:
-                    top = max(-node.key, dropped, self.best_value)
-                    if self.best is not None and settled(top, self.best_value):
-                        return self.best, self.best_value, top
-                self._check_time()
-                if proven(-node.key, self.best_value):
-                    dropped = max(dropped, -node.key)
-                    continue
-                self.nodes += 1
-                if self.nodes > _MAX_NODES:  # pragma: no cover - the time limit comes first
-                    raise OracleError(f"norm path branch and bound: more than {_MAX_NODES} nodes, not proven")
-                root = self.nodes == 1
-                bound, x = self.relax(node, _ROOT_ROUNDS if root else _ROUNDS, _ROOT_STALL if root else _STALL)
-                if len(self.lp.tangent_lo) > _PURGE_ABOVE:
-                    self.purged += self.lp.purge(_IDLE_LPS)
-                if root:
-                    self.root_bound = bound
-                if x is None:  # no action in the node, or (norm_gap) no LP before the deadline: its bound stays
-                    dropped = max(dropped, bound)
-                    continue
-                if proven(bound, self.best_value):
-                    dropped = max(dropped, bound)
-                    continue
-                for include, exclude in self.split(node, x):
-                    heapq.heappush(queue, _Node(-bound, order, include, exclude))
-                    order += 1
+            return best_first(self, self.lp.n, settled, _MAX_NODES, "norm path branch and bound")
         finally:
             self.lp = None  # (frees the HiGHS instance)
-        return self.best, self.best_value, max(dropped, self.best_value)
 
 
 #: Support thresholds of :func:`component_cuts`.
