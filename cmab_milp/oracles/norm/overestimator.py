@@ -134,12 +134,13 @@ def overestimator_parts(
 
 
 def shifted_form(
-    B: np.ndarray, linear: np.ndarray, arms: np.ndarray, sweeps: int | None = None
+    B: np.ndarray, linear: np.ndarray, arms: np.ndarray, sweeps: int | None = None, uniform: bool = True
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(B - diag(d), d + linear)`` with ``d >= 0`` above ``B`` on ``arms`` (:func:`~.shifts.diagonal_shift`,
-    ``sweeps`` of its max-cut method): concave there, and unchanged on 0/1 points.
+    ``sweeps`` of its max-cut method, ``uniform`` its ``lambda I`` candidate): concave there, and unchanged on
+    0/1 points.
 
     Valid for any subset of the arms ``B`` was made on: a branch node may shift again on its own arms.
     """
-    shift = np.maximum(diagonal_shift(B, arms, above=True, sweeps=sweeps), 0.0)
+    shift = np.maximum(diagonal_shift(B, arms, above=True, sweeps=sweeps, uniform=uniform), 0.0)
     return B - np.diag(shift), shift + linear

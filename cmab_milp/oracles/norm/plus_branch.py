@@ -84,6 +84,8 @@ _EARLY = True
 _OVERESTIMATOR = True
 #: A node makes its own form when its arms are at most this share of its parent's form's (0: never).
 _REFORM = 0.9
+#: Whether a node's shift also tries ``lambda_max I`` (the scaled candidate won on every crew node tried).
+_REFORM_UNIFORM = False
 #: Sweeps of the max-cut method in a node's own shift (the root's: :data:`~.shifts.SWEEPS`).
 _REFORM_SWEEPS = 0
 
@@ -159,7 +161,7 @@ class ConcaveBranch(LinearOracleBranch):
         arms = self.arms[keep[self.arms]]
         if len(arms) > _REFORM * form[3]:
             return form
-        self.set_form(*shifted_form(*self.parts, arms, sweeps=_REFORM_SWEEPS))
+        self.set_form(*shifted_form(*self.parts, arms, sweeps=_REFORM_SWEEPS, uniform=_REFORM_UNIFORM))
         self.reforms += 1
         return (self.A, self.h, self.row_abs, len(arms))
 

@@ -42,11 +42,15 @@ _MARGIN = 64.0
 _EPS = float(np.finfo(float).eps)
 
 
-def diagonal_shift(M: np.ndarray, arms: np.ndarray, *, above: bool, sweeps: int | None = None) -> np.ndarray:
+def diagonal_shift(
+    M: np.ndarray, arms: np.ndarray, *, above: bool, sweeps: int | None = None, uniform: bool = True
+) -> np.ndarray:
     """A diagonal ``d`` (zero off ``arms``) with ``diag(d) - M`` (``above``) or ``M - diag(d)`` PSD on ``arms``.
 
     Below ``M`` it is clipped at 0 (``d >= 0``; all zero when ``M`` is not PSD there). ``sweeps``:
-    of the max-cut method (default :data:`SWEEPS`; 0 leaves it out).
+    of the max-cut method (default :data:`SWEEPS`; 0 leaves it out). ``uniform=False`` leaves out
+    ``lambda I`` where the scaled candidate exists (one eigenvalue fewer: the sign +1 branch's node
+    shifts, where the scaled one won all 200 of 200 crew nodes tried).
     """
     arms = np.asarray(arms, int)
     out = np.zeros(len(M))
@@ -56,8 +60,8 @@ def diagonal_shift(M: np.ndarray, arms: np.ndarray, *, above: bool, sweeps: int 
     k = len(arms)
     margin = _MARGIN * k * _EPS * float(np.abs(sub).max(initial=0.0))
     sign = 1.0 if above else -1.0
-    candidates = [np.full(k, sign * _extreme(sign * sub))]
     diag = np.diag(sub)
+    candidates = [] if not uniform and (diag > 0).all() else [np.full(k, sign * _extreme(sign * sub))]
     if (diag > 0).all():
         scale = 1.0 / np.sqrt(diag)
         candidates.append(sign * _extreme(sign * sub * scale[:, None] * scale[None, :]) * diag)
