@@ -42,6 +42,8 @@ rows per decade of rounds show the trend.
 * SROQ-C, exact, same code (``--budget 600``, load 2-3): T = 10^5 in 451 s wall (2 oracle threads), 14,741
   pair queries at 58 ms (slowest 238 ms), 360 arm queries at 82 ms, regret 102,147 (as the approximate run's).
 * OLS-UCB-C, exact: 855 rounds in 4,000 s (load 5-7): rounds 10-99 0.8 s a query, rounds 100-855 5.2 s.
+  With the concave branch (``--ols-horizon 2000 --budget 400``, load 2-3): 1,463 rounds in 400 s; rounds
+  10-99 0.11 s a query, 100-999 0.23 s, 1,000-1,463 0.39 s (slowest 0.81 s): T = 10^5 would take many hours.
 * SROQ-C asks ~5,000 pair representatives per epoch (15,109 in a run): exact, ~0.26-1.1 s each. With
   ``--norm-gap 0.01`` (final main, idle machine): T = 10^5 in 253 s wall, 14,740 pair queries at 32 ms, every
   norm answer approximate, worst proven ratio 0.990. With ``--time-limit 0.5`` too (CI running beside it for
