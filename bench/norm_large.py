@@ -64,6 +64,13 @@ f = 1 is unchanged (0.55 / 0.71). With Gurobi (``--sign 1 --backends highs,gurob
 0.21 / stopped), trees 8x8: 0.08 / 0.17 / 2.60 (Gurobi 0.62 / 3.82 / stopped), forests 8x8: 0.21 /
 0.33 / 8.78 (Gurobi 0.24 / 1.99 / stopped), K(10,12): 0.09 / 0.23 / 2.13 (Gurobi 0.05 / 0.26 /
 stopped); f = 3 stops on both everywhere but one forest query.
+
+Later still (``--sign 1 --backends highs,gurobi --queries 3 --time-limit 10 --f 0.1,0.3,1``; the concave
+branch with size and conflict terms now serves bipartite matchings too, BLAS on one thread), median /
+max s, ours (Gurobi): K(10,12) 0.05 / 0.06 (0.04 / 0.08), 0.08 / 0.08 (0.33 / 0.49), 0.37 / 0.70
+(stopped); trees 6x6 0.02 / 0.05 (0.04 / 0.06), 0.02 / 0.04 (0.10 / 0.12), 0.16 / 0.30 (stopped);
+trees 8x8 0.03 / 0.03 (0.19 / 0.26), 0.03 / 0.07 (1.70 / 3.64), 0.43 / 0.63 (stopped); forests 8x8
+0.03 / 0.07 (0.09 / 0.14), 0.10 / 0.11 (1.97 / 7.62), 4.11 / 8.55 (stopped).
 """
 
 from __future__ import annotations
