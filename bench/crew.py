@@ -36,9 +36,9 @@ rows per decade of rounds show the trend.
   to t = 9,689 in 1,800 s, 4.95 s each (slowest 77 s), worst proven ratio 0.990. Most updates in rounds 7,300-9,700
   take 3-9 s even in the approximate mode (HiGHS's ``mip_rel_gap`` = 0.01 is slower there than exact on some).
 * AROQ-C, exact, after the concave branch took bipartite matchings (sign +1 size and conflict terms, node
-  shifts; later main, ``--budget 600``, load 2-3): 16,590 rounds in 600 s, 951 updates, 0.63 s each (slowest
-  2.1 s): rounds 1,000-9,999 0.20 s a query, rounds 10,000-16,590 0.94 s. The same code before the node
-  shifts (``--budget 900``): 13,625 rounds, 1.22 s a query (slowest 10.3 s).
+  shifts; final main, ``--budget 600``, load 2-3): 17,170 rounds in 600 s, 995 updates, 0.60 s each (slowest
+  1.9 s): rounds 1,000-9,999 0.18 s a query, rounds 10,000-17,170 0.88 s. Before the node shifts
+  (``--budget 900``): 13,625 rounds, 1.22 s a query (slowest 10.3 s).
 * SROQ-C, exact, same code (``--budget 600``, load 2-3): T = 10^5 in 451 s wall (2 oracle threads), 14,741
   pair queries at 58 ms (slowest 238 ms), 360 arm queries at 82 ms, regret 102,147 (as the approximate run's).
 * OLS-UCB-C, exact: 855 rounds in 4,000 s (load 5-7): rounds 10-99 0.8 s a query, rounds 100-855 5.2 s.
