@@ -106,3 +106,18 @@ def random_restrictions(rng: np.random.Generator, actions: np.ndarray, k: int) -
     if k == 2:  # an arm of some action: the query usually stays feasible
         res["include"] = [int(np.flatnonzero(actions[rng.integers(len(actions))])[0])]
     return res
+
+
+def check_norm_answer(actions: np.ndarray, answer, res: dict, mu, M, f, sign: int, label=()) -> bool:
+    """Assert ``answer`` is a best action of ``actions`` that ``res`` admits, within ``1e-9 (1 + |best|)``, or
+    ``None`` when none is admitted (brute force). Returns whether one was admitted.
+    """
+    ok = admitted(actions, **res)
+    if not ok.any():
+        assert answer is None, label
+        return False
+    best = float(norm_values(actions[ok], mu, M, f, sign).max())
+    got = float(norm_values(answer[None, :], mu, M, f, sign)[0])
+    assert got >= best - 1e-9 * (1 + abs(best)), (*label, got, best)
+    assert (actions == answer).all(axis=1).any() and admitted(answer[None, :], **res)[0], label
+    return True

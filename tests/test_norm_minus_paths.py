@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import scipy.optimize
 import scipy.sparse as sp
-from instances import admitted, norm_values, psd, random_restrictions
+from instances import admitted, check_norm_answer, norm_values, psd, random_restrictions
 
 import cmab_milp as cm
 from cmab_milp.oracles.base import OracleError
@@ -431,10 +431,4 @@ def test_answers_match_brute_force_with_and_without_local_search(monkeypatch, sw
         for k, f in enumerate([0.1, 1.0, 3.0, 5.0]):
             mu, M = rng.uniform(-0.2, 1.0, space.d), psd(rng, space.d)
             res = restrictions(rng, actions, k % 3)
-            ok = admitted(actions, **res)
-            answer = oracle.argmax_norm(mu, M, f, -1, **res)
-            if not ok.any():
-                assert answer is None
-                continue
-            best = float(values(actions[ok], mu, M, f).max())
-            assert float(values(answer[None, :], mu, M, f)[0]) >= best - 1e-9 * (1 + abs(best)), (name, k, f)
+            check_norm_answer(actions, oracle.argmax_norm(mu, M, f, -1, **res), res, mu, M, f, -1, (name, k, f))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import networkx as nx
 import numpy as np
 import pytest
-from instances import admitted, norm_values, oracle_and_actions, psd, random_restrictions
+from instances import admitted, check_norm_answer, norm_values, oracle_and_actions, psd, random_restrictions
 
 import cmab_milp as cm
 from cmab_milp._threads import blas_single_thread
@@ -100,13 +100,7 @@ def test_correlated_queries_answer_like_enumeration(family, overestimator, monke
     for k, f in enumerate([0.1, 0.5, 1.0, 3.0, 10.0, 0.3]):
         mu, M = rng.uniform(-0.2, 1.0, oracle.d), correlated(rng, oracle.d)
         res = random_restrictions(rng, actions, k % 3)
-        ok = admitted(actions, **res)
-        answer = oracle.argmax_norm(mu, M, f, 1, **res)
-        if not ok.any():
-            assert answer is None
-            continue
-        best = float(norm_values(actions[ok], mu, M, f, 1).max())
-        assert float(norm_values(answer[None, :], mu, M, f, 1)[0]) >= best - 1e-9 * (1 + abs(best))
+        check_norm_answer(actions, oracle.argmax_norm(mu, M, f, 1, **res), res, mu, M, f, 1, (family, k, f))
 
 
 def test_bipartite_matchings_take_the_branch_for_sign_plus_one():
