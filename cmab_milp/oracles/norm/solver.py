@@ -160,6 +160,8 @@ _MINUS_BRANCH = True
 #: bounds) when ``M`` is definite and the space has one whose MILP needs lazy cuts (``"always"``: every space
 #: with one; ``False``: never); otherwise the outer approximation.
 _PLUS_BRANCH: bool | str = True
+#: The concave branch's first incumbent: the hints and an ascent only (no restarts, uniform start or swaps).
+_BRANCH_LIGHT_START = True
 #: Sign -1 on s-t paths of cyclic graphs by :mod:`.minus_paths` (LP branch and bound with tangents of the norm)
 #: when ``M`` is definite and the query well scaled; otherwise the secant MILPs.
 _MINUS_PATHS = True
@@ -374,7 +376,7 @@ class NormSolver:
     def _branch_plus(self) -> tuple[np.ndarray | None, float]:
         """Sign +1 by :class:`~.plus_branch.ConcaveBranch` (``M`` definite, a combinatorial space)."""
         self.stats.method = "branch-concave"
-        best, best_value = self._first_incumbent_plus()
+        best, best_value = self._first_incumbent_plus(light=_BRANCH_LIGHT_START)
         search = ConcaveBranch(self.oracle.space, self.query, self.arms, self.deadline, _clock)
         try:
             best, best_value, bound = search.run(best, best_value, None if self.gap is None else self.settled)
@@ -590,8 +592,9 @@ class NormSolver:
         self.stats.extra["space_cuts"] = self.stats.extra.get("space_cuts", 0) + added
         return added
 
-    def _first_incumbent_plus(self) -> tuple[np.ndarray | None, float]:
-        """The best hint, improved by linear-oracle ascent steps (:func:`~.local_search.ascend`)."""
+    def _first_incumbent_plus(self, light: bool = False) -> tuple[np.ndarray | None, float]:
+        """The best hint, improved by linear-oracle ascent steps (:func:`~.local_search.ascend`); unless ``light``,
+        also by restarts and swaps (the outer approximation's MILPs gain from them; the branch finds its own)."""
         best, best_value = self._best_hint(None, -np.inf)
 
         def linear(weights: np.ndarray) -> np.ndarray | None:
@@ -602,6 +605,8 @@ class NormSolver:
         self.stats.extra["ascent_steps"] = calls
         if action is not None and value > best_value:
             best, best_value = action, value
+        if light:
+            return best, best_value
         if best is not None and _UNIFORM_START and self._cheap_linear():
             action, value = self._ascend_from_uniform()
             if value > best_value:
