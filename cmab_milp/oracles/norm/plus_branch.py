@@ -82,6 +82,9 @@ _STEPS = 12
 _EARLY = True
 #: Also try :func:`~.overestimator.concave_overestimator` (size and conflict terms) at the root.
 _OVERESTIMATOR = True
+#: On spaces with conflicts, also try the diagonal alone at the root (off: it lost or tied on K(10,12) and the
+#: crew's queries, and skipping it takes a crew pair query from 22 to 17.5 ms).
+_PLAIN_WITH_CONFLICTS = False
 #: A node makes its own form when its arms are at most this share of its parent's form's (0: never).
 _REFORM = 0.9
 #: Whether a node's shift also tries ``lambda_max I`` (the scaled candidate won on every crew node tried).
@@ -107,7 +110,8 @@ class ConcaveBranch(LinearOracleBranch):
 
     The overestimator ``q(x) = x @ A @ x + b @ x`` is the better at the root (the lower Frank-Wolfe
     bound; ties: the first) of :func:`concave_shift`'s diagonal alone and
-    :func:`~.overestimator.concave_overestimator` (size and conflict terms).
+    :func:`~.overestimator.concave_overestimator` (size and conflict terms); on spaces with conflicting
+    arms (matchings) the latter alone.
     """
 
     def __init__(self, space, query: NormQuery, arms: np.ndarray, deadline: float | None, clock: Callable[[], float]):
@@ -123,6 +127,8 @@ class ConcaveBranch(LinearOracleBranch):
         parts = [(query.M, np.zeros(self.d))]  # the diagonal alone: B = M, no linear part
         if _OVERESTIMATOR:
             parts.append(overestimator_parts(query.M, arms, arms_bound(space), conflicts))
+            if conflicts is not None and not _PLAIN_WITH_CONFLICTS:
+                parts = parts[1:]
         candidates = [shifted_form(B, linear, arms) for B, linear in parts]
         self.conflicts, self.m = conflicts, arms_bound(space)
         self.arms = np.asarray(arms, int)
