@@ -39,8 +39,9 @@ rows per decade of rounds show the trend.
   shifts; final main, ``--budget 600``, load 2-3): 17,170 rounds in 600 s, 995 updates, 0.60 s each (slowest
   1.9 s): rounds 1,000-9,999 0.18 s a query, rounds 10,000-17,170 0.88 s. Before the node shifts
   (``--budget 900``): 13,625 rounds, 1.22 s a query (slowest 10.3 s).
-* SROQ-C, exact, same code (``--budget 600``, load 2-3): T = 10^5 in 451 s wall (2 oracle threads), 14,741
-  pair queries at 58 ms (slowest 238 ms), 360 arm queries at 82 ms, regret 102,147 (as the approximate run's).
+* SROQ-C, exact, final main (``--budget 600``, load 2-3): T = 10^5 in 335 s wall (2 oracle threads), 14,741
+  pair queries at 43 ms thread time (slowest 251 ms), 360 arm queries at 60 ms, regret 102,147 (as the
+  approximate run's). An earlier commit of the day (full first incumbent, both root forms): 451 s.
 * OLS-UCB-C, exact: 855 rounds in 4,000 s (load 5-7): rounds 10-99 0.8 s a query, rounds 100-855 5.2 s.
   With the concave branch (``--ols-horizon 2000 --budget 400``, load 2-3): 1,463 rounds in 400 s; rounds
   10-99 0.11 s a query, 100-999 0.23 s, 1,000-1,463 0.39 s (slowest 0.81 s): T = 10^5 would take many hours.
