@@ -121,3 +121,14 @@ def check_norm_answer(actions: np.ndarray, answer, res: dict, mu, M, f, sign: in
     assert got >= best - 1e-9 * (1 + abs(best)), (*label, got, best)
     assert (actions == answer).all(axis=1).any() and admitted(answer[None, :], **res)[0], label
     return True
+
+
+def random_node(rng: np.random.Generator, actions: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A branch node of ``count`` random arms, each included (40%) or excluded: ``(include, exclude, ok)``, ``ok``
+    marking the rows of ``actions`` the node holds."""
+    d = actions.shape[1]
+    include, exclude = np.zeros(d, bool), np.zeros(d, bool)
+    for i in rng.permutation(d)[:count]:
+        (include if rng.random() < 0.4 else exclude)[i] = True
+    ok = actions[:, include].all(axis=1) & ~actions[:, exclude].any(axis=1)
+    return include, exclude, ok

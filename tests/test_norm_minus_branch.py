@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from instances import check_norm_answer, norm_values, oracle_and_actions, psd, random_restrictions
+from instances import check_norm_answer, norm_values, oracle_and_actions, psd, random_node, random_restrictions
 
 import cmab_milp as cm
 from cmab_milp.oracles.highs_model import LimitReached
@@ -68,10 +68,7 @@ def test_node_bounds_are_at_least_the_best_index_of_the_node(family):
         mu, M = rng.uniform(-1, 1, d), psd(rng, d, ridge=float(rng.choice([1e-3, 0.1, 1.0])))
         q = oracle.norm_query(mu, M, f, -1)
         search = LinearOracleBranch(oracle.space, q, np.arange(d), None, None)
-        include, exclude = np.zeros(d, bool), np.zeros(d, bool)
-        for i in rng.permutation(d)[: trial % 4]:
-            (include if rng.random() < 0.4 else exclude)[i] = True
-        ok = actions[:, include].all(axis=1) & ~actions[:, exclude].any(axis=1)
+        include, exclude, ok = random_node(rng, actions, trial % 4)
         bound, x = search.relax(_Node(-np.inf, 0, include, exclude))
         if not ok.any():
             assert bound == -np.inf and x is None

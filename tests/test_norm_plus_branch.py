@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from instances import check_norm_answer, norm_values, oracle_and_actions, psd, random_restrictions
+from instances import check_norm_answer, norm_values, oracle_and_actions, psd, random_node, random_restrictions
 from test_norm_minus_branch import BRANCH
 
 import cmab_milp as cm
@@ -87,10 +87,7 @@ def test_tangent_planes_and_node_bounds_cover_every_action(family):
         truth = values(actions, mu, M, f)
         g, c, _, _ = search.tangent(rng.uniform(0, 1, d))
         assert (actions.astype(float) @ g + c >= truth - 1e-9 * (1 + np.abs(truth))).all()
-        include, exclude = np.zeros(d, bool), np.zeros(d, bool)
-        for i in rng.permutation(d)[: trial % 4]:
-            (include if rng.random() < 0.4 else exclude)[i] = True
-        ok = actions[:, include].all(axis=1) & ~actions[:, exclude].any(axis=1)
+        include, exclude, ok = random_node(rng, actions, trial % 4)
         bound, x = search.relax(_Node(-np.inf, 0, include, exclude))
         if not ok.any():
             assert bound == -np.inf and x is None

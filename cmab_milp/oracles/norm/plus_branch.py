@@ -124,13 +124,13 @@ class ConcaveBranch(LinearOracleBranch):
         self.reforms = 0
         # psi(a) <= mu @ a + f sum_i a_i sqrt(M_ii) (triangle inequality): the plane where q(x) = 0
         self.triangle = query.mu + query.f * np.sqrt(np.maximum(np.diag(query.M), 0.0))
+        self.conflicts, self.m = conflicts, arms_bound(space)
         parts = [(query.M, np.zeros(self.d))]  # the diagonal alone: B = M, no linear part
         if _OVERESTIMATOR:
-            parts.append(overestimator_parts(query.M, arms, arms_bound(space), conflicts))
+            parts.append(overestimator_parts(query.M, arms, self.m, conflicts))
             if conflicts is not None and not _PLAIN_WITH_CONFLICTS:
                 parts = parts[1:]
         candidates = [shifted_form(B, linear, arms) for B, linear in parts]
-        self.conflicts, self.m = conflicts, arms_bound(space)
         self.arms = np.asarray(arms, int)
         self.set_form(*candidates[0])
         if len(candidates) > 1:
@@ -162,7 +162,7 @@ class ConcaveBranch(LinearOracleBranch):
         keep = np.ones(self.d, bool)
         keep[np.flatnonzero(node.exclude)] = False
         included = np.flatnonzero(node.include)
-        if self.conflicts is not None and len(included):
+        if len(included):
             keep &= ~self.conflicts[:, included].any(axis=1)
         arms = self.arms[keep[self.arms]]
         if len(arms) > _REFORM * form[3]:
