@@ -31,6 +31,8 @@ Each is moved a rounding margin (``64 k eps max|M|``) further.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 __all__ = ["diagonal_shift", "weighted_diagonal"]
@@ -102,7 +104,7 @@ def _maxcut_diagonal(sub: np.ndarray, sign: float, sweeps: int) -> np.ndarray:
     for _ in range(sweeps):
         for i in range(k):
             w = sign * (off[i] @ V)
-            norm = float(np.linalg.norm(w))
+            norm = math.sqrt(float(w @ w))
             if norm > 0.0:
                 V[i] = w / norm
     d = np.einsum("ij,ij->i", sub @ V, V)
@@ -111,7 +113,9 @@ def _maxcut_diagonal(sub: np.ndarray, sign: float, sweeps: int) -> np.ndarray:
     return d + sign * max(t, 0.0)
 
 
-def weighted_diagonal(B: np.ndarray, arms: np.ndarray, weights: np.ndarray, sweeps: int = 20) -> np.ndarray:
+def weighted_diagonal(
+    B: np.ndarray, arms: np.ndarray, weights: np.ndarray, sweeps: int = 20, rows: np.ndarray | None = None
+) -> np.ndarray:
     """A diagonal ``d`` (zero off ``arms``) with ``diag(d) - B`` PSD on ``arms`` and ``weights @ d`` small.
 
     The trace is the wrong measure where the relaxation's points are known: at a point ``x`` the sign +1
@@ -121,7 +125,8 @@ def weighted_diagonal(B: np.ndarray, arms: np.ndarray, weights: np.ndarray, swee
     :func:`diagonal_shift` with rows of norm ``sqrt(w_i)``, ``d_i = v_i @ (B V)_i / w_i``; then the extreme
     eigenvalue correction makes ``diag(d) - B`` PSD exactly (so the weights never affect correctness) and a
     rounding margin is added. Weights are floored at ``1e-3`` of the largest (an arm no point uses still
-    gets a finite entry).
+    gets a finite entry). ``rows``: the method's ``len(arms) x r`` rows to start from, updated in place (pass
+    the same array again for a warm start with fewer ``sweeps``); a fixed random start otherwise.
 
     >>> B = np.array([[2.0, 1.0], [1.0, 2.0]])
     >>> d = weighted_diagonal(B, np.arange(2), np.array([1.0, 0.01]))
@@ -140,15 +145,16 @@ def weighted_diagonal(B: np.ndarray, arms: np.ndarray, weights: np.ndarray, swee
         d = np.full(k, _extreme(sub))
     else:
         w = np.maximum(w, 1e-3 * top)
-        rank = max(2, int(np.ceil(np.sqrt(2 * k))))
-        V = np.random.default_rng(0).normal(size=(k, rank))
-        V *= (np.sqrt(w) / np.linalg.norm(V, axis=1))[:, None]
+        if rows is None:
+            rows = np.random.default_rng(0).normal(size=(k, max(2, int(np.ceil(np.sqrt(2 * k))))))
+        V = rows
+        V *= (np.sqrt(w) / np.maximum(np.linalg.norm(V, axis=1), 1e-300))[:, None]
         off = sub - np.diag(np.diag(sub))
         root_w = np.sqrt(w)
         for _ in range(sweeps):
             for i in range(k):
                 g = off[i] @ V
-                norm = float(np.linalg.norm(g))
+                norm = math.sqrt(float(g @ g))
                 if norm > 0.0:
                     V[i] = (root_w[i] / norm) * g
         d = np.einsum("ij,ij->i", sub @ V, V) / w
