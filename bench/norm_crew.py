@@ -93,6 +93,9 @@ VARIANTS: dict[str, dict[str, object]] = {
     "oa": {"_PLUS_BRANCH": False},  # the outer approximation (bipartite matchings took it before 7924f5d)
     "diagonal": {"plus_branch._OVERESTIMATOR": False},  # the concave branch with the diagonal shift alone
     "no-reform": {"plus_branch._REFORM": 0},  # no node shifts its own arms again
+    "no-tune": {"plus_branch._TUNE_AFTER": 0},  # the root's diagonal by trace only (before 9da3707)
+    "rescale": {"plus_branch._SHIFT_DOWN": False},  # node forms: a new scaled shift (matchings; before 9da3707)
+    "before-tune": {"plus_branch._TUNE_AFTER": 0, "plus_branch._SHIFT_DOWN": False},  # 0f6ad8e's branch
 }
 
 

@@ -40,6 +40,18 @@ The size and conflict terms take the crew problem's late AROQ-C queries (biparti
 d = 120, a covariance with a strong common component) from over 30 s to 0.15-0.3 s, and its slowest
 from 6-20 s (outer approximation) to 0.7-2.7 s.
 
+A search still open after ``_TUNE_AFTER`` nodes tunes the root's diagonal for the points its relaxation
+reaches (:meth:`ConcaveBranch.tune`: a weighted max-cut diagonal, weights ``x - x^2`` averaged over the
+root's relaxed points), and a node whose free arms shrank takes the root's form lowered on them
+(:meth:`ConcaveBranch.node_form`, one eigenvalue). Measured (interleaved, same queries, s, before -> after;
+nodes): forests of an 8x8 grid, f = 1: 4.3 / 0.23 / 9.3 -> 0.64 / 0.24 / 1.05 (7,307 / 245 / 15,953 ->
+815 / 218 / 1,293); trees of a 6x6 grid, f = 3: 9.1 / stopped at 10 / stopped -> 4.8 / 9.4 / 7.4;
+K(10, 12), f = 1: 0.37 / 0.29 / 0.68 -> 0.36 / 0.27 / 0.45; the crew's slowest late queries: 1.28 / 0.93 /
+0.59 -> 1.12 / 0.70 / 0.42 (4,701 / 3,265 / 1,999 -> 3,659 / 2,141 / 1,127). A tighter root alone does not
+cut the nodes: with the best diagonal and conflict terms of the family (a semidefinite program solved with
+Clarabel offline: the root gap 4.6% -> 1.45%) the first crew query still takes 3,763 nodes. The node bounds
+decide, and each node cannot afford that program.
+
 Where it runs (:meth:`~.solver.NormSolver._plus_branch_applies`): ``M`` definite, and spaces with a
 combinatorial linear oracle whose MILP needs lazy cuts (spanning trees, forests) or bipartite
 matchings. Measured (interleaved, bench/norm_large.py's sign +1 queries, s, outer approximation ->
