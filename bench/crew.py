@@ -38,7 +38,10 @@ rows per decade of rounds show the trend.
 * AROQ-C, exact, after the concave branch took bipartite matchings (sign +1 size and conflict terms, node
   shifts; final main, ``--budget 600``, load 2-3): 17,170 rounds in 600 s, 995 updates, 0.60 s each (slowest
   1.9 s): rounds 1,000-9,999 0.18 s a query, rounds 10,000-17,170 0.88 s. Before the node shifts
-  (``--budget 900``): 13,625 rounds, 1.22 s a query (slowest 10.3 s).
+  (``--budget 900``): 13,625 rounds, 1.22 s a query (slowest 10.3 s). With the tuned root diagonal and lowered
+  node forms (commit a02461f, a helper's benchmarks beside it): 16,692 rounds in 600 s, 962 updates, rounds
+  1,000-9,999 0.14 s a query, 10,000-16,692 0.97 s: no change end to end (its captured slowest queries alone
+  run 10-30% faster).
 * SROQ-C, exact, final main (``--budget 600``, load 2-3): T = 10^5 in 335 s wall (2 oracle threads), 14,741
   pair queries at 43 ms thread time (slowest 251 ms), 360 arm queries at 60 ms, regret 102,147 (as the
   approximate run's). An earlier commit of the day (full first incumbent, both root forms): 451 s.
