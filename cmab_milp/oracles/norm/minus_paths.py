@@ -147,6 +147,7 @@ from ...spaces.formulation import Row
 from ..base import NormQuery, OracleError
 from ..highs_model import CompiledModel, LimitReached
 from .minus_branch import _Node, best_first, relaxation_matrix
+from .paths_chord import ChordNorm
 from .paths_local import improve_path
 from .scaling import arms_bound, proven
 
@@ -191,12 +192,20 @@ _BOTH_POINTS = False
 _TANGENT_GAP = 1e-7
 #: A space row enters when the LP point violates it by more than this.
 _CUT_VIOLATION = 1e-6
+#: Undirected: separate the s-t cuts (one max flow) only in rounds that found no tangent to add (then another LP
+#: follows anyway, whose point is checked).
+_ST_LAZY = True
+#: :func:`safe_bound` on one dense copy of the rows (False: the sparse rows and the tangents apart).
+_DENSE_BOUND = True
 #: Rounding allowance, in units of ``eps`` times the number of terms times their magnitudes.
 _ROUND = 8.0
 #: Nodes before the query is declared unproven (the time limit usually comes first).
 _MAX_NODES = 200_000
 #: Also bound with tangents of the shifted matrix of :func:`~.minus_branch.relaxation_matrix`.
 _SHIFTED_TANGENTS = True
+#: Bound ``t`` with the chord form of :mod:`.paths_chord` instead of the shifted matrix (``L``: the fewest edges of
+#: an s-t path avoiding the excluded arms).
+_CHORD = True
 #: Incumbent heuristics at every LP point (False: integral LP points only).
 _HEURISTICS = True
 #: The path of the tangent's weights (:meth:`~cmab_milp.spaces.graph_starts.PathStarts.start_action`) at every
@@ -279,6 +288,7 @@ class _PathLP:
         self.sparse: sp.csr_matrix = self.base
         self.sparse_lo, self.sparse_hi = self.base_lo, self.base_hi
         self.tangents = np.zeros((0, self.n))
+        self.dense: np.ndarray | None = None  # every row (sparse ones, then tangents), for safe_bound
         self.tangent_lo: list[float] = []
         self.idle = np.zeros(0, int)  # LPs since each tangent row last had a dual price
         self.tangent_row = np.zeros(a.shape[0], bool)
@@ -310,7 +320,7 @@ class _PathLP:
         self.model.add_rows(rows)
         self.sparse_rows.extend(rows)
         self.tangent_row = np.concatenate([self.tangent_row, np.zeros(len(rows), bool)])
-        self.sparse = None  # rebuilt on the next bound
+        self.sparse = self.dense = None  # rebuilt on the next bound
 
     def add_tangent(self, coef: np.ndarray, lo: float) -> None:
         """Append the row ``t - coef @ a >= lo``."""
@@ -320,6 +330,7 @@ class _PathLP:
         row[: self.d] = -coef
         row[self.t] = 1.0
         self.tangents = np.vstack([self.tangents, row])
+        self.dense = None
         self.tangent_lo.append(lo)
         self.tangent_row = np.append(self.tangent_row, True)
         self.idle = np.append(self.idle, 0)
@@ -342,6 +353,7 @@ class _PathLP:
         keep[rows] = False
         self.tangent_row = self.tangent_row[keep]
         self.tangents = self.tangents[~drop]
+        self.dense = None
         self.tangent_lo = [v for v, k in zip(self.tangent_lo, drop, strict=True) if not k]
         self.idle = self.idle[~drop]
         return len(rows)
@@ -383,15 +395,20 @@ class _PathLP:
             self.sparse = sp.vstack([self.base, extra], format="csr")
             self.sparse_lo = np.concatenate([self.base_lo, [r.lb for r in rows]])
             self.sparse_hi = np.concatenate([self.base_hi, [r.ub for r in rows]])
+            self.dense = None
+        if self.dense is None:  # every row, dense (a few hundred by ~2d: numpy beats scipy's per-call overhead)
+            self.dense = np.vstack([self.sparse.toarray(), self.tangents]) if _DENSE_BOUND else None  # (~20 us)
+            n_tan = len(self.tangent_lo)
+            self.all_lo = np.concatenate([self.sparse_lo, self.tangent_lo])
+            self.all_hi = np.concatenate([self.sparse_hi, np.full(n_tan, np.inf)])
         y = model.row_duals()
         tan = self.tangent_row
         self.idle = np.where(np.abs(y[tan]) > 0.0, 0, self.idle + 1)
-        n_tan = len(self.tangent_lo)
         bound = safe_bound(
             self.cost,
-            [self.sparse, self.tangents],
-            np.concatenate([self.sparse_lo, self.tangent_lo]),
-            np.concatenate([self.sparse_hi, np.full(n_tan, np.inf)]),
+            [self.dense] if _DENSE_BOUND else [self.sparse, self.tangents],
+            self.all_lo,
+            self.all_hi,
             self.col_lo,
             self.col_hi,
             np.concatenate([y[~tan], y[tan]]),
@@ -424,7 +441,15 @@ class PathBranch:
         self.free[arms] = True
         self.free[list(self.res.include)] = False
         self.M = query.M
-        self.M_r = relaxation_matrix(query.M, arms, arms_bound(space)) if _SHIFTED_TANGENTS else None
+        #: The chord forms (:mod:`.paths_chord`) whose tangents bound ``t`` (none: ``M_r``'s instead).
+        self.forms: list[ChordNorm] = []
+        if _CHORD:
+            try:
+                self.forms.append(ChordNorm(query.M, arms, shortest_length(space, arms), arms_bound(space)))
+            except ValueError:  # M - D not PSD in floating point (M barely definite): the shifted matrix, as before
+                pass
+        shifted = _SHIFTED_TANGENTS and not self.forms
+        self.M_r = relaxation_matrix(query.M, arms, arms_bound(space)) if shifted else None
         self.lp = _PathLP(space, query, float(np.sqrt(max(l_hi, 0.0))))
         self.branchable = np.zeros(self.lp.n, bool)  # free arms and visit columns
         self.branchable[:d] = self.free
@@ -489,20 +514,36 @@ class PathBranch:
         slack = _ROUND * self.d * _EPS * (float(np.abs(N).sum(axis=1).max()) / n + float(np.abs(coef).sum()) + 1.0)
         return coef, n, slack
 
+    def tangents_at(self, x: np.ndarray) -> list[tuple[np.ndarray, float, float]]:
+        """``(g, g0, allowance)`` of each lower bound's tangent at ``x``: ``n(a) >= g @ a + g0 - allowance`` on every
+        admitted action, for ``M`` (first), then ``M_r`` or the chord form."""
+        out = []
+        for N in (self.M, self.M_r):
+            made = None if N is None else self.tangent(N, x)
+            if made is not None:
+                out.append((made[0], 0.0, made[2]))
+        for form in self.forms:
+            made = form.tangent(x[: self.d])
+            if made is not None:
+                out.append((made[0], made[1], made[3]))
+        return out
+
     def norm(self, x: np.ndarray) -> float:
-        """``max(n(x), n_r(x))``: the relaxation's norm (tangents of both bound ``t``)."""
+        """``max(n(x), n_r(x), R(x))``: the relaxation's norm (tangents of each bound ``t``)."""
         out = float(np.sqrt(max(float(x @ self.M @ x), 0.0)))
         if self.M_r is not None:
             out = max(out, float(np.sqrt(max(float(x @ self.M_r @ x), 0.0))))
+        for form in self.forms:
+            out = max(out, form.value(x))
         return out
 
-    def cuts_at(self, x: np.ndarray, full: bool) -> list[Row]:
+    def cuts_at(self, x: np.ndarray, full: bool, st: bool = True) -> list[Row]:
         """The space's rows violated at ``x``: connectivity cuts of the components of ``x``'s support (and, when
         ``full`` or none is found, by max flow), a cycle's forest row at an integral point."""
         space = self.space
         chosen = x > 0.5
         rows = component_cuts(space, x)
-        if _UNORIENTED and not space.directed:
+        if _UNORIENTED and not space.directed and (st or not _ST_LAZY):
             rows += space.separate_st_cut_lp(x, space.s, space.t, False)
         if not rows and full and self.max_flows:
             rows = space._separate_paths_lp(x)  # (none at a path)
@@ -553,21 +594,17 @@ class PathBranch:
             if _IN_OUT and center is not x:
                 points.insert(0, _CENTER_WEIGHT * center + (1.0 - _CENTER_WEIGHT) * x)
             for point in points:
-                for N in (self.M, self.M_r):
-                    made = None if N is None else self.tangent(N, point)
-                    if made is None:
-                        continue
-                    coef, _n, slack = made
+                for coef, const, slack in self.tangents_at(point):
                     if g is None and point is x:  # the weights whose linear maximum bounds the index (M's tangent)
                         g = q.mu - q.f * coef
-                    if q.f * (float(coef @ x) - t) > tol:  # (x, t) violates the tangent at point
-                        tangents.append((coef, -slack))
+                    if q.f * (float(coef @ x) + const - t) > tol:  # (x, t) violates the tangent at point
+                        tangents.append((coef, const - slack))
                 if tangents and not _BOTH_POINTS:
                     break
             self.integral(x, g)
             if proven(bound, self.best_value) or stalled >= _STALL_ROUNDS:
                 break
-            cuts = self.cuts_at(x, self.nodes <= _FULL_CUT_NODES)
+            cuts = self.cuts_at(x, self.nodes <= _FULL_CUT_NODES, st=not tangents or self.nodes <= _FULL_CUT_NODES)
             self.cuts += len(cuts)
             self.tangents += len(tangents)
             if not cuts and not tangents:
@@ -676,7 +713,8 @@ def component_cuts(space: STPaths, x: np.ndarray) -> list[Row]:
 
 
 def _support_components(n: int, tail: np.ndarray, head: np.ndarray, x: np.ndarray):
-    """``(theta, component label per node, edges kept)`` for each threshold of :data:`_THRESHOLDS`, ascending:
+    """``(theta, component label per node, edges kept)`` for each threshold of :data:`_THRESHOLDS` that keeps other
+    edges than the next larger one, ascending:
     the components of the edges with ``x > theta`` (undirected), by one union-find pass over the edges in
     decreasing ``x``."""
     order = np.argsort(-x, kind="stable").tolist()
@@ -696,8 +734,25 @@ def _support_components(n: int, tail: np.ndarray, head: np.ndarray, x: np.ndarra
             if ru != rv:
                 parent[ru] = rv
             k += 1
-        out.append((theta, np.array([find(v) for v in range(n)]), order[:k]))
+        if not out or k != len(out[-1][2]):  # (the same edges as the previous threshold: skipped)
+            out.append((theta, np.array([find(v) for v in range(n)]), order[:k]))
     return out[::-1]
+
+
+def shortest_length(space: STPaths, arms: np.ndarray) -> int:
+    """The fewest arms of an s-t path of ``space`` on ``arms`` (0 when there is none): a lower bound on the size of
+    every action that avoids the other arms.
+
+    >>> import networkx as nx
+    >>> import cmab_milp as cm
+    >>> space = cm.STPaths(nx.cycle_graph(5), 0, 2)  # 0-1-2 or 0-4-3-2
+    >>> shortest_length(space, np.arange(5)), shortest_length(space, np.array([1, 3, 4]))  # arms: (0, 1), (0, 4), ...
+    (2, 3)
+    """
+    ban = np.ones(space.d, bool)
+    ban[np.asarray(arms, int)] = False
+    path = space._shortest(np.ones(space.d), ban, space.directed)
+    return 0 if path is None else int(np.count_nonzero(path))
 
 
 def _violation(row: Row, x: np.ndarray) -> float:
