@@ -24,7 +24,12 @@ for ``N`` either
 * the shifted ``M_r = M - D + s s' / m`` of :func:`~.minus_branch.relaxation_matrix` (PSD, and
   ``a @ M_r @ a <= a @ M @ a`` on every set of at most ``m = space.m`` arms): ``n(a) >= n_r(a) >=
   (M_r x0) @ a / n_r(x0)``. Between actions ``n_r`` is larger than ``n``, so its tangents cut off the
-  fractional points that spread over many arms; ``M``'s tangents are exact at the action ``x0``.
+  fractional points that spread over many arms; ``M``'s tangents are exact at the action ``x0``. Since
+  this session the chord form ``R`` of :mod:`.paths_chord` takes ``M_r``'s place (its tangents
+  ``n(a) >= g @ a + g0``, a row with a constant): the same ``D``, with ``sqrt(d @ a)`` bounded by its chord
+  between the fewest arms of a path (:func:`shortest_length`, the excluded arms left out) and
+  ``arms_bound``, rather than from 0: ``R >= n_r`` on every point of at least that many arms, so on ``P``.
+  (``M_r`` comes back when ``M - D`` fails the eigenvalue check in floating point.)
 
 So every admitted action ``a`` of a node gives the LP point ``(a, n(a))`` (``n(a) <= sqrt(l_hi)``), of
 LP value ``mu @ a - f n(a)``, its index: the LP optimum bounds the node, whatever subset of the rows
@@ -123,6 +128,51 @@ s-t max flow only when no component cut is violated (flat); each node's first LP
 principal submatrix of ``M``: 0.104 on 100 of the 112 arms, 0.131 on 80: deep nodes only). The optimum
 given as the first incumbent saves 1-15% of the nodes at f = 1: the incumbent is not the bottleneck there.
 
+Products of the path's rows (issue 12, this session). The potential first: Shor's semidefinite bound
+``max mu @ x - f sqrt(<M, X>)`` over ``[[1, x'], [x, X]]`` PSD with ``diag(X) = x``, on the converged root LP's rows
+(formulation, forbid rows, cuts; ``x`` = arms and visit columns), by a golden-section search over ``lambda`` of
+``max mu @ x - f (<M, X> / lambda + lambda) / 2`` (SCS, 1e-5; scratch scripts, cvxpy): (a) the LP root as before,
+(b) the SDP with the diagonal alone (the best ``D`` and an exact linear part), (c) plus the product of every
+equality row with every column, the fixings and ``X_ij = 0`` on forbidden pairs; best = the optimum (f = 1) or
+the best path of a 60 s approximate-mode run (f = 3)::
+
+    query     (a) LP    (b) diag   (c) products   best     root gap closed by (c)
+    f=1 q0    30.920    30.826     30.662         30.461   56%
+    f=1 q1    30.023    29.921     29.709         28.878   27%
+    f=3 q0    20.077    19.578     18.822         15.780   29%
+    f=3 q1    16.181    15.808     15.131         12.372   28%
+    f=3 q2    18.980    18.704     -              15.593   -
+
+So even solved exactly the products leave 70% of the root gap at f = 3 (3 to 4 units): not the way to f = 3. In
+the undirected formulation they amount to ``a_e (sum_{f at v, f != e} a_f - 1) = 0`` (``e`` at an inner node
+``v``) and ``a_e a_f = 0`` at ``s`` and ``t`` (products with the equality rows alone change nothing on the LP's
+affine hull). A first-order version (L-BFGS on ``x @ Z(tau) @ x + w lambda_min(M + Z(tau))`` at the root point,
+soft minimum, exact penalty below ``lambda_min(M) / 2``, then the chord form of ``M + Z(tau)``) moved the f = 1
+q0 root 30.909 -> 30.882 (the SDP: 30.662) at ~15 s a point: not kept (reaching (c) needs a real SDP method per
+relaxed point). Maximising ``lambda_min(M + Z(tau))`` alone takes it 0.100 -> 0.160 but lowers the form between
+paths (f = 3 q0 root 20.08 -> 20.45 with it instead of ``M_r``); homogenising ``d @ a`` exactly by ``deg_s(a) = 1``
+(``M - D + sym(d deg_s')`` PSD) halves ``D`` (root 20.08 -> 20.17).
+
+(b)'s gain over (a) is mostly the ``|a| / m`` lost by ``s s' / m``: the chord form (:mod:`.paths_chord`) takes a
+third of it back at f = 3 (roots 20.077 / 16.181 / 18.980 -> 19.929 / 16.056 / 18.886; f = 1 30.920 / 30.023 /
+32.219 -> 30.909 / 30.005 / 32.214). Profile at f = 1 (547 nodes): HiGHS 33-47%, component cuts 16% (now one
+pass per distinct support), the s-t max flow 15% (now only in rounds that add no tangent), ``safe_bound`` 10%
+(scipy's per-call overhead; now one dense copy of the rows), heuristics 8%. With the chord form, 8 Kelley rounds a
+node beat 3 (below). Tried and dropped: pseudo-cost branching (product score; visit columns first or not: 155-681
+nodes against 161-537, no faster), scipy's connected components for the support (slower than the union-find).
+
+Before (chord, lazy s-t cuts, dense bound off, 3 rounds) / after, same queries (6 per f, 3 at f = 3), interleaved
+per query, limit 10 s, one run; median / max s, nodes::
+
+    f     before                            after
+    0.1   0.06 / 0.31, 7-75 nodes           0.06 / 0.25, 5-73 nodes
+    0.3   0.18 / 0.35, 15-87                0.16 / 0.24, 11-63
+    1     2.75 / 5.15, 23-537 (2,104 in all)  2.14 / 4.01, 13-445 (1,632 in all)
+    3     10.00 / 10.01 (6*)                10.01 / 10.01 (6*)
+
+(the 5.15 and 4.01 are load spikes of the shared machine: 389 and 445 nodes.) Targets of the issue still
+missed at f = 1 (median 1 s) and f = 3 (every query stops at 10 s); f <= 0.3 meets them.
+
 Example
 -------
 >>> import networkx as nx
@@ -156,8 +206,9 @@ __all__ = ["PathBranch", "applies", "safe_bound"]
 #: Nodes (in order) whose LP points get the space's full separation (a max flow per node of the graph,
 #: ~1 ms each); later nodes get the cuts of the support's components, and max flows only when those find none.
 _FULL_CUT_NODES = 1
-#: Tangent / cut rounds (LP solves) per node at most; the root gets ``_ROOT_ROUNDS``.
-_ROUNDS = 3
+#: Tangent / cut rounds (LP solves) per node at most; the root gets ``_ROOT_ROUNDS`` (8 rather than 3 with the
+#: chord form: f = 1 nodes 13-603 -> 13-445, median 2.08 -> 1.87 s; f = 0.1 median 0.05 -> 0.11 s).
+_ROUNDS = 8
 _ROOT_ROUNDS = 40
 #: A round "stalls" when it lowers the bound by less than this fraction of the gap to the incumbent; a node
 #: stops after ``_STALL_ROUNDS`` stalled rounds in a row (Kelley's tail is long: split instead).
