@@ -87,6 +87,8 @@ class ChordNorm:
         if not 0 <= k_lo <= k_hi:
             raise ValueError(f"the arm counts need 0 <= k_lo <= k_hi, got {k_lo}, {k_hi}")
         self.d = np.zeros(len(M))
+        self.on = np.zeros(len(M), bool)  # the arms: points are read on them only (A is PSD there)
+        self.on[arms] = True
         if len(arms):
             self.d[arms] = diagonal_shift(M, arms, above=False, sweeps=0)[arms]
         self.A = M - np.diag(self.d)
@@ -100,12 +102,15 @@ class ChordNorm:
         self.row_abs = float(np.abs(self.A).sum(axis=1).max(initial=0.0)) + float(self.d.max(initial=0.0))
 
     def value(self, x: np.ndarray) -> float:
-        """``R(x)``."""
+        """``R(x)`` (``x`` read on the arms)."""
+        x = np.where(self.on, x, 0.0)
         c = self.alpha + self.beta * float(self.d @ x)
         return float(np.sqrt(max(float(x @ self.A @ x), 0.0) + c * c))
 
     def tangent(self, x0: np.ndarray) -> tuple[np.ndarray, float, float, float] | None:
-        """``(g, g0, R(x0), allowance)``: ``n(a) >= g @ a + g0 - allowance`` on every action (``None`` at ``R = 0``)."""
+        """``(g, g0, R(x0), allowance)``: ``n(a) >= g @ a + g0 - allowance`` on every action on the arms (``None`` at
+        ``R = 0``; ``x0`` is read on the arms)."""
+        x0 = np.where(self.on, x0, 0.0)
         ax = self.A @ x0
         c0 = self.alpha + self.beta * float(self.d @ x0)
         value = float(np.sqrt(max(float(x0 @ ax), 0.0) + c0 * c0))
