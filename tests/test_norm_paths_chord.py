@@ -6,6 +6,8 @@ norm on every path, its tangents below the norm on every path, convex, and exact
 
 from __future__ import annotations
 
+import time
+
 import networkx as nx
 import numpy as np
 import pytest
@@ -145,3 +147,23 @@ def test_answers_match_brute_force_with_each_bound(monkeypatch, chord_on, lazy):
             answer = oracle.argmax_norm(mu, M, f, -1, **res)
             assert last_stats(oracle).method == "branch-path-lp"
             check_norm_answer(paths, answer, res, mu, M, f, -1, (name, k, f))
+
+
+def test_a_refused_chord_form_falls_back_to_the_shifted_matrix(monkeypatch):
+    """``M - D`` failing the eigenvalue check in floating point: ``M_r``'s tangents bound ``t`` instead, still exact."""
+
+    def refuse(*args, **kwargs):
+        raise ValueError("M is not positive semidefinite on the arms: no chord form")
+
+    monkeypatch.setattr(minus_paths, "ChordNorm", refuse)
+    space, paths = space_and_paths("grid-3x4")
+    oracle = cm.make_oracle(space, "highs")
+    rng = np.random.default_rng(9)
+    for k, f in enumerate([0.3, 1.0, 3.0]):
+        mu, M = rng.uniform(-0.2, 1.0, space.d), psd(rng, space.d)
+        res = random_restrictions(rng, paths, k % 3)
+        q = oracle.norm_query(mu, M, f, -1, **res)
+        arms = np.setdiff1d(np.arange(space.d), q.restrictions.exclude)
+        search = minus_paths.PathBranch(space, q, arms, float(np.abs(M).sum()), None, time.perf_counter)
+        assert search.forms == [] and search.M_r is not None
+        check_norm_answer(paths, oracle.argmax_norm(mu, M, f, -1, **res), res, mu, M, f, -1, (k, f))
