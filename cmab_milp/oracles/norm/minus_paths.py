@@ -24,7 +24,12 @@ for ``N`` either
 * the shifted ``M_r = M - D + s s' / m`` of :func:`~.minus_branch.relaxation_matrix` (PSD, and
   ``a @ M_r @ a <= a @ M @ a`` on every set of at most ``m = space.m`` arms): ``n(a) >= n_r(a) >=
   (M_r x0) @ a / n_r(x0)``. Between actions ``n_r`` is larger than ``n``, so its tangents cut off the
-  fractional points that spread over many arms; ``M``'s tangents are exact at the action ``x0``.
+  fractional points that spread over many arms; ``M``'s tangents are exact at the action ``x0``. Since
+  this session the chord form ``R`` of :mod:`.paths_chord` takes ``M_r``'s place (its tangents
+  ``n(a) >= g @ a + g0``, a row with a constant): the same ``D``, with ``sqrt(d @ a)`` bounded by its chord
+  between the fewest arms of a path (:func:`shortest_length`, the excluded arms left out) and
+  ``arms_bound``, rather than from 0: ``R >= n_r`` on every point of at least that many arms, so on ``P``.
+  (``M_r`` comes back when ``M - D`` fails the eigenvalue check in floating point.)
 
 So every admitted action ``a`` of a node gives the LP point ``(a, n(a))`` (``n(a) <= sqrt(l_hi)``), of
 LP value ``mu @ a - f n(a)``, its index: the LP optimum bounds the node, whatever subset of the rows
@@ -123,6 +128,51 @@ s-t max flow only when no component cut is violated (flat); each node's first LP
 principal submatrix of ``M``: 0.104 on 100 of the 112 arms, 0.131 on 80: deep nodes only). The optimum
 given as the first incumbent saves 1-15% of the nodes at f = 1: the incumbent is not the bottleneck there.
 
+Products of the path's rows (issue 12, this session). The potential first: Shor's semidefinite bound
+``max mu @ x - f sqrt(<M, X>)`` over ``[[1, x'], [x, X]]`` PSD with ``diag(X) = x``, on the converged root LP's rows
+(formulation, forbid rows, cuts; ``x`` = arms and visit columns), by a golden-section search over ``lambda`` of
+``max mu @ x - f (<M, X> / lambda + lambda) / 2`` (SCS, 1e-5; scratch scripts, cvxpy): (a) the LP root as before,
+(b) the SDP with the diagonal alone (the best ``D`` and an exact linear part), (c) plus the product of every
+equality row with every column, the fixings and ``X_ij = 0`` on forbidden pairs; best = the optimum (f = 1) or
+the best path of a 60 s approximate-mode run (f = 3)::
+
+    query     (a) LP    (b) diag   (c) products   best     root gap closed by (c)
+    f=1 q0    30.920    30.826     30.662         30.461   56%
+    f=1 q1    30.023    29.921     29.709         28.878   27%
+    f=3 q0    20.077    19.578     18.822         15.780   29%
+    f=3 q1    16.181    15.808     15.131         12.372   28%
+    f=3 q2    18.980    18.704     -              15.593   -
+
+So even solved exactly the products leave 70% of the root gap at f = 3 (3 to 4 units): not the way to f = 3. In
+the undirected formulation they amount to ``a_e (sum_{f at v, f != e} a_f - 1) = 0`` (``e`` at an inner node
+``v``) and ``a_e a_f = 0`` at ``s`` and ``t`` (products with the equality rows alone change nothing on the LP's
+affine hull). A first-order version (L-BFGS on ``x @ Z(tau) @ x + w lambda_min(M + Z(tau))`` at the root point,
+soft minimum, exact penalty below ``lambda_min(M) / 2``, then the chord form of ``M + Z(tau)``) moved the f = 1
+q0 root 30.909 -> 30.882 (the SDP: 30.662) at ~15 s a point: not kept (reaching (c) needs a real SDP method per
+relaxed point). Maximising ``lambda_min(M + Z(tau))`` alone takes it 0.100 -> 0.160 but lowers the form between
+paths (f = 3 q0 root 20.08 -> 20.45 with it instead of ``M_r``); homogenising ``d @ a`` exactly by ``deg_s(a) = 1``
+(``M - D + sym(d deg_s')`` PSD) halves ``D`` (root 20.08 -> 20.17).
+
+(b)'s gain over (a) is mostly the ``|a| / m`` lost by ``s s' / m``: the chord form (:mod:`.paths_chord`) takes a
+third of it back at f = 3 (roots 20.077 / 16.181 / 18.980 -> 19.929 / 16.056 / 18.886; f = 1 30.920 / 30.023 /
+32.219 -> 30.909 / 30.005 / 32.214). Profile at f = 1 (547 nodes): HiGHS 33-47%, component cuts 16% (now one
+pass per distinct support), the s-t max flow 15% (now only in rounds that add no tangent), ``safe_bound`` 10%
+(scipy's per-call overhead; now one dense copy of the rows), heuristics 8%. With the chord form, 8 Kelley rounds a
+node beat 3 (below). Tried and dropped: pseudo-cost branching (product score; visit columns first or not: 155-681
+nodes against 161-537, no faster), scipy's connected components for the support (slower than the union-find).
+
+Before (chord, lazy s-t cuts, dense bound off, 3 rounds) / after, same queries (6 per f, 3 at f = 3), interleaved
+per query, limit 10 s, one run; median / max s, nodes::
+
+    f     before                            after
+    0.1   0.06 / 0.31, 7-75 nodes           0.06 / 0.25, 5-73 nodes
+    0.3   0.18 / 0.35, 15-87                0.16 / 0.24, 11-63
+    1     2.75 / 5.15, 23-537 (2,104 in all)  2.14 / 4.01, 13-445 (1,632 in all)
+    3     10.00 / 10.01 (6*)                10.01 / 10.01 (6*)
+
+(the 5.15 and 4.01 are load spikes of the shared machine: 389 and 445 nodes.) Targets of the issue still
+missed at f = 1 (median 1 s) and f = 3 (every query stops at 10 s); f <= 0.3 meets them.
+
 Example
 -------
 >>> import networkx as nx
@@ -147,6 +197,7 @@ from ...spaces.formulation import Row
 from ..base import NormQuery, OracleError
 from ..highs_model import CompiledModel, LimitReached
 from .minus_branch import _Node, best_first, relaxation_matrix
+from .paths_chord import ChordNorm
 from .paths_local import improve_path
 from .scaling import arms_bound, proven
 
@@ -155,8 +206,9 @@ __all__ = ["PathBranch", "applies", "safe_bound"]
 #: Nodes (in order) whose LP points get the space's full separation (a max flow per node of the graph,
 #: ~1 ms each); later nodes get the cuts of the support's components, and max flows only when those find none.
 _FULL_CUT_NODES = 1
-#: Tangent / cut rounds (LP solves) per node at most; the root gets ``_ROOT_ROUNDS``.
-_ROUNDS = 3
+#: Tangent / cut rounds (LP solves) per node at most; the root gets ``_ROOT_ROUNDS`` (8 rather than 3 with the
+#: chord form: f = 1 nodes 13-603 -> 13-445, median 2.08 -> 1.87 s; f = 0.1 median 0.05 -> 0.11 s).
+_ROUNDS = 8
 _ROOT_ROUNDS = 40
 #: A round "stalls" when it lowers the bound by less than this fraction of the gap to the incumbent; a node
 #: stops after ``_STALL_ROUNDS`` stalled rounds in a row (Kelley's tail is long: split instead).
@@ -191,12 +243,20 @@ _BOTH_POINTS = False
 _TANGENT_GAP = 1e-7
 #: A space row enters when the LP point violates it by more than this.
 _CUT_VIOLATION = 1e-6
+#: Undirected: separate the s-t cuts (one max flow) only in rounds that found no tangent to add (then another LP
+#: follows anyway, whose point is checked).
+_ST_LAZY = True
+#: :func:`safe_bound` on one dense copy of the rows (False: the sparse rows and the tangents apart).
+_DENSE_BOUND = True
 #: Rounding allowance, in units of ``eps`` times the number of terms times their magnitudes.
 _ROUND = 8.0
 #: Nodes before the query is declared unproven (the time limit usually comes first).
 _MAX_NODES = 200_000
 #: Also bound with tangents of the shifted matrix of :func:`~.minus_branch.relaxation_matrix`.
 _SHIFTED_TANGENTS = True
+#: Bound ``t`` with the chord form of :mod:`.paths_chord` instead of the shifted matrix (``L``: the fewest edges of
+#: an s-t path avoiding the excluded arms).
+_CHORD = True
 #: Incumbent heuristics at every LP point (False: integral LP points only).
 _HEURISTICS = True
 #: The path of the tangent's weights (:meth:`~cmab_milp.spaces.graph_starts.PathStarts.start_action`) at every
@@ -279,6 +339,7 @@ class _PathLP:
         self.sparse: sp.csr_matrix = self.base
         self.sparse_lo, self.sparse_hi = self.base_lo, self.base_hi
         self.tangents = np.zeros((0, self.n))
+        self.dense: np.ndarray | None = None  # every row (sparse ones, then tangents), for safe_bound
         self.tangent_lo: list[float] = []
         self.idle = np.zeros(0, int)  # LPs since each tangent row last had a dual price
         self.tangent_row = np.zeros(a.shape[0], bool)
@@ -310,7 +371,7 @@ class _PathLP:
         self.model.add_rows(rows)
         self.sparse_rows.extend(rows)
         self.tangent_row = np.concatenate([self.tangent_row, np.zeros(len(rows), bool)])
-        self.sparse = None  # rebuilt on the next bound
+        self.sparse = self.dense = None  # rebuilt on the next bound
 
     def add_tangent(self, coef: np.ndarray, lo: float) -> None:
         """Append the row ``t - coef @ a >= lo``."""
@@ -320,6 +381,7 @@ class _PathLP:
         row[: self.d] = -coef
         row[self.t] = 1.0
         self.tangents = np.vstack([self.tangents, row])
+        self.dense = None
         self.tangent_lo.append(lo)
         self.tangent_row = np.append(self.tangent_row, True)
         self.idle = np.append(self.idle, 0)
@@ -342,6 +404,7 @@ class _PathLP:
         keep[rows] = False
         self.tangent_row = self.tangent_row[keep]
         self.tangents = self.tangents[~drop]
+        self.dense = None
         self.tangent_lo = [v for v, k in zip(self.tangent_lo, drop, strict=True) if not k]
         self.idle = self.idle[~drop]
         return len(rows)
@@ -383,15 +446,20 @@ class _PathLP:
             self.sparse = sp.vstack([self.base, extra], format="csr")
             self.sparse_lo = np.concatenate([self.base_lo, [r.lb for r in rows]])
             self.sparse_hi = np.concatenate([self.base_hi, [r.ub for r in rows]])
+            self.dense = None
+        if self.dense is None:  # every row, dense (a few hundred by ~2d: numpy beats scipy's per-call overhead)
+            self.dense = np.vstack([self.sparse.toarray(), self.tangents]) if _DENSE_BOUND else None  # (~20 us)
+            n_tan = len(self.tangent_lo)
+            self.all_lo = np.concatenate([self.sparse_lo, self.tangent_lo])
+            self.all_hi = np.concatenate([self.sparse_hi, np.full(n_tan, np.inf)])
         y = model.row_duals()
         tan = self.tangent_row
         self.idle = np.where(np.abs(y[tan]) > 0.0, 0, self.idle + 1)
-        n_tan = len(self.tangent_lo)
         bound = safe_bound(
             self.cost,
-            [self.sparse, self.tangents],
-            np.concatenate([self.sparse_lo, self.tangent_lo]),
-            np.concatenate([self.sparse_hi, np.full(n_tan, np.inf)]),
+            [self.dense] if _DENSE_BOUND else [self.sparse, self.tangents],
+            self.all_lo,
+            self.all_hi,
             self.col_lo,
             self.col_hi,
             np.concatenate([y[~tan], y[tan]]),
@@ -424,7 +492,15 @@ class PathBranch:
         self.free[arms] = True
         self.free[list(self.res.include)] = False
         self.M = query.M
-        self.M_r = relaxation_matrix(query.M, arms, arms_bound(space)) if _SHIFTED_TANGENTS else None
+        #: The chord forms (:mod:`.paths_chord`) whose tangents bound ``t`` (none: ``M_r``'s instead).
+        self.forms: list[ChordNorm] = []
+        if _CHORD:
+            try:
+                self.forms.append(ChordNorm(query.M, arms, shortest_length(space, arms), arms_bound(space)))
+            except ValueError:  # M - D not PSD in floating point (M barely definite): the shifted matrix, as before
+                pass
+        shifted = _SHIFTED_TANGENTS and not self.forms
+        self.M_r = relaxation_matrix(query.M, arms, arms_bound(space)) if shifted else None
         self.lp = _PathLP(space, query, float(np.sqrt(max(l_hi, 0.0))))
         self.branchable = np.zeros(self.lp.n, bool)  # free arms and visit columns
         self.branchable[:d] = self.free
@@ -489,20 +565,36 @@ class PathBranch:
         slack = _ROUND * self.d * _EPS * (float(np.abs(N).sum(axis=1).max()) / n + float(np.abs(coef).sum()) + 1.0)
         return coef, n, slack
 
+    def tangents_at(self, x: np.ndarray) -> list[tuple[np.ndarray, float, float]]:
+        """``(g, g0, allowance)`` of each lower bound's tangent at ``x``: ``n(a) >= g @ a + g0 - allowance`` on every
+        admitted action, for ``M`` (first), then ``M_r`` or the chord form."""
+        out = []
+        for N in (self.M, self.M_r):
+            made = None if N is None else self.tangent(N, x)
+            if made is not None:
+                out.append((made[0], 0.0, made[2]))
+        for form in self.forms:
+            made = form.tangent(x[: self.d])
+            if made is not None:
+                out.append((made[0], made[1], made[3]))
+        return out
+
     def norm(self, x: np.ndarray) -> float:
-        """``max(n(x), n_r(x))``: the relaxation's norm (tangents of both bound ``t``)."""
+        """``max(n(x), n_r(x), R(x))``: the relaxation's norm (tangents of each bound ``t``)."""
         out = float(np.sqrt(max(float(x @ self.M @ x), 0.0)))
         if self.M_r is not None:
             out = max(out, float(np.sqrt(max(float(x @ self.M_r @ x), 0.0))))
+        for form in self.forms:
+            out = max(out, form.value(x))
         return out
 
-    def cuts_at(self, x: np.ndarray, full: bool) -> list[Row]:
+    def cuts_at(self, x: np.ndarray, full: bool, st: bool = True) -> list[Row]:
         """The space's rows violated at ``x``: connectivity cuts of the components of ``x``'s support (and, when
         ``full`` or none is found, by max flow), a cycle's forest row at an integral point."""
         space = self.space
         chosen = x > 0.5
         rows = component_cuts(space, x)
-        if _UNORIENTED and not space.directed:
+        if _UNORIENTED and not space.directed and (st or not _ST_LAZY):
             rows += space.separate_st_cut_lp(x, space.s, space.t, False)
         if not rows and full and self.max_flows:
             rows = space._separate_paths_lp(x)  # (none at a path)
@@ -553,21 +645,17 @@ class PathBranch:
             if _IN_OUT and center is not x:
                 points.insert(0, _CENTER_WEIGHT * center + (1.0 - _CENTER_WEIGHT) * x)
             for point in points:
-                for N in (self.M, self.M_r):
-                    made = None if N is None else self.tangent(N, point)
-                    if made is None:
-                        continue
-                    coef, _n, slack = made
+                for coef, const, slack in self.tangents_at(point):
                     if g is None and point is x:  # the weights whose linear maximum bounds the index (M's tangent)
                         g = q.mu - q.f * coef
-                    if q.f * (float(coef @ x) - t) > tol:  # (x, t) violates the tangent at point
-                        tangents.append((coef, -slack))
+                    if q.f * (float(coef @ x) + const - t) > tol:  # (x, t) violates the tangent at point
+                        tangents.append((coef, const - slack))
                 if tangents and not _BOTH_POINTS:
                     break
             self.integral(x, g)
             if proven(bound, self.best_value) or stalled >= _STALL_ROUNDS:
                 break
-            cuts = self.cuts_at(x, self.nodes <= _FULL_CUT_NODES)
+            cuts = self.cuts_at(x, self.nodes <= _FULL_CUT_NODES, st=not tangents or self.nodes <= _FULL_CUT_NODES)
             self.cuts += len(cuts)
             self.tangents += len(tangents)
             if not cuts and not tangents:
@@ -676,7 +764,8 @@ def component_cuts(space: STPaths, x: np.ndarray) -> list[Row]:
 
 
 def _support_components(n: int, tail: np.ndarray, head: np.ndarray, x: np.ndarray):
-    """``(theta, component label per node, edges kept)`` for each threshold of :data:`_THRESHOLDS`, ascending:
+    """``(theta, component label per node, edges kept)`` for each threshold of :data:`_THRESHOLDS` that keeps other
+    edges than the next larger one, ascending:
     the components of the edges with ``x > theta`` (undirected), by one union-find pass over the edges in
     decreasing ``x``."""
     order = np.argsort(-x, kind="stable").tolist()
@@ -696,8 +785,25 @@ def _support_components(n: int, tail: np.ndarray, head: np.ndarray, x: np.ndarra
             if ru != rv:
                 parent[ru] = rv
             k += 1
-        out.append((theta, np.array([find(v) for v in range(n)]), order[:k]))
+        if not out or k != len(out[-1][2]):  # (the same edges as the previous threshold: skipped)
+            out.append((theta, np.array([find(v) for v in range(n)]), order[:k]))
     return out[::-1]
+
+
+def shortest_length(space: STPaths, arms: np.ndarray) -> int:
+    """The fewest arms of an s-t path of ``space`` on ``arms`` (0 when there is none): a lower bound on the size of
+    every action that avoids the other arms.
+
+    >>> import networkx as nx
+    >>> import cmab_milp as cm
+    >>> space = cm.STPaths(nx.cycle_graph(5), 0, 2)  # 0-1-2 or 0-4-3-2
+    >>> shortest_length(space, np.arange(5)), shortest_length(space, np.array([1, 3, 4]))  # arms: (0, 1), (0, 4), ...
+    (2, 3)
+    """
+    ban = np.ones(space.d, bool)
+    ban[np.asarray(arms, int)] = False
+    path = space._shortest(np.ones(space.d), ban, space.directed)
+    return 0 if path is None else int(np.count_nonzero(path))
 
 
 def _violation(row: Row, x: np.ndarray) -> float:
