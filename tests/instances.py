@@ -87,6 +87,11 @@ def psd(rng: np.random.Generator, d: int, ridge: float = 0.1) -> np.ndarray:
     return a @ a.T / d + ridge * np.eye(d)
 
 
+def correlated(rng: np.random.Generator, d: int) -> np.ndarray:
+    """A covariance with a common component (every pair positively correlated) like the crew problem's."""
+    return psd(rng, d, ridge=float(rng.choice([1e-3, 0.1]))) + float(rng.uniform(0.2, 2.0)) * np.ones((d, d))
+
+
 def norm_values(actions: np.ndarray, mu, M, f, sign: int) -> np.ndarray:
     """The index ``mu @ a + sign f sqrt(a @ M @ a)`` of every row of ``actions``, in numpy (the truth)."""
     x = actions.astype(float)

@@ -10,7 +10,15 @@ from __future__ import annotations
 import networkx as nx
 import numpy as np
 import pytest
-from instances import admitted, check_norm_answer, norm_values, oracle_and_actions, psd, random_restrictions
+from instances import (
+    admitted,
+    check_norm_answer,
+    correlated,
+    norm_values,
+    oracle_and_actions,
+    psd,
+    random_restrictions,
+)
 
 import cmab_milp as cm
 from cmab_milp._threads import blas_single_thread
@@ -19,11 +27,6 @@ from cmab_milp.oracles.norm.overestimator import concave_overestimator, conflict
 from cmab_milp.oracles.norm.solver import last_stats
 
 FAMILIES = ["matchings-bipartite", "matchings-general", "perfect-bipartite", "cardinality", "graphic", "partition"]
-
-
-def correlated(rng: np.random.Generator, d: int) -> np.ndarray:
-    """A covariance with a common component (every pair positively correlated) like the crew problem's."""
-    return psd(rng, d, ridge=float(rng.choice([1e-3, 0.1]))) + float(rng.uniform(0.2, 2.0)) * np.ones((d, d))
 
 
 @pytest.mark.parametrize("family", FAMILIES)

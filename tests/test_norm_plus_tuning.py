@@ -9,7 +9,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from instances import check_norm_answer, norm_values, oracle_and_actions, psd, random_node, random_restrictions
+from instances import (
+    check_norm_answer,
+    correlated,
+    norm_values,
+    oracle_and_actions,
+    random_node,
+    random_restrictions,
+)
 
 from cmab_milp.oracles.norm import plus_branch, solver
 from cmab_milp.oracles.norm.minus_branch import _Node
@@ -17,11 +24,6 @@ from cmab_milp.oracles.norm.plus_branch import ConcaveBranch
 from cmab_milp.oracles.norm.shifts import diagonal_shift, weighted_diagonal
 
 FAMILIES = ["graphic", "spanning-trees", "matchings-bipartite", "matchings-general", "perfect-bipartite"]
-
-
-def correlated(rng: np.random.Generator, d: int) -> np.ndarray:
-    """A covariance with a common component (every pair positively correlated) like the crew problem's."""
-    return psd(rng, d, ridge=float(rng.choice([1e-3, 0.1]))) + float(rng.uniform(0.2, 2.0)) * np.ones((d, d))
 
 
 @pytest.mark.parametrize("seed", range(6))

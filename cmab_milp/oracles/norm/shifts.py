@@ -96,18 +96,28 @@ def _extreme(sub: np.ndarray) -> float:
 
 def _maxcut_diagonal(sub: np.ndarray, sign: float, sweeps: int) -> np.ndarray:
     """``d`` from the low-rank max-cut method, moved so that ``sign (diag(d) - sub)`` is PSD exactly."""
+    return _low_rank_diagonal(sub, sign, sweeps, np.ones(len(sub)))
+
+
+def _low_rank_diagonal(
+    sub: np.ndarray, sign: float, sweeps: int, w: np.ndarray, rows: np.ndarray | None = None
+) -> np.ndarray:
+    """The (weighted) max-cut method: rows ``v_i`` of norm ``sqrt(w_i)``, each swept to ``+-`` the direction of
+    ``sum_{j != i} sub_ij v_j``; ``d_i = v_i @ (sub V)_i / w_i``, then moved by the extreme eigenvalue of
+    ``sign (sub - diag(d))`` so that ``sign (diag(d) - sub)`` is PSD exactly. ``rows``: the start, updated
+    in place (a fixed random start otherwise)."""
     k = len(sub)
-    rank = max(2, int(np.ceil(np.sqrt(2 * k))))
-    V = np.random.default_rng(0).normal(size=(k, rank))
-    V /= np.linalg.norm(V, axis=1, keepdims=True)
+    V = np.random.default_rng(0).normal(size=(k, max(2, int(np.ceil(np.sqrt(2 * k)))))) if rows is None else rows
+    root_w = np.sqrt(w)
+    V *= (root_w / np.maximum(np.linalg.norm(V, axis=1), 1e-300))[:, None]
     off = sub - np.diag(np.diag(sub))
     for _ in range(sweeps):
         for i in range(k):
-            w = sign * (off[i] @ V)
-            norm = math.sqrt(float(w @ w))
+            g = sign * (off[i] @ V)
+            norm = math.sqrt(float(g @ g))
             if norm > 0.0:
-                V[i] = w / norm
-    d = np.einsum("ij,ij->i", sub @ V, V)
+                V[i] = (root_w[i] / norm) * g
+    d = np.einsum("ij,ij->i", sub @ V, V) / w
     # sign = +1: diag(d) - sub + t I is PSD for t = max eigenvalue of sub - diag(d); sign = -1 mirrored
     t = _extreme(sign * (sub - np.diag(d)))
     return d + sign * max(t, 0.0)
@@ -144,20 +154,6 @@ def weighted_diagonal(
     if k == 1 or not top > 0.0:
         d = np.full(k, _extreme(sub))
     else:
-        w = np.maximum(w, 1e-3 * top)
-        if rows is None:
-            rows = np.random.default_rng(0).normal(size=(k, max(2, int(np.ceil(np.sqrt(2 * k))))))
-        V = rows
-        V *= (np.sqrt(w) / np.maximum(np.linalg.norm(V, axis=1), 1e-300))[:, None]
-        off = sub - np.diag(np.diag(sub))
-        root_w = np.sqrt(w)
-        for _ in range(sweeps):
-            for i in range(k):
-                g = off[i] @ V
-                norm = math.sqrt(float(g @ g))
-                if norm > 0.0:
-                    V[i] = (root_w[i] / norm) * g
-        d = np.einsum("ij,ij->i", sub @ V, V) / w
-        d = d + max(_extreme(sub - np.diag(d)), 0.0)
+        d = _low_rank_diagonal(sub, 1.0, sweeps, np.maximum(w, 1e-3 * top), rows)
     out[arms] = d + _MARGIN * k * _EPS * float(np.abs(sub).max(initial=0.0))
     return out
