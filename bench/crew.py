@@ -48,10 +48,11 @@ rows per decade of rounds show the trend.
 * OLS-UCB-C, exact: 855 rounds in 4,000 s (load 5-7): rounds 10-99 0.8 s a query, rounds 100-855 5.2 s.
   With the concave branch (``--ols-horizon 2000 --budget 400``, load 2-3): 1,463 rounds in 400 s; rounds
   10-99 0.11 s a query, 100-999 0.23 s, 1,000-1,463 0.39 s (slowest 0.81 s): T = 10^5 would take many hours.
-  With the tuned root diagonal and lowered node forms (a02461f), side by side with 0f6ad8e (``--ols-horizon 1200
-  --budget 300``, one after the other, same regret 3,248.6): 1,200 rounds in 106.5 s against 289.0 s; rounds
-  10-99 33 ms a query against 85, 100-999 72 ms against 242, 1,000-1,200 190 ms against 312. 2,000 rounds
-  (``--ols-horizon 2000``, a helper's benchmarks beside it): 270 s, rounds 1,000-2,000 at 0.21 s a query.
+  With the lowered node forms and the tuned root diagonal (a02461f), side by side with 0f6ad8e (``--ols-horizon
+  1200 --budget 400``, one after the other, machine otherwise idle, same regret 3,248.6): 1,200 rounds in 81.5 s
+  against 276.9 s; rounds 10-99 33 ms a query against 82, 100-999 62 ms against 229, 1,000-1,200 111 ms against
+  312. Searches: 66 / 133 / 261 nodes median in those windows, 25 of 1,186 tuned: the gain is the node forms
+  (one eigenvalue where the former per-node shift cost ~1 ms).
 * SROQ-C asks ~5,000 pair representatives per epoch (15,109 in a run): exact, ~0.26-1.1 s each. With
   ``--norm-gap 0.01`` (final main, idle machine): T = 10^5 in 253 s wall, 14,740 pair queries at 32 ms, every
   norm answer approximate, worst proven ratio 0.990. With ``--time-limit 0.5`` too (CI running beside it for

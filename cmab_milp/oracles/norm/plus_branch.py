@@ -179,7 +179,8 @@ class ConcaveBranch(LinearOracleBranch):
         ``-lambda_max(A_FF)`` (one eigenvalue; ``q`` is unchanged on 0/1 points) is valid for the node
         (``_SHIFT_DOWN``). It keeps a tuned root's diagonal (:meth:`tune`). Measured (nodes, same queries): forests
         of an 8x8 grid, f = 1: 7,307 / 15,953 -> 6,135 / 12,391; with the tuned root 713 / 1,415; the crew's
-        late queries with the tuned root: 4,701 / 3,265 / 1,999 -> 3,689 / 2,285 / 1,209. The former per-node
+        late queries with the tuned root: 4,701 / 3,265 / 1,999 -> 3,689 / 2,285 / 1,209; OLS-UCB-C on the crew
+        problem (searches of 66-261 nodes, rarely tuned), 1,200 rounds: 277 -> 82 s. The former per-node
         shift (``_SHIFT_DOWN = False``, matchings only: a new scaled shift of the node's arms keeping the root's
         size and conflict terms) took the crew's queries from 2,300-4,100 nodes without node forms to 680-970
         on the slowest of an earlier capture.
