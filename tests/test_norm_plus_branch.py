@@ -41,7 +41,9 @@ def test_answers_match_brute_force(family, monkeypatch):
     ("family", "method"),
     [("spanning-trees", "branch-concave"), ("graphic", "branch-concave"), ("cardinality", "oa-quadratic-form")],
 )
-def test_the_branch_serves_spaces_whose_milp_needs_lazy_cuts(family, method):
+def test_the_branch_serves_spaces_whose_milp_needs_lazy_cuts(family, method, monkeypatch):
+    """The dispatch proper (the budgeted trial of the branch elsewhere is off here: tested below)."""
+    monkeypatch.setattr(solver, "_PLUS_BRANCH_TRY", 0)
     oracle, actions = oracle_and_actions(family)
     rng = np.random.default_rng(5)
     mu, M = rng.uniform(0, 1, oracle.d), psd(rng, oracle.d)
@@ -185,3 +187,33 @@ def test_diagonal_shift_keeps_the_psd_order_and_beats_the_uniform_one(above):
     indefinite = np.array([[1.0, 2.0], [2.0, 1.0]])
     if not above:
         assert not diagonal_shift(indefinite, np.arange(2), above=False).any()
+
+
+@pytest.mark.parametrize("family", ["cardinality", "partition", "matchings-general"])
+@pytest.mark.parametrize("budget", [1, 100])
+def test_the_branch_tries_first_where_the_outer_approximation_serves(family, budget, monkeypatch):
+    """On spaces the outer approximation serves, the concave branch tries first with a node budget: easy
+    queries end there, the others go on to the outer approximation with the branch's incumbent (a budget of
+    one node forces the hand-over). Either way the answer is the best action (brute force)."""
+    monkeypatch.setattr(solver, "_PLUS_BRANCH_TRY", budget)
+    oracle, actions = oracle_and_actions(family)
+    rng = np.random.default_rng([len(family), budget, 3])
+    methods = set()
+    for trial in range(12):
+        mu, M, f = rng.uniform(-0.5, 1, oracle.d), psd(rng, oracle.d), float(rng.choice([0.1, 1.0, 3.0, 10.0]))
+        res = random_restrictions(rng, actions, trial % 3)
+        answer = oracle.argmax_norm(mu, M, f, 1, **res)
+        check_norm_answer(actions, answer, res, mu, M, f, 1, (family, budget, trial))
+        stats = last_stats(oracle)
+        methods.add(stats.method)
+        if stats.method == "oa-quadratic-form" and "tried_nodes" in stats.extra:
+            assert stats.extra["tried_nodes"] == budget + 1  # the search stopped on the node past its budget
+    assert "oa-quadratic-form" in methods if budget == 1 else "branch-concave" in methods
+
+
+def test_without_a_trial_the_outer_approximation_serves_alone(monkeypatch):
+    monkeypatch.setattr(solver, "_PLUS_BRANCH_TRY", 0)
+    oracle = cm.make_oracle(cm.Cardinality(8, 3), "highs")
+    rng = np.random.default_rng(4)
+    oracle.argmax_norm(rng.uniform(0, 1, 8), psd(rng, 8), 0.5, 1)
+    assert last_stats(oracle).method == "oa-quadratic-form" and "tried_nodes" not in last_stats(oracle).extra

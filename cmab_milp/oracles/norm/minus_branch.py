@@ -105,6 +105,10 @@ _EPS = float(np.finfo(float).eps)
 _SHIFT = True
 
 
+class NodeBudget(OracleError):
+    """A search took more nodes than it was given (its incumbent stays on the branch: ``best``, ``best_value``)."""
+
+
 def applies(space) -> bool:
     """Whether the space has an exact combinatorial linear oracle for any weights and include/exclude.
 
@@ -202,6 +206,7 @@ class LinearOracleBranch:
         self._prepared: Callable[[np.ndarray], np.ndarray | None] = lambda w: None
         self.best: np.ndarray | None = None
         self.best_value = -np.inf
+        self.max_nodes = _MAX_NODES  # beyond: NodeBudget
 
     # ------------------------------------------------------------ pieces
     def bound_matrix(self, M: np.ndarray, arms: np.ndarray) -> np.ndarray:
@@ -340,7 +345,7 @@ class LinearOracleBranch:
         """
         if best is not None and best_value > self.best_value:  # (a subclass may have met a better one)
             self.best, self.best_value = best.copy(), best_value
-        return best_first(self, self.d, settled, _MAX_NODES, "norm branch and bound")
+        return best_first(self, self.d, settled, self.max_nodes, "norm branch and bound")
 
 
 def best_first(
@@ -369,8 +374,8 @@ def best_first(
             dropped = max(dropped, -node.key)
             continue
         branch.nodes += 1
-        if branch.nodes > max_nodes:  # pragma: no cover - the time limit comes first
-            raise OracleError(f"{name}: more than {max_nodes} nodes, optimality not proven")
+        if branch.nodes > max_nodes:
+            raise NodeBudget(f"{name}: more than {max_nodes} nodes, optimality not proven")
         bound, x = branch.relax(node)
         if x is None or proven(bound, branch.best_value):
             dropped = max(dropped, bound)

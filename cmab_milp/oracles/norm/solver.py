@@ -84,7 +84,7 @@ from .cuts import ConvexCuts, Exclusions, add_no_good
 from .gradient import GradientCuts, positive_definite, well_scaled
 from .lifting import Lifted, quadratic_form_bounds
 from .local_search import ascend, ascend_from_neighbours, improve_locally
-from .minus_branch import LinearOracleBranch, applies
+from .minus_branch import LinearOracleBranch, NodeBudget, applies
 from .minus_paths import PathBranch
 from .minus_paths import applies as paths_apply
 from .outer import outer_approximation, square_root_rows
@@ -162,6 +162,8 @@ _MINUS_BRANCH = True
 _PLUS_BRANCH: bool | str = True
 #: The concave branch's first incumbent: the hints and an ascent only (no restarts, uniform start or swaps).
 _BRANCH_LIGHT_START = True
+#: Where the outer approximation serves sign +1, the concave branch first tries this many nodes (0: never).
+_PLUS_BRANCH_TRY = 100
 #: Sign -1 on s-t paths of cyclic graphs by :mod:`.minus_paths` (LP branch and bound with tangents of the norm)
 #: when ``M`` is definite and the query well scaled; otherwise the secant MILPs.
 _MINUS_PATHS = True
@@ -239,6 +241,8 @@ class NormSolver:
         self.deadline = None if limit is None else _clock() + limit
         #: The certified approximate mode (the oracle's ``norm_gap``): see :meth:`settled`.
         self.gap: float | None = getattr(oracle, "norm_gap", None)
+        #: A budgeted branch's incumbent, for the method after it (:meth:`_first_incumbent_plus`).
+        self._carried: tuple[np.ndarray | None, float] = (None, -np.inf)
 
     # ------------------------------------------------------------ dispatch
     def run(self) -> tuple[np.ndarray | None, float]:
@@ -351,10 +355,16 @@ class NormSolver:
     def _maximise_plus(self, model: CompiledModel) -> tuple[np.ndarray | None, float]:
         if self._plus_branch_applies():
             return self._branch_plus()
+        if _PLUS_BRANCH_TRY and self._plus_branch_applies(trial=True):
+            try:  # easy queries end here; the others keep its incumbent for the outer approximation
+                return self._branch_plus(max_nodes=_PLUS_BRANCH_TRY)
+            except NodeBudget:
+                self.stats.extra["tried_nodes"] = self.stats.extra.pop("nodes")
+                self.stats.method = "oa-quadratic-form"
         with model.options(_PLUS_OPTIONS):
             return self._outer_plus(model)
 
-    def _plus_branch_applies(self) -> bool:
+    def _plus_branch_applies(self, trial: bool = False) -> bool:
         """Sign +1 by the concave branch, ``M`` definite: a combinatorial space whose MILP needs lazy cuts, or
         bipartite matchings (an assignment a linear query, conflict terms in the bound).
 
@@ -365,21 +375,36 @@ class NormSolver:
         6x6 grid, f = 1: 9.5 s -> 1.0 s). Bipartite matchings (interleaved, s, outer approximation ->
         branch): K(10, 12), f = 0.3: 0.21-0.32 -> 0.09-0.10, f = 1: 1.4-7.3 -> 0.75-1.4; the crew
         problem's slowest AROQ-C queries: 6.3-20 -> 0.7-2.7.
+
+        ``trial``: whether the branch may try first with a node budget (:data:`_PLUS_BRANCH_TRY`) where the
+        outer approximation serves (any space with a combinatorial linear oracle): on the easy queries it
+        ends in a few nodes, before the outer approximation's first MILP (interleaved, s, outer approximation
+        -> branch: Cardinality(100, 10), f = 0.1: 0.07 -> 0.03; K15 general matchings, f = 0.3: 0.23-0.27 ->
+        0.07-0.26).
         """
         space = self.oracle.space
         if not _PLUS_BRANCH or not applies(space) or not positive_definite(self.query.M, self.arms):
             return False
-        if _PLUS_BRANCH == "always" or self.oracle.formulation.separators:
+        if trial or _PLUS_BRANCH == "always" or self.oracle.formulation.separators:
             return True
         return type(space) is Matchings and space.bipartite
 
-    def _branch_plus(self) -> tuple[np.ndarray | None, float]:
-        """Sign +1 by :class:`~.plus_branch.ConcaveBranch` (``M`` definite, a combinatorial space)."""
+    def _branch_plus(self, max_nodes: int | None = None) -> tuple[np.ndarray | None, float]:
+        """Sign +1 by :class:`~.plus_branch.ConcaveBranch` (``M`` definite, a combinatorial space).
+
+        ``max_nodes``: raise :class:`~.minus_branch.NodeBudget` beyond that many nodes, keeping the search's
+        incumbent for the next method (:meth:`_first_incumbent_plus`).
+        """
         self.stats.method = "branch-concave"
         best, best_value = self._first_incumbent_plus(light=_BRANCH_LIGHT_START)
         search = ConcaveBranch(self.oracle.space, self.query, self.arms, self.deadline, _clock)
+        if max_nodes is not None:
+            search.max_nodes = max_nodes
         try:
             best, best_value, bound = search.run(best, best_value, None if self.gap is None else self.settled)
+        except NodeBudget:
+            self._carried = (search.best, search.best_value)
+            raise
         finally:
             self.stats.extra["nodes"] = search.nodes
             self.stats.extra["linear_queries"] = search.queries
@@ -596,6 +621,9 @@ class NormSolver:
         """The best hint, improved by linear-oracle ascent steps (:func:`~.local_search.ascend`); unless ``light``,
         also by restarts and swaps (the outer approximation's MILPs gain from them; the branch finds its own)."""
         best, best_value = self._best_hint(None, -np.inf)
+        carried, carried_value = self._carried
+        if carried is not None and carried_value > best_value:
+            best, best_value = carried.copy(), carried_value
 
         def linear(weights: np.ndarray) -> np.ndarray | None:
             return self.oracle.solve_linear(LinearQuery(weights, self.res))
