@@ -96,6 +96,7 @@ VARIANTS: dict[str, dict[str, object]] = {
     "no-tune": {"plus_branch._TUNE_AFTER": 0},  # the root's diagonal by trace only (before 9da3707)
     "rescale": {"plus_branch._SHIFT_DOWN": False},  # node forms: a new scaled shift (matchings; before 9da3707)
     "before-tune": {"plus_branch._TUNE_AFTER": 0, "plus_branch._SHIFT_DOWN": False},  # 0f6ad8e's branch
+    "no-trial": {"_PLUS_BRANCH_TRY": 0},  # no budgeted branch before the outer approximation (before f7d2c42)
 }
 
 
