@@ -24,8 +24,8 @@ for ``N`` either
 * the shifted ``M_r = M - D + s s' / m`` of :func:`~.minus_branch.relaxation_matrix` (PSD, and
   ``a @ M_r @ a <= a @ M @ a`` on every set of at most ``m = space.m`` arms): ``n(a) >= n_r(a) >=
   (M_r x0) @ a / n_r(x0)``. Between actions ``n_r`` is larger than ``n``, so its tangents cut off the
-  fractional points that spread over many arms; ``M``'s tangents are exact at the action ``x0``. Since
-  this session the chord form ``R`` of :mod:`.paths_chord` takes ``M_r``'s place (its tangents
+  fractional points that spread over many arms; ``M``'s tangents are exact at the action ``x0``. The
+  chord form ``R`` of :mod:`.paths_chord` takes ``M_r``'s place (its tangents
   ``n(a) >= g @ a + g0``, a row with a constant): the same ``D``, with ``sqrt(d @ a)`` bounded by its chord
   between the fewest arms of a path (:func:`shortest_length`, the excluded arms left out) and
   ``arms_bound``, rather than from 0: ``R >= n_r`` on every point of at least that many arms, so on ``P``.
@@ -128,7 +128,7 @@ s-t max flow only when no component cut is violated (flat); each node's first LP
 principal submatrix of ``M``: 0.104 on 100 of the 112 arms, 0.131 on 80: deep nodes only). The optimum
 given as the first incumbent saves 1-15% of the nodes at f = 1: the incumbent is not the bottleneck there.
 
-Products of the path's rows (issue 12, this session). The potential first: Shor's semidefinite bound
+Products of the path's rows (issue 12). The potential first: Shor's semidefinite bound
 ``max mu @ x - f sqrt(<M, X>)`` over ``[[1, x'], [x, X]]`` PSD with ``diag(X) = x``, on the converged root LP's rows
 (formulation, forbid rows, cuts; ``x`` = arms and visit columns), by a golden-section search over ``lambda`` of
 ``max mu @ x - f (<M, X> / lambda + lambda) / 2`` (SCS, 1e-5; scratch scripts, cvxpy): (a) the LP root as before,
