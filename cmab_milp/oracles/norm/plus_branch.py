@@ -183,7 +183,11 @@ class ConcaveBranch(LinearOracleBranch):
         problem (searches of 66-261 nodes, rarely tuned), 1,200 rounds: 277 -> 82 s. The former per-node
         shift (``_SHIFT_DOWN = False``, matchings only: a new scaled shift of the node's arms keeping the root's
         size and conflict terms) took the crew's queries from 2,300-4,100 nodes without node forms to 680-970
-        on the slowest of an earlier capture.
+        on the slowest of an earlier capture. Neither wins everywhere on matchings: on the crew's AROQ-C
+        queries near t = 16,000 the new scaled shift takes 6,159 / 5,719 nodes (1.8 / 1.7 s) where the lowered
+        form takes 11,141 / 10,045 (3.2 / 3.0 s), while on those near t = 12,000, on K(10, 12) and on OLS-UCB-C
+        (1,200 rounds: 303 s against 82 s) the lowered form wins. Choosing per node (the smaller ``q`` at the
+        parent's point moved into the node) landed in between on both.
         """
         form = node.form if node.form is not None and node.form[4] == self.generation else self.root_form
         if not _REFORM or (self.conflicts is None and not _SHIFT_DOWN):
