@@ -42,6 +42,8 @@ rows per decade of rounds show the trend.
   node forms (commit a02461f, a helper's benchmarks beside it): 16,692 rounds in 600 s, 962 updates, rounds
   1,000-9,999 0.14 s a query, 10,000-16,692 0.97 s: no change end to end (its captured slowest queries alone
   run 10-30% faster).
+* SROQ-C, exact, with the lowered node forms and the tuned root (a639ab0, idle machine): T = 10^5 in 290 s wall,
+  pair queries 37 ms (slowest 251 ms), arm queries 52 ms, regret 102,147.2 (the same).
 * SROQ-C, exact, final main (``--budget 600``, load 2-3): T = 10^5 in 335 s wall (2 oracle threads), 14,741
   pair queries at 43 ms thread time (slowest 251 ms), 360 arm queries at 60 ms, regret 102,147 (as the
   approximate run's). An earlier commit of the day (full first incumbent, both root forms): 451 s.
