@@ -186,7 +186,6 @@ class LinearOracleBranch:
 
     def __init__(self, space, query: NormQuery, arms: np.ndarray, deadline: float | None, clock: Callable[[], float]):
         self.space = space
-        self.solver = _SOLVERS[type(space)]
         self.q = query
         self.res = query.restrictions
         d = len(query.mu)

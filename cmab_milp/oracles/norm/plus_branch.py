@@ -84,7 +84,7 @@ from ..base import NormQuery
 from .minus_branch import _EPS, _REL_GAP, _ROUND, LinearOracleBranch, _Node, quadratic_line_maximum
 from .overestimator import conflict_pairs, overestimator_parts, shifted_form
 from .scaling import arms_bound, proven
-from .shifts import _MARGIN, diagonal_shift, weighted_diagonal
+from .shifts import _MARGIN, diagonal_shift, low_rank_start, weighted_diagonal
 
 __all__ = ["ConcaveBranch", "concave_shift"]
 
@@ -247,8 +247,7 @@ class ConcaveBranch(LinearOracleBranch):
         if x is None:
             return
         form, weights = self.root_form[:4], [x - x * x]
-        k = len(self.arms)
-        rows = np.random.default_rng(0).normal(size=(k, max(2, int(np.ceil(np.sqrt(2 * k))))))
+        rows = low_rank_start(len(self.arms))
         for round_ in range(_TUNE_ROUNDS):
             sweeps = _TUNE_SWEEPS[0] if round_ == 0 else _TUNE_SWEEPS[1]  # later rounds start from the last rows
             shift = weighted_diagonal(B, self.arms, np.mean(weights, axis=0), sweeps=sweeps, rows=rows)

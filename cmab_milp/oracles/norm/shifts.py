@@ -35,7 +35,7 @@ import math
 
 import numpy as np
 
-__all__ = ["diagonal_shift", "weighted_diagonal"]
+__all__ = ["diagonal_shift", "low_rank_start", "weighted_diagonal"]
 
 #: Sweeps of the low-rank max-cut method (10: within ~0.2% of its limit at d = 60 to 120, ~5-20 ms).
 SWEEPS = 10
@@ -99,6 +99,15 @@ def _maxcut_diagonal(sub: np.ndarray, sign: float, sweeps: int) -> np.ndarray:
     return _low_rank_diagonal(sub, sign, sweeps, np.ones(len(sub)))
 
 
+def low_rank_start(k: int) -> np.ndarray:
+    """The fixed start of the low-rank max-cut method on ``k`` arms: ``k x ceil(sqrt(2 k))`` normal rows (seed 0).
+
+    >>> low_rank_start(8).shape
+    (8, 4)
+    """
+    return np.random.default_rng(0).normal(size=(k, max(2, int(np.ceil(np.sqrt(2 * k))))))
+
+
 def _low_rank_diagonal(
     sub: np.ndarray, sign: float, sweeps: int, w: np.ndarray, rows: np.ndarray | None = None
 ) -> np.ndarray:
@@ -107,7 +116,7 @@ def _low_rank_diagonal(
     ``sign (sub - diag(d))`` so that ``sign (diag(d) - sub)`` is PSD exactly. ``rows``: the start, updated
     in place (a fixed random start otherwise)."""
     k = len(sub)
-    V = np.random.default_rng(0).normal(size=(k, max(2, int(np.ceil(np.sqrt(2 * k)))))) if rows is None else rows
+    V = low_rank_start(k) if rows is None else rows
     root_w = np.sqrt(w)
     V *= (root_w / np.maximum(np.linalg.norm(V, axis=1), 1e-300))[:, None]
     off = sub - np.diag(np.diag(sub))
