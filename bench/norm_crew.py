@@ -15,7 +15,7 @@ kept with its ``mu``, ``M``, ``f`` and hints (the previous answer):
   epoch), hinted likewise (rarely: few pairs lie in the answer).
 
 ``--large NAME`` takes instead the sign +1 queries of ``bench/norm_large.py`` (its family named
-like ``NAME``, its seeds; ``--f``, ``--queries``).
+like ``NAME``, its seeds; ``--f``, ``--queries``); ``--time-limit`` then applies to ``highs`` too.
 
 Each query is asked of every contender in turn (interleaved: the machine is shared). Contenders
 are ``highs`` under each ``--variants`` entry (module settings of the sign +1 method, below) and
@@ -97,6 +97,7 @@ VARIANTS: dict[str, dict[str, object]] = {
     "rescale": {"plus_branch._SHIFT_DOWN": False},  # node forms: a new scaled shift (matchings; before 9da3707)
     "before-tune": {"plus_branch._TUNE_AFTER": 0, "plus_branch._SHIFT_DOWN": False},  # 0f6ad8e's branch
     "no-trial": {"_PLUS_BRANCH_TRY": 0},  # no budgeted branch before the outer approximation (before f7d2c42)
+    "no-plus-paths": {"_PLUS_PATHS": False},  # cyclic s-t paths by the outer approximation (before plus_paths)
 }
 
 
@@ -209,7 +210,8 @@ def main(argv: list[str] | None = None) -> None:
     backends = [b for b in args.backends.split(",") if b and b in cm.available_backends()]
     contenders: list[tuple[str, cm.Oracle, str | None]] = []
     if "highs" in backends:
-        contenders += [(f"highs:{v}", cm.make_oracle(space, "highs"), v) for v in names]
+        limit = args.time_limit if args.large else None  # (the crew's queries: exact, however long)
+        contenders += [(f"highs:{v}", cm.make_oracle(space, "highs", time_limit=limit), v) for v in names]
     contenders += [(b, cm.make_oracle(space, b, time_limit=args.time_limit), None) for b in backends if b != "highs"]
     times: dict[str, dict[str, list[tuple[float, bool]]]] = {}
     for n, (kind, q) in enumerate(queries):

@@ -262,10 +262,12 @@ def test_the_time_limit_holds_for_the_whole_norm_query(monkeypatch):
 
 @pytest.fixture
 def secant_method(monkeypatch):
-    """Sign -1 by the MILPs (secants or outer approximation), not :mod:`~cmab_milp.oracles.norm.minus_branch`."""
+    """Sign -1 by the MILPs (secants or outer approximation), not :mod:`~cmab_milp.oracles.norm.minus_branch`; sign +1
+    on cyclic s-t paths by the outer approximation, not :mod:`~cmab_milp.oracles.norm.plus_paths`."""
     from cmab_milp.oracles.norm import solver
 
     monkeypatch.setattr(solver, "_MINUS_BRANCH", False)
+    monkeypatch.setattr(solver, "_PLUS_PATHS", False)
 
 
 @pytest.fixture

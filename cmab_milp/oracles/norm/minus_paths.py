@@ -326,11 +326,11 @@ class _PathLP:
     the dense tangents, each in the order added; ``tangent_row`` marks which HiGHS rows are tangents.
     """
 
-    def __init__(self, space: STPaths, query: NormQuery, t_hi: float):
+    def __init__(self, space: STPaths, query: NormQuery, t_hi: float, t_lo: float = 0.0):
         form = space.formulation().without_optional() if _UNORIENTED else space.formulation()
         self.d = d = space.d
         self.model = CompiledModel(form, integer=False)
-        self.t = self.model.add_cols(np.zeros(1), np.array([t_hi]), np.zeros(1, bool), ["norm"])
+        self.t = self.model.add_cols(np.array([t_lo]), np.array([t_hi]), np.zeros(1, bool), ["norm"])
         self.n = self.t + 1
         a, lo, hi = form.matrix()
         self.sparse_rows: list[Row] = []
@@ -347,7 +347,7 @@ class _PathLP:
         names = form.col_names()
         self.visits = np.array([k for k, name in enumerate(names) if name.startswith("visit")], int)
         self.visit_nodes = [int(names[k].removeprefix("visit")) for k in self.visits]  # graph node of each
-        self.col_lo = np.concatenate([np.zeros(d), form.aux_lb, [0.0]]).astype(float)
+        self.col_lo = np.concatenate([np.zeros(d), form.aux_lb, [t_lo]]).astype(float)
         self.col_hi = np.concatenate([np.ones(d), form.aux_ub, [t_hi]]).astype(float)
         self.visit_lo, self.visit_hi = self.col_lo[self.visits].copy(), self.col_hi[self.visits].copy()
         if not np.isfinite(self.col_hi).all() or not np.isfinite(self.col_lo).all():  # pragma: no cover
@@ -492,16 +492,7 @@ class PathBranch:
         self.free[arms] = True
         self.free[list(self.res.include)] = False
         self.M = query.M
-        #: The chord forms (:mod:`.paths_chord`) whose tangents bound ``t`` (none: ``M_r``'s instead).
-        self.forms: list[ChordNorm] = []
-        if _CHORD:
-            try:
-                self.forms.append(ChordNorm(query.M, arms, shortest_length(space, arms), arms_bound(space)))
-            except ValueError:  # M - D not PSD in floating point (M barely definite): the shifted matrix, as before
-                pass
-        shifted = _SHIFTED_TANGENTS and not self.forms
-        self.M_r = relaxation_matrix(query.M, arms, arms_bound(space)) if shifted else None
-        self.lp = _PathLP(space, query, float(np.sqrt(max(l_hi, 0.0))))
+        self.lp = self.make_bounds(arms, l_hi)
         self.branchable = np.zeros(self.lp.n, bool)  # free arms and visit columns
         self.branchable[:d] = self.free
         self.branchable[self.lp.visits] = True
@@ -512,6 +503,21 @@ class PathBranch:
         self.max_flows = True  # whether the max-flow separation still runs (module docstring)
         self.best: np.ndarray | None = None
         self.best_value = -np.inf
+
+    def make_bounds(self, arms: np.ndarray, l_hi: float) -> _PathLP:
+        """The forms whose tangents bound ``t`` (:meth:`tangents_at`) and the query's LP (``t`` in ``[0,
+        sqrt(l_hi)]``): :class:`~.plus_paths.ConcavePathBranch` makes its own."""
+        query = self.q
+        #: The chord forms (:mod:`.paths_chord`) whose tangents bound ``t`` (none: ``M_r``'s instead).
+        self.forms: list[ChordNorm] = []
+        if _CHORD:
+            try:
+                self.forms.append(ChordNorm(query.M, arms, shortest_length(self.space, arms), arms_bound(self.space)))
+            except ValueError:  # M - D not PSD in floating point (M barely definite): the shifted matrix, as before
+                pass
+        shifted = _SHIFTED_TANGENTS and not self.forms
+        self.M_r = relaxation_matrix(query.M, arms, arms_bound(self.space)) if shifted else None
+        return _PathLP(self.space, query, float(np.sqrt(max(l_hi, 0.0))))
 
     # ------------------------------------------------------------ incumbents
     def offer(self, action: np.ndarray | None) -> None:
@@ -532,9 +538,9 @@ class PathBranch:
         if value > self.best_value:
             self.best, self.best_value = action.copy(), value
             if _INCUMBENT_TANGENTS:
-                made = self.tangent(self.M, action.astype(float))
+                made = self.exact_tangent(action.astype(float))
                 if made is not None:
-                    self.lp.add_tangent(made[0], -made[2])  # the LP is exact at the incumbent
+                    self.lp.add_tangent(*made)  # the LP is exact at the incumbent
 
     def integral(self, x: np.ndarray, g: np.ndarray | None) -> None:
         """Offer an LP point integral on the arms (repaired when it is no path)."""
@@ -553,6 +559,11 @@ class PathBranch:
             self.offer(space.start_action(g, upper=self.lp.arm_hi, conflicts=self.res.forbid_pairs))
 
     # ------------------------------------------------------------ bounding
+    def exact_tangent(self, action: np.ndarray) -> tuple[np.ndarray, float] | None:
+        """``(coef, lo)`` of the row ``t - coef @ a >= lo`` exact at ``action`` (``M``'s tangent there)."""
+        made = self.tangent(self.M, action)
+        return None if made is None else (made[0], -made[2])
+
     def tangent(self, N: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, float, float] | None:
         """``(N x) / n_N(x)``, ``n_N(x)`` and the rounding allowance of the row ``t >= (N x) @ a / n_N(x)``;
         ``None`` at ``n_N(x) = 0``."""

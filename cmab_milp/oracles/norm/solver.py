@@ -89,6 +89,7 @@ from .minus_paths import PathBranch
 from .minus_paths import applies as paths_apply
 from .outer import outer_approximation, square_root_rows
 from .plus_branch import ConcaveBranch
+from .plus_paths import ConcavePathBranch
 from .scaling import arms_bound, proven, unit_objective, unit_scale
 from .secants import PiecewiseSqrt, sqrt_grid, window_top
 
@@ -167,6 +168,9 @@ _PLUS_BRANCH_TRY = 100
 #: Sign -1 on s-t paths of cyclic graphs by :mod:`.minus_paths` (LP branch and bound with tangents of the norm)
 #: when ``M`` is definite and the query well scaled; otherwise the secant MILPs.
 _MINUS_PATHS = True
+#: Sign +1 on s-t paths of cyclic graphs by :mod:`.plus_paths` (LP branch and bound with tangents of a concave
+#: overestimator) when ``M`` is definite and the query well scaled; otherwise the outer approximation.
+_PLUS_PATHS = True
 #: ``delta``, the smallest ``L`` handled by tangents, as a fraction of the largest ``L``.
 _DELTA_FRACTION = 1e-6
 
@@ -353,6 +357,9 @@ class NormSolver:
 
     # --------------------------------------------------------- sign = +1
     def _maximise_plus(self, model: CompiledModel) -> tuple[np.ndarray | None, float]:
+        q = self.query
+        if _PLUS_PATHS and paths_apply(self.oracle.space) and well_scaled(q) and positive_definite(q.M, self.arms):
+            return self._branch_path(*self._best_hint(None, -np.inf), sign=1)
         if self._plus_branch_applies():
             return self._branch_plus()
         if _PLUS_BRANCH_TRY and self._plus_branch_applies(trial=True):
@@ -506,7 +513,7 @@ class NormSolver:
         q, f = self.query, self.query.f
         paths = _MINUS_BRANCH and _MINUS_PATHS and paths_apply(self.oracle.space) and well_scaled(q)
         if paths and positive_definite(q.M, self.arms):
-            return self._branch_minus(*self._best_hint(None, -np.inf), paths=True)  # (no longest-path MILP first)
+            return self._branch_path(*self._best_hint(None, -np.inf), sign=-1)  # (no longest-path MILP first)
         lin = self._linear_argmax()
         if lin is None:
             return None, -np.inf
@@ -588,15 +595,22 @@ class NormSolver:
         self.stats.extra["pieces"] = 0 if secants is None else len(secants.points) - 1
         return best, max(bound, best_value)
 
-    def _branch_minus(self, best: np.ndarray | None, best_value: float, paths: bool = False):
-        """Sign -1 by :class:`~.minus_branch.LinearOracleBranch` (``M`` definite, a combinatorial space), or on
-        s-t paths of a cyclic graph (``paths``) by :class:`~.minus_paths.PathBranch`."""
-        self.stats.method = "branch-path-lp" if paths else "branch-linear-oracle"
-        space, q = self.oracle.space, self.query
-        if paths:
-            search = PathBranch(space, q, self.arms, self.l_hi, self.deadline, _clock)
-        else:
-            search = LinearOracleBranch(space, q, self.arms, self.deadline, _clock)
+    def _branch_minus(self, best: np.ndarray | None, best_value: float):
+        """Sign -1 by :class:`~.minus_branch.LinearOracleBranch` (``M`` definite, a combinatorial space)."""
+        self.stats.method = "branch-linear-oracle"
+        search = LinearOracleBranch(self.oracle.space, self.query, self.arms, self.deadline, _clock)
+        return self._run_search(search, best, best_value)
+
+    def _branch_path(self, best: np.ndarray | None, best_value: float, sign: int):
+        """S-t paths of a cyclic graph (``M`` definite): sign -1 by :class:`~.minus_paths.PathBranch`, sign +1 by
+        :class:`~.plus_paths.ConcavePathBranch`."""
+        self.stats.method = "branch-path-lp" if sign < 0 else "branch-path-concave"
+        kind = PathBranch if sign < 0 else ConcavePathBranch
+        search = kind(self.oracle.space, self.query, self.arms, self.l_hi, self.deadline, _clock)
+        return self._run_search(search, best, best_value)
+
+    def _run_search(self, search, best: np.ndarray | None, best_value: float):
+        """Run a branch and bound from the incumbent ``best``; its statistics go to :attr:`stats`."""
         try:
             best, best_value, bound = search.run(best, best_value, None if self.gap is None else self.settled)
         finally:
