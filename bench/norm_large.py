@@ -71,6 +71,11 @@ max s, ours (Gurobi): K(10,12) 0.05 / 0.06 (0.04 / 0.08), 0.08 / 0.08 (0.33 / 0.
 (stopped); trees 6x6 0.02 / 0.05 (0.04 / 0.06), 0.02 / 0.04 (0.10 / 0.12), 0.16 / 0.30 (stopped);
 trees 8x8 0.03 / 0.03 (0.19 / 0.26), 0.03 / 0.07 (1.70 / 3.64), 0.43 / 0.63 (stopped); forests 8x8
 0.03 / 0.07 (0.09 / 0.14), 0.10 / 0.11 (1.97 / 7.62), 4.11 / 8.55 (stopped).
+
+Sign +1 on the s-t paths (``bench/norm_crew.py --large "s-t paths" --f 0.1,0.3,1,3 --variants no-plus-paths,new
+--backends highs --time-limit 10``: these queries, interleaved), median / max s, the outer approximation ->
+:mod:`cmab_milp.oracles.norm.plus_paths`: f = 0.1 0.95 / 1.53 -> 0.05 / 0.16; f = 0.3 stopped (2 of 3) -> 0.18 /
+0.43; f = 1 and 3 stopped either way (f = 1, the one query that finishes in 20 s: 2,087 nodes).
 """
 
 from __future__ import annotations

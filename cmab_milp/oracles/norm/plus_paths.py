@@ -23,6 +23,31 @@ action ``a`` of a node gives the LP point ``(a, -n(a))``: it satisfies every row
 proven bound by :func:`~.minus_paths.safe_bound`) bounds the node, whatever subset of the rows the LP holds.
 This is Kelley's method on ``max_{x in P} mu @ x + f sqrt(q(x))``, as in :mod:`.minus_paths` with ``-n``.
 
+Two forms bound ``t``: the diagonal alone (``q(a) = a @ M @ a`` on every action) and, when ``M``'s mean
+off-diagonal entry ``kappa`` is positive, the one with the size term ``kappa |a| (m - |a|)``, which is not
+exact on paths shorter than ``m``. The exact one's plane at each new incumbent enters the LP, so a node
+holding a single path is bounded by that path's index and closes. With the size term's form alone no node
+ever closed: a query on the 8x8 grid at f = 0.01, root bound 39.3098 against the optimum 39.2829, took 343
+nodes down to its leaves; now 1. (On bench/norm_large.py's covariances ``kappa ~ 0``.)
+
+Measured (bench/norm_large.py's s-t queries, 8x8 grid, d = 112, every other one restricted; ``bench/norm_crew.py
+--large "s-t paths" --variants no-plus-paths,new --backends highs --time-limit 10``, interleaved per query),
+median / max s, outer approximation -> this module::
+
+    f     before                 after
+    0.1   0.95 / 1.53            0.05 / 0.16   (5-91 nodes)
+    0.3   10.01 / 10.07 (2*)     0.18 / 0.43   (35-91 nodes)
+    1     10.01 / 10.05 (3*)     10.00 / 10.00 (3*)
+    3     10.01 / 10.04 (3*)     10.01 / 10.01 (3*)
+
+At f = 1 the one query that finishes in 20 s takes 2,087 nodes (root bound 46.94 against 44.54): the
+diagonal of this ``M`` (``A A' / d + 0.1 I``) must be ~3.5 an arm against ``M_ii ~ 1.1`` for ``M - D`` to be
+negative semidefinite, so mixtures of paths gain ``sum_i d_i x_i (1 - x_i)``. Tried and dropped: the root's
+diagonal tuned to its LP points (weighted max-cut diagonals, 4 rounds, each a further form): root 46.94 ->
+46.23, yet 2,251 nodes against 2,087 and 27 s against 19 s. A node's own form lowered on its free arms (as
+:mod:`.plus_branch` does) would need rows scoped to a subtree in the shared LP; by the eigenvalues it would
+lower ``d`` by 0.05-0.3 of ~3.5 at 10-40 fixed arms, so it was not built.
+
 Example
 -------
 >>> import networkx as nx

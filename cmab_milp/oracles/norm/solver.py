@@ -9,7 +9,9 @@ the tie rule). Two methods, one per sign:
 ``sign=+1`` (outer approximation in the quadratic form; a branch and bound on trees and forests)
     For a definite ``M`` on spanning trees and forests (spaces with a combinatorial linear oracle
     whose MILP needs lazy cuts: :meth:`NormSolver._plus_branch_applies`), :mod:`.plus_branch`:
-    tangent planes of a concave overestimator, each bound one linear query. Otherwise, on the
+    tangent planes of a concave overestimator, each bound one linear query. On s-t paths of graphs
+    with cycles (``M`` definite, the query well scaled), :mod:`.plus_paths`: the same overestimator's
+    tangents in the path LP of :mod:`.minus_paths` (a linear query there is a longest path). Otherwise, on the
     lifting of :meth:`~.lifting.Lifted.glover_upper` (the model's ``L`` never exceeds
     the true ``a @ M @ a`` and can reach it), a column ``s`` (cost 1, standing for
     ``f sqrt(L)``) is capped by tangents ``s <= f (r/2 + L/(2r))`` of the concave
