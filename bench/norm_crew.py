@@ -98,6 +98,7 @@ VARIANTS: dict[str, dict[str, object]] = {
     "before-tune": {"plus_branch._TUNE_AFTER": 0, "plus_branch._SHIFT_DOWN": False},  # 0f6ad8e's branch
     "no-trial": {"_PLUS_BRANCH_TRY": 0},  # no budgeted branch before the outer approximation (before f7d2c42)
     "no-plus-paths": {"_PLUS_PATHS": False},  # cyclic s-t paths by the outer approximation (before plus_paths)
+    "no-vertex-terms": {"plus_paths._VERTEX_TAUS": ()},  # plus_paths: the diagonal form alone (before the stars)
 }
 
 

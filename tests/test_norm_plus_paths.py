@@ -15,7 +15,8 @@ from cmab_milp.oracles.highs_model import LimitReached
 from cmab_milp.oracles.norm import plus_paths, solver
 from cmab_milp.oracles.norm.lifting import quadratic_form_bounds
 from cmab_milp.oracles.norm.minus_paths import _Node
-from cmab_milp.oracles.norm.plus_paths import ConcavePathBranch
+from cmab_milp.oracles.norm.overestimator import shifted_form
+from cmab_milp.oracles.norm.plus_paths import ConcavePathBranch, vertex_parts
 from cmab_milp.oracles.norm.scaling import proven
 from cmab_milp.oracles.norm.solver import last_stats
 
@@ -113,7 +114,7 @@ def test_a_node_holding_one_action_is_bounded_by_its_index(name):
         f = [0.01, 0.3, 1.0, 3.0][trial % 4]
         mu, M = rng.uniform(0.0, 1.0, space.d), _correlated(rng, space.d)
         search = _branch(space, mu, M, f)
-        assert len(search.concave) == 2  # the exact form and the one with the size term
+        assert len(search.concave) == 3  # the forms exact on paths (with the stars, the diagonal alone), the size term
         a = actions[rng.integers(len(actions))]
         search.lp.add_tangent(*search.exact_tangent(a.astype(float)))  # what a new incumbent adds
         value = float(values(a[None, :], mu, M, f)[0])
@@ -179,11 +180,43 @@ def test_approximate_mode_returns_a_certified_path_on_its_time_limit(monkeypatch
     assert approximate
 
 
+@pytest.mark.parametrize("name", list(GRAPHS))
+def test_the_star_terms_vanish_on_every_path_and_leave_forms_concave(name):
+    """``vertex_parts``: ``a @ B @ a + l @ a = a @ M @ a`` on every path (brute force, directed and undirected, with
+    arms excluded), and each form made from it is concave on the arms and exact on paths."""
+    space, _, actions = space_and_actions(name)
+    rng = np.random.default_rng([len(name), 18])
+    paths = actions.astype(float)
+    for tau in (0.3, 1.0, 4.0):
+        M = _correlated(rng, space.d)
+        arms = np.sort(rng.permutation(space.d)[: space.d - 2])
+        kept = paths[~paths[:, np.setdiff1d(np.arange(space.d), arms)].any(axis=1)]
+        B, linear = vertex_parts(space, M, arms, tau)
+        quad = np.einsum("ni,ij,nj->n", kept, M, kept)
+        assert np.allclose(np.einsum("ni,ij,nj->n", kept, B, kept) + kept @ linear, quad, rtol=1e-12, atol=1e-12)
+        A, b = shifted_form(B, linear, arms)
+        assert np.linalg.eigvalsh(A[np.ix_(arms, arms)])[-1] <= 1e-12
+        assert np.allclose(np.einsum("ni,ij,nj->n", kept, A, kept) + kept @ b, quad, rtol=1e-12, atol=1e-12)
+
+
+def test_a_wrong_star_count_is_caught():
+    """The check above is not vacuous: ``r = 2`` at the source (a path leaves it once) breaks the identity."""
+    space, _, actions = space_and_actions("grid-3x4")
+    M = _correlated(np.random.default_rng(1), space.d)
+    B, linear = vertex_parts(space, M, np.arange(space.d), 1.0)
+    at_s = ((space.tail == space.s) | (space.head == space.s)).astype(float)
+    wrong = linear + at_s  # tau (r_s + 1) on the source's edges
+    paths = actions.astype(float)
+    quad = np.einsum("ni,ij,nj->n", paths, M, paths)
+    assert not np.allclose(np.einsum("ni,ij,nj->n", paths, B, paths) + paths @ wrong, quad)
+
+
 def test_the_size_form_can_be_switched_off(monkeypatch):
     space, _, actions = space_and_actions("grid-3x4")
     rng = np.random.default_rng(5)
     mu, M = rng.uniform(0, 1, space.d), _correlated(rng, space.d)
     monkeypatch.setattr(plus_paths, "_SIZE_FORM", False)
+    monkeypatch.setattr(plus_paths, "_VERTEX_TAUS", ())
     assert len(_branch(space, mu, M, 1.0).concave) == 1
     answer = cm.make_oracle(space, "highs").argmax_norm(mu, M, 1.0, 1)
     best = float(values(actions, mu, M, 1.0).max())

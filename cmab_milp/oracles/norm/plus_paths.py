@@ -23,24 +23,39 @@ action ``a`` of a node gives the LP point ``(a, -n(a))``: it satisfies every row
 proven bound by :func:`~.minus_paths.safe_bound`) bounds the node, whatever subset of the rows the LP holds.
 This is Kelley's method on ``max_{x in P} mu @ x + f sqrt(q(x))``, as in :mod:`.minus_paths` with ``-n``.
 
-Two forms bound ``t``: the diagonal alone (``q(a) = a @ M @ a`` on every action) and, when ``M``'s mean
+The star terms (:func:`vertex_parts`). On a path every node's edges hold 0 or ``r_v`` of its arms (2 at an
+inner node, 1 at ``s`` and ``t``; directed: the arcs into a node and those out of it, 1 each), so
+``g_v(a) = r_v a(S_v) - a(S_v)^2`` is 0 on every path, and ``a @ M @ a = a @ (M - tau N' N) @ a + tau (N' r) @ a``
+there. The diagonal then needs only ``D - M + tau N' N`` PSD: ``N' N`` takes the smooth directions (paths
+are long runs of adjacent arms) out of what ``D`` must cover. ``tau`` is ``_VERTEX_TAUS`` times the mean
+``M_ii``; between paths the form gains ``tau sum_v g_v(x)`` (0 where the LP point's degree at ``v`` is 0 or
+``r_v``) against less ``sum_i d_i x_i (1 - x_i)``. Measured (the queries below, nodes): f = 0.3 91 / 41 / 43 ->
+45 / 25 / 29 with ``tau = 1`` (``tau`` 0.1: 73 / 27 / 45, 0.3: 57 / 37 / 33, 2: 45 / 35 / 41, 4: 63 / 35 / 43);
+f = 1 2,087 -> 775 and stopped -> 1,025 (``tau`` 0.5: 879 / 1,437, 1.5: 747 / 1,027, 2: 1,219 / 1,287). On a random
+digraph (``nx.gnm_random_graph(120, 520, seed=1, directed=True)``, d = 520, f = 0.1): 225 / 109 -> 181 / 143
+nodes (``tau = 0.5``: 147 / 131), 1.3-1.7 s where the outer approximation stops at 10 s; f = 0.3 stops either way.
+
+Forms bound ``t`` together (the LP takes the least of them at every point): the one with the star terms,
+the diagonal alone (both have ``q(a) = a @ M @ a`` on every path) and, when ``M``'s mean
 off-diagonal entry ``kappa`` is positive, the one with the size term ``kappa |a| (m - |a|)``, which is not
-exact on paths shorter than ``m``. The exact one's plane at each new incumbent enters the LP, so a node
+exact on paths shorter than ``m``. The first one's plane at each new incumbent enters the LP, so a node
 holding a single path is bounded by that path's index and closes. With the size term's form alone no node
 ever closed: a query on the 8x8 grid at f = 0.01, root bound 39.3098 against the optimum 39.2829, took 343
 nodes down to its leaves; now 1. (On bench/norm_large.py's covariances ``kappa ~ 0``.)
 
 Measured (bench/norm_large.py's s-t queries, 8x8 grid, d = 112, every other one restricted; ``bench/norm_crew.py
 --large "s-t paths" --variants no-plus-paths,new --backends highs --time-limit 10``, interleaved per query),
-median / max s, outer approximation -> this module::
+median / max s, the outer approximation -> this module without the star terms; then (``--variants
+no-vertex-terms,new``, another run) without -> with them::
 
-    f     before                 after
-    0.1   0.95 / 1.53            0.05 / 0.16   (5-91 nodes)
-    0.3   10.01 / 10.07 (2*)     0.18 / 0.43   (35-91 nodes)
-    1     10.01 / 10.05 (3*)     10.00 / 10.00 (3*)
-    3     10.01 / 10.04 (3*)     10.01 / 10.01 (3*)
+    f     outer approximation    no stars               with the stars
+    0.1   0.95 / 1.53            0.05 / 0.16            0.06 / 0.16  (11-45 nodes)
+    0.3   10.01 / 10.07 (2*)     0.18 / 0.43            0.13 / 0.17  (25-45 nodes)
+    1     10.01 / 10.05 (3*)     10.00 / 10.00 (3*)     8.74 / 10.01 (1*; 5.5 s, 775 nodes)
+    3     10.01 / 10.04 (3*)     10.01 / 10.01 (3*)     10.01 / 10.01 (3*)
 
-At f = 1 the one query that finishes in 20 s takes 2,087 nodes (root bound 46.94 against 44.54): the
+At f = 1 without the star terms the one query that finishes in 20 s takes 2,087 nodes (root bound 46.94
+against 44.54; with them 46.36, 775 nodes): the
 diagonal of this ``M`` (``A A' / d + 0.1 I``) must be ~3.5 an arm against ``M_ii ~ 1.1`` for ``M - D`` to be
 negative semidefinite, so mixtures of paths gain ``sum_i d_i x_i (1 - x_i)``. Tried and dropped: the root's
 diagonal tuned to its LP points (weighted max-cut diagonals, 4 rounds, each a further form): root 46.94 ->
@@ -74,6 +89,46 @@ __all__ = ["ConcavePathBranch"]
 _Q_FLOOR = 1e-12
 #: Also bound with the overestimator's size term (``kappa |a| (m - |a|)``, when ``kappa > 0``).
 _SIZE_FORM = True
+#: Forms with the vertex terms of :func:`vertex_parts`, one a weight.
+_VERTEX_TAUS: tuple[float, ...] = (1.0,)
+_PLAIN = True
+
+
+def vertex_parts(space, M: np.ndarray, arms: np.ndarray, tau: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(B, l)`` with ``a @ B @ a + l @ a = a @ M @ a`` on every path: ``B = M - tau N' N``, ``l = tau N' r`` on
+    ``arms``, ``N`` the incidence of stars and arms and ``r_v`` the count of a star's arms on a path through it, so
+    that each ``g_v(a) = r_v a(S_v) - a(S_v)^2`` is 0 on paths (``a(S_v)`` is 0 or ``r_v``). Undirected graphs: the
+    edges at each node, ``r`` 1 at ``s`` and ``t``, else 2. Directed: the arcs into each node and the arcs out of
+    it, ``r = 1`` (a simple path enters and leaves a node at most once).
+
+    >>> import networkx as nx
+    >>> import cmab_milp as cm
+    >>> space = cm.STPaths(nx.cycle_graph(4), 0, 2)
+    >>> M = np.eye(4) + 0.5
+    >>> B, l = vertex_parts(space, M, np.arange(4), 1.0)
+    >>> paths = space.enumerate().astype(float)
+    >>> np.allclose(np.einsum("ni,ij,nj->n", paths, B, paths) + paths @ l, np.einsum("ni,ij,nj->n", paths, M, paths))
+    True
+    """
+    arms = np.asarray(arms, int)
+    n = int(max(space.tail.max(), space.head.max())) + 1
+    columns = np.arange(len(arms))
+    if space.directed:
+        N = np.zeros((2 * n, len(arms)))
+        N[space.head[arms], columns] = 1.0  # into each node
+        N[n + space.tail[arms], columns] = 1.0  # out of it
+        r = np.ones(2 * n)
+    else:
+        N = np.zeros((n, len(arms)))
+        N[space.tail[arms], columns] = 1.0
+        N[space.head[arms], columns] = 1.0
+        r = np.full(n, 2.0)
+        r[[space.s, space.t]] = 1.0
+    B = np.array(M, dtype=float)
+    B[np.ix_(arms, arms)] -= tau * (N.T @ N)
+    linear = np.zeros(len(M))
+    linear[arms] = tau * (N.T @ r)
+    return B, linear
 
 
 class ConcavePathBranch(PathBranch):
@@ -92,7 +147,11 @@ class ConcavePathBranch(PathBranch):
         # action is bounded by that action's index (with the size term alone, no node ever closes)
         self.parts = overestimator_parts(M, arms, arms_bound(self.space), size=False)
         self.concave: list[tuple[np.ndarray, np.ndarray, float]] = []
-        self.add_form(*shifted_form(*self.parts, arms))
+        scale = float(np.mean(np.diag(M)[arms])) if len(arms) else 0.0
+        for tau in _VERTEX_TAUS:
+            self.add_form(*shifted_form(*vertex_parts(self.space, M, self.arms, tau * scale), arms))
+        if _PLAIN or not self.concave:
+            self.add_form(*shifted_form(*self.parts, arms))
         if _SIZE_FORM:
             sized = overestimator_parts(M, arms, arms_bound(self.space))
             if np.any(sized[1]):  # kappa > 0
