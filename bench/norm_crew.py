@@ -14,8 +14,8 @@ kept with its ``mu``, ``M``, ``f`` and hints (the previous answer):
 * ``pair``: ``include`` two arms that share a matching (SROQ-C's pair representatives, ~5,000 per
   epoch), hinted likewise (rarely: few pairs lie in the answer).
 
-``--large NAME`` takes instead the sign +1 queries of ``bench/norm_large.py`` (its family named
-like ``NAME``, its seeds; ``--f``, ``--queries``); ``--time-limit`` then applies to ``highs`` too.
+``--large NAME`` takes instead the queries (sign +1, or ``--sign -1``) of ``bench/norm_large.py`` (its family named
+like ``NAME``, its seeds; ``--f``, ``--queries``, ``--sign``); ``--time-limit`` then applies to ``highs`` too.
 
 Each query is asked of every contender in turn (interleaved: the machine is shared). Contenders
 are ``highs`` under each ``--variants`` entry (module settings of the sign +1 method, below) and
@@ -99,6 +99,7 @@ VARIANTS: dict[str, dict[str, object]] = {
     "no-trial": {"_PLUS_BRANCH_TRY": 0},  # no budgeted branch before the outer approximation (before f7d2c42)
     "no-plus-paths": {"_PLUS_PATHS": False},  # cyclic s-t paths by the outer approximation (before plus_paths)
     "no-vertex-terms": {"plus_paths._VERTEX_TAUS": ()},  # plus_paths: the diagonal form alone (before the stars)
+    "no-fractional": {"minus_branch._FRACTIONAL_MATCHINGS": False},  # general matchings: blossom linear queries
 }
 
 
@@ -160,8 +161,8 @@ def crew_queries(updates: int, arms: int, pairs: int, seed: int = 1) -> tuple[cm
     return space, out
 
 
-def large_queries(family: str, fs: list[float], n: int) -> tuple[cm.ActionSpace, list[tuple[str, dict]]]:
-    """The sign +1 queries of ``bench/norm_large.py`` (its seeds) on the first family whose name holds ``family``."""
+def large_queries(family: str, fs: list[float], n: int, sign: int = 1) -> tuple[cm.ActionSpace, list[tuple[str, dict]]]:
+    """The queries of ``bench/norm_large.py`` (its seeds) of ``sign`` on the first family named like ``family``."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from norm_large import query_maker, spaces
 
@@ -169,7 +170,7 @@ def large_queries(family: str, fs: list[float], n: int) -> tuple[cm.ActionSpace,
         if family in label:
             out = []
             for f in fs:
-                make = query_maker(space, f, 1, np.random.default_rng([fam, round(f * 1000), 2]))
+                make = query_maker(space, f, sign, np.random.default_rng([fam, round(f * 1000), sign + 1]))
                 out += [(f"f={f:g}", make(k)) for k in range(n)]
             return space, out
     raise SystemExit(f"no family of bench/norm_large.py is named like {family!r}")
@@ -197,6 +198,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--large", default="", help="instead: bench/norm_large.py's family with this name")
     parser.add_argument("--f", default="0.3,1", help="--large: comma-separated values of f")
     parser.add_argument("--queries", type=int, default=3, help="--large: queries per f")
+    parser.add_argument("--sign", type=int, default=1, choices=(1, -1), help="--large: the queries' sign")
     args = parser.parse_args(argv)
     names = [v for v in args.variants.split(",") if v]
     unknown = sorted(set(names) - set(VARIANTS))
@@ -204,7 +206,7 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(f"unknown variants {unknown}; choose from {sorted(VARIANTS)}")
     started = time.perf_counter()
     if args.large:
-        space, queries = large_queries(args.large, [float(x) for x in args.f.split(",")], args.queries)
+        space, queries = large_queries(args.large, [float(x) for x in args.f.split(",")], args.queries, args.sign)
     else:
         space, queries = crew_queries(args.updates, args.arms, args.pairs)
     print(f"{len(queries)} queries on {space!r} in {time.perf_counter() - started:.0f} s", flush=True)
@@ -223,7 +225,7 @@ def main(argv: list[str] | None = None) -> None:
                 with variant(name) if name else contextlib.nullcontext():
                     action = oracle.argmax_norm(**q)
                 took, stopped = time.perf_counter() - start, False
-                values[label] = norm_objective(q["mu"], q["M"], q["f"], 1, action)
+                values[label] = norm_objective(q["mu"], q["M"], q["f"], q["sign"], action)
             except OracleError:
                 took, stopped = time.perf_counter() - start, True
             times.setdefault(kind, {}).setdefault(label, []).append((took, stopped))

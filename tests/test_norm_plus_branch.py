@@ -14,7 +14,7 @@ from test_norm_minus_branch import BRANCH
 
 import cmab_milp as cm
 from cmab_milp.oracles.highs_model import LimitReached
-from cmab_milp.oracles.norm import solver
+from cmab_milp.oracles.norm import minus_branch, solver
 from cmab_milp.oracles.norm.minus_branch import _Node
 from cmab_milp.oracles.norm.plus_branch import ConcaveBranch, concave_shift
 from cmab_milp.oracles.norm.solver import last_stats
@@ -196,6 +196,7 @@ def test_the_branch_tries_first_where_the_outer_approximation_serves(family, bud
     queries end there, the others go on to the outer approximation with the branch's incumbent (a budget of
     one node forces the hand-over). Either way the answer is the best action (brute force)."""
     monkeypatch.setattr(solver, "_PLUS_BRANCH_TRY", budget)
+    monkeypatch.setattr(minus_branch, "_FRACTIONAL_MATCHINGS", False)  # (else the branch serves general matchings)
     oracle, actions = oracle_and_actions(family)
     rng = np.random.default_rng([len(family), budget, 3])
     methods = set()

@@ -501,3 +501,71 @@ class CombinatorialOracle(Oracle):
         if query.restrictions.forbid_pairs and type(self.space) is not ExplicitActions:
             raise UnsupportedQuery("forbid_pairs breaks the combinatorial structure; use a MILP backend")
         return self._solver(self.space, query)
+
+
+def prepare_fractional_matching(
+    space: Matchings, restrictions: Restrictions
+) -> Callable[[np.ndarray], np.ndarray | None]:
+    """The argmax of ``w @ x`` over the fractional matching polytope of the actions ``restrictions`` admit.
+
+    That polytope (``0 <= x <= 1``, ``x(delta(v)) <= 1``, ``= 1`` for perfect matchings; the include arms at 1 with
+    their nodes, the exclude arms at 0) holds every admitted matching, so its maximum bounds theirs: a linear
+    relaxation for the branch and bound of :mod:`~cmab_milp.oracles.norm.minus_branch`, exact where the graph is
+    bipartite. Its vertices are half-integral, and its maximum is half the best assignment of the bipartite double
+    cover (each node ``v`` split into ``v_out`` and ``v_in``, each edge ``uv`` into ``u_out v_in`` and ``v_out
+    u_in``): ``x_e`` is half the number of ``e``'s two copies assigned. One ``linear_sum_assignment`` (~20 us at 15
+    nodes) where the blossom algorithm takes ~2 ms. Returns floats (0, 1/2 or 1), or ``None`` when no admitted
+    point exists.
+
+    >>> import networkx as nx
+    >>> import cmab_milp as cm
+    >>> from cmab_milp.oracles.queries import Restrictions
+    >>> triangle = cm.Matchings(nx.cycle_graph(3))  # edges 01, 12, 02 (in that order)
+    >>> prepare_fractional_matching(triangle, Restrictions())(np.ones(3)).tolist()  # a matching holds one
+    [0.5, 0.5, 0.5]
+    >>> prepare_fractional_matching(triangle, Restrictions(include=(1,)))(np.ones(3)).tolist()
+    [0.0, 1.0, 0.0]
+    """
+    n, d = space.n_nodes, space.d
+    base = np.zeros(d)
+    used = np.zeros(n, bool)
+    for k in restrictions.include:
+        u, v = space.tail[k], space.head[k]
+        if used[u] or used[v]:
+            return lambda w: None
+        used[u] = used[v] = True
+        base[k] = 1.0
+    allowed = ~(used[space.tail] | used[space.head])
+    allowed[list(restrictions.exclude)] = False
+    free = np.flatnonzero(~used)
+    if space.perfect and len(free) and not allowed.any():
+        return lambda w: None
+    pos = np.full(n, -1)
+    pos[free] = np.arange(len(free))
+    edges = np.flatnonzero(allowed)
+    u, v = pos[space.tail[edges]], pos[space.head[edges]]
+    rows, cols = np.concatenate([u, v]), np.concatenate([v, u])
+    arm = np.full((len(free), len(free)), -1)
+    arm[rows, cols] = np.concatenate([edges, edges])
+    cell = arm >= 0
+    where = np.where(cell, arm, 0)
+
+    def argmax(w: np.ndarray) -> np.ndarray | None:
+        if not len(free):
+            return base.copy()
+        weights = w[where]
+        if space.perfect:
+            cost = np.where(cell, -weights, np.inf)
+        else:
+            take = cell & (weights > 0)
+            cost = np.where(take, -weights, 0.0)
+        try:
+            r, c = linear_sum_assignment(cost)
+        except ValueError:  # no fractional perfect matching
+            return None
+        picked = cell[r, c] if space.perfect else take[r, c]
+        x = base.copy()
+        np.add.at(x, arm[r, c][picked], 0.5)
+        return x
+
+    return argmax

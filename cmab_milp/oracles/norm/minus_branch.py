@@ -79,9 +79,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ...spaces import STPaths
+from ...spaces import Matchings, STPaths
 from ..base import NormQuery, OracleError
-from ..combinatorial import _SOLVERS, prepare_linear
+from ..combinatorial import _SOLVERS, prepare_fractional_matching, prepare_linear
 from ..highs_model import LimitReached
 from ..queries import Restrictions
 from .scaling import proven
@@ -103,6 +103,9 @@ _EARLY = True
 _EPS = float(np.finfo(float).eps)
 #: Bound with the shifted matrix of :func:`relaxation_matrix` (False: ``M`` itself, as before).
 _SHIFT = True
+#: General (non-bipartite) matchings: linear queries over the fractional matching polytope
+#: (:func:`~cmab_milp.oracles.combinatorial.prepare_fractional_matching`) rather than the blossom algorithm.
+_FRACTIONAL_MATCHINGS = True
 
 
 class NodeBudget(OracleError):
@@ -206,6 +209,9 @@ class LinearOracleBranch:
         self.best: np.ndarray | None = None
         self.best_value = -np.inf
         self.max_nodes = _MAX_NODES  # beyond: NodeBudget
+        #: General matchings: bound over the fractional matching polytope (one assignment a query, not a blossom).
+        self.fractional = _FRACTIONAL_MATCHINGS and type(space) is Matchings and not space.bipartite
+        self._weights: np.ndarray | None = None  # of the last linear query (rounds a fractional vertex)
 
     # ------------------------------------------------------------ pieces
     def bound_matrix(self, M: np.ndarray, arms: np.ndarray) -> np.ndarray:
@@ -227,7 +233,9 @@ class LinearOracleBranch:
         """
         self.queries += 1
         if res is not self._prepared_for:
-            self._prepared_for, self._prepared = res, prepare_linear(self.space, res)
+            prepare = prepare_fractional_matching if self.fractional else prepare_linear
+            self._prepared_for, self._prepared = res, prepare(self.space, res)
+        self._weights = w
         return self._prepared(w)
 
     def gradient(self, mx: np.ndarray, n: float) -> tuple[np.ndarray, float]:
@@ -253,6 +261,8 @@ class LinearOracleBranch:
         Only actions not met before whose index (computed quickly, within far less than ``1e-6``)
         is near or above the incumbent's are valued exactly.
         """
+        if action.dtype != bool:  # a vertex of the fractional matching polytope
+            action = self.round_matching(action)
         key = action.tobytes()
         if key in self.seen:  # met before: valued or screened out then (the incumbent only rises since)
             return
@@ -268,6 +278,22 @@ class LinearOracleBranch:
         value = self.q.value(action)
         if value > self.best_value and self.space._contains(action):
             self.best, self.best_value = action.copy(), value
+
+    def round_matching(self, x: np.ndarray) -> np.ndarray:
+        """A matching from a half-integral point: its arms at 1, then its arms at 1/2 by the last linear query's
+        weights (the positive ones, best first) while both their nodes are free."""
+        action = x > 1.0 - 1e-9
+        half = np.flatnonzero((x > 1e-9) & ~action)
+        if not len(half):
+            return action
+        space, w = self.space, self._weights
+        used = np.zeros(space.n_nodes, bool)
+        used[space.tail[action]] = used[space.head[action]] = True
+        for k in half[np.argsort(-w[half], kind="stable")]:
+            u, v = space.tail[k], space.head[k]
+            if not used[u] and not used[v] and (w[k] > 0 or space.perfect):
+                action[k] = used[u] = used[v] = True
+        return action
 
     def _check_time(self) -> None:
         if self.deadline is not None and self.clock() > self.deadline:

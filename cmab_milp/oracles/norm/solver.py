@@ -82,6 +82,7 @@ from ...spaces import Matchings
 from ..base import LinearQuery, NormQuery, OracleError, tolerance
 from ..highs_model import CompiledModel, LimitReached, SolveResult
 from ..root_cuts import add_root_cuts
+from . import minus_branch
 from .cuts import ConvexCuts, Exclusions, add_no_good
 from .gradient import GradientCuts, positive_definite, well_scaled
 from .lifting import Lifted, quadratic_form_bounds
@@ -396,7 +397,7 @@ class NormSolver:
             return False
         if trial or _PLUS_BRANCH == "always" or self.oracle.formulation.separators:
             return True
-        return type(space) is Matchings and space.bipartite
+        return type(space) is Matchings and (space.bipartite or minus_branch._FRACTIONAL_MATCHINGS)
 
     def _branch_plus(self, max_nodes: int | None = None) -> tuple[np.ndarray | None, float]:
         """Sign +1 by :class:`~.plus_branch.ConcaveBranch` (``M`` definite, a combinatorial space).
