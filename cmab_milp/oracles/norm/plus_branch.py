@@ -53,15 +53,18 @@ Clarabel offline: the root gap 4.6% -> 1.45%) the first crew query still takes 3
 decide, and each node cannot afford that program.
 
 Where it runs (:meth:`~.solver.NormSolver._plus_branch_applies`): ``M`` definite, and spaces with a
-combinatorial linear oracle whose MILP needs lazy cuts (spanning trees, forests) or bipartite
-matchings. Measured (interleaved, bench/norm_large.py's sign +1 queries, s, outer approximation ->
-this branch): trees of a 6x6 grid, f = 1: 9.5 -> 1.0 and 13.7 -> 0.32; trees 8x8, f = 0.3: 1.13 -> 0.25,
+combinatorial linear oracle whose MILP needs lazy cuts (spanning trees, forests) or matchings (general ones
+on the fractional matching polytope of :mod:`.minus_branch`: K15, f = 1, the budgeted trial and the outer
+approximation 2.23 / 3.73 s -> 0.91 / 1.02 s; f = 3 7.5 / stopped at 10 s -> 2.6 / 7.1 s, median / max,
+``bench/norm_crew.py --large K15 --variants no-fractional,new``). Measured (interleaved,
+bench/norm_large.py's sign +1 queries, s, outer approximation -> this branch): trees of a 6x6 grid, f = 1:
+9.5 -> 1.0 and 13.7 -> 0.32; trees 8x8, f = 0.3: 1.13 -> 0.25,
 f = 1: stopped at 20 s -> 0.28 and 2.8; forests 8x8, f = 0.3: 0.45-4.0 -> 0.12-0.40, f = 1: stopped
 at 10 s -> 0.5 and 9.4 (one of three stops); matchings of K(10, 12), f = 0.3: 0.21-0.32 -> 0.09-0.10,
 f = 1: 1.4-7.3 -> 0.75-1.4. At f = 3 most still stop, as Gurobi does. Elsewhere the outer
 approximation's compact MILPs win: the bound is loose when actions hold few of many arms
-(Cardinality(100, 10), f = 1: 0.5-2.4 s against 3.3-6.8 s), and general matchings' blossom
-algorithm costs ~1 ms a linear query (K15, f = 1: 0.9-3.5 s against 2.6 s and a stop).
+(Cardinality(100, 10), f = 1: 0.5-2.4 s against 3.3-6.8 s); on general matchings they won while
+each linear query was a blossom algorithm (~2 ms; K15, f = 1: 0.9-3.5 s against 2.6 s and a stop).
 
 Example
 -------

@@ -376,7 +376,8 @@ class NormSolver:
 
     def _plus_branch_applies(self, trial: bool = False) -> bool:
         """Sign +1 by the concave branch, ``M`` definite: a combinatorial space whose MILP needs lazy cuts, or
-        bipartite matchings (an assignment a linear query, conflict terms in the bound).
+        matchings (an assignment a linear query, conflict terms in the bound; general ones on the fractional
+        matching polytope, :data:`~.minus_branch._FRACTIONAL_MATCHINGS`).
 
         Where the MILP is compact and no conflict terms tighten the bound (cardinality, partition),
         the outer approximation's MILPs are faster (the concave bound is loose when actions hold few
