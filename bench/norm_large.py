@@ -76,6 +76,14 @@ Sign +1 on the s-t paths (``bench/norm_crew.py --large "s-t paths" --f 0.1,0.3,1
 --backends highs --time-limit 10``: these queries, interleaved), median / max s, the outer approximation ->
 :mod:`cmab_milp.oracles.norm.plus_paths`: f = 0.1 0.95 / 1.53 -> 0.05 / 0.16; f = 0.3 stopped (2 of 3) -> 0.18 /
 0.43; f = 1 and 3 stopped either way (f = 1, the one query that finishes in 20 s: 2,087 nodes).
+
+End of that session (``--backends highs,gurobi --queries 3 --time-limit 10``, both signs, f = 0.1 to 3; general
+matchings now bounded over the fractional matching polytope, paths with the star terms), median / max s, ours
+(Gurobi): at f <= 1 every family answers in at most 0.89 s median and 1.13 s max (Gurobi stops at 10 s on all at
+f = 1) except s-t paths at f = 1 (sign +1 8.85 / stopped once, sign -1 2.27 / 2.39; Gurobi refuses the model). K15:
+sign +1 f = 1 0.89 / 1.00, f = 3 2.69 / 6.51; sign -1 f = 1 0.18 / 0.34, f = 3 0.46 / 1.52. Ours / Gurobi on the
+queries both finish: 0.02-1.15. At f = 3 Cardinality, trees 8x8, forests and paths stop (both signs), K(10, 12)
+3.68 (+1) and 9.28 (-1) with one stop each, trees 6x6 3.92 / 6.52 (+1) and 0.19 / 0.83 (-1); Gurobi stops on all.
 """
 
 from __future__ import annotations
