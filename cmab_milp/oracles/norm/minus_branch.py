@@ -263,6 +263,8 @@ class LinearOracleBranch:
         ``err`` bounds the terms of each entry of ``g`` (:meth:`gradient`); an action has at most ``m`` arms.
         """
         k = float(self.space.m)  # no action has more arms
+        if self.fractional:  # (a fractional matching may sum to n / 2 > m)
+            k = max(k, float(s.sum()))
         return float(g @ s) + _ROUND * self.d * _EPS * (err + float(np.abs(g).max(initial=0.0))) * k
 
     def offer(self, action: np.ndarray) -> None:

@@ -294,6 +294,8 @@ class ConcaveBranch(LinearOracleBranch):
     def plane_bound(self, g: np.ndarray, c: float, err: float, s: np.ndarray) -> float:
         """``g @ s + c`` (``s`` the argmax of ``g``) plus the rounding allowance."""
         k = float(self.space.m)
+        if self.fractional:  # (a fractional matching may sum to n / 2 > m)
+            k = max(k, float(s.sum()))
         scale = err + float(np.abs(g).max(initial=0.0))
         return float(g @ s) + c + _ROUND * self.d * _EPS * (scale * (k + self.d) + abs(c))
 

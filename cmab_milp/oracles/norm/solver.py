@@ -6,9 +6,9 @@ per thread (the space's formulation, compiled once; each query appends its own
 columns and rows and removes them afterwards, and starts from a cleared solver:
 the tie rule). Two methods, one per sign:
 
-``sign=+1`` (outer approximation in the quadratic form; a branch and bound on trees and forests)
-    For a definite ``M`` on spanning trees and forests (spaces with a combinatorial linear oracle
-    whose MILP needs lazy cuts: :meth:`NormSolver._plus_branch_applies`), :mod:`.plus_branch`:
+``sign=+1`` (outer approximation in the quadratic form; branch and bound on trees, forests, matchings, paths)
+    For a definite ``M`` on spanning trees, forests (spaces with a combinatorial linear oracle
+    whose MILP needs lazy cuts) and matchings (:meth:`NormSolver._plus_branch_applies`), :mod:`.plus_branch`:
     tangent planes of a concave overestimator, each bound one linear query. On s-t paths of graphs
     with cycles (``M`` definite, the query well scaled), :mod:`.plus_paths`: the same overestimator's
     tangents in the path LP of :mod:`.minus_paths` (a linear query there is a longest path). Otherwise, on the
