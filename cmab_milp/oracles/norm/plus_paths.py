@@ -60,8 +60,15 @@ diagonal of this ``M`` (``A A' / d + 0.1 I``) must be ~3.5 an arm against ``M_ii
 negative semidefinite, so mixtures of paths gain ``sum_i d_i x_i (1 - x_i)``. Tried and dropped: the root's
 diagonal tuned to its LP points (weighted max-cut diagonals, 4 rounds, each a further form): root 46.94 ->
 46.23, yet 2,251 nodes against 2,087 and 27 s against 19 s. A node's own form lowered on its free arms (as
-:mod:`.plus_branch` does) would need rows scoped to a subtree in the shared LP; by the eigenvalues it would
-lower ``d`` by 0.05-0.3 of ~3.5 at 10-40 fixed arms, so it was not built.
+:mod:`.plus_branch` does) would need rows scoped to a subtree in the shared LP; at the nodes of the f = 1 query
+above (8-21 arms fixed) ``lambda_max`` of the star form on the free arms would lower its diagonal by 0.03-0.12
+of ~5, so it was not built.
+
+Other graphs (3 queries each, ``M = A A' / d + 0.1 I``, limit 10 s, s, outer approximation -> this module, the
+same values wherever both answered): a 10x10 grid (d = 180), f = 0.1: stopped / 6.2 / 3.4 -> 0.25 / 0.32 / 0.10,
+f = 0.3: stopped (3 of 3) -> 0.77 / 3.47 / 0.54; a random geometric graph (60 nodes, radius 0.25, seed 3, d = 260),
+f = 0.1: 1.4 / 4.2 / 2.3 -> 0.18 / 0.48 / 0.17, f = 0.3: stopped (3 of 3) -> 2.4 / stopped / 5.8; f = 1 stops on
+both either way.
 
 Example
 -------
