@@ -133,6 +133,21 @@ def _branch(space, mu, M, f, **res) -> PathBranch:
     return PathBranch(space, q, arms, hi, None, time.perf_counter)
 
 
+def random_path_node(rng: np.random.Generator, search, actions: np.ndarray, res: dict):
+    """A node of up to 3 random branchable columns of ``search`` (arms and, undirected, visits), each included (40%)
+    or excluded: ``(include, exclude, ok)``, ``ok`` marking the rows of ``actions`` the node and ``res`` admit."""
+    lp, space = search.lp, search.space
+    include, exclude = np.zeros(lp.n, bool), np.zeros(lp.n, bool)
+    for c in rng.permutation(np.flatnonzero(search.branchable))[: rng.integers(0, 4)]:
+        (include if rng.random() < 0.4 else exclude)[c] = True
+    ok = admitted(actions, **res)
+    ok &= (actions | ~include[: space.d]).all(axis=1) & ~(actions & exclude[: space.d]).any(axis=1)
+    for col, node in zip(lp.visits, lp.visit_nodes, strict=True):  # the node's degree is 2 z (0 or 2)
+        deg = actions[:, (space.tail == node) | (space.head == node)].sum(axis=1)
+        ok &= ~(include[col] & (deg == 0)) & ~(exclude[col] & (deg > 0))
+    return include, exclude, ok
+
+
 @pytest.mark.parametrize("name", ["grid-3x4", "petersen", "digraph-a"])
 def test_every_node_bound_is_at_least_its_best_action(name):
     """Random nodes (arms and, undirected, visited nodes fixed in or out): the relaxation bounds their actions."""
@@ -144,17 +159,7 @@ def test_every_node_bound_is_at_least_its_best_action(name):
         mu, M = rng.uniform(-0.2, 1.0, space.d), psd(rng, space.d)
         res = restrictions(rng, actions, trial % 3)
         search = _branch(space, mu, M, f, **res)
-        lp = search.lp
-        n = lp.n
-        include, exclude = np.zeros(n, bool), np.zeros(n, bool)
-        cols = rng.permutation(np.flatnonzero(search.branchable))[: rng.integers(0, 4)]
-        for c in cols:
-            (include if rng.random() < 0.4 else exclude)[c] = True
-        ok = admitted(actions, **res)
-        ok &= (actions | ~include[: space.d]).all(axis=1) & ~(actions & exclude[: space.d]).any(axis=1)
-        for col, node in zip(lp.visits, lp.visit_nodes, strict=True):  # the node's degree is 2 z (0 or 2)
-            deg = actions[:, (space.tail == node) | (space.head == node)].sum(axis=1)
-            ok &= ~(include[col] & (deg == 0)) & ~(exclude[col] & (deg > 0))
+        include, exclude, ok = random_path_node(rng, search, actions, res)
         node = _Node(-np.inf, 0, include, exclude)
         bound, x = search.kelley(node, rounds=1 + trial % 4)
         if not ok.any():

@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 from instances import admitted, norm_values, psd, random_restrictions
-from test_norm_minus_paths import GRAPHS, space_and_actions
+from test_norm_minus_paths import GRAPHS, random_path_node, space_and_actions
 
 import cmab_milp as cm
 from cmab_milp.oracles.highs_model import LimitReached
@@ -85,15 +85,7 @@ def test_every_node_bound_is_at_least_its_best_action(name):
         M = _correlated(rng, space.d) if trial % 2 else psd(rng, space.d)
         res = random_restrictions(rng, actions, trial % 3)
         search = _branch(space, mu, M, f, **res)
-        lp = search.lp
-        include, exclude = np.zeros(lp.n, bool), np.zeros(lp.n, bool)
-        for c in rng.permutation(np.flatnonzero(search.branchable))[: rng.integers(0, 4)]:
-            (include if rng.random() < 0.4 else exclude)[c] = True
-        ok = admitted(actions, **res)
-        ok &= (actions | ~include[: space.d]).all(axis=1) & ~(actions & exclude[: space.d]).any(axis=1)
-        for col, node in zip(lp.visits, lp.visit_nodes, strict=True):  # the node's degree is 2 z (0 or 2)
-            deg = actions[:, (space.tail == node) | (space.head == node)].sum(axis=1)
-            ok &= ~(include[col] & (deg == 0)) & ~(exclude[col] & (deg > 0))
+        include, exclude, ok = random_path_node(rng, search, actions, res)
         bound, x = search.kelley(_Node(-np.inf, 0, include, exclude), rounds=1 + trial % 4)
         if not ok.any():
             continue
