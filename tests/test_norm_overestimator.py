@@ -150,6 +150,66 @@ def test_prepared_linear_queries_give_the_solvers_action(space):
             assert (want is None and got is None) or (want.tolist() == got.tolist())
 
 
+def _reference_kruskal(space, w: np.ndarray, include, exclude, spanning: bool) -> np.ndarray | None:
+    """Kruskal's algorithm written plainly (the library's before it was inlined): include, then by decreasing
+    weight, ties by index."""
+    parent = list(range(space.n_nodes))
+
+    def root(x: int) -> int:
+        while parent[x] != x:
+            x = parent[x]
+        return x
+
+    action = np.zeros(space.d, bool)
+    for k in include:
+        ru, rv = root(int(space.tail[k])), root(int(space.head[k]))
+        if ru == rv:
+            return None
+        parent[ru] = rv
+        action[k] = True
+    for k in sorted(range(space.d), key=lambda k: (-w[k], k)):
+        if action[k] or k in exclude or (not spanning and w[k] <= 0):
+            continue
+        ru, rv = root(int(space.tail[k])), root(int(space.head[k]))
+        if ru != rv:
+            parent[ru] = rv
+            action[k] = True
+    return None if spanning and action.sum() != space.n_nodes - 1 else action
+
+
+@pytest.mark.parametrize("spanning", [True, False])
+@pytest.mark.parametrize("graph", ["grid", "petersen", "random"])
+def test_prepared_kruskal_gives_the_plain_algorithms_action_and_the_best_value(spanning, graph):
+    """Trees and forests: the same action as Kruskal's algorithm written plainly, ties included (integer weights,
+    zeros, negatives), and the best value among the admitted actions (brute force where they are few)."""
+    from cmab_milp.oracles.combinatorial import prepare_linear
+    from cmab_milp.oracles.queries import Restrictions
+
+    g = {
+        "grid": lambda: nx.convert_node_labels_to_integers(nx.grid_2d_graph(3, 3)),
+        "petersen": nx.petersen_graph,
+        "random": lambda: nx.gnp_random_graph(7, 0.5, seed=2),
+    }[graph]()
+    if spanning and not nx.is_connected(g):
+        pytest.skip("no spanning tree")
+    space = cm.SpanningTrees(g) if spanning else cm.GraphicMatroid(g)
+    actions = space.enumerate() if graph != "petersen" else None
+    rng = np.random.default_rng([space.d, spanning])
+    for trial in range(80):
+        arms = rng.permutation(space.d)
+        k_in, k_out = int(rng.integers(0, 3)), int(rng.integers(0, 4))
+        include, exclude = arms[:k_in].tolist(), arms[k_in : k_in + k_out].tolist()
+        w = rng.integers(-2, 3, space.d).astype(float) if trial % 2 else rng.normal(size=space.d)
+        got = prepare_linear(space, Restrictions(tuple(sorted(include)), tuple(sorted(exclude))))(w)
+        want = _reference_kruskal(space, w, include, set(exclude), spanning)
+        assert (want is None and got is None) or want.tolist() == got.tolist(), trial
+        if actions is not None:
+            ok = actions[:, include].all(axis=1) & ~actions[:, exclude].any(axis=1)
+            assert (got is None) == (not ok.any())
+            if got is not None:
+                assert float(w @ got) == pytest.approx(float((actions[ok] @ w).max()), abs=1e-12)
+
+
 @pytest.mark.parametrize("family", ["matchings-bipartite", "perfect-bipartite", "matchings-general"])
 def test_pair_queries_drop_the_included_arms_rivals_and_answer_like_enumeration(family, monkeypatch):
     """SROQ-C's pair representatives: two arms included. The branch drops every arm conflicting with an
