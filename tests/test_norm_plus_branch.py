@@ -111,6 +111,25 @@ def test_answers_repeat_whatever_was_solved_before():
     assert last_stats(oracle).extra["nodes"] == nodes
 
 
+def test_the_step_budget_is_read_when_the_branch_runs(monkeypatch):
+    """``_STEPS`` set on the module takes effect (it was captured as a default argument, so setting it did nothing)."""
+    from cmab_milp.oracles.norm import plus_branch
+
+    oracle, actions = oracle_and_actions("spanning-trees")
+    rng = np.random.default_rng(17)
+    mu, M = rng.uniform(0, 1, oracle.d), psd(rng, oracle.d)
+    monkeypatch.setattr(plus_branch, "_TUNE_AFTER", 0)
+    per_node = {}
+    for steps in (0, 12):
+        monkeypatch.setattr(plus_branch, "_STEPS", steps)
+        check_norm_answer(actions, oracle.argmax_norm(mu, M, 2.0, 1), {}, mu, M, 2.0, 1)
+        assert last_stats(oracle).method == "branch-concave"
+        stats = last_stats(oracle).extra
+        per_node[steps] = stats["linear_queries"] / stats["nodes"]
+    # no step: the node's first plane only, one query a node (and the root's choice of form, once)
+    assert per_node[0] < 1.01 and per_node[12] > 1.5, per_node
+
+
 def test_the_time_limit_stops_the_branch(monkeypatch):
     import networkx as nx
 

@@ -299,13 +299,18 @@ class ConcaveBranch(LinearOracleBranch):
         scale = err + float(np.abs(g).max(initial=0.0))
         return float(g @ s) + c + _ROUND * self.d * _EPS * (scale * (k + self.d) + abs(c))
 
-    def relax(self, node: _Node, early: bool = _EARLY, steps: int = _STEPS) -> tuple[float, np.ndarray | None]:
+    def relax(
+        self, node: _Node, early: bool | None = None, steps: int | None = None
+    ) -> tuple[float, np.ndarray | None]:
         """Frank-Wolfe steps on ``psi`` over the node: its bound (at most the parent's) and the last point.
 
-        ``early``: stop the steps once a relaxed point is worth more than the incumbent (the node will be split).
-        ``steps``: at most this many.
+        ``early``: stop the steps once a relaxed point is worth more than the incumbent (the node will be split;
+        default ``_EARLY``). ``steps``: at most this many (default ``_STEPS``). The defaults are read at each call,
+        so that setting the module's constants takes effect.
         """
         q = self.q
+        early = _EARLY if early is None else early
+        steps = _STEPS if steps is None else steps
         if _TUNE_AFTER and not self.tuned and self.nodes >= _TUNE_AFTER:
             self.tune()
         if node.order:  # (the root keeps the form being tried)
