@@ -135,11 +135,19 @@ class _Watch:
         oracle.argmax_batch = batched  # type: ignore[method-assign]
 
 
-def run(policy: cm.Policy, env, T: int, budget: float, seed: int = 1) -> dict:
+def _spread(length: int, count: int) -> np.ndarray:
+    """Rounds per action of a stretch of ``length`` rounds cycling through ``count`` actions."""
+    per = np.full(count, length // count)
+    per[: length % count] += 1
+    return per
+
+
+def run(policy: cm.Policy, env, T: int, budget: float, seed: int = 1, checkpoints: tuple[int, ...] = ()) -> dict:
     """Play ``policy`` up to ``T`` rounds or ``budget`` seconds; the totals (a small ``simulate``).
 
     Past the budget the oracle refuses every further answer; a run stopped inside a batch says how
-    much of the batch it answered (``batch``, ``answered``, ``batch_seconds``).
+    much of the batch it answered (``batch``, ``answered``, ``batch_seconds``). ``at``: the regret after
+    each of ``checkpoints`` played (to compare runs that stop at different rounds).
     """
     _, best = env.optimal(policy.space, "highs")
     rng = np.random.default_rng(seed)
@@ -149,16 +157,18 @@ def run(policy: cm.Policy, env, T: int, budget: float, seed: int = 1) -> dict:
     ledger = policy.oracle.ledger
     q0, r0, s0 = ledger.snapshot()
     t, regret, inside = 1, 0.0, None
+    at: dict[int, float] = {}
     try:
         while t <= T and time.perf_counter() - start < budget:
             watch.t = t
             stretch = policy.plan()
             length = min(stretch.length, T - t + 1)
             stats = env.observe(stretch.actions, length, rng, policy.needs)
-            rewards = env.expected_rewards(stretch.actions)
-            per = np.full(len(rewards), length // len(rewards))
-            per[: length % len(rewards)] += 1
-            regret += float(per @ (best - rewards))
+            gaps = best - env.expected_rewards(stretch.actions)
+            for point in checkpoints:
+                if t <= point < t + length:
+                    at[point] = regret + float(_spread(point - t + 1, len(gaps)) @ gaps)
+            regret += float(_spread(length, len(gaps)) @ gaps)
             policy.update(length, stats)
             t += length
     except _OverBudget:
@@ -173,6 +183,7 @@ def run(policy: cm.Policy, env, T: int, budget: float, seed: int = 1) -> dict:
         "oracle": s - s0,
         "slowest": watch.slowest,
         "regret": regret,
+        "at": at,
         "inside": inside,
         "kinds": watch.kinds,
         "decades": watch.decades,
@@ -209,6 +220,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--norm-gap", type=float, default=None, help="highs norm_gap (approximate norm queries)")
     parser.add_argument("--time-limit", type=float, default=None, help="seconds per query (a norm query in all)")
     parser.add_argument("--policies", default="AROQ-C,SROQ-C,OLS-UCB-C", help="comma-separated subset")
+    parser.add_argument(
+        "--checkpoints", default="1000,10000,16000,30000,50000", help="rounds at which to print the regret"
+    )
     args = parser.parse_args(argv)
     T = args.horizon or (10_000 if args.quick else 100_000)
     ols_T = min(T, args.ols_horizon or (40 if args.quick else 300))
@@ -238,7 +252,8 @@ def main(argv: list[str] | None = None) -> None:
         horizon = ols_T if name == "OLS-UCB-C" else T
         options = {k: v for k, v in (("norm_gap", args.norm_gap), ("time_limit", args.time_limit)) if v is not None}
         policy = builders[name](cm.make_oracle(space, args.backend, **options))
-        out = run(policy, env, horizon, budget)
+        checkpoints = tuple(int(c) for c in args.checkpoints.split(",") if c.strip())
+        out = run(policy, env, horizon, budget, checkpoints=checkpoints)
         at_T = out["wall"] * T / max(out["played"], 1)
         note = "" if out["played"] >= T else f"  (played {out['played']} rounds; 'at T' extrapolated linearly)"
         if out["inside"] is not None:
@@ -261,6 +276,8 @@ def main(argv: list[str] | None = None) -> None:
         if policy.oracle.ledger.approximate:
             ledger = policy.oracle.ledger
             print(f"    approximate answers: {ledger.approximate}, worst proven ratio {ledger.worst_ratio:.4f}")
+        if out["at"]:
+            print("    regret at " + ", ".join(f"t={c}: {r:.1f}" for c, r in sorted(out["at"].items())))
         for row in decade_rows(out["decades"], out["played"]):
             print(f"    {row}")
         if name == "AROQ-C":
