@@ -130,6 +130,82 @@ def test_the_step_budget_is_read_when_the_branch_runs(monkeypatch):
     assert per_node[0] < 1.01 and per_node[12] > 1.5, per_node
 
 
+def test_the_approximate_search_stops_on_a_bound_found_after_its_nodes_were_keyed():
+    """``best_first`` may stop on the branch's ``global_bound`` (a bound on every action met later, the tuned root's)
+    when it is below the open nodes' keys, and returns it as the proven bound; without it, the nodes' keys."""
+
+    class Branch:  # every relaxation bounds at 10 and splits, down to the single actions, worth 9 at most
+        best, best_value, nodes = np.ones(2, bool), 9.0, 0
+
+        def relax(self, node):
+            return (9.0 if (node.include | node.exclude).all() else 10.0), np.full(2, 0.5)
+
+        def split(self, node, x):
+            free = np.flatnonzero(~(node.include | node.exclude))
+            if not len(free):
+                return []
+            i = int(free[0])
+            return [
+                (node.include, minus_branch._with(node.exclude, i)),
+                (minus_branch._with(node.include, i), node.exclude),
+            ]
+
+        def _check_time(self):
+            pass
+
+    def within_5_percent(bound, value):
+        return value >= 0.95 * bound
+
+    branch = Branch()
+    assert minus_branch.best_first(branch, 2, within_5_percent, 100, "test")[2] == 9.0  # to the leaves: 7 nodes
+    assert branch.nodes == 7
+    branch = Branch()
+    branch.global_bound = 9.4
+    _, value, bound = minus_branch.best_first(branch, 2, within_5_percent, 100, "test")
+    assert (value, bound, branch.nodes) == (9.0, 9.4, 0)
+
+
+@pytest.mark.parametrize("tune_after", [2, 8])
+def test_approximate_answers_stopped_by_the_tuned_root_are_within_their_ratio(tune_after, monkeypatch):
+    """With ``norm_gap`` the root is tuned after ``_TUNE_AFTER_APPROXIMATE`` nodes, the tuning stops once its bound
+    settles the query, and the search may stop on that bound: the answers stay within their proven ratio of the
+    optimum (brute force), and the exact mode waits ``_TUNE_AFTER`` nodes."""
+    import networkx as nx
+
+    from cmab_milp.oracles.norm import plus_branch
+
+    monkeypatch.setattr(plus_branch, "_TUNE_AFTER_APPROXIMATE", tune_after)
+    monkeypatch.setattr(plus_branch, "_TUNE_AFTER", 1000)
+    tuned_at = []
+    original = ConcaveBranch.tune
+
+    def tune(self):
+        tuned_at.append(self.nodes)
+        original(self)
+
+    monkeypatch.setattr(ConcaveBranch, "tune", tune)
+    space = cm.SpanningTrees(nx.convert_node_labels_to_integers(nx.grid_2d_graph(3, 4)))
+    actions = space.enumerate()
+    rng = np.random.default_rng(19)
+    stopped_by_the_root = 0
+    for gap in (0.02, 0.05, 0.1):
+        oracle = cm.make_oracle(space, "highs", norm_gap=gap)
+        for _ in range(4):
+            mu, M = rng.uniform(0, 1, space.d), psd(rng, space.d)
+            best = float(values(actions, mu, M, 3.0).max())
+            tuned_at.clear()
+            got = float(values(oracle.argmax_norm(mu, M, 3.0, 1)[None, :], mu, M, 3.0)[0])
+            nodes = last_stats(oracle).extra["nodes"]
+            assert tuned_at == ([tune_after] if nodes >= tune_after else [])
+            stopped_by_the_root += nodes == tune_after
+            assert got >= (1 - gap) * best - 1e-9 and got >= oracle.proven_ratio * best - 1e-9
+    assert stopped_by_the_root  # the case this test is about happened
+    exact = cm.make_oracle(space, "highs")
+    tuned_at.clear()
+    exact.argmax_norm(mu, M, 3.0, 1)
+    assert tuned_at == []  # (fewer than 1000 nodes)
+
+
 def test_the_time_limit_stops_the_branch(monkeypatch):
     import networkx as nx
 

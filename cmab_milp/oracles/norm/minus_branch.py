@@ -395,7 +395,9 @@ def best_first(
     ``_check_time()``, and ``best``, ``best_value``, ``nodes`` (updated). Ties between bounds are broken by
     creation order: the search is deterministic. Returns the best action, its value and the largest bound
     of the nodes dropped, an upper bound on every action (``settled(top, value)``, the approximate mode,
-    may stop early; ``top`` is then the largest bound of the open and dropped nodes).
+    may stop early; ``top`` is then the largest bound of the open and dropped nodes, or the branch's
+    ``global_bound`` when that is lower: a bound on every action found after the nodes were keyed, such as
+    the tuned root's of :class:`~.plus_branch.ConcaveBranch`).
     """
     queue = [_Node(-np.inf, 0, np.zeros(width, bool), np.zeros(width, bool))]
     dropped = -np.inf
@@ -403,7 +405,7 @@ def best_first(
     while queue:
         node = heapq.heappop(queue)
         if settled is not None:
-            top = max(-node.key, dropped, branch.best_value)
+            top = min(max(-node.key, dropped, branch.best_value), getattr(branch, "global_bound", np.inf))
             if branch.best is not None and settled(top, branch.best_value):
                 return branch.best, branch.best_value, top
         branch._check_time()
