@@ -55,6 +55,13 @@ rows per decade of rounds show the trend.
   against 276.9 s; rounds 10-99 33 ms a query against 82, 100-999 62 ms against 229, 1,000-1,200 111 ms against
   312. Searches: 66 / 133 / 261 nodes median in those windows, 25 of 1,186 tuned: the gain is the node forms
   (one eigenvalue where the former per-node shift cost ~1 ms).
+* AROQ-C, ``--norm-gap 0.05`` (reproducible; the approximate mode stops a query on the tuned root's bound, a bound on
+  every action, instead of waiting for the nodes keyed before the tuning): T = 10^5 in 207 s, 3,957 updates at
+  52 ms (slowest 103 ms), worst proven ratio 0.950, regret 22,615 at t = 16,000 (the exact run: 23,685) and 46,294
+  at T. Before that stop: 55,483 rounds in 900 s (0.36 s a query in rounds 10,000-55,483). ``--norm-gap 0.02``:
+  21,119 rounds in 900 s (0.94 s a query in rounds 10,000-21,119; a second run beside it). OLS-UCB-C with
+  ``--norm-gap 0.05 --ols-horizon 100000``: 5,124 rounds in 900 s, 34 ms a query in rounds 100-999 and 0.21 s in
+  1,000-5,124 (its tuned root stays ~7% above the optimum, so the search goes on).
 * SROQ-C asks ~5,000 pair representatives per epoch (15,109 in a run): exact, ~0.26-1.1 s each. With
   ``--norm-gap 0.01`` (final main, idle machine): T = 10^5 in 253 s wall, 14,740 pair queries at 32 ms, every
   norm answer approximate, worst proven ratio 0.990. With ``--time-limit 0.5`` too (CI running beside it for
