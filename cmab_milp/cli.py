@@ -74,12 +74,33 @@ def _mean_std(mean: float, std: float) -> str:
 
 
 def _print_summary(summary: dict[str, Any]) -> None:
-    rows = [("policy", "regret", "queries", "rounds", "wall s", "oracle s")]
+    """The per-policy table of a run; with ``alpha-regret`` and ``alpha`` columns when some policy ran an approximate
+    oracle (Algorithm 5: ``-`` for the exact ones).
+
+    >>> same = {"mean": 1200, "std": 0}
+    >>> exact = dict.fromkeys(("regret", "queries", "rounds", "wall_seconds", "oracle_seconds"), same)
+    >>> approximate = {**exact, "alpha_regret": {"mean": 1000, "std": 0}, "alpha": {"mean": 0.95, "std": 0}}
+    >>> _print_summary({"policies": {"A": exact, "B": approximate}})
+    mean ± standard deviation over seeds
+    policy  regret     queries    rounds     wall s     oracle s   alpha-regret  alpha
+    A       1,200 ± 0  1,200 ± 0  1,200 ± 0  1,200 ± 0  1,200 ± 0  -             -
+    B       1,200 ± 0  1,200 ± 0  1,200 ± 0  1,200 ± 0  1,200 ± 0  1,000 ± 0     0.9500 ± 0.0000
+    """
+    extra = [m for m in ("alpha_regret", "alpha") if any(m in stats for stats in summary["policies"].values())]
+    rows = [("policy", "regret", "queries", "rounds", "wall s", "oracle s", *(m.replace("_", "-") for m in extra))]
     notes = []
     for name, stats in summary["policies"].items():
         cell = {m: _mean_std(stats[m]["mean"], stats[m]["std"]) for m in stats}
         rows.append(
-            (name, cell["regret"], cell["queries"], cell["rounds"], cell["wall_seconds"], cell["oracle_seconds"])
+            (
+                name,
+                cell["regret"],
+                cell["queries"],
+                cell["rounds"],
+                cell["wall_seconds"],
+                cell["oracle_seconds"],
+                *(cell.get(m, "-") for m in extra),
+            )
         )
         seeds = len(summary.get("policy_info", {}).get(name, {}).get("seeds", []))
         if seeds > 1 and stats["regret"]["std"] == 0:
