@@ -16,7 +16,7 @@ import cmab_milp as cm
 from cmab_milp.oracles.highs_model import LimitReached
 from cmab_milp.oracles.norm import minus_branch, solver
 from cmab_milp.oracles.norm.minus_branch import _Node
-from cmab_milp.oracles.norm.plus_branch import ConcaveBranch, concave_shift
+from cmab_milp.oracles.norm.plus_branch import ConcaveBranch, concave_shift, psd_majorant
 from cmab_milp.oracles.norm.solver import last_stats
 
 
@@ -31,6 +31,39 @@ def test_answers_match_brute_force(family, monkeypatch):
     rng = np.random.default_rng([len(family), 31])
     for k, f in enumerate([0.1, 0.5, 2.0, 5.0, 1.0, 0.3]):
         mu, M = rng.uniform(-0.5, 1.0, oracle.d), psd(rng, oracle.d, ridge=float(rng.choice([1e-3, 0.1, 1.0])))
+        res = random_restrictions(rng, actions, k % 3)
+        answer = oracle.argmax_norm(mu, M, f, 1, **res)
+        if check_norm_answer(actions, answer, res, mu, M, f, 1, (family, k, f)):
+            assert last_stats(oracle).method == "branch-concave"
+
+
+def indefinite(rng: np.random.Generator, d: int) -> np.ndarray:
+    """A covariance-like ``M`` with some negative eigenvalues (the paper's ``Sigma_bar`` need not be PSD), or a
+    singular PSD one."""
+    kind = rng.integers(3)
+    if kind == 2:  # PSD of rank 2
+        factor = rng.normal(size=(d, 2))
+        return factor @ factor.T
+    M = psd(rng, d)
+    shift = np.linalg.eigvalsh(M)[int(rng.integers(1, max(2, d // 3)))]  # below some eigenvalues only
+    return M - (shift + (0.05 if kind else -0.05)) * np.eye(d)
+
+
+@pytest.mark.parametrize("family", BRANCH)
+def test_indefinite_M_is_bounded_on_its_psd_majorant_and_answers_match_brute_force(family, monkeypatch):
+    """The index is ``mu @ a + f sqrt(max(a @ M @ a, 0))``; with ``M`` not definite the branch bounds on
+    :func:`psd_majorant` and values on ``M`` (before, the outer approximation served: ~65 ms against ~9 ms on the
+    crew problem's SROQ-C pair queries just after its warm-up)."""
+    monkeypatch.setattr(solver, "_PLUS_BRANCH", "always")
+    oracle, actions = oracle_and_actions(family)
+    rng = np.random.default_rng([len(family), 41])
+    for k, f in enumerate([0.3, 1.0, 3.0, 10.0, 0.5, 2.0]):
+        mu, M = rng.uniform(-0.5, 1.0, oracle.d), indefinite(rng, oracle.d)
+        P = psd_majorant(M, np.arange(oracle.d))
+        assert np.linalg.eigvalsh(P)[0] >= -1e-12
+        quad = np.einsum("ij,jk,ik->i", actions.astype(float), M, actions.astype(float))
+        majorant = np.einsum("ij,jk,ik->i", actions.astype(float), P, actions.astype(float))
+        assert (majorant >= np.maximum(quad, 0.0)).all()
         res = random_restrictions(rng, actions, k % 3)
         answer = oracle.argmax_norm(mu, M, f, 1, **res)
         if check_norm_answer(actions, answer, res, mu, M, f, 1, (family, k, f)):

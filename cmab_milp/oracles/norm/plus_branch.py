@@ -52,19 +52,23 @@ cut the nodes: with the best diagonal and conflict terms of the family (a semide
 Clarabel offline: the root gap 4.6% -> 1.45%) the first crew query still takes 3,763 nodes. The node bounds
 decide, and each node cannot afford that program.
 
-Where it runs (:meth:`~.solver.NormSolver._plus_branch_applies`): ``M`` definite, and spaces with a
-combinatorial linear oracle whose MILP needs lazy cuts (spanning trees, forests) or matchings (general ones
-on the fractional matching polytope of :mod:`.minus_branch`: K15, f = 1, the budgeted trial and the outer
-approximation 2.23 / 3.73 s -> 0.91 / 1.02 s; f = 3 7.5 / stopped at 10 s -> 2.6 / 7.1 s, median / max,
-``bench/norm_crew.py --large K15 --variants no-fractional,new``). Measured (interleaved,
-bench/norm_large.py's sign +1 queries, s, outer approximation -> this branch): trees of a 6x6 grid, f = 1:
-9.5 -> 1.0 and 13.7 -> 0.32; trees 8x8, f = 0.3: 1.13 -> 0.25,
-f = 1: stopped at 20 s -> 0.28 and 2.8; forests 8x8, f = 0.3: 0.45-4.0 -> 0.12-0.40, f = 1: stopped
-at 10 s -> 0.5 and 9.4 (one of three stops); matchings of K(10, 12), f = 0.3: 0.21-0.32 -> 0.09-0.10,
-f = 1: 1.4-7.3 -> 0.75-1.4. At f = 3 most still stop, as Gurobi does. Elsewhere the outer
-approximation's compact MILPs win: the bound is loose when actions hold few of many arms
-(Cardinality(100, 10), f = 1: 0.5-2.4 s against 3.3-6.8 s); on general matchings they won while
-each linear query was a blossom algorithm (~2 ms; K15, f = 1: 0.9-3.5 s against 2.6 s and a stop).
+``M`` need not be definite: the covariance index's is not always (the paper's ``Sigma_bar``). The index is then
+``mu @ a + f sqrt(max(a @ M @ a, 0))``, and the bounds are made on :func:`psd_majorant`'s ``P`` (PSD, with
+``a @ P @ a >= max(a @ M @ a, 0)`` on 0/1 points), while every action is valued on ``M``. Before, the outer
+approximation served such queries: the crew problem's SROQ-C pair queries just after its warm-up (``M`` with
+eigenvalues down to ``-4e-4``) took 64.7 ms each there and take 9.1 ms here, the same values on 150 of them.
+
+Where it runs (:meth:`~.solver.NormSolver._plus_branch_applies`): spaces with a combinatorial linear oracle whose MILP
+needs lazy cuts (spanning trees, forests) or matchings (general ones on the fractional matching polytope of
+:mod:`.minus_branch`: K15, f = 1, the budgeted trial and the outer approximation 2.23 / 3.73 s -> 0.91 / 1.02 s; f = 3
+7.5 / stopped at 10 s -> 2.6 / 7.1 s, median / max, ``bench/norm_crew.py --large K15 --variants no-fractional,new``).
+Measured (interleaved, bench/norm_large.py's sign +1 queries, s, outer approximation -> this branch): trees of a 6x6
+grid, f = 1: 9.5 -> 1.0 and 13.7 -> 0.32; trees 8x8, f = 0.3: 1.13 -> 0.25, f = 1: stopped at 20 s -> 0.28 and 2.8;
+forests 8x8, f = 0.3: 0.45-4.0 -> 0.12-0.40, f = 1: stopped at 10 s -> 0.5 and 9.4 (one of three stops); matchings of
+K(10, 12), f = 0.3: 0.21-0.32 -> 0.09-0.10, f = 1: 1.4-7.3 -> 0.75-1.4. At f = 3 most still stop, as Gurobi does.
+Elsewhere the outer approximation's compact MILPs win: the bound is loose when actions hold few of many arms
+(Cardinality(100, 10), f = 1: 0.5-2.4 s against 3.3-6.8 s); on general matchings they won while each linear query was a
+blossom algorithm (~2 ms; K15, f = 1: 0.9-3.5 s against 2.6 s and a stop).
 
 Example
 -------
@@ -84,12 +88,13 @@ from collections.abc import Callable
 import numpy as np
 
 from ..base import NormQuery
+from .gradient import positive_definite
 from .minus_branch import _EPS, _REL_GAP, _ROUND, LinearOracleBranch, _Node, quadratic_line_maximum
 from .overestimator import conflict_pairs, overestimator_parts, shifted_form
 from .scaling import arms_bound, proven
 from .shifts import _MARGIN, diagonal_shift, low_rank_start, weighted_diagonal
 
-__all__ = ["ConcaveBranch", "concave_shift"]
+__all__ = ["ConcaveBranch", "concave_shift", "psd_majorant"]
 
 #: Frank-Wolfe steps per node at most.
 _STEPS = 12
@@ -118,6 +123,34 @@ _TUNE_ROUNDS = 12
 _TUNE_STEPS = 50
 #: Sweeps of :func:`~.shifts.weighted_diagonal` in the first round and in the later (warm) ones.
 _TUNE_SWEEPS = (20, 4)
+
+
+def psd_majorant(M: np.ndarray, arms: np.ndarray) -> np.ndarray:
+    """``M`` raised on ``arms`` to ``P`` with ``a @ P @ a >= max(a @ M @ a, 0)`` for every 0/1 ``a`` on ``arms``.
+
+    ``P = M + N``, ``N = V max(-L, 0) V'`` the negative part of the spectrum ``V L V'`` of ``M`` on ``arms`` (PSD,
+    so ``a @ P @ a >= a @ M @ a``; and ``P = V max(L, 0) V'`` is PSD, so ``a @ P @ a >= 0``), plus a rounding
+    margin on the diagonal. ``M`` itself where it is positive definite on ``arms``. The covariance index's ``M``
+    need not be PSD (the paper's ``Sigma_bar``): the crew problem's just after its warm-up has eigenvalues down
+    to ``-4e-4`` against a largest entry of ``2e-3``. The sign +1 bounds are made on ``P`` and every action is
+    valued on ``M``.
+
+    >>> M = np.array([[1.0, 2.0], [2.0, 1.0]])  # eigenvalues 3 and -1
+    >>> P = psd_majorant(M, np.arange(2))
+    >>> bool(np.linalg.eigvalsh(P)[0] >= 0), [float(a @ P @ a) >= max(float(a @ M @ a), 0) for a in np.eye(2)]
+    (True, [True, True])
+    """
+    arms = np.asarray(arms, int)
+    sub = np.asarray(M, float)[np.ix_(arms, arms)]
+    if positive_definite(M, arms):
+        return M
+    values, vectors = np.linalg.eigh(sub)
+    negative = np.minimum(values, 0.0)
+    raised = sub - (vectors * negative) @ vectors.T
+    raised[np.diag_indices(len(arms))] += _MARGIN * max(len(arms), 1) * _EPS * float(np.abs(sub).max(initial=1.0))
+    out = np.array(M, dtype=float)
+    out[np.ix_(arms, arms)] = (raised + raised.T) / 2.0
+    return out
 
 
 def concave_shift(M: np.ndarray, arms: np.ndarray) -> np.ndarray:
@@ -156,12 +189,14 @@ class ConcaveBranch(LinearOracleBranch):
         #: An upper bound on every action's index met after the nodes were keyed (the tuned root's): the
         #: approximate mode may stop on it (:func:`~.minus_branch.best_first`).
         self.global_bound = np.inf
-        # psi(a) <= mu @ a + f sum_i a_i sqrt(M_ii) (triangle inequality): the plane where q(x) = 0
-        self.triangle = query.mu + query.f * np.sqrt(np.maximum(np.diag(query.M), 0.0))
+        #: The bounds' matrix: ``M``, or its PSD majorant where ``M`` is not definite (:func:`psd_majorant`).
+        self.P = psd_majorant(query.M, np.asarray(arms, int))
+        # psi(a) <= mu @ a + f sum_i a_i sqrt(P_ii) (triangle inequality): the plane where q(x) = 0
+        self.triangle = query.mu + query.f * np.sqrt(np.maximum(np.diag(self.P), 0.0))
         self.conflicts, self.m = conflicts, arms_bound(space)
-        parts = [(query.M, np.zeros(self.d))]  # the diagonal alone: B = M, no linear part
+        parts = [(self.P, np.zeros(self.d))]  # the diagonal alone: B = P, no linear part
         if _OVERESTIMATOR:
-            parts.append(overestimator_parts(query.M, arms, self.m, conflicts))
+            parts.append(overestimator_parts(self.P, arms, self.m, conflicts))
             if conflicts is not None and not _PLAIN_WITH_CONFLICTS:
                 parts = parts[1:]
         candidates = [shifted_form(B, linear, arms) for B, linear in parts]
@@ -314,7 +349,7 @@ class ConcaveBranch(LinearOracleBranch):
         n = float(np.sqrt(max(float(x @ (qx + self.h)), 0.0)))
         psi = float(q.mu @ x) + q.f * n
         if n <= 0.0:
-            return self.triangle, 0.0, psi, self.mu_abs + q.f * float(np.sqrt(np.abs(np.diag(q.M)).max()))
+            return self.triangle, 0.0, psi, self.mu_abs + q.f * float(np.sqrt(np.abs(np.diag(self.P)).max()))
         g = q.mu + q.f * qx / n
         err = self.mu_abs + q.f * self.row_abs / n
         return g, psi - float(g @ x), psi, err

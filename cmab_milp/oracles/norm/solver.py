@@ -161,9 +161,12 @@ _FINISH_SECONDS = 0.1
 #: bounds) when ``M`` is definite and the space has one; otherwise the secant MILPs.
 _MINUS_BRANCH = True
 #: Sign +1 by :mod:`.plus_branch` (branch and bound on the combinatorial linear oracle, concave-overestimator
-#: bounds) when ``M`` is definite and the space has one whose MILP needs lazy cuts (``"always"``: every space
-#: with one; ``False``: never); otherwise the outer approximation.
+#: bounds) when the space has one whose MILP needs lazy cuts (``"always"``: every space with one; ``False``:
+#: never); otherwise the outer approximation.
 _PLUS_BRANCH: bool | str = True
+#: Only with ``M`` definite (``False``: an indefinite ``M`` too, bounded on its PSD majorant,
+#: :func:`~.plus_branch.psd_majorant`).
+_PLUS_BRANCH_DEFINITE = False
 #: The concave branch's first incumbent: the hints and an ascent only (no restarts, uniform start or swaps).
 _BRANCH_LIGHT_START = True
 #: Where the outer approximation serves sign +1, the concave branch first tries this many nodes (0: never).
@@ -375,9 +378,9 @@ class NormSolver:
             return self._outer_plus(model)
 
     def _plus_branch_applies(self, trial: bool = False) -> bool:
-        """Sign +1 by the concave branch, ``M`` definite: a combinatorial space whose MILP needs lazy cuts, or
-        matchings (an assignment a linear query, conflict terms in the bound; general ones on the fractional
-        matching polytope, :data:`~.minus_branch._FRACTIONAL_MATCHINGS`).
+        """Sign +1 by the concave branch (any ``M``: :data:`_PLUS_BRANCH_DEFINITE`): a combinatorial space whose MILP
+        needs lazy cuts, or matchings (an assignment a linear query, conflict terms in the bound; general ones on the
+        fractional matching polytope, :data:`~.minus_branch._FRACTIONAL_MATCHINGS`).
 
         Where the MILP is compact and no conflict terms tighten the bound (cardinality, partition),
         the outer approximation's MILPs are faster (the concave bound is loose when actions hold few
@@ -394,14 +397,15 @@ class NormSolver:
         0.07-0.26).
         """
         space = self.oracle.space
-        if not _PLUS_BRANCH or not applies(space) or not positive_definite(self.query.M, self.arms):
+        definite = not _PLUS_BRANCH_DEFINITE or positive_definite(self.query.M, self.arms)
+        if not _PLUS_BRANCH or not applies(space) or not definite:
             return False
         if trial or _PLUS_BRANCH == "always" or self.oracle.formulation.separators:
             return True
         return type(space) is Matchings and (space.bipartite or minus_branch._FRACTIONAL_MATCHINGS)
 
     def _branch_plus(self, max_nodes: int | None = None) -> tuple[np.ndarray | None, float]:
-        """Sign +1 by :class:`~.plus_branch.ConcaveBranch` (``M`` definite, a combinatorial space).
+        """Sign +1 by :class:`~.plus_branch.ConcaveBranch` (a combinatorial space; any symmetric ``M``).
 
         ``max_nodes``: raise :class:`~.minus_branch.NodeBudget` beyond that many nodes, keeping the search's
         incumbent for the next method (:meth:`_first_incumbent_plus`).
