@@ -44,6 +44,9 @@ rows per decade of rounds show the trend.
   run 10-30% faster).
 * SROQ-C, exact, with the lowered node forms and the tuned root (a639ab0, idle machine): T = 10^5 in 290 s wall,
   pair queries 37 ms (slowest 251 ms), arm queries 52 ms, regret 102,147.2 (the same).
+* SROQ-C, exact, with the sign +1 branch on an indefinite ``M`` (bounded on its PSD majorant; ``M`` is indefinite just
+  after the warm-up, where the outer approximation took 65 ms a pair query): T = 10^5 in 166 s wall, 14,741 pair
+  queries at 20.8 ms (slowest 95 ms), 360 arm queries at 36.5 ms, the same regret 102,147.2.
 * SROQ-C, exact, final main (``--budget 600``, load 2-3): T = 10^5 in 335 s wall (2 oracle threads), 14,741
   pair queries at 43 ms thread time (slowest 251 ms), 360 arm queries at 60 ms, regret 102,147 (as the
   approximate run's). An earlier commit of the day (full first incumbent, both root forms): 451 s.
