@@ -132,14 +132,21 @@ def test_the_8x8_grid_agrees_with_the_outer_approximation(monkeypatch):
         assert got == pytest.approx(want, rel=1e-9, abs=1e-9)
 
 
-def test_indefinite_queries_keep_the_outer_approximation():
-    space, oracle, actions = space_and_actions("wheel")
-    rng = np.random.default_rng(2)
-    mu, a = rng.uniform(0, 1, space.d), rng.normal(size=(space.d, 2))
-    answer = oracle.argmax_norm(mu, a @ a.T, 1.0, 1)  # rank 2: not definite
-    assert last_stats(oracle).method == "oa-quadratic-form"
-    best = float(values(actions, mu, a @ a.T, 1.0).max())
-    assert float(values(answer[None, :], mu, a @ a.T, 1.0)[0]) >= best - 1e-9 * (1 + abs(best))
+@pytest.mark.parametrize("name", list(GRAPHS))
+def test_indefinite_and_singular_M_are_bounded_on_the_psd_majorant(name):
+    """The index ``mu @ a + f sqrt(max(a @ M @ a, 0))`` with ``M`` of rank 2 or with negative eigenvalues: the forms
+    are made on :func:`~cmab_milp.oracles.norm.plus_branch.psd_majorant` and the answers match brute force (before,
+    the outer approximation served these)."""
+    from test_norm_plus_branch import indefinite
+
+    space, oracle, actions = space_and_actions(name)
+    rng = np.random.default_rng([len(name), 43])
+    for k, f in enumerate([0.3, 1.0, 3.0, 0.5, 2.0, 10.0]):
+        mu, M = rng.uniform(-0.3, 1.0, space.d), indefinite(rng, space.d)
+        res = random_restrictions(rng, actions, k % 3)
+        answer = oracle.argmax_norm(mu, M, f, 1, **res)
+        if check_norm_answer(actions, answer, res, mu, M, f, 1, (name, k, f)):
+            assert last_stats(oracle).method == "branch-path-concave"
 
 
 def test_approximate_mode_returns_a_certified_path_on_its_time_limit(monkeypatch):

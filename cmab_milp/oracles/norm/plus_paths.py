@@ -88,6 +88,7 @@ import numpy as np
 
 from .minus_paths import _EPS, _ROUND, PathBranch, _PathLP
 from .overestimator import overestimator_parts, shifted_form
+from .plus_branch import psd_majorant
 from .scaling import arms_bound
 
 __all__ = ["ConcavePathBranch"]
@@ -146,8 +147,9 @@ class ConcavePathBranch(PathBranch):
 
     def make_bounds(self, arms: np.ndarray, l_hi: float) -> _PathLP:
         """The concave overestimator ``q`` on ``arms`` and the LP, ``t`` in ``[-sqrt(l_hi), 0]``, with the
-        triangle row."""
-        M = self.q.M
+        triangle row. The forms are made on :func:`~.plus_branch.psd_majorant`'s ``P`` (``M`` where it is definite),
+        so that they hold for an indefinite ``M`` too."""
+        M = psd_majorant(self.q.M, np.asarray(arms, int))
         self.forms, self.M_r = [], None
         self.arms = np.asarray(arms, int)
         # exact on actions (no size term): its tangent at an action is exact there, so a node holding a single

@@ -175,7 +175,8 @@ _PLUS_BRANCH_TRY = 100
 #: when ``M`` is definite and the query well scaled; otherwise the secant MILPs.
 _MINUS_PATHS = True
 #: Sign +1 on s-t paths of cyclic graphs by :mod:`.plus_paths` (LP branch and bound with tangents of a concave
-#: overestimator) when ``M`` is definite and the query well scaled; otherwise the outer approximation.
+#: overestimator, on the PSD majorant of an indefinite ``M``) when the query is well scaled; otherwise the outer
+#: approximation.
 _PLUS_PATHS = True
 #: ``delta``, the smallest ``L`` handled by tangents, as a fraction of the largest ``L``.
 _DELTA_FRACTION = 1e-6
@@ -364,7 +365,8 @@ class NormSolver:
     # --------------------------------------------------------- sign = +1
     def _maximise_plus(self, model: CompiledModel) -> tuple[np.ndarray | None, float]:
         q = self.query
-        if _PLUS_PATHS and paths_apply(self.oracle.space) and well_scaled(q) and positive_definite(q.M, self.arms):
+        definite = not _PLUS_BRANCH_DEFINITE or positive_definite(q.M, self.arms)
+        if _PLUS_PATHS and paths_apply(self.oracle.space) and well_scaled(q) and definite:
             return self._branch_path(*self._best_hint(None, -np.inf), sign=1)
         if self._plus_branch_applies():
             return self._branch_plus()
@@ -610,8 +612,8 @@ class NormSolver:
         return self._run_search(search, best, best_value)
 
     def _branch_path(self, best: np.ndarray | None, best_value: float, sign: int):
-        """S-t paths of a cyclic graph (``M`` definite): sign -1 by :class:`~.minus_paths.PathBranch`, sign +1 by
-        :class:`~.plus_paths.ConcavePathBranch`."""
+        """S-t paths of a cyclic graph: sign -1 by :class:`~.minus_paths.PathBranch` (``M`` definite), sign +1 by
+        :class:`~.plus_paths.ConcavePathBranch` (any ``M``: bounded on its PSD majorant)."""
         self.stats.method = "branch-path-lp" if sign < 0 else "branch-path-concave"
         kind = PathBranch if sign < 0 else ConcavePathBranch
         search = kind(self.oracle.space, self.query, self.arms, self.l_hi, self.deadline, _clock)
