@@ -129,7 +129,11 @@ class _Watch:
                 with lock:
                     self.slowest = max(self.slowest, took)
                     self.answered += 1
-                    entry = self.kinds.setdefault(query_kind(query), [0, 0.0, 0.0])
+                    kind = query_kind(query)
+                    if getattr(query, "carry", None) is not None:  # one query a round: the stats are its own
+                        carried = getattr(getattr(oracle, "last_norm_stats", None), "method", "") == "carried"
+                        kind += " carried" if carried else " solved"
+                    entry = self.kinds.setdefault(kind, [0, 0.0, 0.0])
                     entry[0] += 1
                     entry[1] += took
                     entry[2] = max(entry[2], took)
@@ -230,6 +234,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--norm-gap", type=float, default=None, help="highs norm_gap (approximate norm queries)")
     parser.add_argument("--time-limit", type=float, default=None, help="seconds per query (a norm query in all)")
     parser.add_argument("--policies", default="AROQ-C,SROQ-C,OLS-UCB-C", help="comma-separated subset")
+    parser.add_argument("--reuse", type=float, default=None, help="OLS-UCB-C's reuse (default: the policy's)")
     parser.add_argument(
         "--checkpoints", default="1000,10000,16000,30000,50000", help="rounds at which to print the regret"
     )
@@ -244,10 +249,11 @@ def main(argv: list[str] | None = None) -> None:
     space = problem.build_space()
     env = problem.build_environment(space)
     prune = {"prune": True} if args.prune else {}  # (the code before prune existed takes no such keyword)
+    reuse = {} if args.reuse is None else {"reuse": args.reuse}
     builders = {
         "AROQ-C": lambda oracle: cm.AROQCov(space, T, oracle=oracle, warmup_cycles=1, **prune),
         "SROQ-C": lambda oracle: cm.SROQCov(space, T, oracle=oracle, **prune),
-        "OLS-UCB-C": lambda oracle: cm.OLSUCBC(space, T, oracle=oracle),
+        "OLS-UCB-C": lambda oracle: cm.OLSUCBC(space, T, oracle=oracle, **reuse),
     }
     names = [n.strip() for n in args.policies.split(",") if n.strip()]
     unknown = sorted(set(names) - set(builders))

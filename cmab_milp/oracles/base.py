@@ -234,12 +234,16 @@ class Oracle:
         forbid_pairs: Sequence[tuple[int, int]] = (),
         *,
         hints: Sequence[Any] = (),
+        carry: Any = None,
     ) -> np.ndarray | None:
         """An action maximising ``mu @ a + sign * f * sqrt(max(a @ M @ a, 0))``, or ``None``.
 
         ``hints``: optional 0/1 vectors of length ``d`` a backend may start from (see :class:`NormQuery`).
+        ``carry``: an optional :class:`~cmab_milp.oracles.norm.carry.NormCarry` of a sequence of queries
+        (used by the certified approximate mode only).
         """
-        return self.answer_timed(self.norm_query(mu, M, f, sign, include, exclude, forbid_pairs, hints=hints))
+        query = self.norm_query(mu, M, f, sign, include, exclude, forbid_pairs, hints=hints, carry=carry)
+        return self.answer_timed(query)
 
     def answer_timed(self, query: Any) -> np.ndarray | None:
         """Answer one validated query as one adaptivity round, recorded in the ledger."""
@@ -287,6 +291,7 @@ class Oracle:
         forbid_pairs: Any = (),
         *,
         hints: Any = (),
+        carry: Any = None,
     ) -> NormQuery:
         mu_arr = real_array(mu, "mu")
         if mu_arr.shape != (self.d,):
@@ -306,7 +311,12 @@ class Oracle:
             raise ValueError(f"sign must be +1 or -1, got {sign!r}")
         mat = 0.5 * (mat + mat.T)
         restrictions = _restrictions(self.d, include, exclude, forbid_pairs, self.space)
-        return NormQuery(mu_arr, mat, f, int(sign), restrictions, _hints(hints, self.d))
+        if carry is not None:
+            from .norm.carry import NormCarry
+
+            if not isinstance(carry, NormCarry):
+                raise ValueError(f"carry must be a NormCarry or None, got {type(carry).__name__}")
+        return NormQuery(mu_arr, mat, f, int(sign), restrictions, _hints(hints, self.d), carry)
 
     def _parse_batch_entry(self, k: int, entry: Mapping[str, Any]) -> LinearQuery | NormQuery:
         if not isinstance(entry, Mapping):

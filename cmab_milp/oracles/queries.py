@@ -197,6 +197,11 @@ class NormQuery:
     them; they never change which value is optimal. The tie rule still holds:
     the hints are part of the query, so the same query with the same hints gets
     the same answer, whatever the oracle's history.
+
+    ``carry`` is an optional :class:`~cmab_milp.oracles.norm.carry.NormCarry`: the
+    caller's memory of a sequence of such queries, which an oracle in the certified
+    approximate mode (``norm_gap``) may answer from without a solve (exact oracles
+    ignore it). The answers then depend on the sequence of queries, still on nothing else.
     """
 
     mu: np.ndarray
@@ -205,6 +210,7 @@ class NormQuery:
     sign: int
     restrictions: _Restrictions
     hints: tuple[np.ndarray, ...] = ()
+    carry: Any = field(default=None, compare=False, repr=False)
 
     def value(self, action: np.ndarray) -> float:
         return norm_objective(self.mu, self.M, self.f, self.sign, action)

@@ -55,6 +55,7 @@ import numpy as np
 
 from ..environments.base import FeedbackStats
 from ..oracles import Oracle
+from ..oracles.norm.carry import NormCarry, check_reuse
 from ..spaces.base import ActionSpace
 from .base import Index, check_nonnegative, check_positive
 from .cov_estimators import CovarianceEstimator
@@ -69,6 +70,11 @@ class CovarianceIndex(Index):
     ``forbid_pairs`` (a tuple of arm pairs, default none) is added to every
     query it builds (SROQ-C's schedule passes its eliminated pairs in each
     query of its batches itself).
+
+    ``reuse`` (``None``: off): each norm query of sign +1 carries a
+    :class:`~cmab_milp.oracles.norm.carry.NormCarry` with this ``reuse`` share, one per
+    restriction, so that an oracle in the certified approximate mode may answer
+    it from the last solved query of the same restrictions (saved with the learner).
 
     >>> index = CovarianceIndex(2)
     >>> stats = FeedbackStats(
@@ -85,10 +91,11 @@ class CovarianceIndex(Index):
     _state_fields: ClassVar[tuple[str, ...]] = ("forbid_pairs",)
     _estimator_fields = ("counts", "pair_counts", "sums", "outer_sums")
 
-    def __init__(self, d: int, C: float = 1.5, f_scale: float = 1.0, h_scale: float = 1.0):
+    def __init__(self, d: int, C: float = 1.5, f_scale: float = 1.0, h_scale: float = 1.0, reuse: float | None = None):
         self.C = check_positive("C", C)
         self.f_scale = check_positive("f_scale", f_scale)
         self.h_scale = check_positive("h_scale", h_scale)
+        self.reuse = None if reuse is None else check_reuse(reuse)
         self.forbid_pairs: tuple[tuple[int, int], ...] = ()
         super().__init__(d)
 
@@ -98,6 +105,8 @@ class CovarianceIndex(Index):
         self._cache: dict[int, np.ndarray] = {}
         # last norm answer per (sign, include): the incumbent hints of the next such query
         self._answers: dict[tuple[int, tuple[int, ...]], np.ndarray] = {}
+        # with ``reuse``: the carry of each restriction's sign +1 queries (oracles.norm.carry)
+        self._carries: dict[tuple, NormCarry] = {}
 
     def update(self, stats: FeedbackStats) -> None:
         if stats.sum is None or stats.outer is None or stats.pairs is None:
@@ -108,10 +117,25 @@ class CovarianceIndex(Index):
 
     def get_state(self) -> dict[str, Any]:
         estimator = {name: getattr(self.estimator, name) for name in self._estimator_fields}
-        return {**super().get_state(), "estimator": estimator}
+        state = {**super().get_state(), "estimator": estimator}
+        if self._carries:  # the approximate mode's answers depend on them: a resumed learner needs them
+            state["carries"] = [carry.get_state() for carry in self._carries.values()]
+        return state
 
     def set_state(self, state: Mapping[str, Any]) -> None:
         state = dict(state)
+        carries = state.pop("carries", [])
+        self._carries = {}
+        if not isinstance(carries, (list, tuple)):
+            raise ValueError("CovarianceIndex state: carries must be a list")
+        for saved in carries:
+            if not isinstance(saved, Mapping):
+                raise ValueError("CovarianceIndex state: each carry must be a mapping")
+            carry = NormCarry()
+            carry.set_state(saved)
+            if "answer" in saved:
+                key = (1, tuple(saved["include"]), tuple(saved["exclude"]), tuple(map(tuple, saved["forbid_pairs"])))
+                self._carries[_carry_key(key)] = carry
         estimator = state.pop("estimator", None)
         if not isinstance(estimator, Mapping) or set(estimator) != set(self._estimator_fields):
             raise ValueError("CovarianceIndex state has no estimator statistics")
@@ -172,10 +196,18 @@ class CovarianceIndex(Index):
         are remembered for the next queries (not saved with the learner).
         """
         hinted = []
+        keys = [_carry_key(q) for q in queries if q.get("kind") == "norm" and q.get("sign") == 1]
         for query in queries:
             if query.get("kind") == "norm" and "hints" not in query:
                 hints = self.hints_for(query)
                 query = {**query, "hints": hints} if hints else query
+            if self.reuse is not None and query.get("kind") == "norm" and query.get("sign") == 1:
+                key = _carry_key(query)
+                if keys.count(key) == 1:  # a carry is a sequence: never two queries of one batch on it
+                    carry = self._carries.get(key)
+                    if carry is None:
+                        carry = self._carries[key] = NormCarry(self.reuse)
+                    query = {**query, "carry": carry}
             hinted.append(query)
         answers = super().ask(oracle, hinted)
         for query, answer in zip(hinted, answers, strict=True):
@@ -220,6 +252,21 @@ class CovarianceIndex(Index):
         values = dense @ self.means + sign * self.f(t) * np.sqrt(np.maximum(quad, 0.0))
         values[acts[:, ~self.observed].any(axis=1)] = sign * np.inf
         return values
+
+
+def _carry_key(query: Mapping[str, Any]) -> tuple:
+    """The restrictions of a sign +1 norm query, as a key of its carry."""
+    if isinstance(query, tuple):  # (sign, include, exclude, pairs) from a saved state
+        sign, include, exclude, pairs = query
+    else:
+        sign, include, exclude = 1, query.get("include", ()), query.get("exclude", ())
+        pairs = query.get("forbid_pairs", ())
+    return (
+        int(sign),
+        tuple(sorted(int(i) for i in include)),
+        tuple(sorted(int(i) for i in exclude)),
+        tuple(sorted((min(int(i), int(j)), max(int(i), int(j))) for i, j in pairs)),
+    )
 
 
 # ----------------------------------------------------------------- policies
@@ -286,14 +333,26 @@ class _CovarianceFamily:
 class OLSUCBC(_CovarianceFamily, EveryRound):
     """OLS-UCB-C: the covariance-adaptive UCB argmax of eq. (3) at every round (baseline).
 
-    Parameters: ``space``, ``T``, ``oracle``, ``C``, ``f_scale``, ``h_scale`` (module docstring).
+    Parameters: ``space``, ``T``, ``oracle``, ``C``, ``f_scale``, ``h_scale`` (module docstring), and
+    ``reuse`` (in ``[0, 1)``, default 0.5): with an oracle in the certified approximate mode
+    (``norm_gap``), each solve aims at ``(1 - reuse) * norm_gap`` and later rounds play its answer
+    without a solve while a drift bound proves it within ``norm_gap`` of their own optimum
+    (:mod:`~cmab_milp.oracles.norm.carry`); an exact oracle answers every round exactly whatever
+    ``reuse`` is.
 
     >>> import cmab_milp as cm
     >>> OLSUCBC(cm.Cardinality(3, 1), 10, oracle="enumerate").params
-    {'C': 1.5, 'f_scale': 1.0, 'h_scale': 1.0}
+    {'C': 1.5, 'f_scale': 1.0, 'h_scale': 1.0, 'reuse': 0.5}
     """
 
     name = "OLS-UCB-C"
+    _schedule_defaults: ClassVar[dict[str, Any]] = {"reuse": 0.5}
+
+    def _check_schedule(self, schedule: dict[str, Any]) -> dict[str, Any]:
+        return {**schedule, "reuse": check_reuse(schedule["reuse"])}
+
+    def make_index(self) -> CovarianceIndex:
+        return CovarianceIndex(self.d, **{k: self.params[k] for k in _COMMON}, reuse=self.params["reuse"])
 
 
 class AROQCov(_CovarianceFamily, AdaptiveEpochs):

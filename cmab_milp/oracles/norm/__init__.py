@@ -7,7 +7,8 @@ Layout (each module one job; its docstring holds its part of the exactness proof
 * :mod:`.secants`: the piecewise secants of ``-f sqrt(L)`` and their window (sign -1);
 * :mod:`.cuts`: convex-reformulation tangents on ``L`` and no-good rows (solver noise);
 * :mod:`.local_search`: first incumbents (swaps for sign -1, linear-oracle ascent for +1);
-* :mod:`.solver`: :func:`solve_norm`, the two methods' loops on the oracle's norm model.
+* :mod:`.solver`: :func:`solve_norm`, the two methods' loops on the oracle's norm model;
+* :mod:`.carry`: a sequence's last answer reused under a drift bound (the certified approximate mode).
 
 A query's ``hints`` (:class:`~cmab_milp.oracles.base.NormQuery`) that are actions
 admitted by its restrictions are candidate first incumbents: they may speed a query

@@ -203,12 +203,23 @@ def solve_norm(oracle, query: NormQuery) -> np.ndarray | None:
     >>> solve_norm(oracle, oracle.norm_query(np.zeros(3), np.eye(3), 1.0)).sum()
     np.int64(2)
     """
-    solver = NormSolver(oracle, query)
+    gap: float | None = getattr(oracle, "norm_gap", None)
+    carry = query.carry if gap is not None and query.sign > 0 else None
+    if carry is not None:  # the certified approximate mode: the sequence's last answer may still be proven
+        carried = carry.offer(query, gap, arms_bound(oracle.space))
+        if carried is not None:
+            oracle.last_norm_stats = NormStats("carried")
+            oracle.ledger.record_ratio(carried[1])
+            return carried[0]
+        gap = carry.solve_gap(gap)
+    solver = NormSolver(oracle, query, gap)
     with blas_single_thread():  # ~100 x 100 algebra: threads only wait for each other (cmab_milp._threads)
         answer, bound = solver.run()
     bound *= solver.value_scale  # back to the query's units (a power of 2: exact)
     oracle.last_norm_stats = solver.stats
     if answer is None:
+        if carry is not None:
+            carry.record(query, None, bound)
         return None
     res = query.restrictions
     if (not res.empty and not res.admits(answer)) or (oracle.verify and not oracle.space._contains(answer)):
@@ -222,6 +233,8 @@ def solve_norm(oracle, query: NormQuery) -> np.ndarray | None:
                 " optimality not proven within 1e-9 * (1 + |optimum|)"
             )
         oracle.ledger.record_ratio(ratio)  # the certified approximate mode (norm_gap)
+    if carry is not None:  # no action is worth more than the bound, or than the value plus the tolerance
+        carry.record(query, answer, max(bound + tolerance(bound), value + tolerance(value)))
     return answer
 
 
@@ -233,7 +246,7 @@ def last_stats(oracle) -> NormStats | None:
 class NormSolver:
     """One query: the thread's norm model with this query's columns and rows appended."""
 
-    def __init__(self, oracle, query: NormQuery):
+    def __init__(self, oracle, query: NormQuery, gap: float | None = None):
         self.oracle = oracle
         self.query = unit_scale(query)
         self.value_scale = 1.0
@@ -250,8 +263,9 @@ class NormSolver:
         self.l_lo, self.l_hi = quadratic_form_bounds(query.M, self.m, self.arms)
         limit = getattr(oracle, "time_limit", None)
         self.deadline = None if limit is None else _clock() + limit
-        #: The certified approximate mode (the oracle's ``norm_gap``): see :meth:`settled`.
-        self.gap: float | None = getattr(oracle, "norm_gap", None)
+        #: The certified approximate mode (the oracle's ``norm_gap``, or the tighter ``gap`` of a
+        #: carried sequence, :mod:`.carry`): see :meth:`settled`.
+        self.gap: float | None = getattr(oracle, "norm_gap", None) if gap is None else gap
         #: A budgeted branch's incumbent, for the method after it (:meth:`_first_incumbent_plus`).
         self._carried: tuple[np.ndarray | None, float] = (None, -np.inf)
 
