@@ -48,6 +48,7 @@ _LAZY = {
     "AROQGR": "cmab_milp.policies",
     "SROQGR": "cmab_milp.policies",
     "load_policy": "cmab_milp.policies",
+    "NormCarry": "cmab_milp.oracles.norm.carry",
     "simulate": "cmab_milp.simulation",
     "SimulationResult": "cmab_milp.simulation",
 }

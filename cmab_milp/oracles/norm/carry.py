@@ -52,7 +52,7 @@ Example
 >>> import cmab_milp as cm
 >>> space = cm.Cardinality(6, 2)
 >>> oracle = cm.make_oracle(space, "highs", norm_gap=0.05)
->>> carry = NormCarry(reuse=0.5)
+>>> carry = cm.NormCarry(reuse=0.5)
 >>> mu, M = np.linspace(0.1, 0.6, 6), 0.01 * np.eye(6)
 >>> first = oracle.argmax_norm(mu, M, 1.0, carry=carry)
 >>> second = oracle.argmax_norm(mu, 0.999 * M, 1.0001, carry=carry)  # a round later: no solve

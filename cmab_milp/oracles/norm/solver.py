@@ -52,6 +52,10 @@ loop, every round a new branch and bound.
 The oracle's ``time_limit`` holds for the whole query: each MILP gets what is left
 of it, and a query past it raises :class:`~cmab_milp.oracles.highs_model.LimitReached`.
 
+In the certified approximate mode (the oracle's ``norm_gap``) a sign +1 query that carries a
+:class:`~.carry.NormCarry` is first offered the sequence's last answer, proven by a drift bound from the
+last solved query (:mod:`.carry`); only when that fails is it solved, at the carry's tighter gap.
+
 Each loop closes with :func:`~.scaling.proven`; gaps left by solver noise are closed
 by setting exactly valued actions aside (:mod:`.cuts`). The answer's value is
 recomputed in numpy and must be within ``1e-9 * (1 + |value|)`` of the proven upper
