@@ -217,3 +217,28 @@ def test_ols_ucb_c_with_reuse_continues_exactly_after_save_and_load(tmp_path) ->
     resumed = play(restored, 150, rng)
     assert np.array_equal(straight, resumed)
     assert restored.index._carries and next(iter(restored.index._carries.values())).reused > 0
+
+
+def test_a_carry_keeps_runners_up_and_offers_the_best_of_them() -> None:
+    space = cm.SpanningTrees(nx.grid_2d_graph(2, 4))  # the concave branch answers: it keeps what it met
+    actions = space.enumerate()
+    oracle = cm.make_oracle(space, "highs", norm_gap=0.1)
+    rng = np.random.default_rng(8)
+    mu, M, f = base_query(rng, space.d, indefinite=False)
+    mu = np.abs(mu) + 0.2
+    carry = NormCarry(reuse=0.5)
+    answer = oracle.argmax_norm(mu, M, f, carry=carry)
+    kept = carry._actions
+    query = oracle.norm_query(mu, M, f)
+    values = [query.value(a) for a in kept]
+    assert len(kept) > 1 and np.array_equal(kept[0], answer)
+    assert all(space.contains(a) for a in kept) and len({a.tobytes() for a in kept}) == len(kept)
+    assert values[0] == max(values)
+    # the answer's own arms lose value (as when it is played): the runner-up is offered, within the gap
+    lower = mu - (values[0] - values[1] + 0.05) * (answer & ~kept[1])
+    later = oracle.norm_query(lower, M, f)
+    offered = oracle.argmax_norm(lower, M, f, carry=carry)
+    assert carry.reused == 1
+    assert later.value(offered) == max(later.value(a) for a in kept)
+    assert not np.array_equal(offered, answer)
+    assert later.value(offered) >= 0.9 * optimum(later, actions) - 1e-9

@@ -133,7 +133,7 @@ class CovarianceIndex(Index):
                 raise ValueError("CovarianceIndex state: each carry must be a mapping")
             carry = NormCarry()
             carry.set_state(saved)
-            if "answer" in saved:
+            if "actions" in saved:
                 key = (1, tuple(saved["include"]), tuple(saved["exclude"]), tuple(map(tuple, saved["forbid_pairs"])))
                 self._carries[_carry_key(key)] = carry
         estimator = state.pop("estimator", None)

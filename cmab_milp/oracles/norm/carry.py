@@ -33,9 +33,11 @@ Hence, with ``B+ = max(B, 0)`` and ``q = q_s(a)`` in ``[0, Q]``,
 The maximum of the minimum over ``[0, Q]`` is therefore at ``q*`` or ``Q``:
 ``U_t = max(min(h1, h2)(q*), min(h1, h2)(Q))`` (plus the contract's tolerance for rounding).
 
-The carried answer (feasible: same space, same restrictions) is valued exactly on
-query ``t``; it is returned when ``value / U_t >= 1 - norm_gap`` and ``value > 0``, with
-that ratio in the ledger, exactly as a solved approximate answer. Otherwise the
+The carried actions (the solve's answer and the best others its search met, all feasible:
+same space, same restrictions) are valued exactly on query ``t``; the best of them is returned
+when ``value / U_t >= 1 - norm_gap`` and ``value > 0``, with that ratio in the ledger, exactly as
+a solved approximate answer. (The answer's own index falls as it is played and its arms' counts
+grow; another carried action may then take its place without a solve.) Otherwise the
 query is solved, aiming at ``(1 - reuse) * norm_gap`` so that the drift of the next
 rounds has ``reuse * norm_gap`` to eat, and the carry keeps the new answer and bound.
 
@@ -63,7 +65,7 @@ Example
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -145,7 +147,7 @@ class NormCarry:
         self.solved = 0
         self.reused = 0
         self._query: NormQuery | None = None
-        self._answer: np.ndarray | None = None
+        self._actions: np.ndarray | None = None  # (k, d) bool: the answer first, then runners-up
         self._bound = math.inf
 
     def __repr__(self) -> str:
@@ -165,35 +167,45 @@ class NormCarry:
         )
 
     def offer(self, query: NormQuery, gap: float, m: int) -> tuple[np.ndarray, float] | None:
-        """The carried answer and its proven ratio on ``query`` when it is within ``gap``, else ``None``."""
-        if not self._matches(query) or self._answer is None:
+        """The best carried action and its proven ratio on ``query`` when it is within ``gap``, else ``None``."""
+        if not self._matches(query) or self._actions is None:
             return None
         arms = np.setdiff1d(np.arange(len(query.mu)), np.asarray(query.restrictions.exclude, int))
         bound = drift_bound(self._query, self._bound, query, m, arms)
-        value = query.value(self._answer)
+        values = [query.value(action) for action in self._actions]
+        best = int(np.argmax(values))  # the first of equal values
+        value = values[best]
         if not (value > 0.0 and math.isfinite(bound) and bound > 0.0):
             return None
         ratio = min(value / bound, 1.0)
         if ratio < 1.0 - gap:
             return None
         self.reused += 1
-        return self._answer.copy(), ratio
+        return self._actions[best].copy(), ratio
 
-    def record(self, query: NormQuery, answer: np.ndarray | None, bound: float) -> None:
-        """Keep a solved ``query``'s ``answer`` and ``bound`` (a proven upper bound on its optimum)."""
+    def record(
+        self, query: NormQuery, answer: np.ndarray | None, bound: float, others: Sequence[np.ndarray] = ()
+    ) -> None:
+        """Keep a solved ``query``'s ``answer``, ``bound`` (a proven upper bound on its optimum) and ``others``
+        (actions of the space; those the restrictions admit are kept too)."""
         self.solved += 1
         if answer is None or query.sign != 1 or not math.isfinite(bound):
-            self._query, self._answer, self._bound = None, None, math.inf
+            self._query, self._actions, self._bound = None, None, math.inf
             return
         self._query = NormQuery(query.mu.copy(), query.M.copy(), query.f, query.sign, query.restrictions)
-        self._answer = np.asarray(answer, bool).copy()
+        kept = {np.asarray(answer, bool).tobytes(): np.asarray(answer, bool)}
+        for other in others:
+            other = np.asarray(other, bool)
+            if other.shape == answer.shape and query.restrictions.admits(other):
+                kept.setdefault(other.tobytes(), other)
+        self._actions = np.array(list(kept.values()), bool)
         self._bound = float(bound)
 
     # ------------------------------------------------------------ saving
     def get_state(self) -> dict[str, Any]:
         """Plain values and arrays (a saved learner holds them; :meth:`set_state` restores them)."""
         state: dict[str, Any] = {"reuse": self.reuse, "solved": self.solved, "reused": self.reused}
-        if self._query is not None and self._answer is not None:
+        if self._query is not None and self._actions is not None:
             res = self._query.restrictions
             state.update(
                 mu=self._query.mu,
@@ -202,7 +214,7 @@ class NormCarry:
                 include=list(res.include),
                 exclude=list(res.exclude),
                 forbid_pairs=[list(p) for p in res.forbid_pairs],
-                answer=self._answer,
+                actions=self._actions,
                 bound=self._bound,
             )
         return state
@@ -214,20 +226,22 @@ class NormCarry:
         try:
             self.__init__(state["reuse"])  # type: ignore[misc]
             self.solved, self.reused = int(state["solved"]), int(state["reused"])
-            if "answer" not in state:
+            if "actions" not in state:
                 return
             mu = np.asarray(state["mu"], float)
             M = np.asarray(state["M"], float)
-            answer = np.asarray(state["answer"], bool)
-            if M.shape != (len(mu), len(mu)) or answer.shape != mu.shape:
+            actions = np.asarray(state["actions"])
+            if M.shape != (len(mu), len(mu)) or actions.ndim != 2 or actions.shape[1:] != mu.shape or not len(actions):
                 raise ValueError("shapes do not match")
+            if actions.dtype != bool:
+                raise ValueError("actions must be booleans")
             res = _Restrictions(
                 tuple(int(i) for i in state["include"]),
                 tuple(int(i) for i in state["exclude"]),
                 tuple((int(i), int(j)) for i, j in state["forbid_pairs"]),
             )
             self._query = NormQuery(mu, M, float(state["f"]), 1, res)
-            self._answer = answer
+            self._actions = actions
             self._bound = float(state["bound"])
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"NormCarry state does not fit: {exc}") from None

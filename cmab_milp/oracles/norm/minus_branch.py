@@ -222,6 +222,10 @@ class LinearOracleBranch:
         #: General matchings: bound over the fractional matching polytope (one assignment a query, not a blossom).
         self.fractional = _FRACTIONAL_MATCHINGS and type(space) is Matchings and not space.bipartite
         self._weights: np.ndarray | None = None  # of the last linear query (rounds a fractional vertex)
+        #: How many of the best actions met to keep besides the incumbent (:meth:`runners_up`; a carried
+        #: sequence offers them to later queries, :mod:`.carry`).
+        self.keep = 0
+        self._kept: list[tuple[float, int, np.ndarray]] = []  # a min-heap of (index, order met, action)
 
     # ------------------------------------------------------------ pieces
     def bound_matrix(self, M: np.ndarray, arms: np.ndarray) -> np.ndarray:
@@ -283,13 +287,24 @@ class LinearOracleBranch:
         x = action.astype(float)
         norm = float(np.sqrt(max(float(x @ (q.M @ x)), 0.0)))
         quick = float(q.mu @ x) + q.sign * q.f * norm  # a screen; value() decides
-        if quick + 1e-6 * (1.0 + abs(quick)) <= self.best_value:
-            return
         if self.pairs.size and (action[self.pairs[:, 0]] & action[self.pairs[:, 1]]).any():
+            return
+        if self.keep:
+            entry = (quick, len(self.seen), action.copy())
+            if len(self._kept) < self.keep:
+                heapq.heappush(self._kept, entry)
+            elif quick > self._kept[0][0]:
+                heapq.heapreplace(self._kept, entry)
+        if quick + 1e-6 * (1.0 + abs(quick)) <= self.best_value:
             return
         value = self.q.value(action)
         if value > self.best_value and self.space._contains(action):
             self.best, self.best_value = action.copy(), value
+
+    def runners_up(self) -> list[np.ndarray]:
+        """Up to :attr:`keep` of the best actions met (admitted by the restrictions and in the space), best first."""
+        ordered = sorted(self._kept, key=lambda entry: (-entry[0], entry[1]))
+        return [action for _, _, action in ordered if self.space._contains(action)]
 
     def round_matching(self, x: np.ndarray) -> np.ndarray:
         """A matching from a half-integral point: its arms at 1, then its arms at 1/2 by the last linear query's
