@@ -254,6 +254,7 @@ def main(argv: list[str] | None = None) -> None:
         "AROQ-C": lambda oracle: cm.AROQCov(space, T, oracle=oracle, warmup_cycles=1, **prune),
         "SROQ-C": lambda oracle: cm.SROQCov(space, T, oracle=oracle, **prune),
         "OLS-UCB-C": lambda oracle: cm.OLSUCBC(space, T, oracle=oracle, **reuse),
+        "OLS-UCB-C-solved": lambda oracle: cm.OLSUCBC(space, T, oracle=oracle, reuse=None),  # every round solved
     }
     names = [n.strip() for n in args.policies.split(",") if n.strip()]
     unknown = sorted(set(names) - set(builders))
@@ -264,13 +265,15 @@ def main(argv: list[str] | None = None) -> None:
     print(f"prune={args.prune}; hints {hints}; norm_gap {args.norm_gap}; time limit {args.time_limit}")
     header = f"{'policy':10} {'played':>7} {'wall s':>8} {'at T s':>9} {'queries':>8} {'rounds':>7}"
     print(header + f" {'oracle s':>9} {'ms/query':>9} {'max ms':>8} {'regret':>10}")
+    per_round: dict[str, float] = {}
     for name in names:
-        horizon = ols_T if name == "OLS-UCB-C" else T
+        horizon = ols_T if name.startswith("OLS-UCB-C") else T
         options = {k: v for k, v in (("norm_gap", args.norm_gap), ("time_limit", args.time_limit)) if v is not None}
         policy = builders[name](cm.make_oracle(space, args.backend, **options))
         checkpoints = tuple(int(c) for c in args.checkpoints.split(",") if c.strip())
         out = run(policy, env, horizon, budget, checkpoints=checkpoints)
         at_T = out["wall"] * T / max(out["played"], 1)
+        per_round[name] = 1000 * out["wall"] / max(out["played"], 1)
         note = "" if out["played"] >= T else f"  (played {out['played']} rounds; 'at T' extrapolated linearly)"
         if out["inside"] is not None:
             size, answered, seconds = out["inside"]
@@ -306,6 +309,11 @@ def main(argv: list[str] | None = None) -> None:
                 print(
                     f"    epoch at t={record['start']}: {len(record['survivors'])} arms, {record['pairs']} pairs{asked}"
                 )
+    if len(per_round) > 1:  # the runs of this one invocation, side by side
+        first = names[0]
+        print(f"side by side, wall ms per round played (ratio to {first}; runs of different lengths compare loosely):")
+        for name, ms in per_round.items():
+            print(f"    {name:18} {ms:9.2f} ms  {ms / max(per_round[first], 1e-12):7.3f}x")
 
 
 if __name__ == "__main__":

@@ -337,8 +337,8 @@ class OLSUCBC(_CovarianceFamily, EveryRound):
     ``reuse`` (in ``[0, 1)``, default 0.5): with an oracle in the certified approximate mode
     (``norm_gap``), each solve aims at ``(1 - reuse) * norm_gap`` and later rounds play its answer
     without a solve while a drift bound proves it within ``norm_gap`` of their own optimum
-    (:mod:`~cmab_milp.oracles.norm.carry`); an exact oracle answers every round exactly whatever
-    ``reuse`` is.
+    (:mod:`~cmab_milp.oracles.norm.carry`); ``None``: every round solved at ``norm_gap``. An exact
+    oracle answers every round exactly whatever ``reuse`` is.
 
     >>> import cmab_milp as cm
     >>> OLSUCBC(cm.Cardinality(3, 1), 10, oracle="enumerate").params
@@ -349,7 +349,8 @@ class OLSUCBC(_CovarianceFamily, EveryRound):
     _schedule_defaults: ClassVar[dict[str, Any]] = {"reuse": 0.5}
 
     def _check_schedule(self, schedule: dict[str, Any]) -> dict[str, Any]:
-        return {**schedule, "reuse": check_reuse(schedule["reuse"])}
+        reuse = schedule["reuse"]
+        return {**schedule, "reuse": None if reuse is None else check_reuse(reuse)}
 
     def make_index(self) -> CovarianceIndex:
         return CovarianceIndex(self.d, **{k: self.params[k] for k in _COMMON}, reuse=self.params["reuse"])
