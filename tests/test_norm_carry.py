@@ -242,3 +242,9 @@ def test_a_carry_keeps_runners_up_and_offers_the_best_of_them() -> None:
     assert later.value(offered) == max(later.value(a) for a in kept)
     assert not np.array_equal(offered, answer)
     assert later.value(offered) >= 0.9 * optimum(later, actions) - 1e-9
+
+
+def test_ols_ucb_c_without_reuse_solves_every_round() -> None:
+    policy, _, result = _ols_run(None, 200)
+    assert policy.params["reuse"] is None and not policy.index._carries
+    assert policy.oracle.proven_ratio >= 0.9 - 1e-12 and result.queries[-1] >= 200
