@@ -156,12 +156,21 @@ def _spread(length: int, count: int) -> np.ndarray:
     return per
 
 
-def run(policy: cm.Policy, env, T: int, budget: float, seed: int = 1, checkpoints: tuple[int, ...] = ()) -> dict:
+def run(
+    policy: cm.Policy,
+    env,
+    T: int,
+    budget: float,
+    seed: int = 1,
+    checkpoints: tuple[int, ...] = (),
+    progress: float | None = None,
+) -> dict:
     """Play ``policy`` up to ``T`` rounds or ``budget`` seconds; the totals (a small ``simulate``).
 
     Past the budget the oracle refuses every further answer; a run stopped inside a batch says how
     much of the batch it answered (``batch``, ``answered``, ``batch_seconds``). ``at``: the regret after
-    each of ``checkpoints`` played (to compare runs that stop at different rounds).
+    each of ``checkpoints`` played (to compare runs that stop at different rounds). ``progress``: print the round,
+    wall seconds and regret every that many seconds.
     """
     _, best = env.optimal(policy.space, "highs")
     rng = np.random.default_rng(seed)
@@ -173,7 +182,11 @@ def run(policy: cm.Policy, env, T: int, budget: float, seed: int = 1, checkpoint
     t, regret, inside = 1, 0.0, None
     at: dict[int, float] = {}
     try:
+        shown = start
         while t <= T and time.perf_counter() - start < budget:
+            if progress is not None and time.perf_counter() - shown >= progress:
+                shown = time.perf_counter()
+                print(f"    ... t = {t - 1}, {shown - start:.0f} s, regret {regret:.1f}", flush=True)
             watch.t = t
             stretch = policy.plan()
             length = min(stretch.length, T - t + 1)
@@ -235,6 +248,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--time-limit", type=float, default=None, help="seconds per query (a norm query in all)")
     parser.add_argument("--policies", default="AROQ-C,SROQ-C,OLS-UCB-C", help="comma-separated subset")
     parser.add_argument("--reuse", type=float, default=None, help="OLS-UCB-C's reuse (default: the policy's)")
+    parser.add_argument("--progress", type=float, default=None, help="print the round reached every S seconds")
     parser.add_argument(
         "--checkpoints", default="1000,10000,16000,30000,50000", help="rounds at which to print the regret"
     )
@@ -271,7 +285,7 @@ def main(argv: list[str] | None = None) -> None:
         options = {k: v for k, v in (("norm_gap", args.norm_gap), ("time_limit", args.time_limit)) if v is not None}
         policy = builders[name](cm.make_oracle(space, args.backend, **options))
         checkpoints = tuple(int(c) for c in args.checkpoints.split(",") if c.strip())
-        out = run(policy, env, horizon, budget, checkpoints=checkpoints)
+        out = run(policy, env, horizon, budget, checkpoints=checkpoints, progress=args.progress)
         at_T = out["wall"] * T / max(out["played"], 1)
         per_round[name] = 1000 * out["wall"] / max(out["played"], 1)
         note = "" if out["played"] >= T else f"  (played {out['played']} rounds; 'at T' extrapolated linearly)"
