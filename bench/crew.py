@@ -65,6 +65,12 @@ rows per decade of rounds show the trend.
   21,119 rounds in 900 s (0.94 s a query in rounds 10,000-21,119; a second run beside it). OLS-UCB-C with
   ``--norm-gap 0.05 --ols-horizon 100000``: 5,124 rounds in 900 s, 34 ms a query in rounds 100-999 and 0.21 s in
   1,000-5,124 (its tuned root stays ~7% above the optimum, so the search goes on).
+* OLS-UCB-C, ``--norm-gap 0.05 --ols-horizon 100000`` with carried answers (``reuse=0.5``, the policy's default:
+  a round first offers the last solve's answer and the 32 best actions its search met, proven within 5% of the
+  round's optimum by a drift bound, :mod:`cmab_milp.oracles.norm.carry`; solves aim at 2.5%): T = 10^5 in 642 s,
+  304 solves at 1.9 s (slowest 37 s), 99,682 carried answers at 0.4 ms, worst proven ratio 0.950, regret 48,221 at
+  T (2,730 at t = 1,000 and 17,623 at t = 10,000). Carrying the answer alone (no runners-up): 23,206 rounds in
+  600 s, 1,035 solves at 0.58 s; its own index falls as it is played, so it failed the bound after ~30 rounds.
 * SROQ-C asks ~5,000 pair representatives per epoch (15,109 in a run): exact, ~0.26-1.1 s each. With
   ``--norm-gap 0.01`` (final main, idle machine): T = 10^5 in 253 s wall, 14,740 pair queries at 32 ms, every
   norm answer approximate, worst proven ratio 0.990. With ``--time-limit 0.5`` too (CI running beside it for

@@ -58,6 +58,7 @@ def test_crew_file_models_a_correlated_10_by_12_assignment(capsys):
     assert {p.kind for p in problem.policies} == {"OLSUCBC", "AROQCov", "SROQCov"}
     options = {p.name: p.oracle_options for p in problem.policies}
     assert options["AROQ-C-5pct"] == {"norm_gap": 0.05} and options["AROQ-C-w1"] == {}  # certified within 5% / exact
+    assert options["OLS-UCB-C-5pct"] == {"norm_gap": 0.05} and options["OLS-UCB-C"] == {}
     off_diagonal = env.cov[~np.eye(space.d, dtype=bool)]
     assert np.abs(off_diagonal).max() > 0.05 and env.cov.diagonal().max() == pytest.approx(0.25)
     # the optimum is the best assignment of the 10 crew members to 10 of the 12 duties (Hungarian method)
