@@ -248,3 +248,15 @@ def test_ols_ucb_c_without_reuse_solves_every_round() -> None:
     policy, _, result = _ols_run(None, 200)
     assert policy.params["reuse"] is None and not policy.index._carries
     assert policy.oracle.proven_ratio >= 0.9 - 1e-12 and result.queries[-1] >= 200
+
+
+def test_an_index_keeps_at_most_a_few_carries() -> None:
+    from cmab_milp.policies.covariance import _MAX_CARRIES, CovarianceIndex
+
+    index = CovarianceIndex(12, reuse=0.5)
+    oracle = cm.make_oracle(cm.Cardinality(12, 2), "enumerate")
+    for arm in range(12):
+        query = {"kind": "norm", "mu": np.ones(12), "M": np.eye(12), "f": 1.0, "sign": 1, "exclude": [arm]}
+        index.ask(oracle, [query])
+    keys = list(index._carries)
+    assert len(keys) == _MAX_CARRIES and keys[-1][2] == (11,)  # the newest kept, the oldest dropped

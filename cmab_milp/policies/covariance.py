@@ -206,6 +206,8 @@ class CovarianceIndex(Index):
                 if keys.count(key) == 1:  # a carry is a sequence: never two queries of one batch on it
                     carry = self._carries.get(key)
                     if carry is None:
+                        while len(self._carries) >= _MAX_CARRIES:  # the oldest restriction first (OLS-UCB-C's
+                            del self._carries[next(iter(self._carries))]  # early ones exclude unobserved arms)
                         carry = self._carries[key] = NormCarry(self.reuse)
                     query = {**query, "carry": carry}
             hinted.append(query)
@@ -252,6 +254,10 @@ class CovarianceIndex(Index):
         values = dense @ self.means + sign * self.f(t) * np.sqrt(np.maximum(quad, 0.0))
         values[acts[:, ~self.observed].any(axis=1)] = sign * np.inf
         return values
+
+
+#: Carries an index keeps (one per restriction of its sign +1 queries; each holds a copy of ``M``).
+_MAX_CARRIES = 8
 
 
 def _carry_key(query: Mapping[str, Any]) -> tuple:
