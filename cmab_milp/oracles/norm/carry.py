@@ -127,9 +127,10 @@ def drift_bound(previous: NormQuery, bound: float, query: NormQuery, m: int, arm
         return min(bound + dmu + grown - f_s * math.sqrt(q), lin_t + grown)
 
     slack = bound + dmu - lin_t
-    q_star = 0.0 if slack <= 0.0 or f_s <= 0.0 else min((slack / f_s) ** 2, q_max)
-    if f_s <= 0.0:
+    if f_s <= 0.0:  # h1 and h2 both increase: the end
         q_star = q_max
+    else:  # where h2 stops being the lower one (h1 is lower everywhere without slack)
+        q_star = min((max(slack, 0.0) / f_s) ** 2, q_max)
     top = max(lowest(q_star), lowest(q_max))
     return top + tolerance(top)
 
