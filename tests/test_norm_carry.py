@@ -150,11 +150,14 @@ def test_a_carry_state_round_trips_and_a_bad_one_is_refused() -> None:
 
 
 # ------------------------------------------------------------------ OLS-UCB-C
-def _ols_run(reuse: float, T: int, seed: int = 4):
+def _noise() -> cm.GaussianNoise:
+    a = np.random.default_rng(0).normal(size=(8, 8))
+    return cm.GaussianNoise(np.linspace(0.2, 0.8, 8), 0.02 * (a @ a.T) / 8, seed=1)
+
+
+def _ols_run(reuse: float | None, T: int, seed: int = 4):
     space = cm.Cardinality(8, 3)
-    rng = np.random.default_rng(0)
-    a = rng.normal(size=(8, 8))
-    env = cm.GaussianNoise(np.linspace(0.2, 0.8, 8), 0.02 * (a @ a.T) / 8, seed=1)
+    env = _noise()
     oracle = cm.make_oracle(space, "highs", norm_gap=0.1)
     policy = cm.OLSUCBC(space, T, oracle=oracle, reuse=reuse)
     return policy, env, cm.simulate(policy, env, T, seed=seed)
@@ -162,7 +165,7 @@ def _ols_run(reuse: float, T: int, seed: int = 4):
 
 def test_ols_ucb_c_reuses_answers_within_the_gap_and_repeats_its_numbers() -> None:
     checked = {"n": 0}
-    policy, _, first = _ols_run(0.5, 600)
+    policy, _, first = _ols_run(0.5, 600)  # every round answered: carried or solved
     carries = list(policy.index._carries.values())
     assert len(carries) == 1 and carries[0].reused > 100, carries
     assert policy.oracle.proven_ratio >= 0.9 - 1e-12
@@ -182,14 +185,8 @@ def test_ols_ucb_c_reuses_answers_within_the_gap_and_repeats_its_numbers() -> No
         return out
 
     oracle._answer = checked_answer
-    env = cm.GaussianNoise(np.linspace(0.2, 0.8, 8), first_env_cov(), seed=1)
-    cm.simulate(cm.OLSUCBC(space, 300, oracle=oracle, reuse=0.5), env, 300, seed=4)
+    cm.simulate(cm.OLSUCBC(space, 300, oracle=oracle, reuse=0.5), _noise(), 300, seed=4)
     assert checked["n"] > 250
-
-
-def first_env_cov() -> np.ndarray:
-    a = np.random.default_rng(0).normal(size=(8, 8))
-    return 0.02 * (a @ a.T) / 8
 
 
 def test_ols_ucb_c_with_reuse_continues_exactly_after_save_and_load(tmp_path) -> None:
