@@ -71,6 +71,8 @@ rows per decade of rounds show the trend.
   304 solves at 1.9 s (slowest 37 s), 99,682 carried answers at 0.4 ms, worst proven ratio 0.950, regret 48,221 at
   T (2,730 at t = 1,000 and 17,623 at t = 10,000). Carrying the answer alone (no runners-up): 23,206 rounds in
   600 s, 1,035 solves at 0.58 s; its own index falls as it is played, so it failed the bound after ~30 rounds.
+  ``--reuse 0.7`` (solves at 1.5%): T in 722 s, 204 solves at 3.1 s, regret 48,604; ``--reuse 0.3`` (at 3.5%): 22,000
+  rounds at 513 s where 0.5 had 23,754 at 400 s. A rerun of the default: the same numbers in 741 s (tests beside it).
 * SROQ-C asks ~5,000 pair representatives per epoch (15,109 in a run): exact, ~0.26-1.1 s each. With
   ``--norm-gap 0.01`` (final main, idle machine): T = 10^5 in 253 s wall, 14,740 pair queries at 32 ms, every
   norm answer approximate, worst proven ratio 0.990. With ``--time-limit 0.5`` too (CI running beside it for
