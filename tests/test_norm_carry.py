@@ -257,3 +257,34 @@ def test_an_index_keeps_at_most_a_few_carries() -> None:
         index.ask(oracle, [query])
     keys = list(index._carries)
     assert len(keys) == _MAX_CARRIES and keys[-1][2] == (11,)  # the newest kept, the oldest dropped
+
+
+def test_aroq_c_with_reuse_carries_its_updates_within_the_gap() -> None:
+    space = cm.Cardinality(8, 3)
+    actions = space.enumerate()
+    oracle = cm.make_oracle(space, "highs", norm_gap=0.1)
+    answer = oracle._answer
+    checked = {"n": 0}
+
+    def checked_answer(query):
+        out = answer(query)
+        if getattr(query, "sign", 0) == 1:
+            assert query.value(out) >= 0.9 * optimum(query, actions) - 1e-9
+            checked["n"] += 1
+        return out
+
+    oracle._answer = checked_answer
+    policy = cm.AROQCov(space, 6000, oracle=oracle, warmup_cycles=1, reuse=0.5)
+    first = cm.simulate(policy, _noise(), 6000, seed=2)
+    (carry,) = policy.index._carries.values()
+    assert carry.reused > 0 and checked["n"] > 20
+    again = cm.simulate(
+        cm.AROQCov(space, 6000, oracle=cm.make_oracle(space, "highs", norm_gap=0.1), warmup_cycles=1, reuse=0.5),
+        _noise(),
+        6000,
+        seed=2,
+    )
+    assert np.array_equal(first.regret, again.regret)
+    with pytest.raises(ValueError, match="reuse"):
+        cm.AROQCov(space, 100, oracle="enumerate", reuse=1.0)
+    assert cm.AROQCov(space, 100, oracle="enumerate").params["reuse"] is None  # off by default

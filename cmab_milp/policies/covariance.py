@@ -333,7 +333,13 @@ class _CovarianceFamily:
         return schedule
 
     def make_index(self) -> CovarianceIndex:
-        return CovarianceIndex(self.d, **{k: self.params[k] for k in _COMMON})
+        return CovarianceIndex(self.d, **{k: self.params[k] for k in _COMMON}, reuse=self.params.get("reuse"))
+
+
+def _reuse_option(schedule: dict[str, Any]) -> dict[str, Any]:
+    """The schedule with its ``reuse`` checked (``None`` or a number in ``[0, 1)``)."""
+    reuse = schedule["reuse"]
+    return {**schedule, "reuse": None if reuse is None else check_reuse(reuse)}
 
 
 class OLSUCBC(_CovarianceFamily, EveryRound):
@@ -355,11 +361,7 @@ class OLSUCBC(_CovarianceFamily, EveryRound):
     _schedule_defaults: ClassVar[dict[str, Any]] = {"reuse": 0.5}
 
     def _check_schedule(self, schedule: dict[str, Any]) -> dict[str, Any]:
-        reuse = schedule["reuse"]
-        return {**schedule, "reuse": None if reuse is None else check_reuse(reuse)}
-
-    def make_index(self) -> CovarianceIndex:
-        return CovarianceIndex(self.d, **{k: self.params[k] for k in _COMMON}, reuse=self.params["reuse"])
+        return _reuse_option(schedule)
 
 
 class AROQCov(_CovarianceFamily, AdaptiveEpochs):
@@ -397,6 +399,13 @@ class AROQCov(_CovarianceFamily, AdaptiveEpochs):
         times instead of once, so the first pair epochs (which end at
         ``1 + 2 n_ij``) last longer and the updates after the warm-up are
         fewer. Default ``False``.
+    reuse : float in [0, 1) or None
+        With an oracle in the certified approximate mode (``norm_gap``), an update may play an earlier
+        answer (or one its search met) that a drift bound proves within ``norm_gap`` of the update's own
+        optimum, and solves aim at ``(1 - reuse) * norm_gap`` (as :class:`OLSUCBC`'s ``reuse``). Default
+        ``None``: every update solved. On the crew problem with ``norm_gap=0.05``, ``reuse=0.5``: T = 10^5
+        in 78 s instead of 268 s (33 solves for 3,877 updates), regret 48,795 instead of 46,294 (a carried
+        answer is proven within 5% like a solved one, but it is an older action).
 
     Attributes after a run: ``epochs`` (``tau_ij``, Lemma 5 bounds each by
     ``log2(T m) + 2``), ``updates`` (oracle consultations after the warm-up),
@@ -411,11 +420,11 @@ class AROQCov(_CovarianceFamily, AdaptiveEpochs):
     name = "AROQ-C"
     unit = "pair"
     _state_fields = ("warmup_rounds", "cover", "warmup_queries")
-    _schedule_defaults: ClassVar[dict[str, Any]] = {"warmup_cycles": None, "prune": False}
+    _schedule_defaults: ClassVar[dict[str, Any]] = {"warmup_cycles": None, "prune": False, "reuse": None}
 
     def _check_schedule(self, schedule: dict[str, Any]) -> dict[str, Any]:
         schedule["prune"] = _check_flag("prune", schedule["prune"])
-        return schedule
+        return _reuse_option(schedule)
 
     def reset(self) -> None:
         super().reset()
