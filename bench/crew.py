@@ -68,9 +68,10 @@ rows per decade of rounds show the trend.
 * OLS-UCB-C, ``--norm-gap 0.05 --ols-horizon 100000`` with carried answers (``reuse=0.5``, the policy's default:
   a round first offers the last solve's answer and the 32 best actions its search met, proven within 5% of the
   round's optimum by a drift bound, :mod:`cmab_milp.oracles.norm.carry`; solves aim at 2.5%): T = 10^5 in 642 s,
-  304 solves at 1.9 s (slowest 37 s), 99,682 carried answers at 0.4 ms, worst proven ratio 0.950, regret 48,221 at
-  T (2,730 at t = 1,000 and 17,623 at t = 10,000). Carrying the answer alone (no runners-up): 23,206 rounds in
-  600 s, 1,035 solves at 0.58 s; its own index falls as it is played, so it failed the bound after ~30 rounds.
+  304 solves at 1.9 s (slowest 37 s; 17 of them take 20-58 s, in rounds 15,000-45,000), 99,682 carried answers at
+  0.4 ms, worst proven ratio 0.950, regret 48,221 at T (2,730 at t = 1,000 and 17,623 at t = 10,000).
+  Carrying the answer alone (no runners-up): 23,206 rounds in 600 s, 1,035 solves at 0.58 s; its own index falls
+  as it is played, so it failed the bound after ~30 rounds.
   ``--reuse 0.7`` (solves at 1.5%): T in 722 s, 204 solves at 3.1 s, regret 48,604; ``--reuse 0.3`` (at 3.5%): 22,000
   rounds at 513 s where 0.5 had 23,754 at 400 s. A rerun of the default: the same numbers in 741 s (tests beside it).
 * AROQ-C, ``--norm-gap 0.05 --reuse 0.5`` (its ``reuse`` is off by default): T = 10^5 in 72 s, 33 solves (2.0 s
