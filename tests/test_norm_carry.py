@@ -163,8 +163,25 @@ def _ols_run(reuse: float | None, T: int, seed: int = 4):
     return policy, env, cm.simulate(policy, env, T, seed=seed)
 
 
-def test_ols_ucb_c_reuses_answers_within_the_gap_and_repeats_its_numbers() -> None:
+def _checked_oracle(space, gap: float) -> tuple[cm.Oracle, dict]:
+    """A highs oracle with ``norm_gap=gap`` whose every sign +1 answer is checked against brute force (``n``)."""
+    actions = space.enumerate()
+    oracle = cm.make_oracle(space, "highs", norm_gap=gap)
+    answer = oracle._answer
     checked = {"n": 0}
+
+    def checked_answer(query):
+        out = answer(query)
+        if getattr(query, "sign", 0) == 1:
+            assert query.value(out) >= (1 - gap) * optimum(query, actions) - 1e-9
+            checked["n"] += 1
+        return out
+
+    oracle._answer = checked_answer
+    return oracle, checked
+
+
+def test_ols_ucb_c_reuses_answers_within_the_gap_and_repeats_its_numbers() -> None:
     policy, _, first = _ols_run(0.5, 600)  # every round answered: carried or solved
     carries = list(policy.index._carries.values())
     assert len(carries) == 1 and carries[0].reused > 100, carries
@@ -173,18 +190,7 @@ def test_ols_ucb_c_reuses_answers_within_the_gap_and_repeats_its_numbers() -> No
     assert np.array_equal(first.regret, again.regret)
     # every answer (carried or solved) within the gap: brute force on a replay of the queries
     space = cm.Cardinality(8, 3)
-    actions = space.enumerate()
-    oracle = cm.make_oracle(space, "highs", norm_gap=0.1)
-    answer = oracle._answer
-
-    def checked_answer(query):
-        out = answer(query)
-        if getattr(query, "sign", 0) == 1:
-            assert query.value(out) >= 0.9 * optimum(query, actions) - 1e-9
-            checked["n"] += 1
-        return out
-
-    oracle._answer = checked_answer
+    oracle, checked = _checked_oracle(space, 0.1)
     cm.simulate(cm.OLSUCBC(space, 300, oracle=oracle, reuse=0.5), _noise(), 300, seed=4)
     assert checked["n"] > 250
 
@@ -261,19 +267,7 @@ def test_an_index_keeps_at_most_a_few_carries() -> None:
 
 def test_aroq_c_with_reuse_carries_its_updates_within_the_gap() -> None:
     space = cm.Cardinality(8, 3)
-    actions = space.enumerate()
-    oracle = cm.make_oracle(space, "highs", norm_gap=0.1)
-    answer = oracle._answer
-    checked = {"n": 0}
-
-    def checked_answer(query):
-        out = answer(query)
-        if getattr(query, "sign", 0) == 1:
-            assert query.value(out) >= 0.9 * optimum(query, actions) - 1e-9
-            checked["n"] += 1
-        return out
-
-    oracle._answer = checked_answer
+    oracle, checked = _checked_oracle(space, 0.1)
     policy = cm.AROQCov(space, 6000, oracle=oracle, warmup_cycles=1, reuse=0.5)
     first = cm.simulate(policy, _noise(), 6000, seed=2)
     (carry,) = policy.index._carries.values()
