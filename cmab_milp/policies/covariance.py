@@ -133,9 +133,8 @@ class CovarianceIndex(Index):
                 raise ValueError("CovarianceIndex state: each carry must be a mapping")
             carry = NormCarry()
             carry.set_state(saved)
-            if "actions" in saved:
-                key = (1, tuple(saved["include"]), tuple(saved["exclude"]), tuple(map(tuple, saved["forbid_pairs"])))
-                self._carries[_carry_key(key)] = carry
+            if "actions" in saved:  # (set_state checked its restrictions)
+                self._carries[_carry_key(saved)] = carry
         estimator = state.pop("estimator", None)
         if not isinstance(estimator, Mapping) or set(estimator) != set(self._estimator_fields):
             raise ValueError("CovarianceIndex state has no estimator statistics")
@@ -196,12 +195,13 @@ class CovarianceIndex(Index):
         are remembered for the next queries (not saved with the learner).
         """
         hinted = []
-        keys = [_carry_key(q) for q in queries if q.get("kind") == "norm" and q.get("sign") == 1]
+        carried = self.reuse is not None
+        keys = [_carry_key(q) for q in queries if q.get("kind") == "norm" and q.get("sign") == 1] if carried else []
         for query in queries:
             if query.get("kind") == "norm" and "hints" not in query:
                 hints = self.hints_for(query)
                 query = {**query, "hints": hints} if hints else query
-            if self.reuse is not None and query.get("kind") == "norm" and query.get("sign") == 1:
+            if carried and query.get("kind") == "norm" and query.get("sign") == 1:
                 key = _carry_key(query)
                 if keys.count(key) == 1:  # a carry is a sequence: never two queries of one batch on it
                     carry = self._carries.get(key)
@@ -261,17 +261,12 @@ _MAX_CARRIES = 8
 
 
 def _carry_key(query: Mapping[str, Any]) -> tuple:
-    """The restrictions of a sign +1 norm query, as a key of its carry."""
-    if isinstance(query, tuple):  # (sign, include, exclude, pairs) from a saved state
-        sign, include, exclude, pairs = query
-    else:
-        sign, include, exclude = 1, query.get("include", ()), query.get("exclude", ())
-        pairs = query.get("forbid_pairs", ())
+    """The sign (+1) and restrictions of a norm query (or of a saved carry's state), as the key of its carry."""
     return (
-        int(sign),
-        tuple(sorted(int(i) for i in include)),
-        tuple(sorted(int(i) for i in exclude)),
-        tuple(sorted((min(int(i), int(j)), max(int(i), int(j))) for i, j in pairs)),
+        1,
+        tuple(sorted(int(i) for i in query.get("include", ()))),
+        tuple(sorted(int(i) for i in query.get("exclude", ()))),
+        tuple(sorted((min(int(i), int(j)), max(int(i), int(j))) for i, j in query.get("forbid_pairs", ()))),
     )
 
 

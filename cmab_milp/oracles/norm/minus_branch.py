@@ -290,11 +290,10 @@ class LinearOracleBranch:
         if self.pairs.size and (action[self.pairs[:, 0]] & action[self.pairs[:, 1]]).any():
             return
         if self.keep:
-            entry = (quick, len(self.seen), action.copy())
             if len(self._kept) < self.keep:
-                heapq.heappush(self._kept, entry)
+                heapq.heappush(self._kept, (quick, len(self.seen), action.copy()))
             elif quick > self._kept[0][0]:
-                heapq.heapreplace(self._kept, entry)
+                heapq.heapreplace(self._kept, (quick, len(self.seen), action.copy()))
         if quick + 1e-6 * (1.0 + abs(quick)) <= self.best_value:
             return
         value = self.q.value(action)
