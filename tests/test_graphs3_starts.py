@@ -21,6 +21,7 @@ import pytest
 import cmab_milp as cm
 import cmab_milp.spaces.graphs as graphs
 from cmab_milp.oracles import mip_starts, root_cuts
+from cmab_milp.oracles.base import OracleError
 from cmab_milp.oracles.highs_model import CompiledModel
 from cmab_milp.oracles.mip_starts import prepare_query, query_start, side_rows
 from cmab_milp.spaces.formulation import Row, row_violation
@@ -406,3 +407,40 @@ def test_a_start_that_is_no_action_changes_no_answer():
             model.solve = solve
             action, _ = certified_solve(model, query, formulation)
             assert w @ action == pytest.approx(w @ brute.argmax(w), abs=1e-9)
+
+
+def test_positive_path_queries_run_with_their_own_options_and_restore_them(monkeypatch):
+    """``solver_hints["highs_positive_costs"]`` holds during a query with a positive weight only; answers agree."""
+    monkeypatch.setattr(graphs, "START_MIN_ARMS", 0)
+    monkeypatch.setattr(graphs, "PATH_ROOT_CUTS_MIN_EDGES", 0)
+    seen: list[bool] = []
+    original = CompiledModel.solve
+
+    def solve(self, *args, **kwargs):
+        if self.integer:
+            seen.append(self.h.getOptionValue("mip_allow_restart")[1])
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(CompiledModel, "solve", solve)
+    rng = np.random.default_rng(11)
+    directed = nx.DiGraph(_grid(3).to_directed())
+    for space in (cm.STPaths(_grid(4), 0, 15), cm.STPaths(directed, 0, 8)):
+        assert space.formulation().solver_hints["highs_positive_costs"] == graphs.PATH_POSITIVE_HIGHS_HINTS
+        highs, brute = _oracle_pair(space)
+        for weights, restarts in ((rng.uniform(0.1, 1.0, space.d), False), (-rng.uniform(0.1, 1.0, space.d), True)):
+            seen.clear()
+            a, b = highs.argmax(weights), brute.argmax(weights)
+            assert weights @ a == pytest.approx(weights @ b, abs=1e-9)
+            assert seen and set(seen) == {restarts}
+        assert highs.model(True).h.getOptionValue("mip_allow_restart")[1] is True  # restored after the query
+
+
+def test_query_options_are_restored_by_undo_and_refuse_unknown_names():
+    model = CompiledModel(cm.Cardinality(4, 2).formulation())
+    model.set_query_options({"mip_allow_restart": False, "mip_heuristic_effort": 0.5})
+    model.set_query_options({"mip_heuristic_effort": 0.25})  # the value before the query is kept once
+    model.undo()
+    assert model.h.getOptionValue("mip_allow_restart")[1] is True
+    assert model.h.getOptionValue("mip_heuristic_effort")[1] == pytest.approx(0.05)
+    with pytest.raises(OracleError, match="no_such_option"):
+        model.set_query_options({"no_such_option": 1})

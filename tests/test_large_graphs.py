@@ -427,7 +427,11 @@ def test_solver_hints_survive_shifting_and_stacking():
     side = with_budget.solver_hints["side"]  # the rule names its base (oracles/side_starts.py)
     assert side["space"] is paths and side["rows"] == paths.formulation().n_rows
     others = {k: v for k, v in with_budget.solver_hints.items() if k != "side"}
-    assert others == {"highs": graphs.PATH_HIGHS_HINTS, "root_cuts": {"skip_nonpositive": True}}
+    assert others == {
+        "highs": graphs.PATH_HIGHS_HINTS,
+        "highs_positive_costs": graphs.PATH_POSITIVE_HIGHS_HINTS,
+        "root_cuts": {"skip_nonpositive": True},
+    }
     assert with_budget.aux_optional.sum() == 24
 
 

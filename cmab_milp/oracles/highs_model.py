@@ -163,6 +163,8 @@ class CompiledModel:
         #: returns it; :meth:`undo` clears it.
         self.answer: SolveResult | None = None
         self._pending: dict = {}  # the cuts of this solve's candidates, in the order met (a dict keeps it)
+        #: HiGHS options set for this query by :meth:`set_query_options`: their values before, restored by :meth:`undo`.
+        self._query_saved: dict[str, object] = {}
         self._watch = False
         self._callbacks_on = False
         self._status = {self._optimal: "optimal", highspy.HighsModelStatus.kInfeasible: "infeasible"}
@@ -219,9 +221,33 @@ class CompiledModel:
         self.lower, self.upper, self.arms_free = lower, upper, False
         self.region_bound = max(self.region_bound, float(region_bound))
 
+    def set_query_options(self, values: dict[str, object]) -> None:
+        """Set HiGHS options for the query the model holds now; :meth:`undo` restores the values before.
+
+        For rules that read the query (a function of the query alone keeps the tie rule).
+
+        >>> import cmab_milp as cm
+        >>> model = CompiledModel(cm.Cardinality(3, 2).formulation())
+        >>> model.set_query_options({"mip_allow_restart": False})
+        >>> model.h.getOptionValue("mip_allow_restart")[1]
+        False
+        >>> model.undo()
+        >>> model.h.getOptionValue("mip_allow_restart")[1]
+        True
+        """
+        for key, value in values.items():
+            if key not in self._query_saved:
+                self._query_saved[key] = self.h.getOptionValue(key)[1]
+            self._check(self.h.setOptionValue(key, value), f"setOptionValue({key!r})")
+
     def undo(self) -> None:
-        """Delete every row beyond the formulation's (a query's restrictions and cuts); free fixed arms."""
+        """Delete every row beyond the formulation's (a query's restrictions and cuts); free fixed arms;
+        restore the options of :meth:`set_query_options`."""
         self.start = self.repair = self.candidate_cuts = self.answer = None
+        if self._query_saved:
+            saved, self._query_saved = self._query_saved, {}
+            for key, value in saved.items():
+                self.h.setOptionValue(key, value)
         if self._unfix is not None:
             lower, upper, free = self._unfix
             self._unfix, self.region_bound = None, -math.inf

@@ -90,8 +90,9 @@ class Formulation:
         that take integer columns only, such as CP-SAT).
     solver_hints:
         Solver options this formulation asks for, by solver (``{"highs":
-        {"mip_pool_soft_limit": 200}}``): measured speed-ups only; they never
-        change which actions are feasible or optimal.
+        {"mip_pool_soft_limit": 200}}``; ``"highs_positive_costs"``: HiGHS options
+        for the queries with some positive arm cost only): measured speed-ups only;
+        they never change which actions are feasible or optimal.
     separators:
         Lazy cut generators; the formulation with all their cuts is exact.
     fractional_separators:
