@@ -6,11 +6,15 @@ Families (issue 12): spanning trees and forests of a 20x20 grid (760 edges) with
 ``forbid_pairs`` (4 pairs of edges sharing a node), spanning trees with a
 knapsack side row, longest simple s-t paths (positive weights) on a 10x10 grid,
 and shortest s-t paths on a 17x17 grid (544 edges) with ``forbid_pairs``, alone
-and with a knapsack row (resource-constrained). ``--quick``: 16x16 / 8x8 / 12x12 sizes, 3
+and with a knapsack row (resource-constrained); on the grids' digraphs (both directions
+of every edge): longest paths of a 6x6 grid (120 arcs) and resource-constrained shortest
+paths of the 17x17 grid (1,088 arcs). ``--quick``: 16x16 / 8x8 / 12x12 / 5x5 sizes, 3
 queries, no scip.
 
-Variants: ``highs`` (root cuts on, the default), ``highs-before`` (``highs`` without
-this round's MIP starts, candidate hooks, sparse tree rows and skipped root cuts:
+Variants: ``highs`` (root cuts on, the default), ``highs-restarts`` (``highs`` with
+HiGHS's restarts in path queries with a positive weight, as before the fourth round),
+``highs-before`` (``highs`` without
+the third round's MIP starts, candidate hooks, sparse tree rows and skipped root cuts:
 see :data:`VARIANT_FLAGS`), ``highs-noroot`` (root cuts
 off: lazy cuts on integer candidates only, as before issue 12), ``highs-flow``
 (root cuts plus the single-commodity flow rows of
@@ -97,6 +101,8 @@ VARIANT_FLAGS = {
         (graph_cuts, "SPARSE_TREE_CUTS", False),
         (graphs, "PATH_ROOT_CUTS_NONPOSITIVE", True),
     ],
+    # ``highs`` with HiGHS's restarts in path queries with a positive weight (before issue 12's fourth round)
+    "highs-restarts": [(graphs, "PATH_POSITIVE_HIGHS_HINTS", {})],
 }
 
 
@@ -125,9 +131,15 @@ def _adjacent_pairs(space, rng: np.random.Generator, k: int = 4) -> list[tuple[i
     return pairs
 
 
+def _directed_rcsp(grid: nx.Graph, n: int, budget: float) -> cm.ActionSpace:
+    """Paths of the grid with both directions of every edge, each arc using its edge's resource ``r``."""
+    space = cm.STPaths(grid.to_directed(), 0, n * n - 1)
+    return space.with_constraint(np.array([grid[u][v]["r"] for u, v in space.arms]), "<=", budget)
+
+
 def families(quick: bool) -> dict[str, tuple[Callable[[], cm.ActionSpace], Callable]]:
     """name -> (space builder, query maker(space, rng))."""
-    big, paths, rcsp = (16, 8, 12) if quick else (20, 10, 17)
+    big, paths, rcsp, directed = (16, 8, 12, 5) if quick else (20, 10, 17, 6)
     resource = np.random.default_rng(1).uniform(0.5, 1.5, 2 * rcsp * (rcsp - 1))
 
     def restricted(space, rng):
@@ -154,6 +166,14 @@ def families(quick: bool) -> dict[str, tuple[Callable[[], cm.ActionSpace], Calla
         f"longest s-t paths {paths}x{paths}": (
             lambda: cm.STPaths(_grid(paths), 0, paths * paths - 1),
             lambda space, rng: {"weights": rng.uniform(0.1, 1.0, space.d)},
+        ),
+        f"longest s-t paths {directed}x{directed} directed": (
+            lambda: cm.STPaths(_grid(directed).to_directed(), 0, directed * directed - 1),
+            lambda space, rng: {"weights": rng.uniform(0.1, 1.0, space.d)},
+        ),
+        f"shortest s-t paths {rcsp}x{rcsp} directed + forbid_pairs + knapsack": (
+            lambda: _directed_rcsp(grid, rcsp, budget),
+            rcsp_query,
         ),
         f"shortest s-t paths {rcsp}x{rcsp} + forbid_pairs": (
             lambda: cm.STPaths(_grid(rcsp), 0, rcsp * rcsp - 1),
@@ -244,7 +264,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     n = args.queries or (3 if args.quick else 5)
     have = cm.available_backends()
-    variants = ["highs", "highs-before", "highs-noroot", "highs-flow", "highs-unoriented"]
+    variants = ["highs", "highs-restarts", "highs-before", "highs-noroot", "highs-flow", "highs-unoriented"]
     variants += [b for b in ("gurobi", "scip") if b in have and not (args.quick and b == "scip")]
     if args.variants:
         variants = [v for v in variants if v in args.variants.split(",")]

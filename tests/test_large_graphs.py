@@ -441,6 +441,27 @@ def test_root_cuts_gate_is_by_space_size():
     assert not small.formulation().fractional_separators and large.formulation().fractional_separators
 
 
+def test_directed_cyclic_paths_pass_the_gates_from_fewer_arcs():
+    """Digraphs with cycles get root cuts, starts and the positive-cost options from ``PATH_DIRECTED_MIN_ARCS``
+    arcs; undirected graphs and DAGs of the same size keep the general gates; answers match enumeration."""
+    cyclic = cm.STPaths(_grid(4).to_directed(), 0, 15)  # 48 arcs
+    undirected = cm.STPaths(_grid(5), 0, 24)  # 40 edges
+    dag = cm.STPaths(nx.DiGraph([(u, v) for u, v in _grid(6).edges() if u < v]), 0, 35)  # 60 arcs
+    tiny = cm.STPaths(_grid(3).to_directed(), 0, 8)  # 24 arcs
+    assert graphs.PATH_DIRECTED_MIN_ARCS <= min(cyclic.d, undirected.d, dag.d) < graphs.PATH_ROOT_CUTS_MIN_EDGES
+    assert tiny.d < graphs.PATH_DIRECTED_MIN_ARCS
+    f = cyclic.formulation()
+    assert f.fractional_separators and f.solver_hints["start"]["space"] is cyclic
+    for other in (undirected, dag, tiny):
+        g = other.formulation()
+        assert not g.fractional_separators and "start" not in g.solver_hints
+    highs, brute = cm.make_oracle(cyclic, "highs", verify=True), cm.make_oracle(cyclic, "enumerate")
+    rng = np.random.default_rng(12)
+    for _ in range(4):
+        w = rng.uniform(0.1, 1.0, cyclic.d)
+        assert w @ highs.argmax(w) == pytest.approx(w @ brute.argmax(w), abs=1e-9)
+
+
 def test_nonnegative_queries_relax_the_orientation_rows_and_restore_them():
     """Weights >= 0 solve without the orientation rows (they only slow such queries), answers exact
     and repeatable, and the rows' bounds come back for the next query."""
