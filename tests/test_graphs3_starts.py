@@ -132,8 +132,9 @@ def _candidates_with_cycles(space, rng, n=20) -> list[np.ndarray]:
     """Integer points of the degree model: a path plus vertex-disjoint cycles (by brute force)."""
     paths = space.enumerate()
     cycles = []
-    for cycle in nx.simple_cycles(space.graph.to_directed()):
-        if len(cycle) >= 3 and space.s not in cycle and space.t not in cycle:
+    graph, shortest = (space.graph, 2) if space.directed else (space.graph.to_directed(), 3)
+    for cycle in nx.simple_cycles(graph):
+        if len(cycle) >= shortest and space.s not in cycle and space.t not in cycle:
             a = np.zeros(space.d, bool)
             for u, v in zip(cycle, cycle[1:] + cycle[:1], strict=True):
                 a[space._arcs()[u, v]] = True
@@ -152,8 +153,10 @@ def _candidates_with_cycles(space, rng, n=20) -> list[np.ndarray]:
 
 def test_repair_turns_a_path_plus_cycles_into_a_path_worth_at_least_the_path():
     rng = np.random.default_rng(3)
-    checked = 0
-    for space in [cm.STPaths(_grid(4), 0, 3), cm.STPaths(_grid(3, 5), 0, 4), cm.STPaths(nx.petersen_graph(), 0, 1)]:
+    checked = directed = 0
+    spaces = [cm.STPaths(_grid(4), 0, 3), cm.STPaths(_grid(3, 5), 0, 4), cm.STPaths(nx.petersen_graph(), 0, 1)]
+    spaces += [cm.STPaths(_grid(3, 4).to_directed(), 0, 3), cm.STPaths(nx.DiGraph(_grid(4).to_directed()), 0, 15)]
+    for space in spaces:
         for candidate in _candidates_with_cycles(space, rng):
             w = rng.uniform(0.1, 1.0, space.d)
             assert not space.contains(candidate)
@@ -164,7 +167,8 @@ def test_repair_turns_a_path_plus_cycles_into_a_path_worth_at_least_the_path():
             assert space.contains(fixed)
             assert w @ fixed >= w @ path_part - 1e-12
             checked += 1
-    assert checked >= 8
+            directed += space.directed
+    assert checked >= 30 and directed >= 20
 
 
 def test_repair_splices_every_cycle_on_a_grid_square():
@@ -177,9 +181,12 @@ def test_repair_splices_every_cycle_on_a_grid_square():
     assert space.contains(fixed) and int(fixed.sum()) == 8  # all 9 nodes: a Hamiltonian path
 
 
-def test_repair_leaves_directed_graphs_and_refuses_bad_shapes():
+def test_repair_refuses_what_is_no_path_plus_cycles_and_bad_shapes():
     directed = cm.STPaths(nx.DiGraph([(0, 1), (1, 2), (2, 0), (1, 3)]), 0, 3)
-    assert directed.repair(np.ones(directed.d, bool), np.ones(directed.d)) is None
+    assert directed.repair(np.ones(directed.d, bool), np.ones(directed.d)) is None  # node 1 leaves twice
+    split = cm.STPaths(nx.DiGraph([(0, 1), (1, 3), (0, 2), (2, 3)]), 0, 3)
+    dead_end = np.array([arc in {(0, 1), (2, 3)} for arc in split.arms])
+    assert split.repair(dead_end, np.ones(split.d)) is None  # the walk from s stops at 1
     space = cm.STPaths(_grid(3), 0, 8)
     with pytest.raises(ValueError, match="action must hold 12 arm values"):
         space.repair(np.ones(3, bool), np.ones(space.d))
@@ -188,7 +195,7 @@ def test_repair_leaves_directed_graphs_and_refuses_bad_shapes():
 
 def test_detours_keep_a_path_and_never_lose_weight():
     rng = np.random.default_rng(4)
-    for space in _path_spaces()[:4]:
+    for space in [*_path_spaces()[:4], cm.STPaths(_grid(3).to_directed(), 0, 8), _path_spaces()[-1]]:
         for a in space.enumerate()[:15]:
             w = rng.normal(size=space.d)
             grown = space._as_action(space._grow(space._path_order(a), w))
