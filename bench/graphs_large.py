@@ -13,6 +13,7 @@ queries, no scip.
 
 Variants: ``highs`` (root cuts on, the default), ``highs-restarts`` (``highs`` with
 HiGHS's restarts in path queries with a positive weight, as before the fourth round),
+``highs-nofix`` (``highs`` without the fourth round's reduced-cost fixing of shortest-path queries),
 ``highs-before`` (``highs`` without
 the third round's MIP starts, candidate hooks, sparse tree rows and skipped root cuts:
 see :data:`VARIANT_FLAGS`), ``highs-noroot`` (root cuts
@@ -87,6 +88,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import cmab_milp as cm
+import cmab_milp.oracles.mip_starts as mip_starts
 import cmab_milp.oracles.root_cuts as root_cuts
 import cmab_milp.spaces.graph_cuts as graph_cuts
 import cmab_milp.spaces.graphs as graphs
@@ -103,6 +105,8 @@ VARIANT_FLAGS = {
     ],
     # ``highs`` with HiGHS's restarts in path queries with a positive weight (before issue 12's fourth round)
     "highs-restarts": [(graphs, "PATH_POSITIVE_HIGHS_HINTS", {})],
+    # ``highs`` without the reduced-cost fixing of shortest-path queries (``PathStarts.start_plan``)
+    "highs-nofix": [(mip_starts, "FIX_ARMS", False)],
 }
 
 
@@ -264,7 +268,15 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     n = args.queries or (3 if args.quick else 5)
     have = cm.available_backends()
-    variants = ["highs", "highs-restarts", "highs-before", "highs-noroot", "highs-flow", "highs-unoriented"]
+    variants = [
+        "highs",
+        "highs-restarts",
+        "highs-nofix",
+        "highs-before",
+        "highs-noroot",
+        "highs-flow",
+        "highs-unoriented",
+    ]
     variants += [b for b in ("gurobi", "scip") if b in have and not (args.quick and b == "scip")]
     if args.variants:
         variants = [v for v in variants if v in args.variants.split(",")]

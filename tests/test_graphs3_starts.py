@@ -451,3 +451,96 @@ def test_query_options_are_restored_by_undo_and_refuse_unknown_names():
     assert model.h.getOptionValue("mip_heuristic_effort")[1] == pytest.approx(0.05)
     with pytest.raises(OracleError, match="no_such_option"):
         model.set_query_options({"no_such_option": 1})
+
+
+# ------------------------------------------------------------------ reduced-cost fixing of shortest-path queries
+def _fixing_spaces() -> list[cm.STPaths]:
+    return [
+        cm.STPaths(_grid(3, 4), 0, 11),
+        cm.STPaths(_grid(4), 0, 15),
+        cm.STPaths(nx.petersen_graph(), 0, 7),
+        cm.STPaths(_grid(3, 4).to_directed(), 0, 11),
+        cm.STPaths(nx.gnm_random_graph(8, 22, seed=2, directed=True), 0, 5),
+    ]
+
+
+def test_fixed_edges_are_used_by_no_path_above_the_region_bound():
+    """Brute force: every path that obeys the bounds and the knapsack row and uses a fixed edge is worth at most
+    ``region_bound``, which is below the start's value; the start itself keeps every row."""
+    rng = np.random.default_rng(13)
+    fixed_any = checked = 0
+    for space in _fixing_spaces():
+        actions = space.enumerate()
+        for trial in range(12):
+            w = -rng.uniform(0.0, 1.0, space.d) * (rng.random(space.d) < 0.9)  # some zero lengths too
+            upper = np.ones(space.d)
+            upper[rng.choice(space.d, 2, replace=False)] = 0.0
+            c = rng.uniform(0.5, 1.5, space.d)
+            paths = actions[~(actions & (upper < 0.5)).any(axis=1)]
+            knapsack = (c, float(np.median(paths @ c))) if trial % 2 else None
+            pairs = _adjacent_pairs(space, rng, 1) if trial % 3 == 0 else []
+            start, fixed, bound = space.start_plan(w, None, upper, pairs, knapsack)
+            if start is None:
+                continue
+            feasible = _feasible(paths, pairs=pairs, knapsack=knapsack)
+            assert (feasible == start).all(axis=1).any()  # the start is one of them
+            if fixed is None:
+                assert bound == -np.inf
+                continue
+            fixed_any += 1
+            value = float(w @ start)
+            assert bound < value and not (fixed & start).any() and not (fixed & (upper < 0.5)).any()
+            using = feasible[(feasible & fixed).any(axis=1)]
+            checked += len(using)
+            assert (using @ w <= bound + 1e-12).all()
+    assert fixed_any >= 20 and checked >= 50
+
+
+def test_fixing_is_skipped_for_positive_weights_forced_arms_and_other_parts(monkeypatch):
+    monkeypatch.setattr(graphs, "START_MIN_ARMS", 0)
+    space = cm.STPaths(_grid(3, 4), 0, 3)  # along one side: the far rows are fixed out
+    w = -np.ones(space.d)
+    assert space.start_plan(w)[1] is not None
+    assert space.start_plan(-w)[1] is None  # longest paths: walks bound nothing
+    lower = np.zeros(space.d)
+    lower[int(np.flatnonzero(space.start_action(w))[0])] = 1.0
+    assert space.start_plan(w, lower)[1] is None
+    formulation = space.with_constraint(np.ones(space.d), "<=", 8).formulation()
+    assert mip_starts._fixing_applies(formulation, formulation.solver_hints["start"])
+    rows_only = cm.Intersection(space, cm.Cardinality(space.d, 6)).formulation()  # a knapsack row after the paths'
+    assert mip_starts._fixing_applies(rows_only, rows_only.solver_hints["start"])
+    for other in (  # other rows first, or another part's separators: the bound over paths says nothing
+        cm.Intersection(cm.Cardinality(space.d, 6), space),
+        cm.Intersection(space, cm.GraphicMatroid(_grid(3, 4))),
+    ):
+        f = other.formulation()
+        assert not mip_starts._fixing_applies(f, f.solver_hints["start"])
+
+
+@pytest.mark.parametrize("directed", [False, True])
+def test_shortest_path_queries_with_fixing_match_enumeration(directed, monkeypatch):
+    monkeypatch.setattr(graphs, "START_MIN_ARMS", 0)
+    monkeypatch.setattr(graphs, "PATH_DIRECTED_MIN_ARCS", 0)
+    fixes = []
+    original = CompiledModel.fix_arms
+
+    def fix_arms(self, fixed, values, region_bound):
+        fixes.append(int(np.sum(fixed)))
+        return original(self, fixed, values, region_bound)
+
+    monkeypatch.setattr(CompiledModel, "fix_arms", fix_arms)
+    rng = np.random.default_rng(14)
+    grid = _grid(4).to_directed() if directed else _grid(4)
+    d = grid.number_of_edges()
+    resource = rng.uniform(0.5, 1.5, d)
+    spaces = [cm.STPaths(grid, 0, 15), cm.STPaths(grid, 0, 15).with_constraint(resource, "<=", 6.0)]
+    for space in spaces:
+        highs, brute = _oracle_pair(space)
+        for _ in range(6):
+            w = -rng.uniform(0.1, 1.0, space.d)
+            query = {"weights": w, "forbid_pairs": _adjacent_pairs(space, rng, 2), "exclude": [int(rng.integers(d))]}
+            a, b = highs.argmax(**query), brute.argmax(**query)
+            assert (a is None) == (b is None)
+            if a is not None:
+                assert w @ a == pytest.approx(w @ b, abs=1e-9)
+    assert len(fixes) >= 6 and max(fixes) > 0

@@ -64,6 +64,7 @@ __all__ = [
     "SIDE_STARTS",
     "SOLVE_CORES",
     "prepare_query",
+    "query_plan",
     "query_start",
     "side_query_plan",
     "side_query_start",
@@ -97,7 +98,8 @@ SOLVE_CORES = True
 #: Also add extended cover cuts of knapsack side rows (:mod:`~cmab_milp.oracles.cover_cuts`) separated on
 #: the LP relaxation. Off: measured slower (an LP solve more; HiGHS separates its own lifted covers).
 SIDE_COVER_CUTS = False
-#: With a side start, fix the arms its Lagrangian flip bounds prove (``CompiledModel.fix_arms``).
+#: With a side start, fix the arms its Lagrangian flip bounds prove (``CompiledModel.fix_arms``); with a path
+#: start of a shortest-path query, the edges its Lagrangian walk bounds prove out (``PathStarts.start_plan``).
 FIX_ARMS = True
 
 
@@ -150,7 +152,10 @@ def prepare_query(model: CompiledModel, formulation: Formulation) -> None:
                 if SIDE_COVER_CUTS:
                     _add_cover_cuts(model, formulation)
         return  # (collecting candidate cuts on trees measured slower: 20x20 + forbid_pairs 0.19 -> 0.28 s median)
-    model.start = query_start(model, formulation)
+    start, fixed, region_bound = query_plan(model, formulation, fix=FIX_ARMS)
+    model.start = start
+    if fixed is not None:
+        model.fix_arms(fixed, start.astype(float), region_bound)
     positive = formulation.solver_hints.get("highs_positive_costs")
     if positive and float(model.arm_columns()[0].max(initial=0.0)) > 0.0:
         model.set_query_options(positive)
@@ -171,16 +176,49 @@ def prepare_query(model: CompiledModel, formulation: Formulation) -> None:
 
 def query_start(model: CompiledModel, formulation: Formulation) -> np.ndarray | None:
     """The start heuristic's action for the query the model holds now, or ``None`` (see the module docstring)."""
+    return query_plan(model, formulation, fix=False)[0]
+
+
+def query_plan(
+    model: CompiledModel, formulation: Formulation, fix: bool = True
+) -> tuple[np.ndarray | None, np.ndarray | None, float]:
+    """``(start, fixed, region_bound)`` for the query the model holds now: the start heuristic's action (or
+    ``None``) and, with ``fix`` on formulations that are the hint's space plus side rows only
+    (:func:`_fixing_applies`), the arms its reduced-cost fixing proves out
+    (:meth:`~cmab_milp.spaces.graph_starts.PathStarts.start_plan`; ``None``: none) and the bound of the
+    actions they exclude."""
+    none = (None, None, -math.inf)
     hint = formulation.solver_hints.get("start")
     if not hint or not _own_objective(model, formulation):
-        return None
+        return none
     rows = _side_rows_of(model, formulation, hint)
     found = side_rows(rows, formulation.d)
     if found is None:
-        return None
+        return none
     costs, lower, upper = model.arm_columns()
-    action = hint["space"].start_action(costs, lower, upper, *found)
-    return action if action is not None and _obeys(action, rows, lower, upper) else None
+    space = hint["space"]
+    if fix and _fixing_applies(formulation, hint):
+        start, fixed, region_bound = space.start_plan(costs, lower, upper, *found)
+    else:
+        start, fixed, region_bound = space.start_action(costs, lower, upper, *found), None, -math.inf
+    if start is None or not _obeys(start, rows, lower, upper):
+        return none
+    return start, fixed, region_bound
+
+
+def _fixing_applies(formulation: Formulation, hint: dict) -> bool:
+    """Whether ``formulation`` is the hint's space's own formulation plus side rows on the arms (no other
+    part's rows first, columns or separators: its actions are the space's paths that obey the rows, so a
+    bound over those paths bounds them). A rule of the formulation alone, cached in the hint."""
+    if hint.get("fix_owner") is not formulation:
+        own = hint["space"].formulation()
+        hint["fix_use"] = (
+            formulation.rows[: hint["rows"]] == own.rows
+            and formulation.n_cols == own.n_cols
+            and len(formulation.separators) == len(own.separators)
+        )
+        hint["fix_owner"] = formulation
+    return hint["fix_use"]
 
 
 def side_rule_applies(formulation: Formulation) -> bool:

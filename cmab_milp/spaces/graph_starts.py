@@ -54,6 +54,9 @@ __all__ = ["BISECTION_STEPS", "MAX_PATH_BRANCHES", "PathStarts"]
 BISECTION_STEPS = 24
 #: Dijkstra runs per path start when conflicting pairs must be branched on.
 MAX_PATH_BRANCHES = 32
+#: Added to every length given to Dijkstra (scipy's csgraph drops explicit zeros); a distance over ``k`` edges
+#: is then at most ``k * _EPS`` too long, which :meth:`PathStarts.start_plan` adds back to its bounds.
+_EPS = 1e-12
 
 
 class PathStarts:
@@ -86,6 +89,10 @@ class PathStarts:
         c, b = np.asarray(knapsack[0], float), float(knapsack[1])
         if c.shape != (self.d,) or (c < 0).any():
             raise ValueError("a knapsack row needs d coefficients >= 0")
+        return self._lagrangian(w, forced, banned, pairs, c, b)[0]
+
+    def _lagrangian(self, w, forced, banned, pairs, c, b) -> tuple[np.ndarray | None, float]:
+        """(best path found that fits ``c @ a <= b``, the least multiplier ``lam`` met whose path fits; 0 if none)."""
         best, best_value = None, -np.inf
 
         def attempt(lam: float) -> bool | None:  # True: fits the row, False: does not, None: no action
@@ -101,18 +108,86 @@ class PathStarts:
 
         fits = attempt(0.0)
         if fits is None or fits:
-            return best
+            return best, 0.0
         top = float(np.abs(w).max(initial=0.0)) / max(float(c[c > 0].min(initial=1.0)), 1e-12) * 2.0 + 1.0
         if not attempt(top):
-            return best
+            return best, 0.0
         lo, hi = 0.0, top
         for _ in range(BISECTION_STEPS):
             mid = 0.5 * (lo + hi)
             fits = attempt(mid)
             if fits is None:
-                return best
+                return best, hi
             lo, hi = (lo, mid) if fits else (mid, hi)
-        return best
+        return best, hi
+
+    def start_plan(
+        self,
+        weights: np.ndarray,
+        lower: np.ndarray | None = None,
+        upper: np.ndarray | None = None,
+        conflicts: Sequence[tuple[int, int]] = (),
+        knapsack: tuple[np.ndarray, float] | None = None,
+        margin: float = 1e-7,
+    ) -> tuple[np.ndarray | None, np.ndarray | None, float]:
+        """:meth:`start_action`'s action, the arms that reduced-cost fixing proves out, and their region's bound.
+
+        For weights ``<= 0`` (shortest paths) and no forced arm: with the start's multiplier ``lam``
+        of the knapsack row (0 without one) and lengths ``l = lam c - w >= 0``, every path ``a`` that
+        fits the row and uses edge ``e = (u, v)`` has ``w @ a <= lam b - l @ a <= lam b - (ds(u) + l_e +
+        dt(v))`` (``ds``, ``dt``: shortest distances from ``s`` and to ``t`` over the edges the bounds
+        allow; a simple path is a walk; undirected edges either way round; ``forbid_pairs`` relaxed).
+        Edges whose bound ``B_e`` (widened by the distances' rounding) is below the start's value less
+        ``margin * (1 + |value|)`` are returned in ``fixed`` (to fix at 0), with ``region_bound = max
+        B_e`` over them, below the start's value. Returns ``(start, None, -inf)`` when nothing is fixed.
+
+        >>> import networkx as nx
+        >>> from cmab_milp.spaces.graphs import STPaths
+        >>> space = STPaths(nx.cycle_graph(6), 0, 1)  # the edge 0-1, or round the other way
+        >>> start, fixed, bound = space.start_plan(-np.ones(6))
+        >>> start.astype(int).tolist(), int(fixed.sum()), round(bound, 6)  # the long way fixed out; walks bound it
+        ([1, 0, 0, 0, 0, 0], 5, -3.0)
+        """
+        w = np.asarray(weights, float)
+        start = self.start_action(w, lower, upper, conflicts, knapsack)
+        lower = np.zeros(self.d) if lower is None else np.asarray(lower, float)
+        upper = np.ones(self.d) if upper is None else np.asarray(upper, float)
+        forced, banned = lower > 0.5, upper < 0.5
+        if start is None or forced.any() or (w > 0).any():
+            return start, None, -np.inf
+        lam, c, b = 0.0, np.zeros(self.d), 0.0
+        if knapsack is not None:
+            c, b = np.asarray(knapsack[0], float), float(knapsack[1])
+            pairs = [(int(i), int(j)) for i, j in conflicts]
+            lam = self._lagrangian(w, forced, banned, pairs, c, b)[1]
+        length = np.maximum(lam * c - w, 0.0)
+        ds, dt = self._distances(length, banned)
+        through = ds[self.tail] + length + dt[self.head]
+        if not self.directed:
+            through = np.minimum(through, ds[self.head] + length + dt[self.tail])
+        finite = np.isfinite(through)
+        top = float(np.max(through[finite], initial=0.0))
+        slack = 1e-9 * (1.0 + abs(lam * b) + top) + (self.n_nodes + 1) * _EPS
+        bound = np.where(finite, lam * b - through + slack, -np.inf)
+        value = float(w[start].sum())
+        fixed = (bound < value - margin * (1.0 + abs(value))) & ~banned
+        if not fixed.any():
+            return start, None, -np.inf
+        return start, fixed, float(bound[fixed].max())
+
+    def _distances(self, length: np.ndarray, ban: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Shortest distances from ``s`` and to ``t`` on ``length + eps`` over the arms not banned (inf: none)."""
+        keep = np.flatnonzero(~ban)
+        n = self.n_nodes
+        tails, heads = self.tail[keep], self.head[keep]
+        if not self.directed:
+            tails, heads, keep = np.concatenate([tails, heads]), np.concatenate([heads, tails]), np.tile(keep, 2)
+        weights = length[keep] + _EPS  # csgraph drops explicit zeros: keep every edge present
+        forward = sp.csr_matrix((weights, (tails, heads)), shape=(n, n))
+        backward = sp.csr_matrix((weights, (heads, tails)), shape=(n, n))
+        ds = dijkstra(forward, directed=True, indices=self.s)
+        dt = dijkstra(backward, directed=True, indices=self.t)
+        return ds, dt
 
     def repair(self, action: np.ndarray, weights: np.ndarray) -> np.ndarray | None:
         """A path made of an integer candidate of the degree model (an s-t path plus disjoint cycles), or ``None``.
@@ -347,7 +422,7 @@ class PathStarts:
         if forced.any():
             return None  # a path through given edges is no shortest-path problem
         directed = self.directed
-        length = np.maximum(-w, 0.0) + 1e-12  # csgraph drops explicit zeros: keep every edge present
+        length = np.maximum(-w, 0.0) + _EPS  # csgraph drops explicit zeros: keep every edge present
         best, best_value, runs = None, -np.inf, 0
         stack = [banned.copy()]
         while stack and runs < MAX_PATH_BRANCHES:
