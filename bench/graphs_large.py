@@ -62,6 +62,33 @@ run the same code in both variants, so their rows show the noise of the shared m
 in the first run they read 0.152 before and 0.144 now. Trees + knapsack in the first run:
 0.746 before, 0.441 now.)
 
+Fourth round (path queries with a positive weight run without HiGHS's restarts, a per-query
+option; reduced-cost fixing of shortest-path queries by the start's Lagrangian walk bounds;
+digraphs with cycles pass the root-cut and start gates from 40 arcs; the two digraph families
+added). One run, 15 queries, interleaved, seconds median / max:
+
+| family | highs-restarts | highs-nofix | highs now | gurobi | now / gurobi (median) |
+|---|---|---|---|---|---|
+| longest 10x10 | 0.280 / 1.685 | 0.306 / 1.428 | 0.288 / 1.450 | 0.128 / 0.394 | 2.25 |
+| longest 6x6 digraph | 3.03 / 22.3 | 2.25 / 20.7 | 2.18 / 23.0 | 0.160 / 1.117 | 13.6 |
+| shortest 17x17 + forbid_pairs | 0.007 / 0.009 | 0.035 / 0.046 | 0.008 / 0.010 | 0.027 / 0.044 | 0.30 |
+| same + knapsack | 0.034 / 1.017 | 0.088 / 0.701 | 0.034 / 0.960 | 0.060 / 0.186 | 0.57 |
+| its digraph + forbid + knapsack | 0.024 / 0.057 | 0.060 / 0.144 | 0.025 / 0.062 | 0.024 / 0.042 | 1.01 |
+
+(``highs-restarts`` has the fixing; ``highs-nofix`` has no restarts. An A/B of the restarts
+alone, 12 longest 10x10 queries interleaved: total 6.98 -> 5.32 s, slowest 1.87 -> 1.45 s.)
+Longest paths on the digraph stay 14x Gurobi: their LP with every connectivity cut is 6-12%
+above the optimum (~1% on the undirected grid), so each HiGHS solve branches (the final
+solve of one query: 921 nodes in 3.9 s, Gurobi 1,201 nodes in 0.64 s on the same model) and
+the lazy loop re-solves 13-19 times. Tried there and left out: entry rows ``x_uv <= x(delta_in(u)) - x_vu``,
+2-cycle and 4-cycle subtour rows at compile time, connectivity rows for integer cycles,
+the flow rows (median 2.1 s, slowest 5.7 s: better on the slowest, worse on the median
+and 3x slower on shortest paths), dives adding cuts at LP points below the root, HiGHS
+option sets (pseudo-cost reliability, node cuts, cut pool size, heuristics).
+The undirected knapsack family's slowest query: its start (Lagrangian, 20% below the
+optimum: a duality-gap path) fixes 104 of 544 edges; merging the last Lagrangian paths
+that fit and that do not found nothing better (left out).
+
 Tried and left out (measured, interleaved): tree MIP starts (Kruskal repaired to
 the side rows: no faster, slower with the knapsack row); connectivity rows instead
 of subtour rows for the cycles of integer path candidates (no fewer rounds);
