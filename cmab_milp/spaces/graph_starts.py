@@ -75,6 +75,10 @@ class PathStarts:
         ``lower`` / ``upper`` are arm bounds in {0, 1} (1 / 0 fix an arm), ``conflicts`` pairs of arms
         never both chosen, ``knapsack = (c, b)`` the row ``c @ a <= b`` with ``c >= 0``.
         """
+        return self._start(weights, lower, upper, conflicts, knapsack)[0]
+
+    def _start(self, weights, lower, upper, conflicts, knapsack) -> tuple[np.ndarray | None, float]:
+        """(:meth:`start_action`'s action, the knapsack row's multiplier it ended with; 0 without a row)."""
         w = np.asarray(weights, float)
         if w.shape != (self.d,) or not np.isfinite(w).all():
             raise ValueError(f"weights must be {self.d} finite numbers, got shape {w.shape}")
@@ -82,14 +86,14 @@ class PathStarts:
         upper = np.ones(self.d) if upper is None else np.asarray(upper, float)
         forced, banned = lower > 0.5, upper < 0.5
         if (forced & banned).any():
-            return None
+            return None, 0.0
         pairs = [(int(i), int(j)) for i, j in conflicts]
         if knapsack is None:
-            return self._checked(self._greedy(w, forced, banned, pairs), forced, banned, pairs, None)
+            return self._checked(self._greedy(w, forced, banned, pairs), forced, banned, pairs, None), 0.0
         c, b = np.asarray(knapsack[0], float), float(knapsack[1])
         if c.shape != (self.d,) or (c < 0).any():
             raise ValueError("a knapsack row needs d coefficients >= 0")
-        return self._lagrangian(w, forced, banned, pairs, c, b)[0]
+        return self._lagrangian(w, forced, banned, pairs, c, b)
 
     def _lagrangian(self, w, forced, banned, pairs, c, b) -> tuple[np.ndarray | None, float]:
         """(best path found that fits ``c @ a <= b``, the least multiplier ``lam`` met whose path fits; 0 if none)."""
@@ -149,17 +153,12 @@ class PathStarts:
         ([1, 0, 0, 0, 0, 0], 5, -3.0)
         """
         w = np.asarray(weights, float)
-        start = self.start_action(w, lower, upper, conflicts, knapsack)
-        lower = np.zeros(self.d) if lower is None else np.asarray(lower, float)
-        upper = np.ones(self.d) if upper is None else np.asarray(upper, float)
-        forced, banned = lower > 0.5, upper < 0.5
+        start, lam = self._start(w, lower, upper, conflicts, knapsack)
+        forced = np.zeros(self.d, bool) if lower is None else np.asarray(lower, float) > 0.5
+        banned = np.zeros(self.d, bool) if upper is None else np.asarray(upper, float) < 0.5
         if start is None or forced.any() or (w > 0).any():
             return start, None, -np.inf
-        lam, c, b = 0.0, np.zeros(self.d), 0.0
-        if knapsack is not None:
-            c, b = np.asarray(knapsack[0], float), float(knapsack[1])
-            pairs = [(int(i), int(j)) for i, j in conflicts]
-            lam = self._lagrangian(w, forced, banned, pairs, c, b)[1]
+        c, b = (np.zeros(self.d), 0.0) if knapsack is None else (np.asarray(knapsack[0], float), float(knapsack[1]))
         length = np.maximum(lam * c - w, 0.0)
         ds, dt = self._distances(length, banned)
         through = ds[self.tail] + length + dt[self.head]
