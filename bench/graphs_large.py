@@ -75,6 +75,11 @@ added). One run, 15 queries, interleaved, seconds median / max:
 | same + knapsack | 0.034 / 1.017 | 0.088 / 0.701 | 0.034 / 0.960 | 0.060 / 0.186 | 0.57 |
 | its digraph + forbid + knapsack | 0.024 / 0.057 | 0.060 / 0.144 | 0.025 / 0.062 | 0.024 / 0.042 | 1.01 |
 
+After the start's Lagrangian search ran once instead of twice (a second run, shortest families,
+15 queries, ``highs-nofix`` / ``highs`` / ``gurobi``): + forbid_pairs 0.037 / 0.008 / 0.027
+(0.31x), + knapsack 0.076 / 0.019 / 0.053 (0.37x; slowest 0.80 s, Gurobi's 0.13 s), the
+digraph 0.055 / 0.017 / 0.027 (0.62x).
+
 (``highs-restarts`` has the fixing; ``highs-nofix`` has no restarts. An A/B of the restarts
 alone, 12 longest 10x10 queries interleaved: total 6.98 -> 5.32 s, slowest 1.87 -> 1.45 s.)
 Longest paths on the digraph stay 14x Gurobi: their LP with every connectivity cut is 6-12%

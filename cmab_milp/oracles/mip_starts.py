@@ -14,9 +14,9 @@ edges that the start's Lagrangian walk bounds prove no path at least as good
 as the start uses (:meth:`~cmab_milp.spaces.graph_starts.PathStarts.start_plan`;
 only on formulations that are the space plus side rows, :func:`_fixing_applies`).
 Measured (``bench/graphs_large.py``, variant ``highs-nofix``, 15 queries,
-interleaved): shortest paths of a 17x17 grid with ``forbid_pairs`` 43 -> 9 ms
-a query (median), with a knapsack row too 85 -> 28 ms, on the grid's digraph
-60 -> 23 ms.
+interleaved): shortest paths of a 17x17 grid with ``forbid_pairs`` 37 -> 8 ms
+a query (median), with a knapsack row too 76 -> 19 ms, on the grid's digraph
+55 -> 17 ms (Gurobi: 27, 53, 27 ms).
 
 A space built from a base with a combinatorial oracle by side rules
 (``with_constraint``, ``with_budget``, ``with_group``, ``with_conflicts``;
