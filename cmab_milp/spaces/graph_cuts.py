@@ -41,20 +41,59 @@ SPARSE_TREE_CUTS = True
 
 def _source_side(n: int, tails: np.ndarray, heads: np.ndarray, caps: np.ndarray, source: int, sink: int):
     """Max flow ``source -> sink`` on arcs ``tails -> heads`` with float ``caps``: (value, source-side mask)."""
-    c = np.minimum(np.round(np.asarray(caps, float) * _FLOW_SCALE), _FLOW_INF).astype(np.int64)
-    keep = c > 0
-    a = sp.csr_matrix((c[keep], (tails[keep], heads[keep])), shape=(n, n), dtype=np.int64)
-    a.sum_duplicates()
-    a.data = np.minimum(a.data, _FLOW_INF)
-    a = a.astype(np.int32)
-    res = maximum_flow(a, source, sink, method="dinic")
-    residual = (a - res.flow).tocsr()
-    residual.data = (residual.data > 0).astype(np.int8)
-    residual.eliminate_zeros()
-    reach = breadth_first_order(residual, source, directed=True, return_predecessors=False)
-    side = np.zeros(n, bool)
-    side[reach] = True
-    return res.flow_value / _FLOW_SCALE, side
+    return _FlowNetwork(n, tails, heads, caps).cut(source, sink)
+
+
+class _FlowNetwork:
+    """Arcs ``tails -> heads`` with float ``caps`` (scaled to integers), built once for many max flows.
+
+    :meth:`cut` gives what :func:`_source_side` gives; a separator asking for one min cut per node
+    builds the network once (scipy's sparse checks cost more than the flows at these sizes).
+    """
+
+    def __init__(self, n: int, tails: np.ndarray, heads: np.ndarray, caps: np.ndarray):
+        c = np.minimum(np.round(np.asarray(caps, float) * _FLOW_SCALE), _FLOW_INF).astype(np.int64)
+        keep = c > 0
+        a = sp.csr_matrix((c[keep], (tails[keep], heads[keep])), shape=(n, n), dtype=np.int64)
+        a.sum_duplicates()
+        a.data = np.minimum(a.data, _FLOW_INF)
+        self.n, self.a = n, a.astype(np.int32)
+        self._pattern: tuple[np.ndarray, np.ndarray] | None = None  # the flows' sparsity pattern, and ...
+        self._caps: np.ndarray | None = None  # ... the capacities on it (0 on reverse arcs)
+        self._rows: np.ndarray | None = None
+
+    def cut(self, source: int, sink: int) -> tuple[float, np.ndarray]:
+        """(max flow value ``source -> sink``, mask of the nodes the residual network reaches from ``source``)."""
+        res = maximum_flow(self.a, source, sink, method="dinic")
+        flow = res.flow
+        if self._pattern is None or not (
+            np.array_equal(flow.indptr, self._pattern[0]) and np.array_equal(flow.indices, self._pattern[1])
+        ):
+            self._align(flow)
+        free = self._caps - flow.data > 0
+        counts = np.bincount(self._rows[free], minlength=self.n)
+        indptr = np.concatenate([[0], np.cumsum(counts)]).astype(flow.indptr.dtype)
+        residual = sp.csr_matrix(
+            (np.ones(int(free.sum()), np.int8), flow.indices[free], indptr), shape=(self.n, self.n)
+        )
+        reach = breadth_first_order(residual, source, directed=True, return_predecessors=False)
+        side = np.zeros(self.n, bool)
+        side[reach] = True
+        return res.flow_value / _FLOW_SCALE, side
+
+    def _align(self, flow) -> None:
+        """Cache the flows' pattern, each entry's row, and the capacity of each entry's arc (0 if none)."""
+        indptr, indices = flow.indptr.copy(), flow.indices.copy()
+        rows = np.repeat(np.arange(self.n), np.diff(indptr))
+        caps = np.zeros(len(indices), np.int64)
+        a = self.a
+        a_rows = np.repeat(np.arange(self.n), np.diff(a.indptr))
+        keys = rows.astype(np.int64) * self.n + indices
+        a_keys = a_rows.astype(np.int64) * self.n + a.indices
+        order = np.argsort(keys, kind="stable")
+        where = np.searchsorted(keys[order], a_keys)
+        caps[order[where]] = a.data
+        self._pattern, self._rows, self._caps = (indptr, indices), rows, caps
 
 
 class GraphCuts:
@@ -230,19 +269,22 @@ class GraphCuts:
             return cuts
         candidates = [int(v) for v in np.argsort(-need, kind="stable") if need[v] > _SEP_TOL and v not in (s, t)]
         flows = 0
+        network = None  # one network for every node's min cut (the point is the same)
         for v in candidates:
             if covered[v] or flows >= MAX_FLOWS_PER_CALL:
                 continue
             flows += 1
             if directed:
-                value, side = _source_side(n, tail, head, x, s, v)
+                network = network or _FlowNetwork(n, tail, head, x)
+                value, side = network.cut(s, v)
                 mask = ~side
             else:
                 sink = n
-                tails = np.concatenate([tail, head, [s, t]])
-                heads = np.concatenate([head, tail, [sink, sink]])
-                caps = np.concatenate([x, x, [np.inf, np.inf]])
-                value, side = _source_side(n + 1, tails, heads, caps, v, sink)
+                if network is None:
+                    tails = np.concatenate([tail, head, [s, t]])
+                    heads = np.concatenate([head, tail, [sink, sink]])
+                    network = _FlowNetwork(n + 1, tails, heads, np.concatenate([x, x, [np.inf, np.inf]]))
+                value, side = network.cut(v, sink)
                 mask = side[:n]
             if value < need[v] - 1e-4:
                 add(mask, v)
