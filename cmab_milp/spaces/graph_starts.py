@@ -166,7 +166,7 @@ class PathStarts:
             through = np.minimum(through, ds[self.head] + length + dt[self.tail])
         finite = np.isfinite(through)
         top = float(np.max(through[finite], initial=0.0))
-        slack = 1e-9 * (1.0 + abs(lam * b) + top) + (self.n_nodes + 1) * _EPS
+        slack = 1e-9 * (1.0 + abs(lam * b) + top) + 2 * self.n_nodes * _EPS  # ds and dt: n - 1 edges each
         bound = np.where(finite, lam * b - through + slack, -np.inf)
         value = float(w[start].sum())
         fixed = (bound < value - margin * (1.0 + abs(value))) & ~banned
