@@ -13,6 +13,7 @@ be the same inequality as the dense one on the tree hyperplane.
 from __future__ import annotations
 
 import itertools
+from types import SimpleNamespace
 
 import networkx as nx
 import numpy as np
@@ -471,8 +472,10 @@ def test_fixed_edges_are_used_by_no_path_above_the_region_bound():
     fixed_any = checked = 0
     for space in _fixing_spaces():
         actions = space.enumerate()
-        for trial in range(12):
+        for trial in range(18):
             w = -rng.uniform(0.0, 1.0, space.d) * (rng.random(space.d) < 0.9)  # some zero lengths too
+            if trial >= 12:  # a few positive weights (an optimistic index): bounded by their sum
+                w[rng.random(space.d) < 0.15] = rng.uniform(0.0, 0.3)
             upper = np.ones(space.d)
             upper[rng.choice(space.d, 2, replace=False)] = 0.0
             c = rng.uniform(0.5, 1.5, space.d)
@@ -496,12 +499,12 @@ def test_fixed_edges_are_used_by_no_path_above_the_region_bound():
     assert fixed_any >= 20 and checked >= 50
 
 
-def test_fixing_is_skipped_for_positive_weights_forced_arms_and_other_parts(monkeypatch):
+def test_fixing_is_skipped_for_longest_paths_forced_arms_and_other_parts(monkeypatch):
     monkeypatch.setattr(graphs, "START_MIN_ARMS", 0)
     space = cm.STPaths(_grid(3, 4), 0, 3)  # along one side: the far rows are fixed out
     w = -np.ones(space.d)
     assert space.start_plan(w)[1] is not None
-    assert space.start_plan(-w)[1] is None  # longest paths: walks bound nothing
+    assert space.start_plan(-w)[1] is None  # longest paths: the positive parts' sum bounds nothing
     lower = np.zeros(space.d)
     lower[int(np.flatnonzero(space.start_action(w))[0])] = 1.0
     assert space.start_plan(w, lower)[1] is None
@@ -536,11 +539,45 @@ def test_shortest_path_queries_with_fixing_match_enumeration(directed, monkeypat
     spaces = [cm.STPaths(grid, 0, 15), cm.STPaths(grid, 0, 15).with_constraint(resource, "<=", 6.0)]
     for space in spaces:
         highs, brute = _oracle_pair(space)
-        for _ in range(6):
+        for trial in range(8):
             w = -rng.uniform(0.1, 1.0, space.d)
+            if trial >= 5:  # mixed signs: a few optimistic indices above 0
+                w[rng.choice(space.d, 2, replace=False)] = 0.1
             query = {"weights": w, "forbid_pairs": _adjacent_pairs(space, rng, 2), "exclude": [int(rng.integers(d))]}
             a, b = highs.argmax(**query), brute.argmax(**query)
             assert (a is None) == (b is None)
             if a is not None:
                 assert w @ a == pytest.approx(w @ b, abs=1e-9)
     assert len(fixes) >= 6 and max(fixes) > 0
+
+
+def _directed_rcsp_query() -> tuple[cm.ActionSpace, dict]:
+    """The query (bench/graphs_large.py's directed resource-constrained family, its second query with 3% of the
+    weights made positive) on which HiGHS 1.16 reported the optimum's objective with the MIP start's values."""
+    grid = _grid(17)
+    resource = np.random.default_rng(1).uniform(0.5, 1.5, 2 * 17 * 16)
+    for k, (u, v) in enumerate(grid.edges()):
+        grid[u][v]["r"] = resource[k]
+    least = nx.shortest_path_length(grid, 0, 288, weight="r")
+    space = cm.STPaths(grid.to_directed(), 0, 288)
+    c = np.array([grid[u][v]["r"] for u, v in space.arms])
+    space = space.with_constraint(c, "<=", 0.5 * (least + 32))
+    rng = np.random.default_rng(0)
+    for _ in range(2):
+        w = -rng.uniform(0.1, 1.0, space.d)
+        pairs = _adjacent_pairs(space, rng, 4)
+        w = np.where(rng.random(space.d) < 0.03, rng.uniform(0, 0.3, space.d), w)
+    return space, {"weights": w, "forbid_pairs": pairs}
+
+
+def test_an_answer_with_the_start_s_values_but_the_optimum_s_objective_is_solved_again(monkeypatch):
+    space, query = _directed_rcsp_query()
+    oracle = cm.make_oracle(space, "highs")
+    value = query["weights"] @ oracle.argmax(**query)
+    monkeypatch.setattr(mip_starts, "FIX_ARMS", False)
+    assert value == pytest.approx(query["weights"] @ cm.make_oracle(space, "highs").argmax(**query), abs=1e-9)
+
+    solution = SimpleNamespace(col_value=[1.0, 0.0, 1.0])
+    model = CompiledModel(cm.Cardinality(3, 2).formulation())
+    model.set_costs(np.array([1.0, 2.0, 3.0]))
+    assert not model._start_kept(solution, 4.0) and model._start_kept(solution, 5.0)

@@ -144,6 +144,7 @@ class CompiledModel:
         self.arms_free = True
         self.cold_restarts = 0  # solves retried from scratch after an 'Unknown' status
         self.tie_restarts = 0  # LP solves repeated from a cold start because of a possible tie
+        self.start_restarts = 0  # MILP solves repeated without the MIP start (its values came back, not the optimum's)
         self.base_rows = formulation.n_rows  # rows beyond these belong to the query being answered
         self._optimal = highspy.HighsModelStatus.kOptimal
         # Hooks of one query (:func:`~cmab_milp.oracles.mip_starts.prepare_query` sets them; :meth:`undo` clears):
@@ -573,10 +574,30 @@ class CompiledModel:
                     return SolveResult("infeasible") if settled == "infeasible" else self._limit_result()
             solution = h.getSolution()
         objective = h.getObjectiveValue()
+        if self.integer and cold and self.start is not None and self._start_kept(solution, objective):
+            # HiGHS 1.16 can report the optimum's objective with the MIP start's column values (seen on a
+            # shortest-path query with fixed arms and a few positive weights): solve again without the start
+            self.start_restarts += 1
+            h.clearSolver()
+            self._watch = watch
+            run_status = self._run(lp=False)
+            self._watch = False
+            model_status = h.getModelStatus()
+            if model_status != self._optimal:  # pragma: no cover - was optimal a moment ago
+                settled = self._settle(run_status, model_status)
+                if settled != "optimal":
+                    return SolveResult("infeasible") if settled == "infeasible" else self._limit_result()
+            solution, objective = h.getSolution(), h.getObjectiveValue()
         bound = h.getInfoValue("mip_dual_bound")[1] if self.integer else objective
         if self.region_bound > bound:  # arms fixed by fix_arms: the actions they exclude
             bound = self.region_bound
         return SolveResult("optimal", solution.col_value, objective, bound)
+
+    def _start_kept(self, solution, objective: float) -> bool:
+        """Whether the arm values HiGHS returned are worth other than its objective (only arm columns carry
+        costs in models that get MIP starts: :func:`~cmab_milp.oracles.mip_starts.prepare_query`)."""
+        value = float(self.arm_columns()[0] @ np.asarray(solution.col_value[: self.d]))
+        return abs(value - objective) > 1e-9 * (1.0 + abs(objective))
 
     def _start_callbacks(self) -> None:
         """Watch the integer candidates of MILP solves (HiGHS has no lazy-constraint callback: it cannot be told

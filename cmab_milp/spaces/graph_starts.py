@@ -136,14 +136,16 @@ class PathStarts:
     ) -> tuple[np.ndarray | None, np.ndarray | None, float]:
         """:meth:`start_action`'s action, the arms that reduced-cost fixing proves out, and their region's bound.
 
-        For weights ``<= 0`` (shortest paths) and no forced arm: with the start's multiplier ``lam``
-        of the knapsack row (0 without one) and lengths ``l = lam c - w >= 0``, every path ``a`` that
-        fits the row and uses edge ``e = (u, v)`` has ``w @ a <= lam b - l @ a <= lam b - (ds(u) + l_e +
-        dt(v))`` (``ds``, ``dt``: shortest distances from ``s`` and to ``t`` over the edges the bounds
-        allow; a simple path is a walk; undirected edges either way round; ``forbid_pairs`` relaxed).
-        Edges whose bound ``B_e`` (widened by the distances' rounding) is below the start's value less
-        ``margin * (1 + |value|)`` are returned in ``fixed`` (to fix at 0), with ``region_bound = max
-        B_e`` over them, below the start's value. Returns ``(start, None, -inf)`` when nothing is fixed.
+        With no forced arm: take the start's multiplier ``lam`` of the knapsack row (0 without one),
+        ``g = w - lam c``, lengths ``l = max(-g, 0)`` and ``G`` the sum of ``max(g, 0)`` over the edges
+        the bounds allow (0 for shortest paths, whose weights are ``<= 0``). Every path ``a`` that fits
+        the row and uses edge ``e = (u, v)`` has ``w @ a <= lam b + g @ a <= lam b + G - l @ a <= lam b +
+        G - (ds(u) + l_e + dt(v))`` (``ds``, ``dt``: shortest distances from ``s`` and to ``t`` over the
+        allowed edges; a simple path is a walk; undirected edges either way round; ``forbid_pairs``
+        relaxed). Edges whose bound ``B_e`` (widened by the distances' rounding) is below the start's
+        value less ``margin * (1 + |value|)`` are returned in ``fixed`` (to fix at 0), with
+        ``region_bound = max B_e`` over them, below the start's value. Returns ``(start, None, -inf)``
+        when nothing is fixed (as for longest paths, where ``G`` bounds nothing).
 
         >>> import networkx as nx
         >>> from cmab_milp.spaces.graphs import STPaths
@@ -156,19 +158,21 @@ class PathStarts:
         start, lam = self._start(w, lower, upper, conflicts, knapsack)
         forced = np.zeros(self.d, bool) if lower is None else np.asarray(lower, float) > 0.5
         banned = np.zeros(self.d, bool) if upper is None else np.asarray(upper, float) < 0.5
-        if start is None or forced.any() or (w > 0).any():
+        if start is None or forced.any():
             return start, None, -np.inf
         c, b = (np.zeros(self.d), 0.0) if knapsack is None else (np.asarray(knapsack[0], float), float(knapsack[1]))
-        length = np.maximum(lam * c - w, 0.0)
+        g = w - lam * c
+        gain = float(np.maximum(g, 0.0)[~banned].sum())
+        value = float(w[start].sum())
+        length = np.maximum(-g, 0.0)
         ds, dt = self._distances(length, banned)
         through = ds[self.tail] + length + dt[self.head]
         if not self.directed:
             through = np.minimum(through, ds[self.head] + length + dt[self.tail])
         finite = np.isfinite(through)
         top = float(np.max(through[finite], initial=0.0))
-        slack = 1e-9 * (1.0 + abs(lam * b) + top) + 2 * self.n_nodes * _EPS  # ds and dt: n - 1 edges each
-        bound = np.where(finite, lam * b - through + slack, -np.inf)
-        value = float(w[start].sum())
+        slack = 1e-9 * (1.0 + abs(lam * b) + gain + top) + 2 * self.n_nodes * _EPS  # ds and dt: n - 1 edges each
+        bound = np.where(finite, lam * b + gain - through + slack, -np.inf)
         fixed = (bound < value - margin * (1.0 + abs(value))) & ~banned
         if not fixed.any():
             return start, None, -np.inf
