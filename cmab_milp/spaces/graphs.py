@@ -37,8 +37,8 @@ Exactness of the formulations:
 Speed-ups that change no answer's value: s-t paths from :data:`START_MIN_ARMS`
 edges (:data:`PATH_DIRECTED_MIN_ARCS` arcs on digraphs with cycles, which get
 root cuts from that size too) name a MIP-start heuristic (:mod:`~cmab_milp.spaces.graph_starts`, used
-by :mod:`~cmab_milp.oracles.mip_starts`; for weights <= 0 it also fixes out
-the edges that Lagrangian walk bounds prove no better path uses), and path
+by :mod:`~cmab_milp.oracles.mip_starts`, which also fixes out the edges that
+Lagrangian walk bounds prove no better path uses), and path
 queries whose weights are all <= 0 skip the root cuts
 (:data:`PATH_ROOT_CUTS_NONPOSITIVE`); spanning
 trees write a subtour row of a large set on its sparse side
