@@ -469,7 +469,7 @@ def test_fixed_edges_are_used_by_no_path_above_the_region_bound():
     """Brute force: every path that obeys the bounds and the knapsack row and uses a fixed edge is worth at most
     ``region_bound``, which is below the start's value; the start itself keeps every row."""
     rng = np.random.default_rng(13)
-    fixed_any = checked = 0
+    fixed_any = checked = forced_trials = forced_starts = forced_fixed = 0
     for space in _fixing_spaces():
         actions = space.enumerate()
         for trial in range(18):
@@ -480,11 +480,18 @@ def test_fixed_edges_are_used_by_no_path_above_the_region_bound():
             upper[rng.choice(space.d, 2, replace=False)] = 0.0
             c = rng.uniform(0.5, 1.5, space.d)
             paths = actions[~(actions & (upper < 0.5)).any(axis=1)]
+            lower = np.zeros(space.d)
+            if trial % 4 == 1:  # one arm forced in (an AROQ / SROQ restriction): the paths through it
+                lower[rng.choice(np.flatnonzero(paths[rng.integers(len(paths))]))] = 1.0
+                paths = paths[(paths >= (lower > 0.5)).all(axis=1)]
+                forced_trials += 1
             knapsack = (c, float(np.median(paths @ c))) if trial % 2 else None
             pairs = _adjacent_pairs(space, rng, 1) if trial % 3 == 0 else []
-            start, fixed, bound = space.start_plan(w, None, upper, pairs, knapsack)
+            start, fixed, bound = space.start_plan(w, lower, upper, pairs, knapsack)
             if start is None:
                 continue
+            assert (start >= (lower > 0.5)).all()
+            forced_starts += bool(lower.any())
             feasible = _feasible(paths, pairs=pairs, knapsack=knapsack)
             assert (feasible == start).all(axis=1).any()  # the start is one of them
             if fixed is None:
@@ -496,18 +503,20 @@ def test_fixed_edges_are_used_by_no_path_above_the_region_bound():
             using = feasible[(feasible & fixed).any(axis=1)]
             checked += len(using)
             assert (using @ w <= bound + 1e-12).all()
+            forced_fixed += bool(lower.any())
     assert fixed_any >= 20 and checked >= 50
+    assert forced_starts >= forced_trials // 2 and forced_fixed >= 3
 
 
-def test_fixing_is_skipped_for_longest_paths_forced_arms_and_other_parts(monkeypatch):
+def test_fixing_is_skipped_for_longest_paths_two_forced_arms_and_other_parts(monkeypatch):
     monkeypatch.setattr(graphs, "START_MIN_ARMS", 0)
     space = cm.STPaths(_grid(3, 4), 0, 3)  # along one side: the far rows are fixed out
     w = -np.ones(space.d)
     assert space.start_plan(w)[1] is not None
     assert space.start_plan(-w)[1] is None  # longest paths: the positive parts' sum bounds nothing
     lower = np.zeros(space.d)
-    lower[int(np.flatnonzero(space.start_action(w))[0])] = 1.0
-    assert space.start_plan(w, lower)[1] is None
+    lower[np.flatnonzero(space.start_action(w))[:2]] = 1.0  # two arms forced in: no start, nothing fixed
+    assert space.start_plan(w, lower) == (None, None, -np.inf)
     formulation = space.with_constraint(np.ones(space.d), "<=", 8).formulation()
     assert mip_starts._fixing_applies(formulation, formulation.solver_hints["start"])
     rows_only = cm.Intersection(space, cm.Cardinality(space.d, 6)).formulation()  # a knapsack row after the paths'
@@ -544,11 +553,13 @@ def test_shortest_path_queries_with_fixing_match_enumeration(directed, monkeypat
             if trial >= 5:  # mixed signs: a few optimistic indices above 0
                 w[rng.choice(space.d, 2, replace=False)] = 0.1
             query = {"weights": w, "forbid_pairs": _adjacent_pairs(space, rng, 2), "exclude": [int(rng.integers(d))]}
+            if trial % 2:  # one arm in: the start goes through it
+                query["include"] = [int(rng.choice(np.setdiff1d(np.arange(d), query["exclude"])))]
             a, b = highs.argmax(**query), brute.argmax(**query)
             assert (a is None) == (b is None)
             if a is not None:
                 assert w @ a == pytest.approx(w @ b, abs=1e-9)
-    assert len(fixes) >= 6 and max(fixes) > 0
+    assert len(fixes) >= 4 and max(fixes) > 0
 
 
 def _directed_rcsp_query() -> tuple[cm.ActionSpace, dict]:

@@ -18,7 +18,10 @@ Measured (``bench/graphs_large.py``, variant ``highs-nofix``, 15 queries,
 interleaved): shortest paths of a 17x17 grid with ``forbid_pairs`` 37 -> 8 ms
 a query (median), with a knapsack row too 76 -> 19 ms, on the grid's digraph
 55 -> 17 ms (Gurobi: 27, 53, 27 ms); with 3% of the weights above 0
-(``--optimistic 0.03``) 69 -> 44, 188 -> 41 and 118 -> 38 ms (Gurobi 42, 51, 27).
+(``--optimistic 0.03``) 69 -> 44, 188 -> 41 and 118 -> 38 ms (Gurobi 42, 51, 27);
+with one arm included (AROQ's and SROQ's restrictions; a start through it, and
+the forced arm's walk bound joins every edge's; 12 queries, interleaved) 38 -> 24,
+143 -> 87 and 122 -> 85 ms (Gurobi 32, 76, 25).
 
 A space built from a base with a combinatorial oracle by side rules
 (``with_constraint``, ``with_budget``, ``with_group``, ``with_conflicts``;

@@ -5,7 +5,9 @@
 ``_contains``):
 
 * :meth:`~PathStarts.start_action` answers ``max w @ a`` heuristically under
-  arm bounds (excluded arms; a path through included arms gets no start),
+  arm bounds (excluded arms; one included arm: the shortest path to one of its
+  ends, the arm, then the shortest path on from the other avoiding the first
+  part; more included arms get no start),
   conflicting pairs (``forbid_pairs``) and at most one knapsack row
   ``c @ a <= b`` (``c >= 0``): Dijkstra on the lengths ``max(-w, 0)`` (the exact
   shortest path when ``w <= 0`` and there are no side rows), a path holding a
@@ -136,13 +138,14 @@ class PathStarts:
     ) -> tuple[np.ndarray | None, np.ndarray | None, float]:
         """:meth:`start_action`'s action, the arms that reduced-cost fixing proves out, and their region's bound.
 
-        With no forced arm: take the start's multiplier ``lam`` of the knapsack row (0 without one),
+        Take the start's multiplier ``lam`` of the knapsack row (0 without one),
         ``g = w - lam c``, lengths ``l = max(-g, 0)`` and ``G`` the sum of ``max(g, 0)`` over the edges
         the bounds allow (0 for shortest paths, whose weights are ``<= 0``). Every path ``a`` that fits
         the row and uses edge ``e = (u, v)`` has ``w @ a <= lam b + g @ a <= lam b + G - l @ a <= lam b +
         G - (ds(u) + l_e + dt(v))`` (``ds``, ``dt``: shortest distances from ``s`` and to ``t`` over the
         allowed edges; a simple path is a walk; undirected edges either way round; ``forbid_pairs``
-        relaxed). Edges whose bound ``B_e`` (widened by the distances' rounding) is below the start's
+        relaxed); with forced arms, every admitted path holds them too, so ``l @ a`` is also at least
+        their own ``ds + l + dt``. Edges whose bound ``B_e`` (widened by the distances' rounding) is below the start's
         value less ``margin * (1 + |value|)`` are returned in ``fixed`` (to fix at 0), with
         ``region_bound = max B_e`` over them, below the start's value. Returns ``(start, None, -inf)``
         when nothing is fixed (as for longest paths, where ``G`` bounds nothing).
@@ -158,7 +161,7 @@ class PathStarts:
         start, lam = self._start(w, lower, upper, conflicts, knapsack)
         forced = np.zeros(self.d, bool) if lower is None else np.asarray(lower, float) > 0.5
         banned = np.zeros(self.d, bool) if upper is None else np.asarray(upper, float) < 0.5
-        if start is None or forced.any():
+        if start is None:
             return start, None, -np.inf
         c, b = (np.zeros(self.d), 0.0) if knapsack is None else (np.asarray(knapsack[0], float), float(knapsack[1]))
         g = w - lam * c
@@ -169,6 +172,8 @@ class PathStarts:
         through = ds[self.tail] + length + dt[self.head]
         if not self.directed:
             through = np.minimum(through, ds[self.head] + length + dt[self.tail])
+        if forced.any():  # every admitted path holds the forced arms too: bound it by them as well
+            through = np.maximum(through, through[forced].max())
         finite = np.isfinite(through)
         top = float(np.max(through[finite], initial=0.0))
         slack = 1e-9 * (1.0 + abs(lam * b) + gain + top) + 2 * self.n_nodes * _EPS  # ds and dt: n - 1 edges each
@@ -337,8 +342,8 @@ class PathStarts:
 
     def _greedy(self, w, forced, banned, pairs) -> np.ndarray | None:
         a = self._dijkstra_path(w, forced, banned, pairs)
-        if a is None or not (w > 0).any():
-            return a  # (with weights <= 0 no detour adds weight)
+        if a is None or not (w > 0).any() or forced.any():
+            return a  # (with weights <= 0 no detour adds weight; a detour might drop a forced arm)
         nodes = self._path_order(a)
         return None if nodes is None else self._as_action(self._grow(nodes, w, banned, pairs))
 
@@ -421,9 +426,13 @@ class PathStarts:
         return nodes
 
     def _dijkstra_path(self, w, forced, banned, pairs) -> np.ndarray | None:
-        """Shortest s-t path on lengths ``-w >= 0`` avoiding banned arms; conflicts by branching on a pair."""
-        if forced.any():
+        """Shortest s-t path on lengths ``-w >= 0`` avoiding banned arms; conflicts by branching on a pair.
+
+        With one forced arm, a path through it (:meth:`_shortest_via`, a heuristic); with more, none.
+        """
+        if forced.sum() > 1:
             return None  # a path through given edges is no shortest-path problem
+        via = int(np.flatnonzero(forced)[0]) if forced.any() else None
         directed = self.directed
         length = np.maximum(-w, 0.0) + _EPS  # csgraph drops explicit zeros: keep every edge present
         best, best_value, runs = None, -np.inf, 0
@@ -431,7 +440,7 @@ class PathStarts:
         while stack and runs < MAX_PATH_BRANCHES:
             ban = stack.pop()
             runs += 1
-            a = self._shortest(length, ban, directed)
+            a = self._shortest(length, ban, directed) if via is None else self._shortest_via(length, ban, via)
             if a is None:
                 continue
             value = float(w[a].sum())
@@ -448,21 +457,59 @@ class PathStarts:
         return best
 
     def _shortest(self, length: np.ndarray, ban: np.ndarray, directed: bool) -> np.ndarray | None:
-        keep = np.flatnonzero(~ban)
-        n, s, t = self.n_nodes, self.s, self.t
+        nodes = self._node_path(length, ban, self.s, self.t)
+        return None if nodes is None else self._as_action(nodes)
+
+    def _shortest_via(self, length: np.ndarray, ban: np.ndarray, via: int) -> np.ndarray | None:
+        """A short simple s-t path through arm ``via``: the shortest ``s -> p`` path avoiding ``q``, the edge
+        ``p -> q``, then the shortest ``q -> t`` path avoiding the nodes before (each way round an undirected
+        edge; the shorter of the two). A heuristic: ``None`` when that greedy split finds no path."""
+        if ban[via]:
+            return None
+        u, v = int(self.tail[via]), int(self.head[via])
+        ban = ban.copy()
+        ban[via] = True
+        best, best_length = None, np.inf
+        for p, q in ((u, v),) if self.directed else ((u, v), (v, u)):
+            if q == self.s or p == self.t:
+                continue
+            avoid = np.zeros(self.n_nodes, bool)
+            avoid[q] = True
+            first = [p] if p == self.s else self._node_path(length, ban, self.s, p, avoid)
+            if first is None:
+                continue
+            avoid[:] = False
+            avoid[first] = True
+            second = [q] if q == self.t else self._node_path(length, ban, q, self.t, avoid)
+            if second is None:
+                continue
+            a = self._as_action(first + second)
+            total = float(length[a].sum())
+            if total < best_length:
+                best, best_length = a, total
+        return best
+
+    def _node_path(
+        self, length: np.ndarray, ban: np.ndarray, source: int, target: int, avoid: np.ndarray | None = None
+    ) -> list[int] | None:
+        """The nodes of a shortest ``source -> target`` path on ``length`` over the arms not banned and the nodes
+        not avoided (``source`` and ``target`` excepted), or ``None``."""
+        keep = ~ban
+        if avoid is not None:
+            blocked = avoid.copy()
+            blocked[[source, target]] = False
+            keep &= ~blocked[self.tail] & ~blocked[self.head]
+        keep = np.flatnonzero(keep)
+        n = self.n_nodes
         tails, heads = self.tail[keep], self.head[keep]
-        if not directed:
+        if not self.directed:
             tails, heads, keep = np.concatenate([tails, heads]), np.concatenate([heads, tails]), np.tile(keep, 2)
         # parallel arcs cannot occur (simple graphs); an undirected edge gives one arc each way
         graph = sp.csr_matrix((length[keep], (tails, heads)), shape=(n, n))
-        _, pred = dijkstra(graph, directed=True, indices=s, return_predecessors=True)
-        if pred[t] < 0:
+        _, pred = dijkstra(graph, directed=True, indices=source, return_predecessors=True)
+        if pred[target] < 0:
             return None
-        arc = self._arcs()
-        a = np.zeros(self.d, bool)
-        v = t
-        while v != s:
-            u = int(pred[v])
-            a[arc[u, v]] = True
-            v = u
-        return a
+        nodes = [target]
+        while nodes[-1] != source:
+            nodes.append(int(pred[nodes[-1]]))
+        return nodes[::-1]
