@@ -1,4 +1,4 @@
-"""The one certified solve (cmab_milp.oracles.pipeline): honest models pass, lying models are refused.
+"""The one certified solve (cmab_milp.oracles.core.pipeline): honest models pass, lying models are refused.
 
 A fake :class:`SolverModel` answers by brute force over the space's actions and
 can be told to lie in each way a solver can: a bound above its answer, a NaN
@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 import cmab_milp as cm
-from cmab_milp.oracles.base import Ledger, LimitReached, OracleError, tolerance
-from cmab_milp.oracles.pipeline import (
+from cmab_milp.oracles.core.base import Ledger, LimitReached, OracleError, tolerance
+from cmab_milp.oracles.core.pipeline import (
     FractionalAnswer,
     SolveResult,
     SolverModel,
@@ -236,7 +236,7 @@ def test_every_model_backend_adapts_the_protocol() -> None:
             continue
         models.append(getattr(oracle, attribute)())
     try:
-        from cmab_milp.oracles.ortools_backend import _CpSatModel
+        from cmab_milp.oracles.backends.ortools import _CpSatModel
 
         models.append(_CpSatModel(cm.make_oracle(space, "ortools")))
     except ValueError:
@@ -248,7 +248,7 @@ def test_every_model_backend_adapts_the_protocol() -> None:
 
 def test_the_highs_model_offers_the_lp_relaxation_for_root_cuts() -> None:
     """The hook for query-scoped root cuts: the LP point's arm values, and the next solve unchanged."""
-    from cmab_milp.oracles.highs_model import CompiledModel
+    from cmab_milp.oracles.backends.highs_model import CompiledModel
 
     space = cm.GraphicMatroid(nx.complete_graph(4))
     form = space.formulation()

@@ -31,7 +31,7 @@ against their bound.
 What guards exactness. Every answer must be integral, obey the restrictions
 and pass the separators. For ``HiGHS`` and ``SCIP_PY``
 (:data:`BOUND_SOLVERS`) the solver's dual bound is read after the last solve
-and the answer is refused (:class:`~cmab_milp.oracles.base.OracleError`) unless
+and the answer is refused (:class:`~cmab_milp.oracles.core.base.OracleError`) unless
 its value, recomputed in numpy, is within ``1e-9 * (1 + |bound|)`` of it; this
 catches early stops (gaps loosened by the user, SCIP's ``gaplimit``, time
 limits with an incumbent), which are accepted only when the bound proves
@@ -47,7 +47,7 @@ cross-checking backends (the conformance kit, ``cmab-milp compare-oracles``).
 Norm queries are not linear, and the exact method of ``highs_norm`` edits a
 compiled HiGHS model between many MILP solves, which PuLP's solve-from-scratch
 interface would make slow and would need a second implementation; this
-backend raises :class:`~cmab_milp.oracles.base.UnsupportedQuery` for them
+backend raises :class:`~cmab_milp.oracles.core.base.UnsupportedQuery` for them
 (``argmax_norm`` with ``f == 0`` is linear and answered).
 
 Example
@@ -68,12 +68,13 @@ from typing import Any
 
 import numpy as np
 
-from ..spaces.base import ActionSpace
-from ..spaces.formulation import Row
-from .base import LinearQuery, NormQuery, Oracle, OracleError, UnsupportedQuery, check_gap, check_time_limit
-from .highs_model import HIGHS_OPTIONS
-from .pipeline import SolveResult, certified_solve
-from .scip import SCIP_PARAMS
+from ...spaces.base import ActionSpace
+from ...spaces.formulation import Row
+from ..core.base import LinearQuery, NormQuery, Oracle, OracleError, UnsupportedQuery, check_gap, check_time_limit
+from ..core.pipeline import SolveResult, certified_solve
+from ..core.registry import make_oracle
+from ..mip.options import HIGHS_OPTIONS, SCIP_PARAMS
+from .highs_model import new_highs
 
 __all__ = ["BOUND_SOLVERS", "EXACT_OPTIONS", "PulpOracle", "available_pulp_solvers"]
 
@@ -83,7 +84,7 @@ __all__ = ["BOUND_SOLVERS", "EXACT_OPTIONS", "PulpOracle", "available_pulp_solve
 #: cannot improve the incumbent by its cutoff increment, both of which lose
 #: near-ties of ~1e-9 (seen in the conformance kit), hence ``dualTolerance``
 #: and ``increment``. ``SCIP_PY`` gets the numerics of the ``scip`` backend
-#: (:data:`~cmab_milp.oracles.scip.SCIP_PARAMS`) and no probing in presolve:
+#: (:data:`~cmab_milp.oracles.backends.scip.SCIP_PARAMS`) and no probing in presolve:
 #: with SCIP 10.0 (PySCIPOpt 6.3) probing presolve cuts off the optimal path
 #: of some degree-model path MILPs and then reports the smaller optimum with a
 #: matching dual bound (status ``optimal``, gap 0), so no bound check can see
@@ -164,7 +165,7 @@ def _default_solver() -> str:
 class _ThreadModel:
     """One thread's PuLP variables and base constraints (PuLP writes solutions into them).
 
-    The PuLP :class:`~cmab_milp.oracles.pipeline.SolverModel`: the edits are
+    The PuLP :class:`~cmab_milp.oracles.core.pipeline.SolverModel`: the edits are
     recorded, and each :meth:`solve` hands a fresh ``LpProblem`` to the solver.
     """
 
@@ -295,7 +296,7 @@ class PulpOracle(Oracle):
         Also check every answer with ``space.contains`` (slower; for tests).
     gap:
         The certified approximate mode (``gapRel``; see
-        :class:`~cmab_milp.oracles.highs.HighsOracle`), for the solvers of
+        :class:`~cmab_milp.oracles.backends.highs.HighsOracle`), for the solvers of
         :data:`BOUND_SOLVERS` only: the others give no bound to prove a ratio with.
     """
 
@@ -348,8 +349,6 @@ class PulpOracle(Oracle):
             self.solver_options["options"] = [*exact["options"], *solver_options["options"]]
         self.formulation = space.formulation()
         if solver == "HiGHS":
-            from .highs_model import new_highs
-
             new_highs()  # swallows highspy's once-per-process banner
         # PuLP solver objects keep no per-solve state (results go into the
         # LpProblem), so all threads share one.
@@ -404,11 +403,9 @@ class PulpOracle(Oracle):
         action qualifies. The claim is checked by a feasibility MILP (zero costs) on
         the compiled HiGHS model, under the same time limit.
         """
-        from .highs import HighsOracle
-
         checker = getattr(self._local, "feasibility", None)
         if checker is None:
-            checker = self._local.feasibility = HighsOracle(self.space, time_limit=self.time_limit)
+            checker = self._local.feasibility = make_oracle(self.space, "highs", time_limit=self.time_limit)
         try:
             witness = checker._linear(LinearQuery(np.zeros(self.d), restrictions))
         except OracleError as exc:

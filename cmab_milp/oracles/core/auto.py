@@ -1,7 +1,7 @@
 """The ``auto`` backend: each query goes to the cheapest capable exact backend.
 
 ``auto`` names no backend class. Its candidates are the registered backends
-(:mod:`cmab_milp.oracles.registry`) that are installed, accept the space,
+(:mod:`cmab_milp.oracles.core.registry`) that are installed, accept the space,
 declare the query's kind (linear or norm) and restrictions, and declare a cost
 model. For each query shape (kind, sign, which restrictions are present) it
 ranks them by estimated seconds per query, once, and asks the cheapest; a
@@ -37,8 +37,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..spaces.base import ActionSpace
+from ...spaces import ExplicitActions, Matchings
+from ...spaces.base import ActionSpace
 from .base import _NO_RESTRICTIONS, LinearQuery, NormQuery, Oracle, UnsupportedQuery
+from .registry import BACKENDS, _resolve, make_oracle
 
 __all__ = ["AutoOracle", "QueryShape", "SpaceFacts", "combinatorial_cost", "enumerate_cost", "highs_cost"]
 
@@ -146,8 +148,6 @@ def highs_cost(space: ActionSpace, shape: QueryShape, facts: SpaceFacts) -> floa
 
 def combinatorial_cost(space: ActionSpace, shape: QueryShape, facts: SpaceFacts) -> float:
     """Sorting, greedy, dynamic programming, assignment: microseconds per arm."""
-    from ..spaces import ExplicitActions, Matchings
-
     if shape.kind != "linear":
         return math.inf
     if isinstance(space, ExplicitActions):
@@ -188,8 +188,6 @@ class AutoOracle(Oracle):
 
     # ------------------------------------------------------------ planning
     def _candidates(self, shape: QueryShape) -> list[tuple[str, object, bool]]:
-        from .registry import BACKENDS, _resolve
-
         out = []
         for name, entry in BACKENDS.items():
             caps = entry.capabilities
@@ -240,8 +238,6 @@ class AutoOracle(Oracle):
         with self._lock:
             if name in self.oracles:
                 return self.oracles[name]
-            from .registry import make_oracle
-
             if name == "enumerate":
                 cap = len(self.facts.actions) if self.facts.actions is not None else self.norm_enumerate_cap
                 oracle = make_oracle(self.space, name, max_actions=cap)

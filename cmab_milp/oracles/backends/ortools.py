@@ -26,7 +26,7 @@ What is proven, per query ``max w @ a`` over the actions ``F``:
    ``E <= d / (2T) ~ d sum|w| / 2^54``, this holds whenever
    ``d sum|w| <= 1.8e7 (1 + |optimum|)`` (weights of order 1 up to
    ``d ~ 4000``); beyond that it depends on the actual residuals, and where
-   it fails the query raises :class:`~cmab_milp.oracles.base.OracleError`:
+   it fails the query raises :class:`~cmab_milp.oracles.core.base.OracleError`:
    CP-SAT cannot answer that query exactly here.
 3. **Feasibility.** ``a*`` is checked against the relaxed rows (with their
    tolerance), the lazy separators (subtour elimination) and the
@@ -64,10 +64,10 @@ import math
 
 import numpy as np
 
-from ..spaces.base import ActionSpace
-from ..spaces.formulation import Formulation, Row
-from .base import LinearQuery, NormQuery, Oracle, UnsupportedQuery, check_time_limit
-from .pipeline import SolveResult, certified_solve
+from ...spaces.base import ActionSpace
+from ...spaces.formulation import Formulation, Row
+from ..core.base import LinearQuery, NormQuery, Oracle, UnsupportedQuery, check_time_limit
+from ..core.pipeline import SolveResult, certified_solve
 
 __all__ = ["OrtoolsOracle", "objective_scale", "rounding_gap"]
 _BIG = 2**62  # CP-SAT's "unbounded" side of a linear domain
@@ -137,7 +137,7 @@ def _row_holds(row: Row, x: np.ndarray) -> bool:
 
 
 class _CpSatModel:
-    """CP-SAT as a :class:`~cmab_milp.oracles.pipeline.SolverModel`: the compiled base model plus a query's edits.
+    """CP-SAT as a :class:`~cmab_milp.oracles.core.pipeline.SolverModel`: the compiled base model plus a query's edits.
 
     Each :meth:`solve` copies the base model, adds this query's bounds, rows and
     cuts, and solves with the costs scaled to integers (:func:`objective_scale`;

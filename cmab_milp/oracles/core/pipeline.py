@@ -17,7 +17,7 @@ trustworthy is written once, here:
    :class:`FractionalAnswer`.
 5. **The bound certificate**: the answer's value, recomputed in numpy, must
    reach the solver's dual bound within the contract's
-   :func:`~cmab_milp.oracles.base.tolerance`, for every optimum the bound allows
+   :func:`~cmab_milp.oracles.core.base.tolerance`, for every optimum the bound allows
    (a model that gives no bound rests on its solver's proof of optimality).
 6. **The restriction check** and, with ``contains``, ``space.contains``.
 7. **Limits and approximate answers**: a solve stopped by its time limit raises
@@ -28,11 +28,11 @@ trustworthy is written once, here:
    action ``b`` has ``value >= ratio * (w @ b)``. An inexact answer with
    ``bound <= 0`` or ``value <= 0`` proves no ratio in ``(0, 1]`` and is refused.
 
-The adapters: :class:`~cmab_milp.oracles.highs_model.CompiledModel` (HiGHS;
+The adapters: :class:`~cmab_milp.oracles.backends.highs_model.CompiledModel` (HiGHS;
 the ``highs`` backend keeps its LP-first path and tie re-solve), the models of
-:mod:`~cmab_milp.oracles.scip`, :mod:`~cmab_milp.oracles.gurobi_backend`,
-:mod:`~cmab_milp.oracles.pulp_backend` (whose ``confirm_infeasible`` re-checks
-PuLP's ``Infeasible`` on HiGHS), :mod:`~cmab_milp.oracles.ortools_backend`
+:mod:`~cmab_milp.oracles.backends.scip`, :mod:`~cmab_milp.oracles.backends.gurobi`,
+:mod:`~cmab_milp.oracles.backends.pulp` (whose ``confirm_infeasible`` re-checks
+PuLP's ``Infeasible`` on HiGHS), :mod:`~cmab_milp.oracles.backends.ortools`
 (its bound is the rounding error of CP-SAT's integer costs) and the K-MAX MILP
 of :mod:`~cmab_milp.general.kmax_milp` (its tangent cuts are its ``separate``
 step). A new model backend writes one adapter and subclasses :class:`ModelOracle`
@@ -43,7 +43,7 @@ Example
 -------
 >>> import numpy as np
 >>> import cmab_milp as cm
->>> from cmab_milp.oracles.highs_model import CompiledModel
+>>> from cmab_milp.oracles.backends.highs_model import CompiledModel
 >>> space = cm.Cardinality(4, 2)
 >>> oracle = cm.make_oracle(space, "enumerate")
 >>> query = oracle.linear_query(np.array([0.3, -0.2, 0.9, 0.4]), exclude=[2])
@@ -61,8 +61,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ..spaces.base import ActionSpace
-from ..spaces.formulation import Formulation, Row
+from ...spaces.base import ActionSpace
+from ...spaces.formulation import Formulation, Row
 from .base import (
     _NO_RESTRICTIONS,
     Ledger,
@@ -169,7 +169,7 @@ def chosen_arms(values: Sequence[float], d: int, name: str = "the solver", integ
     >>> chosen_arms([0.5, 1.0], 2, "HiGHS")
     Traceback (most recent call last):
     ...
-    cmab_milp.oracles.pipeline.FractionalAnswer: HiGHS MILP returned a fractional arm vector
+    cmab_milp.oracles.core.pipeline.FractionalAnswer: HiGHS MILP returned a fractional arm vector
     """
     arms = values[:d]
     lo, hi = INTEGRAL_TOL, 1.0 - INTEGRAL_TOL
@@ -216,7 +216,7 @@ def rounding_allowance(query) -> float:
     exceeds that still leave the answer unproven. 0 for other queries.
 
     >>> import numpy as np
-    >>> from cmab_milp.oracles.queries import LinearQuery, Restrictions
+    >>> from cmab_milp.oracles.core.queries import LinearQuery, Restrictions
     >>> rounding_allowance(LinearQuery(np.array([1e-9, 1.0, -1.0]), Restrictions())) < 1e-14
     True
     >>> rounding_allowance(LinearQuery(np.array([1e15, -1e15]), Restrictions()))
@@ -277,7 +277,7 @@ def certified_solve(
     query:
         Has ``weights`` (arm costs), ``weights_list`` (or ``None``),
         ``restrictions`` and ``value(chosen)`` (the exact objective of a list of
-        bools); a :class:`~cmab_milp.oracles.base.LinearQuery` or alike.
+        bools); a :class:`~cmab_milp.oracles.core.base.LinearQuery` or alike.
     rows:
         This query's rows besides ``forbid_pairs`` (removed by ``undo``).
     rescale:
@@ -294,7 +294,7 @@ def certified_solve(
     root_cuts:
         ``root_cuts(model, formulation)`` adds this query's cuts on fractional LP
         points before a MILP's cut loop when the formulation has
-        ``fractional_separators`` (:func:`~cmab_milp.oracles.root_cuts.add_root_cuts`
+        ``fractional_separators`` (:func:`~cmab_milp.oracles.mip.root_cuts.add_root_cuts`
         for HiGHS models); ``None``: none.
     """
     res = query.restrictions
@@ -317,7 +317,7 @@ def certified_solve(
             model.add_rows([*forbid_rows(res.forbid_pairs), *rows])
         tie_tol = None if model.integer else TIE_TOL * (1.0 + top)
         if root_cuts is not None and model.integer and (formulation.fractional_separators or _side(formulation)):
-            # cuts on fractional LP points (oracles/root_cuts.py): this query's rows, found from
+            # cuts on fractional LP points (oracles/mip/root_cuts.py): this query's rows, found from
             # a cold LP of this query only, and removed by `model.undo()` like the lazy cuts
             root_cuts(model, formulation)
         for _ in range(max_rounds):
@@ -359,7 +359,7 @@ def certified_solve(
 
 
 def _side(formulation: Formulation) -> bool:
-    """Whether the formulation is a base space plus side rows (a root step gives a start: oracles/side_starts.py)."""
+    """Whether the formulation is a base space plus side rows (a root step gives a start: mip/side_starts.py)."""
     return "side" in formulation.solver_hints
 
 
