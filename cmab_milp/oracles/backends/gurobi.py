@@ -59,7 +59,7 @@ import numpy as np
 from ...spaces.base import ActionSpace
 from ...spaces.formulation import Formulation, Row
 from ..core.base import NormQuery, OracleError
-from ..core.pipeline import ModelOracle, SolveResult
+from ..core.pipeline import ModelBase, ModelOracle, SolveResult
 
 __all__ = ["GUROBI_PARAMS", "NORM_SLACK", "SIZE_LIMIT", "GurobiOracle", "size_limited"]
 
@@ -107,7 +107,7 @@ def size_limited() -> bool:
     return False
 
 
-class _GurobiModel:
+class _GurobiModel(ModelBase):
     """One thread's Gurobi model of the formulation, with a spare column ``s`` for norm queries.
 
     The Gurobi :class:`~cmab_milp.oracles.core.pipeline.SolverModel`.

@@ -51,8 +51,8 @@ from pathlib import Path
 import numpy as np
 
 from ...spaces.base import ActionSpace
-from ..core.base import LimitReached, LinearQuery, NormQuery, Oracle, OracleError, check_gap, check_time_limit
-from ..core.pipeline import FractionalAnswer, certified_solve
+from ..core.base import LimitReached, LinearQuery, NormQuery, OracleError, check_gap
+from ..core.pipeline import FractionalAnswer, ModelOracle, certified_solve
 from ..core.pipeline import chosen_arms as _chosen
 from ..mip.root_cuts import add_root_cuts
 from ..norm.solver import solve_norm
@@ -66,7 +66,7 @@ RECOVERY_ENUMERATION = 200_000
 _FractionalAnswer = FractionalAnswer  # the former name
 
 
-class HighsOracle(Oracle):
+class HighsOracle(ModelOracle):
     """Exact MILP oracle on HiGHS (``highspy``), built once per thread.
 
     Parameters
@@ -114,13 +114,9 @@ class HighsOracle(Oracle):
         gap: float | None = None,
         norm_gap: float | None = None,
     ):
-        super().__init__(space)
-        self.formulation = space.formulation()
+        super().__init__(space, time_limit, verify, gap)
         self.lp_when_integral = bool(lp_when_integral) and self.formulation.integral_lp
-        self.time_limit = check_time_limit(time_limit)
-        self.gap = check_gap(gap)
         self.norm_gap = check_gap(norm_gap, "norm_gap")
-        self.verify = verify
         #: How often each recovery answered a norm query whose first solve failed.
         self.norm_recoveries: dict[str, int] = {}
         #: Rows on ``aux_optional`` columns (the orientation of paths), relaxed for queries with weights >= 0.
@@ -141,11 +137,16 @@ class HighsOracle(Oracle):
         try:
             return self._local.models[key]
         except (AttributeError, KeyError):
-            model = CompiledModel(self.formulation, integer=integer, time_limit=self.time_limit)
-            if self.gap is not None and not exact:
-                model.approximate(self.gap)
+            model = self._new_model(None if exact else self.gap, integer)
             self._local.__dict__.setdefault("models", {})[key] = model
             return model
+
+    def _new_model(self, gap: float | None, integer: bool = True) -> CompiledModel:
+        """A compiled model of the formulation (``gap``: the certified approximate mode)."""
+        model = CompiledModel(self.formulation, integer=integer, time_limit=self.time_limit)
+        if gap is not None:
+            model.approximate(gap)
+        return model
 
     # ------------------------------------------------------------- queries
     def _linear(self, query: LinearQuery, exact: bool = False) -> np.ndarray | None:

@@ -31,7 +31,7 @@ import numpy as np
 
 from ...spaces.formulation import Formulation, Row
 from ..core.base import LimitReached, OracleError
-from ..core.pipeline import SolveResult
+from ..core.pipeline import ModelBase, SolveResult
 from ..mip.options import HIGHS_OPTIONS
 
 __all__ = ["CompiledModel", "LimitReached", "SolveResult", "new_highs"]
@@ -73,7 +73,7 @@ def _configure(h, time_limit: float | None) -> None:
         h.setOptionValue("time_limit", float(time_limit))
 
 
-class CompiledModel:
+class CompiledModel(ModelBase):
     """One HiGHS instance holding a formulation, re-solved with new costs and bounds.
 
     Not thread-safe: use one per thread. Columns ``0..d-1`` are the arms;

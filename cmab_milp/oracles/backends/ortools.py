@@ -66,8 +66,8 @@ import numpy as np
 
 from ...spaces.base import ActionSpace
 from ...spaces.formulation import Formulation, Row
-from ..core.base import LinearQuery, NormQuery, Oracle, UnsupportedQuery, check_time_limit
-from ..core.pipeline import SolveResult, certified_solve
+from ..core.base import NormQuery, UnsupportedQuery
+from ..core.pipeline import ModelBase, ModelOracle, SolveResult
 
 __all__ = ["OrtoolsOracle", "objective_scale", "rounding_gap"]
 _BIG = 2**62  # CP-SAT's "unbounded" side of a linear domain
@@ -136,7 +136,7 @@ def _row_holds(row: Row, x: np.ndarray) -> bool:
     return (row.lb - _slack(row.lb) <= lhs) and (lhs <= row.ub + _slack(row.ub))
 
 
-class _CpSatModel:
+class _CpSatModel(ModelBase):
     """CP-SAT as a :class:`~cmab_milp.oracles.core.pipeline.SolverModel`: the compiled base model plus a query's edits.
 
     Each :meth:`solve` copies the base model, adds this query's bounds, rows and
@@ -226,7 +226,7 @@ class _CpSatModel:
         return SolveResult("optimal", values, value, value + rounding_gap(residuals, action), message)
 
 
-class OrtoolsOracle(Oracle):
+class OrtoolsOracle(ModelOracle):
     """Exact linear oracle on CP-SAT (one worker); norm queries are not answered.
 
     Parameters
@@ -242,8 +242,7 @@ class OrtoolsOracle(Oracle):
     name = "ortools"
 
     def __init__(self, space: ActionSpace, time_limit: float | None = None, verify: bool = False):
-        time_limit = check_time_limit(time_limit)
-        super().__init__(space)
+        super().__init__(space, time_limit, verify)
         form = self.formulation = space.formulation().without_optional()  # integer columns only
         bad = [
             form.aux_names[j] if j < len(form.aux_names) else f"x{j}"
@@ -255,8 +254,6 @@ class OrtoolsOracle(Oracle):
                 f"the ortools backend (CP-SAT) needs integer auxiliary columns with finite bounds;"
                 f" {space!r} has {bad[:5]}"
             )
-        self.time_limit = time_limit
-        self.verify = verify
         self._relaxed: list[Row] = []
         self._base = self._compile(form)
 
@@ -281,12 +278,8 @@ class OrtoolsOracle(Oracle):
                 _add(model.proto, r)
         return model
 
-    def _linear(self, query: LinearQuery) -> np.ndarray | None:
-        model = getattr(self._local, "model", None)
-        if model is None:
-            model = self._local.model = _CpSatModel(self)
-        found = certified_solve(model, query, self.formulation, contains=self.space._contains if self.verify else None)
-        return None if found is None else found[0]
+    def _new_model(self, gap: float | None) -> _CpSatModel:
+        return _CpSatModel(self)
 
     def _norm(self, query: NormQuery) -> np.ndarray | None:
         raise UnsupportedQuery(

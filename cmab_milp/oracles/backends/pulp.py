@@ -70,8 +70,8 @@ import numpy as np
 
 from ...spaces.base import ActionSpace
 from ...spaces.formulation import Row
-from ..core.base import LinearQuery, NormQuery, Oracle, OracleError, UnsupportedQuery, check_gap, check_time_limit
-from ..core.pipeline import SolveResult, certified_solve
+from ..core.base import LinearQuery, NormQuery, OracleError, UnsupportedQuery, check_gap, check_time_limit
+from ..core.pipeline import ModelBase, ModelOracle, SolveResult
 from ..core.registry import make_oracle
 from ..mip.options import HIGHS_OPTIONS, SCIP_PARAMS
 from .highs_model import new_highs
@@ -162,7 +162,7 @@ def _default_solver() -> str:
     )
 
 
-class _ThreadModel:
+class _ThreadModel(ModelBase):
     """One thread's PuLP variables and base constraints (PuLP writes solutions into them).
 
     The PuLP :class:`~cmab_milp.oracles.core.pipeline.SolverModel`: the edits are
@@ -273,7 +273,7 @@ class _ThreadModel:
         return prob
 
 
-class PulpOracle(Oracle):
+class PulpOracle(ModelOracle):
     """Exact MILP oracle through PuLP; the problem is handed to the solver anew per solve.
 
     Parameters
@@ -336,18 +336,14 @@ class PulpOracle(Oracle):
                     f" suboptimal without anyone noticing; keep gaps <= {_MAX_UNCHECKED_GAP:g} or use one of"
                     f" {list(BOUND_SOLVERS)}, whose answers are checked against their bound"
                 )
-        super().__init__(space)
+        super().__init__(space, time_limit, verify, gap)
         self.solver_name = solver
-        self.time_limit = time_limit
-        self.gap = gap
-        self.verify = verify
         exact = EXACT_OPTIONS.get(solver, _GENERIC_EXACT)
         self.solver_options = {**exact, **(solver_options or {})}
         if gap:
             self.solver_options["gapRel"] = gap
         if "options" in exact and "options" in (solver_options or {}):
             self.solver_options["options"] = [*exact["options"], *solver_options["options"]]
-        self.formulation = space.formulation()
         if solver == "HiGHS":
             new_highs()  # swallows highspy's once-per-process banner
         # PuLP solver objects keep no per-solve state (results go into the
@@ -373,27 +369,12 @@ class PulpOracle(Oracle):
         except TypeError as exc:
             raise ValueError(f"PuLP solver {self.solver_name!r} rejects the options {sorted(options)}: {exc}") from None
 
-    def _model(self) -> _ThreadModel:
-        local = self._local
-        model = getattr(local, "model", None)
-        if model is None:
-            import pulp
+    def _new_model(self, gap: float | None) -> _ThreadModel:
+        import pulp
 
-            model = local.model = _ThreadModel(self.formulation, pulp, self)
-        return model
+        return _ThreadModel(self.formulation, pulp, self)  # (a gap is a solver option, set on the solver)
 
     # ------------------------------------------------------------- queries
-    def _linear(self, query: LinearQuery) -> np.ndarray | None:
-        found = certified_solve(
-            self._model(),
-            query,
-            self.formulation,
-            gap=self.gap,
-            ledger=self.ledger,
-            contains=self.space._contains if self.verify else None,
-        )
-        return None if found is None else found[0]
-
     def _certify_infeasible(self, restrictions) -> None:
         """``None`` when HiGHS proves the restricted space empty; else ``OracleError``.
 

@@ -62,7 +62,7 @@ import numpy as np
 
 from ...spaces.formulation import Formulation, Row
 from ..core.base import LinearQuery, NormQuery
-from ..core.pipeline import ModelOracle, SolveResult
+from ..core.pipeline import ModelBase, ModelOracle, SolveResult
 from ..mip.options import SCIP_PARAMS
 
 __all__ = ["NORM_SLACK", "SCIP_PARAMS", "ScipOracle"]
@@ -73,7 +73,7 @@ __all__ = ["NORM_SLACK", "SCIP_PARAMS", "ScipOracle"]
 NORM_SLACK = 1e-6
 
 
-class _ScipModel:
+class _ScipModel(ModelBase):
     """One thread's SCIP model of the formulation, with a spare column ``s`` for norm queries.
 
     The SCIP :class:`~cmab_milp.oracles.core.pipeline.SolverModel`: every edit first

@@ -35,9 +35,9 @@ the ``highs`` backend keeps its LP-first path and tie re-solve), the models of
 PuLP's ``Infeasible`` on HiGHS), :mod:`~cmab_milp.oracles.backends.ortools`
 (its bound is the rounding error of CP-SAT's integer costs) and the K-MAX MILP
 of :mod:`~cmab_milp.general.kmax_milp` (its tangent cuts are its ``separate``
-step). A new model backend writes one adapter and subclasses :class:`ModelOracle`
-(or calls :func:`certified_solve` from its ``_linear``), then runs
-:func:`cmab_milp.testing.check_oracle`.
+step). Every solver backend is a :class:`ModelOracle` over such an adapter: a new
+one writes the adapter (subclassing :class:`ModelBase`) and ``_new_model``, adds one
+registry line and runs :func:`cmab_milp.testing.check_oracle` (the README shows it).
 
 Example
 -------
@@ -71,6 +71,7 @@ from .base import (
     NormQuery,
     Oracle,
     OracleError,
+    UnsupportedQuery,
     check_gap,
     check_time_limit,
     tolerance,
@@ -82,6 +83,7 @@ __all__ = [
     "INTEGRAL_TOL",
     "MAX_CUT_ROUNDS",
     "FractionalAnswer",
+    "ModelBase",
     "ModelOracle",
     "SolveResult",
     "SolverModel",
@@ -127,20 +129,27 @@ class SolveResult:
 
 
 class SolverModel(Protocol):
-    """What :func:`certified_solve` needs of a compiled model (one per thread).
+    """What :func:`certified_solve` and :class:`ModelOracle` call on a compiled model (one per thread).
 
-    Columns ``0..d-1`` are the arms; the model maximises. Optional hooks, used
-    when present: ``separate(values, chosen) -> list[Row]`` (cuts of the
-    model's own, such as K-MAX tangents or CP-SAT's relaxed rows),
-    ``confirm_infeasible(restrictions)`` (raise unless an ``'infeasible'``
-    status is proven; PuLP's HiGHS re-check), ``bound_name`` (how messages name
-    the bound) and ``relaxation_arm_values()`` (the LP relaxation's arm values,
-    for root cuts on fractional points).
+    Columns ``0..d-1`` are the arms; the model maximises. Every member is called
+    (none is looked up); :class:`ModelBase` gives the defaults of the optional
+    ones, so an adapter writes the five edits and ``solve``, and overrides a hook
+    only when its solver needs it:
+
+    * ``separate(values, chosen) -> list[Row]``: cuts of the model's own, such as
+      K-MAX tangents or CP-SAT's relaxed rows (default none);
+    * ``confirm_infeasible(restrictions)``: raise unless an ``'infeasible'`` status
+      is proven (PuLP's re-check on HiGHS; default: the status is believed);
+    * ``open_norm(quad, s_coef, s_ub)``: add the quadratic row ``quad(model)`` on the
+      model's column ``s`` and open ``s`` with objective ``s_coef`` for one norm query
+      (SCIP, Gurobi; default: :class:`UnsupportedQuery`);
+    * ``bound_name``: how messages name the bound.
     """
 
     name: str
     #: ``False``: ``solve`` runs an LP (over a formulation declared integral).
     integer: bool
+    bound_name: str
 
     def set_costs(self, costs: np.ndarray) -> None: ...
 
@@ -152,6 +161,35 @@ class SolverModel(Protocol):
         """Back to the formulation's rows (and its own columns and costs of other columns)."""
 
     def solve(self, tie_tol: float | None = None) -> SolveResult: ...
+
+    def separate(self, values: list[float], chosen: list[bool]) -> list[Row]: ...
+
+    def confirm_infeasible(self, restrictions: Any) -> None: ...
+
+    def open_norm(self, quad: Callable[[Any], Any], s_coef: float, s_ub: float) -> None: ...
+
+
+class ModelBase:
+    """The defaults of a :class:`SolverModel`'s optional hooks; adapters subclass it.
+
+    >>> ModelBase().separate([1.0, 0.0], [True, False])
+    []
+    """
+
+    name = "model"
+    integer = True
+    bound_name = "the solver's bound"
+
+    def separate(self, values: list[float], chosen: list[bool]) -> list[Row]:
+        """No cuts of the model's own."""
+        return []
+
+    def confirm_infeasible(self, restrictions: Any) -> None:
+        """The solver's ``'infeasible'`` is its proof."""
+
+    def open_norm(self, quad: Callable[[Any], Any], s_coef: float, s_ub: float) -> None:
+        """No quadratic row: norm queries are not answered on this model."""
+        raise UnsupportedQuery(f"{self.name} has no quadratic model for norm queries")
 
 
 class FractionalAnswer(OracleError):
@@ -311,7 +349,6 @@ def certified_solve(
     model.set_arm_bounds(res.include, res.exclude)
     d = formulation.d
     separators = formulation.separators
-    separate = getattr(model, "separate", None)
     try:
         if res.forbid_pairs or rows:
             model.add_rows([*forbid_rows(res.forbid_pairs), *rows])
@@ -325,16 +362,15 @@ def certified_solve(
             status = result.status
             if status != "optimal":
                 if status == "infeasible":
-                    confirm = getattr(model, "confirm_infeasible", None)
-                    if confirm is not None:
-                        confirm(res)
+                    model.confirm_infeasible(res)
                     return None
                 if status == "error" or (status == "limit" and result.values is None):
                     _refuse(model, result)
             chosen = chosen_arms(result.values, d, model.name, model.integer)
             cuts = formulation.violated_rows(np.array(chosen)) if separators else None
-            if separate is not None:
-                cuts = [*(cuts or ()), *separate(result.values, chosen)]
+            own = model.separate(result.values, chosen)
+            if own:
+                cuts = [*(cuts or ()), *own]
             if not cuts:
                 break
             if status == "limit":  # an incumbent that is no action, and no time left to improve it
@@ -386,7 +422,7 @@ def _unproven(model, query, chosen, bound, status, gap, ledger, result) -> None:
         return
     if status == "limit":
         _refuse(model, result)
-    what = getattr(model, "bound_name", "the solver's bound")
+    what = model.bound_name
     extra = " (and no ratio: approximate answers need value > 0 and bound > 0)" if gap is not None else ""
     raise OracleError(
         f"{model.name} answer has value {value!r} but {what} is {bound!r}:"
