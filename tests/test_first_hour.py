@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -32,3 +34,65 @@ def test_observe_takes_labels_on_labelled_non_graph_spaces(make):
     assert by_label.index.counts.sum() == len(played)
     with pytest.raises(ValueError, match="'zz'"):
         by_label.observe(by_label.select(), {"zz": 1.0})
+
+
+# ---------------------------------------------------------------- 4. space helpers behind rules
+def _base_spaces():
+    import networkx as nx
+
+    grid = nx.convert_node_labels_to_integers(nx.grid_2d_graph(3, 3))
+    yield cm.STPaths(grid, 0, 8)
+    yield cm.Matchings(nx.complete_bipartite_graph(2, 3))
+    yield cm.SpanningTrees(nx.cycle_graph(4))
+    yield cm.GraphicMatroid(nx.cycle_graph(4))
+    yield cm.Cardinality(5, 2, exact=True)
+    yield cm.PartitionMatroid([[0, 1], [2, 3, 4]], [1, 2])
+    yield cm.ExplicitActions([[1, 0, 1, 0, 0], [0, 1, 0, 1, 1]])
+
+
+def _wrapped(space):
+    d = space.d
+    labels = [f"x{k}" for k in range(d)]
+    return {
+        "constraint": space.with_constraint(np.ones(d), "<=", d),
+        "conflicts": space.with_conflicts([(0, 1)]),
+        "budget": space.with_budget(np.ones(d), d),
+        "group": space.with_at_most(d, list(range(d))),
+        "labels": space.with_labels(labels),
+        "labels then rules": space.with_labels(labels).with_conflicts([("x0", "x1")]).with_budget(np.ones(d), d),
+        "intersection": cm.Intersection(space.with_conflicts([(0, 1)]), cm.Cardinality(d, d)),
+    }
+
+
+@pytest.mark.parametrize("space", list(_base_spaces()), ids=lambda s: type(s).__name__)
+def test_space_helpers_stay_available_behind_rules_and_labels(space):
+    assert space.helpers, "every kind of space names its own helpers"
+    for how, wrapped in _wrapped(space).items():
+        for name in space.helpers:
+            assert hasattr(wrapped, name), f"{how}: {name} vanished"
+            mine, theirs = getattr(space, name), getattr(wrapped, name)
+            if not callable(mine):
+                assert theirs is mine or theirs == mine, (how, name)
+            assert name in dir(wrapped)
+        with pytest.raises(AttributeError, match="no_such_helper"):
+            wrapped.no_such_helper  # noqa: B018
+
+
+def test_path_edges_on_a_path_space_with_rules_is_the_path_travelled():
+    import networkx as nx
+
+    graph = nx.convert_node_labels_to_integers(nx.grid_2d_graph(4, 4))
+    base = cm.STPaths(graph, 0, 15)
+    space = (
+        base.with_constraint(np.ones(base.d), "<=", 8)
+        .with_conflicts([(0, 1)])
+        .with_labels([f"e{k}" for k in range(base.d)])
+    )
+    best = cm.make_oracle(space, "enumerate").argmax(-np.ones(space.d))
+    edges = space.path_edges(best)
+    assert edges == base.path_edges(best)
+    # independent truth: consecutive edges chain from 0 to 15, and are exactly the chosen arms
+    assert edges[0][0] == 0 and edges[-1][1] == 15
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(edges))
+    chosen = {frozenset(base.arms[k]) for k in np.flatnonzero(best)}
+    assert {frozenset(e) for e in edges} == chosen

@@ -111,6 +111,8 @@ PATH_DIRECTED_MIN_ARCS = 40
 class _GraphSpace(GraphCuts, ActionSpace):
     """Common storage: the graph, its edge list (arms) and integer endpoints."""
 
+    helpers: tuple[str, ...] = ("graph", "nodes", "n_nodes", "node_index")
+
     def __init__(self, graph: Any, *, allow_directed: bool = False, labels: Iterable[Hashable] | None = None):
         if not isinstance(graph, nx.Graph):
             raise ValueError(f"graph must be a networkx graph, got {type(graph).__name__}")
@@ -296,6 +298,8 @@ class STPaths(PathStarts, _GraphSpace):
     >>> sorted(STPaths(g, 0, 2).enumerate().astype(int).tolist())
     [[0, 1, 0, 0], [1, 0, 1, 0]]
     """
+
+    helpers = (*_GraphSpace.helpers, "source", "target", "directed", "path_nodes", "path_edges")
 
     def __init__(self, graph: Any, source: Any, target: Any, *, labels: Iterable[Hashable] | None = None):
         super().__init__(graph, allow_directed=True, labels=labels)
@@ -486,6 +490,8 @@ class Matchings(_GraphSpace):
     >>> len(Matchings(nx.complete_graph(4), perfect=True).enumerate())
     3
     """
+
+    helpers = (*_GraphSpace.helpers, "perfect", "bipartite")
 
     def __init__(self, graph: Any, perfect: bool = False, *, labels: Iterable[Hashable] | None = None):
         super().__init__(graph, labels=labels)
