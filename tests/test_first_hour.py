@@ -96,3 +96,62 @@ def test_path_edges_on_a_path_space_with_rules_is_the_path_travelled():
     assert all(a[1] == b[0] for a, b in itertools.pairwise(edges))
     chosen = {frozenset(base.arms[k]) for k in np.flatnonzero(best)}
     assert {frozenset(e) for e in edges} == chosen
+
+
+# ---------------------------------------------------------------- 5. every error at once
+def _problem(space_extra: dict, policies: list[dict]) -> dict:
+    space = {"kind": "Cardinality", "d": 6, "m": 3, "labels": list("abcdef")} | space_extra
+    return {
+        "space": space,
+        "environment": {"kind": "UniformNoise", "means": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6]},
+        "policies": policies,
+        "run": {"horizon": 100, "seeds": 1},
+    }
+
+
+def _keys(data: dict) -> list[str]:
+    from cmab_milp.experiments.problem import parse_problem
+    from cmab_milp.experiments.schema import ProblemError, ProblemErrors
+
+    with pytest.raises(ProblemError) as info:
+        parse_problem(data, "f.toml")
+    errors = info.value.errors if isinstance(info.value, ProblemErrors) else [info.value]
+    return sorted(e.key for e in errors)
+
+
+def test_a_key_misspelled_in_every_group_is_reported_for_each():
+    groups = [{"arms": list(pair), "at_lest": 1} for pair in ("ab", "cd", "ef", "af", "be", "cf")]
+    keys = _keys(_problem({"groups": groups}, [{"name": "A", "kind": "CUCB", "oracle": "enumerate"}]))
+    assert keys == [f"space.groups[{k}].at_lest" for k in range(6)]
+
+
+def test_a_mistake_in_every_kind_of_rule_is_reported_for_each():
+    rules = {
+        "conflicts": [{"pairs": [["a", "b"]], "pears": 1}],
+        "constraints": [{"coeffs": {"a": 1}, "sense": "<=", "rhs": 2, "rsh": 2}],
+        "budgets": [{"costs": {"a": 1}, "budget": 3}, {"costs": {"zz": 1}, "budget": 3}],
+        "groups": [{"arms": ["a"], "at_most": 1, "at_mots": 1}],
+    }
+    keys = _keys(_problem(rules, [{"name": "A", "kind": "CUCB", "oracle": "enumerate"}]))
+    assert keys == [
+        "space.budgets[1].costs.zz",
+        "space.conflicts[0].pears",
+        "space.constraints[0].rsh",
+        "space.groups[0].at_mots",
+    ]
+
+
+def test_a_wrong_policy_kind_is_reported_with_the_wrong_oracle_names():
+    policies = [
+        {"name": "A", "kind": "CUCBB", "oracle": "higs"},
+        {"name": "B", "kind": "AROQ", "oracle": "nosuch"},
+        {"name": "C", "kind": "SROQQ", "oracle": "enumerate"},
+    ]
+    keys = _keys(_problem({"groups": [{"arms": ["a"], "at_lest": 1}]}, policies))
+    assert keys == [
+        "policies[0].kind",
+        "policies[0].oracle",
+        "policies[1].oracle",
+        "policies[2].kind",
+        "space.groups[0].at_lest",
+    ]

@@ -361,7 +361,7 @@ def parse_problem(data: dict[str, Any], file: str = "<problem>", *, build: bool 
 
     parsed_run = attempt(_parse_run, run) if run is not None else None
     limits = parsed_run[0] if parsed_run is not None else Limits()
-    policies = attempt(parse_policies, policy_tables, file) if policy_tables is not None else None
+    policies = attempt(parse_policies, policy_tables, file, check_kinds=build) if policy_tables is not None else None
     space_data = attempt(plain, space_table.data, "space", file) if space_table is not None else None
     env_data = attempt(plain, env_table.data, "environment", file) if env_table is not None else None
     warnings: list[str] = []
