@@ -155,3 +155,32 @@ def test_a_wrong_policy_kind_is_reported_with_the_wrong_oracle_names():
         "policies[2].kind",
         "space.groups[0].at_lest",
     ]
+
+
+# ---------------------------------------------------------------- 6. progress in Python, short repr
+def test_simulate_progress_true_shows_a_bar_and_changes_nothing(capsys):
+    space = cm.Cardinality(5, 2)
+    env = cm.UniformNoise(np.linspace(0.1, 0.9, 5), width=0.2, seed=0)
+    plain = cm.simulate(cm.CUCB(space, 300, oracle="enumerate"), env, 300, seed=3)
+    capsys.readouterr()
+    shown = cm.simulate(cm.CUCB(space, 300, oracle="enumerate"), env, 300, seed=3, progress=True)
+    err = capsys.readouterr().err
+    assert "CUCB" in err and "300/300" in err and "step" in err  # tqdm's bar, ended at T
+    for name in ("t", "regret", "queries", "rounds"):
+        assert np.array_equal(getattr(plain, name), getattr(shown, name))
+    seen = []
+    cm.simulate(cm.CUCB(space, 300, oracle="enumerate"), env, 300, seed=3, progress=lambda t, T: seen.append((t, T)))
+    assert seen[-1] == (300, 300) and len(seen) == 300  # a callable still gets (t, T) per stretch
+    with pytest.raises(ValueError, match="progress"):
+        cm.simulate(cm.CUCB(space, 300, oracle="enumerate"), env, 300, progress="yes")
+
+
+def test_a_result_prints_as_a_short_summary():
+    space = cm.Cardinality(5, 2)
+    env = cm.UniformNoise(np.linspace(0.1, 0.9, 5), width=0.2, seed=0)
+    result = cm.simulate(cm.CUCB(space, 5000, oracle="enumerate"), env, 5000, seed=0)
+    text = repr(result)
+    assert str(result) == text and "\n" not in text and len(text) < 200
+    assert text.startswith("SimulationResult(CUCB, T=5,000, seed=0: ")
+    assert f"regret {result.regret[-1]:,.4g}" in text and f"{int(result.queries[-1]):,} queries" in text
+    assert "array" not in text
