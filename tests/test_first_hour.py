@@ -184,3 +184,23 @@ def test_a_result_prints_as_a_short_summary():
     assert text.startswith("SimulationResult(CUCB, T=5,000, seed=0: ")
     assert f"regret {result.regret[-1]:,.4g}" in text and f"{int(result.queries[-1]):,} queries" in text
     assert "array" not in text
+
+
+# ---------------------------------------------------------------- 9. files follow the umask
+@pytest.mark.parametrize("mask", [0o022, 0o077, 0o002])
+def test_saved_learners_follow_the_umask_like_results(tmp_path, mask):
+    import os
+
+    from cmab_milp.experiments.storage import write_json
+
+    old = os.umask(mask)
+    try:
+        policy = cm.AROQ(cm.Cardinality(4, 2), 100, oracle="enumerate")
+        policy.save(tmp_path / "learner.npz")
+        write_json(tmp_path / "summary.json", {"a": 1})
+    finally:
+        os.umask(old)
+    expected = 0o666 & ~mask
+    assert (tmp_path / "learner.npz").stat().st_mode & 0o777 == expected
+    assert (tmp_path / "summary.json").stat().st_mode & 0o777 == expected
+    assert cm.load_policy(tmp_path / "learner.npz").pending == 0
