@@ -184,7 +184,7 @@ def simulate(
         raise ValueError(f"the environment has d={env.d} arms but the policy's space has d={policy.d}")
     if T is None and policy.T is None:
         raise ValueError(
-            f"{policy.name} has an unknown horizon (T=None): pass the number of rounds (time steps) to play as T"
+            f"{policy.name} has an unknown horizon (T=None): pass the number of time steps to play as T"
         )
     T = policy.T if T is None else T
     if isinstance(T, bool) or not isinstance(T, (int, np.integer)) or T < 1:

@@ -204,3 +204,62 @@ def test_saved_learners_follow_the_umask_like_results(tmp_path, mask):
     assert (tmp_path / "learner.npz").stat().st_mode & 0o777 == expected
     assert (tmp_path / "summary.json").stat().st_mode & 0o777 == expected
     assert cm.load_policy(tmp_path / "learner.npz").pending == 0
+
+
+# ---------------------------------------------------------------- 9. coinciding curves stay visible
+def test_coinciding_curves_stay_visible_and_are_named_in_a_note():
+    from cmab_milp.experiments.plots import PolicyCurves, make_figure
+
+    t = np.unique(np.geomspace(1, 5000, 80).round())
+    same = np.vstack([20 * np.sqrt(t), 21 * np.sqrt(t)])
+    curves = {
+        "CUCB": PolicyCurves(t, {"regret": same}),
+        "OLS-UCB-C": PolicyCurves(t, {"regret": same.copy()}),  # drawn exactly over CUCB
+        "SROQ-C": PolicyCurves(t, {"regret": 3 * same}),
+    }
+    ax = make_figure(curves, ["regret"]).axes[0]
+    lines = [line for line in ax.get_lines() if line.get_label() in curves]
+    assert len(lines) == 3
+    # the curve on top never hides the one under it: other dashes, other markers, markers at other steps
+    styles = {(line.get_linestyle(), line.get_marker()) for line in lines}
+    assert len(styles) == 3
+    top, under = lines[1], lines[0]
+    assert top.get_linestyle() != "-" and top.get_markevery() != under.get_markevery()
+    notes = [child.get_text() for child in ax.texts]
+    assert any("CUCB and OLS-UCB-C coincide" in note for note in notes)
+    assert not any("SROQ-C" in note for note in notes)
+    assert ax.get_xlabel() == "time step t"  # the glossary's word: a round is an adaptivity round
+
+
+# ---------------------------------------------------------------- 7. the glossary's words, docs that stand alone
+def test_progress_lines_count_steps_as_the_glossary_says():
+    import io
+
+    from cmab_milp.experiments.progress import Progress
+
+    stream = io.StringIO()
+    progress = Progress(1, stream=stream, clock=iter([0.0, 1.0, 11.0, 12.0]).__next__)
+    progress.job("CUCB seed 0", 100, 2000)
+    progress.job("CUCB seed 0", 500, 2000)
+    assert "500/2,000 steps (25%)" in stream.getvalue() and "rounds" not in stream.getvalue()
+
+
+def test_docs_cite_no_file_outside_the_repository():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    texts = [root / "README.md", *sorted((root / "docs").glob("*.md")), *sorted((root / "notebooks").glob("*.ipynb"))]
+    for path in texts:
+        assert "/work/" not in path.read_text(encoding="utf-8"), path.name
+
+
+def test_readme_lists_every_notebook():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    readme = readme.split("\n## Notebooks\n", 1)[1].split("\n## ", 1)[0]  # the section that lists them
+    notebooks = sorted(p.name for p in (root / "notebooks").glob("*.ipynb"))
+    assert len(notebooks) >= 4
+    for name in notebooks:
+        assert name in readme, name
