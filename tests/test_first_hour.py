@@ -263,3 +263,58 @@ def test_readme_lists_every_notebook():
     assert len(notebooks) >= 4
     for name in notebooks:
         assert name in readme, name
+
+
+# ---------------------------------------------------------------- 2. names of real things, with suggestions
+def test_an_unknown_topology_name_suggests_the_close_ones():
+    pytest.importorskip("topohub")
+    from cmab_milp.topologies import load_topology, topology_names
+
+    with pytest.raises(ValueError) as info:
+        load_topology("GEANT")
+    message = str(info.value)
+    geants = [n for n in topology_names() if "geant" in n.lower().rsplit("/", 1)[-1]]
+    assert "sndlib/geant" in geants and "topozoo/Geant2012" in geants
+    for name in geants[:5]:
+        assert repr(name) in message
+    assert message.index("'sndlib/geant'") < message.index("'topozoo/Geant2012'")  # same name first
+    assert "cmab-milp topologies" in message
+
+
+def test_an_unknown_node_lists_the_nodes_and_suggests_close_ones():
+    pytest.importorskip("topohub")
+    from cmab_milp.topologies import load_topology
+
+    graph = load_topology("topozoo/Geant2012")
+    with pytest.raises(ValueError) as info:
+        cm.STPaths(graph, "London", "gr")
+    message = str(info.value)
+    assert "source 'London' is not a node" in message and "target 'gr' is not a node" in message
+    assert "did you mean 'GR'" in message
+    assert f"its {graph.number_of_nodes()} nodes" in message
+    assert all(repr(v) in message for v in graph)  # 37 nodes: all listed
+
+
+def test_a_large_graph_lists_its_first_nodes_and_a_count():
+    import networkx as nx
+
+    graph = nx.path_graph(300)
+    with pytest.raises(ValueError, match=r"its 300 nodes: 0, 1, 2, .*\.\.\. \(300 in all\)"):
+        cm.STPaths(graph, 0, 999)
+
+
+def test_cli_lists_topologies_and_the_nodes_of_one(capsys):
+    pytest.importorskip("topohub")
+    from cmab_milp.cli import main
+    from cmab_milp.topologies import load_topology
+
+    assert main(["topologies", "--match", "geant"]) == 0
+    listed = capsys.readouterr().out.split()
+    assert listed[0] == "sndlib/geant" and "topozoo/Geant2012" in listed
+    assert main(["topologies", "topozoo/Geant2012"]) == 0
+    out = capsys.readouterr().out
+    graph = load_topology("topozoo/Geant2012")
+    assert f"{graph.number_of_nodes()} nodes, {graph.number_of_edges()} links" in out
+    assert all(str(v) in out for v in graph)
+    assert main(["topologies", "GEANT"]) == 2
+    assert "did you mean 'sndlib/geant'" in capsys.readouterr().err

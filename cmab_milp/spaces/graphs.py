@@ -63,6 +63,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
+from .._names import close_names, shown_names
 from .base import ActionSpace, as_action
 from .formulation import Formulation, Row
 from .graph_cuts import _SEP_TOL, MAX_FLOWS_PER_CALL, GraphCuts  # noqa: F401 - MAX_FLOWS_PER_CALL's former home
@@ -303,9 +304,15 @@ class STPaths(PathStarts, _GraphSpace):
 
     def __init__(self, graph: Any, source: Any, target: Any, *, labels: Iterable[Hashable] | None = None):
         super().__init__(graph, allow_directed=True, labels=labels)
+        missing = []
         for name, v in (("source", source), ("target", target)):
             if v not in graph:
-                raise ValueError(f"{name} {v!r} is not a node of the graph")
+                close = close_names(v, list(graph), n=3)
+                hint = f" (did you mean {', '.join(map(repr, close))}?)" if close else ""
+                missing.append(f"{name} {v!r} is not a node of the graph{hint}")
+        if missing:
+            nodes = list(graph)
+            raise ValueError(f"{'; '.join(missing)}; its {len(nodes)} nodes: {shown_names(nodes)}")
         if source == target:
             raise ValueError("source and target must differ")
         if not nx.has_path(graph, source, target):
