@@ -75,12 +75,14 @@ class SimulationResult:
         >>> print(repr(result).split(" in ")[0])  # the wall time varies
         SimulationResult(SROQ, T=1,000, seed=0: regret 224.1, 20 queries, 4 rounds
         """
+        extra = sum(note["queries"] for note in self.info.get("extra_queries", ()))
+        more = f" ({extra:,} extra: info['extra_queries'])" if extra else ""
         alpha = (
             "" if self.alpha_regret is None else f", alpha-regret {self.alpha_regret[-1]:,.4g} (alpha {self.alpha:.3g})"
         )
         return (
             f"SimulationResult({self.policy}, T={self.T:,}, seed={self.seed}: regret {self.regret[-1]:,.4g}{alpha}, "
-            f"{int(self.queries[-1]):,} queries, {int(self.rounds[-1]):,} rounds in {self.wall_seconds:.3g} s "
+            f"{int(self.queries[-1]):,} queries{more}, {int(self.rounds[-1]):,} rounds in {self.wall_seconds:.3g} s "
             f"({self.oracle_seconds:.3g} s oracle); curves at {len(self.t)} steps)"
         )
 
@@ -269,6 +271,9 @@ def simulate(
     alpha_regret = regret - (1.0 - alpha) * best_value * points if approximate else None
 
     info: dict[str, Any] = {"env": repr(env), "policy": repr(policy), "bulk": bulk, "exact_stats": exact_stats}
+    extra = getattr(policy, "extra_queries", None)
+    if extra:  # why the ledger holds more queries than the schedule asks for (cmab_milp.policies.index)
+        info["extra_queries"] = [dict(note) for note in extra]
     if played is not None:
         info["trace"] = played
     return SimulationResult(

@@ -318,3 +318,62 @@ def test_cli_lists_topologies_and_the_nodes_of_one(capsys):
     assert all(str(v) in out for v in graph)
     assert main(["topologies", "GEANT"]) == 2
     assert "did you mean 'sndlib/geant'" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- 8. queries beyond one per step are accounted for
+def _routing(with_leaves: bool):
+    import networkx as nx
+
+    graph = nx.cycle_graph(6)
+    graph.add_edges_from([(0, 3), (1, 4)])
+    if with_leaves:
+        graph.add_edges_from([(2, "leaf"), (5, "spur"), ("spur", "tip")])  # links on no 0 -> 3 path
+    space = cm.STPaths(graph, 0, 3)
+    means = np.linspace(0.2, 0.8, space.d)
+    return space, cm.UniformNoise(means, width=0.2, seed=1)
+
+
+@pytest.mark.parametrize("with_leaves", [False, True])
+def test_every_query_beyond_one_per_step_is_named_with_its_step_and_arms(with_leaves):
+    space, env = _routing(with_leaves)
+    in_no_action = ~space.enumerate().any(axis=0)  # brute force: arms of no s-t path
+    assert in_no_action.any() == with_leaves
+    T = 300
+    policy = cm.CUCB(space, T, oracle="enumerate")
+    result = cm.simulate(policy, env, T, seed=0)
+    notes = result.info.get("extra_queries", [])
+    assert int(result.queries[-1]) == T + sum(note["queries"] for note in notes)
+    if not with_leaves:
+        assert notes == [] and "extra" not in repr(result)
+        return
+    assert len(notes) == 1 and notes[0]["queries"] == 1
+    assert sorted(map(str, notes[0]["arms"])) == sorted(str(space.arms[k]) for k in np.flatnonzero(in_no_action))
+    assert 1 <= notes[0]["step"] <= space.d and "no action of the space" in notes[0]["why"]
+    assert "(1 extra: info['extra_queries'])" in repr(result)
+    # a second run of the same policy object starts a fresh record
+    again = cm.simulate(policy, env, T, seed=0)
+    assert again.info["extra_queries"] == notes
+
+
+def test_run_job_files_name_the_extra_queries(tmp_path):
+    import json
+
+    from cmab_milp.experiments.problem import parse_problem
+    from cmab_milp.experiments.runner import run_problem
+
+    data = {
+        "space": {
+            "kind": "STPaths",
+            "source": 0,
+            "target": 3,
+            "graph": {"edges": [[0, 1], [1, 2], [2, 3], [3, 4], [4, 5], [5, 0], [2, 9]]},
+        },
+        "environment": {"kind": "UniformNoise", "means": [0.5] * 7, "width": 0.1},
+        "policies": [{"name": "CUCB", "kind": "CUCB", "oracle": "enumerate"}],
+        "run": {"horizon": 50, "seeds": 1},
+    }
+    problem = parse_problem(data, "f.toml")
+    run_problem(problem, tmp_path / "out", jobs=1, plots=False, stream=__import__("io").StringIO())
+    record = json.loads((tmp_path / "out" / "runs" / "CUCB" / "seed_0.json").read_text())
+    assert record["totals"]["queries"] == 51
+    assert [note["arms"] for note in record["extra_queries"]] == [[[2, 9]]]

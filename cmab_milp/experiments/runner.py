@@ -141,9 +141,12 @@ def run_job(problem: Problem, policy: str, seed: int) -> dict[str, Any]:
         if getattr(result, "alpha_regret", None) is not None:  # Algorithm 5: alpha-approximate oracles
             totals["alpha_regret"] = float(np.asarray(result.alpha_regret)[-1])
             totals["alpha"] = float(result.alpha)
+        extra = [
+            {**note, "arms": [_json_label(a) for a in note["arms"]]} for note in result.info.get("extra_queries", ())
+        ]
     except Exception:  # reported by the parent with the job's name; other jobs go on
         return {"error": traceback.format_exc()}
-    return {"curve": curve, "totals": totals, "job_seconds": time.perf_counter() - started}
+    return {"curve": curve, "totals": totals, "job_seconds": time.perf_counter() - started, "extra_queries": extra}
 
 
 # --------------------------------------------------------------- the folder
@@ -231,6 +234,8 @@ def _save_job(out: Path, problem: Problem, job: Job, outcome: dict[str, Any]) ->
             "totals": outcome["totals"],
             "rows": len(outcome["curve"]["t"]),
             "job_seconds": outcome["job_seconds"],
+            # queries beyond the schedule's, with the step and why (cmab_milp.policies.index)
+            "extra_queries": outcome.get("extra_queries", []),
             "finished": _now(),
             "complete": True,
         },
