@@ -377,3 +377,122 @@ def test_run_job_files_name_the_extra_queries(tmp_path):
     record = json.loads((tmp_path / "out" / "runs" / "CUCB" / "seed_0.json").read_text())
     assert record["totals"]["queries"] == 51
     assert [note["arms"] for note in record["extra_queries"]] == [[[2, 9]]]
+
+
+# ---------------------------------------------------------------- 3. correlated noise from a data file, shared shocks
+def _gaussian_problem(tmp_path, cov, *, space=None, limits=None) -> dict:
+    space = space or {"kind": "Cardinality", "d": 4, "m": 2, "labels": ["a", "b", "c", "d"]}
+    run = {"horizon": 50, "seeds": 1} | ({"limits": limits} if limits else {})
+    return {
+        "space": space,
+        "environment": {"kind": "GaussianNoise", "means": {"draw": "uniform", "seed": 1}, "cov": cov},
+        "policies": [{"name": "A", "kind": "OLSUCBC", "oracle": "enumerate"}],
+        "run": run,
+    }
+
+
+def _parse(tmp_path, data):
+    from cmab_milp.experiments.problem import parse_problem
+
+    return parse_problem(data, str(tmp_path / "problem.toml"))
+
+
+def test_a_covariance_from_npy_or_csv_beside_the_problem_file(tmp_path):
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(4, 4))
+    sigma = a @ a.T / 10
+    np.save(tmp_path / "cov.npy", sigma)
+    np.savetxt(tmp_path / "cov.csv", sigma, delimiter=",", header="a 4 x 4 covariance")
+    for name in ("cov.npy", "cov.csv"):
+        problem = _parse(tmp_path, _gaussian_problem(tmp_path, {"file": name}))
+        env = problem.build_environment()
+        np.testing.assert_allclose(env.cov, sigma, rtol=0, atol=1e-12)
+        stored = problem.environment["cov"]
+        assert stored["file"] == name and len(stored["sha256"]) == 64  # the recipe, not d^2 numbers
+
+
+def test_factors_and_shared_shocks_add_up_to_the_covariance(tmp_path):
+    factors = np.array([[0.3, 0.0], [0.3, 0.1], [0.0, 0.2], [0.1, 0.1]])
+    np.savetxt(tmp_path / "loadings.csv", factors, delimiter=",")
+    cov = {
+        "factors": {"file": "loadings.csv"},
+        "shared": [{"arms": ["a", "b", "c"], "variance": 0.04}, {"arms": [2, "d"], "variance": 0.01}],
+        "diagonal": {"a": 0.01, "b": 0.02, "c": 0.03, "d": 0.04},
+    }
+    env = _parse(tmp_path, _gaussian_problem(tmp_path, cov)).build_environment()
+    truth = factors @ factors.T + np.diag([0.01, 0.02, 0.03, 0.04])
+    for group, variance in (([0, 1, 2], 0.04), ([2, 3], 0.01)):
+        for i in group:
+            for j in group:
+                truth[i, j] += variance
+    np.testing.assert_allclose(env.cov, truth, atol=1e-12)
+
+
+def test_shared_shocks_per_node_of_a_graph_space(tmp_path):
+    space = {"kind": "Matchings", "graph": {"generator": "complete_bipartite_graph", "args": [2, 3]}}
+    cov = {"shared": [{"nodes": [0, 1, 2, 3, 4], "variance": 0.05}], "diagonal": 0.01}
+    problem = _parse(tmp_path, _gaussian_problem(tmp_path, cov, space=space))
+    built = problem.build_space()
+    env = problem.build_environment(built)
+    # independent truth: two links share as many shocks as they share endpoints
+    for i, e in enumerate(built.arms):
+        for j, f in enumerate(built.arms):
+            shared = len(set(e) & set(f))
+            assert env.cov[i, j] == pytest.approx(0.05 * shared + (0.01 if i == j else 0.0))
+
+
+@pytest.mark.parametrize(
+    ("cov", "key", "fragment"),
+    [
+        ({"file": "pickled.npy"}, "environment.cov.file", "holds object values"),
+        ({"file": "wide.npy"}, "environment.cov.file", "needs a 4 x 4 matrix, the file holds shape (4, 5)"),
+        ({"file": "/etc/passwd"}, "environment.cov.file", "relative to the problem file's folder"),
+        ({"file": "../cov.npy"}, "environment.cov.file", "in the problem file's folder or below it"),
+        ({"file": "missing.csv"}, "environment.cov.file", "no such file 'missing.csv'"),
+        ({"file": "cov.txt"}, "environment.cov.file", ".npy (numpy, no pickle) or .csv"),
+        ({"file": "text.csv"}, "environment.cov.file", "not a CSV of numbers"),
+        ({"factors": [[0.1], [0.2]]}, "environment.cov.factors", "needs one row per arm: d=4, got 2 rows"),
+        ({"shared": [{"arms": ["a", "zz"], "variance": 0.1}]}, "environment.cov.shared[0].arms[1]", "unknown arm 'zz'"),
+        ({"shared": [{"arms": ["a"], "variance": -1}]}, "environment.cov.shared[0].variance", ">= 0"),
+        ({"shared": [{"nodes": [0], "variance": 1}]}, "environment.cov.shared[0].nodes", "needs a graph space"),
+        ({"file": "cov.npy", "factor": 1}, "environment.cov.factor", "unknown key"),
+    ],
+)
+def test_bad_matrix_recipes_are_refused_at_their_key(tmp_path, cov, key, fragment):
+    from cmab_milp.experiments.schema import ProblemError
+
+    np.save(tmp_path / "cov.npy", np.eye(4))
+    np.save(tmp_path / "wide.npy", np.zeros((4, 5)))
+    np.save(tmp_path / "pickled.npy", np.array([[{"x": 1}] * 4] * 4, dtype=object), allow_pickle=True)
+    (tmp_path / "cov.txt").write_text("1,0\n0,1\n")
+    (tmp_path / "text.csv").write_text("a,b,c,d\n" * 4)
+    with pytest.raises(ProblemError) as info:
+        _parse(tmp_path, _gaussian_problem(tmp_path, cov))
+    errors = getattr(info.value, "errors", [info.value])
+    assert any(e.key == key and fragment in e.message for e in errors), [str(e) for e in errors]
+
+
+def test_a_data_file_is_size_checked_before_it_is_read(tmp_path, monkeypatch):
+    from cmab_milp.experiments.schema import ProblemError
+
+    np.save(tmp_path / "big.npy", np.zeros((4, 300_000)))  # 9.6 MB: only its header is read
+    (tmp_path / "big.csv").write_text("# padding\n" * 1000 + "0,0,0,0\n" * 4)  # 10 kB for 16 numbers
+    monkeypatch.setattr(np, "load", lambda *a, **k: pytest.fail("np.load reached"))
+    monkeypatch.setattr(np, "loadtxt", lambda *a, **k: pytest.fail("np.loadtxt reached"))
+    with pytest.raises(ProblemError, match=r"needs a 4 x 4 matrix, the file holds shape \(4, 300000\)"):
+        _parse(tmp_path, _gaussian_problem(tmp_path, {"file": "big.npy"}, limits={"draw_size": 100}))
+    with pytest.raises(ProblemError, match="a CSV of 10,032 bytes .* above the limit draw_size = 100"):
+        _parse(tmp_path, _gaussian_problem(tmp_path, {"file": "big.csv"}, limits={"draw_size": 100}))
+    with pytest.raises(ProblemError, match=r"holds shape \(4, 300000\)"):  # factors: d x k, k <= d
+        _parse(tmp_path, _gaussian_problem(tmp_path, {"factors": {"file": "big.npy"}}))
+
+
+def test_a_changed_data_file_is_refused_when_the_problem_is_rebuilt(tmp_path):
+    from cmab_milp.experiments.schema import ProblemError
+
+    np.save(tmp_path / "cov.npy", np.eye(4) * 0.01)
+    problem = _parse(tmp_path, _gaussian_problem(tmp_path, {"file": "cov.npy"}))
+    problem.build_environment()
+    np.save(tmp_path / "cov.npy", np.eye(4) * 0.02)
+    with pytest.raises(ProblemError, match="the data file changed since the problem was read"):
+        problem.build_environment()

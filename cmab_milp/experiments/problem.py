@@ -363,7 +363,6 @@ def parse_problem(data: dict[str, Any], file: str = "<problem>", *, build: bool 
     limits = parsed_run[0] if parsed_run is not None else Limits()
     policies = attempt(parse_policies, policy_tables, file, check_kinds=build) if policy_tables is not None else None
     space_data = attempt(plain, space_table.data, "space", file) if space_table is not None else None
-    env_data = attempt(plain, env_table.data, "environment", file) if env_table is not None else None
     warnings: list[str] = []
     if build and space_table is not None:
         space = attempt(build_space, space_table, limits)
@@ -381,6 +380,8 @@ def parse_problem(data: dict[str, Any], file: str = "<problem>", *, build: bool 
                 policy = attempt(build_policy, table, spec.kind, space, T, oracle, dict(spec.constants))
                 if policy is not None and env is not None:
                     warnings += policy_warnings(table, spec.kind, dict(spec.constants), env)
+    # read after the build, which adds each data file's SHA-256 to its recipe (experiments/matrices.py)
+    env_data = attempt(plain, env_table.data, "environment", file) if env_table is not None else None
     if errors:
         raise errors[0] if len(errors) == 1 else ProblemErrors(errors)
     _, horizon, seeds, panels, curve_points, unknown = parsed_run
