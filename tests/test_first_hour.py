@@ -481,7 +481,7 @@ def test_a_data_file_is_size_checked_before_it_is_read(tmp_path, monkeypatch):
     monkeypatch.setattr(np, "loadtxt", lambda *a, **k: pytest.fail("np.loadtxt reached"))
     with pytest.raises(ProblemError, match=r"needs a 4 x 4 matrix, the file holds shape \(4, 300000\)"):
         _parse(tmp_path, _gaussian_problem(tmp_path, {"file": "big.npy"}, limits={"draw_size": 100}))
-    with pytest.raises(ProblemError, match="a CSV of 10,032 bytes .* above the limit draw_size = 100"):
+    with pytest.raises(ProblemError, match=r"a CSV of 10,032 bytes .* above the limit draw_size = 100"):
         _parse(tmp_path, _gaussian_problem(tmp_path, {"file": "big.csv"}, limits={"draw_size": 100}))
     with pytest.raises(ProblemError, match=r"holds shape \(4, 300000\)"):  # factors: d x k, k <= d
         _parse(tmp_path, _gaussian_problem(tmp_path, {"factors": {"file": "big.npy"}}))

@@ -94,6 +94,9 @@ Schema (every key not listed is refused)::
                                    # this recipe and drawn again from its seed on every rebuild
     # cov = { diagonal = 0.0025 }  # a d x d diagonal matrix: a number, d numbers or { label = x }
                                    #   (its d^2 entries count against the limit of values per draw)
+    # cov = { file = "cov.npy" }   # or from a data file beside this one (.npy without pickle, or .csv),
+                                   #   factors = ..., shared = [{ arms = [...], variance = v }]; the parts
+                                   #   add up (see experiments/matrices.py)
 
     [[policies]]                   # one table per compared policy
     name = "AROQ"                  # label in plots and results (letters, digits, _ . + -)
