@@ -547,3 +547,48 @@ def test_readme_and_notebook_say_when_covariance_adaptivity_pays():
     notebook = json.loads((root / "notebooks" / "03_covariance_and_general_rewards.ipynb").read_text())
     text = "".join("".join(cell["source"]) for cell in notebook["cells"])
     assert "When do the covariance-adaptive policies pay?" in text and "shared shocks" in text
+
+
+# ---------------------------------------------------------------- 11. hour-long policies behind --policies
+def test_policies_on_request_run_only_when_named(tmp_path):
+    import io
+
+    from cmab_milp.experiments.problem import parse_problem
+    from cmab_milp.experiments.runner import RunError, run_problem
+
+    data = {
+        "space": {"kind": "Cardinality", "d": 4, "m": 2},
+        "environment": {"kind": "BernoulliArms", "means": [0.1, 0.2, 0.3, 0.4]},
+        "policies": [
+            {"name": "quick", "kind": "AROQ", "oracle": "enumerate"},
+            {"name": "slow", "kind": "CUCB", "oracle": "enumerate", "on_request": True},
+        ],
+        "run": {"horizon": 30, "seeds": 1},
+    }
+    problem = parse_problem(data, "f.toml")
+    plain = parse_problem({**data, "policies": [dict(p, on_request=False) for p in data["policies"]]}, "f.toml")
+    assert (
+        plain.digest()
+        == parse_problem(
+            {**data, "policies": [{k: v for k, v in p.items() if k != "on_request"} for p in data["policies"]]},
+            "f.toml",
+        ).digest()
+    )  # files without the key keep their results folders
+    stream = io.StringIO()
+    summary = run_problem(problem, tmp_path / "out", jobs=1, executor="serial", plots=False, stream=stream)
+    assert set(summary["policies"]) == {"quick"}
+    assert "on request only (run them with --policies slow)" in stream.getvalue()
+    summary = run_problem(
+        problem,
+        tmp_path / "out",
+        jobs=1,
+        executor="serial",
+        plots=False,
+        stream=io.StringIO(),
+        resume=True,
+        policies=["slow"],
+    )
+    assert set(summary["policies"]) == {"quick", "slow"}
+    only = parse_problem({**data, "policies": data["policies"][1:]}, "f.toml")
+    with pytest.raises(RunError, match="on request only: name them with --policies"):
+        run_problem(only, tmp_path / "other", jobs=1, executor="serial", plots=False, stream=io.StringIO())

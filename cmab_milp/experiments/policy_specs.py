@@ -57,12 +57,17 @@ class PolicySpec:
     horizon: str | None = None
     #: Options of ``make_oracle`` (``gap``, ``norm_gap``, ``time_limit``; see :data:`ORACLE_OPTIONS`).
     oracle_options: dict[str, Any] = field(default_factory=dict)
+    #: ``on_request = true``: run only when named (``cmab-milp run --policies NAME``), e.g. a policy that
+    #: needs hours where the others need minutes; a plain ``run`` leaves it out.
+    on_request: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """The entry as file data (``horizon`` and the oracle options only when set: older digests stay)."""
         data = asdict(self)
         if data["horizon"] is None:
             del data["horizon"]
+        if not data["on_request"]:
+            del data["on_request"]
         data.update(data.pop("oracle_options"))
         return data
 
@@ -131,8 +136,17 @@ def _parse_policy(table: Table, k: int, seen: dict[str, int], check_kinds: bool 
     if "horizon" in table:
         horizon = table.string("horizon", choices=("unknown",))
     options = _oracle_options(table, oracle)
+    on_request = table.boolean("on_request", False)
     table.finish()
-    return PolicySpec(name=name, kind=kind, oracle=oracle, constants=constants, horizon=horizon, oracle_options=options)
+    return PolicySpec(
+        name=name,
+        kind=kind,
+        oracle=oracle,
+        constants=constants,
+        horizon=horizon,
+        oracle_options=options,
+        on_request=on_request,
+    )
 
 
 def _oracle_options(table: Table, oracle: str) -> dict[str, Any]:

@@ -109,6 +109,8 @@ Schema (every key not listed is refused)::
     constants = { C = 1.5 }        # optional keyword constants of the policy
     horizon = "unknown"            # optional: build this policy with T=None (it plays the run's
                                    #   rounds without being told them), next to policies told T
+    on_request = true              # optional: run only when named (cmab-milp run --policies NAME), e.g.
+                                   #   a policy that needs hours; say its expected time in the description
 
     [run]
     horizon = 100000               # T: told to the policies, and the rounds every job plays

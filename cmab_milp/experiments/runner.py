@@ -399,7 +399,9 @@ def run_problem(
     """Run every (policy, seed) job of ``problem`` into ``out_dir``; return the summary.
 
     ``policies`` (names) runs only their jobs; the folder still belongs to the
-    whole problem, so the others can be run later with ``resume``.
+    whole problem, so the others can be run later with ``resume``. Without
+    ``policies``, entries marked ``on_request = true`` are left out (they run
+    only when named).
 
     ``jobs`` workers (default: the number of cores) on the named ``executor``.
     With ``resume``, jobs whose results are already complete are skipped.
@@ -413,7 +415,10 @@ def run_problem(
     workers = jobs or os.cpu_count() or 1
     _check_folder(problem, out, resume)
     names = [spec.name for spec in problem.policies]
-    chosen = names if policies is None else list(dict.fromkeys(policies))
+    by_default = [spec.name for spec in problem.policies if not spec.on_request]
+    if policies is None and not by_default:
+        raise RunError(f"every policy of {problem.file} runs on request only: name them with --policies NAME,...")
+    chosen = by_default if policies is None else list(dict.fromkeys(policies))
     unknown = [name for name in chosen if name not in names]
     if unknown or not chosen:
         raise RunError(
@@ -439,6 +444,9 @@ def run_problem(
         f"{problem.file}: {len(problem.policies)} policies x {len(problem.seeds)} seeds, {problem.horizon_text}; "
         f"{len(todo)} jobs to run" + (f" ({skipped} already complete)" if skipped else "") + f" -> {out}\n"
     )
+    left_out = [name for name in names if name not in chosen and problem.policy(name).on_request]
+    if left_out and policies is None:
+        stream.write(f"on request only (run them with --policies {','.join(left_out)}): {', '.join(left_out)}\n")
     started, clock = _now(), time.perf_counter()
     failures: list[str] = []
     interrupted = False
