@@ -201,7 +201,7 @@ def _validate(args: argparse.Namespace) -> int:
     for path in args.problems:
         problem = load_problem(path)
         space = problem.build_space()
-        names = ", ".join(p.name for p in problem.policies)
+        names = ", ".join(p.name + (" (on request)" if p.on_request else "") for p in problem.policies)
         for warning in problem.warnings:
             sys.stderr.write(f"warning: {warning}\n")
         print(

@@ -592,3 +592,39 @@ def test_policies_on_request_run_only_when_named(tmp_path):
     only = parse_problem({**data, "policies": data["policies"][1:]}, "f.toml")
     with pytest.raises(RunError, match="on request only: name them with --policies"):
         run_problem(only, tmp_path / "other", jobs=1, executor="serial", plots=False, stream=io.StringIO())
+
+
+def _problem_files():
+    from pathlib import Path
+
+    return sorted((Path(__file__).resolve().parents[1] / "problems").glob("*.toml"))
+
+
+def test_hour_long_policies_are_on_request_with_their_time_said():
+    import tomllib
+
+    crew = next(p for p in _problem_files() if p.name == "crew_matching.toml")
+    data = tomllib.loads(crew.read_text(encoding="utf-8"))
+    on_request = {p["name"] for p in data["policies"] if p.get("on_request")}
+    assert on_request == {"OLS-UCB-C", "AROQ-C-w1"}  # exact norm answers at d = 120: hours at T = 10^5
+    assert "--policies" in data["description"] and "hour" in data["description"]
+    for path in _problem_files():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.replace(" ", "").startswith("on_request=true"):
+                assert "#" in line and ("hour" in line or "minutes" in line), f"{path.name}: say how long: {line}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", _problem_files(), ids=lambda p: p.name)
+def test_every_problem_file_passes_the_quick_check_within_5_minutes(path, tmp_path):
+    import subprocess
+    import sys
+    import time
+
+    if "routing_abilene_by_name" in path.name:
+        pytest.importorskip("topohub")
+    command = [sys.executable, "-m", "cmab_milp.cli", "run", str(path), "--horizon", "2000", "--seeds", "1"]
+    start = time.perf_counter()
+    done = subprocess.run([*command, "--out", str(tmp_path / "out"), "--no-plots"], capture_output=True, timeout=300)
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    assert time.perf_counter() - start < 300

@@ -268,13 +268,18 @@ def summarise(problem: Problem, out_dir: str | Path, run_info: dict[str, Any] | 
     policies: dict[str, Any] = {}
     info: dict[str, Any] = {}
     missing: list[str] = []
+    not_requested: list[str] = []  # on_request policies never run here: not missing, just not asked for
     for spec in problem.policies:
         totals: dict[str, list[float]] = {metric: [] for metric in (*METRICS, *OPTIONAL_METRICS)}
         seeds = []
+        done = [seed for seed in problem.seeds if _is_complete(out, problem, Job(spec.name, seed))]
+        if spec.on_request and not done:
+            not_requested.append(spec.name)
         for seed in problem.seeds:
             job = Job(spec.name, seed)
-            if not _is_complete(out, problem, job):
-                missing.append(str(job))
+            if seed not in done:
+                if not (spec.on_request and not done):
+                    missing.append(str(job))
                 continue
             record = read_json(job_paths(out, spec.name, seed)[1])
             for metric in METRICS:
@@ -302,6 +307,7 @@ def summarise(problem: Problem, out_dir: str | Path, run_info: dict[str, Any] | 
         "policy_info": info,
         "complete": not missing,
         "missing_jobs": missing,
+        "on_request_not_run": not_requested,
         "problem": {
             "file": problem.file,
             "title": problem.title,
