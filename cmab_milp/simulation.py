@@ -185,7 +185,9 @@ def simulate(
     if env.d != policy.d:
         raise ValueError(f"the environment has d={env.d} arms but the policy's space has d={policy.d}")
     if T is None and policy.T is None:
-        raise ValueError(f"{policy.name} has an unknown horizon (T=None): pass the number of time steps to play as T")
+        raise ValueError(
+            f"{policy.name} has an unknown horizon (T=None): pass the number of rounds (time steps) to play as T"
+        )
     T = policy.T if T is None else T
     if isinstance(T, bool) or not isinstance(T, (int, np.integer)) or T < 1:
         raise ValueError(f"T must be an integer >= 1, got {T!r}")

@@ -628,3 +628,13 @@ def test_every_problem_file_passes_the_quick_check_within_5_minutes(path, tmp_pa
     done = subprocess.run([*command, "--out", str(tmp_path / "out"), "--no-plots"], capture_output=True, timeout=300)
     assert done.returncode == 0, done.stderr.decode()[-2000:]
     assert time.perf_counter() - start < 300
+
+
+def test_readme_timings_say_the_machine_and_what_a_loaded_one_gives():
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    commands = readme.split("## The two commands", 1)[1].split("\n## ", 1)[0]
+    main_job, tests = commands.split("Install and run the tests", 1)
+    for part in (main_job, tests.split("```", 1)[0]):
+        assert "free" in part and "load average" in part  # idle figures and loaded ones, each said
