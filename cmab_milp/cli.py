@@ -201,7 +201,7 @@ def _validate(args: argparse.Namespace) -> int:
     for path in args.problems:
         problem = load_problem(path)
         space = problem.build_space()
-        names = ", ".join(p.name for p in problem.policies)
+        names = ", ".join(p.name + (" (on request)" if p.on_request else "") for p in problem.policies)
         for warning in problem.warnings:
             sys.stderr.write(f"warning: {warning}\n")
         print(
@@ -239,6 +239,41 @@ def _plot(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_topologies(sub: Any) -> None:
+    p = sub.add_parser(
+        "topologies",
+        help="list topohub's topologies, or the nodes of one",
+        description="Without NAME: the topology names a problem file's [space.graph] topohub = ... takes "
+        "(with --match, the close ones). With NAME: its nodes (the names source and target take) and its links.",
+    )
+    p.add_argument("name", nargs="?", help="a topology, e.g. topozoo/Geant2012")
+    p.add_argument("--match", help="only the names close to this one (case-insensitive, parts, edit distance)")
+    p.set_defaults(handler=_topologies)
+
+
+def _topologies(args: argparse.Namespace) -> int:
+    from ._names import close_names
+    from .topologies import load_topology, topology_names
+
+    try:
+        names = topology_names()
+    except ImportError as exc:
+        return _error(str(exc))
+    if args.name is None:
+        shown = close_names(args.match, names, n=20) if args.match else names
+        if not shown:
+            return _error(f"no topology name close to {args.match!r}")
+        print("\n".join(shown))
+        return 0
+    try:
+        graph = load_topology(args.name)
+    except ValueError as exc:
+        return _error(str(exc))
+    print(f"{args.name}: {graph.number_of_nodes()} nodes, {graph.number_of_edges()} links")
+    print("nodes: " + ", ".join(str(v) for v in graph))
+    return 0
+
+
 def _add_compare_oracles(sub: Any) -> None:
     from .experiments.compare import add_command
 
@@ -251,6 +286,7 @@ COMMANDS: dict[str, Callable[[Any], None]] = {
     "validate": _add_validate,
     "plot": _add_plot,
     "compare-oracles": _add_compare_oracles,
+    "topologies": _add_topologies,
 }
 
 

@@ -66,6 +66,26 @@ class SimulationResult:
     alpha_regret: np.ndarray | None = None
     info: dict[str, Any] = field(default_factory=dict)
 
+    def __repr__(self) -> str:
+        """A one-line summary (the curves are in the fields: ``result.regret`` ...).
+
+        >>> import cmab_milp as cm
+        >>> env = cm.BernoulliArms([0.1, 0.3, 0.6, 0.8], seed=0)
+        >>> result = cm.simulate(cm.SROQ(cm.Cardinality(4, 2), 1000, oracle="enumerate"), env, 1000, seed=0)
+        >>> print(repr(result).split(" in ")[0])  # the wall time varies
+        SimulationResult(SROQ, T=1,000, seed=0: regret 224.1, 20 queries, 4 rounds
+        """
+        extra = sum(note["queries"] for note in self.info.get("extra_queries", ()))
+        more = f" ({extra:,} extra: info['extra_queries'])" if extra else ""
+        alpha = (
+            "" if self.alpha_regret is None else f", alpha-regret {self.alpha_regret[-1]:,.4g} (alpha {self.alpha:.3g})"
+        )
+        return (
+            f"SimulationResult({self.policy}, T={self.T:,}, seed={self.seed}: regret {self.regret[-1]:,.4g}{alpha}, "
+            f"{int(self.queries[-1]):,} queries{more}, {int(self.rounds[-1]):,} rounds in {self.wall_seconds:.3g} s "
+            f"({self.oracle_seconds:.3g} s oracle); curves at {len(self.t)} steps)"
+        )
+
     def to_dict(self) -> dict[str, Any]:
         """Plain Python values (lists, numbers), ready for ``json.dump``."""
         out: dict[str, Any] = {}
@@ -124,7 +144,7 @@ def simulate(
     bulk: bool = True,
     exact_stats: bool = False,
     optimum: tuple[np.ndarray, float] | None = None,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Callable[[int, int], None] | bool | None = None,
     trace: bool = False,
 ) -> SimulationResult:
     """Play ``T`` time steps of ``policy`` against ``env``; return a :class:`SimulationResult`.
@@ -150,8 +170,9 @@ def simulate(
     optimum : (action, value), optional
         The optimal action and its expected reward, if already known
         (default: ``env.optimal(policy.space)``).
-    progress : callable, optional
-        Called as ``progress(t, T)`` after each stretch.
+    progress : callable or bool, optional
+        ``True``: a ``tqdm`` bar of the time steps played on stderr (as ``cmab-milp run`` shows);
+        a callable is called as ``progress(t, T)`` after each stretch.
     trace : bool
         Keep every stretch played as ``result.info["trace"]``: a list of
         ``(first_step, steps, actions)`` (for tests and inspection; memory
@@ -173,6 +194,8 @@ def simulate(
     T = int(T)
     if policy.T is not None and T > policy.T:
         raise ValueError(f"T={T} exceeds the horizon the policy was built for ({policy.T})")
+    if not (progress is None or isinstance(progress, bool) or callable(progress)):
+        raise ValueError(f"progress must be True, False, None or a callable progress(t, T), got {progress!r}")
     if isinstance(record, (int, np.integer)):
         points = record_points(T, int(record))
     else:
@@ -182,6 +205,24 @@ def simulate(
         points = np.union1d(points, [T])
 
     best_value = float(optimum[1]) if optimum is not None else env.optimal(policy.space)[1]
+    if progress is True:
+        from tqdm import tqdm
+
+        with tqdm(total=T, unit="step", desc=policy.name, dynamic_ncols=True, unit_scale=True) as bar:
+            return simulate(
+                policy,
+                env,
+                T,
+                seed,
+                record=record,
+                bulk=bulk,
+                exact_stats=exact_stats,
+                optimum=(np.empty(0), best_value),
+                progress=lambda t, _T: bar.update(t - bar.n),
+                trace=trace,
+            )
+    if progress is False:
+        progress = None
     rng = np.random.default_rng(seed)
     policy.reset()
     ledger = policy.oracle.ledger
@@ -232,6 +273,9 @@ def simulate(
     alpha_regret = regret - (1.0 - alpha) * best_value * points if approximate else None
 
     info: dict[str, Any] = {"env": repr(env), "policy": repr(policy), "bulk": bulk, "exact_stats": exact_stats}
+    extra = getattr(policy, "extra_queries", None)
+    if extra:  # why the ledger holds more queries than the schedule asks for (cmab_milp.policies.index)
+        info["extra_queries"] = [dict(note) for note in extra]
     if played is not None:
         info["trace"] = played
     return SimulationResult(

@@ -31,7 +31,6 @@ Example
 
 from __future__ import annotations
 
-import difflib
 import functools
 import importlib.resources
 import importlib.util
@@ -41,6 +40,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import networkx as nx
+
+from ._names import close_names
 
 __all__ = [
     "DELAY_SCALE_MS",
@@ -124,9 +125,12 @@ def load_topology(name: str) -> nx.Graph:
         raise ValueError(f"a topohub name is GROUP/NAME such as 'topozoo/Abilene', got {name!r}")
     catalogue = topology_names()
     if name not in catalogue:
-        close = difflib.get_close_matches(name, catalogue, n=3)
+        close = close_names(name, catalogue, n=5)
         hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
-        raise ValueError(f"topohub has no topology {name!r}{hint} (cmab_milp.topologies.topology_names() lists them)")
+        raise ValueError(
+            f"topohub has no topology {name!r}{hint} (`cmab-milp topologies` or "
+            "cmab_milp.topologies.topology_names() lists them)"
+        )
     import topohub
 
     try:

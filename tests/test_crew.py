@@ -57,6 +57,8 @@ def test_crew_file_models_a_correlated_10_by_12_assignment(capsys):
     assert (space.d, space.m) == (120, 10) and problem.horizon == 100_000
     assert {p.kind for p in problem.policies} == {"OLSUCBC", "AROQCov", "SROQCov"}
     options = {p.name: p.oracle_options for p in problem.policies}
+    # the exact answers need hours at T=10^5: they run only when named (--policies), the rest by default
+    assert {p.name for p in problem.policies if p.on_request} == {"OLS-UCB-C", "AROQ-C-w1"}
     assert options["AROQ-C-5pct"] == {"norm_gap": 0.05} and options["AROQ-C-w1"] == {}  # certified within 5% / exact
     assert options["OLS-UCB-C-5pct"] == {"norm_gap": 0.05} and options["OLS-UCB-C"] == {}
     off_diagonal = env.cov[~np.eye(space.d, dtype=bool)]
@@ -74,8 +76,15 @@ def test_crew_file_runs_a_tiny_horizon(tmp_path):
     problem = load_problem(CREW, horizon=12, seeds=1)
     data = problem.to_dict()
     data["policies"] = [p for p in data["policies"] if p["kind"] == "OLSUCBC"]  # the others warm up on 7,260 pairs
+    names = [p["name"] for p in data["policies"]]  # OLS-UCB-C (exact, hours at T=10^5) runs on request only
     summary = run_problem(
-        parse_problem(data, problem.file), tmp_path, jobs=1, executor="serial", plots=False, stream=io.StringIO()
+        parse_problem(data, problem.file),
+        tmp_path,
+        jobs=1,
+        executor="serial",
+        plots=False,
+        stream=io.StringIO(),
+        policies=names,
     )
     assert summary["complete"] and summary["policies"]["OLS-UCB-C"]["queries"]["mean"] >= 12
 
@@ -83,8 +92,11 @@ def test_crew_file_runs_a_tiny_horizon(tmp_path):
 @pytest.mark.slow
 def test_crew_file_runs_every_policy_on_a_tiny_horizon(tmp_path):
     problem = load_problem(CREW, horizon=12, seeds=1)
-    summary = run_problem(problem, tmp_path, jobs=1, executor="serial", plots=False, stream=io.StringIO())
-    assert summary["complete"] and set(summary["policies"]) == {p.name for p in problem.policies}
+    names = [p.name for p in problem.policies]  # the exact OLS-UCB-C and AROQ-C run on request only
+    summary = run_problem(
+        problem, tmp_path, jobs=1, executor="serial", plots=False, stream=io.StringIO(), policies=names
+    )
+    assert summary["complete"] and set(summary["policies"]) == set(names)
 
 
 # ------------------------------------------------------------------ pruned SROQ-C

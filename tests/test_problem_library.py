@@ -64,7 +64,10 @@ def test_file_documents_itself_validates_and_runs_a_tiny_horizon(name, tmp_path,
         data = problem.to_dict()
         data["policies"] = data["policies"][:1]
         problem = parse_problem(data, problem.file)
-    summary = run_problem(problem, tmp_path / "out", jobs=1, executor="serial", plots=False, stream=io.StringIO())
+    names = [p.name for p in problem.policies]  # named: policies on request (hours at full T) run too
+    summary = run_problem(
+        problem, tmp_path / "out", jobs=1, executor="serial", plots=False, stream=io.StringIO(), policies=names
+    )
     assert summary["complete"]
     assert set(summary["policies"]) == {p.name for p in problem.policies}
     # CUCB (the crew file: OLS-UCB-C) asks the oracle every round, once more where some arm lies on no action

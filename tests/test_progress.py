@@ -56,7 +56,7 @@ def test_late_messages_of_a_finished_job_are_ignored() -> None:
     channel.put(("CUCB seed 0", 10, 100))
     progress._drain()
     progress.close()
-    assert progress.running == {} and "rounds" not in stream.getvalue()
+    assert progress.running == {} and "steps" not in stream.getvalue()
 
 
 @pytest.mark.parametrize(("jobs", "seeds"), [(1, 1), (2, 2)], ids=["serial", "worker processes"])
@@ -71,5 +71,5 @@ def test_a_run_prints_the_rounds_of_running_jobs(tmp_path: Path, monkeypatch, ca
     err = capsys.readouterr().err
     lines = [line for line in err.splitlines() if line.startswith("  CUCB seed ")]
     assert lines, err
-    assert all(f"/{horizon:,} rounds (" in line for line in lines)
+    assert all(f"/{horizon:,} steps (" in line for line in lines)
     assert f"[{seeds}/{seeds}] CUCB seed" in err

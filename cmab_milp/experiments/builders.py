@@ -49,6 +49,7 @@ from .kinds import (
     space_kinds,
 )
 from .limits import Limits
+from .matrices import MATRIX_KEYS, matrix_value
 from .rules import _arm, _arm_error, _arm_vector
 from .schema import ProblemError, Table, check_number, join_key
 from .spaces import build_space
@@ -162,6 +163,9 @@ def build_environment(table: Table, space: Any, limits: Limits | None = None) ->
             raise table.error(key, f"unknown parameter of {cls.__name__} (it takes: {', '.join(names)})")
         if key == "means" and isinstance(value, dict) and "draw" not in value:
             kwargs[key] = _means_table(value, table.path(key), table.file, space)
+        elif isinstance(value, dict) and any(k in value for k in MATRIX_KEYS):
+            # a data file, factors or shared shocks (+ diagonal); stored with each file's SHA-256
+            kwargs[key], table.data[key] = matrix_value(Table(dict(value), table.path(key), table.file), space, limits)
         elif isinstance(value, dict) and "diagonal" in value:
             kwargs[key] = _diagonal(Table(dict(value), table.path(key), table.file), space, limits)
         else:

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["DEFAULT_PANELS", "PANELS", "Panel", "PolicyCurves", "make_figure", "save_figures"]
+__all__ = ["DEFAULT_PANELS", "PANELS", "Panel", "PolicyCurves", "coinciding", "make_figure", "save_figures"]
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,43 @@ PANELS: dict[str, Panel] = {
 DEFAULT_PANELS: tuple[str, ...] = ("rounds", "queries", "regret", "runtime", "total_rounds")
 
 _COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#17becf")
+#: Each policy's curve has its own line style and marker besides its colour, so curves that coincide
+#: (CUCB and OLS-UCB-C on the crew problem) stay visible: the dashes and markers of the one on top
+#: leave the one under it showing.
+_STYLES = ("-", "--", "-.", ":")
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<")
+#: Curves whose means differ by at most this share of the panel's range at every step are named in a
+#: note on the panel ("A and B coincide").
+COINCIDE_SHARE = 0.01
+
+
+def _style(k: int) -> dict[str, Any]:
+    return {
+        "color": _COLORS[k % len(_COLORS)],
+        "linestyle": _STYLES[k % len(_STYLES)],
+        "marker": _MARKERS[k % len(_MARKERS)],
+    }
+
+
+def coinciding(means: Mapping[str, np.ndarray], share: float = COINCIDE_SHARE) -> list[tuple[str, str]]:
+    """Pairs of curves (same steps) whose values differ by at most ``share`` of their common range everywhere.
+
+    >>> coinciding({"A": np.array([1.0, 5.0]), "B": np.array([1.0, 5.01]), "C": np.array([2.0, 9.0])})
+    [('A', 'B')]
+    """
+    names = list(means)
+    if len(names) < 2:
+        return []
+    stacked = np.vstack([np.asarray(means[n], dtype=float) for n in names])
+    finite = stacked[np.isfinite(stacked)]
+    span = float(finite.max() - finite.min()) if finite.size else 0.0
+    tol = share * span if span > 0 else 1e-12
+    out = []
+    for i in range(len(names)):
+        for j in range(i + 1, len(names)):
+            if np.all(np.abs(stacked[i] - stacked[j]) <= tol):
+                out.append((names[i], names[j]))
+    return out
 
 
 @dataclass
@@ -107,15 +144,36 @@ def _draw_panel(ax: Any, letter: str, panel: Panel, curves: Mapping[str, PolicyC
                 top=float(means.max() + stds.max()) * 4 if len(means) else None,
             )
         return
+    means: dict[str, np.ndarray] = {}
+    n_curves = len(curves)
     for k, (name, data) in enumerate(curves.items()):
-        color = _COLORS[k % len(_COLORS)]
+        style = _style(k)
         mean, std = _band(data.values[panel.metric])
-        ax.plot(data.t, mean, color=color, label=name, lw=1.6)
+        means[name] = mean
+        # about 8 markers per curve, each policy's shifted so that coinciding curves show every marker
+        every = max(1, len(data.t) // 8)
+        start = (k * every) // max(n_curves, 1)
+        ax.plot(data.t, mean, label=name, lw=1.6, markevery=(start, every), markersize=4, zorder=2 + k, **style)
         low = mean - std
         if panel.yscale == "log":
             low = np.maximum(low, mean / 10)  # keep the band on a log axis
-        ax.fill_between(data.t, low, mean + std, color=color, alpha=0.2, lw=0)
-    ax.set_xlabel("round t")
+        ax.fill_between(data.t, low, mean + std, color=style["color"], alpha=0.2, lw=0)
+    ts = [data.t for data in curves.values()]
+    same_steps = all(len(t) == len(ts[0]) and np.array_equal(t, ts[0]) for t in ts)
+    pairs = coinciding(means) if same_steps else []
+    if pairs:
+        text = "; ".join(f"{a} and {b} coincide" for a, b in pairs[:3])
+        more = f" (+{len(pairs) - 3} pairs)" if len(pairs) > 3 else ""
+        ax.annotate(
+            text + more,
+            (0.02, 0.98),
+            xycoords="axes fraction",
+            ha="left",
+            va="top",
+            fontsize=7,
+            bbox={"boxstyle": "round", "fc": "white", "alpha": 0.8, "lw": 0.5},
+        )
+    ax.set_xlabel("time step t")
     ax.set_xscale(panel.xscale)
     ax.set_yscale(panel.yscale)
     if panel.xscale == "linear":
@@ -126,7 +184,7 @@ def _legend_handles(curves: Mapping[str, PolicyCurves]) -> tuple[list, list[str]
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    handles: list = [Line2D([], [], color=_COLORS[k % len(_COLORS)], lw=2) for k in range(len(curves))]
+    handles: list = [Line2D([], [], lw=2, markersize=5, **_style(k)) for k in range(len(curves))]
     labels = list(curves)
     handles.append(Patch(color="grey", alpha=0.3))
     labels.append(_band_label(curves))

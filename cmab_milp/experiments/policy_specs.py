@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..oracles.core.registry import BACKENDS, check_backend_name, make_oracle
+from .kinds import _resolve_class, policy_kinds
 from .registry import check_name
 from .schema import ProblemError, ProblemErrors, Table, plain
 
@@ -56,12 +57,17 @@ class PolicySpec:
     horizon: str | None = None
     #: Options of ``make_oracle`` (``gap``, ``norm_gap``, ``time_limit``; see :data:`ORACLE_OPTIONS`).
     oracle_options: dict[str, Any] = field(default_factory=dict)
+    #: ``on_request = true``: run only when named (``cmab-milp run --policies NAME``), e.g. a policy that
+    #: needs hours where the others need minutes; a plain ``run`` leaves it out.
+    on_request: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """The entry as file data (``horizon`` and the oracle options only when set: older digests stay)."""
         data = asdict(self)
         if data["horizon"] is None:
             del data["horizon"]
+        if not data["on_request"]:
+            del data["on_request"]
         data.update(data.pop("oracle_options"))
         return data
 
@@ -70,8 +76,11 @@ class PolicySpec:
         return make_oracle(space, self.oracle, **self.oracle_options) if self.oracle_options else self.oracle
 
 
-def parse_policies(tables: list[Table], file: str) -> list[PolicySpec]:
-    """The validated entries (``ProblemErrors`` with every mistake)."""
+def parse_policies(tables: list[Table], file: str, *, check_kinds: bool = True) -> list[PolicySpec]:
+    """The validated entries (``ProblemErrors`` with every mistake).
+
+    ``check_kinds=False`` leaves the policy kinds unresolved (reading a results folder builds nothing).
+    """
     if not tables:
         raise ProblemError(file, "policies", "needs at least one [[policies]] entry")
     specs: list[PolicySpec] = []
@@ -79,7 +88,9 @@ def parse_policies(tables: list[Table], file: str) -> list[PolicySpec]:
     seen: dict[str, int] = {}
     for k, table in enumerate(tables):
         try:
-            specs.append(_parse_policy(table, k, seen))
+            specs.append(_parse_policy(table, k, seen, check_kinds))
+        except ProblemErrors as exc:
+            errors.extend(exc.errors)
         except ProblemError as exc:
             errors.append(exc)
     if errors:
@@ -87,31 +98,55 @@ def parse_policies(tables: list[Table], file: str) -> list[PolicySpec]:
     return specs
 
 
-def _parse_policy(table: Table, k: int, seen: dict[str, int]) -> PolicySpec:
+def _parse_policy(table: Table, k: int, seen: dict[str, int], check_kinds: bool = True) -> PolicySpec:
     file = table.file
-    name = table.string("name")
-    if not _NAME.match(name):
-        raise table.error("name", f"{name!r}: use letters, digits and _ . + - (it names a results folder)")
-    if name in seen:
-        raise table.error("name", f"duplicate policy name {name!r} (also policies[{seen[name]}])")
-    seen[name] = k
-    kind = table.string("kind")
-    oracle = table.string("oracle", "highs")
-    _, _, solver = oracle.partition(":")
+    errors: list[ProblemError] = []
     try:
-        if solver:
-            check_name(solver)  # a file's solver name is a plain name, looked up in PuLP's own list
-        check_backend_name(oracle)  # the one backend validator (unknown, not installed, unfit suffix or solver)
-    except ValueError as exc:
-        raise table.error("oracle", str(exc)) from None
+        name = table.string("name")
+        if not _NAME.match(name):
+            raise table.error("name", f"{name!r}: use letters, digits and _ . + - (it names a results folder)")
+        if name in seen:
+            raise table.error("name", f"duplicate policy name {name!r} (also policies[{seen[name]}])")
+        seen[name] = k
+    except ProblemError as exc:  # the kind and the oracle are still checked
+        errors.append(exc)
+    try:
+        kind = table.string("kind")
+        # the class is looked up now, so that a wrong kind is reported with the file's other mistakes
+        if check_kinds:
+            _resolve_class(Table({"kind": kind}, table.key, file), "kind", policy_kinds(), "policy kind", "policy")
+    except ProblemError as exc:
+        errors.append(exc)
+    try:
+        oracle = table.string("oracle", "highs")
+        _, _, solver = oracle.partition(":")
+        try:
+            if solver:
+                check_name(solver)  # a file's solver name is a plain name, looked up in PuLP's own list
+            check_backend_name(oracle)  # the one backend validator (unknown, not installed, unfit suffix or solver)
+        except ValueError as exc:
+            raise table.error("oracle", str(exc)) from None
+    except ProblemError as exc:
+        errors.append(exc)
+    if errors:
+        raise errors[0] if len(errors) == 1 else ProblemErrors(errors)
     constants_table = table.table("constants", None)
     constants = {} if constants_table is None else plain(constants_table.data, table.path("constants"), file)
     horizon = None
     if "horizon" in table:
         horizon = table.string("horizon", choices=("unknown",))
     options = _oracle_options(table, oracle)
+    on_request = table.boolean("on_request", False)
     table.finish()
-    return PolicySpec(name=name, kind=kind, oracle=oracle, constants=constants, horizon=horizon, oracle_options=options)
+    return PolicySpec(
+        name=name,
+        kind=kind,
+        oracle=oracle,
+        constants=constants,
+        horizon=horizon,
+        oracle_options=options,
+        on_request=on_request,
+    )
 
 
 def _oracle_options(table: Table, oracle: str) -> dict[str, Any]:

@@ -94,6 +94,9 @@ Schema (every key not listed is refused)::
                                    # this recipe and drawn again from its seed on every rebuild
     # cov = { diagonal = 0.0025 }  # a d x d diagonal matrix: a number, d numbers or { label = x }
                                    #   (its d^2 entries count against the limit of values per draw)
+    # cov = { file = "cov.npy" }   # or from a data file beside this one (.npy without pickle, or .csv),
+                                   #   factors = ..., shared = [{ arms = [...], variance = v }]; the parts
+                                   #   add up (see experiments/matrices.py)
 
     [[policies]]                   # one table per compared policy
     name = "AROQ"                  # label in plots and results (letters, digits, _ . + -)
@@ -106,6 +109,8 @@ Schema (every key not listed is refused)::
     constants = { C = 1.5 }        # optional keyword constants of the policy
     horizon = "unknown"            # optional: build this policy with T=None (it plays the run's
                                    #   rounds without being told them), next to policies told T
+    on_request = true              # optional: run only when named (cmab-milp run --policies NAME), e.g.
+                                   #   a policy that needs hours; say its expected time in the description
 
     [run]
     horizon = 100000               # T: told to the policies, and the rounds every job plays
@@ -361,9 +366,8 @@ def parse_problem(data: dict[str, Any], file: str = "<problem>", *, build: bool 
 
     parsed_run = attempt(_parse_run, run) if run is not None else None
     limits = parsed_run[0] if parsed_run is not None else Limits()
-    policies = attempt(parse_policies, policy_tables, file) if policy_tables is not None else None
+    policies = attempt(parse_policies, policy_tables, file, check_kinds=build) if policy_tables is not None else None
     space_data = attempt(plain, space_table.data, "space", file) if space_table is not None else None
-    env_data = attempt(plain, env_table.data, "environment", file) if env_table is not None else None
     warnings: list[str] = []
     if build and space_table is not None:
         space = attempt(build_space, space_table, limits)
@@ -381,6 +385,8 @@ def parse_problem(data: dict[str, Any], file: str = "<problem>", *, build: bool 
                 policy = attempt(build_policy, table, spec.kind, space, T, oracle, dict(spec.constants))
                 if policy is not None and env is not None:
                     warnings += policy_warnings(table, spec.kind, dict(spec.constants), env)
+    # read after the build, which adds each data file's SHA-256 to its recipe (experiments/matrices.py)
+    env_data = attempt(plain, env_table.data, "environment", file) if env_table is not None else None
     if errors:
         raise errors[0] if len(errors) == 1 else ProblemErrors(errors)
     _, horizon, seeds, panels, curve_points, unknown = parsed_run

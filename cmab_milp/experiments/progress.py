@@ -1,7 +1,7 @@
-"""Progress of a run: jobs done, and rounds done inside the jobs still running.
+"""Progress of a run: jobs done, and time steps done inside the jobs still running.
 
 The parent process shows a ``tqdm`` bar of finished jobs on a terminal, with
-the running jobs' rounds and estimated time left as its postfix; when the stream
+the running jobs' steps and estimated time left as its postfix; when the stream
 is not a terminal (a log file, CI) it prints one plain line per finished job and,
 once a job has run :data:`LINE_SECONDS` and then at most that often, one line per running job.
 
@@ -17,10 +17,10 @@ Example
 >>> stream = io.StringIO()
 >>> progress = Progress(2, stream=stream, clock=iter([0.0, 1.0, 11.0, 12.0]).__next__)
 >>> progress.job("CUCB seed 1", 100, 2000)  # first seen: no line yet
->>> progress.job("CUCB seed 1", 500, 2000)  # 400 rounds in 10 s: 1,500 left take ~38 s
+>>> progress.job("CUCB seed 1", 500, 2000)  # 400 steps in 10 s: 1,500 left take ~38 s
 >>> progress.advance("CUCB seed 0 (5.0 s)")
 >>> print(stream.getvalue(), end="")
-  CUCB seed 1: 500/2,000 rounds (25%), ~0:38 left
+  CUCB seed 1: 500/2,000 steps (25%), ~0:38 left
 [1/2] CUCB seed 0 (5.0 s) | elapsed 0:12
 """
 
@@ -35,7 +35,7 @@ from typing import Any, TextIO
 
 __all__ = ["LINE_SECONDS", "REPORT_SECONDS", "Progress", "format_seconds", "job_reporter", "set_channel"]
 
-#: A running job reports its rounds at most this often (seconds).
+#: A running job reports its steps at most this often (seconds).
 REPORT_SECONDS = 1.0
 #: Without a terminal, a running job's line is printed at most this often (seconds).
 LINE_SECONDS = 10.0
@@ -44,7 +44,7 @@ _channel: Any = None  # where this process's jobs report: a queue, or None (no i
 
 
 def set_channel(channel: Any) -> None:
-    """Make the jobs of this process report their rounds on ``channel`` (``put``-able; None: silent).
+    """Make the jobs of this process report their steps on ``channel`` (``put``-able; None: silent).
 
     Executors call this in each worker (a pool initializer) or in the calling process.
     """
@@ -53,7 +53,7 @@ def set_channel(channel: Any) -> None:
 
 
 def job_reporter(label: str, clock: Callable[[], float] = time.monotonic) -> Callable[[int, int], None] | None:
-    """A ``progress(t, T)`` callback for :func:`cmab_milp.simulate` that reports ``label``'s rounds.
+    """A ``progress(t, T)`` callback for :func:`cmab_milp.simulate` that reports ``label``'s steps.
 
     ``None`` when this process has no channel. The first call, the last round
     and then at most one call every :data:`REPORT_SECONDS` send ``(label, t, T)``.
@@ -97,7 +97,7 @@ def format_seconds(seconds: float) -> str:
 
 
 class Progress:
-    """Reports ``done / total`` jobs and the running jobs' rounds on ``stream`` (stderr by default).
+    """Reports ``done / total`` jobs and the running jobs' steps on ``stream`` (stderr by default).
 
     ``channel``, if given, is drained every second for ``(label, t, T)``
     messages of running jobs (see :func:`job_reporter`).
@@ -135,7 +135,7 @@ class Progress:
 
     # ------------------------------------------------------------ in-job rounds
     def job(self, label: str, t: int, T: int) -> None:
-        """Job ``label`` has played ``t`` of its ``T`` rounds."""
+        """Job ``label`` has played ``t`` of its ``T`` time steps."""
         with self._lock:
             now = self.clock()
             state = self.running.get(label)
@@ -151,7 +151,7 @@ class Progress:
 
     def _rounds(self, state: list[float], now: float) -> str:
         t, T, since, t0 = state[0], state[1], state[2], state[3]
-        text = f"{int(t):,}/{int(T):,} rounds ({100 * t / max(T, 1):.0f}%)"
+        text = f"{int(t):,}/{int(T):,} steps ({100 * t / max(T, 1):.0f}%)"
         rate = (t - t0) / (now - since) if now > since and t > t0 else 0.0  # since this job was first seen
         if rate > 0 and t < T:
             text += f", ~{format_seconds((T - t) / rate)} left"

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..spaces.base import EmptySpaceError
 from .kinds import _construct
-from .schema import ProblemError, Table, check_number, describe, join_key
+from .schema import ProblemError, ProblemErrors, Table, check_number, describe, join_key
 
 _SENSES = ("<=", ">=", "==")
 
@@ -162,12 +162,29 @@ RULES: dict[str, Callable[[Any, Table], Any]] = {
 
 
 def _apply_rules(space: Any, rules: list[tuple[str, list[Table]]]) -> Any:
-    """Apply the side rules in :data:`RULES` order; the first that leaves no action is refused at its key."""
+    """Apply the side rules in :data:`RULES` order; the first that leaves no action is refused at its key.
+
+    Every rule table is read: a rule with a mistake is reported and left out, the rules after it are still
+    checked, and all the mistakes are raised together (:class:`~.schema.ProblemErrors`).
+    """
+    errors: list[ProblemError] = []
     for name, tables in rules:
         for rule in tables:
-            space = RULES[name](space, rule)
+            try:
+                ruled = RULES[name](space, rule)
+            except ProblemErrors as exc:
+                errors.extend(exc.errors)
+                continue
+            except ProblemError as exc:
+                errors.append(exc)
+                continue
+            if errors:  # feasibility with a rule left out would be judged on the wrong space
+                continue
+            space = ruled
             word = name.removesuffix("s") if name != "conflicts" else "list of conflicts"
             _check_feasible(space, rule, f"no action of the space satisfies this {word} (with the rules before it)")
+    if errors:
+        raise errors[0] if len(errors) == 1 else ProblemErrors(errors)
     return space
 
 

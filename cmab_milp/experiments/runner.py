@@ -141,9 +141,12 @@ def run_job(problem: Problem, policy: str, seed: int) -> dict[str, Any]:
         if getattr(result, "alpha_regret", None) is not None:  # Algorithm 5: alpha-approximate oracles
             totals["alpha_regret"] = float(np.asarray(result.alpha_regret)[-1])
             totals["alpha"] = float(result.alpha)
+        extra = [
+            {**note, "arms": [_json_label(a) for a in note["arms"]]} for note in result.info.get("extra_queries", ())
+        ]
     except Exception:  # reported by the parent with the job's name; other jobs go on
         return {"error": traceback.format_exc()}
-    return {"curve": curve, "totals": totals, "job_seconds": time.perf_counter() - started}
+    return {"curve": curve, "totals": totals, "job_seconds": time.perf_counter() - started, "extra_queries": extra}
 
 
 # --------------------------------------------------------------- the folder
@@ -231,6 +234,8 @@ def _save_job(out: Path, problem: Problem, job: Job, outcome: dict[str, Any]) ->
             "totals": outcome["totals"],
             "rows": len(outcome["curve"]["t"]),
             "job_seconds": outcome["job_seconds"],
+            # queries beyond the schedule's, with the step and why (cmab_milp.policies.index)
+            "extra_queries": outcome.get("extra_queries", []),
             "finished": _now(),
             "complete": True,
         },
@@ -263,13 +268,18 @@ def summarise(problem: Problem, out_dir: str | Path, run_info: dict[str, Any] | 
     policies: dict[str, Any] = {}
     info: dict[str, Any] = {}
     missing: list[str] = []
+    not_requested: list[str] = []  # on_request policies never run here: not missing, just not asked for
     for spec in problem.policies:
         totals: dict[str, list[float]] = {metric: [] for metric in (*METRICS, *OPTIONAL_METRICS)}
         seeds = []
+        done = [seed for seed in problem.seeds if _is_complete(out, problem, Job(spec.name, seed))]
+        if spec.on_request and not done:
+            not_requested.append(spec.name)
         for seed in problem.seeds:
             job = Job(spec.name, seed)
-            if not _is_complete(out, problem, job):
-                missing.append(str(job))
+            if seed not in done:
+                if not (spec.on_request and not done):
+                    missing.append(str(job))
                 continue
             record = read_json(job_paths(out, spec.name, seed)[1])
             for metric in METRICS:
@@ -297,6 +307,7 @@ def summarise(problem: Problem, out_dir: str | Path, run_info: dict[str, Any] | 
         "policy_info": info,
         "complete": not missing,
         "missing_jobs": missing,
+        "on_request_not_run": not_requested,
         "problem": {
             "file": problem.file,
             "title": problem.title,
@@ -394,7 +405,9 @@ def run_problem(
     """Run every (policy, seed) job of ``problem`` into ``out_dir``; return the summary.
 
     ``policies`` (names) runs only their jobs; the folder still belongs to the
-    whole problem, so the others can be run later with ``resume``.
+    whole problem, so the others can be run later with ``resume``. Without
+    ``policies``, entries marked ``on_request = true`` are left out (they run
+    only when named).
 
     ``jobs`` workers (default: the number of cores) on the named ``executor``.
     With ``resume``, jobs whose results are already complete are skipped.
@@ -408,7 +421,10 @@ def run_problem(
     workers = jobs or os.cpu_count() or 1
     _check_folder(problem, out, resume)
     names = [spec.name for spec in problem.policies]
-    chosen = names if policies is None else list(dict.fromkeys(policies))
+    by_default = [spec.name for spec in problem.policies if not spec.on_request]
+    if policies is None and not by_default:
+        raise RunError(f"every policy of {problem.file} runs on request only: name them with --policies NAME,...")
+    chosen = by_default if policies is None else list(dict.fromkeys(policies))
     unknown = [name for name in chosen if name not in names]
     if unknown or not chosen:
         raise RunError(
@@ -434,6 +450,9 @@ def run_problem(
         f"{problem.file}: {len(problem.policies)} policies x {len(problem.seeds)} seeds, {problem.horizon_text}; "
         f"{len(todo)} jobs to run" + (f" ({skipped} already complete)" if skipped else "") + f" -> {out}\n"
     )
+    left_out = [name for name in names if name not in chosen and problem.policy(name).on_request]
+    if left_out and policies is None:
+        stream.write(f"on request only (run them with --policies {','.join(left_out)}): {', '.join(left_out)}\n")
     started, clock = _now(), time.perf_counter()
     failures: list[str] = []
     interrupted = False

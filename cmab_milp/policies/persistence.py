@@ -302,6 +302,9 @@ def save_policy(policy: Policy, path: str | os.PathLike) -> None:
             np.savez(f, header=blob, **encode.arrays)
             f.flush()
             os.fsync(f.fileno())
+        mask = os.umask(0)  # the usual permissions (0o666 less the umask), as results get; not mkstemp's 0o600
+        os.umask(mask)
+        os.chmod(tmp, 0o666 & ~mask)
         os.replace(tmp, target)
     except BaseException:
         if os.path.exists(tmp):

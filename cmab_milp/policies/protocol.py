@@ -341,18 +341,15 @@ class Policy(ABC):
         played = np.flatnonzero(action)
         y = np.full(self.d, np.nan)
         if isinstance(rewards, Mapping):
-            labels = None
             for key, value in rewards.items():
                 if isinstance(key, (int, np.integer)) and not isinstance(key, bool) and 0 <= key < self.d:
                     arm = int(key)
-                else:
-                    if labels is None:
-                        labels = {label: k for k, label in enumerate(self.space.arms)}
+                else:  # a label given to the space (labels=, with_labels) or a graph edge, as the oracle takes
                     try:
-                        arm = labels[key]
-                    except (KeyError, TypeError):
+                        arm = self.space.arm_index(key, "rewards")
+                    except ValueError as exc:
                         raise ValueError(
-                            f"rewards names arm {key!r}, neither an index < {self.d} nor an arm label"
+                            f"rewards names arm {key!r}, neither an index < {self.d} nor an arm label ({exc})"
                         ) from None
                 if not action[arm]:
                     raise ValueError(f"rewards has an outcome for arm {key!r}, which the action did not play")

@@ -96,6 +96,26 @@ class ActionSpace(ABC):
     d: int
     arms: list
 
+    #: Public attributes and methods particular to this kind of space (``STPaths.path_edges``,
+    #: ``PartitionMatroid.blocks``...). Every space built from it keeps them: side rules, conflicts,
+    #: budgets, groups, labels and intersections answer them from the space they wrap.
+    helpers: tuple[str, ...] = ()
+
+    def _helper_owner(self, name: str) -> ActionSpace | None:
+        """The wrapped space that answers helper ``name`` (``None``: none; only wrapping spaces have one)."""
+        return None
+
+    def __getattr__(self, name: str) -> Any:
+        # only reached when normal lookup fails: a wrapped space's helper, else the usual error
+        if not name.startswith("_"):
+            owner = self._helper_owner(name)
+            if owner is not None:
+                return getattr(owner, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def __dir__(self) -> list[str]:
+        return sorted(set(super().__dir__()) | set(self.helpers))
+
     # ----------------------------------------------------------- membership
     def contains(self, action: Any) -> bool:
         """Whether ``action`` (length-``d`` 0/1 vector) is a feasible action."""
@@ -348,6 +368,15 @@ class Intersection(ActionSpace):
 
     def _make_labels(self) -> ArmLabels:
         return self._source.arm_labels
+
+    @property
+    def helpers(self) -> tuple[str, ...]:  # type: ignore[override]
+        """Every member's helpers (each answered by the first member that has it)."""
+        spaces = self.__dict__.get("spaces", ())
+        return tuple(dict.fromkeys(name for s in spaces for name in s.helpers))
+
+    def _helper_owner(self, name: str) -> ActionSpace | None:
+        return next((s for s in self.__dict__.get("spaces", ()) if name in s.helpers), None)
 
     def _contains(self, action: np.ndarray) -> bool:
         return all(s._contains(action) for s in self.spaces)

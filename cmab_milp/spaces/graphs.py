@@ -63,6 +63,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
+from .._names import close_names, shown_names
 from .base import ActionSpace, as_action
 from .formulation import Formulation, Row
 from .graph_cuts import _SEP_TOL, MAX_FLOWS_PER_CALL, GraphCuts  # noqa: F401 - MAX_FLOWS_PER_CALL's former home
@@ -109,6 +110,8 @@ PATH_DIRECTED_MIN_ARCS = 40
 
 class _GraphSpace(GraphCuts, ActionSpace):
     """Common storage: the graph, its edge list (arms) and integer endpoints."""
+
+    helpers: tuple[str, ...] = ("graph", "nodes", "n_nodes", "node_index")
 
     def __init__(self, graph: Any, *, allow_directed: bool = False, labels: Iterable[Hashable] | None = None):
         if not isinstance(graph, nx.Graph):
@@ -296,11 +299,19 @@ class STPaths(_GraphSpace):
     [[0, 1, 0, 0], [1, 0, 1, 0]]
     """
 
+    helpers = (*_GraphSpace.helpers, "source", "target", "directed", "path_nodes", "path_edges")
+
     def __init__(self, graph: Any, source: Any, target: Any, *, labels: Iterable[Hashable] | None = None):
         super().__init__(graph, allow_directed=True, labels=labels)
+        missing = []
         for name, v in (("source", source), ("target", target)):
             if v not in graph:
-                raise ValueError(f"{name} {v!r} is not a node of the graph")
+                close = close_names(v, list(graph), n=3)
+                hint = f" (did you mean {', '.join(map(repr, close))}?)" if close else ""
+                missing.append(f"{name} {v!r} is not a node of the graph{hint}")
+        if missing:
+            nodes = list(graph)
+            raise ValueError(f"{'; '.join(missing)}; its {len(nodes)} nodes: {shown_names(nodes)}")
         if source == target:
             raise ValueError("source and target must differ")
         if not nx.has_path(graph, source, target):
@@ -485,6 +496,8 @@ class Matchings(_GraphSpace):
     >>> len(Matchings(nx.complete_graph(4), perfect=True).enumerate())
     3
     """
+
+    helpers = (*_GraphSpace.helpers, "perfect", "bipartite")
 
     def __init__(self, graph: Any, perfect: bool = False, *, labels: Iterable[Hashable] | None = None):
         super().__init__(graph, labels=labels)

@@ -61,6 +61,16 @@ class RuleSpace(ActionSpace):
         return self.parent.arm_labels
 
     @property
+    def helpers(self) -> tuple[str, ...]:  # type: ignore[override]
+        """The wrapped space's helpers (``path_edges``, ``graph``...), answered by it."""
+        parent = self.__dict__.get("parent")
+        return () if parent is None else parent.helpers
+
+    def _helper_owner(self, name: str) -> ActionSpace | None:
+        parent = self.__dict__.get("parent")
+        return parent if parent is not None and name in parent.helpers else None
+
+    @property
     def rows(self) -> list[Row]:
         """The rule's rows (over arm columns only)."""
         return self._rows()

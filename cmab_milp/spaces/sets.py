@@ -44,6 +44,8 @@ class Cardinality(ActionSpace):
     False
     """
 
+    helpers = ("exact",)
+
     def __init__(self, d: int, m: int, exact: bool = False, *, labels: Iterable[Hashable] | None = None):
         self.d = _positive_int(d, "d")
         m = _positive_int(m, "m")
@@ -89,6 +91,8 @@ class PartitionMatroid(ActionSpace):
     >>> PartitionMatroid([["ann", "bob"], ["cy"]], [1, 1], labels=["ann", "bob", "cy"]).blocks
     [[0, 1], [2]]
     """
+
+    helpers = ("blocks", "capacities")
 
     def __init__(
         self,
@@ -172,6 +176,8 @@ class ExplicitActions(ActionSpace):
     >>> space.d, space.m
     (3, 2)
     """
+
+    helpers = ("actions",)
 
     def __init__(self, actions: Any, *, labels: Iterable[Hashable] | None = None):
         arr = np.asarray(actions)
