@@ -64,7 +64,6 @@ from ..spaces.base import ActionSpace, as_action
 from .anytime import first_horizon, next_horizon
 from .checks import check_horizon
 
-
 #: Outcomes given to :meth:`Policy.observe` are refused above this magnitude: over 2**53 rounds their
 #: sums stay below 1e116 and their squares' sums below 1e216, far from float overflow.
 MAX_OUTCOME = 1e100
