@@ -351,7 +351,7 @@ def load_policy(path: str | os.PathLike, *, oracle: str | Oracle | None = None, 
     """
     where = os.fspath(path)
     try:
-        header, arrays = read_saved(where, max_bytes=max_bytes)
+        header, arrays, unused = read_saved(where, max_bytes=max_bytes)
     except (FileNotFoundError, PermissionError, IsADirectoryError):
         raise
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, UnicodeDecodeError) as exc:
@@ -364,11 +364,35 @@ def load_policy(path: str | os.PathLike, *, oracle: str | Oracle | None = None, 
             f"{where} has policy format version {version!r:.40}; this cmab_milp reads version {FORMAT_VERSION}"
         )
     try:
-        return _restore(header, arrays, oracle, max_bytes)
+        policy = _restore(header, arrays, oracle, max_bytes)
+        if unused:
+            raise ValueError(f"the archive holds member {unused[0]}.npy, which the header never refers to")
+        return policy
     except ValueError as exc:
         raise ValueError(f"{where} is damaged: {exc}") from None
     except (KeyError, TypeError, IndexError, AttributeError, MemoryError, OverflowError, RecursionError) as exc:
         raise ValueError(f"{where} is damaged: {type(exc).__name__}: {exc!s:.200}") from None
+
+
+def _decoded(section: dict, arrays: dict, name: str) -> dict:
+    """Each field of a header section decoded; a field that does not decode is named."""
+    out = {}
+    for key, value in section.items():
+        where = f"{name}.{key}"
+        pairs = value.get("__map__") if isinstance(value, dict) and len(value) == 1 else None
+        if isinstance(pairs, list) and all(
+            isinstance(p, list) and len(p) == 2 and isinstance(p[0], str) for p in pairs
+        ):
+            named = dict(pairs)
+            if len(named) != len(pairs):
+                raise ValueError(f"{where}: a field is given twice")
+            out[key] = _decoded(named, arrays, where)  # a map of named fields (an index's state)
+            continue
+        try:
+            out[key] = _decode(value, arrays)
+        except (KeyError, TypeError, IndexError, AttributeError, ValueError) as exc:
+            raise ValueError(f"{where}: cannot be decoded ({type(exc).__name__}: {exc!s:.80})") from None
+    return out
 
 
 def _restore(header: dict, arrays: dict, oracle: str | Oracle | None, max_bytes: int = MAX_BYTES) -> Policy:
@@ -377,7 +401,7 @@ def _restore(header: dict, arrays: dict, oracle: str | Oracle | None, max_bytes:
         raise ValueError(f"policy: unknown policy class {header.get('policy')!r:.60}")
     check_header(header, arrays, max_bytes, cls)
     space = _space(header["space"], arrays)
-    params = {k: _decode(v, arrays) for k, v in header["params"].items()}
+    params = _decoded(header["params"], arrays, "params")
     check_params(cls, space, header, params, arrays)
     saved = header["oracle"]
     rebuilt_oracle = oracle is None
@@ -393,7 +417,7 @@ def _restore(header: dict, arrays: dict, oracle: str | Oracle | None, max_bytes:
         policy = cls(space, header["T"], oracle=oracle, **params)
     except ValueError as exc:
         raise ValueError(f"params or T: {exc}") from None
-    state = {k: _decode(v, arrays) for k, v in header["state"].items()}
+    state = _decoded(header["state"], arrays, "state")
     check_state(policy, state)
     policy.set_state(state)
     if rebuilt_oracle:

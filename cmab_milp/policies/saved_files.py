@@ -7,7 +7,7 @@ refused, as is anything but a regular file), lists the zip archive's members
 the declared dtype and shape against the size in the zip directory and against
 ``max_bytes``, all *before* any array data is decompressed. The JSON header is
 scanned for nesting depth before it is parsed. Every array member must be
-referenced exactly once by the header.
+referenced exactly once by the header; one referenced by nothing is never decompressed.
 
 Refusals are ``ValueError`` with one line naming the member or the field.
 """
@@ -108,8 +108,12 @@ def _array_refs(value: Any, found: dict[str, str], where: str) -> None:
             todo.extend((v, path if k.startswith("__") else f"{path}.{k}" if path else k) for k, v in item.items())
 
 
-def read_saved(path: str, *, max_bytes: int = MAX_BYTES) -> tuple[dict, dict[str, np.ndarray]]:
-    """The JSON header and the arrays of the saved learner at ``path``, checked before they are read.
+def read_saved(path: str, *, max_bytes: int = MAX_BYTES) -> tuple[dict, dict[str, np.ndarray], list[str]]:
+    """The JSON header, the arrays and the unreferenced members of the saved learner at ``path``.
+
+    Everything is checked before it is read; members the header never refers to
+    are listed, not decompressed (the caller refuses them once it has checked
+    the fields, so that a damaged field is named first).
 
     Raises ``ValueError`` (one line, naming the member or field) for anything a
     saved learner cannot hold; ``FileNotFoundError`` / ``PermissionError`` as the
@@ -168,13 +172,11 @@ def read_saved(path: str, *, max_bytes: int = MAX_BYTES) -> tuple[dict, dict[str
             if missing:
                 raise ValueError(f"{refs[missing[0]]}: refers to array {missing[0]!r:.40}, absent from the archive")
             unused = sorted(set(declared) - set(refs), key=lambda n: (len(n), n))
-            if unused:
-                raise ValueError(f"the archive holds member {unused[0]}.npy, which the header never refers to")
-            arrays = {}
-            for key in declared:
+            arrays: dict[str, np.ndarray] = {}
+            for key in refs:  # members the header never refers to are never decompressed (refused later)
                 with archive.open(f"{key}.npy") as stream:
                     arrays[key] = np.lib.format.read_array(stream, allow_pickle=False)
-    return header, arrays
+    return header, arrays, unused
 
 
 def declared_offset(archive: zipfile.ZipFile) -> int:

@@ -67,6 +67,8 @@ def _structure(value: Any, template: Any, where: str, field: str) -> None:
                 )
             fixed = template.shape[1:] if field in _VARIABLE_ROWS else template.shape
             got = value.shape[1:] if field in _VARIABLE_ROWS else value.shape
+            if field == "hist":  # a learned support grows: its width is checked against the support
+                fixed, got = template.shape[:1], value.shape[:1]
             if got != fixed:
                 raise _fail(where, f"expected shape {template.shape}, got {value.shape}")
             continue
@@ -200,6 +202,14 @@ def _protocol(policy: Any, state: Mapping[str, Any]) -> None:
 def _index(policy: Any, index: Mapping[str, Any], observed: int) -> None:
     """Statistics: counts within the rounds observed, sums within the outcomes observe() accepts."""
     counts = index["counts"]
+    for k, carry in enumerate(index.get("carries", [])):
+        where = f"state.index.carries[{k}]"
+        if not isinstance(carry, Mapping) or not {"reuse", "solved", "reused"} <= set(carry):
+            raise _fail(where, "a carry holds reuse, solved and reused")
+        if _kind(carry["solved"]) != "int" or _kind(carry["reused"]) != "int":
+            raise _fail(where, "solved and reused are counts")
+        if carry["reuse"] is not None and (_kind(carry["reuse"]) != "float" or not 0 <= carry["reuse"] <= 1):
+            raise _fail(f"{where}.reuse", f"a share in [0, 1], got {carry['reuse']!r:.40}")
     if counts.max(initial=0) > observed:
         raise _fail("state.index.counts", f"an arm observed more often than the {observed} rounds observed")
     if "sums" in index:
@@ -224,6 +234,9 @@ def _index(policy: Any, index: Mapping[str, Any], observed: int) -> None:
             raise _fail(f"{where}.outer_sums", "beyond what the pair counts' outcomes can sum to")
     if "hist" in index:
         hist = index["hist"]
+        width = len(index["support"]) if "support" in index else policy.index.hist.shape[1]
+        if hist.shape[1] != width:
+            raise _fail("state.index.hist", f"expected {width} values per arm, got {hist.shape[1]}")
         if not np.array_equal(hist.sum(axis=1), counts):
             raise _fail("state.index.hist", "the histograms must sum to the counts")
     if "support" in index:
@@ -261,9 +274,38 @@ def _schedule(policy: Any, state: Mapping[str, Any]) -> None:
                 raise _fail("state.phases", f"phase {k} is (first round, cycle)")
             _actions(policy, phase[1], "state.phases")
     if "history" in state:
-        for record in state["history"]:
-            if not isinstance(record, Mapping):
-                raise _fail("state.history", "each epoch's record is a mapping")
+        _history(policy, state)
+
+
+_RECORD_KEYS = {
+    "arm": {"start", "survivors", "plays"},
+    "pair": {"start", "survivors", "pairs", "pair_rounds", "length"},
+}
+_RECORD_OPTIONAL = {"pair_queries", "pairs_skipped"}
+
+
+def _history(policy: Any, state: Mapping[str, Any]) -> None:
+    """Per epoch: its start (a past round, in order), the surviving arms and the counts of its plays."""
+    t, d = state["t"], policy.d
+    keys = _RECORD_KEYS["pair" if getattr(policy, "unit", "arm") == "pair" else "arm"]
+    last = 0
+    for k, record in enumerate(state["history"]):
+        where = f"state.history[{k}]"
+        if not isinstance(record, Mapping) or not keys <= set(record) <= keys | _RECORD_OPTIONAL:
+            raise _fail(where, f"an epoch's record holds {sorted(keys)}")
+        for key, value in record.items():
+            if key == "survivors":
+                if (
+                    not isinstance(value, list)
+                    or not all(_kind(i) == "int" and 0 <= i < d for i in value)
+                    or value != sorted(set(value))
+                ):
+                    raise _fail(f"{where}.survivors", f"expected increasing arms below {d}")
+            elif _kind(value) != "int" or not 0 <= value <= _MAX_INT:
+                raise _fail(f"{where}.{key}", f"expected a count, got {value!r:.40}")
+        if not last <= record["start"] < t:
+            raise _fail(f"{where}.start", f"epochs start in order at past rounds, got {record['start']}")
+        last = record["start"]
 
 
 def check_state(policy: Any, state: Mapping[str, Any]) -> None:
@@ -279,7 +321,63 @@ def check_state(policy: Any, state: Mapping[str, Any]) -> None:
     index = state.get("index")
     if isinstance(index, Mapping):
         _index(policy, index, state["observed_rounds"])
+        unreachable = state.get("unreachable")
+        if (
+            isinstance(unreachable, np.ndarray)
+            and (unreachable & ((index["counts"] > 0) | (state["in_flight"] > 0))).any()
+        ):
+            raise _fail("state.unreachable", "an arm in no action was observed or selected")
     _schedule(policy, state)
+    _replayed(policy, state)
+
+
+def _replayed(policy: Any, state: Mapping[str, Any]) -> None:
+    """What the schedule derives from other fields: the grid, the warm-up cover, the cycle, the stretch."""
+    if state.get("cover") is not None and hasattr(policy, "warmup_cover"):
+        if not np.array_equal(state["cover"], policy.warmup_cover()):
+            raise _fail("state.cover", "is not the warm-up cover of this space")
+    if "grid" in state and hasattr(policy, "phase_grid"):
+        saved = {k: getattr(policy, k) for k in ("phase_start", "horizon", "t", "warmup_rounds") if hasattr(policy, k)}
+        try:
+            for k in saved:
+                if k in state:
+                    setattr(policy, k, state[k])
+            expected = policy.phase_grid()
+        finally:
+            for k, v in saved.items():
+                setattr(policy, k, v)
+        if not np.array_equal(state["grid"], expected):
+            raise _fail("state.grid", f"is not the epoch grid of this phase ({expected.tolist()})")
+    history = state.get("history")
+    if state.get("cycle") is not None:
+        if "phases" in state:
+            if not state["phases"] or not np.array_equal(state["phases"][0][1], state["cycle"]):
+                raise _fail("state.cycle", "must be the first phase's cycle")
+        elif history and len(state["cycle"]) != history[-1]["plays"]:
+            raise _fail("state.cycle", f"the epoch plays {history[-1]['plays']} representatives")
+    if history and "active" in state:
+        if history[-1]["survivors"] != np.flatnonzero(state["active"]).tolist():
+            raise _fail(f"state.history[{len(history) - 1}].survivors", "must be the surviving arms")
+    stretch = state["_stretch"]
+    if stretch is None:
+        return
+    candidates = []
+    if state.get("action") is not None:
+        candidates.append(state["action"][None])
+    for name in ("cycle", "cover"):
+        if state.get(name) is not None:
+            candidates.append(state[name])
+    for _, cycle in state.get("phases", []):
+        candidates.append(cycle)
+    if not candidates:
+        if len(stretch.actions) != 1:
+            raise _fail("state._stretch", "a stretch of one action per round")
+        return
+    rows = stretch.actions
+    for cycle in candidates:
+        if len(rows) == len(cycle) and any(np.array_equal(rows, np.roll(cycle, -k, axis=0)) for k in range(len(cycle))):
+            return
+    raise _fail("state._stretch", "is not a turn of the held action, the cycle or the warm-up cover")
 
 
 # ------------------------------------------------------------------ header, params, ledger
