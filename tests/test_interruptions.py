@@ -24,12 +24,25 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals a
 
 
 def _python(script: str, tmp_path: Path) -> subprocess.Popen:
+    """Run ``script`` in a child Python (its own session, output in files ``out.txt`` / ``err.txt``)."""
     path = tmp_path / "script.py"
     path.write_text(textwrap.dedent(script))
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.Popen(
-        [sys.executable, str(path)], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+    with open(tmp_path / "out.txt", "w") as out, open(tmp_path / "err.txt", "w") as err:
+        return subprocess.Popen(
+            [sys.executable, str(path)], cwd=tmp_path, env=env, stdout=out, stderr=err, start_new_session=True
+        )
+
+
+def _finish(child: subprocess.Popen, tmp_path: Path, seconds: float) -> tuple[str, str] | None:
+    """The child's output once it ends within ``seconds``; None (its whole session killed) if it does not."""
+    try:
+        child.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
+        child.wait()
+        return None
+    return (tmp_path / "out.txt").read_text(), (tmp_path / "err.txt").read_text()
 
 
 def _alive(pid: int) -> bool:
@@ -89,12 +102,9 @@ def test_cancel_returns_after_a_worker_was_killed_while_idle(tmp_path: Path) -> 
         TASKS + "\n\ndef dispatch(kind, arg):\n    return pid_after(arg) if kind == 'pid' else sleeper(arg)\n"
     )
     child = _python(script, tmp_path)
-    try:
-        out, err = child.communicate(timeout=90)
-    except subprocess.TimeoutExpired:
-        child.kill()
-        out, err = child.communicate()
-        pytest.fail(f"close(cancel=True) hung after an idle worker was killed: {out} {err}")
+    finished = _finish(child, tmp_path, 90)
+    assert finished is not None, "close(cancel=True) hung after an idle worker was killed"
+    out, err = finished
     assert child.returncode == 0, err
     assert "closed" in out
 
@@ -119,11 +129,18 @@ def test_workers_exit_at_once_and_quietly_when_the_parent_is_killed(tmp_path: Pa
     workers = [int(p.name.split(".")[0]) for p in tmp_path.glob("*.pid")]
     assert len(workers) == 2
     os.kill(child.pid, signal.SIGKILL)
+    child.wait()
     killed = time.time()
-    _, err = child.communicate(timeout=60)  # returns once every holder of the stderr pipe (the workers) is gone
+    while [pid for pid in workers if _alive(pid)] and time.time() < killed + 10:
+        time.sleep(0.05)
     gone = time.time() - killed
-    assert not [pid for pid in workers if _alive(pid)]
+    left = [pid for pid in workers if _alive(pid)]
+    if left:
+        os.killpg(child.pid, signal.SIGKILL)
+    assert not left, "the workers outlived their parent by more than 10 s"
     assert gone < 5.0, f"the workers outlived their parent by {gone:.1f} s"
+    time.sleep(0.5)
+    err = (tmp_path / "err.txt").read_text()
     assert "Traceback" not in err and "BrokenPipeError" not in err, err
 
 
@@ -188,7 +205,7 @@ def test_two_resumes_at_once_run_each_job_once(tmp_path: Path) -> None:
         assert second.returncode == 2
         assert "in use by another cmab-milp run" in second.stderr
     finally:
-        first.kill()
-        first.communicate()
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait()
     fd = lock_folder(out)  # the killed run's lock went with it
     os.close(fd)

@@ -409,6 +409,8 @@ def _space_d(data: Any, arrays: Mapping[str, np.ndarray], where: str = "space") 
         ref = data.get("actions")
         array = arrays.get(ref.get("__array__")) if isinstance(ref, Mapping) else None
         d = array.shape[1] if isinstance(array, np.ndarray) and array.ndim == 2 else None
+        if d is not None and len(np.unique(array, axis=0)) != len(array):
+            raise _fail(f"{where}.actions", "duplicate rows (a saved action list holds each action once)")
     elif kind in ("GraphicMatroid", "SpanningTrees", "STPaths", "Matchings"):
         graph = data.get("graph")
         edges = graph.get("edges") if isinstance(graph, Mapping) else None
