@@ -19,8 +19,9 @@ class of such a module may also be written ``"MODULE:Class"``.
 Sizes are checked before anything is built (:class:`~cmab_milp.experiments.limits.Limits`):
 arms ``d`` (and a graph's edges) <= 5,000, graph nodes <= 20,000, values per draw
 <= 10^6, explicit actions <= 10^5, horizon (or rounds) <= 10^8, seeds <= 1,000, curve points
-<= 10,000. A file that means it raises them in ``[run] limits`` (the horizon
-stops at 2^50).
+<= 10,000, policies <= 100, jobs (policies x seeds) <= 10,000. A file that means it raises them
+in ``[run] limits`` (the horizon stops at 2^50). Arrays and tables nested more than 32 deep are
+refused at their key (:mod:`~cmab_milp.experiments.file_limits`).
 
 Schema (every key not listed is refused)::
 
