@@ -9,7 +9,8 @@ outstanding, and saved. Then every field of the file -- each JSON value of the h
 **size** (2**62, 1e300, a million-element array). Loading must then either raise ``ValueError`` naming the
 field, or give a learner whose next selections and state equal the undamaged learner's on the same
 outcomes. Only damages that could be legitimate values are left out: the sign of a float (outcomes may
-be negative) and the size of a constant (any finite positive constant is a valid choice).
+be negative), the size of a constant (any finite positive constant is a valid choice) and the sign and
+size of unsigned words (a random generator's state, of which any value is one).
 
 The default run damages a deterministic sample of the cases; the exhaustive variant is marked slow.
 """
@@ -150,9 +151,15 @@ def _damages(leaf: Any, section: str) -> list[tuple[str, Any]]:
             ("type:dtype", change(lambda a: a.astype(float) if a.dtype.kind != "f" else a.astype(np.int64))),
             ("size:million", change(lambda a: np.zeros(10**6, a.dtype))),
         ]
+        # unsigned arrays are words of a random generator's state (any value is one): no sign or size damage
         out += [
-            ("sign", change(lambda a: (-a - 1) if a.dtype.kind in "iu" else a)),
-            ("size:huge", change(lambda a: np.full_like(a, 2**62 if a.dtype.kind in "iu" else 1e300, subok=False))),
+            ("sign", change(lambda a: (-a - 1) if a.dtype.kind == "i" else a)),
+            (
+                "size:huge",
+                change(
+                    lambda a: np.full_like(a, 2**62 if a.dtype.kind == "i" else 1e300) if a.dtype.kind != "u" else a
+                ),
+            ),
             ("nan", change(lambda a: np.full_like(a, np.nan) if a.dtype.kind == "f" else a)),
             ("inf", change(lambda a: np.full_like(a, np.inf) if a.dtype.kind == "f" else a)),
         ]

@@ -104,7 +104,8 @@ def _numbers(value: Any, where: str) -> None:
             if not 1 <= item.length <= _MAX_INT:
                 raise _fail(path, f"a stretch lasts 1 to {_MAX_INT} rounds, got {item.length}")
         elif isinstance(item, np.ndarray):
-            if item.dtype.kind in "iu" and item.size and (item.min() < 0 or item.max() > _MAX_INT):
+            # signed integers are counts and rounds; unsigned ones are words (a random generator's state)
+            if item.dtype.kind == "i" and item.size and (item.min() < 0 or item.max() > _MAX_INT):
                 raise _fail(path, f"counts lie in [0, {_MAX_INT}], got {item.min()} .. {item.max()}")
             if item.dtype.kind == "f" and not np.isfinite(item).all():
                 raise _fail(path, "must be finite (no NaN or inf)")
