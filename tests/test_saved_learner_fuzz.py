@@ -17,6 +17,7 @@ The default run damages a deterministic sample of the cases; the exhaustive vari
 
 from __future__ import annotations
 
+import inspect
 import io
 import json
 import zipfile
@@ -39,7 +40,9 @@ def _outcome(step: int, arms: np.ndarray) -> np.ndarray:
 
 
 def _played(name: str, T: int | None) -> Any:
-    policy = policy_classes()[name](SPACE, T, oracle="enumerate")
+    cls = policy_classes()[name]
+    seeded = {"seed": 0} if "seed" in inspect.signature(cls).parameters else {}  # the same cases on every worker
+    policy = cls(SPACE, T, oracle="enumerate", **seeded)
     waiting = []
     for step in range(12):
         waiting.append(policy.select())

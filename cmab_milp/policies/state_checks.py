@@ -217,6 +217,10 @@ def _index(policy: Any, index: Mapping[str, Any], observed: int) -> None:
         sums = index["sums"]
         if (np.abs(sums) > counts * MAX_OUTCOME).any():
             raise _fail("state.index.sums", "beyond what the counts' outcomes (at most 1e100 each) can sum to")
+    if "successes" in index:  # Bernoulli-trick successes (CTS): between none and every observation
+        successes = index["successes"]
+        if (successes < 0).any() or (successes > counts).any():
+            raise _fail("state.index.successes", "must lie between 0 and the counts")
     if "estimator" in index:
         est = index["estimator"]
         n, pairs, sums, outer = est["counts"], est["pair_counts"], est["sums"], est["outer_sums"]
