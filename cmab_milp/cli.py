@@ -346,10 +346,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _failed(args: argparse.Namespace, message: str, code: int) -> int:
+    from .experiments.schema import printable
+
     if getattr(args, "debug", False):
         traceback.print_exc(file=sys.stderr)
     for line in message.splitlines() or [""]:  # several errors of one file: one line each
-        sys.stderr.write(f"cmab-milp: error: {line}\n")
+        sys.stderr.write(f"cmab-milp: error: {printable(line)}\n")  # a file's keys: control characters escaped
     return code
 
 

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import networkx as nx
-import numpy as np
 
 from .limits import Limits
 from .registry import check_name
@@ -38,37 +37,63 @@ class GraphGenerator:
     in [0, 1]), ``"bool"`` or ``"seed"`` (an integer >= 0). ``size(values) -> (nodes,
     edges)`` bounds the graph from the checked arguments *before* it is built;
     ``variadic`` means every positional argument is an ``"int"`` (as
-    ``complete_multipartite_graph(*sizes)``).
+    ``complete_multipartite_graph(*sizes)``). ``size`` must be a closed form (no
+    loop that runs as many times as an argument says), so that it answers at once
+    for any arguments. ``refuse(values)`` returns why arguments that would make
+    the generator retry without end (or fail only after long work) are refused,
+    or None; a ``"tries"`` parameter (a retry count) is at most :data:`MAX_TRIES`.
     """
 
     function: Callable[..., nx.Graph]
     params: tuple[tuple[str, str], ...]
     size: Callable[[dict[str, Any]], tuple[int, int]]
     variadic: bool = False
+    refuse: Callable[[dict[str, Any]], str | None] | None = None
+
+
+#: The most attempts a retrying generator may be given (``tries`` of connected_watts_strogatz_graph).
+MAX_TRIES = 1000
+#: Sizes are computed up to this many nodes or edges (far above any limit a run can take); larger is this.
+_SIZE_CAP = 2**64
 
 
 def _pairs(n: int) -> int:
+    n = min(n, _SIZE_CAP)
     return n * (n - 1) // 2
 
 
 def _tree_nodes(v: dict[str, Any]) -> int:
-    r, h, total, level = v["r"], v["h"], 0, 1
-    for _ in range(h + 1):
-        total += level
-        level *= r
-        if total > 10**12:
-            break
-    return total
+    """Nodes of ``balanced_tree(r, h)``: ``1 + r + ... + r**h`` in closed form (capped at ``_SIZE_CAP``)."""
+    r, h = min(v["r"], _SIZE_CAP), v["h"]
+    if r <= 1:
+        return min(1 + r * h, _SIZE_CAP)
+    if h + 1 > _SIZE_CAP.bit_length():  # r**(h+1) >= 2**(h+1) is beyond the cap
+        return _SIZE_CAP
+    return min((r ** (h + 1) - 1) // (r - 1), _SIZE_CAP)
 
 
 def _gnp_edges(n: int, p: float) -> int:
-    mean = p * _pairs(n)
-    return min(_pairs(n), int(mean + 6 * mean**0.5 + 6))
+    pairs = _pairs(n)
+    if pairs >= _SIZE_CAP:
+        return pairs
+    mean = p * pairs
+    return min(pairs, int(mean + 6 * mean**0.5 + 6))
 
 
 def _grid_size(v: dict[str, Any]) -> tuple[int, int]:
-    nodes = int(np.prod([max(x, 1) for x in v["dim"]], dtype=object)) if v["dim"] else 0
-    return nodes, len(v["dim"]) * nodes
+    if not v["dim"]:
+        return 0, 0
+    nodes = 1
+    for x in v["dim"]:  # one factor per dimension written in the file (not per node)
+        nodes = min(nodes * max(x, 1), _SIZE_CAP)
+    return nodes, min(len(v["dim"]) * nodes, _SIZE_CAP)
+
+
+def _connected_ws_refusal(v: dict[str, Any]) -> str | None:
+    """``connected_watts_strogatz_graph`` retries ``tries`` times; with k < 2 (no ring edges) it never succeeds."""
+    if v["n"] > 1 and (v["k"] is None or v["k"] < 2):
+        return f"k = {v['k']} gives a graph without edges, never connected: connected_watts_strogatz_graph needs k >= 2"
+    return None
 
 
 _N = (("n", "int"),)
@@ -102,7 +127,9 @@ GENERATORS: dict[str, GraphGenerator] = {
     "star_graph": GraphGenerator(nx.star_graph, _N, lambda v: (v["n"] + 1, v["n"])),
     "wheel_graph": GraphGenerator(nx.wheel_graph, _N, lambda v: (v["n"], 2 * v["n"])),
     "ladder_graph": GraphGenerator(nx.ladder_graph, _N, lambda v: (2 * v["n"], 3 * v["n"])),
-    "circular_ladder_graph": GraphGenerator(nx.circular_ladder_graph, _N, lambda v: (2 * v["n"], 3 * v["n"])),
+    "circular_ladder_graph": GraphGenerator(
+        nx.circular_ladder_graph, _N, lambda v: (max(2 * v["n"], 2), max(3 * v["n"], 1))
+    ),
     "hypercube_graph": GraphGenerator(
         nx.hypercube_graph, _N, lambda v: (2 ** min(v["n"], 64), min(v["n"], 64) * 2 ** min(v["n"], 64))
     ),
@@ -156,8 +183,9 @@ GENERATORS: dict[str, GraphGenerator] = {
     ),
     "connected_watts_strogatz_graph": GraphGenerator(
         nx.connected_watts_strogatz_graph,
-        (("n", "int"), ("k", "int"), ("p", "prob"), ("tries", "int"), ("seed", "seed")),
+        (("n", "int"), ("k", "int"), ("p", "prob"), ("tries", "tries"), ("seed", "seed")),
         lambda v: (v["n"], v["n"] * v["k"]),
+        refuse=_connected_ws_refusal,
     ),
     **{name: GraphGenerator(getattr(nx, name), (), lambda v, size=size: size) for name, size in _NAMED_GRAPHS.items()},
 }
@@ -169,26 +197,34 @@ def register_generator(
     params: Sequence[tuple[str, str]],
     size: Callable[[dict[str, Any]], tuple[int, int]],
     variadic: bool = False,
+    refuse: Callable[[dict[str, Any]], str | None] | None = None,
 ) -> None:
     """Make ``space.graph.generator = name`` call ``function`` (see :class:`GraphGenerator`).
 
-    ``size(values)`` must bound ``(nodes, edges)`` from the arguments alone, so a
-    graph too large for the limits is refused before it is built.
+    ``size(values)`` must bound ``(nodes, edges)`` from the arguments alone, in
+    closed form, so a graph too large for the limits is refused before it is
+    built; ``refuse(values)`` names arguments the generator would retry on
+    without end (or None).
     """
     check_name(name)
-    kinds = {"int", "ints", "prob", "bool", "seed"}
+    kinds = {"int", "ints", "prob", "bool", "seed", "tries"}
     for param, kind in params:
         check_name(param)
         if kind not in kinds:
             raise ValueError(f"parameter {param!r}: kind must be one of {sorted(kinds)}, got {kind!r}")
     if not callable(function) or not callable(size):
         raise ValueError("function and size must be callables")
-    GENERATORS[name] = GraphGenerator(function, tuple(params), size, variadic)
+    GENERATORS[name] = GraphGenerator(function, tuple(params), size, variadic, refuse)
 
 
 def _generator_value(value: Any, kind: str, key: str, file: str) -> Any:
     if kind in ("int", "seed"):
         return check_integer(value, key, file, minimum=0)
+    if kind == "tries":
+        tries = check_integer(value, key, file, minimum=1)
+        if tries > MAX_TRIES:
+            raise ProblemError(file, key, f"at most {MAX_TRIES} attempts, got {tries} (each builds a whole graph)")
+        return tries
     if kind == "ints":
         return _int_list(value, key, file, minimum=0)
     if kind == "bool":
@@ -259,6 +295,9 @@ def _generate(table: Table, limits: Limits) -> nx.Graph:
             if p not in values:
                 default = inspect.signature(spec.function).parameters.get(p)
                 values[p] = None if default is None else default.default
+    reason = spec.refuse(values) if spec.refuse is not None else None
+    if reason is not None:
+        raise table.error("args", f"{name}: {reason}")
     nodes, edges = spec.size(values)
     where, call = table.path("args"), f"{name}({', '.join(map(str, args))})"
     limits.check("graph_nodes", nodes, where, table.file, f"{call} has {nodes} nodes, which")

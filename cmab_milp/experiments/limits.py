@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, fields, replace
 
 from .schema import ProblemError, Table
 
-__all__ = ["CEILINGS", "Limits"]
+__all__ = ["CEILINGS", "Limits", "check_counts"]
 
 #: Values no ``[run.limits]`` can lift (the run would not be exact or would overflow).
 CEILINGS: dict[str, int] = {"horizon": 2**50, "seeds": 1_000_000, "curve_points": 1_000_000}
@@ -47,6 +47,10 @@ class Limits:
     seeds: int = 1_000
     #: Points recorded per curve (rows of each job's CSV).
     curve_points: int = 10_000
+    #: Compared policies (``[[policies]]`` tables), counted before any is built.
+    policies: int = 100
+    #: Jobs of a run: policies times seeds.
+    jobs: int = 10_000
 
     @classmethod
     def from_table(cls, table: Table | None) -> Limits:
@@ -85,3 +89,16 @@ class Limits:
             )
             raise ProblemError(file, key, f"{what or value} is above the limit {name} = {limit} ({how})")
         return value
+
+
+def check_counts(limits: Limits, top: Table, policy_tables: list[Table], run: tuple | None) -> bool:
+    """Refuse more ``[[policies]]`` than ``limits.policies``, or more jobs (policies x seeds) than ``limits.jobs``.
+
+    Counted before any policy is read, so a file of 20,000 policies is refused at once. Returns True.
+    """
+    count = len(policy_tables)
+    limits.check("policies", count, top.path("policies"), top.file, f"{count} policies")
+    if run is not None:
+        seeds = len(run[2])
+        limits.check("jobs", count * seeds, top.path("policies"), top.file, f"{count} policies x {seeds} seeds")
+    return True

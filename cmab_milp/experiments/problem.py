@@ -19,8 +19,9 @@ class of such a module may also be written ``"MODULE:Class"``.
 Sizes are checked before anything is built (:class:`~cmab_milp.experiments.limits.Limits`):
 arms ``d`` (and a graph's edges) <= 5,000, graph nodes <= 20,000, values per draw
 <= 10^6, explicit actions <= 10^5, horizon (or rounds) <= 10^8, seeds <= 1,000, curve points
-<= 10,000. A file that means it raises them in ``[run] limits`` (the horizon
-stops at 2^50).
+<= 10,000, policies <= 100, jobs (policies x seeds) <= 10,000. A file that means it raises them
+in ``[run] limits`` (the horizon stops at 2^50). Arrays and tables nested more than 32 deep are
+refused at their key (:mod:`~cmab_milp.experiments.file_limits`).
 
 Schema (every key not listed is refused)::
 
@@ -172,7 +173,8 @@ from pathlib import Path
 from typing import Any
 
 from .builders import build_environment, build_policy, build_space, policy_warnings
-from .limits import Limits
+from .file_limits import check_data_depth, check_nesting
+from .limits import Limits, check_counts
 from .plots import DEFAULT_PANELS, PANELS
 from .policy_specs import PolicySpec, parse_policies
 from .registry import plugins
@@ -319,6 +321,7 @@ def load_problem(path: str | Path, *, horizon: int | None = None, seeds: int | l
         raise ProblemError(file, "", f"cannot read the file: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
         raise ProblemError(file, "", f"not a UTF-8 text file (byte {exc.start}: {exc.reason})") from None
+    check_nesting(text, file)  # before tomllib, whose parser recurses once per level
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -343,6 +346,7 @@ def parse_problem(data: dict[str, Any], file: str = "<problem>", *, build: bool 
     """
     if not isinstance(data, dict):
         raise ProblemError(file, "", f"expected a table, got {describe(data)}")
+    check_data_depth(data, file)
     errors: list[ProblemError] = []
 
     def attempt(step: Any, *args: Any, **kwargs: Any) -> Any:
@@ -366,6 +370,8 @@ def parse_problem(data: dict[str, Any], file: str = "<problem>", *, build: bool 
 
     parsed_run = attempt(_parse_run, run) if run is not None else None
     limits = parsed_run[0] if parsed_run is not None else Limits()
+    if policy_tables is not None and attempt(check_counts, limits, top, policy_tables, parsed_run) is None:
+        policy_tables = None  # too many to check one by one
     policies = attempt(parse_policies, policy_tables, file, check_kinds=build) if policy_tables is not None else None
     space_data = attempt(plain, space_table.data, "space", file) if space_table is not None else None
     warnings: list[str] = []

@@ -46,10 +46,12 @@ from .progress import Progress, format_seconds, job_reporter
 from .registry import load_plugins
 from .storage import (
     CURVE_COLUMNS,
+    FolderBusy,
     FolderError,
     contained,
     downsample,
     job_paths,
+    lock_folder,
     read_curve,
     read_json,
     write_curve,
@@ -392,6 +394,46 @@ def collect_curves(problem: Problem, out_dir: str | Path) -> dict[str, PolicyCur
 
 # ---------------------------------------------------------------------- run
 def run_problem(
+    problem: Problem,
+    out_dir: str | Path,
+    *,
+    jobs: int | None = None,
+    executor: str = "local",
+    resume: bool = False,
+    plots: bool = True,
+    stream: TextIO | None = None,
+    policies: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """Run every (policy, seed) job of ``problem`` into ``out_dir``; return the summary (:func:`_run_problem`).
+
+    The folder is locked while the run writes into it (:func:`~.storage.lock_folder`): a second
+    run or ``--resume`` on the same folder at the same time is refused with :class:`RunError`.
+    """
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise RunError(f"--out {out} is not a folder")
+    created = not out.exists()
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        lock = lock_folder(out)
+    except FolderBusy as exc:
+        raise RunError(str(exc)) from None
+    except OSError as exc:
+        raise RunError(f"cannot write to --out {out}: {exc.strerror or exc}") from None
+    try:
+        return _run_problem(
+            problem, out, jobs=jobs, executor=executor, resume=resume, plots=plots, stream=stream, policies=policies
+        )
+    except RunError:
+        if created and not any(out.iterdir()):  # refused before anything was written: leave no folder
+            out.rmdir()
+        raise
+    finally:
+        if lock >= 0:
+            os.close(lock)
+
+
+def _run_problem(
     problem: Problem,
     out_dir: str | Path,
     *,

@@ -24,7 +24,28 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["MISSING", "ProblemError", "ProblemErrors", "Table", "copy_data", "describe", "join_key", "plain"]
+__all__ = [
+    "MISSING",
+    "ProblemError",
+    "ProblemErrors",
+    "Table",
+    "copy_data",
+    "describe",
+    "join_key",
+    "plain",
+    "printable",
+]
+
+
+def printable(text: str) -> str:
+    """``text`` with control and format characters escaped (``\\n``, ``\\x1b``), for echoing a file's keys.
+
+    >>> printable("a\\nb\\x1b[31m")
+    'a\\\\nb\\\\x1b[31m'
+    """
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() or c == " " else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
 class ProblemError(ValueError):
@@ -35,7 +56,7 @@ class ProblemError(ValueError):
         self.key = key
         self.message = message
         where = f"{file}: {key}" if key else file
-        super().__init__(f"{where}: {message}")
+        super().__init__(printable(f"{where}: {message}"))  # keys and values of a file: control characters escaped
 
 
 class ProblemErrors(ProblemError):

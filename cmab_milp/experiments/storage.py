@@ -9,6 +9,7 @@ Layout of ``DIR`` (one run of one problem file)::
     summary.json                  mean / std over seeds per policy (contract section 6)
     figure.png, panels/*.png      plots
 
+The run writing into the folder holds a lock on it (:func:`lock_folder`).
 Every file is written to a temporary file in the same folder and moved into
 place with :func:`os.replace`, so an interrupted run never leaves a half-written
 file that looks finished.
@@ -45,6 +46,7 @@ __all__ = [
     "contained",
     "downsample",
     "job_paths",
+    "lock_folder",
     "read_curve",
     "read_json",
     "write_curve",
@@ -187,3 +189,42 @@ def read_curve(path: str | Path) -> dict[str, np.ndarray]:
     return {
         name: data[:, k].astype(np.int64) if name in _INTEGER_COLUMNS else data[:, k] for k, name in enumerate(header)
     }
+
+
+class FolderBusy(FolderError):
+    """Another process holds the results folder's lock (a run or ``--resume`` writing into it)."""
+
+
+def lock_folder(out: Path) -> int:
+    """Lock the existing results folder ``out`` for this process; returns the descriptor to close.
+
+    The lock is an exclusive ``fcntl.flock`` on the folder itself (nothing is written into
+    it), released when the descriptor is closed or the process ends (even by SIGKILL, so a
+    killed run never leaves the folder locked). Raises :class:`FolderBusy` when another
+    process holds it. On systems without ``fcntl`` the folder is not locked (returns -1).
+
+    >>> import tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> fd = lock_folder(folder)
+    >>> lock_folder(folder)
+    Traceback (most recent call last):
+    ...
+    cmab_milp.experiments.storage.FolderBusy: ... is in use by another cmab-milp run: wait until it ends, or ...
+    >>> os.close(fd)
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: no advisory locks of this kind
+        return -1
+    fd = os.open(out, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise FolderBusy(
+            f"{out} is in use by another cmab-milp run: wait until it ends, or choose another --out"
+        ) from None
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd

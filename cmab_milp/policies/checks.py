@@ -26,7 +26,9 @@ def check_horizon(T: Any) -> int | None:
 
 
 def check_positive(name: str, value: Any) -> float:
-    """``value`` as a finite float > 0, or ``ValueError`` naming ``name``."""
+    """``value`` as a finite float > 0, or ``ValueError`` naming ``name`` (a boolean is not a number here)."""
+    if isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be a number, got {value!r}")
     try:
         x = float(value)
     except (TypeError, ValueError):
@@ -42,6 +44,8 @@ def check_nonnegative(name: str, value: Any) -> float:
     >>> check_nonnegative("warmup_cycles", 2)
     2.0
     """
+    if isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be a number >= 0, got {value!r}")
     try:
         x = float(value)
     except (TypeError, ValueError):

@@ -63,6 +63,8 @@ from ..spaces.graphs import GraphicMatroid, Matchings, SpanningTrees, STPaths
 from ..spaces.rules import ConflictSpace, ConstrainedSpace
 from ..spaces.sets import Cardinality, ExplicitActions, PartitionMatroid
 from .base import Policy, Stretch
+from .saved_files import MAX_BYTES, read_saved
+from .state_checks import check_header, check_ledger, check_params, check_state
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "load_policy", "policy_classes", "save_policy"]
 
@@ -320,7 +322,7 @@ def _check_rebuilds(space: ActionSpace, data: dict, arrays: dict) -> None:
         )
 
 
-def load_policy(path: str | os.PathLike, *, oracle: str | Oracle | None = None) -> Policy:
+def load_policy(path: str | os.PathLike, *, oracle: str | Oracle | None = None, max_bytes: int = MAX_BYTES) -> Policy:
     """The policy saved at ``path``, continuing exactly where it was saved.
 
     Parameters
@@ -331,8 +333,17 @@ def load_policy(path: str | os.PathLike, *, oracle: str | Oracle | None = None) 
         policy was saved with an Oracle object whose backend is not a registered
         name). The oracle ledger continues from the saved counts unless an
         oracle object is given.
+    max_bytes : int
+        The most bytes the file's arrays (and the learner rebuilt from them) may
+        take; checked from the archive's directory and the arrays' headers before
+        anything is decompressed (default :data:`~.saved_files.MAX_BYTES`, 2 GiB).
 
-    Raises ``ValueError`` for a file of another format or version, or a damaged one.
+    The file is checked before it is read (a regular file; known members only;
+    sizes as declared; :mod:`.saved_files`), and the state after it is decoded,
+    with the rules the constructor, ``select`` and ``observe`` keep
+    (:mod:`.state_checks`): a file that loads holds a learner the library could
+    have written. Raises ``ValueError``, one line naming the field, for a file of
+    another format or version, or a damaged one.
 
     >>> import os, tempfile
     >>> import cmab_milp as cm
@@ -341,33 +352,60 @@ def load_policy(path: str | os.PathLike, *, oracle: str | Oracle | None = None) 
     >>> cm.load_policy(path, oracle="enumerate")
     CUCB(Cardinality(d=3, m=1), T=None, oracle='enumerate', C=1.5)
     """
+    where = os.fspath(path)
     try:
-        with np.load(os.fspath(path), allow_pickle=False) as archive:
-            arrays = {k: archive[k] for k in archive.files}
-        header = json.loads(bytes(arrays.pop("header")).decode("utf-8"))
+        header, arrays, unused = read_saved(where, max_bytes=max_bytes)
     except (FileNotFoundError, PermissionError, IsADirectoryError):
         raise
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, UnicodeDecodeError) as exc:
-        raise ValueError(f"{os.fspath(path)} is damaged or not a saved cmab_milp policy: {exc}") from None
-    if not isinstance(header, dict) or header.get("format") != FORMAT:
-        raise ValueError(f"{os.fspath(path)} is not a saved cmab_milp policy (format {FORMAT!r} expected)")
-    if header.get("version") != FORMAT_VERSION:
+        raise ValueError(f"{where} is damaged or not a saved cmab_milp policy: {exc}") from None
+    if header.get("format") != FORMAT:
+        raise ValueError(f"{where} is not a saved cmab_milp policy (format {FORMAT!r} expected)")
+    version = header.get("version")
+    if type(version) is not int or version != FORMAT_VERSION:
         raise ValueError(
-            f"{os.fspath(path)} has policy format version {header.get('version')!r}; "
-            f"this cmab_milp reads version {FORMAT_VERSION}"
+            f"{where} has policy format version {version!r:.40}; this cmab_milp reads version {FORMAT_VERSION}"
         )
     try:
-        return _restore(header, arrays, oracle)
-    except (KeyError, TypeError, IndexError, AttributeError, ValueError) as exc:
-        raise ValueError(f"{os.fspath(path)} is damaged: {type(exc).__name__}: {exc}") from None
+        policy = _restore(header, arrays, oracle, max_bytes)
+        if unused:
+            raise ValueError(f"the archive holds member {unused[0]}.npy, which the header never refers to")
+        return policy
+    except ValueError as exc:
+        raise ValueError(f"{where} is damaged: {exc}") from None
+    except (KeyError, TypeError, IndexError, AttributeError, MemoryError, OverflowError, RecursionError) as exc:
+        raise ValueError(f"{where} is damaged: {type(exc).__name__}: {exc!s:.200}") from None
 
 
-def _restore(header: dict, arrays: dict, oracle: str | Oracle | None) -> Policy:
-    cls = policy_classes().get(header["policy"])
+def _decoded(section: dict, arrays: dict, name: str) -> dict:
+    """Each field of a header section decoded; a field that does not decode is named."""
+    out = {}
+    for key, value in section.items():
+        where = f"{name}.{key}"
+        pairs = value.get("__map__") if isinstance(value, dict) and len(value) == 1 else None
+        if isinstance(pairs, list) and all(
+            isinstance(p, list) and len(p) == 2 and isinstance(p[0], str) for p in pairs
+        ):
+            named = dict(pairs)
+            if len(named) != len(pairs):
+                raise ValueError(f"{where}: a field is given twice")
+            out[key] = _decoded(named, arrays, where)  # a map of named fields (an index's state)
+            continue
+        try:
+            out[key] = _decode(value, arrays)
+        except (KeyError, TypeError, IndexError, AttributeError, ValueError) as exc:
+            raise ValueError(f"{where}: cannot be decoded ({type(exc).__name__}: {exc!s:.80})") from None
+    return out
+
+
+def _restore(header: dict, arrays: dict, oracle: str | Oracle | None, max_bytes: int = MAX_BYTES) -> Policy:
+    cls = policy_classes().get(header["policy"]) if isinstance(header.get("policy"), str) else None
     if cls is None:
-        raise ValueError(f"unknown policy class {header['policy']!r}")
+        raise ValueError(f"policy: unknown policy class {header.get('policy')!r:.60}")
+    check_header(header, arrays, max_bytes, cls)
     space = _space(header["space"], arrays)
-    params = {k: _decode(v, arrays) for k, v in header["params"].items()}
+    params = _decoded(header["params"], arrays, "params")
+    check_params(cls, space, header, params, arrays)
     saved = header["oracle"]
     rebuilt_oracle = oracle is None
     if oracle is None:
@@ -378,11 +416,16 @@ def _restore(header: dict, arrays: dict, oracle: str | Oracle | None) -> Policy:
                 "by name: pass oracle= to load_policy"
             )
         oracle = backend
-    policy = cls(space, header["T"], oracle=oracle, **params)
-    state = {k: _decode(v, arrays) for k, v in header["state"].items()}
+    try:
+        policy = cls(space, header["T"], oracle=oracle, **params)
+    except ValueError as exc:
+        raise ValueError(f"params or T: {exc}") from None
+    state = _decoded(header["state"], arrays, "state")
+    check_state(policy, state)
     policy.set_state(state)
     if rebuilt_oracle:
         ledger = policy.oracle.ledger
+        check_ledger(header["ledger"])
         ledger.queries = int(header["ledger"]["queries"])
         ledger.rounds = int(header["ledger"]["rounds"])
         ledger.seconds = float(header["ledger"]["seconds"])

@@ -64,6 +64,10 @@ from ..spaces.base import ActionSpace, as_action
 from .anytime import first_horizon, next_horizon
 from .checks import check_horizon
 
+#: Outcomes given to :meth:`Policy.observe` are refused above this magnitude: over 2**53 rounds their
+#: sums stay below 1e116 and their squares' sums below 1e216, far from float overflow.
+MAX_OUTCOME = 1e100
+
 
 @dataclass(frozen=True)
 class Stretch:
@@ -279,8 +283,11 @@ class Policy(ABC):
             or its label in ``space.arms``, e.g. an edge ``(u, v)``).
 
         Raises ``ValueError`` (and changes nothing) for an action not outstanding,
-        a missing or non-finite outcome of a played arm, or an outcome the
-        policy's model excludes (e.g. off a general-reward policy's support).
+        a missing or non-finite outcome of a played arm, an outcome of magnitude
+        above :data:`MAX_OUTCOME` (``1e100``: refused, so that every statistic --
+        sums, sums of squares and products over up to ``2**53`` rounds -- stays
+        finite), or an outcome the policy's model excludes (e.g. off a
+        general-reward policy's support).
         """
         a = as_action(action, self.d)
         key = a.tobytes()
@@ -371,6 +378,12 @@ class Policy(ABC):
         bad = played[~np.isfinite(y[played])]
         if bad.size:
             raise ValueError(f"outcomes must be finite; arm {int(bad[0])} has {y[bad[0]]}")
+        huge = played[np.abs(y[played]) > MAX_OUTCOME]
+        if huge.size:
+            raise ValueError(
+                f"outcomes must have magnitude at most {MAX_OUTCOME:g} (larger ones would overflow the "
+                f"statistics); arm {int(huge[0])} has {y[huge[0]]}"
+            )
         return y
 
     def _round_stats(self, action: np.ndarray, y: np.ndarray) -> FeedbackStats:

@@ -15,6 +15,8 @@ Example
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ...spaces.base import ActionSpace
@@ -51,7 +53,11 @@ class EnumerateOracle(Oracle):
         return self.actions[int(np.argmax(values))].copy()
 
     def _linear(self, query: LinearQuery) -> np.ndarray | None:
-        return self._best(self._dense @ query.weights, query)
+        weights = query.weights
+        top = float(np.abs(weights).max(initial=0.0))
+        if top > 2.0**900:  # sums of weights near 1e308 overflow: scale by a power of 2 (exact, no tie changes)
+            weights = np.ldexp(weights, -math.frexp(top)[1])
+        return self._best(self._dense @ weights, query)
 
     def quadratic_forms(self, M: np.ndarray) -> np.ndarray:
         """``a @ M @ a`` for every enumerated action."""

@@ -281,6 +281,19 @@ def proven_ratio(value: float, bound: float) -> float | None:
     return None
 
 
+def _proven_scaled(query: Any, chosen: list[bool], bound: float, shift: int) -> bool:
+    """:func:`proven` in units of ``2**shift`` (costs whose optimum overflows a float): the relative tolerance.
+
+    The values are at least ``2**1023`` there, so the tolerance ``1e-9 (1 + |x|)`` is ``1e-9 |x|`` in these units.
+    """
+    weights = np.ldexp(np.asarray(query.weights, float), -shift)  # exact: a power-of-two scaling
+    value = float(weights @ np.asarray(chosen, bool))
+    gap = bound - value
+    low = 0.0 if value <= 0.0 <= bound else min(abs(value), abs(bound))
+    allowance = 2.0 * len(weights) * _EPS * float(np.abs(weights).sum())
+    return gap <= 0.0 or gap <= 1e-9 * low + allowance
+
+
 def _top(query: Any) -> float:
     listed = query.weights_list
     if listed is not None:
@@ -381,11 +394,18 @@ def certified_solve(
     finally:
         model.undo()
     bound = result.bound
+    scaled = None
     if bound is not None and shift:
-        bound = math.ldexp(bound, shift)
+        try:
+            bound = math.ldexp(bound, shift)
+        except OverflowError:  # an optimum past the float range (weights near 1e308): certify it scaled
+            scaled, bound = bound, math.inf
     if not certify:
         if status == "limit":  # the caller cannot prove a stopped solve
             _refuse(model, result)
+    elif scaled is not None:
+        if not _proven_scaled(query, chosen, scaled, shift):
+            _unproven(model, query, chosen, bound, status, gap, ledger, result)
     elif bound is None or not proven(query.value(chosen), bound, slack + rounding_allowance(query)):
         _unproven(model, query, chosen, bound, status, gap, ledger, result)
     action = np.array(chosen)
