@@ -67,27 +67,23 @@ _STREAM_KEY = (0x435453,)
 _MASK64 = (1 << 64) - 1
 
 
-def _mix(x: np.ndarray) -> np.ndarray:
-    """SplitMix64's finaliser on uint64 arrays (wrapping arithmetic)."""
-    x = x ^ (x >> np.uint64(30))
-    x = x * np.uint64(0xBF58476D1CE4E5B9)
-    x = x ^ (x >> np.uint64(27))
-    x = x * np.uint64(0x94D049BB133111EB)
-    return x ^ (x >> np.uint64(31))
+def _mix(x: int) -> int:
+    """SplitMix64's finaliser on a 64-bit int."""
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return x ^ (x >> 31)
 
 
-def outcome_coins(stream: np.ndarray, t: int, d: int) -> np.ndarray:
-    """Uniforms in [0, 1) for the outcomes of round ``t`` (one per arm), a fixed function of ``stream`` and ``t``.
+def outcome_coins(stream: np.ndarray, t: int, arms: Sequence[int]) -> np.ndarray:
+    """Uniforms in [0, 1) for the outcomes of ``arms`` at round ``t``: a fixed function of ``stream``, ``t``, arm.
 
     >>> stream = np.array([1, 2], np.uint64)
-    >>> bool((outcome_coins(stream, 5, 3) == outcome_coins(stream, 5, 3)).all()), outcome_coins(stream, 5, 3).shape
-    (True, (3,))
+    >>> u = outcome_coins(stream, 5, [0, 3])
+    >>> bool((u == outcome_coins(stream, 5, [0, 3])).all()), bool(u[1] == outcome_coins(stream, 5, [3])[0])
+    (True, True)
     """
-    with np.errstate(over="ignore"):
-        base = _mix(np.array([int(stream[0]) ^ (int(t) & _MASK64)], np.uint64))
-        base = _mix(base ^ np.uint64(int(stream[1])))
-        words = _mix(base + np.arange(1, d + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15))
-    return (words >> np.uint64(11)).astype(np.float64) * 2.0**-53
+    base = _mix(_mix(int(stream[0]) ^ (int(t) & _MASK64)) ^ int(stream[1]))
+    return np.array([(_mix((base + (i + 1) * 0x9E3779B97F4A7C15) & _MASK64) >> 11) * 2.0**-53 for i in arms])
 
 
 def _stream(entropy: Any) -> np.ndarray:
@@ -166,11 +162,9 @@ class PosteriorIndex(Index):
         """Refuse outcomes outside [0, 1] under the Beta prior (``ValueError``)."""
         if self.prior != "beta":
             return
-        seen = stats.counts > 0
-        low = stats.sum[seen] < 0
-        high = stats.sum[seen] > stats.counts[seen]
-        if low.any() or high.any():
-            arm = int(np.flatnonzero(seen)[np.flatnonzero(low | high)[0]])
+        bad = (stats.sum < 0) | (stats.sum > stats.counts)  # arms not observed have sum 0 and count 0
+        if bad.any():
+            arm = int(np.flatnonzero(bad)[0])
             raise ValueError(
                 f"prior='beta' needs outcomes in [0, 1] (the Bernoulli trick); arm {arm} observed "
                 f"{stats.sum[arm] / stats.counts[arm]:g}: use prior='gaussian' for unbounded outcomes"
@@ -280,8 +274,9 @@ class CTS(EveryRound):
             index.check_outcomes(stats)
             if stats.rounds == 1:
                 t = self.t if self._coin_round is None else self._coin_round
-                coins = outcome_coins(index.stream, t, self.d)
-                successes = np.where(stats.counts > 0, coins < stats.sum, False).astype(float)
+                played = np.flatnonzero(stats.counts)
+                successes = np.zeros(self.d)
+                successes[played] = outcome_coins(index.stream, t, played.tolist()) < stats.sum[played]
             elif np.array_equal(stats.sum, np.round(stats.sum)):  # 0/1 outcomes: the successes themselves
                 successes = stats.sum.copy()
             else:
