@@ -34,13 +34,13 @@ def spaces():
 
 
 @pytest.mark.parametrize("name", list(spaces()))
-@pytest.mark.parametrize("backend", ["highs", "auto"])
-def test_the_chosen_action_maximises_the_index_over_every_action(name, backend) -> None:
+@pytest.mark.parametrize(("backend", "route"), [("highs", "oracle"), ("auto", "oracle"), ("auto", "auto")])
+def test_the_chosen_action_maximises_the_index_over_every_action(name, backend, route) -> None:
     space = spaces()[name]
     actions = space.enumerate()
     rng = np.random.default_rng(len(name))
     for trial in range(4):
-        policy = cm.ESCB(space, None, oracle=backend)
+        policy = cm.ESCB(space, None, oracle=backend, route=route)
         n = rng.integers(1, 60, space.d)
         mu = rng.random(space.d) * (1.0 if trial % 2 else 0.2)  # small means: the width decides
         policy.index.update(FeedbackStats(int(n.max()), n, sum=mu * n))
@@ -52,6 +52,14 @@ def test_the_chosen_action_maximises_the_index_over_every_action(name, backend) 
         assert space.contains(chosen)
         assert value >= best - 1e-9 * (1 + abs(best)), (trial, value, best)
         assert np.isclose(policy.index.upper_values(t, chosen[None])[0], value)
+
+
+def test_the_cardinality_route_counts_its_queries_in_the_ledger() -> None:
+    env = cm.UniformNoise(np.linspace(0.1, 0.9, 8), seed=0)
+    routed = cm.simulate(cm.ESCB(cm.Cardinality(8, 3), 200, oracle="auto"), env, seed=0)
+    asked = cm.simulate(cm.ESCB(cm.Cardinality(8, 3), 200, oracle="auto", route="oracle"), env, seed=0)
+    assert routed.queries[-1] == asked.queries[-1] and routed.rounds[-1] == asked.rounds[-1]
+    assert np.isclose(routed.regret[-1], asked.regret[-1], rtol=0.2)  # exact both: ties may differ
 
 
 def test_f_is_the_papers_with_a_guard_for_small_t() -> None:
@@ -68,7 +76,7 @@ def test_norm_gap_answers_are_within_the_gap() -> None:
     n = rng.integers(1, 30, 8)
     mu = rng.random(8)
     oracle = cm.make_oracle(space, "highs", norm_gap=0.05)
-    policy = cm.ESCB(space, None, oracle=oracle)
+    policy = cm.ESCB(space, None, oracle=oracle, route="oracle")
     policy.index.update(FeedbackStats(30, n, sum=mu * n))
     policy.t = 500
     chosen = policy.plan().actions[0]
@@ -152,7 +160,13 @@ def test_a_saved_learner_continues_identically(cls, tmp_path) -> None:
 
 @pytest.mark.parametrize(
     ("kwargs", "key"),
-    [({"C": 0.0}, "C"), ({"C": -1.0}, "C"), ({"loglog": -0.5}, "loglog"), ({"loglog": "x"}, "loglog")],
+    [
+        ({"C": 0.0}, "C"),
+        ({"C": -1.0}, "C"),
+        ({"loglog": -0.5}, "loglog"),
+        ({"loglog": "x"}, "loglog"),
+        ({"route": "fast"}, "route"),
+    ],
 )
 @pytest.mark.parametrize("cls", [cm.ESCB, cm.AROQESCB])
 def test_bad_constants_name_the_key(cls, kwargs, key) -> None:

@@ -14,13 +14,23 @@ Gurobi. An oracle in the certified approximate mode (``norm_gap``, e.g.
 relative gap, as for OLS-UCB-C. Unobserved arms are played first, as for
 CUCB (:meth:`~cmab_milp.policies.index.IndexPolicy.best_upper`).
 
-A faster exact route for the diagonal index through linear queries only does
-not exist in general: the index is ``y + h(s)`` with ``y = mu @ a``,
+On a plain :class:`~cmab_milp.Cardinality` space of at most
+:data:`ENUMERATE_UP_TO` actions the index is evaluated on every action at once
+(two matrix-vector products with the action table; constant ``route="auto"``,
+the default; ``route="oracle"`` always asks ``argmax_norm``); its queries are
+counted in the oracle's ledger like the oracle's own. The ``"enumerate"``
+backend computes the full quadratic form per action instead, and the MILP
+routes solve a model: both are slower there (``docs/performance.md``). Beyond
+that size no faster exact route was found: through linear queries alone one
+cannot be exact, since the index is ``y + h(s)`` with ``y = mu @ a``,
 ``s = (1 / n) @ a`` and ``h`` concave, and its maximiser can lie strictly
-inside the convex hull of the points ``(s(a), y(a))`` (three actions with
-``(s, y) = (0, 1), (2, 0), (1, 0.4)`` and ``f' = 0.8``: the third wins and no
-linear objective selects it), so tangent (parametric) linear queries would need
-a branch and bound of their own; the norm oracle is that branch and bound.
+inside the convex hull of the points ``(s(a), y(a))`` (three single arms with
+``(s, y) = (0.01, 1), (2, 0), (1, 0.4)`` and ``f' = 0.8``: the third wins and
+no linear objective selects it); a branch and bound on tangent bounds and a
+best-first listing of actions by a tangent linear index (Lawler) were both
+exact but slower than the norm oracle on ESCB's indices, whose competing
+actions are nearly tied by design (``Cardinality(20, 5)``: 225 ms a round
+against 14 ms).
 
 Rare-oracle versions (deliverable of issue 28). ESCB's index is the norm index
 of AROQ-C / SROQ-C with a diagonal matrix, so their schedules carry it; whether
@@ -58,6 +68,7 @@ Example
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -65,11 +76,18 @@ import numpy as np
 
 from ..oracles import Oracle
 from ..spaces.base import ActionSpace
+from ..spaces.sets import Cardinality
 from .base import check_nonnegative, check_positive
 from .linear import LinearIndex
 from .schedules import AdaptiveEpochs, EveryRound
 
-__all__ = ["AROQESCB", "ESCB", "ESCBIndex"]
+__all__ = ["AROQESCB", "ENUMERATE_UP_TO", "ESCB", "ROUTES", "ESCBIndex"]
+
+#: Up to this many actions, ESCB's index on a plain Cardinality space is evaluated on every action at once.
+ENUMERATE_UP_TO = 20_000
+#: How ESCB's index is maximised: ``"auto"`` (plain Cardinality spaces of at most :data:`ENUMERATE_UP_TO` actions
+#: by evaluating it on all of them, everything else by ``oracle.argmax_norm``) or ``"oracle"`` (always the oracle).
+ROUTES = ("auto", "oracle")
 
 
 class ESCBIndex(LinearIndex):
@@ -84,15 +102,21 @@ class ESCBIndex(LinearIndex):
     True
     """
 
-    def __init__(self, d: int, m: int, C: float = 1.0, loglog: float = 4.0):
+    def __init__(
+        self, d: int, m: int, C: float = 1.0, loglog: float = 4.0, cardinality: tuple[int, bool] | None = None
+    ):
         self.m = int(m)
         self.loglog = check_nonnegative("loglog", loglog)
+        #: ``(m, exact)`` of a small plain Cardinality space: its index is evaluated on every action at once.
+        self.cardinality = cardinality
         super().__init__(d, C=C)
 
     def reset(self) -> None:
         super().reset()
         # last answer per (sign, include, exclude): the incumbent hint of the next such query
         self._answers: dict[tuple, np.ndarray] = {}
+        self._table: np.ndarray | None = None  # a small Cardinality space's actions (built at the first query)
+        self._dense: np.ndarray | None = None
 
     def f(self, t: int) -> float:
         """``f(t) = C log t + loglog * m * log log t`` (``log log t`` as 0 while ``log t <= 1``)."""
@@ -131,6 +155,8 @@ class ESCBIndex(LinearIndex):
 
         Hints never change the optimal value; they are not saved with the learner.
         """
+        if self.cardinality is not None and all(_sortable(q) for q in queries):
+            return self._ask_cardinality(oracle, queries)
         keys = [_key(q) for q in queries]
         hinted = []
         for key, query in zip(keys, queries, strict=True):
@@ -141,6 +167,39 @@ class ESCBIndex(LinearIndex):
             if key is not None and answer is not None:
                 self._answers[key] = answer
         return answers
+
+    def _ask_cardinality(self, oracle: Oracle, queries: list[Mapping[str, Any]]) -> list[np.ndarray | None]:
+        """The queries answered on every action of the small Cardinality space at once (one ledger round)."""
+        start = time.perf_counter()
+        if self._table is None:
+            m, exact = self.cardinality  # type: ignore[misc]
+            self._table = Cardinality(self.d, m, exact=exact).enumerate()
+            self._dense = self._table.astype(float)
+        answers = []
+        for q in queries:
+            w, exclude = np.diag(q["M"]), list(q.get("exclude", ()))
+            values = self._dense @ q["mu"] + q["f"] * np.sqrt(np.maximum(self._dense @ w, 0.0))
+            if exclude:
+                values[self._table[:, exclude].any(axis=1)] = -np.inf
+            k = int(np.argmax(values))
+            answers.append(None if values[k] == -np.inf else self._table[k].copy())
+        oracle.ledger.record(len(queries), time.perf_counter() - start)
+        return answers
+
+
+def _cardinality_size(d: int, m: int, exact: bool) -> int:
+    """Number of actions of ``Cardinality(d, m, exact)``."""
+    return math.comb(d, m) if exact else sum(math.comb(d, k) for k in range(min(m, d) + 1))
+
+
+def _sortable(query: Mapping[str, Any]) -> bool:
+    """A norm query of sign +1 with a diagonal matrix and at most ``exclude`` restrictions."""
+    return (
+        query.get("kind") == "norm"
+        and query.get("sign") == 1
+        and not query.get("include")
+        and not query.get("forbid_pairs")
+    )
 
 
 def _key(query: Mapping[str, Any]) -> tuple | None:
@@ -164,12 +223,19 @@ class _ESCBFamily:
         oracle: str | Oracle = "auto",
         C: float = 1.0,
         loglog: float = 4.0,
+        route: str = "auto",
     ):
         C, loglog = check_positive("C", C), check_nonnegative("loglog", loglog)
-        super().__init__(space, T, oracle=oracle, C=C, loglog=loglog)  # type: ignore[call-arg]
+        if route not in ROUTES:
+            raise ValueError(f"route must be one of {', '.join(map(repr, ROUTES))}, got {route!r}")
+        super().__init__(space, T, oracle=oracle, C=C, loglog=loglog, route=route)  # type: ignore[call-arg]
 
     def make_index(self) -> ESCBIndex:
-        return ESCBIndex(self.d, self.m, C=self.params["C"], loglog=self.params["loglog"])
+        space = getattr(self, "space", None)
+        plain = type(space) is Cardinality and self.params["route"] == "auto"
+        small = plain and _cardinality_size(space.d, space.m, space.exact) <= ENUMERATE_UP_TO  # type: ignore[union-attr]
+        cardinality = (space.m, space.exact) if small else None  # type: ignore[union-attr]
+        return ESCBIndex(self.d, self.m, C=self.params["C"], loglog=self.params["loglog"], cardinality=cardinality)
 
 
 class ESCB(_ESCBFamily, EveryRound):
@@ -181,7 +247,7 @@ class ESCB(_ESCBFamily, EveryRound):
 
     >>> import cmab_milp as cm
     >>> ESCB(cm.Cardinality(3, 1), None, oracle="enumerate").params
-    {'C': 1.0, 'loglog': 4.0}
+    {'C': 1.0, 'loglog': 4.0, 'route': 'auto'}
     """
 
     name = "ESCB"
