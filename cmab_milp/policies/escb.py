@@ -14,8 +14,8 @@ Gurobi. An oracle in the certified approximate mode (``norm_gap``, e.g.
 relative gap, as for OLS-UCB-C. Unobserved arms are played first, as for
 CUCB (:meth:`~cmab_milp.policies.index.IndexPolicy.best_upper`).
 
-On a plain :class:`~cmab_milp.Cardinality` space of at most
-:data:`ENUMERATE_UP_TO` actions the index is evaluated on every action at once
+On a plain :class:`~cmab_milp.Cardinality` space whose action table has at
+most :data:`ENUMERATE_UP_TO` entries the index is evaluated on every action at once
 (two matrix-vector products with the action table; constant ``route="auto"``,
 the default; ``route="oracle"`` always asks ``argmax_norm``); its queries are
 counted in the oracle's ledger like the oracle's own. The ``"enumerate"``
@@ -83,9 +83,10 @@ from .schedules import AdaptiveEpochs, EveryRound
 
 __all__ = ["AROQESCB", "ENUMERATE_UP_TO", "ESCB", "ROUTES", "ESCBIndex"]
 
-#: Up to this many actions, ESCB's index on a plain Cardinality space is evaluated on every action at once.
-ENUMERATE_UP_TO = 20_000
-#: How ESCB's index is maximised: ``"auto"`` (plain Cardinality spaces of at most :data:`ENUMERATE_UP_TO` actions
+#: ESCB's index on a plain Cardinality space is evaluated on every action at once while the action table
+#: (actions x d, float64) has at most this many entries (48 MB; d = 20 with m <= 8 fits).
+ENUMERATE_UP_TO = 6_000_000
+#: How ESCB's index is maximised: ``"auto"`` (plain Cardinality spaces with at most :data:`ENUMERATE_UP_TO` entries
 #: by evaluating it on all of them, everything else by ``oracle.argmax_norm``) or ``"oracle"`` (always the oracle).
 ROUTES = ("auto", "oracle")
 
@@ -233,7 +234,8 @@ class _ESCBFamily:
     def make_index(self) -> ESCBIndex:
         space = getattr(self, "space", None)
         plain = type(space) is Cardinality and self.params["route"] == "auto"
-        small = plain and _cardinality_size(space.d, space.m, space.exact) <= ENUMERATE_UP_TO  # type: ignore[union-attr]
+        entries = _cardinality_size(space.d, space.m, space.exact) * space.d if plain else 0  # type: ignore[union-attr]
+        small = plain and entries <= ENUMERATE_UP_TO
         cardinality = (space.m, space.exact) if small else None  # type: ignore[union-attr]
         return ESCBIndex(self.d, self.m, C=self.params["C"], loglog=self.params["loglog"], cardinality=cardinality)
 
