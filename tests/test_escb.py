@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import networkx as nx
 import numpy as np
 import pytest
 
 import cmab_milp as cm
+from cmab_milp.experiments import load_problem, parse_problem
+from cmab_milp.experiments.schema import ProblemError
 from cmab_milp.environments.base import FeedbackStats
 
 
@@ -172,3 +175,25 @@ def test_a_saved_learner_continues_identically(cls, tmp_path) -> None:
 def test_bad_constants_name_the_key(cls, kwargs, key) -> None:
     with pytest.raises(ValueError, match=key):
         cls(cm.Cardinality(4, 2), 10, oracle="enumerate", **kwargs)
+
+
+PROBLEMS = Path(__file__).resolve().parents[1] / "problems"
+
+
+def test_the_baselines_file_is_figure_2_with_the_five_policies() -> None:
+    problem = load_problem(PROBLEMS / "baselines.toml")
+    space = problem.build_space()
+    assert (space.d, space.m) == (20, 3)
+    assert problem.build_environment(space).means.tolist() == np.random.default_rng(7).uniform(0, 1, 20).tolist()
+    assert [p.kind for p in problem.policies] == ["CUCB", "CTS", "ESCB", "AROQ", "SROQ"]
+
+
+@pytest.mark.parametrize(
+    ("kind", "constants", "key"),
+    [("CTS", {"prior": "poisson"}, "prior"), ("ESCB", {"loglog": -1}, "loglog"), ("CTS", {"sigma": 0}, "sigma")],
+)
+def test_problem_files_refuse_bad_constants_naming_the_key(kind, constants, key) -> None:
+    data = load_problem(PROBLEMS / "baselines.toml").to_dict()
+    data["policies"] = [{"name": kind, "kind": kind, "oracle": "auto", "constants": constants}]
+    with pytest.raises(ProblemError, match=f"policies\\[0\\].constants.{key}"):
+        parse_problem(data, "bad.toml")
