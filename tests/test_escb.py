@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 import cmab_milp as cm
+from cmab_milp.environments.base import FeedbackStats
 from cmab_milp.experiments import load_problem, parse_problem
 from cmab_milp.experiments.schema import ProblemError
-from cmab_milp.environments.base import FeedbackStats
 
 
 def brute_index(mu, n, t, m, actions, C=1.0, loglog=4.0) -> np.ndarray:

@@ -74,6 +74,11 @@ def _mix(x: int) -> int:
     return x ^ (x >> 31)
 
 
+def _coins(stream: np.ndarray, t: int, arms: Sequence[int]) -> list[float]:
+    base = _mix(_mix(int(stream[0]) ^ (int(t) & _MASK64)) ^ int(stream[1]))
+    return [(_mix((base + (i + 1) * 0x9E3779B97F4A7C15) & _MASK64) >> 11) * 2.0**-53 for i in arms]
+
+
 def outcome_coins(stream: np.ndarray, t: int, arms: Sequence[int]) -> np.ndarray:
     """Uniforms in [0, 1) for the outcomes of ``arms`` at round ``t``: a fixed function of ``stream``, ``t``, arm.
 
@@ -82,8 +87,7 @@ def outcome_coins(stream: np.ndarray, t: int, arms: Sequence[int]) -> np.ndarray
     >>> bool((u == outcome_coins(stream, 5, [0, 3])).all()), bool(u[1] == outcome_coins(stream, 5, [3])[0])
     (True, True)
     """
-    base = _mix(_mix(int(stream[0]) ^ (int(t) & _MASK64)) ^ int(stream[1]))
-    return np.array([(_mix((base + (i + 1) * 0x9E3779B97F4A7C15) & _MASK64) >> 11) * 2.0**-53 for i in arms])
+    return np.array(_coins(stream, t, arms))
 
 
 def _stream(entropy: Any) -> np.ndarray:
@@ -113,6 +117,7 @@ class PosteriorIndex(Index):
         self.prior = check_prior(prior)
         self.sigma = check_positive("sigma", sigma)
         self.stream = _stream(None) if stream is None else np.asarray(stream, np.uint64).copy()
+        self._everyone = np.ones(d, bool)
         super().__init__(d)
 
     def reset(self) -> None:
@@ -125,7 +130,7 @@ class PosteriorIndex(Index):
     def observed(self) -> np.ndarray:
         """Arms whose sample is infinite-variance no more: all under the Beta prior, else those observed."""
         if self.prior == "beta":
-            return np.ones(self.d, bool)
+            return self._everyone
         return self.counts > 0
 
     @property
@@ -271,13 +276,18 @@ class CTS(EveryRound):
     def _learn(self, stats: FeedbackStats) -> None:
         index = self.index
         if index.prior == "beta":
-            index.check_outcomes(stats)
-            if stats.rounds == 1:
+            if stats.rounds == 1:  # (the hot path: plain lists for the few played arms)
+                played = np.flatnonzero(stats.counts).tolist()
+                ys = stats.sum[played].tolist()
+                if ys and (min(ys) < 0.0 or max(ys) > 1.0):
+                    index.check_outcomes(stats)  # raises, naming the arm
                 t = self.t if self._coin_round is None else self._coin_round
-                played = np.flatnonzero(stats.counts)
-                successes = np.zeros(self.d)
-                successes[played] = outcome_coins(index.stream, t, played.tolist()) < stats.sum[played]
-            elif np.array_equal(stats.sum, np.round(stats.sum)):  # 0/1 outcomes: the successes themselves
+                coins = _coins(index.stream, t, played)
+                index.successes[played] += [float(u < y) for u, y in zip(coins, ys, strict=True)]
+                index.update(stats)
+                return
+            index.check_outcomes(stats)
+            if np.array_equal(stats.sum, np.round(stats.sum)):  # 0/1 outcomes: the successes themselves
                 successes = stats.sum.copy()
             else:
                 raise ValueError("CTS(prior='beta') takes fractional outcomes one round at a time")
