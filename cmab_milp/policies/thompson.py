@@ -118,6 +118,7 @@ class PosteriorIndex(Index):
         self.sigma = check_positive("sigma", sigma)
         self.stream = _stream(None) if stream is None else np.asarray(stream, np.uint64).copy()
         self._everyone = np.ones(d, bool)
+        self._shape, self._gamma = np.empty(2 * d), np.empty(2 * d)  # buffers of the Beta draws
         super().__init__(d)
 
     def reset(self) -> None:
@@ -191,9 +192,12 @@ class PosteriorIndex(Index):
 
     def sample(self) -> np.ndarray:
         """One draw of every arm's mean from its posterior (unobserved Gaussian arms: their mean 0, unused)."""
-        if self.prior == "beta":
-            a, b = self.posterior()
-            return self.rng.beta(a, b)
+        if self.prior == "beta":  # Beta(a, b) = G_a / (G_a + G_b), two standard gammas (what rng.beta does, faster)
+            d = self.d
+            self._shape[:d] = 1.0 + self.successes
+            self._shape[d:] = 1.0 + self.counts - self.successes
+            g = self.rng.standard_gamma(self._shape, out=self._gamma)
+            return g[:d] / (g[:d] + g[d:])
         mean, std = self.posterior()
         z = self.rng.standard_normal(self.d)
         return mean + np.where(np.isfinite(std), std, 0.0) * z
