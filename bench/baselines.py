@@ -14,7 +14,8 @@ Run: ``PYTHONPATH=. .venv/bin/python bench/baselines.py`` (``--quick``: T = 10^4
 3. ESCB's per-round cost with the exact norm oracle (``route="oracle"``,
    ``oracle.argmax_norm`` with ``M = diag(1/n)``) on cardinality, matchings
    and s-t paths at d = 20-100: mean time per round over the second half of a
-   short run (the first rounds play unobserved arms).
+   short run (the first rounds play unobserved arms; a case stops after
+   ``--cap`` seconds, its line says how many rounds it played).
 """
 
 from __future__ import annotations
@@ -107,7 +108,7 @@ def grid_paths(rows: int, cols: int) -> cm.STPaths:
     return cm.STPaths(graph, (0, 0), (rows - 1, cols - 1))
 
 
-def escb_cost(T: int) -> None:
+def escb_cost(T: int, cap: float) -> None:
     print(f"\nESCB per round with the exact norm oracle (route='oracle', oracle='auto'), rounds {T // 2}-{T}")
     cases = [
         ("cardinality d=20 m=3", cm.Cardinality(20, 3)),
@@ -117,6 +118,7 @@ def escb_cost(T: int) -> None:
         ("matchings K(5,5) d=25", cm.Matchings(nx.complete_bipartite_graph(5, 5))),
         ("matchings K(10,10) d=100", cm.Matchings(nx.complete_bipartite_graph(10, 10))),
         ("s-t paths 3x4 grid d=34", grid_paths(3, 4)),
+        ("s-t paths 4x4 grid d=48", grid_paths(4, 4)),
         ("s-t paths 5x6 grid d=98", grid_paths(5, 6)),
     ]
     rng = np.random.default_rng(1)
@@ -124,15 +126,23 @@ def escb_cost(T: int) -> None:
         env = cm.UniformNoise(rng.uniform(size=space.d), width=WIDTH)
         small = isinstance(space, cm.Cardinality) and len(space.enumerate()) * space.d <= ENUMERATE_UP_TO
         for route in ("oracle", "auto") if small else ("oracle",):
-            policy = cm.ESCB(space, T, oracle="auto", route=route)
-            start = time.perf_counter()
-            result = cm.simulate(policy, env, T, seed=0, record=[T // 2, T])
-            wall = time.perf_counter() - start
-            per_round = (result.runtime[-1] - result.runtime[0]) / (T - T // 2)
-            oracle = (result.oracle_runtime[-1] - result.oracle_runtime[0]) / (T - T // 2)
+            # rounds one by one, so that a case can stop at ``cap`` seconds; cost of the rounds after the first half
+            policy = cm.ESCB(space, None, oracle="auto", route=route)
+            draws, ledger = np.random.default_rng(0), policy.oracle.ledger
+            start, times, oracle_times = time.perf_counter(), [], []
+            for _ in range(T):
+                before, oracle_before = time.perf_counter(), ledger.seconds
+                action = policy.select()
+                policy.observe(action, env.sample(action, draws))
+                times.append(time.perf_counter() - before)
+                oracle_times.append(ledger.seconds - oracle_before)
+                if time.perf_counter() - start > cap:
+                    break
+            half = len(times) // 2
             print(
-                f"  {label:26} route={route:6} {per_round * 1e3:8.2f} ms/round "
-                f"(oracle {oracle * 1e3:8.2f} ms)  run {wall:6.1f} s",
+                f"  {label:26} route={route:6} {np.mean(times[half:]) * 1e3:8.2f} ms/round "
+                f"(oracle {np.mean(oracle_times[half:]) * 1e3:8.2f} ms) over rounds {half + 1}-{len(times)}, "
+                f"run {time.perf_counter() - start:6.1f} s",
                 flush=True,
             )
 
@@ -141,6 +151,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="T = 10^4 only, 2 seeds")
     parser.add_argument("--budget", type=float, default=400.0, help="seconds per table cell before it stops early")
+    parser.add_argument("--cap", type=float, default=60.0, help="seconds per ESCB cost case (fewer rounds if slower)")
     parser.add_argument("--parts", default="cts,escb,regret", help="comma-separated: cts, escb, regret")
     args = parser.parse_args()
     parts = set(args.parts.split(","))
@@ -149,7 +160,7 @@ def main() -> None:
     if "cts" in parts:
         cts_vs_cucb(2000, 3 if args.quick else 7)
     if "escb" in parts:
-        escb_cost(200 if args.quick else 400)
+        escb_cost(200 if args.quick else 400, args.cap)
     if "regret" in parts:
         print()
         regret_table(horizons, seeds, args.budget)
