@@ -21,6 +21,7 @@ Run: ``PYTHONPATH=. .venv/bin/python bench/baselines.py`` (``--quick``: T = 10^4
 from __future__ import annotations
 
 import argparse
+import math
 import time
 
 import networkx as nx
@@ -45,11 +46,11 @@ def figure2(m: int) -> tuple[cm.Cardinality, cm.UniformNoise]:
     return cm.Cardinality(D, m), cm.UniformNoise(means, width=WIDTH)
 
 
-def regret_table(horizons: list[int], seeds: int, budget: float) -> None:
+def regret_table(horizons: list[int], seeds: int, budget: float, ms: tuple[int, ...] = (3, 5, 8)) -> None:
     print(
         f"{'m':>2} {'T':>7} {'policy':10} {'seeds':>5} {'regret':>17} {'queries':>9} {'wall s/seed':>11} {'5 seeds':>9}"
     )
-    for m in (3, 5, 8):
+    for m in ms:
         space, env = figure2(m)
         optimum = env.optimal(space)
         pace: dict[str, float] = {}  # seconds per round of each policy at the previous horizon
@@ -124,7 +125,8 @@ def escb_cost(T: int, cap: float) -> None:
     rng = np.random.default_rng(1)
     for label, space in cases:
         env = cm.UniformNoise(rng.uniform(size=space.d), width=WIDTH)
-        small = isinstance(space, cm.Cardinality) and len(space.enumerate()) * space.d <= ENUMERATE_UP_TO
+        size = sum(math.comb(space.d, k) for k in range(space.m + 1)) if isinstance(space, cm.Cardinality) else 0
+        small = 0 < size * space.d <= ENUMERATE_UP_TO
         for route in ("oracle", "auto") if small else ("oracle",):
             # rounds one by one, so that a case can stop at ``cap`` seconds; cost of the rounds after the first half
             policy = cm.ESCB(space, None, oracle="auto", route=route)
@@ -152,6 +154,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="T = 10^4 only, 2 seeds")
     parser.add_argument("--budget", type=float, default=400.0, help="seconds per table cell before it stops early")
     parser.add_argument("--cap", type=float, default=60.0, help="seconds per ESCB cost case (fewer rounds if slower)")
+    parser.add_argument("--m", default="3,5,8", help="comma-separated m values of the regret table")
+    parser.add_argument("--horizons", default=None, help="comma-separated horizons of the regret table")
     parser.add_argument("--parts", default="cts,escb,regret", help="comma-separated: cts, escb, regret")
     args = parser.parse_args()
     parts = set(args.parts.split(","))
@@ -163,7 +167,9 @@ def main() -> None:
         escb_cost(200 if args.quick else 400, args.cap)
     if "regret" in parts:
         print()
-        regret_table(horizons, seeds, args.budget)
+        if args.horizons:
+            horizons = [int(h) for h in args.horizons.split(",")]
+        regret_table(horizons, seeds, args.budget, tuple(int(m) for m in args.m.split(",")))
 
 
 if __name__ == "__main__":
