@@ -103,6 +103,23 @@ CASES += [
 ]
 CASES[-3].T = 120
 
+# --- baselines (policies/thompson.py, policies/escb.py)
+BASELINE_BAD = [({"C": 0.0}, "C"), ({"loglog": -1.0}, "loglog"), ({"C": "big"}, "C")]
+CASES += [
+    Case(
+        cm.CTS, uniform_env, T=150, constants={"seed": 3}, bad=[({"prior": "poisson"}, "prior"), ({"seed": -1}, "seed")]
+    ),
+    Case(
+        cm.CTS,
+        lambda: cm.GaussianNoise(MEANS, 0.1 * np.eye(6), seed=1),
+        T=150,
+        constants={"prior": "gaussian", "seed": 2, "sigma": 0.5},
+        bad=[({"sigma": -1.0}, "sigma"), ({"sigma": 0.0}, "sigma")],
+    ),
+    Case(cm.ESCB, uniform_env, T=150, bad=BASELINE_BAD),
+    Case(cm.AROQESCB, uniform_env, bad=BASELINE_BAD),
+]
+
 
 def case_id(case: Case) -> str:
     consts = ",".join(f"{k}={v}" for k, v in case.constants.items())

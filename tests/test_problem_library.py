@@ -27,6 +27,7 @@ LIBRARY = [
     "sensor_placement.toml",
     "routing_abilene_by_name.toml",
     "crew_matching.toml",
+    "baselines.toml",
 ]
 #: Files that name a topohub topology (the optional extra "routing").
 NEEDS_TOPOHUB = {"routing_abilene_by_name.toml"}

@@ -267,6 +267,10 @@ POLICIES = [
     (cm.SDCB, {}),
     (cm.AROQGR, {}),
     (cm.SROQGR, {}),
+    (cm.CTS, {"seed": 1}),
+    (cm.CTS, {"prior": "gaussian"}),
+    (cm.ESCB, {}),
+    (cm.AROQESCB, {}),
 ]
 
 

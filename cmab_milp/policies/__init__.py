@@ -1,4 +1,4 @@
-"""Policies: the paper's nine algorithms (contract section 4)."""
+"""Policies: the paper's nine algorithms (contract section 4) and the baselines CTS, ESCB (section 8)."""
 
 from .._lazy import lazy_names
 
@@ -13,6 +13,9 @@ _LAZY = {
     "SDCB": ".general",
     "AROQGR": ".general",
     "SROQGR": ".general",
+    "CTS": ".thompson",
+    "ESCB": ".escb",
+    "AROQESCB": ".escb",
     "load_policy": ".persistence",
 }
 

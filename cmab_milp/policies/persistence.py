@@ -78,7 +78,17 @@ def policy_classes() -> dict[str, type[Policy]]:
     from .general import AROQGR, SDCB, SROQGR
     from .linear import AROQ, CUCB, SROQ
 
-    return {cls.__name__: cls for cls in (CUCB, AROQ, SROQ, OLSUCBC, AROQCov, SROQCov, SDCB, AROQGR, SROQGR)}
+    nine = (CUCB, AROQ, SROQ, OLSUCBC, AROQCov, SROQCov, SDCB, AROQGR, SROQGR)
+    return {cls.__name__: cls for cls in (*nine, *_baseline_classes())}
+
+
+# ------------------------------------------------------------------ baselines (issue 28)
+def _baseline_classes() -> tuple[type[Policy], ...]:
+    """The baselines beside the nine: CTS, ESCB and AROQ-ESCB (their state: counts, sums, generator words)."""
+    from .escb import AROQESCB, ESCB
+    from .thompson import CTS
+
+    return (CTS, ESCB, AROQESCB)
 
 
 # ------------------------------------------------------------------ values

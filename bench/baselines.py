@@ -1,0 +1,176 @@
+"""Baselines: CTS and ESCB next to CUCB, AROQ and SROQ; their per-round cost.
+
+Run: ``PYTHONPATH=. .venv/bin/python bench/baselines.py`` (``--quick``: T = 10^4 only, 2 seeds;
+``--parts cts,escb,regret`` picks the parts below).
+
+1. Regret and wall time at T = 10^4 and 10^5 (5 seeds) on the paper's Figure 2
+   setting (Cardinality d = 20, means Unif[0, 1] from seed 0, UniformNoise
+   width 0.5) with m = 3, 5 and 8; every policy on the "auto" oracle (ESCB's
+   default route evaluates its index on every action of these spaces). A cell
+   whose next seed would push it past ``--budget`` seconds stops early: it shows
+   the seeds it ran and the time 5 seeds would take at the measured pace.
+2. Per-round cost of CTS relative to CUCB, same space and oracle, runs
+   interleaved (CUCB, CTS, CUCB, CTS, ...), median ratio of wall times.
+3. ESCB's per-round cost with the exact norm oracle (``route="oracle"``,
+   ``oracle.argmax_norm`` with ``M = diag(1/n)``) on cardinality, matchings
+   and s-t paths at d = 20-100: mean time per round over the second half of a
+   short run (the first rounds play unobserved arms; a case stops after
+   ``--cap`` seconds, its line says how many rounds it played).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+
+import networkx as nx
+import numpy as np
+
+import cmab_milp as cm
+from cmab_milp.policies.escb import ENUMERATE_UP_TO
+
+D, WIDTH, SEED = 20, 0.5, 0
+POLICIES = {
+    "CUCB": cm.CUCB,
+    "CTS": cm.CTS,
+    "ESCB": cm.ESCB,
+    "AROQ": cm.AROQ,
+    "SROQ": cm.SROQ,
+    "AROQ-ESCB": cm.AROQESCB,
+}
+
+
+def figure2(m: int) -> tuple[cm.Cardinality, cm.UniformNoise]:
+    means = np.random.default_rng(SEED).uniform(size=D)
+    return cm.Cardinality(D, m), cm.UniformNoise(means, width=WIDTH)
+
+
+def regret_table(horizons: list[int], seeds: int, budget: float, ms: tuple[int, ...] = (3, 5, 8)) -> None:
+    print(
+        f"{'m':>2} {'T':>7} {'policy':10} {'seeds':>5} {'regret':>17} {'queries':>9} {'wall s/seed':>11} {'5 seeds':>9}"
+    )
+    for m in ms:
+        space, env = figure2(m)
+        optimum = env.optimal(space)
+        pace: dict[str, float] = {}  # seconds per round of each policy at the previous horizon
+        for T in horizons:
+            for name, cls in POLICIES.items():
+                if name in pace and pace[name] * T > budget:
+                    print(
+                        f"{m:>2} {T:>7} {name:10} {0:>5}   not run: one seed would take ~{pace[name] * T:,.0f} s "
+                        f"(at the pace of T={horizons[0]}); 5 seeds ~{5 * pace[name] * T:,.0f} s",
+                        flush=True,
+                    )
+                    continue
+                runs, spent = [], 0.0
+                for seed in range(seeds):
+                    if runs and spent + spent / len(runs) > budget:
+                        break
+                    result = cm.simulate(cls(space, T, oracle="auto"), env, T, seed=seed, record=1, optimum=optimum)
+                    runs.append(result)
+                    spent += result.wall_seconds
+                regret = np.array([r.regret[-1] for r in runs])
+                per_seed = spent / len(runs)
+                pace[name] = per_seed / T
+                spread = regret.std(ddof=1) if len(runs) > 1 else 0.0
+                print(
+                    f"{m:>2} {T:>7} {name:10} {len(runs):>5} {regret.mean():>9,.0f} ± {spread:>5,.0f} "
+                    f"{np.mean([r.queries[-1] for r in runs]):>9,.0f} {per_seed:>11.2f} {seeds * per_seed:>9.0f}",
+                    flush=True,
+                )
+
+
+def cts_vs_cucb(T: int, repeats: int) -> None:
+    print(f"\nCTS / CUCB wall time per round, same oracle, interleaved ({repeats} pairs, T={T})")
+    for m in (3, 8):
+        space, env = figure2(m)
+        optimum = env.optimal(space)
+        for backend in ("auto", "highs"):
+            times: dict[str, list[float]] = {"CUCB": [], "CTS": []}
+            for k in range(repeats):
+                for name, cls in (("CUCB", cm.CUCB), ("CTS", cm.CTS)):
+                    result = cm.simulate(cls(space, T, oracle=backend), env, T, seed=k, record=1, optimum=optimum)
+                    times[name].append(result.wall_seconds / T)
+            cucb, cts = np.median(times["CUCB"]), np.median(times["CTS"])
+            ratios = np.array(times["CTS"]) / np.array(times["CUCB"])
+            print(
+                f"  m={m} oracle={backend:6} CUCB {cucb * 1e6:7.0f} us  CTS {cts * 1e6:7.0f} us  "
+                f"ratio {np.median(ratios):.2f} (range {ratios.min():.2f}-{ratios.max():.2f})",
+                flush=True,
+            )
+
+
+def grid_paths(rows: int, cols: int) -> cm.STPaths:
+    graph = nx.DiGraph()
+    for u, v in nx.grid_2d_graph(rows, cols).edges():
+        graph.add_edge(u, v)
+        graph.add_edge(v, u)
+    return cm.STPaths(graph, (0, 0), (rows - 1, cols - 1))
+
+
+def escb_cost(T: int, cap: float) -> None:
+    print(f"\nESCB per round with the exact norm oracle (route='oracle', oracle='auto'), rounds {T // 2}-{T}")
+    cases = [
+        ("cardinality d=20 m=3", cm.Cardinality(20, 3)),
+        ("cardinality d=20 m=5", cm.Cardinality(20, 5)),
+        ("cardinality d=50 m=5", cm.Cardinality(50, 5)),
+        ("cardinality d=100 m=5", cm.Cardinality(100, 5)),
+        ("matchings K(5,5) d=25", cm.Matchings(nx.complete_bipartite_graph(5, 5))),
+        ("matchings K(10,10) d=100", cm.Matchings(nx.complete_bipartite_graph(10, 10))),
+        ("s-t paths 3x4 grid d=34", grid_paths(3, 4)),
+        ("s-t paths 4x4 grid d=48", grid_paths(4, 4)),
+        ("s-t paths 5x6 grid d=98", grid_paths(5, 6)),
+    ]
+    rng = np.random.default_rng(1)
+    for label, space in cases:
+        env = cm.UniformNoise(rng.uniform(size=space.d), width=WIDTH)
+        size = sum(math.comb(space.d, k) for k in range(space.m + 1)) if isinstance(space, cm.Cardinality) else 0
+        small = 0 < size * space.d <= ENUMERATE_UP_TO
+        for route in ("oracle", "auto") if small else ("oracle",):
+            # rounds one by one, so that a case can stop at ``cap`` seconds; cost of the rounds after the first half
+            policy = cm.ESCB(space, None, oracle="auto", route=route)
+            draws, ledger = np.random.default_rng(0), policy.oracle.ledger
+            start, times, oracle_times = time.perf_counter(), [], []
+            for _ in range(T):
+                before, oracle_before = time.perf_counter(), ledger.seconds
+                action = policy.select()
+                policy.observe(action, env.sample(action, draws))
+                times.append(time.perf_counter() - before)
+                oracle_times.append(ledger.seconds - oracle_before)
+                if time.perf_counter() - start > cap:
+                    break
+            half = len(times) // 2
+            print(
+                f"  {label:26} route={route:6} {np.mean(times[half:]) * 1e3:8.2f} ms/round "
+                f"(oracle {np.mean(oracle_times[half:]) * 1e3:8.2f} ms) over rounds {half + 1}-{len(times)}, "
+                f"run {time.perf_counter() - start:6.1f} s",
+                flush=True,
+            )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="T = 10^4 only, 2 seeds")
+    parser.add_argument("--budget", type=float, default=400.0, help="seconds per table cell before it stops early")
+    parser.add_argument("--cap", type=float, default=60.0, help="seconds per ESCB cost case (fewer rounds if slower)")
+    parser.add_argument("--m", default="3,5,8", help="comma-separated m values of the regret table")
+    parser.add_argument("--horizons", default=None, help="comma-separated horizons of the regret table")
+    parser.add_argument("--parts", default="cts,escb,regret", help="comma-separated: cts, escb, regret")
+    args = parser.parse_args()
+    parts = set(args.parts.split(","))
+    horizons = [10**4] if args.quick else [10**4, 10**5]
+    seeds = 2 if args.quick else 5
+    if "cts" in parts:
+        cts_vs_cucb(2000, 3 if args.quick else 7)
+    if "escb" in parts:
+        escb_cost(200 if args.quick else 400, args.cap)
+    if "regret" in parts:
+        print()
+        if args.horizons:
+            horizons = [int(h) for h in args.horizons.split(",")]
+        regret_table(horizons, seeds, args.budget, tuple(int(m) for m in args.m.split(",")))
+
+
+if __name__ == "__main__":
+    main()
