@@ -159,6 +159,7 @@ class _CpSatModel:
         self.exclude: tuple[int, ...] = ()
         self.extra: list[_IntRow] = []
         self.last: np.ndarray | None = None
+        self.time_limit = oracle.time_limit
 
     def set_costs(self, costs: np.ndarray) -> None:
         self.costs = costs
@@ -186,6 +187,10 @@ class _CpSatModel:
         self.extra = []
         self.last = None
 
+    def set_time_limit(self, seconds: float | None) -> None:
+        """Seconds for the next solves (what is left of the query's limit, from the cut loop)."""
+        self.time_limit = seconds
+
     def solve(self, tie_tol: float | None = None) -> SolveResult:
         from ortools.sat.python import cp_model
 
@@ -210,8 +215,8 @@ class _CpSatModel:
         params = solver.parameters
         params.num_workers = 1
         params.random_seed = 0
-        if self.oracle.time_limit is not None:
-            params.max_time_in_seconds = self.oracle.time_limit
+        if self.time_limit is not None:
+            params.max_time_in_seconds = self.time_limit
         status = solver.solve(model)
         if status == cp_model.INFEASIBLE:
             return SolveResult("infeasible")
@@ -285,7 +290,13 @@ class OrtoolsOracle(Oracle):
         model = getattr(self._local, "model", None)
         if model is None:
             model = self._local.model = _CpSatModel(self)
-        found = certified_solve(model, query, self.formulation, contains=self.space._contains if self.verify else None)
+        found = certified_solve(
+            model,
+            query,
+            self.formulation,
+            contains=self.space._contains if self.verify else None,
+            time_limit=self.time_limit,
+        )
         return None if found is None else found[0]
 
     def _norm(self, query: NormQuery) -> np.ndarray | None:

@@ -287,7 +287,7 @@ _BUILT_IN: list[tuple[str, str, str, Capabilities]] = [
         "auto",
         "auto:AutoOracle",
         "fastest exact method per query",
-        Capabilities(spaces="every space (it picks among the backends that accept it)"),
+        Capabilities(time_limit=True, spaces="every space (it picks among the backends that accept it)"),
     ),
     (
         "scip",
