@@ -242,12 +242,16 @@ class OrtoolsOracle(Oracle):
         Seconds per CP-SAT solve; a solve it stops raises ``OracleError``.
     verify:
         Also check every answer with ``space.contains`` (slower; for tests).
+    native:
+        Model directed s-t paths with CP-SAT's circuit constraint (:mod:`.cpsat_circuit`)
+        instead of the formulation's rows and its lazy cuts (``circuit`` tells which was built).
     """
 
     name = "ortools"
 
-    def __init__(self, space: ActionSpace, time_limit: float | None = None, verify: bool = False):
+    def __init__(self, space: ActionSpace, time_limit: float | None = None, verify: bool = False, native: bool = True):
         time_limit = check_time_limit(time_limit)
+        self.native = bool(native)
         super().__init__(space)
         form = self.formulation = space.formulation().without_optional()  # integer columns only
         bad = [
@@ -268,12 +272,20 @@ class OrtoolsOracle(Oracle):
     def _compile(self, form: Formulation):
         from ortools.sat.python import cp_model
 
-        model = cp_model.CpModel()
-        for i in range(form.d):
-            model.new_bool_var(f"a{i}")
-        for j in range(form.n_aux):
-            model.new_int_var(math.ceil(form.aux_lb[j]), math.floor(form.aux_ub[j]), f"x{j}")
-        for row in form.rows:
+        from .cpsat_circuit import circuit_model, side_rows
+
+        model = circuit_model(self.space) if self.native else None
+        rows = form.rows
+        if model is not None:  # directed s-t paths: one circuit constraint, then the side rows
+            rows = side_rows(self.space)[1]
+        else:
+            model = cp_model.CpModel()
+            for i in range(form.d):
+                model.new_bool_var(f"a{i}")
+            for j in range(form.n_aux):
+                model.new_int_var(math.ceil(form.aux_lb[j]), math.floor(form.aux_ub[j]), f"x{j}")
+        self.circuit = rows is not form.rows
+        for row in rows:
             int_rows, relaxed = _integer_rows(row)
             if relaxed:
                 if any(c >= form.d for c in row.cols):
