@@ -26,8 +26,10 @@ Example
 >>> model is not None
 True
 >>> oracle = cm.make_oracle(cm.STPaths(g, 0, 2), "ortools")
->>> oracle.argmax(np.ones(5)).astype(int).tolist()
-[1, 1, 0, 0, 0]
+>>> oracle.circuit, oracle.space.arms
+(True, [(0, 1), (0, 2), (1, 2), (1, 0), (2, 0)])
+>>> oracle.argmax(np.ones(5)).astype(int).tolist()  # the longest path 0 -> 1 -> 2
+[1, 0, 1, 0, 0]
 """
 
 from __future__ import annotations
