@@ -142,9 +142,10 @@ class _ScipModel:
         #: The constraint handler of :mod:`.scip_tree` (the separators in the one tree), or ``None``.
         self.handler = None
         if one_tree and formulation.separators:
-            from .scip_tree import attach
+            from .scip_tree import attach, register
 
             self.handler = attach(model, formulation, self.cols, sepa_freq=sepa_freq)
+            register(self)
         self.temporary: list = []  # this query's constraints
         self.lower = np.zeros(formulation.d)
         self.upper = np.ones(formulation.d)
@@ -153,6 +154,12 @@ class _ScipModel:
         #: ``time.perf_counter()`` by which the query being answered must end (``None``: each solve gets
         #: the whole limit); set by :meth:`ScipOracle._deadline` for every query, across its re-solves.
         self.deadline: float | None = None
+
+    def free_scip(self) -> None:
+        """Drop the SCIP model (and its handler) now; the model is unusable afterwards."""
+        self.handler = None
+        self.cols = self.arms = self.temporary = []
+        self.s = self.model = None
 
     def _edit(self) -> None:
         if self.solved:

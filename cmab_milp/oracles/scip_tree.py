@@ -37,13 +37,16 @@ Example
 
 from __future__ import annotations
 
+import atexit
+import gc
+import weakref
 from typing import Any
 
 import numpy as np
 
 from ..spaces.formulation import Formulation, Row
 
-__all__ = ["LazyRowsHandler", "attach"]
+__all__ = ["LazyRowsHandler", "attach", "register"]
 
 
 def _handler_class():
@@ -153,6 +156,22 @@ def _handler_class():
 
 
 LazyRowsHandler: Any = None  # the class, built on first use (pyscipopt is an optional extra)
+
+#: Models holding a handler: freed before the interpreter shuts down (SCIP calls the handler's Python
+#: methods while it frees a model, which fails once the interpreter is finalising).
+_OPEN: weakref.WeakSet = weakref.WeakSet()
+
+
+@atexit.register
+def _free_open_models() -> None:
+    for owner in list(_OPEN):
+        owner.free_scip()
+    gc.collect()
+
+
+def register(owner: Any) -> None:
+    """Free ``owner``'s SCIP model (``owner.free_scip()``) at exit."""
+    _OPEN.add(owner)
 
 
 def attach(model: Any, formulation: Formulation, cols: list, *, sepa_freq: int = 1, min_violation: float = 1e-3):
