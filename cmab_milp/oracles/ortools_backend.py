@@ -215,6 +215,8 @@ class _CpSatModel:
         params = solver.parameters
         params.num_workers = 1
         params.random_seed = 0
+        for key, value in self.oracle.parameters.items():
+            setattr(params, key, value)
         if self.time_limit is not None:
             params.max_time_in_seconds = self.time_limit
         status = solver.solve(model)
@@ -242,6 +244,9 @@ class OrtoolsOracle(Oracle):
         Seconds per CP-SAT solve; a solve it stops raises ``OracleError``.
     verify:
         Also check every answer with ``space.contains`` (slower; for tests).
+    parameters:
+        CP-SAT parameters set on every solve (``{"linearization_level": 2}``); ``num_workers``
+        and ``random_seed`` stay 1 and 0 (the tie rule), ``max_time_in_seconds`` is ``time_limit``.
     native:
         Model directed s-t paths with CP-SAT's circuit constraint (:mod:`.cpsat_circuit`)
         instead of the formulation's rows and its lazy cuts (``circuit`` tells which was built).
@@ -249,9 +254,17 @@ class OrtoolsOracle(Oracle):
 
     name = "ortools"
 
-    def __init__(self, space: ActionSpace, time_limit: float | None = None, verify: bool = False, native: bool = True):
+    def __init__(
+        self,
+        space: ActionSpace,
+        time_limit: float | None = None,
+        verify: bool = False,
+        native: bool = True,
+        parameters: dict[str, object] | None = None,
+    ):
         time_limit = check_time_limit(time_limit)
         self.native = bool(native)
+        self.parameters = _check_parameters(parameters)
         super().__init__(space)
         form = self.formulation = space.formulation().without_optional()  # integer columns only
         bad = [
@@ -316,6 +329,25 @@ class OrtoolsOracle(Oracle):
             "the ortools backend (CP-SAT) answers linear queries only: the norm index needs a square root,"
             " which CP-SAT's integer arithmetic cannot prove within 1e-9; use 'highs', 'gurobi' or 'scip'"
         )
+
+
+def _check_parameters(parameters: dict[str, object] | None) -> dict[str, object]:
+    """CP-SAT parameters by name, checked against ``SatParameters`` before any solve."""
+    if parameters is None:
+        return {}
+    if not isinstance(parameters, dict):
+        raise ValueError(f"parameters must be a dict of CP-SAT parameters, got {type(parameters).__name__}")
+    from ortools.sat import sat_parameters_pb2
+
+    probe = sat_parameters_pb2.SatParameters()
+    for key, value in parameters.items():
+        if key in ("num_workers", "random_seed", "max_time_in_seconds"):
+            raise ValueError(f"CP-SAT parameter {key!r} is set by the backend (the tie rule, time_limit)")
+        try:
+            setattr(probe, key, value)
+        except (AttributeError, TypeError, ValueError) as exc:
+            raise ValueError(f"bad CP-SAT parameter {key}={value!r}: {exc}") from None
+    return dict(parameters)
 
 
 def _add(proto, row: _IntRow) -> None:
