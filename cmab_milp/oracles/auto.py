@@ -92,6 +92,8 @@ class SpaceFacts:
         self.d = space.d
         self.caps = caps
         self.plan_share = plan_share
+        #: The share of ``budget`` the current count may spend (``plan_share``, or the norm one while ranking norms).
+        self.share = plan_share
         self.budget = math.inf
         self.probe = False
         self.wanted = False
@@ -104,7 +106,7 @@ class SpaceFacts:
         if not math.isfinite(self.budget):
             return 0
         per_visit = _ENUM_VISIT + _ENUM_VISIT_ARM * self.d
-        return int(max(self.plan_share * self.budget, 0.0) / per_visit)
+        return int(max(self.share * self.budget, 0.0) / per_visit)
 
     def count(self, limit: int) -> int | None:
         """The number of actions if it is at most ``limit``, else (or while not probing) ``None``.
@@ -130,8 +132,11 @@ class SpaceFacts:
         bound = base.count_upper_bound()
         cap = visits if bound is None else min(visits, int(bound))
         if not _stops_at_cap(base) and (bound is None or bound > visits):
-            self._visits_over = max(self._visits_over, visits)
-            return None
+            searches = int(max(self.share * self.budget, 0.0) / _SEARCH_VISIT)
+            if not _search_within(base, searches):  # s-t paths: a counting search, stopped at its cap
+                self._visits_over = max(self._visits_over, visits)
+                return None
+            cap = searches  # the search visited every path, and at most this many partial paths
         try:
             found = base.enumerate(cap)
         except ValueError:  # more than cap (or none: an empty base is not counted here)
@@ -191,11 +196,52 @@ def _stops_at_cap(space: ActionSpace) -> bool:
     return type(space) in (Cardinality, PartitionMatroid, GraphicMatroid, ExplicitActions)
 
 
+def _search_within(space: ActionSpace, visits: int) -> bool:
+    """Whether enumerating ``space`` (s-t paths) visits at most ``visits`` partial paths: a depth-first
+    search of the simple paths from ``s``, stopped at ``visits + 1`` (bounded work, either way).
+
+    >>> import networkx as nx
+    >>> import cmab_milp as cm
+    >>> space = cm.STPaths(nx.convert_node_labels_to_integers(nx.grid_2d_graph(3, 3)), 0, 8)
+    >>> _search_within(space, 100), _search_within(space, 10)
+    (True, False)
+    """
+    from ..spaces import STPaths
+
+    if type(space) is not STPaths:
+        return False
+    succ: list[list[int]] = [[] for _ in range(space.n_nodes)]
+    for u, v in zip(space.tail.tolist(), space.head.tolist(), strict=True):
+        succ[u].append(v)
+        if not space.directed:
+            succ[v].append(u)
+    on_path = [False] * space.n_nodes
+    count = 0
+    stack = [(space.s, 0)]
+    on_path[space.s] = True
+    while stack:  # iterative DFS over simple paths from s; each push is one visit
+        node, k = stack[-1]
+        if node == space.t or k == len(succ[node]):
+            stack.pop()
+            on_path[node] = False
+            continue
+        stack[-1] = (node, k + 1)
+        nxt = succ[node][k]
+        if not on_path[nxt]:
+            count += 1
+            if count > visits:
+                return False
+            on_path[nxt] = True
+            stack.append((nxt, 0))
+    return True
+
+
 # ---------------------------------------------------------------- cost models
 # Seconds per query, fitted on bench/auto_dispatch.py (2-core machine, numpy + highspy 1.x).
 _ENUM_BASE, _ENUM_ENTRY, _ENUM_GATHER = 5e-6, 1.5e-9, 5e-9
 _HIGHS_LP, _HIGHS_MILP, _HIGHS_PER_ENTRY = 1e-4, 3e-4, 5e-6
 _ENUM_VISIT, _ENUM_VISIT_ARM = 1e-6, 1.2e-7  # planning: seconds per candidate an enumeration visits (+ per arm)
+_SEARCH_VISIT = 1.5e-6  # planning: seconds per partial path of the counting search on s-t paths
 _HIGHS_NORM = 0.1  # an exact norm query on 30 arms (secants, cuts: many MILP solves), growing as d^1.5
 
 
@@ -246,12 +292,13 @@ def _longest_path_seconds(base, solver: str) -> float:
     Fitted on ``bench/graphs_large.py`` (grids; medians of 4-12 queries): on digraphs CP-SAT's
     circuit (0.11 s on the 6x6 grid digraph, 120 arcs) beats HiGHS's lazy-cut loop ~8x and SCIP's
     one tree ~20x; on undirected grids HiGHS leads (0.7 s on the 10x10 grid; SCIP 1.3 s; CP-SAT
-    has no circuit there and its no-good loop does not finish). Growth: x2 per 12 more nodes.
+    has no circuit there and its no-good loop does not finish). Growth: x2 per 6 more nodes on
+    digraphs (CP-SAT: 0.02 s on the 4x4 grid digraph, 9 s on the 8x8 one), per 16 undirected
+    (HiGHS: 0.015 s on the 4x4 grid, 0.8 s on the 10x10 one).
     """
-    growth = 2.0 ** ((base.n_nodes - 36) / 12.0)
     if base.directed:
-        return {"ortools": 0.1, "highs": 0.8, "scip": 2.0}[solver] * growth
-    return {"ortools": math.inf, "highs": 0.7 / 32.0, "scip": 1.4 / 32.0}[solver] * growth
+        return {"ortools": 0.1, "highs": 0.8, "scip": 2.0}[solver] * 2.0 ** ((base.n_nodes - 36) / 6.0)
+    return {"ortools": math.inf, "highs": 0.05, "scip": 0.1}[solver] * 2.0 ** ((base.n_nodes - 36) / 16.0)
 
 
 def ortools_cost(space: ActionSpace, shape: QueryShape, facts: SpaceFacts) -> float:
@@ -307,8 +354,11 @@ class AutoOracle(Oracle):
         (a query past it raises :class:`~cmab_milp.LimitReached`).
     plan_share:
         Planning (counting the actions for the enumeration's estimate) may cost at
-        most this share of the cheapest sure candidate's estimated seconds per query
-        (``0``: never enumerate to count).
+        most this share of the cheapest sure candidate's estimated seconds per linear
+        query (``0``: never enumerate to count).
+    norm_plan_share:
+        The same for norm queries. With both at 0.5 and estimates within 2x, ``auto``'s
+        first query costs at most ~2x the cheapest candidate's.
     """
 
     name = "auto"
@@ -320,13 +370,16 @@ class AutoOracle(Oracle):
         norm_enumerate_cap: int = 60_000,
         time_limit: float | None = None,
         plan_share: float = 0.5,
+        norm_plan_share: float = 0.5,
     ):
         super().__init__(space)
         for label, cap in (("enumerate_cap", enumerate_cap), ("norm_enumerate_cap", norm_enumerate_cap)):
             if isinstance(cap, bool) or not isinstance(cap, (int, np.integer)) or cap < 0:
                 raise ValueError(f"{label} must be an integer >= 0, got {cap!r}")
-        if isinstance(plan_share, bool) or not isinstance(plan_share, Real) or not 0.0 <= plan_share <= 1e6:
-            raise ValueError(f"plan_share must be a number in [0, 1e6], got {plan_share!r}")
+        for label, share in (("plan_share", plan_share), ("norm_plan_share", norm_plan_share)):
+            if isinstance(share, bool) or not isinstance(share, Real) or not 0.0 <= share <= 1e6:
+                raise ValueError(f"{label} must be a number in [0, 1e6], got {share!r}")
+        self.norm_plan_share = float(norm_plan_share)
         self.time_limit = check_time_limit(time_limit)
         self.plan_share = float(plan_share)
         self.enumerate_cap = int(enumerate_cap)
@@ -373,6 +426,7 @@ class AutoOracle(Oracle):
         candidates = self._candidates(shape)
         facts = self.facts
         facts.budget, facts.probe, facts.wanted = math.inf, False, False
+        facts.share = self.plan_share if shape.kind == "linear" else self.norm_plan_share
         costs = {name: float(cost(self.space, shape, facts)) for name, cost, _ in candidates}
         if facts.wanted:  # a model needs the action count: probe only as far as could beat the sure best
             sure = [costs[name] for name, _, declines in candidates if not declines]
