@@ -105,7 +105,7 @@ def _pairs(space: cm.ActionSpace, rng: np.random.Generator, k: int = 3) -> list[
 
 def _families(big: bool) -> dict:
     """name -> (space builder, query maker(space, rng)); the bench's families, small unless ``big``."""
-    tree, path, rcsp, di = (20, 10, 17, 6) if big else (4, 4, 5, 4)
+    tree, path, rcsp, di = (20, 10, 17, 6) if big else (3, 4, 5, 4)
 
     def normal(space, rng):
         return {"weights": rng.normal(size=space.d)}
