@@ -133,7 +133,7 @@ class SpaceFacts:
         cap = visits if bound is None else min(visits, int(bound))
         if not _stops_at_cap(base) and (bound is None or bound > visits):
             searches = int(max(self.share * self.budget, 0.0) / _SEARCH_VISIT)
-            if not _search_within(base, searches):  # s-t paths: a counting search, stopped at its cap
+            if not _search_within(base, searches, limit):  # s-t paths: a counting search, stopped at its caps
                 self._visits_over = max(self._visits_over, visits)
                 return None
             cap = searches  # the search visited every path, and at most this many partial paths
@@ -163,6 +163,10 @@ class SpaceFacts:
         if self.actions is None or not len(self.actions):
             return self.d
         return int(self.actions.sum(axis=1).max())
+
+    def root_cuts(self) -> bool:
+        """Whether the formulation has fractional separators (HiGHS runs LP cut rounds on every MILP query)."""
+        return bool(self.space.formulation().fractional_separators)
 
     def formulation_size(self) -> tuple[int, bool, bool]:
         """``(columns + rows, integral_lp, has separators)`` of the space's formulation."""
@@ -196,9 +200,10 @@ def _stops_at_cap(space: ActionSpace) -> bool:
     return type(space) in (Cardinality, PartitionMatroid, GraphicMatroid, ExplicitActions)
 
 
-def _search_within(space: ActionSpace, visits: int) -> bool:
-    """Whether enumerating ``space`` (s-t paths) visits at most ``visits`` partial paths: a depth-first
-    search of the simple paths from ``s``, stopped at ``visits + 1`` (bounded work, either way).
+def _search_within(space: ActionSpace, visits: int, paths: int | None = None) -> bool:
+    """Whether enumerating ``space`` (s-t paths) visits at most ``visits`` partial paths (and finds at most
+    ``paths`` s-t paths): a depth-first search of the simple paths from ``s``, stopped as soon as either
+    is exceeded (bounded work, either way).
 
     >>> import networkx as nx
     >>> import cmab_milp as cm
@@ -216,11 +221,16 @@ def _search_within(space: ActionSpace, visits: int) -> bool:
         if not space.directed:
             succ[v].append(u)
     on_path = [False] * space.n_nodes
-    count = 0
+    count = found = 0
+    most = math.inf if paths is None else paths
     stack = [(space.s, 0)]
     on_path[space.s] = True
     while stack:  # iterative DFS over simple paths from s; each push is one visit
         node, k = stack[-1]
+        if node == space.t and k == 0:
+            found += 1
+            if found > most:
+                return False
         if node == space.t or k == len(succ[node]):
             stack.pop()
             on_path[node] = False
@@ -242,6 +252,7 @@ _ENUM_BASE, _ENUM_ENTRY, _ENUM_GATHER = 5e-6, 1.5e-9, 5e-9
 _HIGHS_LP, _HIGHS_MILP, _HIGHS_PER_ENTRY = 1e-4, 3e-4, 5e-6
 _ENUM_VISIT, _ENUM_VISIT_ARM = 1e-6, 1.2e-7  # planning: seconds per candidate an enumeration visits (+ per arm)
 _SEARCH_VISIT = 1.5e-6  # planning: seconds per partial path of the counting search on s-t paths
+_HIGHS_ROOT_ROUNDS = 0.012  # LP cut rounds before a MILP with fractional separators (trees, forests: 16 ms on 3x3)
 _HIGHS_NORM = 0.1  # an exact norm query on 30 arms (secants, cuts: many MILP solves), growing as d^1.5
 
 
@@ -273,8 +284,10 @@ def highs_cost(space: ActionSpace, shape: QueryShape, facts: SpaceFacts) -> floa
     if base is not None:  # longest-path-like queries on cyclic s-t paths: a branching MILP per cut round
         return _longest_path_seconds(base, "highs")
     if shape.kind == "linear":
-        base = _HIGHS_LP if integral and not shape.forbid_pairs else _HIGHS_MILP
-        return factor * (base + _HIGHS_PER_ENTRY * size)
+        lp = integral and not shape.forbid_pairs
+        base = _HIGHS_LP if lp else _HIGHS_MILP
+        rounds = _HIGHS_ROOT_ROUNDS if not lp and facts.root_cuts() else 0.0
+        return factor * (base + _HIGHS_PER_ENTRY * size) + rounds
     return _HIGHS_NORM * (facts.d / 30.0) ** 1.5
 
 
@@ -431,6 +444,8 @@ class AutoOracle(Oracle):
         if facts.wanted:  # a model needs the action count: probe only as far as could beat the sure best
             sure = [costs[name] for name, _, declines in candidates if not declines]
             facts.budget, facts.probe = min(sure, default=math.inf), True
+            if self.time_limit is not None:  # planning keeps within a tenth of the query's limit
+                facts.budget = min(facts.budget, 0.1 * self.time_limit / max(facts.share, 1e-12))
             costs = {name: float(cost(self.space, shape, facts)) for name, cost, _ in candidates}
             facts.probe = False
         order = {name: k for k, (name, _, _) in enumerate(candidates)}

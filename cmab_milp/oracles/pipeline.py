@@ -329,9 +329,9 @@ def certified_solve(
             # cuts on fractional LP points (oracles/root_cuts.py): this query's rows, found from
             # a cold LP of this query only, and removed by `model.undo()` like the lazy cuts
             root_cuts(model, formulation)
-        for _ in range(max_rounds):
+        for round_ in range(max_rounds):
             if deadline is not None:
-                _time_left(model, deadline, limit_hook)
+                _time_left(model, deadline, limit_hook, round_ == 0)
             result = model.solve(tie_tol=tie_tol)
             status = result.status
             if status != "optimal":
@@ -371,10 +371,15 @@ def certified_solve(
     return action, bound
 
 
-def _time_left(model: SolverModel, deadline: float, hook: Callable[[float], None] | None) -> None:
-    """Give the next solve what is left of the query's time limit, or raise :class:`LimitReached`."""
+def _time_left(model: SolverModel, deadline: float, hook: Callable[[float], None] | None, first: bool) -> None:
+    """Give the next solve what is left of the query's time limit, or raise :class:`LimitReached`.
+
+    The first solve always runs (with at least a microsecond): its solver reports the limit itself.
+    """
     left = deadline - time.perf_counter()
-    if left <= 0.0:
+    if first:
+        left = max(left, 1e-6)
+    elif left <= 0.0:
         raise LimitReached(
             f"{model.name} stopped on its time limit (spent between lazy-cut rounds); optimality not proven,"
             " no action is returned"
