@@ -57,7 +57,7 @@ def contenders(space: cm.ActionSpace, kind: str, slow: bool) -> dict[str, cm.Ora
     for name in names:
         if name.split(":")[0] not in cm.available_backends():
             continue
-        caps = cm.oracles.registry.capabilities(name)
+        caps = cm.oracles.core.registry.capabilities(name)
         if kind == "norm" and not caps.norm:
             continue
         try:

@@ -28,7 +28,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import cmab_milp as cm
-from cmab_milp.oracles.base import OracleError, norm_objective
+from cmab_milp.oracles.core.base import OracleError, norm_objective
 
 
 def _grid(n: int) -> nx.Graph:
@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> None:
     rng = np.random.default_rng(0)
     have = [b for b in ("highs", "gurobi", "ortools") if b in cm.available_backends()]
     jobs = [("linear", name, *fam, have, args.queries) for name, fam in linear_families(rng).items()]
-    norm_backends = [b for b in have if cm.oracles.registry.capabilities(b).norm]
+    norm_backends = [b for b in have if cm.oracles.core.registry.capabilities(b).norm]
     jobs += [("norm", name, *fam, norm_backends, args.norm_queries) for name, fam in norm_families(rng).items()]
     rows = []
     print(f"ms per query, median / max; time limit {args.time_limit:g} s; backends {have}", flush=True)

@@ -127,11 +127,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import cmab_milp as cm
-import cmab_milp.oracles.mip_starts as mip_starts
-import cmab_milp.oracles.root_cuts as root_cuts
+import cmab_milp.oracles.mip.root_cuts as root_cuts
+import cmab_milp.oracles.mip.starts as mip_starts
 import cmab_milp.spaces.graph_cuts as graph_cuts
 import cmab_milp.spaces.graphs as graphs
-from cmab_milp.oracles.base import OracleError
+from cmab_milp.oracles.core.base import OracleError
 
 #: Module switches of a variant, set while it builds and while it answers (the rest of the run keeps the defaults).
 #: ``highs-before``: this file's ``highs`` before the MIP starts, candidate hooks, sparse tree rows and the
@@ -268,7 +268,7 @@ def build(variant: str, make_space: Callable[[], cm.ActionSpace], limit: float):
     backend = "highs" if variant.startswith("highs") else variant
     oracle = cm.make_oracle(space, backend, time_limit=limit)
     if backend == "auto":  # plan now (as the others compile now); its first query still counts the rest
-        from cmab_milp.oracles.auto import QueryShape
+        from cmab_milp.oracles.core.auto import QueryShape
 
         try:
             shape = QueryShape("linear", positive=True)

@@ -33,8 +33,8 @@ from scipy.optimize import linear_sum_assignment
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import cmab_milp as cm
-from cmab_milp.oracles.highs import HighsOracle
-from cmab_milp.oracles.highs_model import CompiledModel
+from cmab_milp.oracles.backends.highs import HighsOracle
+from cmab_milp.oracles.backends.highs_model import CompiledModel
 
 
 def grid_dag(n: int) -> nx.DiGraph:

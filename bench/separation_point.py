@@ -20,7 +20,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import cmab_milp as cm
-from cmab_milp.oracles.highs_model import CompiledModel
+from cmab_milp.oracles.backends.highs_model import CompiledModel
 
 
 def _grid(n: int) -> nx.Graph:

@@ -9,12 +9,12 @@ arm included, two excluded, two forbidden pairs). Variants, each its own oracle,
 query in turn (interleaved: the machine is shared):
 
 * ``before``: no side plan (``mip_starts.SIDE_STARTS = False``), the HiGHS MILP alone;
-* ``start``: the Lagrangian start of :mod:`cmab_milp.oracles.side_starts`, HiGHS without restarts
+* ``start``: the Lagrangian start of :mod:`cmab_milp.oracles.mip.side_starts`, HiGHS without restarts
   and RINS/RENS (``FIX_ARMS = False``);
 * ``start+fix``: also the arms the flip bounds fix (``SOLVE_CORES = False``);
 * ``+cores``: also the enumeration of the free arms when few (the default);
 * ``+covers`` (``--covers``): ``start+fix`` plus the extended cover cuts of
-  :mod:`cmab_milp.oracles.cover_cuts` separated on the LP relaxation, as query rows;
+  :mod:`cmab_milp.oracles.mip.cover_cuts` separated on the LP relaxation, as query rows;
 * ``gurobi``: one thread, when ``gurobipy`` is installed.
 
 Answers are compared by value. Prints ms per query (median / max) and the ratio of each median to
@@ -54,7 +54,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import cmab_milp as cm
-from cmab_milp.oracles import mip_starts
+from cmab_milp.oracles.mip import starts as mip_starts
 
 #: variant -> (SIDE_STARTS, FIX_ARMS, SOLVE_CORES, SIDE_COVER_CUTS)
 VARIANTS = {

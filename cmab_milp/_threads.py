@@ -9,7 +9,7 @@ machine whatever its core count (the crew query above explored 211 nodes with on
 two; same answer).
 
 OpenBLAS applies the setting only when made from the thread that started it (measured: a limit set in a
-worker thread leaves two threads): so :meth:`~cmab_milp.oracles.base.Oracle.argmax_batch` opens the
+worker thread leaves two threads): so :meth:`~cmab_milp.oracles.core.base.Oracle.argmax_batch` opens the
 block in the calling thread around its workers, and a block opened inside another is free.
 
 >>> import numpy as np

@@ -15,8 +15,8 @@ import pytest
 
 import cmab_milp as cm
 from cmab_milp.experiments import parse_problem, run_problem
-from cmab_milp.oracles.enumerate import EnumerateOracle
-from cmab_milp.oracles.registry import BACKENDS, Capabilities, register_backend
+from cmab_milp.oracles.backends.enumerate import EnumerateOracle
+from cmab_milp.oracles.core.registry import BACKENDS, Capabilities, register_backend
 
 MEANS = [0.1, 0.3, 0.5, 0.7, 0.85, 0.9]
 

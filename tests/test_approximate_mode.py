@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 import cmab_milp as cm
-from cmab_milp.oracles.base import Ledger
-from cmab_milp.oracles.registry import capabilities
+from cmab_milp.oracles.core.base import Ledger
+from cmab_milp.oracles.core.registry import capabilities
 
 BACKENDS = {"highs": "highspy", "scip": "pyscipopt", "gurobi": "gurobipy", "pulp:HiGHS": "pulp"}
 
@@ -123,8 +123,8 @@ def test_gap_is_validated_before_any_work(backend: str, gap, message: str) -> No
 
 
 def test_the_oracle_classes_validate_gap_too() -> None:
-    from cmab_milp.oracles.highs import HighsOracle
-    from cmab_milp.oracles.pulp_backend import PulpOracle
+    from cmab_milp.oracles.backends.highs import HighsOracle
+    from cmab_milp.oracles.backends.pulp import PulpOracle
 
     with pytest.raises(ValueError, match="gap must be"):
         HighsOracle(cm.Cardinality(4, 2), gap=1.5)

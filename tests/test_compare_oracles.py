@@ -20,8 +20,8 @@ from cmab_milp.experiments.compare import (
     record_queries,
 )
 from cmab_milp.oracles import BACKENDS
-from cmab_milp.oracles.base import LinearQuery, tolerance
-from cmab_milp.oracles.enumerate import EnumerateOracle
+from cmab_milp.oracles.backends.enumerate import EnumerateOracle
+from cmab_milp.oracles.core.base import LinearQuery, tolerance
 
 MEANS = [0.1, 0.35, 0.5, 0.52, 0.7, 0.9]
 

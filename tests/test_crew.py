@@ -16,7 +16,7 @@ from scipy.optimize import linear_sum_assignment
 import cmab_milp as cm
 from cmab_milp.cli import main
 from cmab_milp.experiments import load_problem, parse_problem, run_problem
-from cmab_milp.oracles.base import tolerance
+from cmab_milp.oracles.core.base import tolerance
 from cmab_milp.policies.covariance import CovarianceIndex
 from cmab_milp.policies.schedules import all_pairs, pair_cover, shared_cover
 

@@ -19,7 +19,7 @@ from cmab_milp.experiments.compare import compare_backends
 from cmab_milp.general import OutcomeGrid
 from cmab_milp.general import oracles as gen_oracles
 from cmab_milp.general.backends import build, distribution_backend, registered_names
-from cmab_milp.oracles.registry import BACKENDS, Capabilities, capabilities, register_backend
+from cmab_milp.oracles.core.registry import BACKENDS, Capabilities, capabilities, register_backend
 
 GRID = OutcomeGrid([0.0, 0.5, 1.0])
 REWARDS = {"max": max, "sqrt_sum": lambda ys: math.sqrt(sum(ys))}

@@ -15,8 +15,8 @@ import pytest
 
 import cmab_milp as cm
 from cmab_milp.experiments.compare import candidate_backends
-from cmab_milp.oracles.base import OracleError, UnsupportedQuery, norm_objective
-from cmab_milp.oracles.registry import BACKENDS, capabilities
+from cmab_milp.oracles.core.base import OracleError, UnsupportedQuery, norm_objective
+from cmab_milp.oracles.core.registry import BACKENDS, capabilities
 
 
 def _brute(space, weights, include=(), exclude=(), forbid_pairs=()):
@@ -34,7 +34,7 @@ def _brute(space, weights, include=(), exclude=(), forbid_pairs=()):
 @pytest.fixture
 def gurobi_oracle_module():
     pytest.importorskip("gurobipy")
-    from cmab_milp.oracles import gurobi_backend
+    from cmab_milp.oracles.backends import gurobi as gurobi_backend
 
     return gurobi_backend
 
@@ -91,7 +91,7 @@ def test_gurobi_time_limit_that_stops_the_proof_raises(gurobi_oracle_module) -> 
 @pytest.fixture
 def ortools_module():
     pytest.importorskip("ortools")
-    from cmab_milp.oracles import ortools_backend
+    from cmab_milp.oracles.backends import ortools as ortools_backend
 
     return ortools_backend
 

@@ -21,10 +21,12 @@ import pytest
 
 import cmab_milp as cm
 import cmab_milp.spaces.graphs as graphs
-from cmab_milp.oracles import mip_starts, root_cuts
-from cmab_milp.oracles.base import OracleError
-from cmab_milp.oracles.highs_model import CompiledModel
-from cmab_milp.oracles.mip_starts import prepare_query, query_start, side_rows
+from cmab_milp.oracles.backends.highs_model import CompiledModel
+from cmab_milp.oracles.core.base import OracleError
+from cmab_milp.oracles.mip import root_cuts
+from cmab_milp.oracles.mip import starts as mip_starts
+from cmab_milp.oracles.mip.graph_starts import PathStarts
+from cmab_milp.oracles.mip.starts import prepare_query, query_start, side_rows
 from cmab_milp.spaces.formulation import Row, row_violation
 
 
@@ -72,7 +74,7 @@ def test_dijkstra_start_is_the_optimum_for_weights_below_zero():
         actions = space.enumerate()
         for _ in range(5):
             w = -rng.uniform(0.1, 1.0, space.d)
-            start = space.start_action(w)
+            start = PathStarts.of(space).start_action(w)
             assert space.contains(start)
             assert w @ start == pytest.approx((actions @ w).max(), abs=1e-9)
 
@@ -88,7 +90,7 @@ def test_starts_obey_bounds_conflicts_and_knapsack_rows():
             pairs = _adjacent_pairs(space, rng)
             c = rng.uniform(0.5, 1.5, space.d)
             b = float(np.quantile(actions @ c, 0.4))
-            start = space.start_action(w, None, upper, pairs, (c, b))
+            start = PathStarts.of(space).start_action(w, None, upper, pairs, (c, b))
             left = _feasible(actions, None, upper, pairs, (c, b))
             if start is None:
                 continue  # a heuristic may find nothing; when it finds something, it is feasible
@@ -105,8 +107,8 @@ def test_lagrangian_start_fits_a_binding_knapsack_row():
         w = -rng.uniform(0.1, 1.0, space.d)
         c = rng.uniform(0.5, 1.5, space.d)
         b = float(np.quantile(actions @ c, 0.05))
-        unconstrained = space.start_action(w)
-        start = space.start_action(w, knapsack=(c, b))
+        unconstrained = PathStarts.of(space).start_action(w)
+        start = PathStarts.of(space).start_action(w, knapsack=(c, b))
         if c @ unconstrained > b and start is not None:  # the row binds and the search found a fitting path
             found += 1
             assert c @ start <= b + 1e-9 and space.contains(start)
@@ -116,16 +118,18 @@ def test_lagrangian_start_fits_a_binding_knapsack_row():
 def test_start_refuses_bad_input_and_impossible_bounds():
     space = cm.STPaths(_grid(3), 0, 8)
     with pytest.raises(ValueError, match="weights must be 12 finite numbers"):
-        space.start_action(np.ones(3))
+        PathStarts.of(space).start_action(np.ones(3))
     with pytest.raises(ValueError, match="weights must be"):
-        space.start_action(np.full(space.d, np.nan))
+        PathStarts.of(space).start_action(np.full(space.d, np.nan))
     with pytest.raises(ValueError, match="knapsack row needs d coefficients >= 0"):
-        space.start_action(-np.ones(space.d), knapsack=(-np.ones(space.d), 1.0))
+        PathStarts.of(space).start_action(-np.ones(space.d), knapsack=(-np.ones(space.d), 1.0))
     lower, upper = np.zeros(space.d), np.ones(space.d)
     lower[0] = upper[0] = 0.5  # neither fixed in nor out: no contradiction
-    assert space.start_action(-np.ones(space.d), np.ones(space.d), np.zeros(space.d)) is None  # in and out at once
+    assert (
+        PathStarts.of(space).start_action(-np.ones(space.d), np.ones(space.d), np.zeros(space.d)) is None
+    )  # in and out at once
     upper[:] = 0.0
-    assert space.start_action(-np.ones(space.d), None, upper) is None  # every edge excluded: no path
+    assert PathStarts.of(space).start_action(-np.ones(space.d), None, upper) is None  # every edge excluded: no path
 
 
 # ------------------------------------------------------------------ repair and detours
@@ -138,7 +142,7 @@ def _candidates_with_cycles(space, rng, n=20) -> list[np.ndarray]:
         if len(cycle) >= shortest and space.s not in cycle and space.t not in cycle:
             a = np.zeros(space.d, bool)
             for u, v in zip(cycle, cycle[1:] + cycle[:1], strict=True):
-                a[space._arcs()[u, v]] = True
+                a[PathStarts.of(space)._arcs()[u, v]] = True
             cycles.append((set(cycle), a))
     out = []
     for _ in range(200):
@@ -161,7 +165,7 @@ def test_repair_turns_a_path_plus_cycles_into_a_path_worth_at_least_the_path():
         for candidate in _candidates_with_cycles(space, rng):
             w = rng.uniform(0.1, 1.0, space.d)
             assert not space.contains(candidate)
-            fixed = space.repair(candidate, w)
+            fixed = PathStarts.of(space).repair(candidate, w)
             path_part = candidate.copy()
             roots = space._components(candidate)[0]
             path_part &= roots[space.tail] == roots[space.s]
@@ -175,23 +179,23 @@ def test_repair_turns_a_path_plus_cycles_into_a_path_worth_at_least_the_path():
 def test_repair_splices_every_cycle_on_a_grid_square():
     space = cm.STPaths(_grid(3), 0, 2)
     candidate = np.zeros(space.d, bool)
-    arcs = space._arcs()
+    arcs = PathStarts.of(space)._arcs()
     for u, v in [(0, 1), (1, 2), (3, 4), (4, 7), (7, 6), (6, 3)]:
         candidate[arcs[u, v]] = True
-    fixed = space.repair(candidate, np.ones(space.d))
+    fixed = PathStarts.of(space).repair(candidate, np.ones(space.d))
     assert space.contains(fixed) and int(fixed.sum()) == 8  # all 9 nodes: a Hamiltonian path
 
 
 def test_repair_refuses_what_is_no_path_plus_cycles_and_bad_shapes():
     directed = cm.STPaths(nx.DiGraph([(0, 1), (1, 2), (2, 0), (1, 3)]), 0, 3)
-    assert directed.repair(np.ones(directed.d, bool), np.ones(directed.d)) is None  # node 1 leaves twice
+    assert PathStarts.of(directed).repair(np.ones(directed.d, bool), np.ones(directed.d)) is None  # node 1 leaves twice
     split = cm.STPaths(nx.DiGraph([(0, 1), (1, 3), (0, 2), (2, 3)]), 0, 3)
     dead_end = np.array([arc in {(0, 1), (2, 3)} for arc in split.arms])
-    assert split.repair(dead_end, np.ones(split.d)) is None  # the walk from s stops at 1
+    assert PathStarts.of(split).repair(dead_end, np.ones(split.d)) is None  # the walk from s stops at 1
     space = cm.STPaths(_grid(3), 0, 8)
     with pytest.raises(ValueError, match="action must hold 12 arm values"):
-        space.repair(np.ones(3, bool), np.ones(space.d))
-    assert space.repair(np.zeros(space.d, bool), np.ones(space.d)) is None  # no path from s
+        PathStarts.of(space).repair(np.ones(3, bool), np.ones(space.d))
+    assert PathStarts.of(space).repair(np.zeros(space.d, bool), np.ones(space.d)) is None  # no path from s
 
 
 def test_detours_keep_a_path_and_never_lose_weight():
@@ -199,7 +203,7 @@ def test_detours_keep_a_path_and_never_lose_weight():
     for space in [*_path_spaces()[:4], cm.STPaths(_grid(3).to_directed(), 0, 8), _path_spaces()[-1]]:
         for a in space.enumerate()[:15]:
             w = rng.normal(size=space.d)
-            grown = space._as_action(space._grow(space._path_order(a), w))
+            grown = PathStarts.of(space)._as_action(PathStarts.of(space)._grow(PathStarts.of(space)._path_order(a), w))
             assert space.contains(grown) and w @ grown >= w @ a - 1e-12
 
 
@@ -362,7 +366,7 @@ def test_tree_separators_write_sparse_rows_only_on_the_hyperplane():
 # ------------------------------------------------------------------ root cuts skipped for weights <= 0
 def test_root_cuts_skip_nonpositive_path_queries_only(monkeypatch):
     monkeypatch.setattr(graphs, "PATH_ROOT_CUTS_MIN_EDGES", 0)
-    from cmab_milp.oracles.root_cuts import add_root_cuts
+    from cmab_milp.oracles.mip.root_cuts import add_root_cuts
 
     space = cm.STPaths(_grid(4), 0, 3)
     formulation = space.formulation()
@@ -375,7 +379,7 @@ def test_root_cuts_skip_nonpositive_path_queries_only(monkeypatch):
     model.undo()
     model.set_costs(-np.ones(space.d))
     model.append_cols([1.0], [0.0], [1.0])  # another objective's column: no skipping on the arm costs alone
-    from cmab_milp.oracles.root_cuts import _nonpositive
+    from cmab_milp.oracles.mip.root_cuts import _nonpositive
 
     assert not _nonpositive(model, formulation)
     monkeypatch.setattr(graphs, "ORIENTED_PATHS", False)
@@ -395,7 +399,7 @@ def test_trees_and_small_paths_get_no_query_hooks():
 
 
 def test_a_start_that_is_no_action_changes_no_answer():
-    from cmab_milp.oracles.pipeline import certified_solve
+    from cmab_milp.oracles.core.pipeline import certified_solve
 
     space = cm.STPaths(_grid(4), 0, 15)
     formulation = space.formulation()
@@ -487,7 +491,7 @@ def test_fixed_edges_are_used_by_no_path_above_the_region_bound():
                 forced_trials += 1
             knapsack = (c, float(np.median(paths @ c))) if trial % 2 else None
             pairs = _adjacent_pairs(space, rng, 1) if trial % 3 == 0 else []
-            start, fixed, bound = space.start_plan(w, lower, upper, pairs, knapsack)
+            start, fixed, bound = PathStarts.of(space).start_plan(w, lower, upper, pairs, knapsack)
             if start is None:
                 continue
             assert (start >= (lower > 0.5)).all()
@@ -512,11 +516,11 @@ def test_fixing_is_skipped_for_longest_paths_two_forced_arms_and_other_parts(mon
     monkeypatch.setattr(graphs, "START_MIN_ARMS", 0)
     space = cm.STPaths(_grid(3, 4), 0, 3)  # along one side: the far rows are fixed out
     w = -np.ones(space.d)
-    assert space.start_plan(w)[1] is not None
-    assert space.start_plan(-w)[1] is None  # longest paths: the positive parts' sum bounds nothing
+    assert PathStarts.of(space).start_plan(w)[1] is not None
+    assert PathStarts.of(space).start_plan(-w)[1] is None  # longest paths: the positive parts' sum bounds nothing
     lower = np.zeros(space.d)
-    lower[np.flatnonzero(space.start_action(w))[:2]] = 1.0  # two arms forced in: no start, nothing fixed
-    assert space.start_plan(w, lower) == (None, None, -np.inf)
+    lower[np.flatnonzero(PathStarts.of(space).start_action(w))[:2]] = 1.0  # two arms forced in: no start, nothing fixed
+    assert PathStarts.of(space).start_plan(w, lower) == (None, None, -np.inf)
     formulation = space.with_constraint(np.ones(space.d), "<=", 8).formulation()
     assert mip_starts._fixing_applies(formulation, formulation.solver_hints["start"])
     rows_only = cm.Intersection(space, cm.Cardinality(space.d, 6)).formulation()  # a knapsack row after the paths'

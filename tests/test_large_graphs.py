@@ -17,8 +17,8 @@ import pytest
 
 import cmab_milp as cm
 import cmab_milp.spaces.graphs as graphs
-from cmab_milp.oracles.highs_model import CompiledModel
-from cmab_milp.oracles.root_cuts import add_root_cuts
+from cmab_milp.oracles.backends.highs_model import CompiledModel
+from cmab_milp.oracles.mip.root_cuts import add_root_cuts
 from cmab_milp.spaces.formulation import Formulation, Row, row_violation
 
 
@@ -424,7 +424,7 @@ def test_solver_hints_survive_shifting_and_stacking():
     assert Formulation.stack([f, g]).solver_hints == {"highs": {"presolve": "off", "mip_heuristic_effort": 0.0}}
     paths = cm.STPaths(_grid(4), 0, 15)
     with_budget = paths.with_constraint(np.ones(24), "<=", 8).formulation()
-    side = with_budget.solver_hints["side"]  # the rule names its base (oracles/side_starts.py)
+    side = with_budget.solver_hints["side"]  # the rule names its base (oracles/mip/side_starts.py)
     assert side["space"] is paths and side["rows"] == paths.formulation().n_rows
     others = {k: v for k, v in with_budget.solver_hints.items() if k != "side"}
     assert others == {

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from instances import SPACES
 
 import cmab_milp as cm
-from cmab_milp.oracles.highs_norm import last_stats, quadratic_form_bounds
+from cmab_milp.oracles.norm import last_stats, quadratic_form_bounds
 
 FAMILIES = [
     "cardinality",
@@ -253,7 +253,8 @@ def test_sparse_matrices_on_fixed_size_actions(family: str, sign: int) -> None:
 @pytest.mark.parametrize("side", [1, -1])
 def test_convex_reformulation_cuts_hold_on_every_action(side: int) -> None:
     """Tangents of ``a @ P @ a`` at fractional points bound ``a @ M @ a`` on binaries."""
-    from cmab_milp.oracles.highs_norm import _ConvexCuts, _NormSolver
+    from cmab_milp.oracles.norm.cuts import ConvexCuts as _ConvexCuts
+    from cmab_milp.oracles.norm.solver import NormSolver as _NormSolver
 
     rng = np.random.default_rng(side + 5)
     space = cm.Cardinality(7, 3)
@@ -360,8 +361,9 @@ def test_gaps_left_by_noise_are_closed_by_setting_actions_aside(sign: int, monke
 @pytest.mark.parametrize("family", ["cardinality", "cardinality-exact", "partition", "with-constraint"])
 def test_glover_lifting_reaches_the_quadratic_form_and_never_goes_below(family: str) -> None:
     """With the arms fixed to an action, the least ``L`` of the sign -1 model is ``a @ M @ a``."""
-    from cmab_milp.oracles.highs_model import CompiledModel
-    from cmab_milp.oracles.highs_norm import _Lifted, _NormSolver
+    from cmab_milp.oracles.backends.highs_model import CompiledModel
+    from cmab_milp.oracles.norm.lifting import Lifted as _Lifted
+    from cmab_milp.oracles.norm.solver import NormSolver as _NormSolver
 
     oracle, actions = oracles(family)
     d = oracle.d
@@ -387,7 +389,7 @@ def test_glover_lifting_reaches_the_quadratic_form_and_never_goes_below(family: 
 @pytest.mark.parametrize("family", ["cardinality", "partition", "matchings-general", "explicit"])
 def test_window_holds_every_action_that_beats_the_incumbent(family: str) -> None:
     """``L < window_top(...)`` for every action worth more than any incumbent (brute force)."""
-    from cmab_milp.oracles.highs_norm import window_top
+    from cmab_milp.oracles.norm import window_top
 
     oracle, actions = oracles(family)
     rng = np.random.default_rng([4, len(family)])
@@ -407,8 +409,9 @@ def test_secant_block_values_every_L_at_the_secant_of_its_piece() -> None:
     """The incremental block is a MILP over its binaries: at each fixed ``L`` its best value is
     the interpolation of ``-f sqrt(max(L, 0))`` through the breakpoints, never below the curve;
     a first piece ``[0, p]`` steeper than allowed (``p < least``) is flat."""
-    from cmab_milp.oracles.highs_model import CompiledModel
-    from cmab_milp.oracles.highs_norm import _PiecewiseSqrt, _sqrt_grid
+    from cmab_milp.oracles.backends.highs_model import CompiledModel
+    from cmab_milp.oracles.norm.secants import PiecewiseSqrt as _PiecewiseSqrt
+    from cmab_milp.oracles.norm.secants import sqrt_grid as _sqrt_grid
 
     f = 1.7
     for lo, hi, least in ((-2.0, 9.0, 0.0), (-1.0, 0.01, 0.5)):
@@ -456,7 +459,7 @@ def test_benchmark_like_covariances_match_brute_force(sign: int) -> None:
 def test_local_search_returns_a_feasible_local_optimum(family: str) -> None:
     """The first incumbent's local search stays in the space and the restrictions, never loses
     value, and ends where no add, drop, or swap of one or two arms (brute force) gains."""
-    from cmab_milp.oracles.highs_norm import _NormSolver
+    from cmab_milp.oracles.norm.solver import NormSolver as _NormSolver
 
     oracle, actions = oracles(family)
     rng = np.random.default_rng([5, len(family)])

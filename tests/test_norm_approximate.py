@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import cmab_milp as cm
-from cmab_milp.oracles.base import norm_objective
-from cmab_milp.oracles.highs_model import LimitReached
+from cmab_milp.oracles.backends.highs_model import LimitReached
+from cmab_milp.oracles.core.base import norm_objective
 from cmab_milp.oracles.norm import solver as norm_solver
 
 

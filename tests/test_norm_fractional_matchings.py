@@ -10,12 +10,12 @@ from instances import check_norm_answer, correlated, norm_values, oracle_and_act
 from scipy.optimize import linprog
 
 import cmab_milp as cm
-from cmab_milp.oracles.combinatorial import prepare_fractional_matching
+from cmab_milp.oracles.backends.combinatorial import prepare_fractional_matching
+from cmab_milp.oracles.core.queries import Restrictions
 from cmab_milp.oracles.norm import minus_branch
 from cmab_milp.oracles.norm.minus_branch import LinearOracleBranch, _Node
 from cmab_milp.oracles.norm.plus_branch import ConcaveBranch
 from cmab_milp.oracles.norm.solver import last_stats
-from cmab_milp.oracles.queries import Restrictions
 
 
 def _incidence(space: cm.Matchings) -> np.ndarray:

@@ -11,7 +11,7 @@ import pytest
 from instances import SPACES, admitted, oracle_and_actions
 
 import cmab_milp as cm
-from cmab_milp.oracles.base import LinearQuery
+from cmab_milp.oracles.core.base import LinearQuery
 from cmab_milp.oracles.norm.gradient import GradientCuts, positive_definite, well_scaled
 from cmab_milp.oracles.norm.lifting import Lifted
 from cmab_milp.oracles.norm.local_search import ascend
@@ -244,7 +244,7 @@ def test_sign_minus_one_without_local_search_matches_brute_force(family, branch,
 
 def test_the_time_limit_holds_for_the_whole_norm_query(monkeypatch):
     """Each MILP of a query gets only what is left of the oracle's limit; none is left: LimitReached."""
-    from cmab_milp.oracles.highs_model import LimitReached
+    from cmab_milp.oracles.backends.highs_model import LimitReached
     from cmab_milp.oracles.norm import solver
 
     space = SPACES["spanning-trees"]()

@@ -12,7 +12,7 @@ import pytest
 from instances import check_norm_answer, norm_values, oracle_and_actions, psd, random_node, random_restrictions
 
 import cmab_milp as cm
-from cmab_milp.oracles.highs_model import LimitReached
+from cmab_milp.oracles.backends.highs_model import LimitReached
 from cmab_milp.oracles.norm import minus_branch, solver
 from cmab_milp.oracles.norm.minus_branch import LinearOracleBranch, _Node, applies, line_maximum, relaxation_matrix
 from cmab_milp.oracles.norm.solver import last_stats

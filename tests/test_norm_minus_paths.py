@@ -16,8 +16,9 @@ import scipy.sparse as sp
 from instances import admitted, check_norm_answer, norm_values, psd, random_restrictions
 
 import cmab_milp as cm
-from cmab_milp.oracles.base import OracleError
-from cmab_milp.oracles.highs_model import LimitReached
+from cmab_milp.oracles.backends.highs_model import LimitReached
+from cmab_milp.oracles.core.base import OracleError
+from cmab_milp.oracles.mip.graph_starts import PathStarts
 from cmab_milp.oracles.norm import minus_paths, solver
 from cmab_milp.oracles.norm.lifting import quadratic_form_bounds
 from cmab_milp.oracles.norm.minus_paths import PathBranch, _Node, applies, component_cuts, safe_bound
@@ -336,11 +337,11 @@ def test_repair_refuses_a_candidate_that_is_no_path_plus_cycles():
     edges = [(0, 1), (1, 2), (2, 3), (3, 7), (7, 11), (4, 8), (4, 5), (5, 6), (6, 10), (9, 10)]
     chosen = np.zeros(space.d, bool)
     chosen[[space.arms.index(e) for e in edges]] = True
-    assert space.repair(chosen, np.ones(space.d)) is None
+    assert PathStarts.of(space).repair(chosen, np.ones(space.d)) is None
     ok = chosen.copy()  # the path plus a square: still repaired (spliced in)
     ok[[space.arms.index(e) for e in [(4, 8), (4, 5), (5, 6), (6, 10), (9, 10)]]] = False
     ok[[space.arms.index(e) for e in [(4, 5), (5, 9), (8, 9), (4, 8)]]] = True
-    assert space.contains(space.repair(ok, np.ones(space.d)))
+    assert space.contains(PathStarts.of(space).repair(ok, np.ones(space.d)))
 
 
 @pytest.mark.parametrize("sign", [1, -1])

@@ -133,9 +133,9 @@ def test_blas_runs_on_one_thread_inside_the_block():
 def test_prepared_linear_queries_give_the_solvers_action(space):
     """``prepare_linear`` (one restriction, many weights) returns exactly the action of the space's solver,
     ties included (integer weights, zeros and negatives), or ``None`` with it."""
-    from cmab_milp.oracles.base import LinearQuery
-    from cmab_milp.oracles.combinatorial import _SOLVERS, prepare_linear
-    from cmab_milp.oracles.queries import Restrictions
+    from cmab_milp.oracles.backends.combinatorial import _SOLVERS, prepare_linear
+    from cmab_milp.oracles.core.base import LinearQuery
+    from cmab_milp.oracles.core.queries import Restrictions
 
     rng = np.random.default_rng(space.d)
     solver = _SOLVERS[type(space)]
@@ -182,8 +182,8 @@ def _reference_kruskal(space, w: np.ndarray, include, exclude, spanning: bool) -
 def test_prepared_kruskal_gives_the_plain_algorithms_action_and_the_best_value(spanning, graph):
     """Trees and forests: the same action as Kruskal's algorithm written plainly, ties included (integer weights,
     zeros, negatives), and the best value among the admitted actions (brute force where they are few)."""
-    from cmab_milp.oracles.combinatorial import prepare_linear
-    from cmab_milp.oracles.queries import Restrictions
+    from cmab_milp.oracles.backends.combinatorial import prepare_linear
+    from cmab_milp.oracles.core.queries import Restrictions
 
     g = {
         "grid": lambda: nx.convert_node_labels_to_integers(nx.grid_2d_graph(3, 3)),

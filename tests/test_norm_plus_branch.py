@@ -13,7 +13,7 @@ from instances import check_norm_answer, norm_values, oracle_and_actions, psd, r
 from test_norm_minus_branch import BRANCH
 
 import cmab_milp as cm
-from cmab_milp.oracles.highs_model import LimitReached
+from cmab_milp.oracles.backends.highs_model import LimitReached
 from cmab_milp.oracles.norm import minus_branch, solver
 from cmab_milp.oracles.norm.minus_branch import _Node
 from cmab_milp.oracles.norm.plus_branch import ConcaveBranch, concave_shift, psd_majorant

@@ -11,7 +11,7 @@ from instances import check_norm_answer, norm_values, psd, random_restrictions
 from test_norm_minus_paths import GRAPHS, random_path_node, space_and_actions
 
 import cmab_milp as cm
-from cmab_milp.oracles.highs_model import LimitReached
+from cmab_milp.oracles.backends.highs_model import LimitReached
 from cmab_milp.oracles.norm import plus_paths, solver
 from cmab_milp.oracles.norm.lifting import quadratic_form_bounds
 from cmab_milp.oracles.norm.minus_paths import _Node

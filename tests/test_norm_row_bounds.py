@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from instances import admitted, oracle_and_actions
 
+from cmab_milp.oracles.core.queries import Restrictions
 from cmab_milp.oracles.norm import lifting
 from cmab_milp.oracles.norm.lifting import exact_row_bounds
-from cmab_milp.oracles.queries import Restrictions
 
 CHEAP = ["partition", "graphic", "spanning-trees", "paths-dag", "matchings-bipartite", "perfect-bipartite"]
 NOT_CHEAP = ["cardinality", "matchings-general", "explicit", "paths-cyclic-undirected", "with-constraint"]

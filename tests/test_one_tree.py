@@ -19,7 +19,7 @@ import cmab_milp as cm
 pytest.importorskip("pyscipopt")
 pytest.importorskip("ortools")
 
-from cmab_milp.oracles.scip import _ScipModel
+from cmab_milp.oracles.backends.scip import _ScipModel
 from cmab_milp.spaces.maxflow import FlowEngine
 
 

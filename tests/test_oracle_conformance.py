@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from instances import SPACES
 
 import cmab_milp as cm
-from cmab_milp.oracles.registry import BACKENDS as REGISTRY
+from cmab_milp.oracles.core.registry import BACKENDS as REGISTRY
 
 BACKENDS = [
     "highs",

@@ -1,4 +1,4 @@
-"""The one certified solve (cmab_milp.oracles.pipeline): honest models pass, lying models are refused.
+"""The one certified solve (cmab_milp.oracles.core.pipeline): honest models pass, lying models are refused.
 
 A fake :class:`SolverModel` answers by brute force over the space's actions and
 can be told to lie in each way a solver can: a bound above its answer, a NaN
@@ -16,9 +16,10 @@ import numpy as np
 import pytest
 
 import cmab_milp as cm
-from cmab_milp.oracles.base import Ledger, LimitReached, OracleError, tolerance
-from cmab_milp.oracles.pipeline import (
+from cmab_milp.oracles.core.base import Ledger, LimitReached, OracleError, tolerance
+from cmab_milp.oracles.core.pipeline import (
     FractionalAnswer,
+    ModelBase,
     SolveResult,
     SolverModel,
     certified_solve,
@@ -28,7 +29,7 @@ from cmab_milp.oracles.pipeline import (
 from cmab_milp.spaces.formulation import Row
 
 
-class FakeModel:
+class FakeModel(ModelBase):
     """Brute force over ``actions`` under the current costs, bounds and rows; ``lie`` says how to cheat."""
 
     name = "Fake"
@@ -45,8 +46,7 @@ class FakeModel:
         self.exclude: tuple[int, ...] = ()
         self.costs_seen: list[np.ndarray] = []
         self.solves = 0
-        if confirm:
-            self.confirm_infeasible = self._confirm
+        self.confirm = confirm
 
     # the protocol
     def set_costs(self, costs):
@@ -96,7 +96,9 @@ class FakeModel:
         bound = math.nan if lie == "nan bound" else top
         return SolveResult("optimal", x, top, bound)
 
-    def _confirm(self, restrictions) -> None:
+    def confirm_infeasible(self, restrictions) -> None:
+        if not self.confirm:
+            return
         self.lie, saved = "", self.lie
         try:
             if self._feasible().any():
@@ -236,7 +238,7 @@ def test_every_model_backend_adapts_the_protocol() -> None:
             continue
         models.append(getattr(oracle, attribute)())
     try:
-        from cmab_milp.oracles.ortools_backend import _CpSatModel
+        from cmab_milp.oracles.backends.ortools import _CpSatModel
 
         models.append(_CpSatModel(cm.make_oracle(space, "ortools")))
     except ValueError:
@@ -248,7 +250,7 @@ def test_every_model_backend_adapts_the_protocol() -> None:
 
 def test_the_highs_model_offers_the_lp_relaxation_for_root_cuts() -> None:
     """The hook for query-scoped root cuts: the LP point's arm values, and the next solve unchanged."""
-    from cmab_milp.oracles.highs_model import CompiledModel
+    from cmab_milp.oracles.backends.highs_model import CompiledModel
 
     space = cm.GraphicMatroid(nx.complete_graph(4))
     form = space.formulation()
@@ -260,3 +262,17 @@ def test_the_highs_model_offers_the_lp_relaxation_for_root_cuts() -> None:
     assert float(w @ np.array(relaxed)) >= truth(space, w) - 1e-9  # a relaxation bounds the optimum
     action, _ = certified_solve(model, query(space, w), form)
     assert float(w @ action) == pytest.approx(truth(space, w))
+
+
+def test_every_solver_backend_is_a_model_oracle() -> None:
+    """One adapter shape: each solver backend answers through a ModelOracle over its SolverModel."""
+    from cmab_milp.oracles import BACKENDS
+    from cmab_milp.oracles.core.pipeline import ModelOracle
+
+    solvers = ["highs", "scip", "gurobi", "pulp", "ortools"]
+    assert all(issubclass(BACKENDS[name].factory(), ModelOracle) for name in solvers)
+    # and the hooks a model does not need have defaults, so the pipeline looks nothing up
+    model = FakeModel(np.eye(2, dtype=bool))
+    assert model.separate([1.0, 0.0], [True, False]) == [] and model.bound_name == "the solver's bound"
+    with pytest.raises(cm.UnsupportedQuery, match="no quadratic model"):
+        model.open_norm(lambda m: None, 1.0, 1.0)

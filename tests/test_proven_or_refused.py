@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 import cmab_milp as cm
-from cmab_milp.oracles import highs_norm
-from cmab_milp.oracles.base import tolerance
+from cmab_milp.oracles.backends import highs as highs_backend
+from cmab_milp.oracles.core.base import tolerance
 
 DATA = Path(__file__).parent / "data"
 
@@ -31,7 +31,7 @@ def _skip_without(backend: str) -> None:
     if module and importlib.util.find_spec(module) is None:
         pytest.skip(f"{module} not installed")
     if backend.startswith("pulp:"):
-        from cmab_milp.oracles.pulp_backend import available_pulp_solvers
+        from cmab_milp.oracles.backends.pulp import available_pulp_solvers
 
         if backend.split(":")[1] not in available_pulp_solvers():
             pytest.skip(f"{backend} not available")
@@ -140,7 +140,7 @@ def test_a_failed_norm_solve_is_recovered_by_a_cold_restart(sign: int, monkeypat
     mu, M = _correlated(7, 1)
     expected = cm.make_oracle(space, "enumerate").argmax_norm(mu, M, 0.8, sign)
     oracle = cm.make_oracle(space, "highs")
-    real = highs_norm.solve_norm
+    real = highs_backend.solve_norm
     calls = []
 
     def flaky(o, q):
@@ -149,7 +149,7 @@ def test_a_failed_norm_solve_is_recovered_by_a_cold_restart(sign: int, monkeypat
             raise cm.OracleError("HiGHS run failed (run status 'error', model status 'Unknown')")
         return real(o, q)
 
-    monkeypatch.setattr(highs_norm, "solve_norm", flaky)
+    monkeypatch.setattr(highs_backend, "solve_norm", flaky)
     answer = oracle.argmax_norm(mu, M, 0.8, sign)
     assert answer.tolist() == expected.tolist()
     assert oracle.norm_recoveries == {"cold restart": 1}
@@ -164,7 +164,7 @@ def test_a_norm_query_that_highs_cannot_solve_falls_back_to_enumeration(monkeypa
     def broken(o, q):
         raise cm.OracleError("HiGHS run failed")
 
-    monkeypatch.setattr(highs_norm, "solve_norm", broken)
+    monkeypatch.setattr(highs_backend, "solve_norm", broken)
     for sign in (1, -1):
         q = truth.norm_query(mu, M, 0.8, sign, exclude=[2])
         answer = oracle.argmax_norm(mu, M, 0.8, sign, exclude=[2])
@@ -173,7 +173,7 @@ def test_a_norm_query_that_highs_cannot_solve_falls_back_to_enumeration(monkeypa
 
 
 def test_an_unrecoverable_norm_query_names_every_attempt(monkeypatch) -> None:
-    from cmab_milp.oracles import highs
+    from cmab_milp.oracles.backends import highs
 
     monkeypatch.setattr(highs, "RECOVERY_ENUMERATION", 10)
     oracle = cm.make_oracle(cm.Cardinality(7, 3), "highs")
@@ -181,14 +181,14 @@ def test_an_unrecoverable_norm_query_names_every_attempt(monkeypatch) -> None:
     def broken(o, q):
         raise cm.OracleError("HiGHS run failed")
 
-    monkeypatch.setattr(highs_norm, "solve_norm", broken)
+    monkeypatch.setattr(highs_backend, "solve_norm", broken)
     mu, M = _correlated(7, 3)
     with pytest.raises(cm.OracleError, match=r"cold restart.*2\^-3.*2\^3.*enumeration: more than 10 actions"):
         oracle.argmax_norm(mu, M, 0.8, 1)
 
 
 def test_a_time_limit_is_not_retried(monkeypatch) -> None:
-    from cmab_milp.oracles.highs_model import LimitReached
+    from cmab_milp.oracles.backends.highs_model import LimitReached
 
     oracle = cm.make_oracle(cm.Cardinality(7, 3), "highs", time_limit=10)
     calls = []
@@ -197,7 +197,7 @@ def test_a_time_limit_is_not_retried(monkeypatch) -> None:
         calls.append(q)
         raise LimitReached("HiGHS stopped on its time limit")
 
-    monkeypatch.setattr(highs_norm, "solve_norm", stopped)
+    monkeypatch.setattr(highs_backend, "solve_norm", stopped)
     mu, M = _correlated(7, 4)
     with pytest.raises(cm.OracleError, match="time limit"):
         oracle.argmax_norm(mu, M, 0.8, 1)

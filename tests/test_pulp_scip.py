@@ -24,7 +24,7 @@ def _needs(backend: str):
     if backend == "scip" or backend.endswith("SCIP_PY"):
         pytest.importorskip("pyscipopt")
     if backend.startswith("pulp:"):
-        from cmab_milp.oracles.pulp_backend import available_pulp_solvers
+        from cmab_milp.oracles.backends.pulp import available_pulp_solvers
 
         if backend.split(":")[1] not in available_pulp_solvers():
             pytest.skip(f"PuLP solver {backend} not available here")
@@ -187,7 +187,7 @@ def test_optimal_path_on_the_graph_where_scip_probing_lost_it(backend: str, solv
 @pytest.mark.parametrize("solver", ["HiGHS", "SCIP_PY"])
 def test_pulp_answers_the_bound_does_not_prove_are_refused(solver: str) -> None:
     """At a 50% gap both solvers stop at an incumbent below their bound; the bound check must refuse it."""
-    from cmab_milp.oracles.pulp_backend import PulpOracle
+    from cmab_milp.oracles.backends.pulp import PulpOracle
 
     _needs(f"pulp:{solver}")
     rng = np.random.default_rng(0)
@@ -211,7 +211,7 @@ def test_pulp_answers_the_bound_does_not_prove_are_refused(solver: str) -> None:
 
 
 def test_pulp_refuses_loose_gaps_for_solvers_without_a_bound() -> None:
-    from cmab_milp.oracles.pulp_backend import BOUND_SOLVERS, PulpOracle
+    from cmab_milp.oracles.backends.pulp import BOUND_SOLVERS, PulpOracle
 
     _needs("pulp:PULP_CBC_CMD")
     assert "PULP_CBC_CMD" not in BOUND_SOLVERS
@@ -248,7 +248,7 @@ def test_lazy_cuts_remove_a_disjoint_cycle() -> None:
 # -------------------------------------------------------------- pulp specifics
 @pytest.mark.parametrize("name", ["pulp:NO_SUCH_SOLVER", "pulp:GUROBI_CMD", "pulp:HiGHS_CMD"])
 def test_unknown_or_unavailable_pulp_solvers_are_refused(name: str) -> None:
-    from cmab_milp.oracles.pulp_backend import available_pulp_solvers
+    from cmab_milp.oracles.backends.pulp import available_pulp_solvers
 
     if name.split(":")[1] in available_pulp_solvers():
         pytest.skip(f"{name} happens to be available here")
@@ -267,7 +267,7 @@ def test_unknown_or_unavailable_pulp_solvers_are_refused(name: str) -> None:
     ],
 )
 def test_pulp_bad_options_are_refused_before_solving(options: dict, message: str) -> None:
-    from cmab_milp.oracles.pulp_backend import PulpOracle
+    from cmab_milp.oracles.backends.pulp import PulpOracle
 
     options = {"solver": "HiGHS", **options}
     _needs(f"pulp:{options['solver']}")
@@ -276,7 +276,7 @@ def test_pulp_bad_options_are_refused_before_solving(options: dict, message: str
 
 
 def test_default_pulp_solver_is_cbc_then_highs() -> None:
-    from cmab_milp.oracles.pulp_backend import available_pulp_solvers
+    from cmab_milp.oracles.backends.pulp import available_pulp_solvers
 
     oracle = cm.make_oracle(cm.Cardinality(4, 2), "pulp")
     expected = "PULP_CBC_CMD" if "PULP_CBC_CMD" in available_pulp_solvers() else "HiGHS"

@@ -17,7 +17,7 @@ def test_readme_has_python_examples() -> None:
 
 @pytest.mark.parametrize("code", BLOCKS, ids=[f"block{k}" for k in range(len(BLOCKS))])
 def test_readme_python_block_runs(code: str, capsys: pytest.CaptureFixture[str]) -> None:
-    from cmab_milp.oracles.registry import BACKENDS
+    from cmab_milp.oracles.core.registry import BACKENDS
 
     registered = dict(BACKENDS)  # an example may register a backend: keep it out of the other tests
     try:

@@ -272,7 +272,7 @@ def test_spaces_with_rules_and_an_enumerate_oracle_load_no_highspy_module() -> N
         oracle = cm.make_oracle(space, "enumerate")
         oracle.argmax(np.ones(space.d))
         print(space.m, int(space.enumerate().sum(axis=1).max()), big.m)
-        loaded = sorted(m for m in sys.modules if m.startswith(("highspy", "cmab_milp.oracles.highs")))
+        loaded = sorted(m for m in sys.modules if m.startswith(("highspy", "cmab_milp.oracles.backends.highs")))
         print(loaded)
         """
     )

@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 
 import cmab_milp as cm
-from cmab_milp.oracles import mip_starts
-from cmab_milp.oracles.combinatorial import _SOLVERS
-from cmab_milp.oracles.cover_cuts import cover_cuts
-from cmab_milp.oracles.highs_model import CompiledModel
-from cmab_milp.oracles.queries import LinearQuery, make_restrictions
-from cmab_milp.oracles.side_starts import (
+from cmab_milp.oracles.backends.combinatorial import _SOLVERS
+from cmab_milp.oracles.backends.highs_model import CompiledModel
+from cmab_milp.oracles.core.queries import LinearQuery, make_restrictions
+from cmab_milp.oracles.mip import starts as mip_starts
+from cmab_milp.oracles.mip.cover_cuts import cover_cuts
+from cmab_milp.oracles.mip.side_starts import (
     as_side_rows,
     flip_bounds,
     side_plan,
@@ -313,7 +313,7 @@ def test_a_fixing_that_empties_the_model_is_an_error_not_an_infeasible_answer():
     model = CompiledModel(cm.Cardinality(3, 1, exact=True).formulation())
     model.set_costs(np.ones(3))
     model.fix_arms(np.ones(3, bool), np.zeros(3), 0.0)  # (a wrong fixing: no arm may be chosen)
-    with pytest.raises(cm.oracles.base.OracleError, match="fix_arms"):
+    with pytest.raises(cm.oracles.core.base.OracleError, match="fix_arms"):
         model.solve()
 
 

@@ -9,9 +9,9 @@ import pytest
 from instances import SPACES
 
 import cmab_milp as cm
-from cmab_milp.oracles.base import UnsupportedQuery
-from cmab_milp.oracles.enumerate import EnumerateOracle
-from cmab_milp.oracles.registry import BACKENDS, Capabilities, register_backend
+from cmab_milp.oracles.backends.enumerate import EnumerateOracle
+from cmab_milp.oracles.core.base import UnsupportedQuery
+from cmab_milp.oracles.core.registry import BACKENDS, Capabilities, register_backend
 from cmab_milp.spaces.formulation import Formulation, Row
 from cmab_milp.testing import ORACLE_CASES, check_oracle, check_policy, check_space, small_spaces
 
@@ -121,7 +121,7 @@ class CountsTwice(_Wrong):
 
 class WrongNorm(_Wrong):
     def _norm(self, query):  # ignores the square root term
-        return self._linear(cm.oracles.base.LinearQuery(query.mu, query.restrictions))
+        return self._linear(cm.oracles.core.base.LinearQuery(query.mu, query.restrictions))
 
 
 class DeclinesNorm(_Wrong):

@@ -2,7 +2,7 @@
 
 Found: longest s-t paths on the 8x8 grid digraph with ``time_limit=1`` took 2.5 s on ``highs`` and 7.6 s
 on ``ortools`` (97 s with ``time_limit=20`` in the issue's bench): the lazy-cut loop re-solved with
-the whole limit each round. Now :func:`~cmab_milp.oracles.pipeline.certified_solve` gives each
+the whole limit each round. Now :func:`~cmab_milp.oracles.core.pipeline.certified_solve` gives each
 re-solve what is left of the query's limit and stops when nothing is left.
 """
 
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import cmab_milp as cm
-from cmab_milp.oracles.base import LimitReached
+from cmab_milp.oracles.core.base import LimitReached
 
 LIMIT = 1.0
 BACKENDS = [b for b in ("highs", "scip", "ortools", "gurobi", "pulp", "auto") if b in cm.available_backends()]

@@ -55,7 +55,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from ..oracles import BACKENDS, Oracle, available_backends, check_backend_name, make_oracle
-from ..oracles.base import LinearQuery, UnsupportedQuery
+from ..oracles.core.base import LinearQuery, UnsupportedQuery
 from .compare_report import build_report, save_plot
 
 __all__ = [
@@ -77,7 +77,7 @@ Query = Any
 class RecordingOracle(Oracle):
     """An oracle that answers through ``inner`` and keeps every query, in the order answered.
 
-    ``queries`` holds the validated :class:`~cmab_milp.oracles.base.LinearQuery` /
+    ``queries`` holds the validated :class:`~cmab_milp.oracles.core.base.LinearQuery` /
     ``NormQuery`` objects (weights, restrictions); queries of one batch are kept
     in the order their answers finish. The ledger counts as the inner oracle's would.
 

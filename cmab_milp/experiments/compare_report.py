@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..oracles.base import LinearQuery, NormQuery, tolerance
+from ..oracles.core.base import LinearQuery, NormQuery, tolerance
 
 __all__ = ["EXAMPLES", "build_report", "describe", "feasible", "save_plot"]
 

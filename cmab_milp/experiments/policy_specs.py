@@ -11,7 +11,7 @@
     alpha-regret beside the regret, with alpha the ratio the oracle proved.
 ``norm_gap = 0.01``
     the same mode for norm queries (``highs``: the covariance policies' index), see
-    :class:`~cmab_milp.oracles.highs.HighsOracle`; with ``time_limit`` a norm query past
+    :class:`~cmab_milp.oracles.backends.highs.HighsOracle`; with ``time_limit`` a norm query past
     its limit returns its best action with the ratio its bound proves.
 ``time_limit = 5``
     seconds per solve (``make_oracle(space, backend, time_limit=...)``; a norm query's
@@ -32,7 +32,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..oracles.registry import BACKENDS, check_backend_name, make_oracle
+from ..oracles.core.registry import BACKENDS, check_backend_name, make_oracle
 from .registry import check_name
 from .schema import ProblemError, ProblemErrors, Table, plain
 

@@ -2,7 +2,7 @@
 
 Each way of answering the general-reward index (:data:`~cmab_milp.general.oracles.BACKENDS`)
 is a registered backend named ``"dist_<backend>"`` (declared in
-:mod:`cmab_milp.oracles.registry` with ``Capabilities(distribution=True)``),
+:mod:`cmab_milp._registrations` with ``Capabilities(distribution=True)``),
 so :func:`~cmab_milp.make_oracle` is the one validator: it refuses a space the
 backend does not take before any work, and :func:`build` refuses an unfit
 reward or grid before any enumeration or model. A distribution backend also

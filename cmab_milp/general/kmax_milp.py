@@ -34,9 +34,9 @@ import threading
 
 import numpy as np
 
-from ..oracles.base import Restrictions
-from ..oracles.highs_model import CompiledModel
-from ..oracles.pipeline import SolveResult, certified_solve
+from ..oracles.backends.highs_model import CompiledModel
+from ..oracles.core.base import Restrictions
+from ..oracles.core.pipeline import ModelBase, SolveResult, certified_solve
 from ..spaces.base import ActionSpace
 from ..spaces.formulation import Row
 from .grid import OutcomeGrid
@@ -133,8 +133,8 @@ class _KMaxQuery:
         return float((solver.delta[solver.levels] * (1.0 - np.exp(z))).sum())
 
 
-class _KMaxModel:
-    """The K-MAX MILP as a :class:`~cmab_milp.oracles.pipeline.SolverModel`: the HiGHS model of the
+class _KMaxModel(ModelBase):
+    """The K-MAX MILP as a :class:`~cmab_milp.oracles.core.pipeline.SolverModel`: the HiGHS model of the
     formulation plus the ``z`` and ``w`` columns; its :meth:`separate` step adds the tangent cuts
     (Kelley's cutting planes) where a solution's ``w`` exceeds the concave bound."""
 

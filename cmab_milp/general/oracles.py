@@ -1,7 +1,7 @@
 """Oracles for distribution indices: maximise ``E[r(a, Y)]`` with ``Y_i ~ pmf[i]`` independent.
 
-A :class:`DistributionOracle` is an :class:`~cmab_milp.oracles.base.Oracle`:
-it keeps the same :class:`~cmab_milp.oracles.base.Ledger`, honours the same
+A :class:`DistributionOracle` is an :class:`~cmab_milp.oracles.core.base.Oracle`:
+it keeps the same :class:`~cmab_milp.oracles.core.base.Ledger`, honours the same
 ``include`` / ``exclude`` / ``forbid_pairs`` restrictions, answers batches
 concurrently as one adaptivity round (``argmax_batch`` with
 ``kind="index"``), and forwards linear queries (e.g. the "most unobserved
@@ -57,8 +57,8 @@ from typing import Any
 import numpy as np
 
 from ..oracles import Oracle, OracleError, make_oracle
-from ..oracles.base import LinearQuery, NormQuery, Restrictions, make_restrictions, tolerance
-from ..oracles.registry import check_backend_name
+from ..oracles.core.base import LinearQuery, NormQuery, Restrictions, make_restrictions, tolerance
+from ..oracles.core.registry import check_backend_name
 from ..spaces import Cardinality, GraphicMatroid, PartitionMatroid
 from ..spaces.base import ActionSpace
 from .grid import OutcomeGrid

@@ -5,14 +5,14 @@ Each raises ``ValueError`` describing the first violating action and outcomes.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 
 from .grid import OutcomeGrid
 
-if TYPE_CHECKING:
-    from .rewards import Reward
+#: A :class:`~cmab_milp.general.rewards.Reward` (not imported: the rewards module imports these checks).
+Reward = Any
 
 __all__ = ["check_lipschitz", "check_monotone"]
 

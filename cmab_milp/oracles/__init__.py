@@ -1,7 +1,19 @@
-"""Oracles: exact restricted argmax over an action space (contract section 2)."""
+"""Oracles: exact restricted argmax over an action space (contract section 2).
 
-from .base import Ledger, Oracle, OracleError, UnsupportedQuery, norm_objective
-from .registry import (
+Layout (imports point down this list only; ``tests/test_import_layers.py`` holds it):
+
+* :mod:`.core`: queries and their validation, the :class:`Oracle` base and its ledger, the certified
+  solve and its :class:`~.core.pipeline.SolverModel` protocol, the backend registry, ``auto``;
+* :mod:`.backends`: one module per solver (``highs``, ``scip``, ``gurobi``, ``pulp``, ``ortools``) and the
+  solver-free ``enumerate`` and ``combinatorial``; ``highs_model`` is the compiled HiGHS model;
+* :mod:`.mip`: MIP tuning of the HiGHS models (option tables, MIP starts, root and cover cuts,
+  side-row starts, s-t path starts);
+* :mod:`.norm`: the covariance-norm index on HiGHS (imports the core, the backends' models and ``mip``);
+* ``backends/highs.py``, the ``highs`` oracle, sits on top: it answers norm queries through :mod:`.norm`.
+"""
+
+from .core.base import Ledger, Oracle, OracleError, UnsupportedQuery, norm_objective
+from .core.registry import (
     BACKENDS,
     Capabilities,
     available_backends,

@@ -53,7 +53,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..oracles import Oracle
-from ..oracles.base import tolerance
+from ..oracles.core.base import tolerance
 from ..spaces.base import ActionSpace
 from .anytime import anytime_scale
 from .base import IndexPolicy, Stretch, check_nonnegative

@@ -6,7 +6,7 @@ space that every model-based oracle backend compiles: binary arm columns
 optional *separators* that add valid cuts lazily (for exponential families
 such as subtour-elimination constraints), and optional *fractional
 separators* that do the same for LP points (to tighten the relaxation before
-branching; see :mod:`cmab_milp.oracles.root_cuts`).
+branching; see :mod:`cmab_milp.oracles.mip.root_cuts`).
 
 Example
 -------

@@ -8,7 +8,7 @@
 * fractional separation (``separate_subtours_lp`` for forests and trees, exact by
   contraction, components and Padberg-Wolsey min cuts;
   ``separate_connectivity_lp`` and ``separate_st_cut_lp`` for paths), the root
-  cuts of :mod:`~cmab_milp.oracles.root_cuts`; max flows by
+  cuts of :mod:`~cmab_milp.oracles.mip.root_cuts`; max flows by
   ``scipy.sparse.csgraph.maximum_flow`` on capacities scaled to integers;
 * compile-time rows: the triangles and 4-cycles (``_short_cycle_rows``), the only
   cut pool that depends on the space alone (so answers keep the tie rule), and the

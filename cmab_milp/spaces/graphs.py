@@ -36,8 +36,8 @@ Exactness of the formulations:
 
 Speed-ups that change no answer's value: s-t paths from :data:`START_MIN_ARMS`
 edges (:data:`PATH_DIRECTED_MIN_ARCS` arcs on digraphs with cycles, which get
-root cuts from that size too) name a MIP-start heuristic (:mod:`~cmab_milp.spaces.graph_starts`, used
-by :mod:`~cmab_milp.oracles.mip_starts`, which also fixes out the edges that
+root cuts from that size too) name a MIP-start heuristic (:mod:`~cmab_milp.oracles.mip.graph_starts`, used
+by :mod:`~cmab_milp.oracles.mip.starts`, which also fixes out the edges that
 Lagrangian walk bounds prove no better path uses), and path
 queries whose weights are all <= 0 skip the root cuts
 (:data:`PATH_ROOT_CUTS_NONPOSITIVE`); spanning
@@ -66,7 +66,6 @@ import numpy as np
 from .base import ActionSpace, as_action
 from .formulation import Formulation, Row
 from .graph_cuts import _SEP_TOL, MAX_FLOWS_PER_CALL, GraphCuts  # noqa: F401 - MAX_FLOWS_PER_CALL's former home
-from .graph_starts import PathStarts
 from .labels import ArmLabels
 
 __all__ = ["GraphicMatroid", "Matchings", "STPaths", "SpanningTrees"]
@@ -92,11 +91,11 @@ PATH_ROOT_CUTS_NONPOSITIVE = False
 #: measured ~1.25x faster on longest paths of a 10x10 grid (bench/graphs_large.py).
 PATH_HIGHS_HINTS: dict[str, object] = {"mip_pool_soft_limit": 200}
 #: HiGHS options of the path queries (cyclic graphs) with some positive weight, set per query
-#: (``solver_hints["highs_positive_costs"]``, read by :func:`~cmab_milp.oracles.mip_starts.prepare_query`; a
+#: (``solver_hints["highs_positive_costs"]``, read by :func:`~cmab_milp.oracles.mip.starts.prepare_query`; a
 #: rule of the query alone). Without restarts the lazy loop of longest 10x10-grid paths measured 1.4-1.7x faster
 #: (sum and max of 12 queries); shortest paths under a resource row were 2x slower without them, hence per query.
 PATH_POSITIVE_HIGHS_HINTS: dict[str, object] = {"mip_allow_restart": False}
-#: Paths on graphs with fewer edges get no MIP start (:mod:`~cmab_milp.spaces.graph_starts`): a space-only rule,
+#: Paths on graphs with fewer edges get no MIP start (:mod:`~cmab_milp.oracles.mip.graph_starts`): a space-only rule,
 #: as for the root cuts (their queries solve in milliseconds).
 START_MIN_ARMS = 100
 #: Paths on directed graphs with cycles pass both gates above from this many arcs (when the gate is higher): their
@@ -288,7 +287,7 @@ class SpanningTrees(_GraphSpace):
         return f
 
 
-class STPaths(PathStarts, _GraphSpace):
+class STPaths(_GraphSpace):
     """Simple paths from ``source`` to ``target`` (directed if the graph is).
 
     >>> import networkx as nx

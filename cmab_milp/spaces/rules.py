@@ -82,7 +82,7 @@ class RuleSpace(ActionSpace):
 
     def _build_formulation(self) -> Formulation:
         out = self.parent.formulation().shifted(0, self.d)
-        # the first rule over a base names it: rows after its own are side rows (oracles/side_starts.py)
+        # the first rule over a base names it: rows after its own are side rows (oracles/mip/side_starts.py)
         out.solver_hints.setdefault("side", {"space": self.parent, "rows": out.n_rows})
         out.rows.extend(self._rows())
         out.integral_lp = False

@@ -5,7 +5,7 @@ In the manner of MathOptInterface's ``Test.runtests`` and scikit-learn's
 independent truth (brute force over ``space.enumerate()``, ``scipy.optimize.milp``
 on the formulation) and raises ``AssertionError`` naming the failing case,
 the space, the query and what was expected. A case a backend declares it does
-not answer (see :class:`~cmab_milp.oracles.registry.Capabilities`) is skipped,
+not answer (see :class:`~cmab_milp.oracles.core.registry.Capabilities`) is skipped,
 not failed. Each check returns ``{case: "passed" | "skipped: why"}``.
 
 * :func:`check_oracle` judges a registered backend through its public methods;

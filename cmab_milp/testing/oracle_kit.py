@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from ..oracles.base import Oracle, UnsupportedQuery
-from ..oracles.registry import BACKENDS, Capabilities, check_backend_name, make_oracle
+from ..oracles.core.base import Oracle, UnsupportedQuery
+from ..oracles.core.registry import BACKENDS, Capabilities, check_backend_name, make_oracle
 from ..spaces import ActionSpace
 from .common import Cases, action_str, describe, small_spaces
 

@@ -10,11 +10,11 @@ Layout (each module one job; its docstring holds its part of the exactness proof
 * :mod:`.solver`: :func:`solve_norm`, the two methods' loops on the oracle's norm model;
 * :mod:`.carry`: a sequence's last answer reused under a drift bound (the certified approximate mode).
 
-A query's ``hints`` (:class:`~cmab_milp.oracles.base.NormQuery`) that are actions
+A query's ``hints`` (:class:`~cmab_milp.oracles.core.base.NormQuery`) that are actions
 admitted by its restrictions are candidate first incumbents: they may speed a query
 up, never change the optimal value, and, being part of the query, keep the tie rule.
 
-Every HiGHS call goes through :class:`~cmab_milp.oracles.highs_model.CompiledModel`.
+Every HiGHS call goes through :class:`~cmab_milp.oracles.backends.highs_model.CompiledModel`.
 
 Example
 -------

@@ -70,7 +70,8 @@ from typing import Any
 
 import numpy as np
 
-from ..base import NormQuery, tolerance
+from ..core.base import NormQuery, tolerance
+from ..core.queries import Carry, _Restrictions
 from .lifting import quadratic_form_bounds
 
 __all__ = ["NormCarry", "check_reuse", "drift_bound"]
@@ -135,7 +136,7 @@ def drift_bound(previous: NormQuery, bound: float, query: NormQuery, m: int, arm
     return top + tolerance(top)
 
 
-class NormCarry:
+class NormCarry(Carry):
     """One sequence's last solved norm query, its answer and proven bound (module docstring).
 
     ``reuse`` (in ``[0, 1)``): the share of the oracle's ``norm_gap`` left for the
@@ -222,8 +223,6 @@ class NormCarry:
 
     def set_state(self, state: Mapping[str, Any]) -> None:
         """Restore :meth:`get_state`'s output (``ValueError`` when it does not fit)."""
-        from ..queries import _Restrictions
-
         try:
             self.__init__(state["reuse"])  # type: ignore[misc]
             self.solved, self.reused = int(state["solved"]), int(state["reused"])

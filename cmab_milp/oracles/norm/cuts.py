@@ -27,14 +27,15 @@ Setting actions aside (solver noise)
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 
-from ..highs_model import CompiledModel
+from ..backends.highs_model import CompiledModel
 
-if TYPE_CHECKING:
-    from .solver import NormSolver
+#: The :class:`~cmab_milp.oracles.norm.solver.NormSolver` running the query (not imported: the solver imports
+#: this module).
+NormSolver = Any
 
 __all__ = ["ConvexCuts", "Exclusions", "add_no_good"]
 

@@ -35,8 +35,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import NormQuery
-from ..highs_model import CompiledModel
+from ..backends.highs_model import CompiledModel
+from ..core.base import NormQuery
 
 __all__ = ["GradientCuts", "positive_definite", "well_scaled"]
 

@@ -27,15 +27,18 @@ Example
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 
-from ..highs_model import CompiledModel
-from ..queries import LinearQuery, Restrictions
+from ...spaces import Cardinality, ExplicitActions, Matchings
+from ..backends.combinatorial import _SOLVERS
+from ..backends.highs_model import CompiledModel
+from ..core.queries import LinearQuery, Restrictions
 
-if TYPE_CHECKING:
-    from .solver import NormSolver
+#: The :class:`~cmab_milp.oracles.norm.solver.NormSolver` running the query (not imported: the solver imports
+#: this module).
+NormSolver = Any
 
 __all__ = ["Lifted", "exact_row_bounds", "quadratic_form_bounds"]
 
@@ -90,9 +93,6 @@ def exact_row_bounds(
     >>> (near.round(9) + 0.0).tolist(), (far.round(9) + 0.0).tolist()  # one partner at most; none needed
     ([1.0, 1.0, 1.0, 1.0], [0.0, 0.0, 0.0, 0.0])
     """
-    from ...spaces import Cardinality, ExplicitActions, Matchings
-    from ..combinatorial import _SOLVERS
-
     kind = type(space)
     if kind not in _SOLVERS or kind in (Cardinality, ExplicitActions):  # Cardinality: the sorted rows are exact
         return None

@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..base import NormQuery, tolerance
+from ..core.base import NormQuery, tolerance
 
 __all__ = ["ascend", "ascend_from_neighbours", "improve_locally", "local_moves"]
 

@@ -14,7 +14,7 @@ so the least one is kept). With ``x = 0`` (``n = 0``) ``g = mu``: ``mu @ a`` bou
 Branch and bound (:class:`LinearOracleBranch`): a node is ``S`` = the actions of the space that
 hold its ``include`` arms and none of its ``exclude`` arms (the query's restrictions, minus its
 ``forbid_pairs``, are the root's); the linear query over a node is answered exactly by the
-space's combinatorial algorithm (:mod:`~cmab_milp.oracles.combinatorial`). A node is split on the
+space's combinatorial algorithm (:mod:`~cmab_milp.oracles.backends.combinatorial`). A node is split on the
 arm whose relaxed value is the most fractional (include it / exclude it), or, when the relaxed
 point puts more than 1 on a forbidden pair ``(i, j)``, into "exclude ``i``" and "include ``i``,
 exclude ``j``": either way the children partition the parent's actions, and the forbidden pairs,
@@ -28,7 +28,7 @@ order: deterministic), so when the queue empties the incumbent is within the tol
 ``max(incumbent, every dropped node's bound)``, the bound returned.
 
 General (non-bipartite) matchings: the linear queries are asked over the fractional matching polytope
-(``x(delta(v)) <= 1``, ``= 1`` for perfect ones; :func:`~cmab_milp.oracles.combinatorial.prepare_fractional_matching`:
+(``x(delta(v)) <= 1``, ``= 1`` for perfect ones; :func:`~.backends.combinatorial.prepare_fractional_matching`:
 one assignment on the bipartite double cover, ~20 us at 15 nodes, where the blossom algorithm takes ~2 ms). It holds
 every matching of the node, so every bound above stays valid (a maximum over a larger set); its vertices are
 half-integral, so a vertex is offered as an incumbent after :meth:`LinearOracleBranch.round_matching`, and the
@@ -90,10 +90,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...spaces import Matchings, STPaths
-from ..base import NormQuery, OracleError
-from ..combinatorial import _SOLVERS, prepare_fractional_matching, prepare_linear
-from ..highs_model import LimitReached
-from ..queries import Restrictions
+from ..backends.combinatorial import _SOLVERS, prepare_fractional_matching, prepare_linear
+from ..backends.highs_model import LimitReached
+from ..core.base import NormQuery, OracleError
+from ..core.queries import Restrictions
 from .scaling import proven
 from .shifts import diagonal_shift
 
@@ -114,7 +114,7 @@ _EPS = float(np.finfo(float).eps)
 #: Bound with the shifted matrix of :func:`relaxation_matrix` (False: ``M`` itself, as before).
 _SHIFT = True
 #: General (non-bipartite) matchings: linear queries over the fractional matching polytope
-#: (:func:`~cmab_milp.oracles.combinatorial.prepare_fractional_matching`) rather than the blossom algorithm.
+#: (:func:`~cmab_milp.oracles.backends.combinatorial.prepare_fractional_matching`) rather than the blossom algorithm.
 _FRACTIONAL_MATCHINGS = True
 
 
@@ -242,7 +242,7 @@ class LinearOracleBranch:
     def linear(self, w: np.ndarray, res: Restrictions) -> np.ndarray | None:
         """The exact argmax of ``w @ a`` over the node's actions (``forbid_pairs`` left out).
 
-        The node's restrictions are prepared once (:func:`~cmab_milp.oracles.combinatorial.prepare_linear`) for
+        The node's restrictions are prepared once (:func:`~cmab_milp.oracles.backends.combinatorial.prepare_linear`) for
         its several queries.
         """
         self.queries += 1

@@ -50,9 +50,9 @@ visit column (undirected graphs: the path goes through node ``v`` of the graph o
 fixing ``z_v`` fixes the degree of ``v``) or, when those are integral, on its most fractional free arm
 (include it / exclude it); either way the children partition the node's actions (measured: visit splits
 first, 8x8 grid, f = 1, 139 nodes against 215). Each node's LP points give candidate incumbents: an
-integral point itself (:meth:`~cmab_milp.spaces.graph_starts.PathStarts.repair` when it holds cycles),
+integral point itself (:meth:`~cmab_milp.oracles.mip.graph_starts.PathStarts.repair` when it holds cycles),
 the shortest path on lengths ``1 - x`` (the path the LP leans on) and, every few nodes, the heuristic
-path of the tangent's weights (:meth:`~cmab_milp.spaces.graph_starts.PathStarts.start_action`); each
+path of the tangent's weights (:meth:`~cmab_milp.oracles.mip.graph_starts.PathStarts.start_action`); each
 valued exactly in numpy, kept when the query admits it. A candidate better than the incumbent, or
 within 5% of it, is first improved by :func:`~.paths_local.improve_path` (a sub-path of at most 3 arms
 swapped for a detour of at most 4 while that gains; the result is checked and valued like any
@@ -194,8 +194,9 @@ import scipy.sparse as sp
 
 from ...spaces import STPaths
 from ...spaces.formulation import Row
-from ..base import NormQuery, OracleError
-from ..highs_model import CompiledModel, LimitReached
+from ..backends.highs_model import CompiledModel, LimitReached
+from ..core.base import NormQuery, OracleError
+from ..mip.graph_starts import PathStarts
 from .minus_branch import _Node, best_first, relaxation_matrix
 from .paths_chord import ChordNorm
 from .paths_local import improve_path
@@ -259,7 +260,7 @@ _SHIFTED_TANGENTS = True
 _CHORD = True
 #: Incumbent heuristics at every LP point (False: integral LP points only).
 _HEURISTICS = True
-#: The path of the tangent's weights (:meth:`~cmab_milp.spaces.graph_starts.PathStarts.start_action`) at every
+#: The path of the tangent's weights (:meth:`~cmab_milp.oracles.mip.graph_starts.PathStarts.start_action`) at every
 #: this many nodes (the shortest path on ``1 - x`` at every node).
 _GROW_EVERY = 8
 _EPS = float(np.finfo(float).eps)
@@ -547,16 +548,18 @@ class PathBranch:
         chosen = x > 0.5
         if np.all(np.abs(x - chosen) <= 1e-6):
             self.offer(
-                chosen if self.space._contains(chosen) else self.space.repair(chosen, self.q.mu if g is None else g)
+                chosen
+                if self.space._contains(chosen)
+                else PathStarts.of(self.space).repair(chosen, self.q.mu if g is None else g)
             )
 
     def heuristics(self, x: np.ndarray, g: np.ndarray) -> None:
         """Candidate incumbents from an LP point ``x`` and the tangent's weights ``g`` (module docstring)."""
         space = self.space
         ban = self.lp.arm_hi < 0.5
-        self.offer(space._shortest(1.0 - np.clip(x, 0.0, 1.0) + 1e-9, ban, space.directed))
+        self.offer(PathStarts.of(space)._shortest(1.0 - np.clip(x, 0.0, 1.0) + 1e-9, ban, space.directed))
         if self.nodes % _GROW_EVERY == 1:  # Dijkstra plus detours: ~2 ms
-            self.offer(space.start_action(g, upper=self.lp.arm_hi, conflicts=self.res.forbid_pairs))
+            self.offer(PathStarts.of(space).start_action(g, upper=self.lp.arm_hi, conflicts=self.res.forbid_pairs))
 
     # ------------------------------------------------------------ bounding
     def exact_tangent(self, action: np.ndarray) -> tuple[np.ndarray, float] | None:
@@ -813,7 +816,7 @@ def shortest_length(space: STPaths, arms: np.ndarray) -> int:
     """
     ban = np.ones(space.d, bool)
     ban[np.asarray(arms, int)] = False
-    path = space._shortest(np.ones(space.d), ban, space.directed)
+    path = PathStarts.of(space)._shortest(np.ones(space.d), ban, space.directed)
     return 0 if path is None else int(np.count_nonzero(path))
 
 

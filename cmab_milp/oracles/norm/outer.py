@@ -52,17 +52,18 @@ array([0, 0, 1, 1])
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 
-from ..base import OracleError
-from ..highs_model import CompiledModel
+from ..backends.highs_model import CompiledModel
+from ..core.base import OracleError
 from .cuts import Exclusions
 from .scaling import proven
 
-if TYPE_CHECKING:
-    from .solver import NormSolver
+#: The :class:`~cmab_milp.oracles.norm.solver.NormSolver` running the query (not imported: the solver imports
+#: this module).
+NormSolver = Any
 
 __all__ = ["Disaggregated", "outer_approximation", "square_root_rows"]
 

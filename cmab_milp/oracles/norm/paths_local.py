@@ -36,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...spaces import STPaths
-from ..base import NormQuery
+from ..core.base import NormQuery
 
 __all__ = ["improve_path", "path_sequence"]
 

@@ -87,7 +87,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..base import NormQuery
+from ..core.base import NormQuery
 from .gradient import positive_definite
 from .minus_branch import _EPS, _REL_GAP, _ROUND, LinearOracleBranch, _Node, quadratic_line_maximum
 from .overestimator import conflict_pairs, overestimator_parts, shifted_form

@@ -27,7 +27,8 @@ import math
 
 import numpy as np
 
-from ..base import NormQuery, tolerance
+from ...spaces import STPaths
+from ..core.base import NormQuery, tolerance
 
 __all__ = ["arms_bound", "proven", "unit_objective", "unit_scale"]
 
@@ -104,8 +105,6 @@ def arms_bound(space) -> int:
     >>> arms_bound(space), "m" in vars(space)
     (4, False)
     """
-    from ...spaces import STPaths
-
     if type(space) is STPaths and not space.acyclic and "m" not in vars(space):
         return min(space.d, space.graph.number_of_nodes() - 1)
     return int(space.m)

@@ -1,7 +1,7 @@
 """The norm solver: one query's MILPs on the oracle's per-thread norm model.
 
-:func:`solve_norm` answers a :class:`~cmab_milp.oracles.base.NormQuery` exactly
-with a short sequence of MILPs on one :class:`~cmab_milp.oracles.highs_model.CompiledModel`
+:func:`solve_norm` answers a :class:`~cmab_milp.oracles.core.base.NormQuery` exactly
+with a short sequence of MILPs on one :class:`~cmab_milp.oracles.backends.highs_model.CompiledModel`
 per thread (the space's formulation, compiled once; each query appends its own
 columns and rows and removes them afterwards, and starts from a cleared solver:
 the tie rule). Two methods, one per sign:
@@ -45,12 +45,12 @@ the tie rule). Two methods, one per sign:
     the first MILP.
 
 Both methods first add the space's rows violated at LP points (the fractional separators of
-trees and paths, :func:`~cmab_milp.oracles.root_cuts.add_root_cuts`; valid for every action,
+trees and paths, :func:`~cmab_milp.oracles.mip.root_cuts.add_root_cuts`; valid for every action,
 so no bound changes): otherwise each cycle row comes from :meth:`NormSolver._solve`'s lazy
 loop, every round a new branch and bound.
 
 The oracle's ``time_limit`` holds for the whole query: each MILP gets what is left
-of it, and a query past it raises :class:`~cmab_milp.oracles.highs_model.LimitReached`.
+of it, and a query past it raises :class:`~cmab_milp.oracles.backends.highs_model.LimitReached`.
 
 In the certified approximate mode (the oracle's ``norm_gap``) a sign +1 query that carries a
 :class:`~.carry.NormCarry` is first offered the sequence's last answer, proven by a drift bound from the
@@ -59,7 +59,7 @@ last solved query (:mod:`.carry`); only when that fails is it solved, at the car
 Each loop closes with :func:`~.scaling.proven`; gaps left by solver noise are closed
 by setting exactly valued actions aside (:mod:`.cuts`). The answer's value is
 recomputed in numpy and must be within ``1e-9 * (1 + |value|)`` of the proven upper
-bound; otherwise :class:`~cmab_milp.oracles.base.OracleError`.
+bound; otherwise :class:`~cmab_milp.oracles.core.base.OracleError`.
 
 Example
 -------
@@ -83,9 +83,9 @@ import numpy as np
 
 from ..._threads import blas_single_thread
 from ...spaces import Matchings
-from ..base import LinearQuery, NormQuery, OracleError, tolerance
-from ..highs_model import CompiledModel, LimitReached, SolveResult
-from ..root_cuts import add_root_cuts
+from ..backends.highs_model import CompiledModel, LimitReached, SolveResult
+from ..core.base import LinearQuery, NormQuery, OracleError, tolerance
+from ..mip.root_cuts import add_root_cuts
 from . import minus_branch
 from .cuts import ConvexCuts, Exclusions, add_no_good
 from .gradient import GradientCuts, positive_definite, well_scaled
@@ -151,7 +151,7 @@ _QUIET_OPTIONS: dict[str, object] = {
     "mip_heuristic_run_rens": False,
     "mip_heuristic_run_root_reduced_cost": False,
 }
-#: Root cuts of the space (:mod:`~cmab_milp.oracles.root_cuts`) in the norm model before its first MILP.
+#: Root cuts of the space (:mod:`~cmab_milp.oracles.mip.root_cuts`) in the norm model before its first MILP.
 _SPACE_CUTS = True
 #: Alternations of the space's root cuts and the gradient cuts before the first secant MILP.
 _SPACE_CUT_PASSES = 3
@@ -200,7 +200,7 @@ class NormStats:
 
 
 def solve_norm(oracle, query: NormQuery) -> np.ndarray | None:
-    """Exact answer to ``query`` on a :class:`~cmab_milp.oracles.highs.HighsOracle`.
+    """Exact answer to ``query`` on a :class:`~cmab_milp.oracles.backends.highs.HighsOracle`.
 
     Returns the best action (bool array) or ``None`` when no action qualifies;
     raises :class:`OracleError` when optimality cannot be proven.
@@ -658,7 +658,7 @@ class NormSolver:
         return best, bound
 
     def _space_cuts(self, model: CompiledModel) -> int:
-        """The space's rows violated at the LP relaxation's points (:func:`~cmab_milp.oracles.root_cuts.add_root_cuts`).
+        """The space's rows violated at the LP relaxation's points (:func:`~.mip.root_cuts.add_root_cuts`).
 
         Valid for every action of the space, so no bound changes; they spare the lazy-cut loop
         of :meth:`_solve` its re-solves of the whole branch and bound (s-t paths, trees).

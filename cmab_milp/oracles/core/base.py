@@ -29,13 +29,14 @@ from typing import Any
 
 import numpy as np
 
-from .._threads import blas_single_thread
-from ..spaces.base import ActionSpace
+from ..._threads import blas_single_thread
+from ...spaces.base import ActionSpace
 from .queries import (  # noqa: F401 - the query types and validators, re-exported under their former home
     _FLOAT64,
     _NO_RESTRICTIONS,
     _SMALL,
     Arms,
+    Carry,
     LinearQuery,
     NormQuery,
     Pairs,
@@ -67,14 +68,6 @@ __all__ = [
     "real_array",
     "real_number",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    if name == "settle_norm_answer":  # moved to the pipeline, where the quadratic-model backends settle norms
-        from .pipeline import settle_norm_answer
-
-        return settle_norm_answer
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class UnsupportedQuery(Exception):
@@ -311,11 +304,8 @@ class Oracle:
             raise ValueError(f"sign must be +1 or -1, got {sign!r}")
         mat = 0.5 * (mat + mat.T)
         restrictions = _restrictions(self.d, include, exclude, forbid_pairs, self.space)
-        if carry is not None:
-            from .norm.carry import NormCarry
-
-            if not isinstance(carry, NormCarry):
-                raise ValueError(f"carry must be a NormCarry or None, got {type(carry).__name__}")
+        if carry is not None and not isinstance(carry, Carry):
+            raise ValueError(f"carry must be a NormCarry or None, got {type(carry).__name__}")
         return NormQuery(mu_arr, mat, f, int(sign), restrictions, _hints(hints, self.d), carry)
 
     def _parse_batch_entry(self, k: int, entry: Mapping[str, Any]) -> LinearQuery | NormQuery:

@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from ..spaces.formulation import Formulation, Row
+from ...spaces.formulation import Formulation, Row
 
 __all__ = ["LazyRowsHandler", "attach", "register"]
 

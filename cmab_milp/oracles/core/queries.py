@@ -1,6 +1,6 @@
 """Validated oracle queries: the arms and pairs of a restriction, linear and norm queries.
 
-The :class:`~cmab_milp.oracles.base.Oracle` turns what a caller passes
+The :class:`~cmab_milp.oracles.core.base.Oracle` turns what a caller passes
 (``weights``, ``include`` / ``exclude`` / ``forbid_pairs`` by index or label,
 ``mu``, ``M``, ``f``, ``sign``, ``hints``) into one of these objects once, so that
 every backend receives checked, normalised values.
@@ -25,10 +25,11 @@ from typing import Any
 
 import numpy as np
 
-from ..spaces.base import ActionSpace
+from ...spaces.base import ActionSpace
 
 __all__ = [
     "Arms",
+    "Carry",
     "LinearQuery",
     "NormQuery",
     "Pairs",
@@ -186,6 +187,16 @@ class LinearQuery:
             chosen = action.tolist() if isinstance(action, np.ndarray) else action
             return float(sum(compress(weights, chosen)))
         return float(self.weights @ np.asarray(action, dtype=bool))
+
+
+class Carry:
+    """The type of a :class:`NormQuery`'s ``carry``: a caller's memory of a sequence of norm queries.
+
+    Its one implementation is :class:`~cmab_milp.oracles.norm.carry.NormCarry`; the
+    type lives here so that validating a query needs nothing above the core.
+    """
+
+    __slots__ = ()
 
 
 @dataclass(frozen=True)

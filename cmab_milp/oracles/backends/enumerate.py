@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..spaces.base import ActionSpace
-from .base import LinearQuery, NormQuery, Oracle
+from ...spaces.base import ActionSpace
+from ..core.base import LinearQuery, NormQuery, Oracle
 
 __all__ = ["EnumerateOracle"]
 

@@ -18,7 +18,7 @@ A formulation may ask for no rounds when every arm cost is <= 0
 (``solver_hints["root_cuts"] = {"skip_nonpositive": True}``: s-t paths, where
 such a query never gains from a cycle).
 
-Before the rounds, :func:`~cmab_milp.oracles.mip_starts.prepare_query` gives the
+Before the rounds, :func:`~cmab_milp.oracles.mip.starts.prepare_query` gives the
 model the query's MIP start and candidate hooks (:data:`PREPARE_QUERIES`; the
 cut loop's hook for the query, as this function is).
 
@@ -32,7 +32,7 @@ Example
 >>> import numpy as np
 >>> import networkx as nx
 >>> import cmab_milp as cm
->>> from cmab_milp.oracles.highs_model import CompiledModel
+>>> from cmab_milp.oracles.backends.highs_model import CompiledModel
 >>> space = cm.GraphicMatroid(nx.complete_graph(5))
 >>> model = CompiledModel(space.formulation())
 >>> model.set_costs(np.ones(space.d))
@@ -48,9 +48,9 @@ import weakref
 
 import numpy as np
 
-from ..spaces.formulation import Formulation, Row
-from .highs_model import CompiledModel
-from .mip_starts import prepare_query
+from ...spaces.formulation import Formulation, Row
+from ..backends.highs_model import CompiledModel
+from .starts import prepare_query
 
 __all__ = ["MAX_ROUNDS", "MIN_VIOLATION", "PREPARE_QUERIES", "add_root_cuts"]
 

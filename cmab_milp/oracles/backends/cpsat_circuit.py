@@ -36,8 +36,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..spaces.base import ActionSpace
-from ..spaces.formulation import Row
+from ...spaces.base import ActionSpace
+from ...spaces.formulation import Row
 
 __all__ = ["circuit_model", "side_rows"]
 
@@ -50,7 +50,7 @@ def side_rows(space: ActionSpace) -> tuple[ActionSpace, list[Row]]:
     >>> base, [row.cols for row in rows]
     (Cardinality(d=3, m=2), [(0, 1)])
     """
-    from ..spaces.rules import RuleSpace
+    from ...spaces.rules import RuleSpace
 
     rows: list[Row] = []
     while isinstance(space, RuleSpace):
@@ -65,7 +65,7 @@ def circuit_model(space: ActionSpace) -> Any | None:
     Columns ``0..d-1`` are the arm literals; the side rows are *not* added (the
     backend adds them, relaxing fractional ones).
     """
-    from ..spaces import STPaths
+    from ...spaces import STPaths
 
     base, _ = side_rows(space)
     if type(base) is not STPaths or not base.directed:

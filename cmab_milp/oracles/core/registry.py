@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..spaces.base import ActionSpace
+from ...spaces.base import ActionSpace
 from .base import Oracle, check_gap
 
 __all__ = [
@@ -76,7 +76,7 @@ class Capabilities:
         Whether its answers are optimal within ``tolerance``.
     approximate, approximate_solvers:
         Whether it takes ``gap=`` (the certified approximate mode: answers not
-        proven optimal carry a proven ratio, see :mod:`~cmab_milp.oracles.pipeline`);
+        proven optimal carry a proven ratio, see :mod:`~cmab_milp.oracles.core.pipeline`);
         it needs a solver with a dual bound. ``approximate_solvers`` (with
         ``takes_solver``) names the solvers for which it holds (``None``: all).
     tolerance, norm_tolerance:
@@ -99,7 +99,7 @@ class Capabilities:
         Keyword options the factory takes; ``None``: read from its signature.
     cost:
         ``cost(space, shape, facts) -> float``: estimated seconds per query
-        (``math.inf``: cannot answer), see :mod:`cmab_milp.oracles.auto`;
+        (``math.inf``: cannot answer), see :mod:`cmab_milp.oracles.core.auto`;
         ``None``: ``auto`` never picks this backend.
     """
 
@@ -201,7 +201,7 @@ def register_backend(
     linear and norm queries on every space); ``requires`` and ``takes_solver``
     are merged into it.
 
-    >>> from cmab_milp.oracles.enumerate import EnumerateOracle
+    >>> from cmab_milp.oracles.backends.enumerate import EnumerateOracle
     >>> register_backend("my_enum", EnumerateOracle, capabilities=Capabilities(forbid_pairs=True))
     >>> capabilities("my_enum").requires
     ()
@@ -220,22 +220,10 @@ def register_backend(
 
 
 # ------------------------------------------------- built-in declarations
-def _combinatorial_accepts(space: ActionSpace) -> bool:
-    from .combinatorial import _SOLVERS
-
-    return type(space) in _SOLVERS
-
-
-def _combinatorial_declines(space: ActionSpace) -> bool:
-    from ..spaces import STPaths
-
-    return type(space) is STPaths and not space.acyclic
-
-
-_PKG = "cmab_milp.oracles"
-_COSTS = f"{_PKG}.auto"
-_SELF = __name__
-#: The built-in backends: name, ``module:Class`` under ``cmab_milp.oracles``, description, capabilities.
+_PKG = "cmab_milp.oracles.backends"
+_COSTS = "cmab_milp.oracles.core.auto"
+#: The built-in backends: name, ``module:Class`` under ``cmab_milp.oracles.backends`` (``auto`` under
+#: ``core``), description, capabilities. Named by strings: the core imports no backend.
 _BUILT_IN: list[tuple[str, str, str, Capabilities]] = [
     (
         "highs",
@@ -245,7 +233,7 @@ _BUILT_IN: list[tuple[str, str, str, Capabilities]] = [
     ),
     (
         "pulp",
-        "pulp_backend:PulpOracle",
+        "pulp:PulpOracle",
         "model rebuilt per query via PuLP",
         # gap= only with the solvers whose bound is read (pulp_backend.BOUND_SOLVERS)
         Capabilities(
@@ -255,7 +243,7 @@ _BUILT_IN: list[tuple[str, str, str, Capabilities]] = [
             approximate_solvers=("HiGHS", "SCIP_PY"),
             requires=("pulp",),
             takes_solver=True,
-            solvers=f"{_PKG}.pulp_backend:available_pulp_solvers",
+            solvers=f"{_PKG}.pulp:available_pulp_solvers",
             solver_label="PuLP",
         ),
     ),
@@ -268,12 +256,12 @@ _BUILT_IN: list[tuple[str, str, str, Capabilities]] = [
         Capabilities(
             norm=False,
             forbid_pairs=False,
-            accepts=f"{_SELF}:_combinatorial_accepts",
+            accepts=f"{_PKG}.combinatorial:accepts_space",
             spaces="Cardinality, PartitionMatroid, GraphicMatroid, SpanningTrees, STPaths, Matchings and"
             " ExplicitActions (no side constraints, conflicts or intersections); include and exclude"
             " restrictions (forbid_pairs only on ExplicitActions); on cyclic s-t paths only exclude and"
             " weights <= 0 (longest simple path is NP-hard)",
-            may_decline=f"{_SELF}:_combinatorial_declines",
+            may_decline=f"{_PKG}.combinatorial:declines_space",
             cost=f"{_COSTS}:combinatorial_cost",
         ),
     ),
@@ -285,7 +273,7 @@ _BUILT_IN: list[tuple[str, str, str, Capabilities]] = [
     ),
     (
         "auto",
-        "auto:AutoOracle",
+        "cmab_milp.oracles.core.auto:AutoOracle",
         "fastest exact method per query",
         Capabilities(time_limit=True, spaces="every space (it picks among the backends that accept it)"),
     ),
@@ -293,7 +281,7 @@ _BUILT_IN: list[tuple[str, str, str, Capabilities]] = [
         "scip",
         "scip:ScipOracle",
         "MILP / MIQCP via SCIP (pyscipopt)",
-        # the quadratic row is met to SCIP's feasibility tolerance: see scip.NORM_SLACK; cost: auto.scip_cost
+        # the quadratic row is met to SCIP's feasibility tolerance: see backends.scip.NORM_SLACK; cost: auto.scip_cost
         Capabilities(
             time_limit=True,
             approximate=True,
@@ -304,9 +292,9 @@ _BUILT_IN: list[tuple[str, str, str, Capabilities]] = [
     ),
     (
         "gurobi",
-        "gurobi_backend:GurobiOracle",
+        "gurobi:GurobiOracle",
         "MILP / nonconvex MIQCP via Gurobi (gurobipy; pip licence: 2000 variables and rows)",
-        # the quadratic row is met to Gurobi's FeasibilityTol: see gurobi_backend.NORM_SLACK; no cost: for comparison
+        # the quadratic row is met to Gurobi's FeasibilityTol: see backends.gurobi.NORM_SLACK; no cost: for comparison
         Capabilities(
             time_limit=True,
             approximate=True,
@@ -317,9 +305,9 @@ _BUILT_IN: list[tuple[str, str, str, Capabilities]] = [
     ),
     (
         "ortools",
-        "ortools_backend:OrtoolsOracle",
+        "ortools:OrtoolsOracle",
         "linear queries via OR-Tools CP-SAT (weights scaled to integers, error bound checked)",
-        # norm=False: CP-SAT's integers cannot prove sqrt(a M a) within 1e-9 (see ortools_backend); cost:
+        # norm=False: CP-SAT's integers cannot prove sqrt(a M a) within 1e-9 (see backends.ortools); cost:
         # auto.ortools_cost (directed longest paths); no gap: its bound is the rounding error of an integer optimum
         Capabilities(
             norm=False,
@@ -331,30 +319,8 @@ _BUILT_IN: list[tuple[str, str, str, Capabilities]] = [
     ),
 ]
 for _name, _target, _description, _caps in _BUILT_IN:
-    register_backend(_name, f"{_PKG}.{_target}", description=_description, capabilities=_caps)
-
-# ------------------------------- the general-reward (distribution) index: cmab_milp.general.backends
-_GEN = "cmab_milp.general.backends"
-for _name, _exact, _accepts, _spaces, _requires in (
-    ("auto", True, None, "every space (enumeration, branch-and-bound or the K-MAX MILP, as fits)", ("highspy",)),
-    ("enumerate", True, None, "spaces small enough to enumerate", ()),
-    ("branch_bound", True, "accepts_branch_bound", "Cardinality and PartitionMatroid", ()),
-    ("milp", True, None, "every space with a MILP formulation (K-MAX reward only)", ("highspy",)),
-    ("greedy", False, "accepts_greedy", "Cardinality, PartitionMatroid and GraphicMatroid", ()),
-):
-    register_backend(
-        f"dist_{_name}",
-        f"{_GEN}:dist_{_name}",
-        description=f"general-reward index by {_name.replace('_', ' ')} (linear and norm queries: its inner oracle)",
-        capabilities=Capabilities(
-            distribution=True,
-            exact=_exact,
-            accepts=None if _accepts is None else f"{_GEN}:{_accepts}",
-            spaces=_spaces,
-            requires=_requires,
-            options=("reward", "grid", "linear", "max_actions"),
-        ),
-    )
+    _full = _target if _target.startswith("cmab_milp.") else f"{_PKG}.{_target}"
+    register_backend(_name, _full, description=_description, capabilities=_caps)
 
 
 # ------------------------------------------------------------ look-ups

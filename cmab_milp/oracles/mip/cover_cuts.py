@@ -28,7 +28,7 @@ import math
 
 import numpy as np
 
-from ..spaces.formulation import Row
+from ...spaces.formulation import Row
 
 __all__ = ["MIN_VIOLATION", "cover_cuts"]
 

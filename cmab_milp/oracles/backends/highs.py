@@ -13,7 +13,7 @@ a pool shared by all queries made the answer depend on the history, and on the
 measured families it also made solves slower: 21 ms against 4.3 ms a query on
 6x6-grid spanning trees), a MILP is solved from a cold start, and an LP is
 re-solved from a cold start whenever its optimum may be tied (see
-:meth:`~cmab_milp.oracles.highs_model.CompiledModel.solve`). Among tied optima
+:meth:`~cmab_milp.oracles.backends.highs_model.CompiledModel.solve`). Among tied optima
 the answer is thus the one HiGHS reaches from a cold start: the same from a
 fresh oracle or one with a long history, on any thread and with any number of
 workers. (Other backends break ties their own way; their answers agree in value
@@ -25,10 +25,10 @@ tighten LPs that like dead ends, and slowed longest-path queries 1.7x); the
 model is then a function of the query alone, and the rows are restored after.
 
 Each answer goes through the one certified solve of every model backend
-(:func:`~cmab_milp.oracles.pipeline.certified_solve`; the compiled model is its
+(:func:`~cmab_milp.oracles.core.pipeline.certified_solve`; the compiled model is its
 HiGHS adapter): the solution must be integral, obey the restrictions, and its
 value recomputed in numpy must match the solver's bound within the contract's
-tolerance. Otherwise :class:`~cmab_milp.oracles.base.OracleError`. With
+tolerance. Otherwise :class:`~cmab_milp.oracles.core.base.OracleError`. With
 ``gap=`` (the certified approximate mode) an answer the bound does not prove
 optimal is returned with its proven ratio (:attr:`~.base.Oracle.proven_ratio`).
 
@@ -50,12 +50,14 @@ from pathlib import Path
 
 import numpy as np
 
-from ..spaces.base import ActionSpace
-from .base import LimitReached, LinearQuery, NormQuery, Oracle, OracleError, check_gap, check_time_limit
+from ...spaces.base import ActionSpace
+from ..core.base import LimitReached, LinearQuery, NormQuery, OracleError, check_gap
+from ..core.pipeline import FractionalAnswer, ModelOracle, certified_solve
+from ..core.pipeline import chosen_arms as _chosen
+from ..mip.root_cuts import add_root_cuts
+from ..norm.solver import solve_norm
+from .enumerate import EnumerateOracle
 from .highs_model import CompiledModel
-from .pipeline import FractionalAnswer, certified_solve
-from .pipeline import chosen_arms as _chosen
-from .root_cuts import add_root_cuts
 
 __all__ = ["RECOVERY_ENUMERATION", "HighsOracle"]
 
@@ -64,7 +66,7 @@ RECOVERY_ENUMERATION = 200_000
 _FractionalAnswer = FractionalAnswer  # the former name
 
 
-class HighsOracle(Oracle):
+class HighsOracle(ModelOracle):
     """Exact MILP oracle on HiGHS (``highspy``), built once per thread.
 
     Parameters
@@ -79,14 +81,14 @@ class HighsOracle(Oracle):
         query is re-solved as a MILP. ``False`` always solves the MILP.
     time_limit:
         Seconds per solve, a positive finite number (``None``: no limit); hitting
-        it raises :class:`~cmab_milp.oracles.base.LimitReached` (an ``OracleError``).
+        it raises :class:`~cmab_milp.oracles.core.base.LimitReached` (an ``OracleError``).
     verify:
         Also check every answer with ``space.contains`` (slower; for tests).
     gap:
         The certified approximate mode for linear queries: the MILP may stop at
         this relative gap (in ``[0, 1)``), and with ``time_limit`` a stopped solve
         returns its incumbent; each answer not proven optimal carries a proven
-        ratio ``value / bound`` (see :mod:`~cmab_milp.oracles.pipeline`), recorded
+        ratio ``value / bound`` (see :mod:`~cmab_milp.oracles.core.pipeline`), recorded
         in the ledger and in :attr:`proven_ratio`. Norm queries stay exact (see ``norm_gap``).
         ``None`` (default): exact answers only.
     norm_gap:
@@ -112,13 +114,9 @@ class HighsOracle(Oracle):
         gap: float | None = None,
         norm_gap: float | None = None,
     ):
-        super().__init__(space)
-        self.formulation = space.formulation()
+        super().__init__(space, time_limit, verify, gap)
         self.lp_when_integral = bool(lp_when_integral) and self.formulation.integral_lp
-        self.time_limit = check_time_limit(time_limit)
-        self.gap = check_gap(gap)
         self.norm_gap = check_gap(norm_gap, "norm_gap")
-        self.verify = verify
         #: How often each recovery answered a norm query whose first solve failed.
         self.norm_recoveries: dict[str, int] = {}
         #: Rows on ``aux_optional`` columns (the orientation of paths), relaxed for queries with weights >= 0.
@@ -139,11 +137,16 @@ class HighsOracle(Oracle):
         try:
             return self._local.models[key]
         except (AttributeError, KeyError):
-            model = CompiledModel(self.formulation, integer=integer, time_limit=self.time_limit)
-            if self.gap is not None and not exact:
-                model.approximate(self.gap)
+            model = self._new_model(None if exact else self.gap, integer)
             self._local.__dict__.setdefault("models", {})[key] = model
             return model
+
+    def _new_model(self, gap: float | None, integer: bool = True) -> CompiledModel:
+        """A compiled model of the formulation (``gap``: the certified approximate mode)."""
+        model = CompiledModel(self.formulation, integer=integer, time_limit=self.time_limit)
+        if gap is not None:
+            model.approximate(gap)
+        return model
 
     # ------------------------------------------------------------- queries
     def _linear(self, query: LinearQuery, exact: bool = False) -> np.ndarray | None:
@@ -155,7 +158,7 @@ class HighsOracle(Oracle):
         return self.solve_restricted(self.model(True, exact), query.restrictions, query)
 
     def solve_restricted(self, model: CompiledModel, res, query: LinearQuery) -> np.ndarray | None:
-        """The certified solve (:func:`~cmab_milp.oracles.pipeline.certified_solve`) of ``query`` on ``model``."""
+        """The certified solve (:func:`~cmab_milp.oracles.core.pipeline.certified_solve`) of ``query`` on ``model``."""
         # The optional rows only tighten LPs whose optimum likes dead ends (some weight < 0); with weights
         # >= 0 they measured 1.7x slower (longest paths of a 10x10 grid), so such a query solves without
         # them. The model is then a function of the query alone (the tie rule holds).
@@ -220,8 +223,6 @@ class HighsOracle(Oracle):
         self._local.norm_stats = stats
 
     def _norm(self, query: NormQuery) -> np.ndarray | None:
-        from .highs_norm import solve_norm  # the norm package, through the module tests may patch
-
         try:
             return solve_norm(self, query)
         except LimitReached:
@@ -238,9 +239,6 @@ class HighsOracle(Oracle):
         :data:`RECOVERY_ENUMERATION` actions. Each step is deterministic, so the
         tie rule holds; ``norm_recoveries`` counts the steps that answered.
         """
-        from .enumerate import EnumerateOracle
-        from .highs_norm import solve_norm
-
         failures = [f"solve: {error}"]
         attempts: list[tuple[str, NormQuery]] = [("cold restart", query)]
         for k in (-3, 3):

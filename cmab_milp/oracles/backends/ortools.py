@@ -26,7 +26,7 @@ What is proven, per query ``max w @ a`` over the actions ``F``:
    ``E <= d / (2T) ~ d sum|w| / 2^54``, this holds whenever
    ``d sum|w| <= 1.8e7 (1 + |optimum|)`` (weights of order 1 up to
    ``d ~ 4000``); beyond that it depends on the actual residuals, and where
-   it fails the query raises :class:`~cmab_milp.oracles.base.OracleError`:
+   it fails the query raises :class:`~cmab_milp.oracles.core.base.OracleError`:
    CP-SAT cannot answer that query exactly here.
 3. **Feasibility.** ``a*`` is checked against the relaxed rows (with their
    tolerance), the lazy separators (subtour elimination) and the
@@ -64,10 +64,10 @@ import math
 
 import numpy as np
 
-from ..spaces.base import ActionSpace
-from ..spaces.formulation import Formulation, Row
-from .base import LinearQuery, NormQuery, Oracle, UnsupportedQuery, check_time_limit
-from .pipeline import SolveResult, certified_solve
+from ...spaces.base import ActionSpace
+from ...spaces.formulation import Formulation, Row
+from ..core.base import NormQuery, UnsupportedQuery
+from ..core.pipeline import ModelBase, ModelOracle, SolveResult
 
 __all__ = ["OrtoolsOracle", "objective_scale", "rounding_gap"]
 _BIG = 2**62  # CP-SAT's "unbounded" side of a linear domain
@@ -136,8 +136,8 @@ def _row_holds(row: Row, x: np.ndarray) -> bool:
     return (row.lb - _slack(row.lb) <= lhs) and (lhs <= row.ub + _slack(row.ub))
 
 
-class _CpSatModel:
-    """CP-SAT as a :class:`~cmab_milp.oracles.pipeline.SolverModel`: the compiled base model plus a query's edits.
+class _CpSatModel(ModelBase):
+    """CP-SAT as a :class:`~cmab_milp.oracles.core.pipeline.SolverModel`: the compiled base model plus a query's edits.
 
     Each :meth:`solve` copies the base model, adds this query's bounds, rows and
     cuts, and solves with the costs scaled to integers (:func:`objective_scale`;
@@ -233,7 +233,7 @@ class _CpSatModel:
         return SolveResult("optimal", values, value, value + rounding_gap(residuals, action), message)
 
 
-class OrtoolsOracle(Oracle):
+class OrtoolsOracle(ModelOracle):
     """Exact linear oracle on CP-SAT (one worker); norm queries are not answered.
 
     Parameters
@@ -262,10 +262,9 @@ class OrtoolsOracle(Oracle):
         native: bool = True,
         parameters: dict[str, object] | None = None,
     ):
-        time_limit = check_time_limit(time_limit)
         self.native = bool(native)
         self.parameters = _check_parameters(parameters)
-        super().__init__(space)
+        super().__init__(space, time_limit, verify)
         form = self.formulation = space.formulation().without_optional()  # integer columns only
         bad = [
             form.aux_names[j] if j < len(form.aux_names) else f"x{j}"
@@ -277,8 +276,6 @@ class OrtoolsOracle(Oracle):
                 f"the ortools backend (CP-SAT) needs integer auxiliary columns with finite bounds;"
                 f" {space!r} has {bad[:5]}"
             )
-        self.time_limit = time_limit
-        self.verify = verify
         self._relaxed: list[Row] = []
         self._base = self._compile(form)
 
@@ -311,18 +308,8 @@ class OrtoolsOracle(Oracle):
                 _add(model.proto, r)
         return model
 
-    def _linear(self, query: LinearQuery) -> np.ndarray | None:
-        model = getattr(self._local, "model", None)
-        if model is None:
-            model = self._local.model = _CpSatModel(self)
-        found = certified_solve(
-            model,
-            query,
-            self.formulation,
-            contains=self.space._contains if self.verify else None,
-            time_limit=self.time_limit,
-        )
-        return None if found is None else found[0]
+    def _new_model(self, gap: float | None) -> _CpSatModel:
+        return _CpSatModel(self)
 
     def _norm(self, query: NormQuery) -> np.ndarray | None:
         raise UnsupportedQuery(

@@ -18,7 +18,7 @@ ExplicitActions     vectorised scan                                  all
 ==================  ===============================================  ======================
 
 Anything else (``forbid_pairs`` on a structured space, side constraints,
-intersections, norm queries) raises :class:`~cmab_milp.oracles.base.UnsupportedQuery`.
+intersections, norm queries) raises :class:`~cmab_milp.oracles.core.base.UnsupportedQuery`.
 
 Example
 -------
@@ -37,7 +37,7 @@ import networkx as nx
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from ..spaces import (
+from ...spaces import (
     ActionSpace,
     Cardinality,
     ExplicitActions,
@@ -47,10 +47,10 @@ from ..spaces import (
     SpanningTrees,
     STPaths,
 )
-from .base import LinearQuery, Oracle, UnsupportedQuery
-from .queries import Restrictions
+from ..core.base import LinearQuery, Oracle, UnsupportedQuery
+from ..core.queries import Restrictions
 
-__all__ = ["CombinatorialOracle", "supports"]
+__all__ = ["CombinatorialOracle", "accepts_space", "declines_space", "supports"]
 
 Solver = Callable[[ActionSpace, LinearQuery], "np.ndarray | None"]
 
@@ -434,7 +434,7 @@ def prepare_linear(space: ActionSpace, restrictions: Restrictions) -> Callable[[
 
     >>> import networkx as nx
     >>> import cmab_milp as cm
-    >>> from cmab_milp.oracles.queries import Restrictions
+    >>> from cmab_milp.oracles.core.queries import Restrictions
     >>> argmax = prepare_linear(cm.Matchings(nx.complete_bipartite_graph(2, 2)), Restrictions(exclude=(0,)))
     >>> argmax(np.array([5.0, 1.0, 1.0, 1.0])).astype(int).tolist()
     [0, 1, 1, 0]
@@ -502,6 +502,16 @@ def prepare_linear(space: ActionSpace, restrictions: Restrictions) -> Callable[[
     return argmax
 
 
+def accepts_space(space: ActionSpace) -> bool:
+    """The spaces this backend takes (its registry line's ``accepts``): the families it has an algorithm for."""
+    return type(space) in _SOLVERS
+
+
+def declines_space(space: ActionSpace) -> bool:
+    """Whether it may decline declared queries on ``space``: longest simple paths of a cyclic graph are NP-hard."""
+    return type(space) is STPaths and not space.acyclic
+
+
 def supports(space: ActionSpace, query: LinearQuery) -> bool:
     """Whether the combinatorial backend answers ``query`` exactly without trying it."""
     solver = _SOLVERS.get(type(space))
@@ -551,7 +561,7 @@ def prepare_fractional_matching(
 
     >>> import networkx as nx
     >>> import cmab_milp as cm
-    >>> from cmab_milp.oracles.queries import Restrictions
+    >>> from cmab_milp.oracles.core.queries import Restrictions
     >>> triangle = cm.Matchings(nx.cycle_graph(3))  # edges 01, 12, 02 (in that order)
     >>> prepare_fractional_matching(triangle, Restrictions())(np.ones(3)).tolist()  # a matching holds one
     [0.5, 0.5, 0.5]

@@ -3,7 +3,7 @@
 A space built as ``base.with_constraint(...)`` (or ``with_budget``,
 ``with_group``, ``with_conflicts``, and a query's ``forbid_pairs``) is the
 base space's actions that obey some side rows ``G a <= h``. The base alone
-has an exact combinatorial oracle (:mod:`~cmab_milp.oracles.combinatorial`:
+has an exact combinatorial oracle (:mod:`~cmab_milp.oracles.backends.combinatorial`:
 top-m, per-block top, Kruskal, assignment (bipartite matchings), DAG paths).
 :func:`side_start` finds a good action of the whole space from it:
 
@@ -53,11 +53,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..spaces import ActionSpace, Cardinality, GraphicMatroid, Matchings, PartitionMatroid, SpanningTrees, STPaths
-from ..spaces.formulation import Row
-from .base import UnsupportedQuery
-from .combinatorial import _SOLVERS
-from .queries import LinearQuery, make_restrictions
+from ...spaces import ActionSpace, Cardinality, GraphicMatroid, Matchings, PartitionMatroid, SpanningTrees, STPaths
+from ...spaces.formulation import Formulation, Row
+from ..backends.combinatorial import _SOLVERS
+from ..backends.highs_model import CompiledModel
+from ..core.base import UnsupportedQuery
+from ..core.queries import LinearQuery, make_restrictions
 
 __all__ = [
     "BISECTION_STEPS",
@@ -353,9 +354,6 @@ def _lp_multipliers(search: _Search) -> bool:
     own = search.base.formulation()
     if not own.integral_lp or own.n_aux:
         return False
-    from ..spaces.formulation import Formulation
-    from .highs_model import CompiledModel
-
     d = search.base.d
     rows = [
         Row(tuple(range(d)), tuple(g.tolist()), -math.inf, float(b)) for g, b in zip(search.G, search.h, strict=True)

@@ -2,7 +2,7 @@
 
 This module is the one place that talks to ``highspy``: building, editing
 (rows, columns, bounds, costs, options, MIP starts), re-solving and reading back
-models. The linear oracle (:mod:`~cmab_milp.oracles.highs`) and the norm index
+models. The linear oracle (:mod:`~cmab_milp.oracles.backends.highs`) and the norm index
 (:mod:`~cmab_milp.oracles.norm`) both work through :class:`CompiledModel`.
 
 Example
@@ -29,26 +29,13 @@ from pathlib import Path
 
 import numpy as np
 
-from ..spaces.formulation import Formulation, Row
-from .base import LimitReached, OracleError
-from .pipeline import SolveResult
+from ...spaces.formulation import Formulation, Row
+from ..core.base import LimitReached, OracleError
+from ..core.pipeline import ModelBase, SolveResult
+from ..mip.options import HIGHS_OPTIONS
 
-__all__ = ["HIGHS_OPTIONS", "CompiledModel", "LimitReached", "SolveResult", "new_highs"]
+__all__ = ["CompiledModel", "LimitReached", "SolveResult", "new_highs"]
 
-#: Options applied to every HiGHS instance: silent, single-threaded (the
-#: scheduler is per OS thread; batches run one instance per thread), gaps and
-#: tolerances tight enough to separate indices that differ by ~1e-9, and the
-#: feasibility-jump heuristic off (it slows small MILPs 2-4x).
-HIGHS_OPTIONS: dict[str, object] = {
-    "output_flag": False,
-    "threads": 1,
-    "mip_rel_gap": 1e-12,
-    "mip_abs_gap": 1e-11,
-    "mip_feasibility_tolerance": 1e-9,
-    "primal_feasibility_tolerance": 1e-9,
-    "dual_feasibility_tolerance": 1e-10,
-    "mip_heuristic_run_feasibility_jump": False,
-}
 
 _banner_lock = threading.Lock()
 _banner_done = False
@@ -86,15 +73,15 @@ def _configure(h, time_limit: float | None) -> None:
         h.setOptionValue("time_limit", float(time_limit))
 
 
-class CompiledModel:
+class CompiledModel(ModelBase):
     """One HiGHS instance holding a formulation, re-solved with new costs and bounds.
 
     Not thread-safe: use one per thread. Columns ``0..d-1`` are the arms;
     callers may append columns and rows (:meth:`add_cols`, :meth:`add_rows`).
-    It is the HiGHS :class:`~cmab_milp.oracles.pipeline.SolverModel`.
+    It is the HiGHS :class:`~cmab_milp.oracles.core.pipeline.SolverModel`.
 
     :meth:`approximate` turns on the certified approximate mode. Per-query hooks
-    (set by :func:`~cmab_milp.oracles.mip_starts.prepare_query`, cleared by
+    (set by :func:`~cmab_milp.oracles.mip.starts.prepare_query`, cleared by
     :meth:`undo`): a MIP start for every cold MILP solve, and the integer
     candidates HiGHS meets (its solution callback; it has no lazy-constraint
     callback that runs) checked for cuts, which :meth:`separate` hands to the cut
@@ -147,7 +134,7 @@ class CompiledModel:
         self.start_restarts = 0  # MILP solves repeated without the MIP start (its values came back, not the optimum's)
         self.base_rows = formulation.n_rows  # rows beyond these belong to the query being answered
         self._optimal = highspy.HighsModelStatus.kOptimal
-        # Hooks of one query (:func:`~cmab_milp.oracles.mip_starts.prepare_query` sets them; :meth:`undo` clears):
+        # Hooks of one query (:func:`~cmab_milp.oracles.mip.starts.prepare_query` sets them; :meth:`undo` clears):
         #: ``candidate_cuts(values) -> list[Row]``: the cuts an integer candidate violates (it is no action);
         #: collected during a MILP solve from every candidate HiGHS meets, handed to the cut loop by :meth:`separate`.
         self.candidate_cuts = None
@@ -209,7 +196,7 @@ class CompiledModel:
         """Fix the arms ``fixed`` (bool mask) to ``values`` for this query; :meth:`undo` frees them again.
 
         ``region_bound`` must bound the value of every action the fixing excludes (reduced-cost fixing:
-        :func:`~cmab_milp.oracles.side_starts.side_plan`); each solve's bound is then at least it, so a
+        :func:`~cmab_milp.oracles.mip.side_starts.side_plan`); each solve's bound is then at least it, so a
         bound check of the answer covers the excluded actions too.
         """
         if self._unfix is None:
@@ -600,7 +587,7 @@ class CompiledModel:
 
     def _start_kept(self, solution, objective: float) -> bool:
         """Whether the arm values HiGHS returned are worth other than its objective (only arm columns carry
-        costs in models that get MIP starts: :func:`~cmab_milp.oracles.mip_starts.prepare_query`)."""
+        costs in models that get MIP starts: :func:`~cmab_milp.oracles.mip.starts.prepare_query`)."""
         value = float(self.arm_columns()[0] @ np.asarray(solution.col_value[: self.d]))
         return abs(value - objective) > 1e-9 * (1.0 + abs(objective))
 
@@ -624,7 +611,7 @@ class CompiledModel:
     def separate(self, values, chosen) -> list[Row]:
         """The cuts of the integer candidates the last MILP solve met, when its answer is no action either.
 
-        (The cut loop of :func:`~cmab_milp.oracles.pipeline.certified_solve` adds them with the answer's own.)
+        (The cut loop of :func:`~cmab_milp.oracles.core.pipeline.certified_solve` adds them with the answer's own.)
         """
         pending, self._pending = self._pending, {}
         if self.candidate_cuts is None:

@@ -1,7 +1,7 @@
 """The ``auto`` backend: each query goes to the cheapest capable exact backend.
 
 ``auto`` names no backend class. Its candidates are the registered backends
-(:mod:`cmab_milp.oracles.registry`) that are installed, accept the space,
+(:mod:`cmab_milp.oracles.core.registry`) that are installed, accept the space,
 declare the query's kind (linear or norm) and restrictions, and declare a cost
 model. For each query shape (kind, sign, which restrictions are present) it
 ranks them by estimated seconds per query, once, and asks the cheapest; a
@@ -38,8 +38,10 @@ from numbers import Real
 
 import numpy as np
 
-from ..spaces.base import ActionSpace
+from ...spaces import ExplicitActions, Matchings
+from ...spaces.base import ActionSpace
 from .base import _NO_RESTRICTIONS, LinearQuery, NormQuery, Oracle, UnsupportedQuery, check_time_limit
+from .registry import BACKENDS, _resolve, make_oracle
 
 __all__ = [
     "AutoOracle",
@@ -87,7 +89,7 @@ class SpaceFacts:
     runs only when that bound holds *before* it starts (see :meth:`count`).
     """
 
-    def __init__(self, space: ActionSpace, caps: dict[str, int], plan_share: float = 0.5):
+    def __init__(self, space: ActionSpace, caps: dict[str, int], plan_share: float = 0.25):
         self.space = space
         self.d = space.d
         self.caps = caps
@@ -182,7 +184,7 @@ def enumeration_base(space: ActionSpace) -> tuple[ActionSpace, list]:
     >>> base, len(rules)
     (Cardinality(d=4, m=2), 1)
     """
-    from ..spaces.rules import RuleSpace
+    from ...spaces.rules import RuleSpace
 
     rules = []
     while isinstance(space, RuleSpace):
@@ -193,7 +195,7 @@ def enumeration_base(space: ActionSpace) -> tuple[ActionSpace, list]:
 
 def _stops_at_cap(space: ActionSpace) -> bool:
     """Whether ``space.enumerate(cap)`` visits O(cap) candidates: every partial choice of its search completes."""
-    from ..spaces import Cardinality, ExplicitActions, GraphicMatroid, Matchings, PartitionMatroid
+    from ...spaces import Cardinality, GraphicMatroid, PartitionMatroid
 
     if isinstance(space, Matchings):
         return not space.perfect
@@ -211,7 +213,7 @@ def _search_within(space: ActionSpace, visits: int, paths: int | None = None) ->
     >>> _search_within(space, 100), _search_within(space, 10)
     (True, False)
     """
-    from ..spaces import STPaths
+    from ...spaces import STPaths
 
     if type(space) is not STPaths:
         return False
@@ -251,7 +253,7 @@ def _search_within(space: ActionSpace, visits: int, paths: int | None = None) ->
 _ENUM_BASE, _ENUM_ENTRY, _ENUM_GATHER = 5e-6, 1.5e-9, 5e-9
 _HIGHS_LP, _HIGHS_MILP, _HIGHS_PER_ENTRY = 1e-4, 3e-4, 5e-6
 _ENUM_VISIT, _ENUM_VISIT_ARM = 1e-6, 1.2e-7  # planning: seconds per candidate an enumeration visits (+ per arm)
-_SEARCH_VISIT = 1.5e-6  # planning: seconds per partial path of the counting search on s-t paths
+_SEARCH_VISIT = 5e-6  # planning: seconds per partial path of the counting search on s-t paths
 _HIGHS_ROOT_ROUNDS = 0.012  # LP cut rounds before a MILP with fractional separators (trees, forests: 16 ms on 3x3)
 _HIGHS_NORM = 0.1  # an exact norm query on 30 arms (secants, cuts: many MILP solves), growing as d^1.5
 
@@ -282,7 +284,7 @@ def highs_cost(space: ActionSpace, shape: QueryShape, facts: SpaceFacts) -> floa
     factor = 3.0 if separators else 1.0
     base = _path_base(space) if shape.positive else None
     if base is not None:  # longest-path-like queries on cyclic s-t paths: a branching MILP per cut round
-        return _longest_path_seconds(base, "highs")
+        return _longest_path_seconds(base, "highs", _has_rules(space))
     if shape.kind == "linear":
         lp = integral and not shape.forbid_pairs
         base = _HIGHS_LP if lp else _HIGHS_MILP
@@ -293,25 +295,35 @@ def highs_cost(space: ActionSpace, shape: QueryShape, facts: SpaceFacts) -> floa
 
 def _path_base(space: ActionSpace):
     """The s-t paths (with cycles) under ``space``'s side rules, or ``None``."""
-    from ..spaces import STPaths
+    from ...spaces import STPaths
 
     base, _ = enumeration_base(space)
     return base if type(base) is STPaths and not base.acyclic else None
 
 
-def _longest_path_seconds(base, solver: str) -> float:
+def _longest_path_seconds(base, solver: str, side_rows: bool = False) -> float:
     """Seconds per longest-path-like query (most weights > 0) on cyclic s-t paths, by solver.
 
-    Fitted on ``bench/graphs_large.py`` (grids; medians of 4-12 queries): on digraphs CP-SAT's
-    circuit (0.11 s on the 6x6 grid digraph, 120 arcs) beats HiGHS's lazy-cut loop ~8x and SCIP's
-    one tree ~20x; on undirected grids HiGHS leads (0.7 s on the 10x10 grid; SCIP 1.3 s; CP-SAT
-    has no circuit there and its no-good loop does not finish). Growth: x2 per 6 more nodes on
-    digraphs (CP-SAT: 0.02 s on the 4x4 grid digraph, 9 s on the 8x8 one), per 16 undirected
-    (HiGHS: 0.015 s on the 4x4 grid, 0.8 s on the 10x10 one).
+    Fitted on ``bench/graphs_large.py`` (grids; medians of 4-8 queries): on digraphs CP-SAT's
+    circuit (0.11-0.18 s on the 6x6 grid digraph, 120 arcs) beats HiGHS's lazy-cut loop ~8x and SCIP's
+    one tree ~20x; on undirected grids HiGHS leads without side rows (0.8 s on the 10x10 grid; SCIP
+    2.0 s) and SCIP's one tree with them (at most 60 edges: SCIP 3.6 s, HiGHS 6.8 s); CP-SAT has no
+    circuit there and its no-good loop is 4-11x slower. Growth: x2 per 6 more nodes on digraphs
+    (CP-SAT: 0.02 s on the 4x4 grid digraph, 9 s on the 8x8 one), per 16 undirected (HiGHS: 0.015 s
+    on the 4x4 grid, 0.8 s on the 10x10 one).
     """
     if base.directed:
-        return {"ortools": 0.1, "highs": 0.8, "scip": 2.0}[solver] * 2.0 ** ((base.n_nodes - 36) / 6.0)
-    return {"ortools": math.inf, "highs": 0.05, "scip": 0.1}[solver] * 2.0 ** ((base.n_nodes - 36) / 16.0)
+        return {"ortools": 0.15, "highs": 0.8, "scip": 2.0}[solver] * 2.0 ** ((base.n_nodes - 36) / 6.0)
+    table = (
+        {"ortools": math.inf, "highs": 0.4, "scip": 0.225}
+        if side_rows
+        else {"ortools": math.inf, "highs": 0.05, "scip": 0.125}
+    )
+    return table[solver] * 2.0 ** ((base.n_nodes - 36) / 16.0)
+
+
+def _has_rules(space: ActionSpace) -> bool:
+    return bool(enumeration_base(space)[1])
 
 
 def ortools_cost(space: ActionSpace, shape: QueryShape, facts: SpaceFacts) -> float:
@@ -325,24 +337,23 @@ def ortools_cost(space: ActionSpace, shape: QueryShape, facts: SpaceFacts) -> fl
         return math.inf
     if not shape.positive:
         return 10.0 * highs_cost(space, shape, facts)
-    return _longest_path_seconds(base, "ortools")
+    return _longest_path_seconds(base, "ortools", _has_rules(space))
 
 
 def scip_cost(space: ActionSpace, shape: QueryShape, facts: SpaceFacts) -> float:
-    """SCIP (one tree with the separators): measured 1.5-20x slower than HiGHS or CP-SAT on every bench family.
+    """SCIP (one tree with the separators): first on longest paths of undirected graphs with side rows.
 
-    Declared so that ``auto`` uses it where nothing faster is installed.
+    Elsewhere it measured 1.5-20x slower than HiGHS or CP-SAT on the bench's families: declared so
+    that ``auto`` uses it where nothing faster is installed.
     """
     base = _path_base(space)
     if shape.kind == "linear" and shape.positive and base is not None:
-        return _longest_path_seconds(base, "scip")
+        return _longest_path_seconds(base, "scip", _has_rules(space))
     return 3.0 * highs_cost(space, shape, facts)
 
 
 def combinatorial_cost(space: ActionSpace, shape: QueryShape, facts: SpaceFacts) -> float:
     """Sorting, greedy, dynamic programming, assignment: microseconds per arm."""
-    from ..spaces import ExplicitActions, Matchings
-
     if shape.kind != "linear":
         return math.inf
     if isinstance(space, ExplicitActions):
@@ -370,7 +381,7 @@ class AutoOracle(Oracle):
         most this share of the cheapest sure candidate's estimated seconds per linear
         query (``0``: never enumerate to count).
     norm_plan_share:
-        The same for norm queries. With both at 0.5 and estimates within 2x, ``auto``'s
+        The same for norm queries. With shares of at most 0.5 and estimates within 2x, ``auto``'s
         first query costs at most ~2x the cheapest candidate's.
     """
 
@@ -382,7 +393,7 @@ class AutoOracle(Oracle):
         enumerate_cap: int = 20_000,
         norm_enumerate_cap: int = 60_000,
         time_limit: float | None = None,
-        plan_share: float = 0.5,
+        plan_share: float = 0.25,
         norm_plan_share: float = 0.5,
     ):
         super().__init__(space)
@@ -409,8 +420,6 @@ class AutoOracle(Oracle):
 
     # ------------------------------------------------------------ planning
     def _candidates(self, shape: QueryShape) -> list[tuple[str, object, bool]]:
-        from .registry import BACKENDS, _resolve
-
         out = []
         for name, entry in BACKENDS.items():
             caps = entry.capabilities
@@ -464,8 +473,6 @@ class AutoOracle(Oracle):
         with self._lock:
             if name in self.oracles:
                 return self.oracles[name]
-            from .registry import BACKENDS, make_oracle
-
             options = {}
             if self.time_limit is not None and BACKENDS[name].capabilities.time_limit:
                 options["time_limit"] = self.time_limit

@@ -23,7 +23,7 @@ the restrictions and the space's rows, and its value recomputed in numpy must
 reach Gurobi's own dual bound (``ObjBound``) within ``1e-9 (1 + |bound|)``
 for linear queries, or :data:`NORM_SLACK` ``(1 + |bound|)`` for norm queries
 (the quadratic row holds only to ``FeasibilityTol``, as in the ``scip``
-backend); otherwise :class:`~cmab_milp.oracles.base.OracleError`. A time limit
+backend); otherwise :class:`~cmab_milp.oracles.core.base.OracleError`. A time limit
 that stops the solve raises too, unless the bound already proves the incumbent.
 
 Tie rule: one thread (``Threads=1``), a fixed seed, and ``Model.reset(1)``
@@ -56,10 +56,10 @@ from typing import Any
 
 import numpy as np
 
-from ..spaces.base import ActionSpace
-from ..spaces.formulation import Formulation, Row
-from .base import NormQuery, OracleError
-from .pipeline import ModelOracle, SolveResult
+from ...spaces.base import ActionSpace
+from ...spaces.formulation import Formulation, Row
+from ..core.base import NormQuery, OracleError
+from ..core.pipeline import ModelBase, ModelOracle, SolveResult
 
 __all__ = ["GUROBI_PARAMS", "NORM_SLACK", "SIZE_LIMIT", "GurobiOracle", "size_limited"]
 
@@ -107,10 +107,10 @@ def size_limited() -> bool:
     return False
 
 
-class _GurobiModel:
+class _GurobiModel(ModelBase):
     """One thread's Gurobi model of the formulation, with a spare column ``s`` for norm queries.
 
-    The Gurobi :class:`~cmab_milp.oracles.pipeline.SolverModel`.
+    The Gurobi :class:`~cmab_milp.oracles.core.pipeline.SolverModel`.
     """
 
     name = "Gurobi"
@@ -259,7 +259,7 @@ def _compare(expr, sense: str, rhs: float):
 class GurobiOracle(ModelOracle):
     """Exact MILP (and nonconvex MIQCP norm) oracle on Gurobi, one re-solved model per thread.
 
-    Parameters as :class:`~cmab_milp.oracles.pipeline.ModelOracle`: ``space``,
+    Parameters as :class:`~cmab_milp.oracles.core.pipeline.ModelOracle`: ``space``,
     ``time_limit`` (a solve it stops raises unless its bound proves the
     incumbent), ``verify`` and ``gap`` (Gurobi's ``MIPGap``).
     """

@@ -1,8 +1,8 @@
 """Good s-t paths, fast: the MIP starts of restricted path queries (Dijkstra, splicing, detours).
 
-:class:`PathStarts` is a mixin of :class:`~cmab_milp.spaces.graphs.STPaths`
-(it reads ``tail``, ``head``, ``n_nodes``, ``d``, ``s``, ``t``, ``directed`` and
-``_contains``):
+:class:`PathStarts` works on one :class:`~cmab_milp.spaces.graphs.STPaths`
+(it reads its ``tail``, ``head``, ``n_nodes``, ``d``, ``s``, ``t``, ``directed`` and
+``_contains``); :meth:`PathStarts.of` gives the one kept with a space:
 
 * :meth:`~PathStarts.start_action` answers ``max w @ a`` heuristically under
   arm bounds (excluded arms; one included arm: the shortest path to one of its
@@ -35,9 +35,10 @@ Example
 >>> import cmab_milp as cm
 >>> space = cm.STPaths(nx.cycle_graph(4), 0, 2)  # edges (0,1) (0,3) (1,2) (2,3)
 >>> w = np.array([-1.0, -2.0, -1.0, -2.0])
->>> space.start_action(w).astype(int).tolist()  # the shortest path 0-1-2
+>>> starts = PathStarts.of(space)
+>>> starts.start_action(w).astype(int).tolist()  # the shortest path 0-1-2
 [1, 0, 1, 0]
->>> space.start_action(w, conflicts=[(0, 2)]).astype(int).tolist()
+>>> starts.start_action(w, conflicts=[(0, 2)]).astype(int).tolist()
 [0, 1, 0, 1]
 """
 
@@ -49,6 +50,8 @@ from itertools import pairwise
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import dijkstra
+
+from ...spaces.graphs import STPaths
 
 __all__ = ["BISECTION_STEPS", "MAX_PATH_BRANCHES", "PathStarts"]
 
@@ -62,7 +65,18 @@ _EPS = 1e-12
 
 
 class PathStarts:
-    """Heuristic s-t paths (a mixin of :class:`~cmab_milp.spaces.graphs.STPaths`; see the module docstring)."""
+    """Heuristic s-t paths of one :class:`~cmab_milp.spaces.graphs.STPaths` (see the module docstring)."""
+
+    def __init__(self, space: STPaths):
+        self.space = space
+        self.tail, self.head, self.n_nodes, self.d = space.tail, space.head, space.n_nodes, space.d
+        self.s, self.t, self.directed = space.s, space.t, space.directed
+        self._contains = space._contains
+
+    @classmethod
+    def of(cls, space: STPaths) -> PathStarts:
+        """The path starts of ``space``, built on first use and kept with it (its tables are built once)."""
+        return space._memo("_path_starts", lambda: cls(space))
 
     def start_action(
         self,
@@ -153,7 +167,7 @@ class PathStarts:
         >>> import networkx as nx
         >>> from cmab_milp.spaces.graphs import STPaths
         >>> space = STPaths(nx.cycle_graph(6), 0, 1)  # the edge 0-1, or round the other way
-        >>> start, fixed, bound = space.start_plan(-np.ones(6))
+        >>> start, fixed, bound = PathStarts.of(space).start_plan(-np.ones(6))
         >>> start.astype(int).tolist(), int(fixed.sum()), round(bound, 6)  # the long way fixed out; walks bound it
         ([1, 0, 0, 0, 0, 0], 5, -3.0)
         """
@@ -213,11 +227,11 @@ class PathStarts:
         >>> from cmab_milp.spaces.graphs import STPaths
         >>> space = STPaths(nx.convert_node_labels_to_integers(nx.grid_2d_graph(3, 3)), 0, 2)
         >>> candidate = np.array([0, 1, 0, 1, 0, 1, 1, 1, 0, 0, 1, 0], bool)  # path 0-1-2, square 3-4-7-6
-        >>> space.path_nodes(space.repair(candidate, np.ones(space.d)))  # spliced, then the detour 7-8-5-4
+        >>> space.path_nodes(PathStarts.of(space).repair(candidate, np.ones(space.d)))  # spliced, detour 7-8-5-4
         [0, 3, 6, 7, 8, 5, 4, 1, 2]
         >>> arcs = STPaths(nx.DiGraph([(0, 1), (1, 2), (3, 4), (4, 3), (0, 3), (4, 1)]), 0, 2)
         >>> candidate = np.array([arc in {(0, 1), (1, 2), (3, 4), (4, 3)} for arc in arcs.arms])  # 0-1-2, 3-4-3
-        >>> arcs.path_nodes(arcs.repair(candidate, np.ones(6)))
+        >>> arcs.path_nodes(PathStarts.of(arcs).repair(candidate, np.ones(6)))
         [0, 3, 4, 1, 2]
         """
         a = np.asarray(action, bool)

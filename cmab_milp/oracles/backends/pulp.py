@@ -31,7 +31,7 @@ against their bound.
 What guards exactness. Every answer must be integral, obey the restrictions
 and pass the separators. For ``HiGHS`` and ``SCIP_PY``
 (:data:`BOUND_SOLVERS`) the solver's dual bound is read after the last solve
-and the answer is refused (:class:`~cmab_milp.oracles.base.OracleError`) unless
+and the answer is refused (:class:`~cmab_milp.oracles.core.base.OracleError`) unless
 its value, recomputed in numpy, is within ``1e-9 * (1 + |bound|)`` of it; this
 catches early stops (gaps loosened by the user, SCIP's ``gaplimit``, time
 limits with an incumbent), which are accepted only when the bound proves
@@ -47,7 +47,7 @@ cross-checking backends (the conformance kit, ``cmab-milp compare-oracles``).
 Norm queries are not linear, and the exact method of ``highs_norm`` edits a
 compiled HiGHS model between many MILP solves, which PuLP's solve-from-scratch
 interface would make slow and would need a second implementation; this
-backend raises :class:`~cmab_milp.oracles.base.UnsupportedQuery` for them
+backend raises :class:`~cmab_milp.oracles.core.base.UnsupportedQuery` for them
 (``argmax_norm`` with ``f == 0`` is linear and answered).
 
 Example
@@ -70,12 +70,13 @@ from typing import Any
 
 import numpy as np
 
-from ..spaces.base import ActionSpace
-from ..spaces.formulation import Row
-from .base import LinearQuery, NormQuery, Oracle, OracleError, UnsupportedQuery, check_gap, check_time_limit
-from .highs_model import HIGHS_OPTIONS
-from .pipeline import SolveResult, certified_solve
-from .scip import SCIP_PARAMS
+from ...spaces.base import ActionSpace
+from ...spaces.formulation import Row
+from ..core.base import LinearQuery, NormQuery, OracleError, UnsupportedQuery, check_gap, check_time_limit
+from ..core.pipeline import ModelBase, ModelOracle, SolveResult
+from ..core.registry import make_oracle
+from ..mip.options import HIGHS_OPTIONS, SCIP_PARAMS
+from .highs_model import new_highs
 
 __all__ = ["BOUND_SOLVERS", "EXACT_OPTIONS", "PulpOracle", "available_pulp_solvers"]
 
@@ -85,7 +86,7 @@ __all__ = ["BOUND_SOLVERS", "EXACT_OPTIONS", "PulpOracle", "available_pulp_solve
 #: cannot improve the incumbent by its cutoff increment, both of which lose
 #: near-ties of ~1e-9 (seen in the conformance kit), hence ``dualTolerance``
 #: and ``increment``. ``SCIP_PY`` gets the numerics of the ``scip`` backend
-#: (:data:`~cmab_milp.oracles.scip.SCIP_PARAMS`) and no probing in presolve:
+#: (:data:`~cmab_milp.oracles.backends.scip.SCIP_PARAMS`) and no probing in presolve:
 #: with SCIP 10.0 (PySCIPOpt 6.3) probing presolve cuts off the optimal path
 #: of some degree-model path MILPs and then reports the smaller optimum with a
 #: matching dual bound (status ``optimal``, gap 0), so no bound check can see
@@ -163,10 +164,10 @@ def _default_solver() -> str:
     )
 
 
-class _ThreadModel:
+class _ThreadModel(ModelBase):
     """One thread's PuLP variables and base constraints (PuLP writes solutions into them).
 
-    The PuLP :class:`~cmab_milp.oracles.pipeline.SolverModel`: the edits are
+    The PuLP :class:`~cmab_milp.oracles.core.pipeline.SolverModel`: the edits are
     recorded, and each :meth:`solve` hands a fresh ``LpProblem`` to the solver.
     """
 
@@ -288,7 +289,7 @@ class _ThreadModel:
         return prob
 
 
-class PulpOracle(Oracle):
+class PulpOracle(ModelOracle):
     """Exact MILP oracle through PuLP; the problem is handed to the solver anew per solve.
 
     Parameters
@@ -311,7 +312,7 @@ class PulpOracle(Oracle):
         Also check every answer with ``space.contains`` (slower; for tests).
     gap:
         The certified approximate mode (``gapRel``; see
-        :class:`~cmab_milp.oracles.highs.HighsOracle`), for the solvers of
+        :class:`~cmab_milp.oracles.backends.highs.HighsOracle`), for the solvers of
         :data:`BOUND_SOLVERS` only: the others give no bound to prove a ratio with.
     """
 
@@ -351,21 +352,15 @@ class PulpOracle(Oracle):
                     f" suboptimal without anyone noticing; keep gaps <= {_MAX_UNCHECKED_GAP:g} or use one of"
                     f" {list(BOUND_SOLVERS)}, whose answers are checked against their bound"
                 )
-        super().__init__(space)
+        super().__init__(space, time_limit, verify, gap)
         self.solver_name = solver
-        self.time_limit = time_limit
-        self.gap = gap
-        self.verify = verify
         exact = EXACT_OPTIONS.get(solver, _GENERIC_EXACT)
         self.solver_options = {**exact, **(solver_options or {})}
         if gap:
             self.solver_options["gapRel"] = gap
         if "options" in exact and "options" in (solver_options or {}):
             self.solver_options["options"] = [*exact["options"], *solver_options["options"]]
-        self.formulation = space.formulation()
         if solver == "HiGHS":
-            from .highs_model import new_highs
-
             new_highs()  # swallows highspy's once-per-process banner
         # PuLP solver objects keep no per-solve state (results go into the
         # LpProblem), so all threads share one.
@@ -390,28 +385,12 @@ class PulpOracle(Oracle):
         except TypeError as exc:
             raise ValueError(f"PuLP solver {self.solver_name!r} rejects the options {sorted(options)}: {exc}") from None
 
-    def _model(self) -> _ThreadModel:
-        local = self._local
-        model = getattr(local, "model", None)
-        if model is None:
-            import pulp
+    def _new_model(self, gap: float | None) -> _ThreadModel:
+        import pulp
 
-            model = local.model = _ThreadModel(self.formulation, pulp, self)
-        return model
+        return _ThreadModel(self.formulation, pulp, self)  # (a gap is a solver option, set on the solver)
 
     # ------------------------------------------------------------- queries
-    def _linear(self, query: LinearQuery) -> np.ndarray | None:
-        found = certified_solve(
-            self._model(),
-            query,
-            self.formulation,
-            gap=self.gap,
-            ledger=self.ledger,
-            contains=self.space._contains if self.verify else None,
-            time_limit=self.time_limit,
-        )
-        return None if found is None else found[0]
-
     def _certify_infeasible(self, restrictions) -> None:
         """``None`` when HiGHS proves the restricted space empty; else ``OracleError``.
 
@@ -421,11 +400,9 @@ class PulpOracle(Oracle):
         action qualifies. The claim is checked by a feasibility MILP (zero costs) on
         the compiled HiGHS model, under the same time limit.
         """
-        from .highs import HighsOracle
-
         checker = getattr(self._local, "feasibility", None)
         if checker is None:
-            checker = self._local.feasibility = HighsOracle(self.space, time_limit=self.time_limit)
+            checker = self._local.feasibility = make_oracle(self.space, "highs", time_limit=self.time_limit)
         try:
             witness = checker._linear(LinearQuery(np.zeros(self.d), restrictions))
         except OracleError as exc:

@@ -17,7 +17,7 @@ trustworthy is written once, here:
    :class:`FractionalAnswer`.
 5. **The bound certificate**: the answer's value, recomputed in numpy, must
    reach the solver's dual bound within the contract's
-   :func:`~cmab_milp.oracles.base.tolerance`, for every optimum the bound allows
+   :func:`~cmab_milp.oracles.core.base.tolerance`, for every optimum the bound allows
    (a model that gives no bound rests on its solver's proof of optimality).
 6. **The restriction check** and, with ``contains``, ``space.contains``.
 7. **Limits and approximate answers**: a solve stopped by its time limit raises
@@ -28,22 +28,22 @@ trustworthy is written once, here:
    action ``b`` has ``value >= ratio * (w @ b)``. An inexact answer with
    ``bound <= 0`` or ``value <= 0`` proves no ratio in ``(0, 1]`` and is refused.
 
-The adapters: :class:`~cmab_milp.oracles.highs_model.CompiledModel` (HiGHS;
+The adapters: :class:`~cmab_milp.oracles.backends.highs_model.CompiledModel` (HiGHS;
 the ``highs`` backend keeps its LP-first path and tie re-solve), the models of
-:mod:`~cmab_milp.oracles.scip`, :mod:`~cmab_milp.oracles.gurobi_backend`,
-:mod:`~cmab_milp.oracles.pulp_backend` (whose ``confirm_infeasible`` re-checks
-PuLP's ``Infeasible`` on HiGHS), :mod:`~cmab_milp.oracles.ortools_backend`
+:mod:`~cmab_milp.oracles.backends.scip`, :mod:`~cmab_milp.oracles.backends.gurobi`,
+:mod:`~cmab_milp.oracles.backends.pulp` (whose ``confirm_infeasible`` re-checks
+PuLP's ``Infeasible`` on HiGHS), :mod:`~cmab_milp.oracles.backends.ortools`
 (its bound is the rounding error of CP-SAT's integer costs) and the K-MAX MILP
 of :mod:`~cmab_milp.general.kmax_milp` (its tangent cuts are its ``separate``
-step). A new model backend writes one adapter and subclasses :class:`ModelOracle`
-(or calls :func:`certified_solve` from its ``_linear``), then runs
-:func:`cmab_milp.testing.check_oracle`.
+step). Every solver backend is a :class:`ModelOracle` over such an adapter: a new
+one writes the adapter (subclassing :class:`ModelBase`) and ``_new_model``, adds one
+registry line and runs :func:`cmab_milp.testing.check_oracle` (the README shows it).
 
 Example
 -------
 >>> import numpy as np
 >>> import cmab_milp as cm
->>> from cmab_milp.oracles.highs_model import CompiledModel
+>>> from cmab_milp.oracles.backends.highs_model import CompiledModel
 >>> space = cm.Cardinality(4, 2)
 >>> oracle = cm.make_oracle(space, "enumerate")
 >>> query = oracle.linear_query(np.array([0.3, -0.2, 0.9, 0.4]), exclude=[2])
@@ -62,8 +62,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ..spaces.base import ActionSpace
-from ..spaces.formulation import Formulation, Row
+from ...spaces.base import ActionSpace
+from ...spaces.formulation import Formulation, Row
 from .base import (
     _NO_RESTRICTIONS,
     Ledger,
@@ -72,6 +72,7 @@ from .base import (
     NormQuery,
     Oracle,
     OracleError,
+    UnsupportedQuery,
     check_gap,
     check_time_limit,
     tolerance,
@@ -83,6 +84,7 @@ __all__ = [
     "INTEGRAL_TOL",
     "MAX_CUT_ROUNDS",
     "FractionalAnswer",
+    "ModelBase",
     "ModelOracle",
     "SolveResult",
     "SolverModel",
@@ -128,20 +130,27 @@ class SolveResult:
 
 
 class SolverModel(Protocol):
-    """What :func:`certified_solve` needs of a compiled model (one per thread).
+    """What :func:`certified_solve` and :class:`ModelOracle` call on a compiled model (one per thread).
 
-    Columns ``0..d-1`` are the arms; the model maximises. Optional hooks, used
-    when present: ``separate(values, chosen) -> list[Row]`` (cuts of the
-    model's own, such as K-MAX tangents or CP-SAT's relaxed rows),
-    ``confirm_infeasible(restrictions)`` (raise unless an ``'infeasible'``
-    status is proven; PuLP's HiGHS re-check), ``bound_name`` (how messages name
-    the bound) and ``relaxation_arm_values()`` (the LP relaxation's arm values,
-    for root cuts on fractional points).
+    Columns ``0..d-1`` are the arms; the model maximises. Every member is called
+    (none is looked up); :class:`ModelBase` gives the defaults of the optional
+    ones, so an adapter writes the five edits and ``solve``, and overrides a hook
+    only when its solver needs it:
+
+    * ``separate(values, chosen) -> list[Row]``: cuts of the model's own, such as
+      K-MAX tangents or CP-SAT's relaxed rows (default none);
+    * ``confirm_infeasible(restrictions)``: raise unless an ``'infeasible'`` status
+      is proven (PuLP's re-check on HiGHS; default: the status is believed);
+    * ``open_norm(quad, s_coef, s_ub)``: add the quadratic row ``quad(model)`` on the
+      model's column ``s`` and open ``s`` with objective ``s_coef`` for one norm query
+      (SCIP, Gurobi; default: :class:`UnsupportedQuery`);
+    * ``bound_name``: how messages name the bound.
     """
 
     name: str
     #: ``False``: ``solve`` runs an LP (over a formulation declared integral).
     integer: bool
+    bound_name: str
 
     def set_costs(self, costs: np.ndarray) -> None: ...
 
@@ -153,6 +162,40 @@ class SolverModel(Protocol):
         """Back to the formulation's rows (and its own columns and costs of other columns)."""
 
     def solve(self, tie_tol: float | None = None) -> SolveResult: ...
+
+    def separate(self, values: list[float], chosen: list[bool]) -> list[Row]: ...
+
+    def confirm_infeasible(self, restrictions: Any) -> None: ...
+
+    def open_norm(self, quad: Callable[[Any], Any], s_coef: float, s_ub: float) -> None: ...
+
+    def set_time_limit(self, seconds: float | None) -> None: ...
+
+
+class ModelBase:
+    """The defaults of a :class:`SolverModel`'s optional hooks; adapters subclass it.
+
+    >>> ModelBase().separate([1.0, 0.0], [True, False])
+    []
+    """
+
+    name = "model"
+    integer = True
+    bound_name = "the solver's bound"
+
+    def separate(self, values: list[float], chosen: list[bool]) -> list[Row]:
+        """No cuts of the model's own."""
+        return []
+
+    def confirm_infeasible(self, restrictions: Any) -> None:
+        """The solver's ``'infeasible'`` is its proof."""
+
+    def open_norm(self, quad: Callable[[Any], Any], s_coef: float, s_ub: float) -> None:
+        """No quadratic row: norm queries are not answered on this model."""
+        raise UnsupportedQuery(f"{self.name} has no quadratic model for norm queries")
+
+    def set_time_limit(self, seconds: float | None) -> None:
+        """Seconds for the next solves (what is left of the query's limit); by default each solve keeps its own."""
 
 
 class FractionalAnswer(OracleError):
@@ -170,7 +213,7 @@ def chosen_arms(values: Sequence[float], d: int, name: str = "the solver", integ
     >>> chosen_arms([0.5, 1.0], 2, "HiGHS")
     Traceback (most recent call last):
     ...
-    cmab_milp.oracles.pipeline.FractionalAnswer: HiGHS MILP returned a fractional arm vector
+    cmab_milp.oracles.core.pipeline.FractionalAnswer: HiGHS MILP returned a fractional arm vector
     """
     arms = values[:d]
     lo, hi = INTEGRAL_TOL, 1.0 - INTEGRAL_TOL
@@ -217,7 +260,7 @@ def rounding_allowance(query) -> float:
     exceeds that still leave the answer unproven. 0 for other queries.
 
     >>> import numpy as np
-    >>> from cmab_milp.oracles.queries import LinearQuery, Restrictions
+    >>> from cmab_milp.oracles.core.queries import LinearQuery, Restrictions
     >>> rounding_allowance(LinearQuery(np.array([1e-9, 1.0, -1.0]), Restrictions())) < 1e-14
     True
     >>> rounding_allowance(LinearQuery(np.array([1e15, -1e15]), Restrictions()))
@@ -279,7 +322,7 @@ def certified_solve(
     query:
         Has ``weights`` (arm costs), ``weights_list`` (or ``None``),
         ``restrictions`` and ``value(chosen)`` (the exact objective of a list of
-        bools); a :class:`~cmab_milp.oracles.base.LinearQuery` or alike.
+        bools); a :class:`~cmab_milp.oracles.core.base.LinearQuery` or alike.
     rows:
         This query's rows besides ``forbid_pairs`` (removed by ``undo``).
     rescale:
@@ -296,7 +339,7 @@ def certified_solve(
     root_cuts:
         ``root_cuts(model, formulation)`` adds this query's cuts on fractional LP
         points before a MILP's cut loop when the formulation has
-        ``fractional_separators`` (:func:`~cmab_milp.oracles.root_cuts.add_root_cuts`
+        ``fractional_separators`` (:func:`~cmab_milp.oracles.mip.root_cuts.add_root_cuts`
         for HiGHS models); ``None``: none.
     time_limit:
         Seconds for the whole query, across its lazy-cut re-solves: each solve gets
@@ -305,7 +348,7 @@ def certified_solve(
         :class:`LimitReached`. ``None``: each solve runs under the model's own limit.
     """
     deadline = None if time_limit is None else time.perf_counter() + time_limit
-    limit_hook = None if deadline is None else getattr(model, "set_time_limit", None)
+    limit_hook = None if deadline is None else model.set_time_limit
     res = query.restrictions
     shift = 0
     top = 1.0
@@ -320,13 +363,12 @@ def certified_solve(
     model.set_arm_bounds(res.include, res.exclude)
     d = formulation.d
     separators = formulation.separators
-    separate = getattr(model, "separate", None)
     try:
         if res.forbid_pairs or rows:
             model.add_rows([*forbid_rows(res.forbid_pairs), *rows])
         tie_tol = None if model.integer else TIE_TOL * (1.0 + top)
         if root_cuts is not None and model.integer and (formulation.fractional_separators or _side(formulation)):
-            # cuts on fractional LP points (oracles/root_cuts.py): this query's rows, found from
+            # cuts on fractional LP points (oracles/mip/root_cuts.py): this query's rows, found from
             # a cold LP of this query only, and removed by `model.undo()` like the lazy cuts
             root_cuts(model, formulation)
         for round_ in range(max_rounds):
@@ -336,16 +378,15 @@ def certified_solve(
             status = result.status
             if status != "optimal":
                 if status == "infeasible":
-                    confirm = getattr(model, "confirm_infeasible", None)
-                    if confirm is not None:
-                        confirm(res)
+                    model.confirm_infeasible(res)
                     return None
                 if status == "error" or (status == "limit" and result.values is None):
                     _refuse(model, result)
             chosen = chosen_arms(result.values, d, model.name, model.integer)
             cuts = formulation.violated_rows(np.array(chosen)) if separators else None
-            if separate is not None:
-                cuts = [*(cuts or ()), *separate(result.values, chosen)]
+            own = model.separate(result.values, chosen)
+            if own:
+                cuts = [*(cuts or ()), *own]
             if not cuts:
                 break
             if status == "limit":  # an incumbent that is no action, and no time left to improve it
@@ -389,7 +430,7 @@ def _time_left(model: SolverModel, deadline: float, hook: Callable[[float], None
 
 
 def _side(formulation: Formulation) -> bool:
-    """Whether the formulation is a base space plus side rows (a root step gives a start: oracles/side_starts.py)."""
+    """Whether the formulation is a base space plus side rows (a root step gives a start: mip/side_starts.py)."""
     return "side" in formulation.solver_hints
 
 
@@ -416,7 +457,7 @@ def _unproven(model, query, chosen, bound, status, gap, ledger, result) -> None:
         return
     if status == "limit":
         _refuse(model, result)
-    what = getattr(model, "bound_name", "the solver's bound")
+    what = model.bound_name
     extra = " (and no ratio: approximate answers need value > 0 and bound > 0)" if gap is not None else ""
     raise OracleError(
         f"{model.name} answer has value {value!r} but {what} is {bound!r}:"

@@ -3,7 +3,7 @@
 :func:`query_start` looks for the start heuristic a formulation names
 (``solver_hints["start"] = {"space": space, "rows": n}``: the s-t paths of
 :mod:`~cmab_milp.spaces.graphs` from 100 edges, whose heuristics live in
-:mod:`~cmab_milp.spaces.graph_starts`), reads the query from the model (arm
+:mod:`~cmab_milp.oracles.mip.graph_starts`), reads the query from the model (arm
 costs and bounds, and the side rows: the formulation's rows after the first
 ``n`` and the query's rows), and returns the heuristic's action when it obeys
 every side row. Side rows the heuristic understands: conflicting pairs
@@ -11,7 +11,7 @@ every side row. Side rows the heuristic understands: conflicting pairs
 other side row (or a row on other columns) means no start. :func:`query_plan`
 also fixes out, for the query, the edges that the start's Lagrangian walk
 bounds prove no path at least as good as the start uses
-(:meth:`~cmab_milp.spaces.graph_starts.PathStarts.start_plan`: shortest paths,
+(:meth:`~cmab_milp.oracles.mip.graph_starts.PathStarts.start_plan`: shortest paths,
 and paths with a few weights above 0, which the bound adds up; only on
 formulations that are the space plus side rows, :func:`_fixing_applies`).
 Measured (``bench/graphs_large.py``, variant ``highs-nofix``, 15 queries,
@@ -26,7 +26,7 @@ the forced arm's walk bound joins every edge's; 12 queries, interleaved) 38 -> 2
 A space built from a base with a combinatorial oracle by side rules
 (``with_constraint``, ``with_budget``, ``with_group``, ``with_conflicts``;
 ``solver_hints["side"]`` names the base) gets, per query, the Lagrangian plan of
-:mod:`~cmab_milp.oracles.side_starts` (:func:`side_query_plan`): its action as
+:mod:`~cmab_milp.oracles.mip.side_starts` (:func:`side_query_plan`): its action as
 the MIP start, and on cardinality and partition bases the arms its flip bounds
 prove, fixed for the query (``CompiledModel.fix_arms``, whose bound joins the
 certificate); when few arms stay free, their enumeration is the answer
@@ -47,7 +47,7 @@ Example
 >>> import numpy as np
 >>> import networkx as nx
 >>> import cmab_milp as cm
->>> from cmab_milp.oracles.highs_model import CompiledModel
+>>> from cmab_milp.oracles.backends.highs_model import CompiledModel
 >>> space = cm.STPaths(nx.grid_2d_graph(8, 8), (0, 0), (7, 7)).with_constraint(np.ones(112), "<=", 16)
 >>> model = CompiledModel(space.formulation())
 >>> model.set_costs(-np.linspace(0.1, 1.0, space.d))
@@ -62,10 +62,11 @@ import math
 
 import numpy as np
 
-from ..spaces.formulation import Formulation, Row
+from ...spaces.formulation import Formulation, Row
+from ..backends.highs_model import CompiledModel
+from ..core.pipeline import SolveResult
 from .cover_cuts import cover_cuts
-from .highs_model import CompiledModel
-from .pipeline import SolveResult
+from .graph_starts import PathStarts
 from .side_starts import SidePlan, as_side_rows, side_plan, supported_base
 
 __all__ = [
@@ -88,7 +89,7 @@ __all__ = [
 #: Collect the cuts of every integer candidate HiGHS meets during a MILP solve (not only of its answer); for
 #: formulations that name a start heuristic (paths: longest 10x10 paths, 13 queries, mean 1.17 -> 0.79 s).
 COLLECT_CANDIDATE_CUTS = True
-#: Give queries on a base space plus side rows the Lagrangian start of :mod:`~cmab_milp.oracles.side_starts`.
+#: Give queries on a base space plus side rows the Lagrangian start of :mod:`~cmab_milp.oracles.mip.side_starts`.
 SIDE_STARTS = True
 #: Side plans from this many arms (below, the plan's ~0.3 ms costs more than it saves: Cardinality(20, 3) plus a
 #: budget 0.45 -> 0.70 ms a query; from 50 arms it pays: d = 100 3.6 -> 2.2 ms, d = 150 6.3 -> 2.9 ms).
@@ -105,10 +106,10 @@ SIDE_HIGHS_OPTIONS: dict[str, object] = {
     "mip_heuristic_run_rens": False,
 }
 #: With arms fixed, answer the query by enumerating the arms left free when they are few
-#: (:func:`~cmab_milp.oracles.side_starts.solve_core`): the fixing's region bound and the enumeration prove
+#: (:func:`~cmab_milp.oracles.mip.side_starts.solve_core`): the fixing's region bound and the enumeration prove
 #: the optimum, and the certified solve checks the answer against that bound, without a HiGHS run.
 SOLVE_CORES = True
-#: Also add extended cover cuts of knapsack side rows (:mod:`~cmab_milp.oracles.cover_cuts`) separated on
+#: Also add extended cover cuts of knapsack side rows (:mod:`~cmab_milp.oracles.mip.cover_cuts`) separated on
 #: the LP relaxation. Off: measured slower (an LP solve more; HiGHS separates its own lifted covers).
 SIDE_COVER_CUTS = False
 #: With a side start, fix the arms its Lagrangian flip bounds prove (``CompiledModel.fix_arms``); with a path
@@ -181,7 +182,7 @@ def prepare_query(model: CompiledModel, formulation: Formulation) -> None:
         _, lower, upper = model.arm_columns()
 
         def repair(values) -> np.ndarray | None:
-            action = space.repair(np.asarray(values[:d]) > 0.5, model.arm_columns()[0])
+            action = PathStarts.of(space).repair(np.asarray(values[:d]) > 0.5, model.arm_columns()[0])
             return action if action is not None and _obeys(action, rows, lower, upper) else None
 
         model.repair = repair
@@ -198,7 +199,7 @@ def query_plan(
     """``(start, fixed, region_bound)`` for the query the model holds now: the start heuristic's action (or
     ``None``) and, with ``fix`` on formulations that are the hint's space plus side rows only
     (:func:`_fixing_applies`), the arms its reduced-cost fixing proves out
-    (:meth:`~cmab_milp.spaces.graph_starts.PathStarts.start_plan`; ``None``: none) and the bound of the
+    (:meth:`~cmab_milp.oracles.mip.graph_starts.PathStarts.start_plan`; ``None``: none) and the bound of the
     actions they exclude."""
     none = (None, None, -math.inf)
     hint = formulation.solver_hints.get("start")
@@ -211,9 +212,9 @@ def query_plan(
     costs, lower, upper = model.arm_columns()
     space = hint["space"]
     if fix and _fixing_applies(formulation, hint):
-        start, fixed, region_bound = space.start_plan(costs, lower, upper, *found)
+        start, fixed, region_bound = PathStarts.of(space).start_plan(costs, lower, upper, *found)
     else:
-        start, fixed, region_bound = space.start_action(costs, lower, upper, *found), None, -math.inf
+        start, fixed, region_bound = PathStarts.of(space).start_action(costs, lower, upper, *found), None, -math.inf
     if start is None or not _obeys(start, rows, lower, upper):
         return none
     return start, fixed, region_bound
@@ -237,7 +238,7 @@ def _fixing_applies(formulation: Formulation, hint: dict) -> bool:
 def side_rule_applies(formulation: Formulation) -> bool:
     """Whether queries on ``formulation`` get side plans: a rule of the space alone (cached in its hint).
 
-    The formulation must be a supported base (:func:`~cmab_milp.oracles.side_starts.supported_base`) of
+    The formulation must be a supported base (:func:`~cmab_milp.oracles.mip.side_starts.supported_base`) of
     at least :data:`SIDE_MIN_ARMS` arms, whose rows come first and whose separators are all there are
     (an intersection stacks other parts' rows and cuts: a start might be no action), plus a side row
     that is not a conflicting pair.
@@ -260,7 +261,7 @@ def side_rule_applies(formulation: Formulation) -> bool:
 
 
 def side_query_start(model: CompiledModel, formulation: Formulation) -> np.ndarray | None:
-    """The Lagrangian start (:func:`~cmab_milp.oracles.side_starts.side_start`) for the query the model holds now.
+    """The Lagrangian start (:func:`~cmab_milp.oracles.mip.side_starts.side_start`) for the query the model holds now.
 
     For formulations of a base space plus side rows (``solver_hints["side"] = {"space": base, "rows": n}``:
     rule spaces over a base with a combinatorial oracle); ``None`` when the hint names no such base, a row
@@ -271,7 +272,7 @@ def side_query_start(model: CompiledModel, formulation: Formulation) -> np.ndarr
 
 
 def side_query_plan(model: CompiledModel, formulation: Formulation, fix: bool = True) -> SidePlan | None:
-    """:func:`side_query_start`'s :class:`~cmab_milp.oracles.side_starts.SidePlan` (with ``fix``: the arms
+    """:func:`side_query_start`'s :class:`~cmab_milp.oracles.mip.side_starts.SidePlan` (with ``fix``: the arms
     that reduced-cost fixing proves), or ``None``; its ``start`` obeys the bounds and every side row."""
     if not side_rule_applies(formulation) or not _own_objective(model, formulation):
         return None

@@ -32,12 +32,12 @@ instances the dual bound stayed within ``3e-10 * (1 + |bound|)`` of the
 answer's exact index, and every answer matched brute force. The returned
 action's index is re-evaluated exactly in numpy and checked against SCIP's
 dual bound; an answer that misses the bound by more than :data:`NORM_SLACK`
-raises :class:`~cmab_milp.oracles.base.OracleError`.
+raises :class:`~cmab_milp.oracles.core.base.OracleError`.
 
 Time limit: ``time_limit`` holds for a whole query, across its lazy-cut
 re-solves and (norm queries) the linear solve: each solve gets what is left of
 it as ``limits/time``, and a query past it raises
-:class:`~cmab_milp.oracles.base.LimitReached` (or, with ``gap``, returns an
+:class:`~cmab_milp.oracles.core.base.LimitReached` (or, with ``gap``, returns an
 incumbent with its proven ratio). Per solve, a 6x6-grid tree norm query ran
 127 s under a 10 s limit; now 10.02 s at most (``bench/norm_large.py``).
 
@@ -57,27 +57,15 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from ..spaces.formulation import Formulation, Row
-from .base import LinearQuery, NormQuery
-from .pipeline import ModelOracle, SolveResult
+from ...spaces.formulation import Formulation, Row
+from ..core.base import LinearQuery, NormQuery
+from ..core.pipeline import ModelBase, ModelOracle, SolveResult
+from ..mip.options import SCIP_PARAMS
 
 __all__ = ["NORM_SLACK", "SCIP_PARAMS", "ScipOracle"]
-
-#: Parameters set on every SCIP model: zero gaps, tight feasibility, one
-#: thread per model (batches run one model per worker thread).
-SCIP_PARAMS: dict[str, Any] = {
-    "limits/gap": 0.0,
-    "limits/absgap": 1e-11,
-    "numerics/epsilon": 1e-12,
-    "numerics/sumepsilon": 1e-10,
-    "numerics/feastol": 1e-9,
-    "numerics/dualfeastol": 1e-10,
-    "parallel/maxnthreads": 1,
-}
 
 #: Relative slack ``NORM_SLACK * (1 + |bound|)`` allowed between a norm
 #: answer's exact index and SCIP's dual bound before the answer is refused:
@@ -85,10 +73,10 @@ SCIP_PARAMS: dict[str, Any] = {
 NORM_SLACK = 1e-6
 
 
-class _ScipModel:
+class _ScipModel(ModelBase):
     """One thread's SCIP model of the formulation, with a spare column ``s`` for norm queries.
 
-    The SCIP :class:`~cmab_milp.oracles.pipeline.SolverModel`: every edit first
+    The SCIP :class:`~cmab_milp.oracles.core.pipeline.SolverModel`: every edit first
     frees the transformed problem of the last solve (SCIP edits only in its
     problem stage); :meth:`undo` deletes the query's rows and closes ``s``.
     """
@@ -258,7 +246,7 @@ def _ranged(expr, lb: float, ub: float):
 class ScipOracle(ModelOracle):
     """Exact MILP (and MIQCP norm) oracle on SCIP, one re-solved model per thread.
 
-    Parameters as :class:`~cmab_milp.oracles.pipeline.ModelOracle`: ``space``,
+    Parameters as :class:`~cmab_milp.oracles.core.pipeline.ModelOracle`: ``space``,
     ``time_limit``, ``verify`` and ``gap`` (SCIP's ``limits/gap``); ``one_tree``
     (default ``True``) runs the formulation's separators in SCIP's tree
     (:mod:`.scip_tree`), separating fractional points every ``sepa_freq``-th depth
