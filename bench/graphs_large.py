@@ -180,6 +180,12 @@ def _directed_rcsp(grid: nx.Graph, n: int, budget: float) -> cm.ActionSpace:
     return space.with_constraint(np.array([grid[u][v]["r"] for u, v in space.arms]), "<=", budget)
 
 
+def _hops(graph: nx.Graph, n: int, hops: int) -> cm.ActionSpace:
+    """s-t paths of an ``n x n`` grid (or its digraph) with at most ``hops`` edges."""
+    space = cm.STPaths(graph, 0, n * n - 1)
+    return space.with_constraint(np.ones(space.d), "<=", hops)
+
+
 def families(quick: bool, optimistic: float = 0.0) -> dict[str, tuple[Callable[[], cm.ActionSpace], Callable]]:
     """name -> (space builder, query maker(space, rng)); ``optimistic``: the share of the shortest-path
     queries' weights drawn above 0 instead (uniform on [0, 0.3]: a UCB index of a little-observed link)."""
@@ -219,6 +225,19 @@ def families(quick: bool, optimistic: float = 0.0) -> dict[str, tuple[Callable[[
             lambda: cm.STPaths(_grid(directed).to_directed(), 0, directed * directed - 1),
             lambda space, rng: {"weights": rng.uniform(0.1, 1.0, space.d)},
         ),
+        # issue 30: hop limits (a side row) and the 8x8 grid digraph
+        f"longest s-t paths {paths}x{paths} + at most {6 * paths} edges": (
+            lambda: _hops(_grid(paths), paths, 6 * paths),
+            lambda space, rng: {"weights": rng.uniform(0.1, 1.0, space.d)},
+        ),
+        f"longest s-t paths {directed}x{directed} directed + at most {directed * directed - 15} arcs": (
+            lambda: _hops(_grid(directed).to_directed(), directed, directed * directed - 15),
+            lambda space, rng: {"weights": rng.uniform(0.1, 1.0, space.d)},
+        ),
+        f"longest s-t paths {directed + 2}x{directed + 2} directed": (
+            lambda: cm.STPaths(_grid(directed + 2).to_directed(), 0, (directed + 2) ** 2 - 1),
+            lambda space, rng: {"weights": rng.uniform(0.1, 1.0, space.d)},
+        ),
         f"shortest s-t paths {rcsp}x{rcsp} directed + forbid_pairs + knapsack": (
             lambda: _directed_rcsp(grid, rcsp, budget),
             rcsp_query,
@@ -248,6 +267,14 @@ def build(variant: str, make_space: Callable[[], cm.ActionSpace], limit: float):
         graphs.ORIENTED_PATHS = True
     backend = "highs" if variant.startswith("highs") else variant
     oracle = cm.make_oracle(space, backend, time_limit=limit)
+    if backend == "auto":  # plan now (as the others compile now); its first query still counts the rest
+        from cmab_milp.oracles.core.auto import QueryShape
+
+        try:
+            shape = QueryShape("linear", positive=True)
+        except TypeError:  # before issue 30 (the "before" runs): no sign in the shape
+            shape = QueryShape("linear")
+        oracle.plan(shape)
     if backend == "highs":
         oracle.root_cuts = variant != "highs-noroot"
         oracle.model(integer=True)
@@ -325,6 +352,7 @@ def main(argv: list[str] | None = None) -> None:
         "highs-unoriented",
     ]
     variants += [b for b in ("gurobi", "scip") if b in have and not (args.quick and b == "scip")]
+    variants += [b for b in ("auto", "ortools") if b in have]  # issue 30: auto picks among the installed
     if args.variants:
         variants = [v for v in variants if v in args.variants.split(",")]
     print(f"{n} queries a family, time limit {args.time_limit:g} s; variants {variants}\n", flush=True)

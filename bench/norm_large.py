@@ -1,7 +1,8 @@
 """Norm queries at d = 100 to 120: ours (highs) vs Gurobi's and SCIP's nonconvex MIQCPs, side by side.
 
 Run: ``.venv/bin/python bench/norm_large.py [--quick] [--queries 3] [--time-limit 20] [--only TEXT]``
-(a backend not installed is left out; ``--backends highs,gurobi`` picks some).
+(a backend not installed is left out; ``--backends highs,gurobi`` picks some; ``scip-resolve`` is SCIP
+re-solving per lazy-cut round, as before issue 30's one tree).
 
 Families (issue 12): Cardinality(100, 10), matchings of K(10, 12) (d=120), matchings of
 K15 (d=105), spanning trees of a 6x6 grid (d=60) and an 8x8 grid (d=112), s-t paths on an
@@ -141,8 +142,15 @@ def query_maker(space: cm.ActionSpace, f: float, sign: int, rng: np.random.Gener
     return make
 
 
+def _make(space: cm.ActionSpace, backend: str, limit: float) -> cm.Oracle:
+    """``backend``'s oracle; ``scip-resolve``: SCIP re-solving per cut round (before issue 30's one tree)."""
+    if backend == "scip-resolve":
+        return cm.make_oracle(space, "scip", time_limit=limit, one_tree=False)
+    return cm.make_oracle(space, backend, time_limit=limit)
+
+
 def run_cell(space, make, backends: list[str], n: int, limit: float) -> dict[str, list[tuple[float, bool]]]:
-    oracles = {b: cm.make_oracle(space, b, time_limit=limit) for b in backends}
+    oracles = {b: _make(space, b, limit) for b in backends}
     times: dict[str, list[tuple[float, bool]]] = {b: [] for b in backends}
     for k in range(n):
         q = make(k)
@@ -187,7 +195,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--f", default="", help="comma-separated values of f (default 0.1,0.3,1,3)")
     parser.add_argument("--sign", type=int, default=0, help="+1 or -1 only (default both)")
     args = parser.parse_args(argv)
-    backends = [b for b in args.backends.split(",") if b in cm.available_backends()]
+    have = cm.available_backends()
+    backends = [b for b in args.backends.split(",") if b in have or (b == "scip-resolve" and "scip" in have)]
     fs = [float(x) for x in args.f.split(",")] if args.f else ([0.3, 1.0] if args.quick else [0.1, 0.3, 1.0, 3.0])
     n = 2 if args.quick else args.queries
     signs = [args.sign] if args.sign else [1, -1]

@@ -153,17 +153,18 @@ def test_auto_plans_depend_on_the_space_and_query_shape_only() -> None:
     first, second = cm.make_oracle(space, "auto"), cm.make_oracle(space, "auto")
     for shape in (QueryShape("linear"), QueryShape("linear", forbid_pairs=True), QueryShape("norm", -1)):
         assert first.plan(shape) == second.plan(shape)
-    # 12 paths: enumeration beats the HiGHS MILP with its lazy subtour cuts
-    assert set(first.plan(QueryShape("linear"))) == {"combinatorial", "enumerate", "highs"}
-    assert first.plan(QueryShape("linear"))[-1] == "highs"
-    assert first.plan(QueryShape("norm", -1)) == ["enumerate", "highs"]
+    # 12 paths: enumeration beats the HiGHS MILP with its lazy subtour cuts (SCIP, when installed, comes last)
+    plan = [b for b in first.plan(QueryShape("linear")) if b != "scip"]
+    assert set(plan) == {"combinatorial", "enumerate", "highs"}
+    assert plan[-1] == "highs" and first.plan(QueryShape("linear"))[-1] in ("highs", "scip")
+    assert [b for b in first.plan(QueryShape("norm", -1)) if b != "scip"] == ["enumerate", "highs"]
 
 
 def test_auto_passes_a_declined_query_to_the_next_backend() -> None:
     """Longest simple path (positive weights) on a cyclic graph: combinatorial declines, the next one answers."""
     space = cm.STPaths(nx.convert_node_labels_to_integers(nx.grid_2d_graph(3, 3)), 0, 8)
     auto = cm.make_oracle(space, "auto", enumerate_cap=0)  # no enumeration: combinatorial first, then HiGHS
-    assert auto.plan(QueryShape("linear")) == ["combinatorial", "highs"]
+    assert auto.plan(QueryShape("linear"))[:2] == ["combinatorial", "highs"]
     longest = auto.argmax(np.ones(space.d))
     shortest = auto.argmax(-np.ones(space.d))
     assert longest.sum() == 8 and shortest.sum() == 4

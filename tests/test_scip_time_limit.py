@@ -60,7 +60,7 @@ def test_norm_query_shares_its_limit_across_resolves(solves, indefinite):
     a = rng.normal(size=(space.d, space.d))
     M = (a + a.T) / 2 if indefinite else a @ a.T / space.d + 0.1 * np.eye(space.d)
     mu = rng.uniform(0, 1, space.d)
-    oracle = cm.make_oracle(space, "scip", time_limit=LIMIT)
+    oracle = cm.make_oracle(space, "scip", time_limit=LIMIT, one_tree=False)  # re-solves per cut round
     answer = oracle.argmax_norm(mu, M, 0.3, 1)
     assert_shared(solves)
     exact = cm.make_oracle(space, "enumerate").argmax_norm(mu, M, 0.3, 1)
@@ -71,7 +71,7 @@ def test_norm_query_shares_its_limit_across_resolves(solves, indefinite):
 def test_linear_query_shares_its_limit_across_resolves(solves):
     space = petersen_trees()
     w = np.random.default_rng(0).normal(size=space.d)
-    action = cm.make_oracle(space, "scip", time_limit=LIMIT).argmax(w)
+    action = cm.make_oracle(space, "scip", time_limit=LIMIT, one_tree=False).argmax(w)
     assert_shared(solves)
     assert w @ action == pytest.approx(w @ cm.make_oracle(space, "enumerate").argmax(w), abs=1e-9)
 
@@ -90,7 +90,7 @@ def test_a_query_past_its_limit_raises_limit_reached(monkeypatch):
     monkeypatch.setattr(_ScipModel, "solve", slow)
     rng = np.random.default_rng(1)
     a = rng.normal(size=(space.d, space.d))
-    oracle = cm.make_oracle(space, "scip", time_limit=LIMIT)
+    oracle = cm.make_oracle(space, "scip", time_limit=LIMIT, one_tree=False)
     with pytest.raises(LimitReached, match="time limit"):
         oracle.argmax_norm(rng.uniform(0, 1, space.d), a @ a.T / space.d + 0.1 * np.eye(space.d), 0.3, 1)
     monkeypatch.setattr(_ScipModel, "solve", original)

@@ -178,6 +178,10 @@ class _GurobiModel(ModelBase):
         self.model.setAttr("LB", self.arms, lower.tolist())
         self.model.setAttr("UB", self.arms, upper.tolist())
 
+    def set_time_limit(self, seconds: float | None) -> None:
+        """Seconds for the next solves (what is left of the query's limit, from the cut loop)."""
+        self.model.setParam("TimeLimit", self.gp.GRB.INFINITY if seconds is None else float(seconds))
+
     def add_rows(self, rows: list[Row]) -> list:
         """Add this query's rows (removed by :meth:`undo`)."""
         out = self._constraints(rows)

@@ -175,6 +175,7 @@ class HighsOracle(ModelOracle):
                 ledger=self.ledger,
                 contains=self.space._contains if self.verify else None,
                 root_cuts=add_root_cuts if self.root_cuts else None,
+                time_limit=self.time_limit,
             )
         finally:
             if relax:

@@ -457,6 +457,11 @@ class CompiledModel(ModelBase):
                 self.h.setOptionValue(key, value)
             self._time_limit = saved_limit
 
+    def set_time_limit(self, seconds: float | None) -> None:
+        """Seconds for the next runs (``None``: none); :func:`~.pipeline.certified_solve` gives each what is left."""
+        self._time_limit = None if seconds is None else float(seconds)
+        self.h.setOptionValue("time_limit", math.inf if seconds is None else float(seconds))
+
     def _run(self, lp: bool):  # -> highspy.HighsStatus
         """``h.run()`` with the time limit counted from this run's start.
 

@@ -159,6 +159,7 @@ class _CpSatModel(ModelBase):
         self.exclude: tuple[int, ...] = ()
         self.extra: list[_IntRow] = []
         self.last: np.ndarray | None = None
+        self.time_limit = oracle.time_limit
 
     def set_costs(self, costs: np.ndarray) -> None:
         self.costs = costs
@@ -186,6 +187,10 @@ class _CpSatModel(ModelBase):
         self.extra = []
         self.last = None
 
+    def set_time_limit(self, seconds: float | None) -> None:
+        """Seconds for the next solves (what is left of the query's limit, from the cut loop)."""
+        self.time_limit = seconds
+
     def solve(self, tie_tol: float | None = None) -> SolveResult:
         from ortools.sat.python import cp_model
 
@@ -210,8 +215,10 @@ class _CpSatModel(ModelBase):
         params = solver.parameters
         params.num_workers = 1
         params.random_seed = 0
-        if self.oracle.time_limit is not None:
-            params.max_time_in_seconds = self.oracle.time_limit
+        for key, value in self.oracle.parameters.items():
+            setattr(params, key, value)
+        if self.time_limit is not None:
+            params.max_time_in_seconds = self.time_limit
         status = solver.solve(model)
         if status == cp_model.INFEASIBLE:
             return SolveResult("infeasible")
@@ -237,11 +244,26 @@ class OrtoolsOracle(ModelOracle):
         Seconds per CP-SAT solve; a solve it stops raises ``OracleError``.
     verify:
         Also check every answer with ``space.contains`` (slower; for tests).
+    parameters:
+        CP-SAT parameters set on every solve (``{"linearization_level": 2}``); ``num_workers``
+        and ``random_seed`` stay 1 and 0 (the tie rule), ``max_time_in_seconds`` is ``time_limit``.
+    native:
+        Model directed s-t paths with CP-SAT's circuit constraint (:mod:`.cpsat_circuit`)
+        instead of the formulation's rows and its lazy cuts (``circuit`` tells which was built).
     """
 
     name = "ortools"
 
-    def __init__(self, space: ActionSpace, time_limit: float | None = None, verify: bool = False):
+    def __init__(
+        self,
+        space: ActionSpace,
+        time_limit: float | None = None,
+        verify: bool = False,
+        native: bool = True,
+        parameters: dict[str, object] | None = None,
+    ):
+        self.native = bool(native)
+        self.parameters = _check_parameters(parameters)
         super().__init__(space, time_limit, verify)
         form = self.formulation = space.formulation().without_optional()  # integer columns only
         bad = [
@@ -260,12 +282,20 @@ class OrtoolsOracle(ModelOracle):
     def _compile(self, form: Formulation):
         from ortools.sat.python import cp_model
 
-        model = cp_model.CpModel()
-        for i in range(form.d):
-            model.new_bool_var(f"a{i}")
-        for j in range(form.n_aux):
-            model.new_int_var(math.ceil(form.aux_lb[j]), math.floor(form.aux_ub[j]), f"x{j}")
-        for row in form.rows:
+        from .cpsat_circuit import circuit_model, side_rows
+
+        model = circuit_model(self.space) if self.native else None
+        rows = form.rows
+        if model is not None:  # directed s-t paths: one circuit constraint, then the side rows
+            rows = side_rows(self.space)[1]
+        else:
+            model = cp_model.CpModel()
+            for i in range(form.d):
+                model.new_bool_var(f"a{i}")
+            for j in range(form.n_aux):
+                model.new_int_var(math.ceil(form.aux_lb[j]), math.floor(form.aux_ub[j]), f"x{j}")
+        self.circuit = rows is not form.rows
+        for row in rows:
             int_rows, relaxed = _integer_rows(row)
             if relaxed:
                 if any(c >= form.d for c in row.cols):
@@ -286,6 +316,25 @@ class OrtoolsOracle(ModelOracle):
             "the ortools backend (CP-SAT) answers linear queries only: the norm index needs a square root,"
             " which CP-SAT's integer arithmetic cannot prove within 1e-9; use 'highs', 'gurobi' or 'scip'"
         )
+
+
+def _check_parameters(parameters: dict[str, object] | None) -> dict[str, object]:
+    """CP-SAT parameters by name, checked against ``SatParameters`` before any solve."""
+    if parameters is None:
+        return {}
+    if not isinstance(parameters, dict):
+        raise ValueError(f"parameters must be a dict of CP-SAT parameters, got {type(parameters).__name__}")
+    from ortools.sat import sat_parameters_pb2
+
+    probe = sat_parameters_pb2.SatParameters()
+    for key, value in parameters.items():
+        if key in ("num_workers", "random_seed", "max_time_in_seconds"):
+            raise ValueError(f"CP-SAT parameter {key!r} is set by the backend (the tie rule, time_limit)")
+        try:
+            setattr(probe, key, value)
+        except (AttributeError, TypeError, ValueError) as exc:
+            raise ValueError(f"bad CP-SAT parameter {key}={value!r}: {exc}") from None
+    return dict(parameters)
 
 
 def _add(proto, row: _IntRow) -> None:

@@ -60,7 +60,9 @@ Example
 
 from __future__ import annotations
 
+import copy
 import math
+import time
 import warnings
 from functools import cache
 from pathlib import Path
@@ -179,6 +181,8 @@ class _ThreadModel(ModelBase):
         self.include: tuple[int, ...] = ()
         self.exclude: tuple[int, ...] = ()
         self.extra: list[Row] = []  # this query's rows
+        #: Seconds for the next solve (what is left of the query's limit); ``None``: the solver's own.
+        self.time_left: float | None = None
         owner = pulp.LpProblem("cmab_vars", pulp.LpMaximize)
         self.cols = [owner.add_variable(f"a{i}", 0, 1, cat=pulp.LpInteger) for i in range(formulation.d)]
         for j in range(formulation.n_aux):
@@ -221,12 +225,22 @@ class _ThreadModel(ModelBase):
     def undo(self) -> None:
         self.extra = []
 
+    def set_time_limit(self, seconds: float | None) -> None:
+        """Seconds for the next solve (the cut loop gives each what is left of the query's limit)."""
+        self.time_left = seconds
+
     def solve(self, tie_tol: float | None = None) -> SolveResult:
         """Build the problem, solve it, and map PuLP's status and solution status."""
         pulp, oracle = self.pulp, self.oracle
         prob = self.problem(self.costs, self.include, self.exclude, self.extra)
+        solver = oracle._solver
+        limit = self.time_left
+        if limit is not None and limit != oracle.time_limit:  # the solver is shared by the threads: a copy
+            solver = copy.copy(solver)
+            solver.timeLimit = limit
+        start = time.perf_counter()
         try:
-            prob.solve(oracle._solver)
+            prob.solve(solver)
         except Exception as exc:  # PuLP's own errors, and whatever a solver's Python API raises
             raise OracleError(f"{self.name} failed: {type(exc).__name__}: {exc}") from None
         if prob.status == pulp.LpStatusInfeasible:
@@ -242,6 +256,8 @@ class _ThreadModel(ModelBase):
             # stopped early (SCIP's "gaplimit" at absgap 1e-11, a gap, a time limit): the bound decides
             limited = prob.status != pulp.LpStatusOptimal or oracle.stopped_by_time_limit(prob)
             status = "limit" if limited else "optimal"
+        elif limit is not None and time.perf_counter() - start >= 0.9 * limit:
+            return SolveResult("limit", message=message + " (stopped by the time limit)")
         else:
             return SolveResult("error", message=message + " (time limit or failure): optimality not proven")
         values = [math.nan if v.varValue is None else float(v.varValue) for v in self.arms]

@@ -84,7 +84,14 @@ class _ScipModel(ModelBase):
     name = "SCIP"
     integer = True
 
-    def __init__(self, formulation: Formulation, time_limit: float | None, gap: float | None = None) -> None:
+    def __init__(
+        self,
+        formulation: Formulation,
+        time_limit: float | None,
+        gap: float | None = None,
+        one_tree: bool = False,
+        sepa_freq: int = 1,
+    ) -> None:
         import pyscipopt
 
         self.scip = pyscipopt
@@ -120,6 +127,13 @@ class _ScipModel(ModelBase):
         self.s = model.addVar("s", vtype="C", lb=0.0, ub=0.0)  # opened only by norm queries
         self.s_coef = 0.0
         self._constraints(formulation.rows)
+        #: The constraint handler of :mod:`.scip_tree` (the separators in the one tree), or ``None``.
+        self.handler = None
+        if one_tree and formulation.separators:
+            from .scip_tree import attach, register
+
+            self.handler = attach(model, formulation, self.cols, sepa_freq=sepa_freq)
+            register(self)
         self.temporary: list = []  # this query's constraints
         self.lower = np.zeros(formulation.d)
         self.upper = np.ones(formulation.d)
@@ -129,10 +143,18 @@ class _ScipModel(ModelBase):
         #: the whole limit); set by :meth:`ScipOracle._deadline` for every query, across its re-solves.
         self.deadline: float | None = None
 
+    def free_scip(self) -> None:
+        """Drop the SCIP model (and its handler) now; the model is unusable afterwards."""
+        self.handler = None
+        self.cols = self.arms = self.temporary = []
+        self.s = self.model = None
+
     def _edit(self) -> None:
         if self.solved:
             self.model.freeTransform()
             self.solved = False
+            if self.handler is not None:
+                self.handler.tvars = None  # the transformed columns are gone
 
     def _constraints(self, rows: list[Row]) -> list:
         out = []
@@ -225,15 +247,34 @@ class ScipOracle(ModelOracle):
     """Exact MILP (and MIQCP norm) oracle on SCIP, one re-solved model per thread.
 
     Parameters as :class:`~cmab_milp.oracles.core.pipeline.ModelOracle`: ``space``,
-    ``time_limit``, ``verify`` and ``gap`` (SCIP's ``limits/gap``).
+    ``time_limit``, ``verify`` and ``gap`` (SCIP's ``limits/gap``); ``one_tree``
+    (default ``True``) runs the formulation's separators in SCIP's tree
+    (:mod:`.scip_tree`), separating fractional points every ``sepa_freq``-th depth
+    (``0``: the root only; ``-1``: never); ``one_tree=False``: a re-solve per cut round.
     """
 
     name = "scip"
     norm_slack = NORM_SLACK
     solver_errors = (Exception,)  # PySCIPOpt raises a bare Exception, e.g. for costs SCIP counts as infinite
 
+    def __init__(
+        self,
+        space,
+        time_limit: float | None = None,
+        verify: bool = False,
+        gap: float | None = None,
+        one_tree: bool = True,
+        sepa_freq: int = 1,
+    ):
+        if isinstance(sepa_freq, bool) or not isinstance(sepa_freq, (int, np.integer)) or sepa_freq < -1:
+            raise ValueError(f"sepa_freq must be an integer >= -1, got {sepa_freq!r}")
+        super().__init__(space, time_limit, verify, gap)
+        #: The separators run inside SCIP's tree (:mod:`.scip_tree`) instead of a re-solve per cut round.
+        self.one_tree = bool(one_tree) and bool(self.formulation.separators)
+        self.sepa_freq = int(sepa_freq)
+
     def _new_model(self, gap: float | None) -> _ScipModel:
-        return _ScipModel(self.formulation, self.time_limit, gap)
+        return _ScipModel(self.formulation, self.time_limit, gap, self.one_tree, self.sepa_freq)
 
     @contextmanager
     def _deadline(self, exact: bool) -> Iterator[None]:

@@ -55,6 +55,7 @@ Example
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -168,6 +169,8 @@ class SolverModel(Protocol):
 
     def open_norm(self, quad: Callable[[Any], Any], s_coef: float, s_ub: float) -> None: ...
 
+    def set_time_limit(self, seconds: float | None) -> None: ...
+
 
 class ModelBase:
     """The defaults of a :class:`SolverModel`'s optional hooks; adapters subclass it.
@@ -190,6 +193,9 @@ class ModelBase:
     def open_norm(self, quad: Callable[[Any], Any], s_coef: float, s_ub: float) -> None:
         """No quadratic row: norm queries are not answered on this model."""
         raise UnsupportedQuery(f"{self.name} has no quadratic model for norm queries")
+
+    def set_time_limit(self, seconds: float | None) -> None:
+        """Seconds for the next solves (what is left of the query's limit); by default each solve keeps its own."""
 
 
 class FractionalAnswer(OracleError):
@@ -317,6 +323,7 @@ def certified_solve(
     contains: Callable[[np.ndarray], bool] | None = None,
     max_rounds: int = MAX_CUT_ROUNDS,
     root_cuts: Callable[[Any, Formulation], int] | None = None,
+    time_limit: float | None = None,
 ) -> tuple[np.ndarray, float | None] | None:
     """Answer one query on ``model``: ``(action, bound)``, ``None`` (proven infeasible), or raise.
 
@@ -347,7 +354,14 @@ def certified_solve(
         points before a MILP's cut loop when the formulation has
         ``fractional_separators`` (:func:`~cmab_milp.oracles.mip.root_cuts.add_root_cuts`
         for HiGHS models); ``None``: none.
+    time_limit:
+        Seconds for the whole query, across its lazy-cut re-solves: each solve gets
+        what is left (the model's ``set_time_limit(seconds)`` hook, restored to
+        ``time_limit`` afterwards), and a query with nothing left before a solve raises
+        :class:`LimitReached`. ``None``: each solve runs under the model's own limit.
     """
+    deadline = None if time_limit is None else time.perf_counter() + time_limit
+    limit_hook = None if deadline is None else model.set_time_limit
     res = query.restrictions
     shift = 0
     top = 1.0
@@ -370,7 +384,9 @@ def certified_solve(
             # cuts on fractional LP points (oracles/mip/root_cuts.py): this query's rows, found from
             # a cold LP of this query only, and removed by `model.undo()` like the lazy cuts
             root_cuts(model, formulation)
-        for _ in range(max_rounds):
+        for round_ in range(max_rounds):
+            if deadline is not None:
+                _time_left(model, deadline, limit_hook, round_ == 0)
             result = model.solve(tie_tol=tie_tol)
             status = result.status
             if status != "optimal":
@@ -393,6 +409,8 @@ def certified_solve(
             raise OracleError(f"{model.name}: the lazy cut loop did not converge in {max_rounds} rounds")
     finally:
         model.undo()
+        if limit_hook is not None:
+            limit_hook(time_limit)
     bound = result.bound
     scaled = None
     if bound is not None and shift:
@@ -412,6 +430,23 @@ def certified_solve(
     if (res is not _NO_RESTRICTIONS and not res.admits(action)) or (contains is not None and not contains(action)):
         raise OracleError(f"{model.name} returned an action that violates the space or the restrictions")
     return action, bound
+
+
+def _time_left(model: SolverModel, deadline: float, hook: Callable[[float], None] | None, first: bool) -> None:
+    """Give the next solve what is left of the query's time limit, or raise :class:`LimitReached`.
+
+    The first solve always runs (with at least a microsecond): its solver reports the limit itself.
+    """
+    left = deadline - time.perf_counter()
+    if first:
+        left = max(left, 1e-6)
+    elif left <= 0.0:
+        raise LimitReached(
+            f"{model.name} stopped on its time limit (spent between lazy-cut rounds); optimality not proven,"
+            " no action is returned"
+        )
+    if hook is not None:
+        hook(left)
 
 
 def _side(formulation: Formulation) -> bool:
@@ -561,6 +596,7 @@ class ModelOracle(Oracle):
                 gap=None if exact else self.gap,
                 ledger=self.ledger,
                 contains=self.space._contains if self.verify else None,
+                time_limit=self.time_limit,
             )
         except OracleError:
             raise

@@ -275,14 +275,20 @@ _BUILT_IN: list[tuple[str, str, str, Capabilities]] = [
         "auto",
         "cmab_milp.oracles.core.auto:AutoOracle",
         "fastest exact method per query",
-        Capabilities(spaces="every space (it picks among the backends that accept it)"),
+        Capabilities(time_limit=True, spaces="every space (it picks among the backends that accept it)"),
     ),
     (
         "scip",
         "scip:ScipOracle",
         "MILP / MIQCP via SCIP (pyscipopt)",
-        # the quadratic row is met to SCIP's feasibility tolerance: see backends.scip.NORM_SLACK
-        Capabilities(time_limit=True, approximate=True, norm_tolerance=1e-6, requires=("pyscipopt",)),
+        # the quadratic row is met to SCIP's feasibility tolerance: see backends.scip.NORM_SLACK; cost: auto.scip_cost
+        Capabilities(
+            time_limit=True,
+            approximate=True,
+            norm_tolerance=1e-6,
+            requires=("pyscipopt",),
+            cost=f"{_COSTS}:scip_cost",
+        ),
     ),
     (
         "gurobi",
@@ -301,12 +307,13 @@ _BUILT_IN: list[tuple[str, str, str, Capabilities]] = [
         "ortools",
         "ortools:OrtoolsOracle",
         "linear queries via OR-Tools CP-SAT (weights scaled to integers, error bound checked)",
-        # norm=False: CP-SAT's integers cannot prove sqrt(a M a) within 1e-9 (see backends.ortools); no cost: for
-        # comparison; no gap: its bound is the rounding error of an exact integer optimum
+        # norm=False: CP-SAT's integers cannot prove sqrt(a M a) within 1e-9 (see backends.ortools); cost:
+        # auto.ortools_cost (directed longest paths); no gap: its bound is the rounding error of an integer optimum
         Capabilities(
             norm=False,
             time_limit=True,
             requires=("ortools",),
+            cost=f"{_COSTS}:ortools_cost",
             spaces="formulations with integer auxiliary columns of finite bounds (every built-in family)",
         ),
     ),

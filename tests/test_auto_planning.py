@@ -1,0 +1,184 @@
+"""``auto`` plans within a bound and keeps within 2x of the fastest exact backend (issue 30, item 4).
+
+Found: ``auto`` counted actions by enumerating a constrained space. On the s-t paths of a 6x6 grid
+with at most 20 edges its first query took 16 s where ``highs`` took 0.05 s, and on the 10x10 grid
+with at most 60 edges it ran for minutes in ``AutoOracle._rank -> enumerate_cost -> count ->
+space.enumerate()``. Now counting enumerates the base family under a visit cap paid for by a share
+of the cheapest sure candidate's estimate, and only when a closed-form bound (or a search that
+stops at its cap) keeps the work within it.
+
+Each family of ``bench/graphs_large.py`` (small sizes here, the bench's sizes under ``slow``), with
+and without side rows: ``auto``'s time for building and answering a few queries, first query
+included, is held within 2x of the fastest exact installed backend's (plus 30 ms for the timer
+noise of a shared machine at these millisecond scales), and their answers agree in value.
+"""
+
+from __future__ import annotations
+
+import time
+
+import networkx as nx
+import numpy as np
+import pytest
+
+import cmab_milp as cm
+from cmab_milp.oracles.core.auto import QueryShape
+from cmab_milp.oracles.core.base import OracleError, UnsupportedQuery
+from cmab_milp.oracles.core.registry import capabilities
+
+EXACT = [b for b in ("highs", "scip", "ortools", "enumerate", "combinatorial") if b in cm.available_backends()]
+
+
+def grid(n: int) -> nx.Graph:
+    return nx.convert_node_labels_to_integers(nx.grid_2d_graph(n, n))
+
+
+def hop_limited(n: int, hops: int, directed: bool = False) -> cm.ActionSpace:
+    g = grid(n).to_directed() if directed else grid(n)
+    space = cm.STPaths(g, 0, n * n - 1)
+    return space.with_constraint(np.ones(space.d), "<=", hops)
+
+
+def test_planning_a_hop_limited_path_space_is_bounded() -> None:
+    """10x10 grid, at most 60 edges: planning counted by enumeration and did not end; now it does not enumerate."""
+    auto = cm.make_oracle(hop_limited(10, 60), "auto")
+    start = time.perf_counter()
+    for positive in (False, True):
+        auto.plan(QueryShape("linear", positive=positive))
+    took = time.perf_counter() - start
+    # the counting search stops at 0.25 x the cheapest estimate (SCIP, 3.6 s) of a longest-path query here
+    assert took < 2.0, took
+    assert auto.facts.actions is None  # nothing enumerated: the space has far more paths
+
+
+def test_first_query_on_a_hop_limited_grid_is_not_planning_bound() -> None:
+    """6x6 grid, at most 20 edges: auto's first query took 16 s, highs's 0.05 s."""
+    space = hop_limited(6, 20)
+    w = np.random.default_rng(0).uniform(0.1, 1.0, space.d)
+    took = {}
+    for backend in ("highs", "auto"):
+        start = time.perf_counter()
+        answer = cm.make_oracle(space, backend).argmax(w)
+        took[backend] = (time.perf_counter() - start, float(w @ answer))
+    assert took["auto"][1] == pytest.approx(took["highs"][1], abs=1e-9)
+    assert took["auto"][0] <= 2.0 * took["highs"][0] + 0.05, took
+
+
+def test_plan_share_bounds_what_planning_may_enumerate() -> None:
+    """With plan_share 0 nothing is enumerated to count; with the default a 12-path grid is."""
+    space = cm.STPaths(grid(3), 0, 8)
+    assert cm.make_oracle(space, "auto", plan_share=0.0).plan(QueryShape("linear"))[0] != "enumerate"
+    assert cm.make_oracle(space, "auto").plan(QueryShape("linear"))[0] == "enumerate"
+    with pytest.raises(ValueError, match="plan_share"):
+        cm.make_oracle(space, "auto", plan_share=-1.0)
+
+
+def test_auto_hands_its_time_limit_on() -> None:
+    auto = cm.make_oracle(cm.STPaths(grid(3), 0, 8), "auto", time_limit=7.0, plan_share=0.0)
+    auto.argmax(np.ones(auto.d))
+    assert auto.oracles and all(getattr(o, "time_limit", 7.0) == 7.0 for o in auto.oracles.values())
+
+
+def _news() -> cm.ActionSpace:
+    """Issue 27's news space: 5 of 30 articles, at most 2 of a topic, conflicting pairs."""
+    space = cm.Cardinality(30, 5, exact=True).with_group(list(range(10)), at_most=2)
+    return space.with_conflicts([(i, i + 1) for i in range(10, 29, 2)])
+
+
+def _rcsp(n: int, directed: bool) -> cm.ActionSpace:
+    g = grid(n)
+    r = np.random.default_rng(1).uniform(0.5, 1.5, g.number_of_edges())
+    space = cm.STPaths(g.to_directed() if directed else g, 0, n * n - 1)
+    index = {e: k for k, e in enumerate(g.edges())}
+    cost = np.array([r[index[(u, v)] if (u, v) in index else index[(v, u)]] for u, v in space.arms])
+    return space.with_constraint(cost, "<=", 0.75 * (2 * n - 2) + 0.25 * cost.sum() / len(cost) * (2 * n - 2))
+
+
+def _pairs(space: cm.ActionSpace, rng: np.random.Generator, k: int = 3) -> list[tuple[int, int]]:
+    pairs: list[tuple[int, int]] = []
+    while len(pairs) < k:
+        i, j = sorted(rng.choice(space.d, 2, replace=False).tolist())
+        if set(space.arms[i]) & set(space.arms[j]):
+            pairs.append((i, j))
+    return pairs
+
+
+def _families(big: bool) -> dict:
+    """name -> (space builder, query maker(space, rng)); the bench's families, small unless ``big``."""
+    tree, path, rcsp, di = (20, 10, 17, 6) if big else (3, 3, 5, 3)
+
+    def normal(space, rng):
+        return {"weights": rng.normal(size=space.d)}
+
+    def restricted(space, rng):
+        return {"weights": rng.normal(size=space.d), "forbid_pairs": _pairs(space, rng)}
+
+    def longest(space, rng):
+        return {"weights": rng.uniform(0.1, 1.0, space.d)}
+
+    def shortest(space, rng):
+        return {"weights": -rng.uniform(0.1, 1.0, space.d), "forbid_pairs": _pairs(space, rng)}
+
+    knapsack = np.random.default_rng(2).uniform(0.5, 1.5, 2 * tree * (tree - 1))
+    return {
+        "spanning trees + forbid_pairs": (lambda: cm.SpanningTrees(grid(tree)), restricted),
+        "forests + forbid_pairs": (lambda: cm.GraphicMatroid(grid(tree)), restricted),
+        "spanning trees + knapsack": (
+            lambda: cm.SpanningTrees(grid(tree)).with_constraint(knapsack, "<=", 0.9 * (tree * tree - 1)),
+            normal,
+        ),
+        "longest paths": (lambda: cm.STPaths(grid(path), 0, path * path - 1), longest),
+        "longest paths + hop limit": (lambda: hop_limited(path, 6 * path if big else 6), longest),
+        "longest paths, digraph": (lambda: cm.STPaths(grid(di).to_directed(), 0, di * di - 1), longest),
+        "longest paths, digraph + hop limit": (lambda: hop_limited(di, 2 * di + 2, directed=True), longest),
+        "shortest paths + forbid_pairs": (lambda: cm.STPaths(grid(rcsp), 0, rcsp * rcsp - 1), shortest),
+        "shortest paths + forbid_pairs + knapsack": (lambda: _rcsp(rcsp, False), shortest),
+        "shortest paths, digraph + forbid_pairs + knapsack": (lambda: _rcsp(rcsp, True), shortest),
+        "news (cardinality + group + conflicts)": (_news, normal),
+    }
+
+
+def _run(backend: str, make_space, make_query, n: int, limit: float) -> tuple[float, list[float]]:
+    """(seconds to build and answer ``n`` queries, their values); ``inf`` when a backend cannot."""
+    rng = np.random.default_rng(0)
+    start = time.perf_counter()
+    values = []
+    try:
+        space = make_space()
+        options = {"time_limit": limit} if capabilities(backend).time_limit else {}
+        oracle = cm.make_oracle(space, backend, **options)
+        for _ in range(n):
+            q = make_query(space, rng)
+            a = oracle.argmax(**q)
+            values.append(-np.inf if a is None else float(q["weights"] @ a))
+    except (ValueError, UnsupportedQuery, OracleError):  # refused, declined, stopped, too many actions
+        return np.inf, []
+    return time.perf_counter() - start, values
+
+
+def _check_family(name: str, big: bool, n: int, limit: float) -> None:
+    make_space, make_query = _families(big)[name]
+    best: dict[str, float] = {}
+    answers: dict[str, list[float]] = {}
+    for _ in range(2):  # interleaved, best of two (a shared machine)
+        for backend in ["auto", *EXACT]:
+            took, values = _run(backend, make_space, make_query, n, limit)
+            best[backend] = min(best.get(backend, np.inf), took)
+            if values:
+                answers[backend] = values
+    fastest = min(best[b] for b in EXACT)
+    assert np.isfinite(best["auto"]), f"{name}: auto did not answer"
+    for backend, values in answers.items():
+        np.testing.assert_allclose(values, answers["auto"], rtol=1e-9, atol=1e-9, err_msg=f"{name}: {backend}")
+    assert best["auto"] <= 2.0 * fastest + 0.03, f"{name}: auto {best['auto']:.3f} s, times {best}"
+
+
+@pytest.mark.parametrize("name", list(_families(False)))
+def test_auto_keeps_within_2x_of_the_fastest_backend(name: str) -> None:
+    _check_family(name, big=False, n=4, limit=1.0)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(_families(True)))
+def test_auto_keeps_within_2x_of_the_fastest_backend_at_bench_size(name: str) -> None:
+    _check_family(name, big=True, n=3, limit=60.0)
