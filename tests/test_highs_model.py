@@ -200,12 +200,10 @@ def test_a_time_limit_holds_per_solve_not_for_the_instance_lifetime(kind: str, l
     import networkx as nx
 
     from cmab_milp.oracles.backends.highs_model import LimitReached
-    from cmab_milp.oracles.norm import solver
-
-    monkeypatch.setattr(solver, "_PLUS_BRANCH", False)  # the outer approximation's MILPs, not the branch
 
     space = cm.Matchings(nx.complete_bipartite_graph(5, 6))
-    oracle = cm.make_oracle(space, "highs", time_limit=limit)
+    # the outer approximation's MILPs, not the branch
+    oracle = cm.make_oracle(space, "highs", time_limit=limit, tuning={"plus_branch": False})
     rng = np.random.default_rng(4)
     a = rng.normal(size=(space.d, space.d))
     M = a @ a.T / space.d + np.eye(space.d)

@@ -65,10 +65,8 @@ def test_spaces_without_a_cheap_algorithm_keep_the_sorted_rows(family):
 
 @pytest.mark.parametrize("family", ["matchings-bipartite", "partition", "spanning-trees"])
 def test_sign_plus_answers_match_brute_force_with_either_bounds(family, monkeypatch):
-    from cmab_milp.oracles.norm import solver
 
-    monkeypatch.setattr(solver, "_PLUS_BRANCH", False)  # the outer approximation: the lifting's user
-    oracle, actions = oracle_and_actions(family)
+    oracle, actions = oracle_and_actions(family, plus_branch=False)  # the outer approximation: the lifting's user
     rng = np.random.default_rng([len(family), 9])
     for exact in (True, False):
         monkeypatch.setattr(lifting, "_EXACT_ROW_BOUNDS", exact)

@@ -46,7 +46,9 @@ Example
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -55,6 +57,7 @@ from ..core.base import LimitReached, LinearQuery, NormQuery, OracleError, check
 from ..core.pipeline import FractionalAnswer, ModelOracle, certified_solve
 from ..core.pipeline import chosen_arms as _chosen
 from ..mip.root_cuts import add_root_cuts
+from ..mip.tuning import HighsTuning
 from ..norm.solver import solve_norm
 from .enumerate import EnumerateOracle
 from .highs_model import CompiledModel
@@ -99,6 +102,9 @@ class HighsOracle(ModelOracle):
         proven optimal is recorded in the ledger with its ratio. The linear sub-queries of
         the norm index stay exact. ``None`` (default): exact norm answers only. A gap
         alone is deterministic; an answer stopped by the time limit depends on timing.
+    tuning:
+        The speed-ups used (:class:`~cmab_milp.oracles.mip.tuning.HighsTuning`, or a mapping of its
+        fields, e.g. ``{"side_starts": False}``); each is exact either way. ``None``: the defaults.
     """
 
     name = "highs"
@@ -113,8 +119,11 @@ class HighsOracle(ModelOracle):
         verify: bool = False,
         gap: float | None = None,
         norm_gap: float | None = None,
+        tuning: HighsTuning | Mapping[str, Any] | None = None,
     ):
         super().__init__(space, time_limit, verify, gap)
+        #: The tuning choices (:class:`~cmab_milp.oracles.mip.tuning.HighsTuning`; a mapping of its fields is read).
+        self.tuning = HighsTuning.of(tuning)
         self.lp_when_integral = bool(lp_when_integral) and self.formulation.integral_lp
         self.norm_gap = check_gap(norm_gap, "norm_gap")
         #: How often each recovery answered a norm query whose first solve failed.
@@ -144,6 +153,7 @@ class HighsOracle(ModelOracle):
     def _new_model(self, gap: float | None, integer: bool = True) -> CompiledModel:
         """A compiled model of the formulation (``gap``: the certified approximate mode)."""
         model = CompiledModel(self.formulation, integer=integer, time_limit=self.time_limit)
+        model.tuning = self.tuning
         if gap is not None:
             model.approximate(gap)
         return model
@@ -207,6 +217,7 @@ class HighsOracle(ModelOracle):
         model = self._local.__dict__.get("norm_model")
         if model is None:
             model = CompiledModel(self.formulation, integer=True, time_limit=self.time_limit)
+            model.tuning = self.tuning
             # norm_gap: a MILP stopped by the time limit returns its incumbent and bound
             model.incumbent_on_limit = self.norm_gap is not None
             self._local.norm_model = model

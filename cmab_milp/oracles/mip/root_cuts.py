@@ -19,7 +19,7 @@ A formulation may ask for no rounds when every arm cost is <= 0
 such a query never gains from a cycle).
 
 Before the rounds, :func:`~cmab_milp.oracles.mip.starts.prepare_query` gives the
-model the query's MIP start and candidate hooks (:data:`PREPARE_QUERIES`; the
+model the query's MIP start and candidate hooks (``tuning.prepare_queries``, :class:`~.tuning.HighsTuning`; the
 cut loop's hook for the query, as this function is).
 
 Tie rule: the relaxation starts cold (no basis of an earlier query is kept) and
@@ -52,10 +52,7 @@ from ...spaces.formulation import Formulation, Row
 from ..backends.highs_model import CompiledModel
 from .starts import prepare_query
 
-__all__ = ["MAX_ROUNDS", "MIN_VIOLATION", "PREPARE_QUERIES", "add_root_cuts"]
-
-#: Also set the query's MIP start, candidate repair and candidate cuts (:func:`.mip_starts.prepare_query`).
-PREPARE_QUERIES = True
+__all__ = ["MAX_ROUNDS", "MIN_VIOLATION", "add_root_cuts"]
 
 #: Separation rounds per query (each is one LP re-solve from the last basis).
 MAX_ROUNDS = 100
@@ -90,7 +87,7 @@ def add_root_cuts(
         raise ValueError(f"max_rounds must be >= 0 and min_violation > 0, got {max_rounds} and {min_violation}")
     if model.d != formulation.d:
         raise ValueError(f"the model has {model.d} arm columns but the formulation d={formulation.d}")
-    if PREPARE_QUERIES:
+    if model.tuning.prepare_queries:
         prepare_query(model, formulation)
     if not formulation.fractional_separators or max_rounds == 0:
         return 0
