@@ -90,17 +90,17 @@ VARIANTS: dict[str, dict[str, object]] = {
     "no-restarts": {"_RESTART_BUDGET": 0},
     "no-swaps": {"_PLUS_LOCAL_CHECKS": 0},
     "no-uniform": {"uniform_start": False},
-    "sorted-rows": {"lifting._EXACT_ROW_BOUNDS": False},  # Glover's rows from sorted sums only (before 13bbd1b)
+    "sorted-rows": {"exact_row_bounds": False},  # Glover's rows from sorted sums only (before 13bbd1b)
     "oa": {"plus_branch": False},  # the outer approximation (bipartite matchings took it before 7924f5d)
-    "diagonal": {"plus_branch._OVERESTIMATOR": False},  # the concave branch with the diagonal shift alone
+    "diagonal": {"concave_overestimator": False},  # the concave branch with the diagonal shift alone
     "no-reform": {"plus_branch._REFORM": 0},  # no node shifts its own arms again
     "no-tune": {"plus_branch._TUNE_AFTER": 0},  # the root's diagonal by trace only (before 9da3707)
-    "rescale": {"plus_branch._SHIFT_DOWN": False},  # node forms: a new scaled shift (matchings; before 9da3707)
-    "before-tune": {"plus_branch._TUNE_AFTER": 0, "plus_branch._SHIFT_DOWN": False},  # 0f6ad8e's branch
+    "rescale": {"concave_shift_down": False},  # node forms: a new scaled shift (matchings; before 9da3707)
+    "before-tune": {"plus_branch._TUNE_AFTER": 0, "concave_shift_down": False},  # 0f6ad8e's branch
     "no-trial": {"_PLUS_BRANCH_TRY": 0},  # no budgeted branch before the outer approximation (before f7d2c42)
     "no-plus-paths": {"plus_paths": False},  # cyclic s-t paths by the outer approximation (before plus_paths)
     "no-vertex-terms": {"plus_paths._VERTEX_TAUS": ()},  # plus_paths: the diagonal form alone (before the stars)
-    "no-fractional": {"minus_branch._FRACTIONAL_MATCHINGS": False},  # general matchings: blossom linear queries
+    "no-fractional": {"fractional_matchings": False},  # general matchings: blossom linear queries
 }
 
 

@@ -19,7 +19,7 @@ import cmab_milp as cm
 from cmab_milp.oracles.backends.highs_model import LimitReached
 from cmab_milp.oracles.core.base import OracleError
 from cmab_milp.oracles.mip.graph_starts import PathStarts
-from cmab_milp.oracles.norm import minus_paths, solver
+from cmab_milp.oracles.norm import solver
 from cmab_milp.oracles.norm.lifting import quadratic_form_bounds
 from cmab_milp.oracles.norm.minus_paths import PathBranch, _Node, applies, component_cuts, safe_bound
 from cmab_milp.oracles.norm.paths_local import improve_path, path_sequence
@@ -429,9 +429,9 @@ def test_local_search_path_sequence_and_bad_input():
 
 @pytest.mark.parametrize("switch", [False, True])
 def test_answers_match_brute_force_with_and_without_local_search(monkeypatch, switch):
-    monkeypatch.setattr(minus_paths, "_LOCAL_SEARCH", switch)
     for name in ("grid-3x4", "digraph-b"):
-        space, oracle, actions = space_and_actions(name)
+        space, _, actions = space_and_actions(name)
+        oracle = cm.make_oracle(space, "highs", tuning={"paths_local_search": switch})
         rng = np.random.default_rng([len(name), 31])
         for k, f in enumerate([0.1, 1.0, 3.0, 5.0]):
             mu, M = rng.uniform(-0.2, 1.0, space.d), psd(rng, space.d)

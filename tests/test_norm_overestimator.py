@@ -95,8 +95,7 @@ def test_negative_means_where_the_empty_action_is_allowed(family, monkeypatch):
 @pytest.mark.parametrize("family", ["matchings-bipartite", "perfect-bipartite", "matchings-general"])
 @pytest.mark.parametrize("overestimator", [True, False])
 def test_correlated_queries_answer_like_enumeration(family, overestimator, monkeypatch):
-    monkeypatch.setattr(plus_branch, "_OVERESTIMATOR", overestimator)
-    oracle, actions = oracle_and_actions(family, plus_branch="always")
+    oracle, actions = oracle_and_actions(family, plus_branch="always", concave_overestimator=overestimator)
     rng = np.random.default_rng([len(family), 17])
     for k, f in enumerate([0.1, 0.5, 1.0, 3.0, 10.0, 0.3]):
         mu, M = rng.uniform(-0.2, 1.0, oracle.d), correlated(rng, oracle.d)

@@ -321,8 +321,8 @@ def test_the_branch_tries_first_where_the_outer_approximation_serves(family, bud
     queries end there, the others go on to the outer approximation with the branch's incumbent (a budget of
     one node forces the hand-over). Either way the answer is the best action (brute force)."""
     monkeypatch.setattr(solver, "_PLUS_BRANCH_TRY", budget)
-    monkeypatch.setattr(minus_branch, "_FRACTIONAL_MATCHINGS", False)  # (else the branch serves general matchings)
-    oracle, actions = oracle_and_actions(family)
+    # (with fractional matchings the branch serves general matchings)
+    oracle, actions = oracle_and_actions(family, fractional_matchings=False)
     rng = np.random.default_rng([len(family), budget, 3])
     methods = set()
     for trial in range(12):

@@ -69,6 +69,9 @@ class HighsTuning:
     minus_paths, plus_paths:
         s-t paths of cyclic graphs by the LP branch and bounds of :mod:`~cmab_milp.oracles.norm.minus_paths`
         (sign -1) and :mod:`~cmab_milp.oracles.norm.plus_paths` (sign +1).
+
+    The searches' own steps (``paths_*``, ``branch_*``, ``concave_*``, ``fractional_matchings``,
+    ``exact_row_bounds``): each field's comment below says what it turns on.
     """
 
     prepare_queries: bool = True
@@ -86,6 +89,64 @@ class HighsTuning:
     branch_light_start: bool = True
     minus_paths: bool = True
     plus_paths: bool = True
+    # -- s-t paths, both signs (norm/minus_paths.py, norm/plus_paths.py)
+    #: Split a node (its tangents kept for the children) as soon as an LP point that violates no row of the space
+    #: is worth more than the incumbent: every bound of the node is at least that point's value.
+    paths_early: bool = True
+    #: Leave out the orientation columns of undirected paths (a smaller LP) and separate s-t cuts ``a(delta(S)) >= 1``
+    #: (``s`` in ``S``, ``t`` not; one max flow) instead: same polytope once separated, ~25% faster at f = 1.
+    paths_unoriented: bool = True
+    #: Add ``M``'s tangent at every new incumbent.
+    paths_incumbent_tangents: bool = True
+    #: Branch on the visit columns of undirected paths first (a node of the graph on the path or not) when one is
+    #: more fractional than ``the search's visit fraction``.
+    paths_visit_branch: bool = True
+    #: Kelley rounds with in-out separation: tangents at the midpoint of the LP point and the best point of the
+    #: node's relaxation seen so far (when they cut the LP point off; else at the LP point).
+    paths_in_out: bool = True
+    #: Tangents at the LP point as well as at the separation point.
+    paths_both_points: bool = False
+    #: Undirected: separate the s-t cuts (one max flow) only in rounds that found no tangent to add (then another LP
+    #: follows anyway, whose point is checked).
+    paths_st_lazy: bool = True
+    #: :func:`safe_bound` on one dense copy of the rows (False: the sparse rows and the tangents apart).
+    paths_dense_bound: bool = True
+    #: Also bound with tangents of the shifted matrix of :func:`~.minus_branch.relaxation_matrix`.
+    paths_shifted_tangents: bool = True
+    #: Bound ``t`` with the chord form of :mod:`.paths_chord` instead of the shifted matrix (``L``: the fewest edges of
+    #: an s-t path avoiding the excluded arms).
+    paths_chord: bool = True
+    #: Incumbent heuristics at every LP point (False: integral LP points only).
+    paths_heuristics: bool = True
+    #: Improve each new incumbent by :func:`~.paths_local.improve_path` (sub-paths swapped for short detours).
+    paths_local_search: bool = True
+    #: Also bound with the overestimator's size term (``kappa |a| (m - |a|)``, when ``kappa > 0``).
+    paths_size_form: bool = True
+    #: Also bound with the plain (diagonal) form, not only the vertex forms (always when no vertex form is made).
+    paths_plain: bool = True
+    # -- the branches on a combinatorial linear oracle (norm/minus_branch.py, norm/plus_branch.py)
+    #: Split a node as soon as a relaxed point is worth more than the incumbent.
+    branch_early: bool = True
+    #: Bound with the shifted matrix of :func:`relaxation_matrix` (False: ``M`` itself, as before).
+    branch_shift: bool = True
+    #: General (non-bipartite) matchings: linear queries over the fractional matching polytope
+    #: (:func:`~cmab_milp.oracles.backends.combinatorial.prepare_fractional_matching`), not the blossom algorithm.
+    fractional_matchings: bool = True
+    #: Split a node as soon as a relaxed point is worth more than the incumbent.
+    concave_early: bool = True
+    #: Also try :func:`~.overestimator.concave_overestimator` (size and conflict terms) at the root.
+    concave_overestimator: bool = True
+    #: On spaces with conflicts, also try the diagonal alone at the root (off: it lost or tied on K(10,12) and the
+    #: crew's queries, and skipping it takes a crew pair query from 22 to 17.5 ms).
+    concave_plain_with_conflicts: bool = False
+    #: A node's own form: the root's lowered on the node's free arms (:meth:`ConcaveBranch.node_form`); ``False``: a
+    #: new shift of the node's arms (matchings only, :func:`~.overestimator.shifted_form`).
+    concave_shift_down: bool = True
+    #: Whether a new shift also tries ``lambda_max I`` (the scaled candidate won on every crew node tried).
+    concave_reform_uniform: bool = False
+    # -- Glover's rows (norm/lifting.py)
+    #: Glover's row bounds from the space's combinatorial linear oracle where it is cheap (:func:`exact_row_bounds`).
+    exact_row_bounds: bool = True
 
     @classmethod
     def of(cls, value: Any) -> HighsTuning:

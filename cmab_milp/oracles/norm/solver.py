@@ -87,7 +87,6 @@ from ..backends.highs_model import CompiledModel, LimitReached, SolveResult
 from ..core.base import LinearQuery, NormQuery, OracleError, tolerance
 from ..mip.root_cuts import add_root_cuts
 from ..mip.tuning import HighsTuning
-from . import minus_branch
 from .cuts import ConvexCuts, Exclusions, add_no_good
 from .gradient import GradientCuts, positive_definite, well_scaled
 from .lifting import Lifted, quadratic_form_bounds
@@ -386,7 +385,7 @@ class NormSolver:
     def _plus_branch_applies(self, trial: bool = False) -> bool:
         """Sign +1 by the concave branch (any ``M``: ``tuning.plus_branch_definite``): a combinatorial space whose MILP
         needs lazy cuts, or matchings (an assignment a linear query, conflict terms in the bound; general ones on the
-        fractional matching polytope, :data:`~.minus_branch._FRACTIONAL_MATCHINGS`).
+        fractional matching polytope, ``tuning.fractional_matchings``).
 
         Where the MILP is compact and no conflict terms tighten the bound (cardinality, partition),
         the outer approximation's MILPs are faster (the concave bound is loose when actions hold few
@@ -408,7 +407,7 @@ class NormSolver:
             return False
         if trial or self.tuning.plus_branch == "always" or self.oracle.formulation.separators:
             return True
-        return type(space) is Matchings and (space.bipartite or minus_branch._FRACTIONAL_MATCHINGS)
+        return type(space) is Matchings and (space.bipartite or self.tuning.fractional_matchings)
 
     def _branch_plus(self, max_nodes: int | None = None) -> tuple[np.ndarray | None, float]:
         """Sign +1 by :class:`~.plus_branch.ConcaveBranch` (a combinatorial space; any symmetric ``M``).
@@ -418,7 +417,7 @@ class NormSolver:
         """
         self.stats.method = "branch-concave"
         best, best_value = self._first_incumbent_plus(light=self.tuning.branch_light_start)
-        search = ConcaveBranch(self.oracle.space, self.query, self.arms, self.deadline, _clock)
+        search = ConcaveBranch(self.oracle.space, self.query, self.arms, self.deadline, _clock, self.tuning)
         if max_nodes is not None:
             search.max_nodes = max_nodes
         search.keep = self.keep
@@ -615,7 +614,7 @@ class NormSolver:
     def _branch_minus(self, best: np.ndarray | None, best_value: float):
         """Sign -1 by :class:`~.minus_branch.LinearOracleBranch` (``M`` definite, a combinatorial space)."""
         self.stats.method = "branch-linear-oracle"
-        search = LinearOracleBranch(self.oracle.space, self.query, self.arms, self.deadline, _clock)
+        search = LinearOracleBranch(self.oracle.space, self.query, self.arms, self.deadline, _clock, self.tuning)
         return self._run_search(search, best, best_value)
 
     def _branch_path(self, best: np.ndarray | None, best_value: float, sign: int):
@@ -623,7 +622,7 @@ class NormSolver:
         :class:`~.plus_paths.ConcavePathBranch` (any ``M``: bounded on its PSD majorant)."""
         self.stats.method = "branch-path-lp" if sign < 0 else "branch-path-concave"
         kind = PathBranch if sign < 0 else ConcavePathBranch
-        search = kind(self.oracle.space, self.query, self.arms, self.l_hi, self.deadline, _clock)
+        search = kind(self.oracle.space, self.query, self.arms, self.l_hi, self.deadline, _clock, self.tuning)
         return self._run_search(search, best, best_value)
 
     def _run_search(self, search, best: np.ndarray | None, best_value: float):
