@@ -1,5 +1,7 @@
 """Restricted MILP queries on graphs with hundreds of edges: highs (root cuts on / off, flow rows) vs gurobi / scip.
 
+Measured figures and the ideas tried with this script: ``docs/performance.md`` (section "Oracles").
+
 Run: ``.venv/bin/python bench/graphs_large.py [--quick] [--queries 5] [--time-limit 60] [--only trees]
 [--optimistic 0.03]`` (``--optimistic``: that share of the shortest-path queries' weights above 0, as UCB
 indices of little-observed links are)

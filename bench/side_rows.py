@@ -1,5 +1,7 @@
 """Linear queries on a base space plus side rows: highs before / with starts / with starts and fixing, vs Gurobi.
 
+Measured figures and the ideas tried with this script: ``docs/performance.md`` (section "Oracles").
+
 Run: ``.venv/bin/python bench/side_rows.py [--queries 30] [--only TEXT] [--covers]``
 
 Families (issue 12): Cardinality(200, 20) with one knapsack row (``bench/extra_solvers.py``'s

@@ -10,8 +10,8 @@ answered.
 Tie rule: the answer depends on the query and the space only. Every query
 starts from the formulation's rows (the cuts of earlier queries are not kept:
 a pool shared by all queries made the answer depend on the history, and on the
-measured families it also made solves slower: 21 ms against 4.3 ms a query on
-6x6-grid spanning trees), a MILP is solved from a cold start, and an LP is
+measured families it also made solves slower: ``docs/performance.md``, "Oracles"),
+a MILP is solved from a cold start, and an LP is
 re-solved from a cold start whenever its optimum may be tied (see
 :meth:`~cmab_milp.oracles.backends.highs_model.CompiledModel.solve`). Among tied optima
 the answer is thus the one HiGHS reaches from a cold start: the same from a

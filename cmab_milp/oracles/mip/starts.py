@@ -14,14 +14,8 @@ bounds prove no path at least as good as the start uses
 (:meth:`~cmab_milp.oracles.mip.graph_starts.PathStarts.start_plan`: shortest paths,
 and paths with a few weights above 0, which the bound adds up; only on
 formulations that are the space plus side rows, :func:`_fixing_applies`).
-Measured (``bench/graphs_large.py``, variant ``highs-nofix``, 15 queries,
-interleaved): shortest paths of a 17x17 grid with ``forbid_pairs`` 37 -> 8 ms
-a query (median), with a knapsack row too 76 -> 19 ms, on the grid's digraph
-55 -> 17 ms (Gurobi: 27, 53, 27 ms); with 3% of the weights above 0
-(``--optimistic 0.03``) 69 -> 44, 188 -> 41 and 118 -> 38 ms (Gurobi 42, 51, 27);
-with one arm included (AROQ's and SROQ's restrictions; a start through it, and
-the forced arm's walk bound joins every edge's; 12 queries, interleaved) 38 -> 24,
-143 -> 87 and 122 -> 85 ms (Gurobi 32, 76, 25).
+The fixing's figures (``bench/graphs_large.py``, variant ``highs-nofix``) are in
+``docs/performance.md``, section "Oracles".
 
 A space built from a base with a combinatorial oracle by side rules
 (``with_constraint``, ``with_budget``, ``with_group``, ``with_conflicts``;
@@ -81,15 +75,13 @@ __all__ = [
     "side_rule_applies",
 ]
 
-#: Side plans from this many arms (below, the plan's ~0.3 ms costs more than it saves: Cardinality(20, 3) plus a
-#: budget 0.45 -> 0.70 ms a query; from 50 arms it pays: d = 100 3.6 -> 2.2 ms, d = 150 6.3 -> 2.9 ms).
+#: Side plans from this many arms (below, the plan costs more than it saves; docs/performance.md, "Oracles").
 SIDE_MIN_ARMS = 50
 #: Side plans for queries with at most this many side rows (conflicting pairs alone get none: HiGHS's clique
-#: table handles them; Cardinality(100, 10) with 100 conflicts 1.1 -> 3.0 ms with a plan).
+#: table handles them, and a plan measured slower there; docs/performance.md, "Oracles").
 SIDE_MAX_ROWS = 16
 #: HiGHS options of models whose queries get side starts: with a near-optimal start and most arms fixed,
-#: HiGHS's restarts and sub-MIP heuristics cost more than they find (Cardinality(200, 20) + a knapsack row,
-#: arms fixed: median 2.73 -> 1.64 ms a solve; a partition matroid 5.27 -> 2.70 ms).
+#: HiGHS's restarts and sub-MIP heuristics cost more than they find (docs/performance.md, "Oracles").
 SIDE_HIGHS_OPTIONS: dict[str, object] = {
     "mip_allow_restart": False,
     "mip_heuristic_run_rins": False,

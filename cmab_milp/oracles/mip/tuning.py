@@ -137,7 +137,7 @@ class HighsTuning:
     #: Also try :func:`~.overestimator.concave_overestimator` (size and conflict terms) at the root.
     concave_overestimator: bool = True
     #: On spaces with conflicts, also try the diagonal alone at the root (off: it lost or tied on K(10,12) and the
-    #: crew's queries, and skipping it takes a crew pair query from 22 to 17.5 ms).
+    #: crew's queries, and skipping it is faster there: docs/performance.md, "Oracles").
     concave_plain_with_conflicts: bool = False
     #: A node's own form: the root's lowered on the node's free arms (:meth:`ConcaveBranch.node_form`); ``False``: a
     #: new shift of the node's arms (matchings only, :func:`~.overestimator.shifted_form`).
