@@ -66,7 +66,6 @@ __all__ = ["RECOVERY_ENUMERATION", "HighsOracle"]
 
 #: Largest space that a failed norm query is answered on by enumeration (the last recovery).
 RECOVERY_ENUMERATION = 200_000
-_FractionalAnswer = FractionalAnswer  # the former name
 
 
 class HighsOracle(ModelOracle):
@@ -198,13 +197,9 @@ class HighsOracle(ModelOracle):
         """Which arms a solution's column ``values`` choose; raise if they are not integral."""
         return _chosen(values, self.d, "HiGHS", integer)
 
-    _chosen_arms = chosen_arms  # the former name
-
     def integral_action(self, values: list[float], integer: bool) -> np.ndarray:
         """The bool arm vector of a solution's column ``values``; raise if it is not integral."""
         return np.array(self.chosen_arms(values, integer), dtype=bool)
-
-    _integral_action = integral_action  # the former name
 
     def solve_linear(self, query: LinearQuery) -> np.ndarray | None:
         """Answer a linear query exactly (even with a ``gap``) without counting it (the norm index's sub-queries)."""
