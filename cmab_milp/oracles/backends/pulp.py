@@ -43,7 +43,7 @@ bound: SCIP 10.0's probing presolve did exactly that on path MILPs (see
 :data:`EXACT_OPTIONS`, which turns it off); such defects are found by
 cross-checking backends (the conformance kit, ``cmab-milp compare-oracles``).
 
-Norm queries are not linear, and the exact method of ``highs_norm`` edits a
+Norm queries are not linear, and the exact method of :mod:`~cmab_milp.oracles.norm` edits a
 compiled HiGHS model between many MILP solves, which PuLP's solve-from-scratch
 interface would make slow and would need a second implementation; this
 backend raises :class:`~cmab_milp.oracles.core.base.UnsupportedQuery` for them

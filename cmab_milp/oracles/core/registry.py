@@ -253,7 +253,7 @@ _BUILT_IN: list[tuple[str, str, str, Capabilities]] = [
         "pulp",
         "pulp:PulpOracle",
         "model rebuilt per query via PuLP",
-        # gap= only with the solvers whose bound is read (pulp_backend.BOUND_SOLVERS)
+        # gap= only with the solvers whose bound is read (backends.pulp.BOUND_SOLVERS)
         Capabilities(
             norm=False,
             time_limit=True,
