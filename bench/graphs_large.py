@@ -139,7 +139,6 @@ from cmab_milp.oracles.core.base import OracleError
 VARIANT_FLAGS = {
     "highs-before": [
         (graph_cuts, "SPARSE_TREE_CUTS", False),
-        (graphs, "PATH_ROOT_CUTS_NONPOSITIVE", True),
     ],
     # ``highs`` with HiGHS's restarts in path queries with a positive weight (before issue 12's fourth round)
     "highs-restarts": [(graphs, "PATH_POSITIVE_HIGHS_HINTS", {})],
@@ -147,7 +146,10 @@ VARIANT_FLAGS = {
 #: The ``highs`` tuning options of a variant (:class:`~cmab_milp.oracles.mip.tuning.HighsTuning`): ``highs-before``
 #: without the MIP starts and candidate hooks; ``highs-nofix`` without the reduced-cost fixing of shortest-path
 #: queries (``PathStarts.start_plan``).
-VARIANT_TUNING = {"highs-before": {"prepare_queries": False}, "highs-nofix": {"fix_arms": False}}
+VARIANT_TUNING = {
+    "highs-before": {"prepare_queries": False, "root_cuts_nonpositive": True},
+    "highs-nofix": {"fix_arms": False},
+}
 
 
 @contextmanager

@@ -26,6 +26,7 @@ from cmab_milp.oracles.core.base import OracleError
 from cmab_milp.oracles.mip import starts as mip_starts
 from cmab_milp.oracles.mip.graph_starts import PathStarts
 from cmab_milp.oracles.mip.starts import prepare_query, query_start, side_rows
+from cmab_milp.oracles.mip.tuning import HighsTuning
 from cmab_milp.spaces.formulation import Row, row_violation
 
 
@@ -381,9 +382,13 @@ def test_root_cuts_skip_nonpositive_path_queries_only(monkeypatch):
     assert not _nonpositive(model, formulation)
     monkeypatch.setattr(graphs, "ORIENTED_PATHS", False)
     assert "root_cuts" not in cm.STPaths(_grid(4), 0, 3).formulation().solver_hints  # unoriented: s-t cuts needed
-    monkeypatch.setattr(graphs, "ORIENTED_PATHS", True)
-    monkeypatch.setattr(graphs, "PATH_ROOT_CUTS_NONPOSITIVE", True)
-    assert "root_cuts" not in cm.STPaths(_grid(4), 0, 3).formulation().solver_hints
+    model.undo()
+    model.set_costs(-np.ones(space.d))
+    calls = []
+    formulation.fractional_separators.append(lambda x: calls.append(1) or [])  # (this formulation only)
+    model.tuning = HighsTuning(root_cuts_nonpositive=True)  # the option: the rounds run (and find nothing here)
+    add_root_cuts(model, formulation)
+    assert calls
 
 
 def test_trees_and_small_paths_get_no_query_hooks():

@@ -32,7 +32,7 @@ def test_defaults_are_the_measured_choices_and_every_field_is_a_documented_switc
 
     defaults = HighsTuning()
     off = {"side_cover_cuts", "minus_outer", "plus_branch_definite"}  # measured slower: off
-    off |= {"paths_both_points", "concave_plain_with_conflicts", "concave_reform_uniform"}
+    off |= {"paths_both_points", "concave_plain_with_conflicts", "concave_reform_uniform", "root_cuts_nonpositive"}
     source = inspect.getsource(HighsTuning)
     for field in dataclasses.fields(HighsTuning):
         assert getattr(defaults, field.name) is (field.name not in off), field.name

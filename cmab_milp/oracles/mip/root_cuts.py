@@ -14,9 +14,10 @@ run on a separate LP of :meth:`~cmab_milp.spaces.formulation.Formulation.lp_core
 (kept per model, ten times faster on a 20x20 grid), given the model's arm costs,
 arm bounds and query rows.
 
-A formulation may ask for no rounds when every arm cost is <= 0
+A formulation may say that no round pays when every arm cost is <= 0
 (``solver_hints["root_cuts"] = {"skip_nonpositive": True}``: s-t paths, where
-such a query never gains from a cycle).
+such a query never gains from a cycle); the rounds are then skipped unless the
+tuning option ``root_cuts_nonpositive`` is set.
 
 Before the rounds, :func:`~cmab_milp.oracles.mip.starts.prepare_query` gives the
 model the query's MIP start and candidate hooks (``tuning.prepare_queries``, :class:`~.tuning.HighsTuning`; the
@@ -91,7 +92,8 @@ def add_root_cuts(
         prepare_query(model, formulation)
     if not formulation.fractional_separators or max_rounds == 0:
         return 0
-    if formulation.solver_hints.get("root_cuts", {}).get("skip_nonpositive") and _nonpositive(model, formulation):
+    skippable = formulation.solver_hints.get("root_cuts", {}).get("skip_nonpositive")
+    if skippable and not model.tuning.root_cuts_nonpositive and _nonpositive(model, formulation):
         return 0
     core = _core_model(model, formulation)
     query_rows = model.rows(model.base_rows, model.num_rows) if core is not None else []

@@ -75,6 +75,10 @@ class HighsTuning:
     """
 
     prepare_queries: bool = True
+    #: Root cuts also for queries whose arm costs are all <= 0 where the formulation says no cut can pay (s-t paths
+    #: whose rows hold every s-t cut: a cycle only lowers such an objective). Off: the separators found nothing on
+    #: the measured shortest-path queries while their LPs cost time (docs/performance.md, "Oracles").
+    root_cuts_nonpositive: bool = False
     candidate_cuts: bool = True
     side_starts: bool = True
     solve_cores: bool = True
