@@ -89,6 +89,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--large", type=int, default=7, help="queries per bench/graphs_large.py --quick family")
     parser.add_argument("--norm", type=int, default=9, help="norm queries per Cardinality case")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--only", default="", help="run only families whose name contains this")
     args = parser.parse_args(argv)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     trees = {"before": args.before.resolve(), "after": args.after.resolve()}
@@ -119,7 +120,7 @@ def main(argv: list[str] | None = None) -> None:
     print("| family | queries | before ms | after ms | after / before | per-query ratio | same answers |")
     print("|---|---|---|---|---|---|---|")
     for build, label in jobs:
-        if not build["n"]:
+        if not build["n"] or args.only not in label:
             continue
         for t in trees:
             ask(t, {"op": "build", "seed": args.seed, **build})
