@@ -1,5 +1,7 @@
 """Restricted MILP queries on graphs with hundreds of edges: highs (root cuts on / off, flow rows) vs gurobi / scip.
 
+Measured figures and the ideas tried with this script: ``docs/performance.md`` (section "Oracles").
+
 Run: ``.venv/bin/python bench/graphs_large.py [--quick] [--queries 5] [--time-limit 60] [--only trees]
 [--optimistic 0.03]`` (``--optimistic``: that share of the shortest-path queries' weights above 0, as UCB
 indices of little-observed links are)
@@ -127,8 +129,6 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import cmab_milp as cm
-import cmab_milp.oracles.mip.root_cuts as root_cuts
-import cmab_milp.oracles.mip.starts as mip_starts
 import cmab_milp.spaces.graph_cuts as graph_cuts
 import cmab_milp.spaces.graphs as graphs
 from cmab_milp.oracles.core.base import OracleError
@@ -138,14 +138,17 @@ from cmab_milp.oracles.core.base import OracleError
 #: skipped root cuts of paths with weights <= 0 (issue 12, third round).
 VARIANT_FLAGS = {
     "highs-before": [
-        (root_cuts, "PREPARE_QUERIES", False),
         (graph_cuts, "SPARSE_TREE_CUTS", False),
-        (graphs, "PATH_ROOT_CUTS_NONPOSITIVE", True),
     ],
     # ``highs`` with HiGHS's restarts in path queries with a positive weight (before issue 12's fourth round)
     "highs-restarts": [(graphs, "PATH_POSITIVE_HIGHS_HINTS", {})],
-    # ``highs`` without the reduced-cost fixing of shortest-path queries (``PathStarts.start_plan``)
-    "highs-nofix": [(mip_starts, "FIX_ARMS", False)],
+}
+#: The ``highs`` tuning options of a variant (:class:`~cmab_milp.oracles.mip.tuning.HighsTuning`): ``highs-before``
+#: without the MIP starts and candidate hooks; ``highs-nofix`` without the reduced-cost fixing of shortest-path
+#: queries (``PathStarts.start_plan``).
+VARIANT_TUNING = {
+    "highs-before": {"prepare_queries": False, "root_cuts_nonpositive": True},
+    "highs-nofix": {"fix_arms": False},
 }
 
 
@@ -266,15 +269,12 @@ def build(variant: str, make_space: Callable[[], cm.ActionSpace], limit: float):
         graphs.FLOW_FORMULATION = False
         graphs.ORIENTED_PATHS = True
     backend = "highs" if variant.startswith("highs") else variant
-    oracle = cm.make_oracle(space, backend, time_limit=limit)
+    tuning = {"tuning": VARIANT_TUNING[variant]} if variant in VARIANT_TUNING else {}
+    oracle = cm.make_oracle(space, backend, time_limit=limit, **tuning)
     if backend == "auto":  # plan now (as the others compile now); its first query still counts the rest
         from cmab_milp.oracles.core.auto import QueryShape
 
-        try:
-            shape = QueryShape("linear", positive=True)
-        except TypeError:  # before issue 30 (the "before" runs): no sign in the shape
-            shape = QueryShape("linear")
-        oracle.plan(shape)
+        oracle.plan(QueryShape("linear", positive=True))
     if backend == "highs":
         oracle.root_cuts = variant != "highs-noroot"
         oracle.model(integer=True)

@@ -1,5 +1,7 @@
 """The crew problem's real norm queries (sign +1): ours, its variants and Gurobi, side by side.
 
+Measured figures and the ideas tried with this script: ``docs/performance.md`` (section "Oracles").
+
 Run: ``.venv/bin/python bench/norm_crew.py [--updates 6] [--arms 6] [--pairs 6] [--variants base,...]
 [--backends highs,gurobi] [--time-limit 20]``
 
@@ -81,32 +83,34 @@ from cmab_milp.oracles.norm import solver as norm_solver
 
 PROBLEM = Path(__file__).resolve().parents[1] / "problems" / "crew_matching.toml"
 
-#: Variants of the sign +1 method: module attributes of :mod:`cmab_milp.oracles.norm.solver` to set.
+#: Variants of the sign +1 method: ``highs`` tuning options (lower-case names, :class:`~cmab_milp.oracles.mip.tuning.
+#: HighsTuning`) and module attributes of :mod:`cmab_milp.oracles.norm.solver` (upper-case) to set.
 VARIANTS: dict[str, dict[str, object]] = {
     "new": {},  # the defaults
-    "before": {"_RESTART_BUDGET": 0, "_PLUS_LOCAL_CHECKS": 0, "_PLUS_OPTIONS": {}, "_UNIFORM_START": False},  # 03cb608
+    "before": {"_RESTART_BUDGET": 0, "_PLUS_LOCAL_CHECKS": 0, "_PLUS_OPTIONS": {}, "uniform_start": False},  # 03cb608
     "presolve": {"_PLUS_OPTIONS": {}},
     "no-restarts": {"_RESTART_BUDGET": 0},
     "no-swaps": {"_PLUS_LOCAL_CHECKS": 0},
-    "no-uniform": {"_UNIFORM_START": False},
-    "sorted-rows": {"lifting._EXACT_ROW_BOUNDS": False},  # Glover's rows from sorted sums only (before 13bbd1b)
-    "oa": {"_PLUS_BRANCH": False},  # the outer approximation (bipartite matchings took it before 7924f5d)
-    "diagonal": {"plus_branch._OVERESTIMATOR": False},  # the concave branch with the diagonal shift alone
+    "no-uniform": {"uniform_start": False},
+    "sorted-rows": {"exact_row_bounds": False},  # Glover's rows from sorted sums only (before 13bbd1b)
+    "oa": {"plus_branch": False},  # the outer approximation (bipartite matchings took it before 7924f5d)
+    "diagonal": {"concave_overestimator": False},  # the concave branch with the diagonal shift alone
     "no-reform": {"plus_branch._REFORM": 0},  # no node shifts its own arms again
     "no-tune": {"plus_branch._TUNE_AFTER": 0},  # the root's diagonal by trace only (before 9da3707)
-    "rescale": {"plus_branch._SHIFT_DOWN": False},  # node forms: a new scaled shift (matchings; before 9da3707)
-    "before-tune": {"plus_branch._TUNE_AFTER": 0, "plus_branch._SHIFT_DOWN": False},  # 0f6ad8e's branch
+    "rescale": {"concave_shift_down": False},  # node forms: a new scaled shift (matchings; before 9da3707)
+    "before-tune": {"plus_branch._TUNE_AFTER": 0, "concave_shift_down": False},  # 0f6ad8e's branch
     "no-trial": {"_PLUS_BRANCH_TRY": 0},  # no budgeted branch before the outer approximation (before f7d2c42)
-    "no-plus-paths": {"_PLUS_PATHS": False},  # cyclic s-t paths by the outer approximation (before plus_paths)
+    "no-plus-paths": {"plus_paths": False},  # cyclic s-t paths by the outer approximation (before plus_paths)
     "no-vertex-terms": {"plus_paths._VERTEX_TAUS": ()},  # plus_paths: the diagonal form alone (before the stars)
-    "no-fractional": {"minus_branch._FRACTIONAL_MATCHINGS": False},  # general matchings: blossom linear queries
+    "no-fractional": {"fractional_matchings": False},  # general matchings: blossom linear queries
 }
 
 
 @contextlib.contextmanager
 def variant(name: str) -> Iterator[None]:
     """The solver's module settings of variant ``name`` for the duration of a ``with`` block."""
-    settings = VARIANTS[name]  # keys of the solver module, or "module.NAME" of another norm module
+    # keys of the solver module, or "module.NAME" of another norm module (the tuning options: see tuning())
+    settings = {k: v for k, v in VARIANTS[name].items() if not k.islower()}
 
     def place(key: str) -> tuple[object, str]:
         module, _, attr = key.rpartition(".")
@@ -120,6 +124,11 @@ def variant(name: str) -> Iterator[None]:
     finally:
         for key, value in saved.items():
             setattr(*place(key), value)
+
+
+def tuning(name: str | None) -> dict[str, object]:
+    """The ``highs`` tuning options of variant ``name`` (its lower-case keys)."""
+    return {k: v for k, v in VARIANTS.get(name or "", {}).items() if k.islower()}
 
 
 def crew_queries(updates: int, arms: int, pairs: int, seed: int = 1) -> tuple[cm.ActionSpace, list[tuple[str, dict]]]:
@@ -214,7 +223,8 @@ def main(argv: list[str] | None = None) -> None:
     contenders: list[tuple[str, cm.Oracle, str | None]] = []
     if "highs" in backends:
         limit = args.time_limit if args.large else None  # (the crew's queries: exact, however long)
-        contenders += [(f"highs:{v}", cm.make_oracle(space, "highs", time_limit=limit), v) for v in names]
+        made = [(v, cm.make_oracle(space, "highs", time_limit=limit, tuning=tuning(v))) for v in names]
+        contenders += [(f"highs:{v}", oracle, v) for v, oracle in made]
     contenders += [(b, cm.make_oracle(space, b, time_limit=args.time_limit), None) for b in backends if b != "highs"]
     times: dict[str, dict[str, list[tuple[float, bool]]]] = {}
     for n, (kind, q) in enumerate(queries):

@@ -1,5 +1,7 @@
 """Oracle benchmark: per-query median microseconds per family x backend, and ratios.
 
+Measured figures and the ideas tried with this script: ``docs/performance.md`` (section "Oracles").
+
 Run: ``.venv/bin/python bench/oracle.py [--quick] [--backends highs,auto,...]``
 
 Contenders that are compared are measured side by side in one run, with their

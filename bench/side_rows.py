@@ -1,5 +1,7 @@
 """Linear queries on a base space plus side rows: highs before / with starts / with starts and fixing, vs Gurobi.
 
+Measured figures and the ideas tried with this script: ``docs/performance.md`` (section "Oracles").
+
 Run: ``.venv/bin/python bench/side_rows.py [--queries 30] [--only TEXT] [--covers]``
 
 Families (issue 12): Cardinality(200, 20) with one knapsack row (``bench/extra_solvers.py``'s
@@ -8,10 +10,10 @@ row; spanning trees of an 8x8 grid with a knapsack row. Every other query has re
 arm included, two excluded, two forbidden pairs). Variants, each its own oracle, asked the same
 query in turn (interleaved: the machine is shared):
 
-* ``before``: no side plan (``mip_starts.SIDE_STARTS = False``), the HiGHS MILP alone;
+* ``before``: no side plan (``tuning={"side_starts": False}``), the HiGHS MILP alone;
 * ``start``: the Lagrangian start of :mod:`cmab_milp.oracles.mip.side_starts`, HiGHS without restarts
-  and RINS/RENS (``FIX_ARMS = False``);
-* ``start+fix``: also the arms the flip bounds fix (``SOLVE_CORES = False``);
+  and RINS/RENS (``fix_arms: False``);
+* ``start+fix``: also the arms the flip bounds fix (``solve_cores: False``);
 * ``+cores``: also the enumeration of the free arms when few (the default);
 * ``+covers`` (``--covers``): ``start+fix`` plus the extended cover cuts of
   :mod:`cmab_milp.oracles.mip.cover_cuts` separated on the LP relaxation, as query rows;
@@ -54,9 +56,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import cmab_milp as cm
-from cmab_milp.oracles.mip import starts as mip_starts
 
-#: variant -> (SIDE_STARTS, FIX_ARMS, SOLVE_CORES, SIDE_COVER_CUTS)
+#: variant -> (side_starts, fix_arms, solve_cores, side_cover_cuts): the ``highs`` tuning options it sets
 VARIANTS = {
     "before": (False, False, False, False),
     "start": (True, False, False, False),
@@ -64,7 +65,7 @@ VARIANTS = {
     "+cores": (True, True, True, False),
     "+covers": (True, True, False, True),
 }
-_FLAGS = ("SIDE_STARTS", "FIX_ARMS", "SOLVE_CORES", "SIDE_COVER_CUTS")
+_FLAGS = ("side_starts", "fix_arms", "solve_cores", "side_cover_cuts")
 
 
 def families(rng: np.random.Generator) -> dict[str, tuple[cm.ActionSpace, Callable[[int], dict]]]:
@@ -96,33 +97,22 @@ def families(rng: np.random.Generator) -> dict[str, tuple[cm.ActionSpace, Callab
     return out
 
 
-def _set(flags: tuple[bool, ...]) -> None:
-    for name, value in zip(_FLAGS, flags, strict=True):
-        setattr(mip_starts, name, value)
-
-
 def run_family(space, make, variants: list[str], gurobi: bool, n: int) -> dict[str, list[float]]:
-    oracles = {v: cm.make_oracle(space, "highs") for v in variants}
+    oracles = {v: cm.make_oracle(space, "highs", tuning=dict(zip(_FLAGS, VARIANTS[v], strict=True))) for v in variants}
     if gurobi:
         oracles["gurobi"] = cm.make_oracle(space, "gurobi")
     times: dict[str, list[float]] = {v: [] for v in oracles}
-    saved = tuple(getattr(mip_starts, name) for name in _FLAGS)
-    try:
-        for k in range(n):
-            q = make(k)
-            values = {}
-            for v, oracle in oracles.items():
-                if v in VARIANTS:
-                    _set(VARIANTS[v])
-                start = time.perf_counter()
-                answer = oracle.argmax(**q)
-                times[v].append(time.perf_counter() - start)
-                values[v] = -np.inf if answer is None else float(q["weights"] @ answer)
-            top = max(values.values())
-            if min(values.values()) < top - 1e-9 * (1 + abs(top)):
-                print(f"  !! values disagree: {values}", flush=True)
-    finally:
-        _set(saved)
+    for k in range(n):
+        q = make(k)
+        values = {}
+        for v, oracle in oracles.items():
+            start = time.perf_counter()
+            answer = oracle.argmax(**q)
+            times[v].append(time.perf_counter() - start)
+            values[v] = -np.inf if answer is None else float(q["weights"] @ answer)
+        top = max(values.values())
+        if min(values.values()) < top - 1e-9 * (1 + abs(top)):
+            print(f"  !! values disagree: {values}", flush=True)
     return times
 
 

@@ -6,6 +6,8 @@ stable. The spaces are small enough to enumerate, so brute force is the truth.
 
 from __future__ import annotations
 
+from typing import Any
+
 import networkx as nx
 import numpy as np
 
@@ -61,12 +63,15 @@ SPACES = {
 _ORACLES: dict[str, tuple[cm.Oracle, np.ndarray]] = {}
 
 
-def oracle_and_actions(family: str) -> tuple[cm.Oracle, np.ndarray]:
-    """A ``highs`` oracle (``verify=True``) on ``SPACES[family]`` and every action of it, built once per process."""
-    if family not in _ORACLES:
+def oracle_and_actions(family: str, **tuning: Any) -> tuple[cm.Oracle, np.ndarray]:
+    """A ``highs`` oracle (``verify=True``, the ``tuning`` options given) on ``SPACES[family]`` and every action of
+    it, built once per process."""
+    key = family if not tuning else (family, *sorted(tuning.items()))
+    if key not in _ORACLES:
         space = SPACES[family]()
-        _ORACLES[family] = (cm.make_oracle(space, "highs", verify=True), cm.make_oracle(space, "enumerate").actions)
-    return _ORACLES[family]
+        oracle = cm.make_oracle(space, "highs", verify=True, tuning=tuning or None)
+        _ORACLES[key] = (oracle, cm.make_oracle(space, "enumerate").actions)
+    return _ORACLES[key]
 
 
 def admitted(actions: np.ndarray, include=(), exclude=(), forbid_pairs=()) -> np.ndarray:

@@ -23,10 +23,10 @@ import cmab_milp as cm
 import cmab_milp.spaces.graphs as graphs
 from cmab_milp.oracles.backends.highs_model import CompiledModel
 from cmab_milp.oracles.core.base import OracleError
-from cmab_milp.oracles.mip import root_cuts
 from cmab_milp.oracles.mip import starts as mip_starts
 from cmab_milp.oracles.mip.graph_starts import PathStarts
 from cmab_milp.oracles.mip.starts import prepare_query, query_start, side_rows
+from cmab_milp.oracles.mip.tuning import HighsTuning
 from cmab_milp.spaces.formulation import Row, row_violation
 
 
@@ -312,8 +312,7 @@ def test_starts_change_no_value_and_keep_answers_independent_of_history(monkeypa
         busy.argmax(**q)
     again = [busy.argmax(**q) for q in queries]
     assert all((a == b).all() for a, b in zip(fresh, again, strict=True))
-    monkeypatch.setattr(root_cuts, "PREPARE_QUERIES", False)
-    off = cm.make_oracle(space, "highs")
+    off = cm.make_oracle(space, "highs", tuning={"prepare_queries": False})
     for q, a in zip(queries, fresh, strict=True):
         assert q["weights"] @ off.argmax(**q) == pytest.approx(q["weights"] @ a, abs=1e-9)
 
@@ -324,8 +323,7 @@ def test_collection_switch_keeps_answers(monkeypatch):
     space = cm.STPaths(_grid(4), 0, 15)
     w = np.random.default_rng(8).uniform(0.1, 1.0, space.d)
     on = cm.make_oracle(space, "highs").argmax(w)
-    monkeypatch.setattr(mip_starts, "COLLECT_CANDIDATE_CUTS", False)
-    off = cm.make_oracle(space, "highs").argmax(w)
+    off = cm.make_oracle(space, "highs", tuning={"candidate_cuts": False}).argmax(w)
     assert w @ on == pytest.approx(w @ off, abs=1e-9)
 
 
@@ -384,9 +382,13 @@ def test_root_cuts_skip_nonpositive_path_queries_only(monkeypatch):
     assert not _nonpositive(model, formulation)
     monkeypatch.setattr(graphs, "ORIENTED_PATHS", False)
     assert "root_cuts" not in cm.STPaths(_grid(4), 0, 3).formulation().solver_hints  # unoriented: s-t cuts needed
-    monkeypatch.setattr(graphs, "ORIENTED_PATHS", True)
-    monkeypatch.setattr(graphs, "PATH_ROOT_CUTS_NONPOSITIVE", True)
-    assert "root_cuts" not in cm.STPaths(_grid(4), 0, 3).formulation().solver_hints
+    model.undo()
+    model.set_costs(-np.ones(space.d))
+    calls = []
+    formulation.fractional_separators.append(lambda x: calls.append(1) or [])  # (this formulation only)
+    model.tuning = HighsTuning(root_cuts_nonpositive=True)  # the option: the rounds run (and find nothing here)
+    add_root_cuts(model, formulation)
+    assert calls
 
 
 def test_trees_and_small_paths_get_no_query_hooks():
@@ -589,8 +591,8 @@ def test_an_answer_with_the_start_s_values_but_the_optimum_s_objective_is_solved
     space, query = _directed_rcsp_query()
     oracle = cm.make_oracle(space, "highs")
     value = query["weights"] @ oracle.argmax(**query)
-    monkeypatch.setattr(mip_starts, "FIX_ARMS", False)
-    assert value == pytest.approx(query["weights"] @ cm.make_oracle(space, "highs").argmax(**query), abs=1e-9)
+    unfixed = cm.make_oracle(space, "highs", tuning={"fix_arms": False})
+    assert value == pytest.approx(query["weights"] @ unfixed.argmax(**query), abs=1e-9)
 
     solution = SimpleNamespace(col_value=[1.0, 0.0, 1.0])
     model = CompiledModel(cm.Cardinality(3, 2).formulation())

@@ -64,13 +64,13 @@ def test_a_time_limit_raises_without_retrying() -> None:
 
 
 def test_integrality_is_judged_to_one_millionth_and_out_of_range_values_are_refused() -> None:
-    from cmab_milp.oracles.backends.highs import _FractionalAnswer
+    from cmab_milp.oracles.core.pipeline import FractionalAnswer
 
     oracle = cm.make_oracle(cm.Cardinality(4, 2), "highs")
-    assert oracle._chosen_arms([1.0 - 5e-7, 4e-7, -3e-7, 1.0 + 2e-7, 7.5], False) == [True, False, False, True]
+    assert oracle.chosen_arms([1.0 - 5e-7, 4e-7, -3e-7, 1.0 + 2e-7, 7.5], False) == [True, False, False, True]
     for bad in ([0.5, 0.0, 1.0, 0.0], [1.1, 0.0, 1.0, 0.0], [-0.2, 0.0, 1.0, 1.0], [2e-6, 0.0, 1.0, 1.0]):
-        with pytest.raises(_FractionalAnswer, match="fractional"):
-            oracle._chosen_arms(bad, True)
+        with pytest.raises(FractionalAnswer, match="fractional"):
+            oracle.chosen_arms(bad, True)
 
 
 def test_a_fractional_lp_answer_falls_back_to_the_milp() -> None:
@@ -200,12 +200,10 @@ def test_a_time_limit_holds_per_solve_not_for_the_instance_lifetime(kind: str, l
     import networkx as nx
 
     from cmab_milp.oracles.backends.highs_model import LimitReached
-    from cmab_milp.oracles.norm import solver
-
-    monkeypatch.setattr(solver, "_PLUS_BRANCH", False)  # the outer approximation's MILPs, not the branch
 
     space = cm.Matchings(nx.complete_bipartite_graph(5, 6))
-    oracle = cm.make_oracle(space, "highs", time_limit=limit)
+    # the outer approximation's MILPs, not the branch
+    oracle = cm.make_oracle(space, "highs", time_limit=limit, tuning={"plus_branch": False})
     rng = np.random.default_rng(4)
     a = rng.normal(size=(space.d, space.d))
     M = a @ a.T / space.d + np.eye(space.d)

@@ -12,7 +12,6 @@ from scipy.optimize import linprog
 import cmab_milp as cm
 from cmab_milp.oracles.backends.combinatorial import prepare_fractional_matching
 from cmab_milp.oracles.core.queries import Restrictions
-from cmab_milp.oracles.norm import minus_branch
 from cmab_milp.oracles.norm.minus_branch import LinearOracleBranch, _Node
 from cmab_milp.oracles.norm.plus_branch import ConcaveBranch
 from cmab_milp.oracles.norm.solver import last_stats
@@ -130,8 +129,7 @@ def test_k15_agrees_with_the_blossom_search(sign, monkeypatch):
         oracle = cm.make_oracle(space, "highs")
         ours = oracle.argmax_norm(**query, sign=sign)
         assert last_stats(oracle).method == ("branch-concave" if sign > 0 else "branch-linear-oracle")
-        with monkeypatch.context() as patch:
-            patch.setattr(minus_branch, "_FRACTIONAL_MATCHINGS", False)
-            theirs = oracle.argmax_norm(**query, sign=sign)
+        blossom = cm.make_oracle(space, "highs", tuning={"fractional_matchings": False})
+        theirs = blossom.argmax_norm(**query, sign=sign)
         q = oracle.norm_query(**query, sign=sign)
         assert q.value(ours) == pytest.approx(q.value(theirs), rel=1e-9, abs=1e-9), k

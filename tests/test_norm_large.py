@@ -206,7 +206,7 @@ def test_gradient_cuts_underestimate_the_norm_and_touch_it():
 
 
 def test_sign_minus_one_uses_gradient_cuts_only_where_valid(secant_method):
-    oracle, actions = oracle_and_actions("cardinality")
+    oracle, actions = oracle_and_actions("cardinality", **secant_method)
     rng = np.random.default_rng(5)
     for kind, scale, used in (("psd", 1.0, True), ("indefinite", 1.0, False), ("psd", 1e8, False)):
         mu, M = random_query(rng, oracle.d, kind)
@@ -225,11 +225,9 @@ def test_sign_minus_one_uses_gradient_cuts_only_where_valid(secant_method):
 def test_sign_minus_one_without_local_search_matches_brute_force(family, branch, monkeypatch):
     """The search (the branch on the linear oracle, or the secant MILP with its convex and gradient cuts),
     not the first incumbent, must find the optimum."""
-    from cmab_milp.oracles.norm import solver
 
     monkeypatch.setattr(NormSolver, "_improve_locally", lambda self, action, value: (action, value))
-    monkeypatch.setattr(solver, "_MINUS_BRANCH", branch)
-    oracle, actions = oracle_and_actions(family)
+    oracle, actions = oracle_and_actions(family, minus_branch=branch)
     rng = np.random.default_rng(8)
     beaten = 0
     for f in (0.5, 1.0, 2.0, 4.0, 8.0):
@@ -261,26 +259,21 @@ def test_the_time_limit_holds_for_the_whole_norm_query(monkeypatch):
 
 
 @pytest.fixture
-def secant_method(monkeypatch):
+def secant_method():
     """Sign -1 by the MILPs (secants or outer approximation), not :mod:`~cmab_milp.oracles.norm.minus_branch`; sign +1
     on cyclic s-t paths by the outer approximation, not :mod:`~cmab_milp.oracles.norm.plus_paths`."""
-    from cmab_milp.oracles.norm import solver
-
-    monkeypatch.setattr(solver, "_MINUS_BRANCH", False)
-    monkeypatch.setattr(solver, "_PLUS_PATHS", False)
+    return {"minus_branch": False, "plus_paths": False}
 
 
 @pytest.fixture
-def outer_method(monkeypatch, secant_method):
-    from cmab_milp.oracles.norm import solver
-
-    monkeypatch.setattr(solver, "_MINUS_OUTER", True)
+def outer_method(secant_method):
+    return {**secant_method, "minus_outer": True}
 
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_outer_approximation_matches_brute_force(family, outer_method):
     """Sign -1 by the disaggregated tangents (off by default): exact against brute force, PSD and singular M."""
-    oracle, actions = oracle_and_actions(family)
+    oracle, actions = oracle_and_actions(family, **outer_method)
     rng = np.random.default_rng(40 + len(family))
     d = oracle.d
     for k in range(4):
@@ -301,7 +294,7 @@ def test_outer_approximation_matches_brute_force(family, outer_method):
 
 
 def test_outer_approximation_leaves_indefinite_m_to_the_secants(outer_method):
-    oracle, actions = oracle_and_actions("cardinality")
+    oracle, actions = oracle_and_actions("cardinality", **outer_method)
     rng = np.random.default_rng(3)
     mu, M = random_query(rng, oracle.d, "indefinite")
     answer = oracle.argmax_norm(mu, M, 1.0, -1)
@@ -327,21 +320,25 @@ def test_square_root_rows_reproduce_the_quadratic_form():
 @pytest.mark.parametrize("family", ["spanning-trees", "paths-cyclic-undirected"])
 def test_space_root_cuts_enter_the_norm_model_and_keep_answers_exact(family, sign, monkeypatch, secant_method):
     """The space's fractional separators tighten the norm model (trees 8x8, f=0.3: -1 2.6 -> 0.64 s, +1 24 -> 1.1 s)."""
-    from cmab_milp.oracles.norm import solver
     from cmab_milp.spaces import graphs
 
     # small paths get no fractional separators by default (PATH_ROOT_CUTS_MIN_EDGES): a fresh space, gate at 0
     monkeypatch.setattr(graphs, "PATH_ROOT_CUTS_MIN_EDGES", 0)
     space = SPACES[family]()
-    oracle, actions = cm.make_oracle(space, "highs", verify=True), cm.make_oracle(space, "enumerate").actions
+    actions = cm.make_oracle(space, "enumerate").actions
+    oracles = {
+        on: cm.make_oracle(space, "highs", verify=True, tuning={**secant_method, "space_cuts": on})
+        for on in (False, True)
+        for on in (False, True)
+    }
     rng = np.random.default_rng(17)
     cut_counts = []
     for k in range(4):
-        mu, M = random_query(rng, oracle.d, "psd")
+        mu, M = random_query(rng, space.d, "psd")
         f = [0.3, 1.0, 3.0, 0.1][k]
         best = truth(actions, mu, M, f, sign)
         for on in (False, True):
-            monkeypatch.setattr(solver, "_SPACE_CUTS", on)
+            oracle = oracles[on]
             answer = oracle.argmax_norm(mu, M, f, sign)
             value = float(mu @ answer + sign * f * np.sqrt(answer @ M @ answer))
             assert value >= best - 1e-9 * (1 + abs(best))

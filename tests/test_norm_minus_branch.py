@@ -13,6 +13,7 @@ from instances import check_norm_answer, norm_values, oracle_and_actions, psd, r
 
 import cmab_milp as cm
 from cmab_milp.oracles.backends.highs_model import LimitReached
+from cmab_milp.oracles.mip.tuning import HighsTuning
 from cmab_milp.oracles.norm import minus_branch, solver
 from cmab_milp.oracles.norm.minus_branch import LinearOracleBranch, _Node, applies, line_maximum, relaxation_matrix
 from cmab_milp.oracles.norm.solver import last_stats
@@ -136,8 +137,8 @@ def test_the_shifted_bound_is_exact_for_equal_variances_on_actions_of_one_size(m
     best = float(values(actions, mu, M, f).max())
     root = {}
     for shift in (True, False):
-        monkeypatch.setattr(minus_branch, "_SHIFT", shift)
-        search = LinearOracleBranch(space, oracle.norm_query(mu, M, f, -1), np.arange(10), None, None)
+        tuning = HighsTuning(branch_shift=shift)
+        search = LinearOracleBranch(space, oracle.norm_query(mu, M, f, -1), np.arange(10), None, None, tuning)
         root[shift] = search.relax(_Node(-np.inf, 0, np.zeros(10, bool), np.zeros(10, bool)))[0]
     assert root[True] == pytest.approx(best, rel=1e-9)
     assert root[False] > best + 0.1
@@ -234,8 +235,7 @@ def test_d100_agrees_with_the_secant_milps_and_gurobi(family, monkeypatch):
     highs = cm.make_oracle(space, "highs")
     ours = highs.argmax_norm(**query)
     assert last_stats(highs).method == "branch-linear-oracle"
-    monkeypatch.setattr(solver, "_MINUS_BRANCH", False)
-    theirs = [highs.argmax_norm(**query)]
+    theirs = [cm.make_oracle(space, "highs", tuning={"minus_branch": False}).argmax_norm(**query)]
     if "gurobi" in cm.available_backends():
         theirs.append(cm.make_oracle(space, "gurobi").argmax_norm(**query))
     q = highs.norm_query(**query)

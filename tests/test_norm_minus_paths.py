@@ -19,7 +19,7 @@ import cmab_milp as cm
 from cmab_milp.oracles.backends.highs_model import LimitReached
 from cmab_milp.oracles.core.base import OracleError
 from cmab_milp.oracles.mip.graph_starts import PathStarts
-from cmab_milp.oracles.norm import minus_paths, solver
+from cmab_milp.oracles.norm import solver
 from cmab_milp.oracles.norm.lifting import quadratic_form_bounds
 from cmab_milp.oracles.norm.minus_paths import PathBranch, _Node, applies, component_cuts, safe_bound
 from cmab_milp.oracles.norm.paths_local import improve_path, path_sequence
@@ -260,26 +260,25 @@ def test_time_limit_stops_a_hard_query():
 
 
 @pytest.mark.slow
-def test_8x8_grid_agrees_with_the_secant_milps(monkeypatch):
+def test_8x8_grid_agrees_with_the_secant_milps():
     space = cm.STPaths(_grid(8, 8), 0, 63)
     rng = np.random.default_rng(4)
     oracle = cm.make_oracle(space, "highs", time_limit=120)
+    plain = cm.make_oracle(space, "highs", time_limit=120, tuning={"minus_paths": False})
     for k, f in enumerate([0.1, 0.3]):
         mu, M = rng.uniform(0, 1, space.d), psd(rng, space.d)
         res = {} if k == 0 else {"exclude": [3, 50], "forbid_pairs": [(10, 11), (60, 70)]}
-        monkeypatch.setattr(solver, "_MINUS_PATHS", True)
         ours = oracle.argmax_norm(mu, M, f, -1, **res)
         assert last_stats(oracle).method == "branch-path-lp"
-        monkeypatch.setattr(solver, "_MINUS_PATHS", False)
-        secants = oracle.argmax_norm(mu, M, f, -1, **res)
-        assert last_stats(oracle).method == "secants-quadratic-form"
+        secants = plain.argmax_norm(mu, M, f, -1, **res)
+        assert last_stats(plain).method == "secants-quadratic-form"
         a, b = (float(values(z[None, :], mu, M, f)[0]) for z in (ours, secants))
         assert abs(a - b) <= 1e-9 * (1 + abs(b)), (f, a, b)
 
 
-def test_module_switch_off_restores_the_secants(monkeypatch):
-    space, oracle, _actions = space_and_actions("wheel")
-    monkeypatch.setattr(solver, "_MINUS_PATHS", False)
+def test_the_option_off_restores_the_secants():
+    space = space_and_actions("wheel")[0]
+    oracle = cm.make_oracle(space, "highs", tuning={"minus_paths": False})
     rng = np.random.default_rng(6)
     mu, M = rng.uniform(0, 1, space.d), psd(rng, space.d)
     oracle.argmax_norm(mu, M, 1.0, -1)
@@ -430,9 +429,9 @@ def test_local_search_path_sequence_and_bad_input():
 
 @pytest.mark.parametrize("switch", [False, True])
 def test_answers_match_brute_force_with_and_without_local_search(monkeypatch, switch):
-    monkeypatch.setattr(minus_paths, "_LOCAL_SEARCH", switch)
     for name in ("grid-3x4", "digraph-b"):
-        space, oracle, actions = space_and_actions(name)
+        space, _, actions = space_and_actions(name)
+        oracle = cm.make_oracle(space, "highs", tuning={"paths_local_search": switch})
         rng = np.random.default_rng([len(name), 31])
         for k, f in enumerate([0.1, 1.0, 3.0, 5.0]):
             mu, M = rng.uniform(-0.2, 1.0, space.d), psd(rng, space.d)

@@ -22,7 +22,7 @@ from instances import (
 
 import cmab_milp as cm
 from cmab_milp._threads import blas_single_thread
-from cmab_milp.oracles.norm import plus_branch, solver
+from cmab_milp.oracles.norm import plus_branch
 from cmab_milp.oracles.norm.overestimator import concave_overestimator, conflict_pairs
 from cmab_milp.oracles.norm.solver import last_stats
 
@@ -81,8 +81,7 @@ def test_negative_means_where_the_empty_action_is_allowed(family, monkeypatch):
     has no tangent, and the branch took ``mu @ a`` as a bound there (not one: the norm was left out),
     pruning better actions (forests of a 3x3 grid: 19 wrong answers in 200). It now takes the triangle
     inequality's plane ``mu + f sqrt(diag M)`` there."""
-    monkeypatch.setattr(solver, "_PLUS_BRANCH", "always")
-    oracle, actions = oracle_and_actions(family)
+    oracle, actions = oracle_and_actions(family, plus_branch="always")
     rng = np.random.default_rng([len(family), 9])
     for _ in range(25):
         mu, M, f = -rng.uniform(0, 1, oracle.d), psd(rng, oracle.d), float(rng.uniform(0.1, 3.0))
@@ -96,9 +95,7 @@ def test_negative_means_where_the_empty_action_is_allowed(family, monkeypatch):
 @pytest.mark.parametrize("family", ["matchings-bipartite", "perfect-bipartite", "matchings-general"])
 @pytest.mark.parametrize("overestimator", [True, False])
 def test_correlated_queries_answer_like_enumeration(family, overestimator, monkeypatch):
-    monkeypatch.setattr(solver, "_PLUS_BRANCH", "always")
-    monkeypatch.setattr(plus_branch, "_OVERESTIMATOR", overestimator)
-    oracle, actions = oracle_and_actions(family)
+    oracle, actions = oracle_and_actions(family, plus_branch="always", concave_overestimator=overestimator)
     rng = np.random.default_rng([len(family), 17])
     for k, f in enumerate([0.1, 0.5, 1.0, 3.0, 10.0, 0.3]):
         mu, M = rng.uniform(-0.2, 1.0, oracle.d), correlated(rng, oracle.d)
@@ -214,8 +211,7 @@ def test_prepared_kruskal_gives_the_plain_algorithms_action_and_the_best_value(s
 def test_pair_queries_drop_the_included_arms_rivals_and_answer_like_enumeration(family, monkeypatch):
     """SROQ-C's pair representatives: two arms included. The branch drops every arm conflicting with an
     included one from its bound (no admitted action holds it); answers still match enumeration."""
-    monkeypatch.setattr(solver, "_PLUS_BRANCH", "always")
-    oracle, actions = oracle_and_actions(family)
+    oracle, actions = oracle_and_actions(family, plus_branch="always")
     rng = np.random.default_rng([len(family), 23])
     for _ in range(12):
         action = actions[rng.integers(len(actions))]

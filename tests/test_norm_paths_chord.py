@@ -135,11 +135,9 @@ def test_bad_input_is_refused():
 @pytest.mark.parametrize(("chord_on", "lazy"), [(False, False), (True, False), (True, True)])
 def test_answers_match_brute_force_with_each_bound(monkeypatch, chord_on, lazy):
     """The chord form on or off (``M_r`` then), the lazy s-t cuts on or off: exact answers, restrictions included."""
-    monkeypatch.setattr(minus_paths, "_CHORD", chord_on)
-    monkeypatch.setattr(minus_paths, "_ST_LAZY", lazy)
     for name in ("grid-3x4", "digraph", "wheel"):
         space, paths = space_and_paths(name)
-        oracle = cm.make_oracle(space, "highs")
+        oracle = cm.make_oracle(space, "highs", tuning={"paths_chord": chord_on, "paths_st_lazy": lazy})
         rng = np.random.default_rng([len(name), 41])
         for k, f in enumerate([0.1, 0.3, 1.0, 3.0, 5.0]):
             mu, M = rng.uniform(-0.2, 1.0, space.d), psd(rng, space.d)

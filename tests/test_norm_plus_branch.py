@@ -26,8 +26,7 @@ def values(actions: np.ndarray, mu, M, f) -> np.ndarray:
 
 @pytest.mark.parametrize("family", BRANCH)
 def test_answers_match_brute_force(family, monkeypatch):
-    monkeypatch.setattr(solver, "_PLUS_BRANCH", "always")
-    oracle, actions = oracle_and_actions(family)
+    oracle, actions = oracle_and_actions(family, plus_branch="always")
     rng = np.random.default_rng([len(family), 31])
     for k, f in enumerate([0.1, 0.5, 2.0, 5.0, 1.0, 0.3]):
         mu, M = rng.uniform(-0.5, 1.0, oracle.d), psd(rng, oracle.d, ridge=float(rng.choice([1e-3, 0.1, 1.0])))
@@ -54,8 +53,7 @@ def test_indefinite_M_is_bounded_on_its_psd_majorant_and_answers_match_brute_for
     """The index is ``mu @ a + f sqrt(max(a @ M @ a, 0))``; with ``M`` not definite the branch bounds on
     :func:`psd_majorant` and values on ``M`` (before, the outer approximation served: ~65 ms against ~9 ms on the
     crew problem's SROQ-C pair queries just after its warm-up)."""
-    monkeypatch.setattr(solver, "_PLUS_BRANCH", "always")
-    oracle, actions = oracle_and_actions(family)
+    oracle, actions = oracle_and_actions(family, plus_branch="always")
     rng = np.random.default_rng([len(family), 41])
     for k, f in enumerate([0.3, 1.0, 3.0, 10.0, 0.5, 2.0]):
         mu, M = rng.uniform(-0.5, 1.0, oracle.d), indefinite(rng, oracle.d)
@@ -284,8 +282,7 @@ def test_trees_8x8_agree_with_the_outer_approximation(monkeypatch):
     highs = cm.make_oracle(space, "highs")
     ours = highs.argmax_norm(**query)
     assert last_stats(highs).method == "branch-concave"
-    monkeypatch.setattr(solver, "_PLUS_BRANCH", False)
-    theirs = highs.argmax_norm(**query)
+    theirs = cm.make_oracle(space, "highs", tuning={"plus_branch": False}).argmax_norm(**query)
     q = highs.norm_query(**query)
     assert q.value(ours) == pytest.approx(q.value(theirs), rel=1e-9, abs=1e-9)
 
@@ -324,8 +321,8 @@ def test_the_branch_tries_first_where_the_outer_approximation_serves(family, bud
     queries end there, the others go on to the outer approximation with the branch's incumbent (a budget of
     one node forces the hand-over). Either way the answer is the best action (brute force)."""
     monkeypatch.setattr(solver, "_PLUS_BRANCH_TRY", budget)
-    monkeypatch.setattr(minus_branch, "_FRACTIONAL_MATCHINGS", False)  # (else the branch serves general matchings)
-    oracle, actions = oracle_and_actions(family)
+    # (with fractional matchings the branch serves general matchings)
+    oracle, actions = oracle_and_actions(family, fractional_matchings=False)
     rng = np.random.default_rng([len(family), budget, 3])
     methods = set()
     for trial in range(12):

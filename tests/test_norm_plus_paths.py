@@ -12,6 +12,7 @@ from test_norm_minus_paths import GRAPHS, random_path_node, space_and_actions
 
 import cmab_milp as cm
 from cmab_milp.oracles.backends.highs_model import LimitReached
+from cmab_milp.oracles.mip.tuning import HighsTuning
 from cmab_milp.oracles.norm import plus_paths, solver
 from cmab_milp.oracles.norm.lifting import quadratic_form_bounds
 from cmab_milp.oracles.norm.minus_paths import _Node
@@ -58,12 +59,12 @@ def test_instances_of_the_shared_families():
             assert float(values(answer[None, :], mu, M, f)[0]) >= best - 1e-9 * (1 + abs(best))
 
 
-def _branch(space, mu, M, f, **res) -> ConcavePathBranch:
+def _branch(space, mu, M, f, tuning: HighsTuning | None = None, **res) -> ConcavePathBranch:
     oracle = cm.make_oracle(space, "highs")
     q = oracle.norm_query(mu, M, f, 1, **res)
     arms = np.setdiff1d(np.arange(space.d), q.restrictions.exclude)
     _, hi = quadratic_form_bounds(q.M, space.m, arms)
-    return ConcavePathBranch(space, q, arms, hi, None, time.perf_counter)
+    return ConcavePathBranch(space, q, arms, hi, None, time.perf_counter, tuning or HighsTuning())
 
 
 @pytest.mark.parametrize("name", ["grid-3x4", "petersen", "digraph-a"])
@@ -124,10 +125,9 @@ def test_the_8x8_grid_agrees_with_the_outer_approximation(monkeypatch):
         oracle = cm.make_oracle(space, "highs")
         ours = oracle.argmax_norm(mu, M, 0.1, 1, **res)
         assert last_stats(oracle).method == "branch-path-concave" and last_stats(oracle).extra["nodes"] < 100
-        with monkeypatch.context() as patch:
-            patch.setattr(solver, "_PLUS_PATHS", False)
-            theirs = oracle.argmax_norm(mu, M, 0.1, 1, **res)
-            assert last_stats(oracle).method == "oa-quadratic-form"
+        plain = cm.make_oracle(space, "highs", tuning={"plus_paths": False})
+        theirs = plain.argmax_norm(mu, M, 0.1, 1, **res)
+        assert last_stats(plain).method == "oa-quadratic-form"
         got, want = (float(values(b[None, :], mu, M, 0.1)[0]) for b in (ours, theirs))
         assert got == pytest.approx(want, rel=1e-9, abs=1e-9)
 
@@ -207,9 +207,9 @@ def test_the_size_form_can_be_switched_off(monkeypatch):
     space, _, actions = space_and_actions("grid-3x4")
     rng = np.random.default_rng(5)
     mu, M = rng.uniform(0, 1, space.d), _correlated(rng, space.d)
-    monkeypatch.setattr(plus_paths, "_SIZE_FORM", False)
     monkeypatch.setattr(plus_paths, "_VERTEX_TAUS", ())
-    assert len(_branch(space, mu, M, 1.0).concave) == 1
-    answer = cm.make_oracle(space, "highs").argmax_norm(mu, M, 1.0, 1)
+    tuning = HighsTuning(paths_size_form=False)
+    assert len(_branch(space, mu, M, 1.0, tuning).concave) == 1
+    answer = cm.make_oracle(space, "highs", tuning=tuning).argmax_norm(mu, M, 1.0, 1)
     best = float(values(actions, mu, M, 1.0).max())
     assert float(values(answer[None, :], mu, M, 1.0)[0]) >= best - 1e-9 * (1 + abs(best))

@@ -18,7 +18,7 @@ from instances import (
     random_restrictions,
 )
 
-from cmab_milp.oracles.norm import plus_branch, solver
+from cmab_milp.oracles.norm import plus_branch
 from cmab_milp.oracles.norm.minus_branch import _Node
 from cmab_milp.oracles.norm.plus_branch import ConcaveBranch
 from cmab_milp.oracles.norm.shifts import diagonal_shift, weighted_diagonal
@@ -84,7 +84,6 @@ def test_the_tuned_root_and_its_node_forms_bound_every_action_of_their_node(fami
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_tuning_from_the_first_node_answers_like_enumeration(family, monkeypatch):
-    monkeypatch.setattr(solver, "_PLUS_BRANCH", "always")
     monkeypatch.setattr(plus_branch, "_TUNE_AFTER", 1)
     tuned = []
     tune = ConcaveBranch.tune
@@ -94,7 +93,7 @@ def test_tuning_from_the_first_node_answers_like_enumeration(family, monkeypatch
         tune(self)
 
     monkeypatch.setattr(ConcaveBranch, "tune", counting)
-    oracle, actions = oracle_and_actions(family)
+    oracle, actions = oracle_and_actions(family, plus_branch="always")
     rng = np.random.default_rng([len(family), 23])
     for trial in range(10):
         mu, M, f = rng.uniform(-0.5, 1, oracle.d), correlated(rng, oracle.d), float(rng.choice([0.3, 1.0, 3.0, 10.0]))

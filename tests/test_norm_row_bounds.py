@@ -13,7 +13,6 @@ import pytest
 from instances import admitted, oracle_and_actions
 
 from cmab_milp.oracles.core.queries import Restrictions
-from cmab_milp.oracles.norm import lifting
 from cmab_milp.oracles.norm.lifting import exact_row_bounds
 
 CHEAP = ["partition", "graphic", "spanning-trees", "paths-dag", "matchings-bipartite", "perfect-bipartite"]
@@ -65,13 +64,10 @@ def test_spaces_without_a_cheap_algorithm_keep_the_sorted_rows(family):
 
 @pytest.mark.parametrize("family", ["matchings-bipartite", "partition", "spanning-trees"])
 def test_sign_plus_answers_match_brute_force_with_either_bounds(family, monkeypatch):
-    from cmab_milp.oracles.norm import solver
 
-    monkeypatch.setattr(solver, "_PLUS_BRANCH", False)  # the outer approximation: the lifting's user
-    oracle, actions = oracle_and_actions(family)
     rng = np.random.default_rng([len(family), 9])
-    for exact in (True, False):
-        monkeypatch.setattr(lifting, "_EXACT_ROW_BOUNDS", exact)
+    for exact in (True, False):  # plus_branch off: the outer approximation, the lifting's user
+        oracle, actions = oracle_and_actions(family, plus_branch=False, exact_row_bounds=exact)
         for f in (0.3, 1.0, 3.0):
             a = rng.normal(size=(oracle.d, oracle.d))
             mu, M = rng.uniform(-0.5, 1, oracle.d), a @ a.T / oracle.d + 0.1 * np.eye(oracle.d)

@@ -261,9 +261,10 @@ def small_spaces_get_plans(monkeypatch):
 @pytest.mark.parametrize("cores", [True, False])
 @pytest.mark.parametrize("name", sorted(SPACES))
 def test_highs_answers_restricted_queries_as_enumeration_does(name, cores, small_spaces_get_plans, monkeypatch):
-    monkeypatch.setattr(mip_starts, "SOLVE_CORES", cores)  # the enumerated core, or HiGHS on the fixed model
     space = SPACES[name]()
-    highs, truth = cm.make_oracle(space, "highs", verify=True), cm.make_oracle(space, "enumerate")
+    # the enumerated core, or HiGHS on the fixed model
+    highs = cm.make_oracle(space, "highs", verify=True, tuning={"solve_cores": cores})
+    truth = cm.make_oracle(space, "enumerate")
     for q in queries(np.random.default_rng(3), space.d, 16):
         got, want = highs.argmax(**q), truth.argmax(**q)
         assert (got is None) == (want is None), q
@@ -305,8 +306,8 @@ def test_the_side_start_is_used_and_its_fixing_is_undone(monkeypatch):
     assert (lower == 0).all() and (upper == 1).all() and model.region_bound == -np.inf
     answer = cm.make_oracle(space, "highs").argmax(w)
     assert w @ answer == pytest.approx(result.objective, abs=1e-9)
-    monkeypatch.setattr(mip_starts, "SIDE_STARTS", False)  # the MILP alone agrees
-    assert w @ cm.make_oracle(space, "highs").argmax(w) == pytest.approx(w @ answer, abs=1e-9)
+    alone = cm.make_oracle(space, "highs", tuning={"side_starts": False})  # the MILP alone agrees
+    assert w @ alone.argmax(w) == pytest.approx(w @ answer, abs=1e-9)
 
 
 def test_a_fixing_that_empties_the_model_is_an_error_not_an_infeasible_answer():
@@ -343,15 +344,13 @@ def test_large_side_spaces_agree_with_the_plain_milp(kind, monkeypatch):
         else cm.PartitionMatroid([list(range(k * 12, (k + 1) * 12)) for k in range(10)], [2] * 10)
     )
     space = base.with_budget(rng.uniform(0.5, 1.5, 120), 8.0)
-    planned, plain = cm.make_oracle(space, "highs", verify=True), cm.make_oracle(space, "highs")
+    planned = cm.make_oracle(space, "highs", verify=True)
+    plain = cm.make_oracle(space, "highs", tuning={"side_starts": False})
     used = []
     original = mip_starts.side_query_plan
     monkeypatch.setattr(mip_starts, "side_query_plan", lambda *a, **k: used.append(original(*a, **k)) or used[-1])
     for q in queries(rng, 120, 8):
-        got = planned.argmax(**q)
-        monkeypatch.setattr(mip_starts, "SIDE_STARTS", False)
-        want = plain.argmax(**q)
-        monkeypatch.setattr(mip_starts, "SIDE_STARTS", True)
+        got, want = planned.argmax(**q), plain.argmax(**q)
         assert (got is None) == (want is None)
         if got is not None:
             assert q["weights"] @ got == pytest.approx(q["weights"] @ want, abs=1e-9)

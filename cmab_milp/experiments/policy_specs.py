@@ -16,6 +16,9 @@
 ``time_limit = 5``
     seconds per solve (``make_oracle(space, backend, time_limit=...)``; a norm query's
     limit covers the whole query).
+``tuning = {side_starts = false}``
+    the backend's tuning options (``highs``: :class:`~cmab_milp.oracles.mip.tuning.HighsTuning`;
+    each is exact either way), checked by the backend's declared record.
 
 A backend that takes no such option is refused at the key, before any work.
 
@@ -166,4 +169,14 @@ def _oracle_options(table: Table, oracle: str) -> dict[str, Any]:
                 key, f"backend {oracle!r} takes no {key} option (its options: {', '.join(known) or 'none'})"
             )
         options[key] = value
+    if "tuning" in table:
+        data = table.table("tuning").data
+        caps = BACKENDS[oracle.partition(":")[0]].capabilities
+        if caps.tuning is None:
+            raise table.error("tuning", f"backend {oracle!r} takes no tuning option")
+        try:
+            caps.check_tuning(data)
+        except ValueError as exc:
+            raise table.error("tuning", str(exc)) from None
+        options["tuning"] = dict(data)
     return options

@@ -39,8 +39,8 @@ edges (:data:`PATH_DIRECTED_MIN_ARCS` arcs on digraphs with cycles, which get
 root cuts from that size too) name a MIP-start heuristic (:mod:`~cmab_milp.oracles.mip.graph_starts`, used
 by :mod:`~cmab_milp.oracles.mip.starts`, which also fixes out the edges that
 Lagrangian walk bounds prove no better path uses), and path
-queries whose weights are all <= 0 skip the root cuts
-(:data:`PATH_ROOT_CUTS_NONPOSITIVE`); spanning
+queries whose weights are all <= 0 may skip the root cuts
+(``solver_hints["root_cuts"]``; the ``highs`` option ``root_cuts_nonpositive``); spanning
 trees write a subtour row of a large set on its sparse side
 ``a(E) - a(E(S)) >= n - |S|`` (equal to the dense row on ``sum a = n - 1``).
 
@@ -82,11 +82,6 @@ ORIENTED_PATHS = True
 #: holds). Measured side by side: root cuts made 5x5-grid paths (40 edges, bench/oracle.py) 2.4x slower and
 #: 10x10-grid longest paths (180 edges) 1.9x faster.
 PATH_ROOT_CUTS_MIN_EDGES = 100
-#: Root cuts for path queries whose weights are all <= 0 (shortest paths). Off: a cycle only lowers such an
-#: objective and the orientation rows hold every s-t cut, so the separators found nothing on the measured
-#: queries while their LP cost 30-40 ms each (17x17 grid + forbid_pairs: median 0.083 -> 0.047 s; with a
-#: knapsack row 0.158 -> 0.102 s; 15 queries interleaved). A query-only rule (the tie rule holds).
-PATH_ROOT_CUTS_NONPOSITIVE = False
 #: HiGHS options of path MILPs on cyclic graphs (``Formulation.solver_hints``): after the root cuts HiGHS's own
 #: cut generation dominated path solves (4,781 cuts in 1.2 s of one 1.7 s solve); a smaller cut pool
 #: measured ~1.25x faster on longest paths of a 10x10 grid (bench/graphs_large.py).
@@ -485,8 +480,8 @@ class STPaths(_GraphSpace):
                 demand = {v: (0.0, (z,), (1.0,)) for v, z in visit.items()}
                 demand[self.t] = (1.0, (), ())
                 self._add_flow(f, self.s, float(self.n_nodes - 1), demand)
-        if not PATH_ROOT_CUTS_NONPOSITIVE and (self.directed or self._oriented):  # (unoriented: s-t cuts needed)
-            f.solver_hints["root_cuts"] = {"skip_nonpositive": True}
+        if self.directed or self._oriented:  # the rows hold every s-t cut (unoriented: s-t cuts needed)
+            f.solver_hints["root_cuts"] = {"skip_nonpositive": True}  # a query with weights <= 0 gains from no cut
         gate = START_MIN_ARMS if not self.directed or self.acyclic else min(START_MIN_ARMS, PATH_DIRECTED_MIN_ARCS)
         if self.d >= gate:  # rows added after this point are side rows to the start heuristic
             f.solver_hints["start"] = {"space": self, "rows": f.n_rows}

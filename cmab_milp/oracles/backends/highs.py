@@ -10,8 +10,8 @@ answered.
 Tie rule: the answer depends on the query and the space only. Every query
 starts from the formulation's rows (the cuts of earlier queries are not kept:
 a pool shared by all queries made the answer depend on the history, and on the
-measured families it also made solves slower: 21 ms against 4.3 ms a query on
-6x6-grid spanning trees), a MILP is solved from a cold start, and an LP is
+measured families it also made solves slower: ``docs/performance.md``, "Oracles"),
+a MILP is solved from a cold start, and an LP is
 re-solved from a cold start whenever its optimum may be tied (see
 :meth:`~cmab_milp.oracles.backends.highs_model.CompiledModel.solve`). Among tied optima
 the answer is thus the one HiGHS reaches from a cold start: the same from a
@@ -46,7 +46,9 @@ Example
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -55,6 +57,7 @@ from ..core.base import LimitReached, LinearQuery, NormQuery, OracleError, check
 from ..core.pipeline import FractionalAnswer, ModelOracle, certified_solve
 from ..core.pipeline import chosen_arms as _chosen
 from ..mip.root_cuts import add_root_cuts
+from ..mip.tuning import HighsTuning
 from ..norm.solver import solve_norm
 from .enumerate import EnumerateOracle
 from .highs_model import CompiledModel
@@ -63,7 +66,6 @@ __all__ = ["RECOVERY_ENUMERATION", "HighsOracle"]
 
 #: Largest space that a failed norm query is answered on by enumeration (the last recovery).
 RECOVERY_ENUMERATION = 200_000
-_FractionalAnswer = FractionalAnswer  # the former name
 
 
 class HighsOracle(ModelOracle):
@@ -99,6 +101,9 @@ class HighsOracle(ModelOracle):
         proven optimal is recorded in the ledger with its ratio. The linear sub-queries of
         the norm index stay exact. ``None`` (default): exact norm answers only. A gap
         alone is deterministic; an answer stopped by the time limit depends on timing.
+    tuning:
+        The speed-ups used (:class:`~cmab_milp.oracles.mip.tuning.HighsTuning`, or a mapping of its
+        fields, e.g. ``{"side_starts": False}``); each is exact either way. ``None``: the defaults.
     """
 
     name = "highs"
@@ -113,8 +118,11 @@ class HighsOracle(ModelOracle):
         verify: bool = False,
         gap: float | None = None,
         norm_gap: float | None = None,
+        tuning: HighsTuning | Mapping[str, Any] | None = None,
     ):
         super().__init__(space, time_limit, verify, gap)
+        #: The tuning choices (:class:`~cmab_milp.oracles.mip.tuning.HighsTuning`; a mapping of its fields is read).
+        self.tuning = HighsTuning.of(tuning)
         self.lp_when_integral = bool(lp_when_integral) and self.formulation.integral_lp
         self.norm_gap = check_gap(norm_gap, "norm_gap")
         #: How often each recovery answered a norm query whose first solve failed.
@@ -144,6 +152,7 @@ class HighsOracle(ModelOracle):
     def _new_model(self, gap: float | None, integer: bool = True) -> CompiledModel:
         """A compiled model of the formulation (``gap``: the certified approximate mode)."""
         model = CompiledModel(self.formulation, integer=integer, time_limit=self.time_limit)
+        model.tuning = self.tuning
         if gap is not None:
             model.approximate(gap)
         return model
@@ -189,13 +198,9 @@ class HighsOracle(ModelOracle):
         """Which arms a solution's column ``values`` choose; raise if they are not integral."""
         return _chosen(values, self.d, "HiGHS", integer)
 
-    _chosen_arms = chosen_arms  # the former name
-
     def integral_action(self, values: list[float], integer: bool) -> np.ndarray:
         """The bool arm vector of a solution's column ``values``; raise if it is not integral."""
         return np.array(self.chosen_arms(values, integer), dtype=bool)
-
-    _integral_action = integral_action  # the former name
 
     def solve_linear(self, query: LinearQuery) -> np.ndarray | None:
         """Answer a linear query exactly (even with a ``gap``) without counting it (the norm index's sub-queries)."""
@@ -208,6 +213,7 @@ class HighsOracle(ModelOracle):
         model = self._local.__dict__.get("norm_model")
         if model is None:
             model = CompiledModel(self.formulation, integer=True, time_limit=self.time_limit)
+            model.tuning = self.tuning
             # norm_gap: a MILP stopped by the time limit returns its incumbent and bound
             model.incumbent_on_limit = self.norm_gap is not None
             self._local.norm_model = model

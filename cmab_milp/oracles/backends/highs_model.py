@@ -33,6 +33,7 @@ from ...spaces.formulation import Formulation, Row
 from ..core.base import LimitReached, OracleError
 from ..core.pipeline import ModelBase, SolveResult
 from ..mip.options import HIGHS_OPTIONS
+from ..mip.tuning import HighsTuning
 
 __all__ = ["CompiledModel", "LimitReached", "SolveResult", "new_highs"]
 
@@ -89,6 +90,8 @@ class CompiledModel(ModelBase):
     """
 
     name = "HiGHS"
+    #: The tuning choices its MIP hooks read (:mod:`~cmab_milp.oracles.mip`); the ``highs`` backend sets its own.
+    tuning: HighsTuning = HighsTuning()
 
     def __init__(self, formulation: Formulation, *, integer: bool = True, time_limit: float | None = None):
         import highspy

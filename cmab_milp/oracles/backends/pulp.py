@@ -4,11 +4,10 @@
 PuLP's ``HiGHS`` (the highspy API solver); ``"pulp:NAME"`` picks any solver in
 ``pulp.listSolvers(onlyAvailable=True)``. PuLP cannot re-solve a model in
 place: every solve hands the whole problem to the solver again. A query pays
-the assembly of a fresh ``LpProblem`` (0.03 ms for 20 arms, 0.1 ms for a 60-edge
-tree), PuLP's translation into the solver (for ``HiGHS`` Python loops over
-columns and rows: ~0.3-0.6 ms on small spaces, ~1.2 ms a query against
-0.45 ms for the compiled ``"highs"`` backend on a 20-arm cardinality space)
-and, for CBC, an MPS file and a new process (~10-40 ms a solve). Use
+the assembly of a fresh ``LpProblem``, PuLP's translation into the solver (for
+``HiGHS`` Python loops over columns and rows) and, for CBC, an MPS file and a
+new process: several times the compiled ``"highs"`` backend's time (figures in
+``docs/performance.md``, section "Oracles"). Use
 ``"highs"`` when speed matters; this backend is for cross-checking and for
 users who want a particular PuLP solver.
 
@@ -44,7 +43,7 @@ bound: SCIP 10.0's probing presolve did exactly that on path MILPs (see
 :data:`EXACT_OPTIONS`, which turns it off); such defects are found by
 cross-checking backends (the conformance kit, ``cmab-milp compare-oracles``).
 
-Norm queries are not linear, and the exact method of ``highs_norm`` edits a
+Norm queries are not linear, and the exact method of :mod:`~cmab_milp.oracles.norm` edits a
 compiled HiGHS model between many MILP solves, which PuLP's solve-from-scratch
 interface would make slow and would need a second implementation; this
 backend raises :class:`~cmab_milp.oracles.core.base.UnsupportedQuery` for them

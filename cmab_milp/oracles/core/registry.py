@@ -101,6 +101,10 @@ class Capabilities:
         ``cost(space, shape, facts) -> float``: estimated seconds per query
         (``math.inf``: cannot answer), see :mod:`cmab_milp.oracles.core.auto`;
         ``None``: ``auto`` never picks this backend.
+    tuning:
+        The typed record of its ``tuning=`` option (a class whose ``of(value)`` reads
+        ``None``, a record or a mapping of its fields, ``ValueError`` otherwise), e.g.
+        :class:`~cmab_milp.oracles.mip.tuning.HighsTuning`; ``None``: no such option.
     """
 
     linear: bool = True
@@ -122,6 +126,7 @@ class Capabilities:
     solver_label: str = ""
     options: tuple[str, ...] | None = None
     cost: str | Callable[..., float] | None = None
+    tuning: str | type | None = None
 
     def accepts_space(self, space: ActionSpace) -> bool:
         """Whether this backend takes ``space``."""
@@ -138,6 +143,13 @@ class Capabilities:
         if kind == "norm" and self.norm_tolerance is not None:
             return self.norm_tolerance
         return self.tolerance
+
+    def check_tuning(self, value: Any) -> Any:
+        """The backend's tuning record read from ``value`` (``ValueError`` for unknown options or bad values)."""
+        record = _resolve(self.tuning)
+        if record is None:
+            raise ValueError("this backend takes no tuning option")
+        return record.of(value)
 
     def missing_modules(self) -> list[str]:
         return [mod for mod in self.requires if importlib.util.find_spec(mod) is None]
@@ -229,13 +241,19 @@ _BUILT_IN: list[tuple[str, str, str, Capabilities]] = [
         "highs",
         "highs:HighsOracle",
         "MILP compiled once on HiGHS",
-        Capabilities(time_limit=True, approximate=True, requires=("highspy",), cost=f"{_COSTS}:highs_cost"),
+        Capabilities(
+            time_limit=True,
+            approximate=True,
+            requires=("highspy",),
+            cost=f"{_COSTS}:highs_cost",
+            tuning="cmab_milp.oracles.mip.tuning:HighsTuning",
+        ),
     ),
     (
         "pulp",
         "pulp:PulpOracle",
         "model rebuilt per query via PuLP",
-        # gap= only with the solvers whose bound is read (pulp_backend.BOUND_SOLVERS)
+        # gap= only with the solvers whose bound is read (backends.pulp.BOUND_SOLVERS)
         Capabilities(
             norm=False,
             time_limit=True,
@@ -423,6 +441,8 @@ def make_oracle(space: ActionSpace, backend: str | Oracle = "highs", **options: 
         raise ValueError(f"backend {name!r} does not accept {type(space).__name__}; it answers {caps.spaces}")
     if options.get("gap") is not None:
         _check_approximate(name, solver, caps, options["gap"])
+    if options.get("tuning") is not None and caps.tuning is not None:
+        options["tuning"] = caps.check_tuning(options["tuning"])  # unknown names, bad values: refused here
     if solver:
         options = {"solver": solver, **options}
     known = entry.options()

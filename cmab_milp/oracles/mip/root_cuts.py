@@ -14,12 +14,13 @@ run on a separate LP of :meth:`~cmab_milp.spaces.formulation.Formulation.lp_core
 (kept per model, ten times faster on a 20x20 grid), given the model's arm costs,
 arm bounds and query rows.
 
-A formulation may ask for no rounds when every arm cost is <= 0
+A formulation may say that no round pays when every arm cost is <= 0
 (``solver_hints["root_cuts"] = {"skip_nonpositive": True}``: s-t paths, where
-such a query never gains from a cycle).
+such a query never gains from a cycle); the rounds are then skipped unless the
+tuning option ``root_cuts_nonpositive`` is set.
 
 Before the rounds, :func:`~cmab_milp.oracles.mip.starts.prepare_query` gives the
-model the query's MIP start and candidate hooks (:data:`PREPARE_QUERIES`; the
+model the query's MIP start and candidate hooks (``tuning.prepare_queries``, :class:`~.tuning.HighsTuning`; the
 cut loop's hook for the query, as this function is).
 
 Tie rule: the relaxation starts cold (no basis of an earlier query is kept) and
@@ -52,10 +53,7 @@ from ...spaces.formulation import Formulation, Row
 from ..backends.highs_model import CompiledModel
 from .starts import prepare_query
 
-__all__ = ["MAX_ROUNDS", "MIN_VIOLATION", "PREPARE_QUERIES", "add_root_cuts"]
-
-#: Also set the query's MIP start, candidate repair and candidate cuts (:func:`.mip_starts.prepare_query`).
-PREPARE_QUERIES = True
+__all__ = ["MAX_ROUNDS", "MIN_VIOLATION", "add_root_cuts"]
 
 #: Separation rounds per query (each is one LP re-solve from the last basis).
 MAX_ROUNDS = 100
@@ -90,11 +88,12 @@ def add_root_cuts(
         raise ValueError(f"max_rounds must be >= 0 and min_violation > 0, got {max_rounds} and {min_violation}")
     if model.d != formulation.d:
         raise ValueError(f"the model has {model.d} arm columns but the formulation d={formulation.d}")
-    if PREPARE_QUERIES:
+    if model.tuning.prepare_queries:
         prepare_query(model, formulation)
     if not formulation.fractional_separators or max_rounds == 0:
         return 0
-    if formulation.solver_hints.get("root_cuts", {}).get("skip_nonpositive") and _nonpositive(model, formulation):
+    skippable = formulation.solver_hints.get("root_cuts", {}).get("skip_nonpositive")
+    if skippable and not model.tuning.root_cuts_nonpositive and _nonpositive(model, formulation):
         return 0
     core = _core_model(model, formulation)
     query_rows = model.rows(model.base_rows, model.num_rows) if core is not None else []

@@ -14,14 +14,8 @@ bounds prove no path at least as good as the start uses
 (:meth:`~cmab_milp.oracles.mip.graph_starts.PathStarts.start_plan`: shortest paths,
 and paths with a few weights above 0, which the bound adds up; only on
 formulations that are the space plus side rows, :func:`_fixing_applies`).
-Measured (``bench/graphs_large.py``, variant ``highs-nofix``, 15 queries,
-interleaved): shortest paths of a 17x17 grid with ``forbid_pairs`` 37 -> 8 ms
-a query (median), with a knapsack row too 76 -> 19 ms, on the grid's digraph
-55 -> 17 ms (Gurobi: 27, 53, 27 ms); with 3% of the weights above 0
-(``--optimistic 0.03``) 69 -> 44, 188 -> 41 and 118 -> 38 ms (Gurobi 42, 51, 27);
-with one arm included (AROQ's and SROQ's restrictions; a start through it, and
-the forced arm's walk bound joins every edge's; 12 queries, interleaved) 38 -> 24,
-143 -> 87 and 122 -> 85 ms (Gurobi 32, 76, 25).
+The fixing's figures (``bench/graphs_large.py``, variant ``highs-nofix``) are in
+``docs/performance.md``, section "Oracles".
 
 A space built from a base with a combinatorial oracle by side rules
 (``with_constraint``, ``with_budget``, ``with_group``, ``with_conflicts``;
@@ -30,7 +24,7 @@ A space built from a base with a combinatorial oracle by side rules
 the MIP start, and on cardinality and partition bases the arms its flip bounds
 prove, fixed for the query (``CompiledModel.fix_arms``, whose bound joins the
 certificate); when few arms stay free, their enumeration is the answer
-(:data:`SOLVE_CORES`), checked by the certified solve against the bound the
+(``tuning.solve_cores``, :class:`~.tuning.HighsTuning`), checked by the certified solve against the bound the
 fixing and the enumeration prove, without a HiGHS run. Such models run without
 HiGHS's restarts and RINS/RENS (:data:`SIDE_HIGHS_OPTIONS`, set before their
 first query: a rule of the space alone). Measured in ``bench/side_rows.py``
@@ -70,13 +64,8 @@ from .graph_starts import PathStarts
 from .side_starts import SidePlan, as_side_rows, side_plan, supported_base
 
 __all__ = [
-    "COLLECT_CANDIDATE_CUTS",
-    "FIX_ARMS",
-    "SIDE_COVER_CUTS",
     "SIDE_MAX_ROWS",
     "SIDE_MIN_ARMS",
-    "SIDE_STARTS",
-    "SOLVE_CORES",
     "prepare_query",
     "query_plan",
     "query_start",
@@ -86,35 +75,18 @@ __all__ = [
     "side_rule_applies",
 ]
 
-#: Collect the cuts of every integer candidate HiGHS meets during a MILP solve (not only of its answer); for
-#: formulations that name a start heuristic (paths: longest 10x10 paths, 13 queries, mean 1.17 -> 0.79 s).
-COLLECT_CANDIDATE_CUTS = True
-#: Give queries on a base space plus side rows the Lagrangian start of :mod:`~cmab_milp.oracles.mip.side_starts`.
-SIDE_STARTS = True
-#: Side plans from this many arms (below, the plan's ~0.3 ms costs more than it saves: Cardinality(20, 3) plus a
-#: budget 0.45 -> 0.70 ms a query; from 50 arms it pays: d = 100 3.6 -> 2.2 ms, d = 150 6.3 -> 2.9 ms).
+#: Side plans from this many arms (below, the plan costs more than it saves; docs/performance.md, "Oracles").
 SIDE_MIN_ARMS = 50
 #: Side plans for queries with at most this many side rows (conflicting pairs alone get none: HiGHS's clique
-#: table handles them; Cardinality(100, 10) with 100 conflicts 1.1 -> 3.0 ms with a plan).
+#: table handles them, and a plan measured slower there; docs/performance.md, "Oracles").
 SIDE_MAX_ROWS = 16
 #: HiGHS options of models whose queries get side starts: with a near-optimal start and most arms fixed,
-#: HiGHS's restarts and sub-MIP heuristics cost more than they find (Cardinality(200, 20) + a knapsack row,
-#: arms fixed: median 2.73 -> 1.64 ms a solve; a partition matroid 5.27 -> 2.70 ms).
+#: HiGHS's restarts and sub-MIP heuristics cost more than they find (docs/performance.md, "Oracles").
 SIDE_HIGHS_OPTIONS: dict[str, object] = {
     "mip_allow_restart": False,
     "mip_heuristic_run_rins": False,
     "mip_heuristic_run_rens": False,
 }
-#: With arms fixed, answer the query by enumerating the arms left free when they are few
-#: (:func:`~cmab_milp.oracles.mip.side_starts.solve_core`): the fixing's region bound and the enumeration prove
-#: the optimum, and the certified solve checks the answer against that bound, without a HiGHS run.
-SOLVE_CORES = True
-#: Also add extended cover cuts of knapsack side rows (:mod:`~cmab_milp.oracles.mip.cover_cuts`) separated on
-#: the LP relaxation. Off: measured slower (an LP solve more; HiGHS separates its own lifted covers).
-SIDE_COVER_CUTS = False
-#: With a side start, fix the arms its Lagrangian flip bounds prove (``CompiledModel.fix_arms``); with a path
-#: start of a shortest-path query, the edges its Lagrangian walk bounds prove out (``PathStarts.start_plan``).
-FIX_ARMS = True
 
 
 def side_rows(rows: list[Row], d: int) -> tuple[list[tuple[int, int]], tuple[np.ndarray, float] | None] | None:
@@ -148,25 +120,26 @@ def prepare_query(model: CompiledModel, formulation: Formulation) -> None:
     """
     if not _own_objective(model, formulation):
         return  # columns of another objective (the norm index's): its own loop, no hooks
+    tuning = model.tuning
     hint = formulation.solver_hints.get("start")
     if not hint:
-        if SIDE_STARTS and side_rule_applies(formulation):
+        if tuning.side_starts and side_rule_applies(formulation):
             if not model.__dict__.get("_side_options"):  # before the first query: a rule of the space alone
                 model.set_options(SIDE_HIGHS_OPTIONS)
                 model.__dict__["_side_options"] = True
             plan = side_query_plan(model, formulation)
             if plan is not None:
                 model.start = plan.start
-                if FIX_ARMS and plan.fixed is not None:
+                if tuning.fix_arms and plan.fixed is not None:
                     model.fix_arms(plan.fixed, plan.start.astype(float), plan.region_bound)
-                    if SOLVE_CORES and plan.optimum is not None:
+                    if tuning.solve_cores and plan.optimum is not None:
                         value = float(model.arm_columns()[0] @ plan.optimum)
                         bound = max(value, plan.region_bound)
                         model.answer = SolveResult("optimal", plan.optimum.astype(float).tolist(), value, bound)
-                if SIDE_COVER_CUTS:
+                if tuning.side_cover_cuts:
                     _add_cover_cuts(model, formulation)
         return  # (collecting candidate cuts on trees measured slower: 20x20 + forbid_pairs 0.19 -> 0.28 s median)
-    start, fixed, region_bound = query_plan(model, formulation, fix=FIX_ARMS)
+    start, fixed, region_bound = query_plan(model, formulation, fix=tuning.fix_arms)
     model.start = start
     if fixed is not None:
         model.fix_arms(fixed, start.astype(float), region_bound)
@@ -174,7 +147,7 @@ def prepare_query(model: CompiledModel, formulation: Formulation) -> None:
     if positive and float(model.arm_columns()[0].max(initial=0.0)) > 0.0:
         model.set_query_options(positive)
     d = formulation.d
-    if COLLECT_CANDIDATE_CUTS and formulation.separators:
+    if tuning.candidate_cuts and formulation.separators:
         violated = formulation.violated_rows
         model.candidate_cuts = lambda values: violated(np.asarray(values[:d]) > 0.5)
     if model.candidate_cuts is not None:

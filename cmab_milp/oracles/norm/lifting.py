@@ -42,9 +42,6 @@ NormSolver = Any
 
 __all__ = ["Lifted", "exact_row_bounds", "quadratic_form_bounds"]
 
-#: Glover's row bounds from the space's combinatorial linear oracle where it is cheap (:func:`exact_row_bounds`).
-_EXACT_ROW_BOUNDS = True
-
 
 def quadratic_form_bounds(M: np.ndarray, m: int, arms: np.ndarray) -> tuple[float, float]:
     """Cheap bounds ``(lo, hi)`` on ``a @ M @ a`` over sets of at most ``m`` of ``arms``.
@@ -188,7 +185,9 @@ def _glover_rows(model: CompiledModel, solver: NormSolver, l_bounds: tuple[float
     else:
         near, far = lo_held, np.clip(ordered[:, ::-1][:, :anyk], 0.0, None).sum(axis=1)
         z_lb, z_ub = np.minimum(lo_held, 0.0), np.maximum(far, 0.0)
-    exact = exact_row_bounds(solver.oracle.space, arms, solver.res, off, upper) if _EXACT_ROW_BOUNDS else None
+    exact = (
+        exact_row_bounds(solver.oracle.space, arms, solver.res, off, upper) if solver.tuning.exact_row_bounds else None
+    )
     if exact is not None:  # the same bounds over the space's actions: at least as tight
         near = np.minimum(near, exact[0]) if upper else np.maximum(near, exact[0])
         far = np.maximum(far, exact[1]) if upper else np.minimum(far, exact[1])

@@ -94,8 +94,12 @@ from ..backends.combinatorial import _SOLVERS, prepare_fractional_matching, prep
 from ..backends.highs_model import LimitReached
 from ..core.base import NormQuery, OracleError
 from ..core.queries import Restrictions
+from ..mip.tuning import HighsTuning
 from .scaling import proven
 from .shifts import diagonal_shift
+
+#: The defaults, where a search is built without the oracle's choices (tests, benchmarks).
+_DEFAULT = HighsTuning()
 
 __all__ = ["LinearOracleBranch", "applies", "best_first", "line_maximum", "quadratic_line_maximum", "relaxation_matrix"]
 
@@ -108,14 +112,7 @@ _ROUND = 8.0
 #: Nodes explored before the query is declared unproven (~0.5 KB each in the queue at d = 100: the
 #: memory stays under ~250 MB; ~0.5 ms a node, so a time limit usually comes first).
 _MAX_NODES = 500_000
-#: Split a node as soon as a relaxed point is worth more than the incumbent.
-_EARLY = True
 _EPS = float(np.finfo(float).eps)
-#: Bound with the shifted matrix of :func:`relaxation_matrix` (False: ``M`` itself, as before).
-_SHIFT = True
-#: General (non-bipartite) matchings: linear queries over the fractional matching polytope
-#: (:func:`~cmab_milp.oracles.backends.combinatorial.prepare_fractional_matching`) rather than the blossom algorithm.
-_FRACTIONAL_MATCHINGS = True
 
 
 class NodeBudget(OracleError):
@@ -197,7 +194,16 @@ class LinearOracleBranch:
     restrictions, ``arms`` the arms not excluded; ``deadline`` and ``clock`` the time limit.
     """
 
-    def __init__(self, space, query: NormQuery, arms: np.ndarray, deadline: float | None, clock: Callable[[], float]):
+    def __init__(
+        self,
+        space,
+        query: NormQuery,
+        arms: np.ndarray,
+        deadline: float | None,
+        clock: Callable[[], float],
+        tuning: HighsTuning = _DEFAULT,
+    ):
+        self.tuning = tuning  # the highs backend's choices (:class:`~cmab_milp.oracles.mip.tuning.HighsTuning`)
         self.space = space
         self.q = query
         self.res = query.restrictions
@@ -220,7 +226,7 @@ class LinearOracleBranch:
         self.best_value = -np.inf
         self.max_nodes = _MAX_NODES  # beyond: NodeBudget
         #: General matchings: bound over the fractional matching polytope (one assignment a query, not a blossom).
-        self.fractional = _FRACTIONAL_MATCHINGS and type(space) is Matchings and not space.bipartite
+        self.fractional = self.tuning.fractional_matchings and type(space) is Matchings and not space.bipartite
         self._weights: np.ndarray | None = None  # of the last linear query (rounds a fractional vertex)
         #: How many of the best actions met to keep besides the incumbent (:meth:`runners_up`; a carried
         #: sequence offers them to later queries, :mod:`.carry`).
@@ -230,7 +236,7 @@ class LinearOracleBranch:
     # ------------------------------------------------------------ pieces
     def bound_matrix(self, M: np.ndarray, arms: np.ndarray) -> np.ndarray:
         """The matrix of the sign -1 bounds: :func:`relaxation_matrix` (``M`` itself without ``_SHIFT``)."""
-        return relaxation_matrix(M, arms, int(self.space.m)) if _SHIFT else M
+        return relaxation_matrix(M, arms, int(self.space.m)) if self.tuning.branch_shift else M
 
     def restrictions(self, include: np.ndarray, exclude: np.ndarray) -> Restrictions:
         """A node's restrictions for the linear queries: the query's include and exclude and the node's."""
@@ -351,7 +357,9 @@ class LinearOracleBranch:
             self.offer(s)
             bound = min(bound, self.bound(g, err, s))
             relaxed = float(q.mu @ x) - f * n
-            if bound - relaxed <= _REL_GAP * (1.0 + abs(bound)) or (_EARLY and relaxed > self.best_value):
+            if bound - relaxed <= _REL_GAP * (1.0 + abs(bound)) or (
+                self.tuning.branch_early and relaxed > self.best_value
+            ):
                 break  # converged, or no bound can prune the node (each is >= its relaxed values): split it
             step = s - x
             x = x + line_maximum(q.mu, M, f, x, step, mx) * step

@@ -197,10 +197,14 @@ from ...spaces.formulation import Row
 from ..backends.highs_model import CompiledModel, LimitReached
 from ..core.base import NormQuery, OracleError
 from ..mip.graph_starts import PathStarts
+from ..mip.tuning import HighsTuning
 from .minus_branch import _Node, best_first, relaxation_matrix
 from .paths_chord import ChordNorm
 from .paths_local import improve_path
 from .scaling import arms_bound, proven
+
+#: The defaults, where a search is built without the oracle's choices (tests, benchmarks).
+_DEFAULT = HighsTuning()
 
 __all__ = ["PathBranch", "applies", "safe_bound"]
 
@@ -217,55 +221,25 @@ _STALL = 0.01
 _STALL_ROUNDS = 3
 #: The root's: its tangents serve every node.
 _ROOT_STALL = 0.01
-#: Split a node (its tangents kept for the children) as soon as an LP point that violates no row of the space
-#: is worth more than the incumbent: every bound of the node is at least that point's value.
-_EARLY = True
-#: Leave out the orientation columns of undirected paths (a smaller LP) and separate s-t cuts ``a(delta(S)) >= 1``
-#: (``s`` in ``S``, ``t`` not; one max flow) instead: same polytope once separated, ~25% faster at f = 1.
-_UNORIENTED = True
-#: Add ``M``'s tangent at every new incumbent.
-_INCUMBENT_TANGENTS = True
 #: Tangent rows idle (no dual price) in this many LPs in a row are deleted once there are more than
 #: ``_PURGE_ABOVE`` of them (the LP's time grows with its dense rows).
 _IDLE_LPS = 20
 _PURGE_ABOVE = 150
-#: Branch on the visit columns of undirected paths first (a node of the graph on the path or not) when one is
-#: more fractional than ``_VISIT_FRACTION``.
-_VISIT_BRANCH = True
 _VISIT_FRACTION = 1e-6
-#: Kelley rounds with in-out separation: tangents at the midpoint of the LP point and the best point of the
-#: node's relaxation seen so far (when they cut the LP point off; else at the LP point).
-_IN_OUT = True
 #: The separation point's weight on the node's best point (the rest on the LP point).
 _CENTER_WEIGHT = 0.5
-#: Tangents at the LP point as well as at the separation point.
-_BOTH_POINTS = False
 #: A tangent row enters when ``f (n_N(x) - t)`` exceeds this, relative to ``1 + |bound|``.
 _TANGENT_GAP = 1e-7
 #: A space row enters when the LP point violates it by more than this.
 _CUT_VIOLATION = 1e-6
-#: Undirected: separate the s-t cuts (one max flow) only in rounds that found no tangent to add (then another LP
-#: follows anyway, whose point is checked).
-_ST_LAZY = True
-#: :func:`safe_bound` on one dense copy of the rows (False: the sparse rows and the tangents apart).
-_DENSE_BOUND = True
 #: Rounding allowance, in units of ``eps`` times the number of terms times their magnitudes.
 _ROUND = 8.0
 #: Nodes before the query is declared unproven (the time limit usually comes first).
 _MAX_NODES = 200_000
-#: Also bound with tangents of the shifted matrix of :func:`~.minus_branch.relaxation_matrix`.
-_SHIFTED_TANGENTS = True
-#: Bound ``t`` with the chord form of :mod:`.paths_chord` instead of the shifted matrix (``L``: the fewest edges of
-#: an s-t path avoiding the excluded arms).
-_CHORD = True
-#: Incumbent heuristics at every LP point (False: integral LP points only).
-_HEURISTICS = True
 #: The path of the tangent's weights (:meth:`~cmab_milp.oracles.mip.graph_starts.PathStarts.start_action`) at every
 #: this many nodes (the shortest path on ``1 - x`` at every node).
 _GROW_EVERY = 8
 _EPS = float(np.finfo(float).eps)
-#: Improve each new incumbent by :func:`~.paths_local.improve_path` (sub-paths swapped for short detours).
-_LOCAL_SEARCH = True
 #: ... and each candidate path within this fraction of ``1 + |incumbent|`` below the incumbent (None: new ones only).
 _LOCAL_NEAR: float | None = 0.05
 
@@ -327,8 +301,11 @@ class _PathLP:
     the dense tangents, each in the order added; ``tangent_row`` marks which HiGHS rows are tangents.
     """
 
-    def __init__(self, space: STPaths, query: NormQuery, t_hi: float, t_lo: float = 0.0):
-        form = space.formulation().without_optional() if _UNORIENTED else space.formulation()
+    def __init__(
+        self, space: STPaths, query: NormQuery, t_hi: float, t_lo: float = 0.0, tuning: HighsTuning = _DEFAULT
+    ):
+        self.tuning = tuning
+        form = space.formulation().without_optional() if self.tuning.paths_unoriented else space.formulation()
         self.d = d = space.d
         self.model = CompiledModel(form, integer=False)
         self.t = self.model.add_cols(np.array([t_lo]), np.array([t_hi]), np.zeros(1, bool), ["norm"])
@@ -449,7 +426,9 @@ class _PathLP:
             self.sparse_hi = np.concatenate([self.base_hi, [r.ub for r in rows]])
             self.dense = None
         if self.dense is None:  # every row, dense (a few hundred by ~2d: numpy beats scipy's per-call overhead)
-            self.dense = np.vstack([self.sparse.toarray(), self.tangents]) if _DENSE_BOUND else None  # (~20 us)
+            self.dense = (
+                np.vstack([self.sparse.toarray(), self.tangents]) if self.tuning.paths_dense_bound else None
+            )  # (~20 us)
             n_tan = len(self.tangent_lo)
             self.all_lo = np.concatenate([self.sparse_lo, self.tangent_lo])
             self.all_hi = np.concatenate([self.sparse_hi, np.full(n_tan, np.inf)])
@@ -458,7 +437,7 @@ class _PathLP:
         self.idle = np.where(np.abs(y[tan]) > 0.0, 0, self.idle + 1)
         bound = safe_bound(
             self.cost,
-            [self.dense] if _DENSE_BOUND else [self.sparse, self.tangents],
+            [self.dense] if self.tuning.paths_dense_bound else [self.sparse, self.tangents],
             self.all_lo,
             self.all_hi,
             self.col_lo,
@@ -483,7 +462,9 @@ class PathBranch:
         l_hi: float,
         deadline: float | None,
         clock: Callable[[], float],
+        tuning: HighsTuning = _DEFAULT,
     ):
+        self.tuning = tuning  # the highs backend's choices (:class:`~cmab_milp.oracles.mip.tuning.HighsTuning`)
         if not applies(space):
             raise ValueError("PathBranch needs s-t paths of a graph with cycles")
         self.space, self.q, self.res = space, query, query.restrictions
@@ -511,14 +492,14 @@ class PathBranch:
         query = self.q
         #: The chord forms (:mod:`.paths_chord`) whose tangents bound ``t`` (none: ``M_r``'s instead).
         self.forms: list[ChordNorm] = []
-        if _CHORD:
+        if self.tuning.paths_chord:
             try:
                 self.forms.append(ChordNorm(query.M, arms, shortest_length(self.space, arms), arms_bound(self.space)))
             except ValueError:  # M - D not PSD in floating point (M barely definite): the shifted matrix, as before
                 pass
-        shifted = _SHIFTED_TANGENTS and not self.forms
+        shifted = self.tuning.paths_shifted_tangents and not self.forms
         self.M_r = relaxation_matrix(query.M, arms, arms_bound(self.space)) if shifted else None
-        return _PathLP(self.space, query, float(np.sqrt(max(l_hi, 0.0))))
+        return _PathLP(self.space, query, float(np.sqrt(max(l_hi, 0.0))), tuning=self.tuning)
 
     # ------------------------------------------------------------ incumbents
     def offer(self, action: np.ndarray | None) -> None:
@@ -533,12 +514,14 @@ class PathBranch:
             return
         value = self.q.value(action)
         near = _LOCAL_NEAR is not None and value > self.best_value - _LOCAL_NEAR * (1.0 + abs(self.best_value))
-        if _LOCAL_SEARCH and (value > self.best_value or near):  # climb (paths_local: admitted, valued exactly)
+        if self.tuning.paths_local_search and (
+            value > self.best_value or near
+        ):  # climb (paths_local: admitted, valued exactly)
             action, value = improve_path(self.space, self.q, action)
             self.seen.add(action.tobytes())
         if value > self.best_value:
             self.best, self.best_value = action.copy(), value
-            if _INCUMBENT_TANGENTS:
+            if self.tuning.paths_incumbent_tangents:
                 made = self.exact_tangent(action.astype(float))
                 if made is not None:
                     self.lp.add_tangent(*made)  # the LP is exact at the incumbent
@@ -608,7 +591,7 @@ class PathBranch:
         space = self.space
         chosen = x > 0.5
         rows = component_cuts(space, x)
-        if _UNORIENTED and not space.directed and (st or not _ST_LAZY):
+        if self.tuning.paths_unoriented and not space.directed and (st or not self.tuning.paths_st_lazy):
             rows += space.separate_st_cut_lp(x, space.s, space.t, False)
         if not rows and full and self.max_flows:
             rows = space._separate_paths_lp(x)  # (none at a path)
@@ -656,7 +639,7 @@ class PathBranch:
             g = None
             tol = _TANGENT_GAP * (1.0 + abs(bound))
             points = [x]
-            if _IN_OUT and center is not x:
+            if self.tuning.paths_in_out and center is not x:
                 points.insert(0, _CENTER_WEIGHT * center + (1.0 - _CENTER_WEIGHT) * x)
             for point in points:
                 for coef, const, slack in self.tangents_at(point):
@@ -664,7 +647,7 @@ class PathBranch:
                         g = q.mu - q.f * coef
                     if q.f * (float(coef @ x) + const - t) > tol:  # (x, t) violates the tangent at point
                         tangents.append((coef, const - slack))
-                if tangents and not _BOTH_POINTS:
+                if tangents and not self.tuning.paths_both_points:
                     break
             self.integral(x, g)
             if proven(bound, self.best_value) or stalled >= _STALL_ROUNDS:
@@ -677,9 +660,9 @@ class PathBranch:
             lp.add_rows(cuts)
             for coef, lo in tangents:
                 lp.add_tangent(coef, lo)
-            if _EARLY and not cuts and value > self.best_value:
+            if self.tuning.paths_early and not cuts and value > self.best_value:
                 break  # x is in P and worth more than the incumbent: no bound of this node can prune it
-        if x is not None and _HEURISTICS:
+        if x is not None and self.tuning.paths_heuristics:
             self.heuristics(x, q.mu if g is None else g)
         return bound, (None if x is None else full)
 
@@ -695,7 +678,7 @@ class PathBranch:
         if not free.any():
             return []
         frac = np.where(free, np.minimum(x, 1.0 - x), -1.0)
-        if _VISIT_BRANCH and len(self.lp.visits):
+        if self.tuning.paths_visit_branch and len(self.lp.visits):
             v = self.lp.visits
             k = int(np.argmax(frac[v]))
             i = int(v[k]) if frac[v[k]] > _VISIT_FRACTION else int(np.argmax(frac[: self.d]))

@@ -1,7 +1,7 @@
 """Outer approximation of the norm (sign -1, ``M`` positive semidefinite) on disaggregated tangents.
 
 An alternative to the secant method of :mod:`.solver` for sign -1 (used where
-:mod:`.minus_branch` does not apply), **off by default** (``solver._MINUS_OUTER``):
+:mod:`.minus_branch` does not apply), **off by default** (the ``highs`` tuning option ``minus_outer``):
 exact, with 1-6 MILPs per query at d = 100, but each MILP is slower (measured below).
 With ``M_arms = R^T R`` (:func:`square_root_rows`, the eigen-decomposition ``R_k =
 sqrt(lambda_k) v_k^T``), ``n(a) = sqrt(a @ M @ a) = |R a|`` and the model is the space's
@@ -40,14 +40,13 @@ Example
 >>> import numpy as np
 >>> import cmab_milp as cm
 >>> from cmab_milp.oracles.norm import solver
->>> oracle = cm.make_oracle(cm.Cardinality(4, 2), "highs")
+>>> tuning = {"minus_outer": True, "minus_branch": False}
+>>> oracle = cm.make_oracle(cm.Cardinality(4, 2), "highs", tuning=tuning)
 >>> M = np.diag([1.0, 4.0, 0.25, 0.5])
->>> solver._MINUS_OUTER, solver._MINUS_BRANCH = True, False
 >>> oracle.argmax_norm(np.array([0.5, 0.0, 0.6, 0.55]), M, 1.0, sign=-1).astype(int)
 array([0, 0, 1, 1])
 >>> solver.last_stats(oracle).method
 'outer-approximation'
->>> solver._MINUS_OUTER, solver._MINUS_BRANCH = False, True
 """
 
 from __future__ import annotations

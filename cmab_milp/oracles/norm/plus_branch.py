@@ -88,30 +88,22 @@ from collections.abc import Callable
 import numpy as np
 
 from ..core.base import NormQuery
+from ..mip.tuning import HighsTuning
 from .gradient import positive_definite
 from .minus_branch import _EPS, _REL_GAP, _ROUND, LinearOracleBranch, _Node, quadratic_line_maximum
 from .overestimator import conflict_pairs, overestimator_parts, shifted_form
 from .scaling import arms_bound, proven
 from .shifts import _MARGIN, diagonal_shift, low_rank_start, weighted_diagonal
 
+#: The defaults, where a search is built without the oracle's choices (tests, benchmarks).
+_DEFAULT = HighsTuning()
+
 __all__ = ["ConcaveBranch", "concave_shift", "psd_majorant"]
 
 #: Frank-Wolfe steps per node at most.
 _STEPS = 12
-#: Split a node as soon as a relaxed point is worth more than the incumbent.
-_EARLY = True
-#: Also try :func:`~.overestimator.concave_overestimator` (size and conflict terms) at the root.
-_OVERESTIMATOR = True
-#: On spaces with conflicts, also try the diagonal alone at the root (off: it lost or tied on K(10,12) and the
-#: crew's queries, and skipping it takes a crew pair query from 22 to 17.5 ms).
-_PLAIN_WITH_CONFLICTS = False
 #: A node makes its own form when its free arms are at most this share of its parent's form's (0: never).
 _REFORM = 0.9
-#: A node's own form: the root's lowered on the node's free arms (:meth:`ConcaveBranch.node_form`); ``False``: a
-#: new shift of the node's arms (matchings only, :func:`~.overestimator.shifted_form`).
-_SHIFT_DOWN = True
-#: Whether a new shift also tries ``lambda_max I`` (the scaled candidate won on every crew node tried).
-_REFORM_UNIFORM = False
 #: Sweeps of the max-cut method in a node's new shift (the root's: :data:`~.shifts.SWEEPS`).
 _REFORM_SWEEPS = 0
 #: Tune the root's diagonal (:meth:`ConcaveBranch.tune`) once the search has taken this many nodes (0: never).
@@ -174,12 +166,20 @@ class ConcaveBranch(LinearOracleBranch):
     arms (matchings) the latter alone.
     """
 
-    def __init__(self, space, query: NormQuery, arms: np.ndarray, deadline: float | None, clock: Callable[[], float]):
+    def __init__(
+        self,
+        space,
+        query: NormQuery,
+        arms: np.ndarray,
+        deadline: float | None,
+        clock: Callable[[], float],
+        tuning: HighsTuning = _DEFAULT,
+    ):
         conflicts = conflict_pairs(space)
         if conflicts is not None and query.restrictions.include:  # no admitted action holds an included arm's rival
             arms = np.asarray(arms, int)
             arms = arms[~conflicts[np.ix_(arms, list(query.restrictions.include))].any(axis=1)]
-        super().__init__(space, query, arms, deadline, clock)
+        super().__init__(space, query, arms, deadline, clock, tuning)
         self.mu_abs = float(np.abs(query.mu).max(initial=0.0))
         self.reforms = 0
         self.generation = 0  # of the root's form: a node's form of an older one is made again (tune)
@@ -195,9 +195,9 @@ class ConcaveBranch(LinearOracleBranch):
         self.triangle = query.mu + query.f * np.sqrt(np.maximum(np.diag(self.P), 0.0))
         self.conflicts, self.m = conflicts, arms_bound(space)
         parts = [(self.P, np.zeros(self.d))]  # the diagonal alone: B = P, no linear part
-        if _OVERESTIMATOR:
+        if self.tuning.concave_overestimator:
             parts.append(overestimator_parts(self.P, arms, self.m, conflicts))
-            if conflicts is not None and not _PLAIN_WITH_CONFLICTS:
+            if conflicts is not None and not self.tuning.concave_plain_with_conflicts:
                 parts = parts[1:]
         candidates = [shifted_form(B, linear, arms) for B, linear in parts]
         self.arms = np.asarray(arms, int)
@@ -231,11 +231,13 @@ class ConcaveBranch(LinearOracleBranch):
         its included ones. On the node's actions ``x`` moves only along the free arms, so ``q`` need only be
         concave there: the root's form with ``d`` lowered on the free arms by the least eigenvalue's margin
         ``-lambda_max(A_FF)`` (one eigenvalue; ``q`` is unchanged on 0/1 points) is valid for the node
-        (``_SHIFT_DOWN``). It keeps a tuned root's diagonal (:meth:`tune`). Measured (nodes, same queries): forests
+        (``tuning.concave_shift_down``). It keeps a tuned root's diagonal (:meth:`tune`). Measured (nodes, same
+        queries): forests
         of an 8x8 grid, f = 1: 7,307 / 15,953 -> 6,135 / 12,391; with the tuned root 713 / 1,415; the crew's
         late queries with the tuned root: 4,701 / 3,265 / 1,999 -> 3,689 / 2,285 / 1,209; OLS-UCB-C on the crew
         problem (searches of 66-261 nodes, rarely tuned), 1,200 rounds: 277 -> 82 s. The former per-node
-        shift (``_SHIFT_DOWN = False``, matchings only: a new scaled shift of the node's arms keeping the root's
+        shift (``tuning.concave_shift_down = False``, matchings only: a new scaled shift of the node's arms keeping the
+        root's
         size and conflict terms) took the crew's queries from 2,300-4,100 nodes without node forms to 680-970
         on the slowest of an earlier capture. Neither wins everywhere on matchings: on the crew's AROQ-C
         queries near t = 16,000 the new scaled shift takes 6,159 / 5,719 nodes (1.8 / 1.7 s) where the lowered
@@ -246,22 +248,24 @@ class ConcaveBranch(LinearOracleBranch):
         t = 16,000, the same nodes but 20% more time near t = 12,000, and OLS-UCB-C's 1,200 rounds 76 -> 124 s.
         """
         form = node.form if node.form is not None and node.form[4] == self.generation else self.root_form
-        if not _REFORM or (self.conflicts is None and not _SHIFT_DOWN):
+        if not _REFORM or (self.conflicts is None and not self.tuning.concave_shift_down):
             return form
         keep = np.ones(self.d, bool)
         keep[np.flatnonzero(node.exclude)] = False
         included = np.flatnonzero(node.include)
         if len(included) and self.conflicts is not None:
             keep &= ~self.conflicts[:, included].any(axis=1)
-        if _SHIFT_DOWN:
+        if self.tuning.concave_shift_down:
             keep[included] = False
         arms = self.arms[keep[self.arms]]
         if len(arms) > _REFORM * form[3]:
             return form
-        if _SHIFT_DOWN:
+        if self.tuning.concave_shift_down:
             self._lower_on(arms)
         else:
-            self.set_form(*shifted_form(*self.parts, arms, sweeps=_REFORM_SWEEPS, uniform=_REFORM_UNIFORM))
+            self.set_form(
+                *shifted_form(*self.parts, arms, sweeps=_REFORM_SWEEPS, uniform=self.tuning.concave_reform_uniform)
+            )
         self.reforms += 1
         return (self.A, self.h, self.row_abs, len(arms), self.generation)
 
@@ -372,7 +376,7 @@ class ConcaveBranch(LinearOracleBranch):
         so that setting the module's constants takes effect.
         """
         q = self.q
-        early = _EARLY if early is None else early
+        early = self.tuning.concave_early if early is None else early
         steps = _STEPS if steps is None else steps
         if not self.tuned and self._tune_after and self.nodes >= self._tune_after:
             self.tune()

@@ -95,11 +95,8 @@ __all__ = ["ConcavePathBranch"]
 
 #: ``q(x0)`` below this share of its scale has no tangent worth taking (the triangle row serves there).
 _Q_FLOOR = 1e-12
-#: Also bound with the overestimator's size term (``kappa |a| (m - |a|)``, when ``kappa > 0``).
-_SIZE_FORM = True
 #: Forms with the vertex terms of :func:`vertex_parts`, one a weight.
 _VERTEX_TAUS: tuple[float, ...] = (1.0,)
-_PLAIN = True
 
 
 def vertex_parts(space, M: np.ndarray, arms: np.ndarray, tau: float) -> tuple[np.ndarray, np.ndarray]:
@@ -159,13 +156,13 @@ class ConcavePathBranch(PathBranch):
         scale = float(np.mean(np.diag(M)[arms])) if len(arms) else 0.0
         for tau in _VERTEX_TAUS:
             self.add_form(*shifted_form(*vertex_parts(self.space, M, self.arms, tau * scale), arms))
-        if _PLAIN or not self.concave:
+        if self.tuning.paths_plain or not self.concave:
             self.add_form(*shifted_form(*self.parts, arms))
-        if _SIZE_FORM:
+        if self.tuning.paths_size_form:
             sized = overestimator_parts(M, arms, arms_bound(self.space))
             if np.any(sized[1]):  # kappa > 0
                 self.add_form(*shifted_form(*sized, arms))
-        lp = _PathLP(self.space, self.q, 0.0, -float(np.sqrt(max(l_hi, 0.0))))
+        lp = _PathLP(self.space, self.q, 0.0, -float(np.sqrt(max(l_hi, 0.0))), tuning=self.tuning)
         triangle = np.zeros(self.d)
         triangle[arms] = np.sqrt(np.maximum(np.diag(M)[arms], 0.0))
         self.triangle = -triangle

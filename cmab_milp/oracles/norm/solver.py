@@ -86,7 +86,7 @@ from ...spaces import Matchings
 from ..backends.highs_model import CompiledModel, LimitReached, SolveResult
 from ..core.base import LinearQuery, NormQuery, OracleError, tolerance
 from ..mip.root_cuts import add_root_cuts
-from . import minus_branch
+from ..mip.tuning import HighsTuning
 from .cuts import ConvexCuts, Exclusions, add_no_good
 from .gradient import GradientCuts, positive_definite, well_scaled
 from .lifting import Lifted, quadratic_form_bounds
@@ -125,9 +125,6 @@ _PLUS_OPTIONS: dict[str, object] = {"presolve": "off"}
 #: (:meth:`NormSolver._cheap_linear`): elsewhere each is a branch and bound, and 60 of them cost more than
 #: they save (f = 0.3, medians: trees of a 6x6 grid 0.40 -> 1.5 s, matchings of K15 1.26 -> 1.73 s).
 _RESTART_BUDGET = 60
-#: Whether the first incumbent of sign +1 also ascends from the uniform point's gradient step
-#: (:meth:`NormSolver._ascend_from_uniform`; only where linear queries are LPs).
-_UNIFORM_START = True
 #: Feasibility checks of the swaps (:func:`~.local_search.improve_locally`) that end the first incumbent of
 #: sign +1 (0: none).
 _PLUS_LOCAL_CHECKS = 40
@@ -151,37 +148,14 @@ _QUIET_OPTIONS: dict[str, object] = {
     "mip_heuristic_run_rens": False,
     "mip_heuristic_run_root_reduced_cost": False,
 }
-#: Root cuts of the space (:mod:`~cmab_milp.oracles.mip.root_cuts`) in the norm model before its first MILP.
-_SPACE_CUTS = True
 #: Alternations of the space's root cuts and the gradient cuts before the first secant MILP.
 _SPACE_CUT_PASSES = 3
-#: Sign -1 by :mod:`.outer` (disaggregated tangents, M PSD) instead of the secants: off, slower (see its docstring).
-_MINUS_OUTER = False
 #: With ``norm_gap``, seconds a solve still gets past the query's time limit: the bound of the
 #: actions not yet covered (sign +1: those with ``L < delta``) needs one more MILP, stopped at this
 #: limit with its incumbent and bound.
 _FINISH_SECONDS = 0.1
-#: Sign -1 by :mod:`.minus_branch` (branch and bound on the space's combinatorial linear oracle, convex-hull
-#: bounds) when ``M`` is definite and the space has one; otherwise the secant MILPs.
-_MINUS_BRANCH = True
-#: Sign +1 by :mod:`.plus_branch` (branch and bound on the combinatorial linear oracle, concave-overestimator
-#: bounds) when the space has one whose MILP needs lazy cuts (``"always"``: every space with one; ``False``:
-#: never); otherwise the outer approximation.
-_PLUS_BRANCH: bool | str = True
-#: Only with ``M`` definite (``False``: an indefinite ``M`` too, bounded on its PSD majorant,
-#: :func:`~.plus_branch.psd_majorant`).
-_PLUS_BRANCH_DEFINITE = False
-#: The concave branch's first incumbent: the hints and an ascent only (no restarts, uniform start or swaps).
-_BRANCH_LIGHT_START = True
 #: Where the outer approximation serves sign +1, the concave branch first tries this many nodes (0: never).
 _PLUS_BRANCH_TRY = 100
-#: Sign -1 on s-t paths of cyclic graphs by :mod:`.minus_paths` (LP branch and bound with tangents of the norm)
-#: when ``M`` is definite and the query well scaled; otherwise the secant MILPs.
-_MINUS_PATHS = True
-#: Sign +1 on s-t paths of cyclic graphs by :mod:`.plus_paths` (LP branch and bound with tangents of a concave
-#: overestimator, on the PSD majorant of an indefinite ``M``) when the query is well scaled; otherwise the outer
-#: approximation.
-_PLUS_PATHS = True
 #: A carried sequence (:mod:`.carry`) keeps the answer and this many of the best actions the concave branch met:
 #: the answer's own index falls as it is played (its arms' counts grow), another may then be proven instead
 #: (OLS-UCB-C on the crew problem near t = 10,000, replayed: 33 -> over 110 rounds without a solve).
@@ -258,6 +232,8 @@ class NormSolver:
 
     def __init__(self, oracle, query: NormQuery, gap: float | None = None):
         self.oracle = oracle
+        #: The oracle's tuning choices (:class:`~cmab_milp.oracles.mip.tuning.HighsTuning`).
+        self.tuning: HighsTuning = oracle.tuning
         self.query = unit_scale(query)
         self.value_scale = 1.0
         if query.sign > 0:
@@ -392,8 +368,8 @@ class NormSolver:
     # --------------------------------------------------------- sign = +1
     def _maximise_plus(self, model: CompiledModel) -> tuple[np.ndarray | None, float]:
         q = self.query
-        definite = not _PLUS_BRANCH_DEFINITE or positive_definite(q.M, self.arms)
-        if _PLUS_PATHS and paths_apply(self.oracle.space) and well_scaled(q) and definite:
+        definite = not self.tuning.plus_branch_definite or positive_definite(q.M, self.arms)
+        if self.tuning.plus_paths and paths_apply(self.oracle.space) and well_scaled(q) and definite:
             return self._branch_path(*self._best_hint(None, -np.inf), sign=1)
         if self._plus_branch_applies():
             return self._branch_plus()
@@ -407,9 +383,9 @@ class NormSolver:
             return self._outer_plus(model)
 
     def _plus_branch_applies(self, trial: bool = False) -> bool:
-        """Sign +1 by the concave branch (any ``M``: :data:`_PLUS_BRANCH_DEFINITE`): a combinatorial space whose MILP
+        """Sign +1 by the concave branch (any ``M``: ``tuning.plus_branch_definite``): a combinatorial space whose MILP
         needs lazy cuts, or matchings (an assignment a linear query, conflict terms in the bound; general ones on the
-        fractional matching polytope, :data:`~.minus_branch._FRACTIONAL_MATCHINGS`).
+        fractional matching polytope, ``tuning.fractional_matchings``).
 
         Where the MILP is compact and no conflict terms tighten the bound (cardinality, partition),
         the outer approximation's MILPs are faster (the concave bound is loose when actions hold few
@@ -426,12 +402,12 @@ class NormSolver:
         0.07-0.26).
         """
         space = self.oracle.space
-        definite = not _PLUS_BRANCH_DEFINITE or positive_definite(self.query.M, self.arms)
-        if not _PLUS_BRANCH or not applies(space) or not definite:
+        definite = not self.tuning.plus_branch_definite or positive_definite(self.query.M, self.arms)
+        if not self.tuning.plus_branch or not applies(space) or not definite:
             return False
-        if trial or _PLUS_BRANCH == "always" or self.oracle.formulation.separators:
+        if trial or self.tuning.plus_branch == "always" or self.oracle.formulation.separators:
             return True
-        return type(space) is Matchings and (space.bipartite or minus_branch._FRACTIONAL_MATCHINGS)
+        return type(space) is Matchings and (space.bipartite or self.tuning.fractional_matchings)
 
     def _branch_plus(self, max_nodes: int | None = None) -> tuple[np.ndarray | None, float]:
         """Sign +1 by :class:`~.plus_branch.ConcaveBranch` (a combinatorial space; any symmetric ``M``).
@@ -440,8 +416,8 @@ class NormSolver:
         incumbent for the next method (:meth:`_first_incumbent_plus`).
         """
         self.stats.method = "branch-concave"
-        best, best_value = self._first_incumbent_plus(light=_BRANCH_LIGHT_START)
-        search = ConcaveBranch(self.oracle.space, self.query, self.arms, self.deadline, _clock)
+        best, best_value = self._first_incumbent_plus(light=self.tuning.branch_light_start)
+        search = ConcaveBranch(self.oracle.space, self.query, self.arms, self.deadline, _clock, self.tuning)
         if max_nodes is not None:
             search.max_nodes = max_nodes
         search.keep = self.keep
@@ -550,7 +526,8 @@ class NormSolver:
     # --------------------------------------------------------- sign = -1
     def _maximise_minus(self, model: CompiledModel) -> tuple[np.ndarray | None, float]:
         q, f = self.query, self.query.f
-        paths = _MINUS_BRANCH and _MINUS_PATHS and paths_apply(self.oracle.space) and well_scaled(q)
+        tuning = self.tuning
+        paths = tuning.minus_branch and tuning.minus_paths and paths_apply(self.oracle.space) and well_scaled(q)
         if paths and positive_definite(q.M, self.arms):
             return self._branch_path(*self._best_hint(None, -np.inf), sign=-1)  # (no longest-path MILP first)
         lin = self._linear_argmax()
@@ -562,11 +539,11 @@ class NormSolver:
         if self.settled(top, best_value):  # includes f = 0
             return best, top
         best, best_value = self._best_hint(best, best_value)
-        if _MINUS_BRANCH and applies(self.oracle.space) and positive_definite(q.M, self.arms):
+        if self.tuning.minus_branch and applies(self.oracle.space) and positive_definite(q.M, self.arms):
             # no local search first: the branch's vertices are incumbents too (trees 8x8, f=0.1: 1.35 -> 0.06 s)
             return self._branch_minus(best, best_value)
         best, best_value = self._improve_locally(best, best_value)
-        R = square_root_rows(q.M, self.arms) if _MINUS_OUTER and well_scaled(q) and len(self.arms) else None
+        R = square_root_rows(q.M, self.arms) if self.tuning.minus_outer and well_scaled(q) and len(self.arms) else None
         if R is not None:
             self.stats.method = "outer-approximation"
             return outer_approximation(self, model, R, top, best, best_value, [lin])
@@ -637,7 +614,7 @@ class NormSolver:
     def _branch_minus(self, best: np.ndarray | None, best_value: float):
         """Sign -1 by :class:`~.minus_branch.LinearOracleBranch` (``M`` definite, a combinatorial space)."""
         self.stats.method = "branch-linear-oracle"
-        search = LinearOracleBranch(self.oracle.space, self.query, self.arms, self.deadline, _clock)
+        search = LinearOracleBranch(self.oracle.space, self.query, self.arms, self.deadline, _clock, self.tuning)
         return self._run_search(search, best, best_value)
 
     def _branch_path(self, best: np.ndarray | None, best_value: float, sign: int):
@@ -645,7 +622,7 @@ class NormSolver:
         :class:`~.plus_paths.ConcavePathBranch` (any ``M``: bounded on its PSD majorant)."""
         self.stats.method = "branch-path-lp" if sign < 0 else "branch-path-concave"
         kind = PathBranch if sign < 0 else ConcavePathBranch
-        search = kind(self.oracle.space, self.query, self.arms, self.l_hi, self.deadline, _clock)
+        search = kind(self.oracle.space, self.query, self.arms, self.l_hi, self.deadline, _clock, self.tuning)
         return self._run_search(search, best, best_value)
 
     def _run_search(self, search, best: np.ndarray | None, best_value: float):
@@ -664,7 +641,7 @@ class NormSolver:
         of :meth:`_solve` its re-solves of the whole branch and bound (s-t paths, trees).
         Returns how many rows were added (this query's: removed with its other rows).
         """
-        if not _SPACE_CUTS or not getattr(self.oracle, "root_cuts", False):
+        if not self.tuning.space_cuts or not getattr(self.oracle, "root_cuts", False):
             return 0
         added = add_root_cuts(model, self.oracle.formulation)
         self.stats.extra["space_cuts"] = self.stats.extra.get("space_cuts", 0) + added
@@ -688,7 +665,7 @@ class NormSolver:
             best, best_value = action, value
         if light:
             return best, best_value
-        if best is not None and _UNIFORM_START and self._cheap_linear():
+        if best is not None and self.tuning.uniform_start and self._cheap_linear():
             action, value = self._ascend_from_uniform()
             if value > best_value:
                 best, best_value = action, value

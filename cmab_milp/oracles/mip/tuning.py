@@ -1,0 +1,173 @@
+"""The ``highs`` backend's tuning choices: one typed, documented record, today's measured choices as defaults.
+
+Each field turns a speed-up on or off (or picks among exact methods); none changes
+which value is optimal, and every one keeps the tie rule (it depends on the query
+and the space only). The measurements behind the defaults are in
+``docs/performance.md`` (section "Oracles").
+
+Set them per oracle: ``make_oracle(space, "highs", tuning={"side_starts": False})``
+(a mapping of field names, or a :class:`HighsTuning`); a problem file's policy entry
+takes the same mapping as ``tuning = {side_starts = false}``. Unknown names and
+values of the wrong type are refused with ``ValueError`` before any work.
+
+>>> HighsTuning.of({"minus_paths": False}).minus_paths, HighsTuning().minus_paths
+(False, True)
+>>> try:
+...     HighsTuning.of({"side_start": False})
+... except ValueError as exc:
+...     print(str(exc)[:60])
+tuning: unknown option 'side_start'; the highs backend's tun
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+__all__ = ["HighsTuning"]
+
+
+@dataclass(frozen=True)
+class HighsTuning:
+    """What the ``highs`` backend does beyond the plain MILP; each choice is exact either way.
+
+    MIP queries (:mod:`~cmab_milp.oracles.mip`):
+
+    prepare_queries:
+        Set each query's MIP start, candidate repair and candidate cuts (:func:`~.starts.prepare_query`).
+    candidate_cuts:
+        Collect the cuts of every integer candidate HiGHS meets (not only of its answer), for
+        formulations that name a start heuristic (s-t paths).
+    side_starts:
+        Give queries on a base space plus side rows the Lagrangian start of :mod:`~.side_starts`.
+    solve_cores:
+        With arms fixed, answer by enumerating the few arms left free (the region bound proves it).
+    side_cover_cuts:
+        Also add extended cover cuts of knapsack side rows (:mod:`~.cover_cuts`); off: slower.
+    fix_arms:
+        Fix the arms a start's Lagrangian bounds prove (side starts; shortest-path starts).
+
+    Norm queries (:mod:`~cmab_milp.oracles.norm.solver`):
+
+    uniform_start:
+        Sign +1's first incumbent also ascends from the uniform point's gradient step.
+    space_cuts:
+        The space's root cuts in the norm model before its first MILP.
+    minus_outer:
+        Sign -1 by disaggregated tangents (:mod:`~cmab_milp.oracles.norm.outer`) instead of the secants; off: slower.
+    minus_branch:
+        Sign -1 by :mod:`~cmab_milp.oracles.norm.minus_branch` when ``M`` is definite and the space has a
+        combinatorial linear oracle; otherwise the secant MILPs.
+    plus_branch:
+        Sign +1 by :mod:`~cmab_milp.oracles.norm.plus_branch` where the space's MILP needs lazy cuts
+        (``"always"``: on every space with a combinatorial oracle; ``False``: never).
+    plus_branch_definite:
+        The concave branch only with ``M`` definite (``False``: an indefinite ``M`` too, on its PSD majorant).
+    branch_light_start:
+        The concave branch's first incumbent: the hints and an ascent only.
+    minus_paths, plus_paths:
+        s-t paths of cyclic graphs by the LP branch and bounds of :mod:`~cmab_milp.oracles.norm.minus_paths`
+        (sign -1) and :mod:`~cmab_milp.oracles.norm.plus_paths` (sign +1).
+
+    The searches' own steps (``paths_*``, ``branch_*``, ``concave_*``, ``fractional_matchings``,
+    ``exact_row_bounds``): each field's comment below says what it turns on.
+    """
+
+    prepare_queries: bool = True
+    #: Root cuts also for queries whose arm costs are all <= 0 where the formulation says no cut can pay (s-t paths
+    #: whose rows hold every s-t cut: a cycle only lowers such an objective). Off: the separators found nothing on
+    #: the measured shortest-path queries while their LPs cost time (docs/performance.md, "Oracles").
+    root_cuts_nonpositive: bool = False
+    candidate_cuts: bool = True
+    side_starts: bool = True
+    solve_cores: bool = True
+    side_cover_cuts: bool = False
+    fix_arms: bool = True
+    uniform_start: bool = True
+    space_cuts: bool = True
+    minus_outer: bool = False
+    minus_branch: bool = True
+    plus_branch: bool | str = True
+    plus_branch_definite: bool = False
+    branch_light_start: bool = True
+    minus_paths: bool = True
+    plus_paths: bool = True
+    # -- s-t paths, both signs (norm/minus_paths.py, norm/plus_paths.py)
+    #: Split a node (its tangents kept for the children) as soon as an LP point that violates no row of the space
+    #: is worth more than the incumbent: every bound of the node is at least that point's value.
+    paths_early: bool = True
+    #: Leave out the orientation columns of undirected paths (a smaller LP) and separate s-t cuts ``a(delta(S)) >= 1``
+    #: (``s`` in ``S``, ``t`` not; one max flow) instead: same polytope once separated, ~25% faster at f = 1.
+    paths_unoriented: bool = True
+    #: Add ``M``'s tangent at every new incumbent.
+    paths_incumbent_tangents: bool = True
+    #: Branch on the visit columns of undirected paths first (a node of the graph on the path or not) when one is
+    #: more fractional than ``the search's visit fraction``.
+    paths_visit_branch: bool = True
+    #: Kelley rounds with in-out separation: tangents at the midpoint of the LP point and the best point of the
+    #: node's relaxation seen so far (when they cut the LP point off; else at the LP point).
+    paths_in_out: bool = True
+    #: Tangents at the LP point as well as at the separation point.
+    paths_both_points: bool = False
+    #: Undirected: separate the s-t cuts (one max flow) only in rounds that found no tangent to add (then another LP
+    #: follows anyway, whose point is checked).
+    paths_st_lazy: bool = True
+    #: :func:`safe_bound` on one dense copy of the rows (False: the sparse rows and the tangents apart).
+    paths_dense_bound: bool = True
+    #: Also bound with tangents of the shifted matrix of :func:`~.minus_branch.relaxation_matrix`.
+    paths_shifted_tangents: bool = True
+    #: Bound ``t`` with the chord form of :mod:`.paths_chord` instead of the shifted matrix (``L``: the fewest edges of
+    #: an s-t path avoiding the excluded arms).
+    paths_chord: bool = True
+    #: Incumbent heuristics at every LP point (False: integral LP points only).
+    paths_heuristics: bool = True
+    #: Improve each new incumbent by :func:`~.paths_local.improve_path` (sub-paths swapped for short detours).
+    paths_local_search: bool = True
+    #: Also bound with the overestimator's size term (``kappa |a| (m - |a|)``, when ``kappa > 0``).
+    paths_size_form: bool = True
+    #: Also bound with the plain (diagonal) form, not only the vertex forms (always when no vertex form is made).
+    paths_plain: bool = True
+    # -- the branches on a combinatorial linear oracle (norm/minus_branch.py, norm/plus_branch.py)
+    #: Split a node as soon as a relaxed point is worth more than the incumbent.
+    branch_early: bool = True
+    #: Bound with the shifted matrix of :func:`relaxation_matrix` (False: ``M`` itself, as before).
+    branch_shift: bool = True
+    #: General (non-bipartite) matchings: linear queries over the fractional matching polytope
+    #: (:func:`~cmab_milp.oracles.backends.combinatorial.prepare_fractional_matching`), not the blossom algorithm.
+    fractional_matchings: bool = True
+    #: Split a node as soon as a relaxed point is worth more than the incumbent.
+    concave_early: bool = True
+    #: Also try :func:`~.overestimator.concave_overestimator` (size and conflict terms) at the root.
+    concave_overestimator: bool = True
+    #: On spaces with conflicts, also try the diagonal alone at the root (off: it lost or tied on K(10,12) and the
+    #: crew's queries, and skipping it is faster there: docs/performance.md, "Oracles").
+    concave_plain_with_conflicts: bool = False
+    #: A node's own form: the root's lowered on the node's free arms (:meth:`ConcaveBranch.node_form`); ``False``: a
+    #: new shift of the node's arms (matchings only, :func:`~.overestimator.shifted_form`).
+    concave_shift_down: bool = True
+    #: Whether a new shift also tries ``lambda_max I`` (the scaled candidate won on every crew node tried).
+    concave_reform_uniform: bool = False
+    # -- Glover's rows (norm/lifting.py)
+    #: Glover's row bounds from the space's combinatorial linear oracle where it is cheap (:func:`exact_row_bounds`).
+    exact_row_bounds: bool = True
+
+    @classmethod
+    def of(cls, value: Any) -> HighsTuning:
+        """``None`` (the defaults), a :class:`HighsTuning`, or a mapping of field names to values."""
+        if value is None:
+            return cls()
+        if isinstance(value, cls):
+            return value
+        if not isinstance(value, Mapping):
+            raise ValueError(f"tuning must be a mapping of option names to values, got {type(value).__name__}")
+        known = {f.name: f for f in fields(cls)}
+        for key, item in value.items():
+            if key not in known:
+                raise ValueError(
+                    f"tuning: unknown option {key!r}; the highs backend's tuning options: {', '.join(known)}"
+                )
+            allowed = "true, false or 'always'" if key == "plus_branch" else "true or false"
+            if not (isinstance(item, bool) or (key == "plus_branch" and item == "always")):
+                raise ValueError(f"tuning: option {key!r} must be {allowed}, got {item!r}")
+        return replace(cls(), **dict(value))
