@@ -638,3 +638,16 @@ def test_readme_timings_say_the_machine_and_what_a_loaded_one_gives():
     main_job, tests = commands.split("Install and run the tests", 1)
     for part in (main_job, tests.split("```", 1)[0]):
         assert "free" in part and "load average" in part  # idle figures and loaded ones, each said
+
+
+def test_curves_apart_on_a_log_axis_are_not_called_coinciding():
+    from cmab_milp.experiments.plots import PolicyCurves, make_figure
+
+    t = np.unique(np.geomspace(1, 10**5, 60).round())
+    curves = {  # Figure 2's queries: CUCB asks every step, AROQ ~46 and SROQ ~92 times
+        "CUCB": PolicyCurves(t, {"queries": np.vstack([t, t])}),
+        "AROQ": PolicyCurves(t, {"queries": np.vstack([np.minimum(t, 46.0)] * 2)}),
+        "SROQ": PolicyCurves(t, {"queries": np.vstack([np.minimum(t, 92.0)] * 2)}),
+    }
+    ax = make_figure(curves, ["queries"]).axes[0]  # a log panel: 46 and 92 are far apart there
+    assert not [child.get_text() for child in ax.texts if "coincide" in child.get_text()]

@@ -73,16 +73,27 @@ def _style(k: int) -> dict[str, Any]:
     }
 
 
-def coinciding(means: Mapping[str, np.ndarray], share: float = COINCIDE_SHARE) -> list[tuple[str, str]]:
+def coinciding(
+    means: Mapping[str, np.ndarray], share: float = COINCIDE_SHARE, log: bool = False
+) -> list[tuple[str, str]]:
     """Pairs of curves (same steps) whose values differ by at most ``share`` of their common range everywhere.
+
+    ``log=True`` compares them as a log axis draws them (``log10`` of the values, those <= 0 raised to the
+    smallest positive one).
 
     >>> coinciding({"A": np.array([1.0, 5.0]), "B": np.array([1.0, 5.01]), "C": np.array([2.0, 9.0])})
     [('A', 'B')]
+    >>> coinciding({"A": np.array([1.0, 45.0]), "B": np.array([1.0, 92.0]), "C": np.array([1.0, 1e5])}, log=True)
+    []
     """
     names = list(means)
     if len(names) < 2:
         return []
     stacked = np.vstack([np.asarray(means[n], dtype=float) for n in names])
+    if log:
+        positive = stacked[np.isfinite(stacked) & (stacked > 0)]
+        floor = float(positive.min()) if positive.size else 1.0
+        stacked = np.log10(np.maximum(np.where(np.isfinite(stacked), stacked, floor), floor))
     finite = stacked[np.isfinite(stacked)]
     span = float(finite.max() - finite.min()) if finite.size else 0.0
     tol = share * span if span > 0 else 1e-12
@@ -160,7 +171,7 @@ def _draw_panel(ax: Any, letter: str, panel: Panel, curves: Mapping[str, PolicyC
         ax.fill_between(data.t, low, mean + std, color=style["color"], alpha=0.2, lw=0)
     ts = [data.t for data in curves.values()]
     same_steps = all(len(t) == len(ts[0]) and np.array_equal(t, ts[0]) for t in ts)
-    pairs = coinciding(means) if same_steps else []
+    pairs = coinciding(means, log=panel.yscale == "log") if same_steps else []
     if pairs:
         text = "; ".join(f"{a} and {b} coincide" for a, b in pairs[:3])
         more = f" (+{len(pairs) - 3} pairs)" if len(pairs) > 3 else ""
