@@ -9,7 +9,7 @@ stops at its cap) keeps the work within it.
 
 Each family of ``bench/graphs_large.py`` (small sizes here, the bench's sizes under ``slow``), with
 and without side rows: ``auto``'s time for building and answering a few queries, first query
-included, is held within 2x of the fastest exact installed backend's (plus 30 ms for the timer
+included, is held within 2x of the fastest exact installed backend's (plus 0.1 s for the timer
 noise of a shared machine at these millisecond scales), and their answers agree in value.
 """
 
@@ -46,9 +46,11 @@ def test_planning_a_hop_limited_path_space_is_bounded() -> None:
     for positive in (False, True):
         auto.plan(QueryShape("linear", positive=positive))
     took = time.perf_counter() - start
-    # the counting search stops at 0.25 x the cheapest estimate (SCIP, 3.6 s) of a longest-path query here
-    assert took < 2.0, took
+    # the counting search stops after 0.25 x the cheapest estimate (SCIP, 3.6 s) of a longest-path query
+    # here, at 5 us a partial path: ~0.9 s (a loaded machine runs it 2-3x slower); before, minutes
+    assert took < 10.0, took
     assert auto.facts.actions is None  # nothing enumerated: the space has far more paths
+    assert auto.facts._visits_over > 0  # the search gave up at its cap
 
 
 def test_first_query_on_a_hop_limited_grid_is_not_planning_bound() -> None:
@@ -170,7 +172,7 @@ def _check_family(name: str, big: bool, n: int, limit: float) -> None:
     assert np.isfinite(best["auto"]), f"{name}: auto did not answer"
     for backend, values in answers.items():
         np.testing.assert_allclose(values, answers["auto"], rtol=1e-9, atol=1e-9, err_msg=f"{name}: {backend}")
-    assert best["auto"] <= 2.0 * fastest + 0.03, f"{name}: auto {best['auto']:.3f} s, times {best}"
+    assert best["auto"] <= 2.0 * fastest + 0.1, f"{name}: auto {best['auto']:.3f} s, times {best}"
 
 
 @pytest.mark.parametrize("name", list(_families(False)))

@@ -100,12 +100,17 @@ def _handler_class():
             return cutoff
 
         def _add_conss(self, rows: list[Row]) -> None:
-            from .scip import _ranged
-
             quicksum = self.model_quicksum
             for row in rows:
                 expr = quicksum(float(v) * self.cols[c] for c, v in zip(row.cols, row.coefs, strict=True))
-                self.model.addCons(_ranged(expr, float(row.lb), float(row.ub)), removable=True)
+                lb, ub = float(row.lb), float(row.ub)
+                if not np.isfinite(lb):
+                    cons = expr <= ub
+                elif not np.isfinite(ub):
+                    cons = expr >= lb
+                else:
+                    cons = (lb <= expr) <= ub
+                self.model.addCons(cons, removable=True)
                 self.rows_added += 1
 
         # ---------------------------------------------------------- callbacks

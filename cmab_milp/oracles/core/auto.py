@@ -222,9 +222,10 @@ def _search_within(space: ActionSpace, visits: int, paths: int | None = None) ->
         succ[u].append(v)
         if not space.directed:
             succ[v].append(u)
+    if _shortest_paths(succ, space.s, space.t) > min(visits, most := math.inf if paths is None else paths):
+        return False  # a lower bound on the paths already passes a cap: no search
     on_path = [False] * space.n_nodes
     count = found = 0
-    most = math.inf if paths is None else paths
     stack = [(space.s, 0)]
     on_path[space.s] = True
     while stack:  # iterative DFS over simple paths from s; each push is one visit
@@ -246,6 +247,29 @@ def _search_within(space: ActionSpace, visits: int, paths: int | None = None) ->
             on_path[nxt] = True
             stack.append((nxt, 0))
     return True
+
+
+def _shortest_paths(succ: list[list[int]], s: int, t: int) -> int:
+    """The number of s-t paths with fewest arcs (breadth-first counting): a lower bound on the simple s-t paths.
+
+    >>> _shortest_paths([[1, 2], [3], [3], []], 0, 3)
+    2
+    """
+    dist = {s: 0}
+    ways = {s: 1}
+    frontier = [s]
+    while frontier and t not in dist:
+        nxt: list[int] = []
+        for u in frontier:
+            for v in succ[u]:
+                if v not in dist:
+                    dist[v] = dist[u] + 1
+                    ways[v] = 0
+                    nxt.append(v)
+                if dist[v] == dist[u] + 1:
+                    ways[v] += ways[u]
+        frontier = nxt
+    return ways.get(t, 0)
 
 
 # ---------------------------------------------------------------- cost models
