@@ -3,7 +3,7 @@
 Run: ``.venv/bin/python bench/auto_dispatch.py [--quick] [--slow]``
 
 Cases: every family of ``bench/oracle.py`` (linear queries, UCB-like weights in
-[0, 1]), the norm cases named in issue 11 (covariance-norm queries on a 10x4
+[0, 1]), the norm cases measured before (covariance-norm queries on a 10x4
 bipartite matching space, spanning trees, s-t paths) and the cardinality norm
 cases of ``bench/oracle.py``. Norm queries: ``M = A A^T / d + I``,
 ``mu ~ U[0, 1]``, ``f = 1``, both signs. Contenders: ``auto`` and every exact

@@ -1,4 +1,4 @@
-"""Crew-assignment benchmark: the covariance-adaptive policies at d = 120 (issue 12, deliverable 4).
+"""Crew-assignment benchmark: the covariance-adaptive policies at d = 120.
 
 Run: ``.venv/bin/python bench/crew.py [--quick] [--horizon T] [--ols-horizon T] [--budget S]``
 

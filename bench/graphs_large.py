@@ -6,7 +6,7 @@ Run: ``.venv/bin/python bench/graphs_large.py [--quick] [--queries 5] [--time-li
 [--optimistic 0.03]`` (``--optimistic``: that share of the shortest-path queries' weights above 0, as UCB
 indices of little-observed links are)
 
-Families (issue 12): spanning trees and forests of a 20x20 grid (760 edges) with
+Families: spanning trees and forests of a 20x20 grid (760 edges) with
 ``forbid_pairs`` (4 pairs of edges sharing a node), spanning trees with a
 knapsack side row, longest simple s-t paths (positive weights) on a 10x10 grid,
 and shortest s-t paths on a 17x17 grid (544 edges) with ``forbid_pairs``, alone
@@ -21,7 +21,7 @@ HiGHS's restarts in path queries with a positive weight, as before the fourth ro
 ``highs-before`` (``highs`` without
 the third round's MIP starts, candidate hooks, sparse tree rows and skipped root cuts:
 see :data:`VARIANT_FLAGS`), ``highs-noroot`` (root cuts
-off: lazy cuts on integer candidates only, as before issue 12), ``highs-flow``
+off: lazy cuts on integer candidates only, as before), ``highs-flow``
 (root cuts plus the single-commodity flow rows of
 ``cmab_milp.spaces.graphs.FLOW_FORMULATION``), ``highs-unoriented`` (paths
 without the orientation columns of ``ORIENTED_PATHS``), ``gurobi`` (one thread, lazy
@@ -135,12 +135,12 @@ from cmab_milp.oracles.core.base import OracleError
 
 #: Module switches of a variant, set while it builds and while it answers (the rest of the run keeps the defaults).
 #: ``highs-before``: this file's ``highs`` before the MIP starts, candidate hooks, sparse tree rows and the
-#: skipped root cuts of paths with weights <= 0 (issue 12, third round).
+#: skipped root cuts of paths with weights <= 0.
 VARIANT_FLAGS = {
     "highs-before": [
         (graph_cuts, "SPARSE_TREE_CUTS", False),
     ],
-    # ``highs`` with HiGHS's restarts in path queries with a positive weight (before issue 12's fourth round)
+    # ``highs`` with HiGHS's restarts in path queries with a positive weight (as first measured)
     "highs-restarts": [(graphs, "PATH_POSITIVE_HIGHS_HINTS", {})],
 }
 #: The ``highs`` tuning options of a variant (:class:`~cmab_milp.oracles.mip.tuning.HighsTuning`): ``highs-before``
@@ -228,7 +228,7 @@ def families(quick: bool, optimistic: float = 0.0) -> dict[str, tuple[Callable[[
             lambda: cm.STPaths(_grid(directed).to_directed(), 0, directed * directed - 1),
             lambda space, rng: {"weights": rng.uniform(0.1, 1.0, space.d)},
         ),
-        # issue 30: hop limits (a side row) and the 8x8 grid digraph
+        # hop limits (a side row) and the 8x8 grid digraph
         f"longest s-t paths {paths}x{paths} + at most {6 * paths} edges": (
             lambda: _hops(_grid(paths), paths, 6 * paths),
             lambda space, rng: {"weights": rng.uniform(0.1, 1.0, space.d)},
@@ -352,7 +352,7 @@ def main(argv: list[str] | None = None) -> None:
         "highs-unoriented",
     ]
     variants += [b for b in ("gurobi", "scip") if b in have and not (args.quick and b == "scip")]
-    variants += [b for b in ("auto", "ortools") if b in have]  # issue 30: auto picks among the installed
+    variants += [b for b in ("auto", "ortools") if b in have]  # auto picks among the installed
     if args.variants:
         variants = [v for v in variants if v in args.variants.split(",")]
     print(f"{n} queries a family, time limit {args.time_limit:g} s; variants {variants}\n", flush=True)

@@ -2,9 +2,9 @@
 
 Run: ``.venv/bin/python bench/norm_large.py [--quick] [--queries 3] [--time-limit 20] [--only TEXT]``
 (a backend not installed is left out; ``--backends highs,gurobi`` picks some; ``scip-resolve`` is SCIP
-re-solving per lazy-cut round, as before issue 30's one tree).
+re-solving per lazy-cut round, as before the one tree).
 
-Families (issue 12): Cardinality(100, 10), matchings of K(10, 12) (d=120), matchings of
+Families: Cardinality(100, 10), matchings of K(10, 12) (d=120), matchings of
 K15 (d=105), spanning trees of a 6x6 grid (d=60) and an 8x8 grid (d=112), s-t paths on an
 8x8 grid (d=112), forests of an 8x8 grid (d=112); f in 0.1, 0.3, 1, 3; both signs.
 ``M = A A^T / d + 0.1 I`` (A Gaussian), ``mu ~ U[0, 1]``; every other query has restrictions (an arm
@@ -143,7 +143,7 @@ def query_maker(space: cm.ActionSpace, f: float, sign: int, rng: np.random.Gener
 
 
 def _make(space: cm.ActionSpace, backend: str, limit: float) -> cm.Oracle:
-    """``backend``'s oracle; ``scip-resolve``: SCIP re-solving per cut round (before issue 30's one tree)."""
+    """``backend``'s oracle; ``scip-resolve``: SCIP re-solving per cut round (before the one tree)."""
     if backend == "scip-resolve":
         return cm.make_oracle(space, "scip", time_limit=limit, one_tree=False)
     return cm.make_oracle(space, backend, time_limit=limit)

@@ -4,7 +4,7 @@ Measured figures and the ideas tried with this script: ``docs/performance.md`` (
 
 Run: ``.venv/bin/python bench/side_rows.py [--queries 30] [--only TEXT] [--covers]``
 
-Families (issue 12): Cardinality(200, 20) with one knapsack row (``bench/extra_solvers.py``'s
+Families: Cardinality(200, 20) with one knapsack row (``bench/extra_solvers.py``'s
 case) and with two; a partition matroid (10 blocks of 20 arms, at most 3 each) with a knapsack
 row; spanning trees of an 8x8 grid with a knapsack row. Every other query has restrictions (an
 arm included, two excluded, two forbidden pairs). Variants, each its own oracle, asked the same

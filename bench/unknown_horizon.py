@@ -8,7 +8,7 @@ oracle "combinatorial". For T = 10^4 .. 10^7 and 5 feedback seeds it prints,
 per policy, the mean final regret, oracle queries and adaptivity rounds with
 the horizon known and unknown, and the ratios unknown / known.
 
-Targets (issue 13): regret ratio <= 1.5 and query ratio <= 4. Measured (5 seeds)::
+Targets: regret ratio <= 1.5 and query ratio <= 4. Measured (5 seeds)::
 
     policy        T  regret ratio  query ratio  adaptivity known / unknown
     AROQ       10^4          1.21         1.23      44 / 55

@@ -1,4 +1,4 @@
-"""Alpha-regret with a proven ratio (Algorithm 5, issue 12): AROQ(alpha="proven"), the runner, problem files.
+"""Alpha-regret with a proven ratio (Algorithm 5): AROQ(alpha="proven"), the runner, problem files.
 
 A stand-in approximate backend plays the certified approximate mode before
 the real one is merged: it answers the best single arm of the exact answer

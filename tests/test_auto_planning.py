@@ -1,4 +1,4 @@
-"""``auto`` plans within a bound and keeps within 2x of the fastest exact backend (issue 30, item 4).
+"""``auto`` plans within a bound and keeps within 2x of the fastest exact backend.
 
 Found: ``auto`` counted actions by enumerating a constrained space. On the s-t paths of a 6x6 grid
 with at most 20 edges its first query took 16 s where ``highs`` took 0.05 s, and on the 10x10 grid
@@ -82,7 +82,7 @@ def test_auto_hands_its_time_limit_on() -> None:
 
 
 def _news() -> cm.ActionSpace:
-    """Issue 27's news space: 5 of 30 articles, at most 2 of a topic, conflicting pairs."""
+    """The news space: 5 of 30 articles, at most 2 of a topic, conflicting pairs."""
     space = cm.Cardinality(30, 5, exact=True).with_group(list(range(10)), at_most=2)
     return space.with_conflicts([(i, i + 1) for i in range(10, 29, 2)])
 

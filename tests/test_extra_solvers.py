@@ -77,7 +77,7 @@ def test_gurobi_norm_matches_brute_force_on_both_signs_with_restrictions(gurobi_
 
 
 def test_gurobi_time_limit_that_stops_the_proof_raises(gurobi_oracle_module) -> None:
-    # a hard norm query (issue 12: Gurobi stopped at 120 s on it) with a 0.05 s limit: refused, not guessed
+    # a hard norm query (Gurobi stopped at 120 s on it) with a 0.05 s limit: refused, not guessed
     rng = np.random.default_rng(0)
     d = 60
     space = cm.Cardinality(d, 10)
@@ -164,5 +164,5 @@ def test_compare_oracles_offers_the_installed_extra_backends() -> None:
 
 def test_auto_never_picks_the_comparison_backends() -> None:
     assert capabilities("gurobi").cost is None  # size-limited licence: for comparison only
-    # issue 30: scip (one tree) and ortools (CP-SAT's circuit on digraphs) declare costs, auto weighs them
+    # scip (one tree) and ortools (CP-SAT's circuit on digraphs) declare costs, auto weighs them
     assert capabilities("ortools").cost is not None and capabilities("scip").cost is not None

@@ -1,4 +1,4 @@
-"""Values at the edge of the float and integer ranges: refused, or answered exactly (issue 29)."""
+"""Values at the edge of the float and integer ranges: refused, or answered exactly."""
 
 from __future__ import annotations
 

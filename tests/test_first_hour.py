@@ -1,4 +1,4 @@
-"""What a new user tripped over in the first hour (issue 27): each finding, checked against its plain truth."""
+"""What a new user tripped over in the first hour: each finding, checked against its plain truth."""
 
 from __future__ import annotations
 

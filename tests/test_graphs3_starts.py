@@ -1,4 +1,4 @@
-"""MIP starts of path queries, repaired candidates, collected candidate cuts and sparse tree rows (issue 12).
+"""MIP starts of path queries, repaired candidates, collected candidate cuts and sparse tree rows.
 
 Heuristics are checked against brute force on small graphs: every start is an
 action obeying the bounds and side rows it was given, the Dijkstra start is the

@@ -162,7 +162,7 @@ def test_options_are_restored_even_when_the_block_raises_and_the_relaxation_is_f
 
 
 def test_no_module_but_highs_model_calls_highspy() -> None:
-    """Issue 11: highspy is called from one module (the names in docstrings and lists are fine)."""
+    """Highspy is called from one module (the names in docstrings and lists are fine)."""
     import re
     from pathlib import Path
 
@@ -179,7 +179,7 @@ def test_no_module_but_highs_model_calls_highspy() -> None:
 
 
 def test_the_norm_package_uses_only_public_names_of_the_oracle() -> None:
-    """The norm index reaches the oracle through its public methods (issue 11)."""
+    """The norm index reaches the oracle through its public methods."""
     import re
     from pathlib import Path
 

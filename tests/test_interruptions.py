@@ -1,4 +1,4 @@
-"""Stopping runs from outside: a worker killed while idle, the parent SIGKILLed, two runs on one folder (issue 29).
+"""Stopping runs from outside: a worker killed while idle, the parent SIGKILLed, two runs on one folder.
 
 The process tests run small scripts in a child Python so that a hang fails the
 test (by timeout) instead of hanging the suite.

@@ -1,4 +1,4 @@
-"""Graph MILPs at size (issue 12): fractional separators, root cuts, flow rows, against brute force.
+"""Graph MILPs at size: fractional separators, root cuts, flow rows, against brute force.
 
 Every separator is checked on small graphs: each cut it returns is valid (every
 action of the space satisfies it) and violated by the point it was given, and

@@ -1,4 +1,4 @@
-"""Hard queries in one tree (issue 30): SCIP's constraint handler, CP-SAT's circuit, the max-flow engines.
+"""Hard queries in one tree: SCIP's constraint handler, CP-SAT's circuit, the max-flow engines.
 
 * ``scip`` answers lazily separated families (s-t paths, spanning trees, forests, with side rows)
   in one solve, the separators running in a PySCIPOpt constraint handler; answers match brute

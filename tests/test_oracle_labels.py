@@ -1,4 +1,4 @@
-"""Oracle queries accept arms by label wherever an index is accepted (contract section 7, issue 14 item 1)."""
+"""Oracle queries accept arms by label wherever an index is accepted (contract section 7)."""
 
 from __future__ import annotations
 

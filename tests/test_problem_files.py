@@ -263,7 +263,7 @@ def test_directed_grid_paths_count_the_monotone_lattice_paths(tmp_path: Path) ->
 
 
 def test_generated_graphs_keep_their_node_labels_by_default(tmp_path: Path) -> None:
-    # issue 14: node labels as given (grid cells stay (i, j)), and arms resolve by their edge
+    # node labels as given (grid cells stay (i, j)), and arms resolve by their edge
     _, space = build(
         tmp_path,
         "[space]\nkind = 'STPaths'\nsource = [0, 0]\ntarget = [2, 2]\n"

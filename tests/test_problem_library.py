@@ -204,7 +204,7 @@ def test_sensor_placement_optimum_is_the_best_placement_within_the_rules():
 
 
 def test_the_routing_files_say_what_combinatorial_does() -> None:
-    # issue 14: the comment says combinatorial answers all-nonpositive weights and declines the rest
+    # the comment says combinatorial answers all-nonpositive weights and declines the rest
     import cmab_milp as cm
 
     assert "answers the queries whose weights are all" in (PROBLEMS / "routing_abilene.toml").read_text()

@@ -1,4 +1,4 @@
-"""Progress inside long jobs (issue 14 item 6): running jobs report their rounds, serial and in worker processes."""
+"""Progress inside long jobs: running jobs report their rounds, serial and in worker processes."""
 
 from __future__ import annotations
 

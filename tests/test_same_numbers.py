@@ -1,4 +1,4 @@
-"""Same seed, same numbers, however a run is executed (issue 10, deliver 1): the default oracle (highs) with
+"""Same seed, same numbers, however a run is executed: the default oracle (highs) with
 tie-heavy policies (SROQ's batches of representatives, the covariance index), run serially, in a process pool,
 on a Dask LocalCluster, and interrupted then resumed, gives identical curves and summary numbers."""
 

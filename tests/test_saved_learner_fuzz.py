@@ -1,4 +1,4 @@
-"""Damaged saved learners: refused naming the field, or loaded as a learner that behaves exactly as before (issue 29).
+"""Damaged saved learners: refused naming the field, or loaded as a learner that behaves exactly as before.
 
 Every policy of the library's table (:func:`~cmab_milp.policies.persistence.policy_classes`, so a policy
 added later is covered without editing this file) is played for a few rounds, with some selections left

@@ -1,4 +1,4 @@
-"""The ``scip`` backend's time limit holds for a whole query, across its lazy-cut re-solves (issue 12).
+"""The ``scip`` backend's time limit holds for a whole query, across its lazy-cut re-solves.
 
 Found: ``bench/norm_large.py --backends scip --time-limit 10`` ran norm queries on 6x6-grid trees
 for up to 127 s: SCIP's ``limits/time`` held per solve, and a query re-solves once per round of

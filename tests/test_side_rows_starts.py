@@ -1,4 +1,4 @@
-"""Side rows on a base space with a combinatorial oracle (issue 12): starts, flip bounds, fixing, cover cuts.
+"""Side rows on a base space with a combinatorial oracle: starts, flip bounds, fixing, cover cuts.
 
 Truth is brute force over small spaces: a start is an action obeying every row and bound; a flip
 bound is the exact best value with one arm flipped; a fixing loses no action near the optimum; a

@@ -18,7 +18,7 @@ from cmab_milp.testing import ORACLE_CASES, check_oracle, check_policy, check_sp
 #: Spaces for the backends that hand every solve to a new solver process or model (PuLP, SCIP).
 FEW = ("cardinality", "paths-cyclic", "matchings-perfect", "with-constraint", "explicit")
 
-#: Known defects of issue 10, fixed in parallel on other branches; these cases run as expected failures:
+#: Known defects, fixed in parallel on other branches; these cases run as expected failures:
 #: answers under ties depend on the model's warm-start history and on the batch's threads (highs, scip);
 #: highs accepts time_limit=-1, nan and inf.
 

@@ -128,7 +128,7 @@ def test_a_saved_unknown_horizon_learner_continues_across_guesses(tmp_path):
 
 @pytest.mark.slow
 def test_unknown_horizon_targets_in_the_figure_2_setting():
-    """Issue 13's targets at T = 10^5 (bench/unknown_horizon.py measures 10^4 .. 10^7)."""
+    """The targets at T = 10^5 (bench/unknown_horizon.py measures 10^4 .. 10^7)."""
     means = np.random.default_rng(0).uniform(size=20)
     space, figure = cm.Cardinality(20, 3), cm.UniformNoise(means, width=0.5)
     T = 10**5

@@ -1,4 +1,4 @@
-"""Problem files written to hang, recurse or spoof: refused at once, at the key, printably (issue 29)."""
+"""Problem files written to hang, recurse or spoof: refused at once, at the key, printably."""
 
 from __future__ import annotations
 

@@ -32,7 +32,7 @@ exact but slower than the norm oracle on ESCB's indices, whose competing
 actions are nearly tied by design (``Cardinality(20, 5)``: 225 ms a round
 against 14 ms).
 
-Rare-oracle versions (deliverable of issue 28). ESCB's index is the norm index
+Rare-oracle versions. ESCB's index is the norm index
 of AROQ-C / SROQ-C with a diagonal matrix, so their schedules carry it; whether
 their guarantees transfer:
 

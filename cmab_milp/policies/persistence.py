@@ -82,7 +82,7 @@ def policy_classes() -> dict[str, type[Policy]]:
     return {cls.__name__: cls for cls in (*nine, *_baseline_classes())}
 
 
-# ------------------------------------------------------------------ baselines (issue 28)
+# ------------------------------------------------------------------ baselines
 def _baseline_classes() -> tuple[type[Policy], ...]:
     """The baselines beside the nine: CTS, ESCB and AROQ-ESCB (their state: counts, sums, generator words)."""
     from .escb import AROQESCB, ESCB

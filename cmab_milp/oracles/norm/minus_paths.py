@@ -128,7 +128,7 @@ s-t max flow only when no component cut is violated (flat); each node's first LP
 principal submatrix of ``M``: 0.104 on 100 of the 112 arms, 0.131 on 80: deep nodes only). The optimum
 given as the first incumbent saves 1-15% of the nodes at f = 1: the incumbent is not the bottleneck there.
 
-Products of the path's rows (issue 12). The potential first: Shor's semidefinite bound
+Products of the path's rows. The potential first: Shor's semidefinite bound
 ``max mu @ x - f sqrt(<M, X>)`` over ``[[1, x'], [x, X]]`` PSD with ``diag(X) = x``, on the converged root LP's rows
 (formulation, forbid rows, cuts; ``x`` = arms and visit columns), by a golden-section search over ``lambda`` of
 ``max mu @ x - f (<M, X> / lambda + lambda) / 2`` (SCS, 1e-5; scratch scripts, cvxpy): (a) the LP root as before,
