@@ -13,15 +13,10 @@ import ast
 import pathlib
 
 import networkx as nx
-import pytest
 
 import cmab_milp
 
 ROOT = pathlib.Path(cmab_milp.__file__).parent
-#: Cycles wholly inside these packages are known and owned elsewhere (see test_known_cycles_remain).
-KNOWN = ("cmab_milp.spaces.", "cmab_milp.policies.")
-
-
 def _modules() -> dict[str, pathlib.Path]:
     mods = {}
     for path in ROOT.rglob("*.py"):
@@ -74,13 +69,8 @@ def test_a_cycle_is_found():
 
 
 def test_no_import_cycle_between_modules():
-    found = [c for c in cycles(import_graph()) if not any(all(m.startswith(k) for m in c) for k in KNOWN)]
+    found = cycles(import_graph())
     assert not found, "import cycles: " + "; ".join(" <-> ".join(c) for c in found)
-
-
-@pytest.mark.xfail(strict=True, reason="cycles inside spaces/ (base <-> rules) and policies/ remain, owned elsewhere")
-def test_known_cycles_remain_to_be_broken():
-    assert not cycles(import_graph())
 
 
 def test_core_imports_no_backend_and_spaces_import_no_oracle():

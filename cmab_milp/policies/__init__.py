@@ -17,6 +17,7 @@ _LAZY = {
     "ESCB": ".escb",
     "AROQESCB": ".escb",
     "load_policy": ".persistence",
+    "save_policy": ".persistence",
 }
 
 

@@ -334,9 +334,9 @@ class Policy(ABC):
         >>> cm.load_policy(path).pending    # the selection still awaits its outcomes
         1
         """
-        from .persistence import save_policy
+        from .. import policies  # the package's table reaches the file format, which sits above this module
 
-        save_policy(self, path)
+        policies.save_policy(self, path)
 
     @property
     def pending(self) -> int:

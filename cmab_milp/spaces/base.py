@@ -24,16 +24,13 @@ import copy
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from .formulation import Formulation
 from .labels import ArmLabels
 from .solve import best_action
-
-if TYPE_CHECKING:
-    from .rules import ConflictSpace, ConstrainedSpace
 
 __all__ = ["MAX_ENUMERATE", "ActionSpace", "EmptySpaceError", "Intersection", "as_action"]
 
@@ -199,9 +196,9 @@ class ActionSpace(ABC):
         self.m  # noqa: B018 (computing m finds the largest action, or refuses an empty space)
 
     def _empty_message(self) -> str:
-        from .rules import explain_empty
+        from .. import spaces  # the rule spaces subclass this one: reached through the package
 
-        return explain_empty(self) or f"{self!r} has no action"
+        return spaces.rules.explain_empty(self) or f"{self!r} has no action"
 
     # -------------------------------------------------------------- labels
     def _make_labels(self) -> ArmLabels:
@@ -273,38 +270,38 @@ class ActionSpace(ABC):
         return [display[i] for i in np.flatnonzero(as_action(action, self.d))]
 
     # ------------------------------------------------------------ combinators
-    def with_constraint(self, coeffs: Any, sense: str, rhs: float) -> ConstrainedSpace:
+    def with_constraint(self, coeffs: Any, sense: str, rhs: float) -> ActionSpace:
         """This space plus ``coeffs @ a  sense  rhs``; ``coeffs`` may be a mapping ``{arm: coefficient}``.
 
         >>> import cmab_milp as cm
         >>> cm.Cardinality(4, 3).with_constraint({0: 1, 3: 1}, "<=", 1).m
         3
         """
-        from .rules import ConstrainedSpace
+        from .. import spaces  # the rule spaces subclass this one: reached through the package
 
-        return ConstrainedSpace(self, coeffs, sense, rhs)
+        return spaces.rules.ConstrainedSpace(self, coeffs, sense, rhs)
 
-    def with_conflicts(self, pairs: Any) -> ConflictSpace:
+    def with_conflicts(self, pairs: Any) -> ActionSpace:
         """This space where the two arms of each pair (by index or label) are never both chosen.
 
         >>> import cmab_milp as cm
         >>> cm.Cardinality(3, 3).with_conflicts([(0, 1), (1, 2)]).m
         2
         """
-        from .rules import ConflictSpace
+        from .. import spaces  # the rule spaces subclass this one: reached through the package
 
-        return ConflictSpace(self, pairs)
+        return spaces.rules.ConflictSpace(self, pairs)
 
-    def with_budget(self, costs: Any, budget: float) -> ConstrainedSpace:
+    def with_budget(self, costs: Any, budget: float) -> ActionSpace:
         """This space with total cost ``costs @ a <= budget`` (a knapsack row; costs >= 0, by arm or mapping).
 
         >>> import cmab_milp as cm
         >>> cm.Cardinality(4, 4).with_budget([3, 1, 1, 2], 4).m
         3
         """
-        from .rules import budget_rule
+        from .. import spaces  # the rule spaces subclass this one: reached through the package
 
-        return budget_rule(self, costs, budget)
+        return spaces.rules.budget_rule(self, costs, budget)
 
     def with_group(self, group: Any, at_least: int | None = None, at_most: int | None = None) -> ActionSpace:
         """This space with at least ``at_least`` and/or at most ``at_most`` arms of ``group``.
@@ -313,9 +310,9 @@ class ActionSpace(ABC):
         >>> len(cm.Cardinality(4, 2, exact=True).with_group([0, 1], at_least=1, at_most=1).enumerate())
         4
         """
-        from .rules import group_rule
+        from .. import spaces  # the rule spaces subclass this one: reached through the package
 
-        return group_rule(self, group, at_least, at_most)
+        return spaces.rules.group_rule(self, group, at_least, at_most)
 
     def with_at_least(self, k: int, group: Any) -> ActionSpace:
         """This space with at least ``k`` arms of ``group`` (arms by index or label)."""

@@ -20,7 +20,7 @@ Example
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import numpy as np
 import scipy.sparse as sp
@@ -28,8 +28,17 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 
 from .formulation import Row
 
-if TYPE_CHECKING:
-    from .base import ActionSpace
+
+class _Space(Protocol):
+    """What the solver reads of an action space (``cmab_milp.spaces.ActionSpace``, which imports this module)."""
+
+    d: int
+
+    def count_upper_bound(self) -> int | None: ...
+    def formulation(self) -> Any: ...
+    def _iter_actions(self) -> Any: ...
+    def _contains(self, action: np.ndarray) -> bool: ...
+
 
 __all__ = ["ENUMERATE_BELOW", "MAX_CUT_ROUNDS", "best_action"]
 
@@ -40,7 +49,7 @@ MAX_CUT_ROUNDS = 2_000
 
 
 def best_action(
-    space: ActionSpace, weights: np.ndarray | None = None, *, enumerate_below: int = ENUMERATE_BELOW
+    space: _Space, weights: np.ndarray | None = None, *, enumerate_below: int = ENUMERATE_BELOW
 ) -> np.ndarray | None:
     """An action maximising ``weights @ a`` (default: all ones, the largest action), or None if there is none."""
     w = np.ones(space.d) if weights is None else np.asarray(weights, dtype=float)
@@ -52,7 +61,7 @@ def best_action(
     return _by_milp(space, w)
 
 
-def _by_enumeration(space: ActionSpace, w: np.ndarray) -> np.ndarray | None:
+def _by_enumeration(space: _Space, w: np.ndarray) -> np.ndarray | None:
     best, best_value = None, -np.inf
     for action in space._iter_actions():
         value = float(w[action].sum())
@@ -70,7 +79,7 @@ def _rows_matrix(rows: list[Row], n_cols: int) -> sp.csr_matrix:
     return sp.csr_matrix((np.asarray(data, float), np.asarray(indices, np.int64), indptr), shape=(len(rows), n_cols))
 
 
-def _by_milp(space: ActionSpace, w: np.ndarray) -> np.ndarray | None:
+def _by_milp(space: _Space, w: np.ndarray) -> np.ndarray | None:
     f = space.formulation()
     d, n = f.d, f.n_cols
     cost = np.zeros(n)
