@@ -17,6 +17,8 @@ import networkx as nx
 import cmab_milp
 
 ROOT = pathlib.Path(cmab_milp.__file__).parent
+
+
 def _modules() -> dict[str, pathlib.Path]:
     mods = {}
     for path in ROOT.rglob("*.py"):
