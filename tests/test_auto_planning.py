@@ -57,11 +57,13 @@ def test_first_query_on_a_hop_limited_grid_is_not_planning_bound() -> None:
     """6x6 grid, at most 20 edges: auto's first query took 16 s, highs's 0.05 s."""
     space = hop_limited(6, 20)
     w = np.random.default_rng(0).uniform(0.1, 1.0, space.d)
-    took = {}
-    for backend in ("highs", "auto"):
-        start = time.perf_counter()
-        answer = cm.make_oracle(space, backend).argmax(w)
-        took[backend] = (time.perf_counter() - start, float(w @ answer))
+    took: dict[str, tuple[float, float]] = {}
+    for _ in range(3):  # the best of three fresh oracles each, interleaved: one timer reading is noise here
+        for backend in ("highs", "auto"):
+            start = time.perf_counter()
+            answer = cm.make_oracle(space, backend).argmax(w)
+            seconds = time.perf_counter() - start
+            took[backend] = (min(seconds, took.get(backend, (np.inf, 0.0))[0]), float(w @ answer))
     assert took["auto"][1] == pytest.approx(took["highs"][1], abs=1e-9)
     assert took["auto"][0] <= 2.0 * took["highs"][0] + 0.05, took
 
