@@ -16,6 +16,8 @@ OPTIONAL = {
     Path("cmab_milp/oracles/backends/scip.py"): "pyscipopt",
     Path("cmab_milp/oracles/backends/gurobi.py"): "gurobipy",
     Path("cmab_milp/oracles/backends/ortools.py"): "ortools",
+    Path("cmab_milp/oracles/backends/scip_tree.py"): "pyscipopt",
+    Path("cmab_milp/oracles/backends/cpsat_circuit.py"): "ortools",
 }
 
 

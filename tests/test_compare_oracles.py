@@ -4,6 +4,7 @@ and deliberately wrong backends (registered with cm.register_backend) are caught
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import io
 import json
 
@@ -349,6 +350,8 @@ def geant_space():
 def test_recorded_geant_query_is_answered_exactly(backend, geant_space):
     if backend.partition(":")[0] not in cm.available_backends():
         pytest.skip(f"{backend} is not installed")
+    if backend == "pulp:SCIP_PY" and importlib.util.find_spec("pyscipopt") is None:
+        pytest.skip("PuLP's SCIP_PY solver needs pyscipopt (the scip extra)")
     space = geant_space
     weights = np.asarray(GEANT_QUERY_WEIGHTS)
     recorder = RecordingOracle(cm.make_oracle(space, "enumerate"))
