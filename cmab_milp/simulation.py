@@ -224,9 +224,7 @@ def simulate(
     if progress is False:
         progress = None
     rng = np.random.default_rng(seed)
-    start_run = getattr(policy, "start_run", None)
-    if callable(start_run):  # a randomised policy built without a seed (CTS) takes a stream derived from ``seed``
-        start_run(seed)
+    policy.start_run(seed)
     policy.reset()
     ledger = policy.oracle.ledger
     q0, r0, s0 = ledger.snapshot()

@@ -182,6 +182,14 @@ class Policy(ABC):
         self.params = dict(params)
         self.reset()
 
+    def start_run(self, seed: int | None) -> None:
+        """Called by :func:`~cmab_milp.simulate` with its seed before :meth:`reset`.
+
+        Deterministic policies ignore it; a randomised one built without a seed (CTS) draws from a
+        stream derived from it, so the same run seed gives the same numbers.
+        """
+        return None
+
     def reset(self) -> None:
         """Forget everything learned: the next :meth:`plan` is round 1 (the oracle is reset too, if it can be)."""
         reset_oracle = getattr(self.oracle, "reset", None)
