@@ -10,6 +10,7 @@ import json
 
 import numpy as np
 import pytest
+from recorded_queries import NORM_QUERY_F, NORM_QUERY_M, NORM_QUERY_MU, NORM_QUERY_SIGN
 
 import cmab_milp as cm
 from cmab_milp.experiments import parse_problem
@@ -334,7 +335,7 @@ def geant_space():
 
     from cmab_milp.experiments import load_problem
 
-    return load_problem(Path(__file__).resolve().parents[1] / "problems" / "routing_geant.toml").build_space()
+    return load_problem(Path(__file__).resolve().parents[2] / "problems" / "routing_geant.toml").build_space()
 
 
 @pytest.mark.slow_backend
@@ -361,112 +362,7 @@ def test_recorded_geant_query_is_answered_exactly(backend, geant_space):
     assert report["backends"][backend]["agree"] == 1, report["backends"][backend]["disagreements"]
 
 
-# A norm query recorded by `compare-oracles problems/paper_covariance.toml --horizon 200` (OLS-UCB-C,
-# round 177, Cardinality(10, 3)): highs raised OracleError 'norm outer approximation stalled' (bound and
-# incumbent 6e-9 apart, tolerance 5.4e-9). Kept as a regression test.
-NORM_QUERY_MU = [
-    0.6357940634710834,
-    0.9211778968243907,
-    0.7124641985193877,
-    0.2801761534776304,
-    0.2909884758386448,
-    0.869740950087127,
-    -0.08948850236597745,
-    0.7882478298833974,
-    0.805194659087041,
-    0.4966349004276531,
-]
-NORM_QUERY_M = [
-    [
-        0.027365501247733657,
-        0.006461251793908573,
-        0.005662531719409474,
-        0.0,
-        0.0,
-        0.0,
-        0.0,
-        0.0,
-        0.0,
-        0.00767307943887388,
-    ],
-    [
-        0.006461251793908573,
-        0.012204252513247879,
-        0.006276373627299092,
-        0.0,
-        0.0,
-        0.0,
-        0.0,
-        0.0,
-        0.0,
-        0.008038178459400809,
-    ],
-    [
-        0.005662531719409474,
-        0.006276373627299092,
-        0.020240352042854785,
-        0.0,
-        0.0,
-        0.0,
-        0.0,
-        0.0,
-        0.0,
-        0.007986009432557761,
-    ],
-    [0.0, 0.0, 0.0, 0.049580876849718035, 0.019332124489635817, 0.008025776963609739, 0.0, 0.0, 0.0, 0.0],
-    [0.0, 0.0, 0.0, 0.019332124489635817, 0.04605915566145029, 0.008177649948851876, 0.0, 0.0, 0.0, 0.0],
-    [
-        0.0,
-        0.0,
-        0.0,
-        0.008025776963609739,
-        0.008177649948851876,
-        0.014102106063458698,
-        0.0,
-        0.004562852191504856,
-        0.00530766167174207,
-        0.0,
-    ],
-    [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.08521000864363465, 0.01132301591999491, 0.010929302393609895, 0.0],
-    [
-        0.0,
-        0.0,
-        0.0,
-        0.0,
-        0.0,
-        0.004562852191504856,
-        0.01132301591999491,
-        0.016531546479098394,
-        0.00671498476354209,
-        0.0,
-    ],
-    [
-        0.0,
-        0.0,
-        0.0,
-        0.0,
-        0.0,
-        0.00530766167174207,
-        0.010929302393609895,
-        0.00671498476354209,
-        0.016680678825786152,
-        0.0,
-    ],
-    [
-        0.00767307943887388,
-        0.008038178459400809,
-        0.007986009432557761,
-        0.0,
-        0.0,
-        0.0,
-        0.0,
-        0.0,
-        0.0,
-        0.032169800201177844,
-    ],
-]
-NORM_QUERY_F = 6.957706439491326
-NORM_QUERY_SIGN = 1
+# A norm query recorded from an OLS-UCB-C run on Cardinality(10, 3) (tests/recorded_queries.py).
 
 
 @pytest.mark.parametrize(

@@ -19,7 +19,7 @@ import pytest
 from cmab_milp.cli import main
 from cmab_milp.experiments.storage import lock_folder
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and flock")
 
 

@@ -13,7 +13,7 @@ import cmab_milp
 from cmab_milp.cli import main
 from cmab_milp.experiments import ProblemError, load_problem
 
-PROBLEMS = sorted((Path(__file__).resolve().parents[1] / "problems").glob("*.toml"))
+PROBLEMS = sorted((Path(__file__).resolve().parents[2] / "problems").glob("*.toml"))
 
 SPACE = """
 [space]

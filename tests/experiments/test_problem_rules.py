@@ -258,7 +258,7 @@ def test_diagonal_matrices_by_number_or_label(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------ topohub
-ROUTING = Path(__file__).resolve().parents[1] / "problems" / "routing_abilene.toml"
+ROUTING = Path(__file__).resolve().parents[2] / "problems" / "routing_abilene.toml"
 TOPOHUB = """
 [space]
 kind = "STPaths"

@@ -266,7 +266,7 @@ def test_compare_oracles_records_an_unknown_horizon_policy_as_it_runs(tmp_path: 
 
 
 def test_the_shipped_anytime_file_puts_told_and_unknown_horizons_side_by_side(tmp_path: Path) -> None:
-    path = Path(__file__).resolve().parents[1] / "problems" / "paper_linear_anytime.toml"
+    path = Path(__file__).resolve().parents[2] / "problems" / "paper_linear_anytime.toml"
     problem = load_problem(path, horizon=400, seeds=1)
     told = {p.name: problem.policy_horizon(p.name) for p in problem.policies}
     assert told == {"AROQ-CMAB": 400, "AROQ-CMAB-anytime": None, "SROQ-CMAB": 400, "SROQ-CMAB-anytime": None}

@@ -19,7 +19,7 @@ import cmab_milp as cm
 from cmab_milp.oracles.backends import highs as highs_backend
 from cmab_milp.oracles.core.base import tolerance
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 def _grid(n: int) -> nx.Graph:

@@ -20,7 +20,7 @@ from cmab_milp.oracles.core.base import tolerance
 from cmab_milp.policies.covariance import CovarianceIndex
 from cmab_milp.policies.schedules import all_pairs, pair_cover, shared_cover
 
-CREW = Path(__file__).resolve().parents[1] / "problems" / "crew_matching.toml"
+CREW = Path(__file__).resolve().parents[2] / "problems" / "crew_matching.toml"
 
 
 def small_instance(seed: int = 0) -> tuple[cm.Matchings, cm.GaussianNoise]:

@@ -177,7 +177,7 @@ def test_bad_constants_name_the_key(cls, kwargs, key) -> None:
         cls(cm.Cardinality(4, 2), 10, oracle="enumerate", **kwargs)
 
 
-PROBLEMS = Path(__file__).resolve().parents[1] / "problems"
+PROBLEMS = Path(__file__).resolve().parents[2] / "problems"
 
 
 def test_the_baselines_file_is_figure_2_with_the_five_policies() -> None:

@@ -3,7 +3,7 @@
 Lemma 1 (epochs of the adaptive schedule), SROQ-GR's adaptivity = its number of
 epochs = Theta(log log T), sublinear regret, Algorithm 8 on continuous arms,
 Algorithm 5's alpha with the greedy oracle, determinism and bad input. The
-shared conformance kit (tests/test_policy_conformance.py) also runs all three.
+shared conformance kit (tests/policies/test_policy_conformance.py) also runs all three.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ SHA-256 of every stretch played (start, length, actions), the query and
 adaptivity counts and the regret (exact floats). Learners saved mid-run by that
 code must still load and continue exactly as it did. Regenerate (only when a
 change of behaviour is intended, and say so) with
-``PYTHONPATH=. python tests/test_schedules_shared.py --write``.
+``PYTHONPATH=. python tests/policies/test_schedules.py --write``.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import pytest
 
 import cmab_milp as cm
 
-DATA = Path(__file__).parent / "data" / "schedules"
+DATA = Path(__file__).resolve().parents[1] / "data" / "schedules"
 FINGERPRINTS = DATA / "fingerprints.json"
 
 SPACE = cm.Cardinality(6, 2).with_constraint([1, 1, 0, 0, 0, 0], "<=", 1)
@@ -183,7 +183,7 @@ def test_learners_saved_by_the_old_code_load_and_continue(name, T):
 
 if __name__ == "__main__":
     if sys.argv[1:] != ["--write"]:
-        sys.exit("usage: PYTHONPATH=. python tests/test_schedules_shared.py --write")
+        sys.exit("usage: PYTHONPATH=. python tests/policies/test_schedules.py --write")
     write()
 
 

@@ -247,7 +247,7 @@ def test_progress_lines_count_steps_as_the_glossary_says():
 def test_docs_cite_no_file_outside_the_repository():
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     texts = [root / "README.md", *sorted((root / "docs").glob("*.md")), *sorted((root / "notebooks").glob("*.ipynb"))]
     for path in texts:
         assert "/work/" not in path.read_text(encoding="utf-8"), path.name
@@ -256,7 +256,7 @@ def test_docs_cite_no_file_outside_the_repository():
 def test_readme_lists_every_notebook():
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     readme = (root / "README.md").read_text(encoding="utf-8")
     readme = readme.split("\n## Notebooks\n", 1)[1].split("\n## ", 1)[0]  # the section that lists them
     notebooks = sorted(p.name for p in (root / "notebooks").glob("*.ipynb"))
@@ -538,7 +538,7 @@ def test_readme_and_notebook_say_when_covariance_adaptivity_pays():
     import json
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     readme = (root / "README.md").read_text(encoding="utf-8")
     section = readme.split("### When do the covariance-adaptive policies pay?", 1)[1].split("\n#", 1)[0]
     for case in ("shared shocks", "independent, var 0.25", "independent, var 0.0025"):
@@ -597,7 +597,7 @@ def test_policies_on_request_run_only_when_named(tmp_path):
 def _problem_files():
     from pathlib import Path
 
-    return sorted((Path(__file__).resolve().parents[1] / "problems").glob("*.toml"))
+    return sorted((Path(__file__).resolve().parents[2] / "problems").glob("*.toml"))
 
 
 def test_hour_long_policies_are_on_request_with_their_time_said():
@@ -633,7 +633,7 @@ def test_every_problem_file_passes_the_quick_check_within_5_minutes(path, tmp_pa
 def test_readme_timings_say_the_machine_and_what_a_loaded_one_gives():
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     commands = readme.split("## The two commands", 1)[1].split("\n## ", 1)[0]
     main_job, tests = commands.split("Install and run the tests", 1)
     for part in (main_job, tests.split("```", 1)[0]):

@@ -16,7 +16,7 @@ import pytest
 from cmab_milp.cli import main
 from cmab_milp.experiments import load_problem, parse_problem, run_problem
 
-PROBLEMS = Path(__file__).resolve().parents[1] / "problems"
+PROBLEMS = Path(__file__).resolve().parents[2] / "problems"
 LIBRARY = [
     "routing_abilene.toml",
     "routing_geant.toml",
@@ -37,7 +37,7 @@ ROUTING = {
 }
 #: Files whose jobs set up slowly: run the first policy only (GEANT's auto oracle enumerates 17,023 paths;
 #: the crew file's AROQ-C and SROQ-C warm up on 7,260 pairs, 1,870 to 7,260 linear queries at any horizon
-#: -- the slow test in test_crew.py runs them).
+#: -- the slow test in test_covariance_crew.py runs them).
 SLOW_SETUP = {"routing_geant.toml", "crew_matching.toml"}
 #: Options the routing files were written with (as their header's command says).
 ROUTING_OPTIONS = {"routing_abilene.toml": {"horizon": 20_000}, "routing_geant.toml": {"horizon": 20_000}}

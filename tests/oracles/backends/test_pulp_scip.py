@@ -139,7 +139,7 @@ def test_scip_through_pulp_matches_brute_force() -> None:
         assert_optimal(space, res, oracle.argmax(w, **res), truth.argmax(w, **res), lambda a, w=w: float(w @ a))
 
 
-# A 25-edge subgraph of GEANT cut out of the recorded compare-oracles query (tests/test_compare_oracles.py,
+# A 25-edge subgraph of GEANT cut out of the recorded compare-oracles query (tests/experiments/test_compare.py,
 # GEANT_QUERY_*) by deleting edges while the defect stayed: with SCIP 10.0's default presolve (probing),
 # pulp:SCIP_PY answered a path worth 19 where the best path through edge 17 is worth 63, and SCIP reported
 # its wrong optimum with a matching dual bound. Edge order matters (it fixes the model's column order).

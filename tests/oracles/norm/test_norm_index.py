@@ -273,10 +273,10 @@ def test_convex_reformulation_cuts_hold_on_every_action(side: int) -> None:
 
 
 # ---------------------------------------------------------------- solver noise
-# A query recorded from an OLS-UCB-C run (kept in test_compare_oracles): sparse M with entries
+# A query recorded from an OLS-UCB-C run (kept in recorded_queries.py): sparse M with entries
 # ~1e-2 and f ~ 7. HiGHS let `s` exceed its tangent by a row-tolerance slack (8.6e-10); times f
 # that put the bound 6e-9 above the optimum, past the 5.4e-9 tolerance, and the loop raised.
-from test_compare_oracles import NORM_QUERY_F, NORM_QUERY_M, NORM_QUERY_MU, NORM_QUERY_SIGN  # noqa: E402
+from recorded_queries import NORM_QUERY_F, NORM_QUERY_M, NORM_QUERY_MU, NORM_QUERY_SIGN  # noqa: E402
 
 _NOISE_SPACE = cm.Cardinality(10, 3)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from instances import check_norm_answer, norm_values, oracle_and_actions, psd, random_node, random_restrictions
-from test_norm_minus_branch import BRANCH
+from test_minus_branch import BRANCH
 
 import cmab_milp as cm
 from cmab_milp.oracles.backends.highs_model import LimitReached

@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 from instances import check_norm_answer, norm_values, psd, random_restrictions
-from test_norm_minus_paths import GRAPHS, random_path_node, space_and_actions
+from test_minus_paths import GRAPHS, random_path_node, space_and_actions
 
 import cmab_milp as cm
 from cmab_milp.oracles.backends.highs_model import LimitReached
@@ -137,7 +137,7 @@ def test_indefinite_and_singular_M_are_bounded_on_the_psd_majorant(name):
     """The index ``mu @ a + f sqrt(max(a @ M @ a, 0))`` with ``M`` of rank 2 or with negative eigenvalues: the forms
     are made on :func:`~cmab_milp.oracles.norm.plus_branch.psd_majorant` and the answers match brute force (before,
     the outer approximation served these)."""
-    from test_norm_plus_branch import indefinite
+    from test_plus_branch import indefinite
 
     space, oracle, actions = space_and_actions(name)
     rng = np.random.default_rng([len(name), 43])
