@@ -1,6 +1,6 @@
 """Oracles: exact restricted argmax over an action space (contract section 2).
 
-Layout (imports point down this list only; ``tests/test_import_layers.py`` holds it):
+Layout (imports point down this list only; ``tests/project/test_import_layers.py`` holds it):
 
 * :mod:`.core`: queries and their validation, the :class:`Oracle` base and its ledger, the certified
   solve and its :class:`~.core.pipeline.SolverModel` protocol, the backend registry, ``auto``;

@@ -15,7 +15,7 @@
   optional single-commodity flow rows (``_add_flow``).
 
 Every row returned is valid for every action of the space (tested against brute
-force over node sets in ``tests/test_large_graphs.py``).
+force over node sets in ``tests/oracles/mip/test_graph_cuts.py``).
 """
 
 from __future__ import annotations

@@ -90,7 +90,7 @@ __all__ = ["BOUND_SOLVERS", "EXACT_OPTIONS", "PulpOracle", "available_pulp_solve
 #: of some degree-model path MILPs and then reports the smaller optimum with a
 #: matching dual bound (status ``optimal``, gap 0), so no bound check can see
 #: it; the recorded GEANT query (3.1214 instead of 3.8861) and the 25-edge
-#: graph in ``tests/test_pulp_scip.py`` reproduce it with SCIP's default
+#: graph in ``tests/oracles/backends/test_pulp_scip.py`` reproduce it with SCIP's default
 #: settings on the model read from an LP file. The ``scip`` backend's fast
 #: presolve already skips probing. Solvers not listed get
 #: ``gapRel=0, gapAbs=1e-11``. An ``options`` list given by the user is

@@ -105,7 +105,7 @@ class _ScipModel(ModelBase):
         if gap:
             model.setParam("limits/gap", float(gap))
         # Probing presolve is off explicitly (FAST leaves it out too): SCIP 10's probing proved a
-        # wrong optimum on a recorded GEANT path query (see tests/test_pulp_scip.py).
+        # wrong optimum on a recorded GEANT path query (see tests/oracles/backends/test_pulp_scip.py).
         model.setParam("propagating/probing/maxprerounds", 0)
         # The tie rule: SCIP keeps solutions of earlier solves across freeTransform and starts
         # from them, so a tied query's answer depended on the history; keep none.
