@@ -128,7 +128,7 @@ def bench_policies(T: int) -> None:
 
 
 def correlated_env(d: int, seed: int) -> cm.GaussianNoise:
-    """Gaussian feedback with covariance ``A A^T + I`` scaled to 0.05 on the diagonal (the issue's instance)."""
+    """Gaussian feedback with covariance ``A A^T + I`` scaled to 0.05 on the diagonal."""
     rng = np.random.default_rng(seed)
     a = rng.normal(size=(d, d))
     cov = a @ a.T + np.eye(d)

@@ -1,7 +1,7 @@
 """Every backend answers or raises ``LimitReached`` within ``1.1 * time_limit + 0.5`` s.
 
 Found: longest s-t paths on the 8x8 grid digraph with ``time_limit=1`` took 2.5 s on ``highs`` and 7.6 s
-on ``ortools`` (97 s with ``time_limit=20`` in the issue's bench): the lazy-cut loop re-solved with
+on ``ortools`` (97 s with ``time_limit=20`` in the benchmark that found it): the lazy-cut loop re-solved with
 the whole limit each round. Now :func:`~cmab_milp.oracles.core.pipeline.certified_solve` gives each
 re-solve what is left of the query's limit and stops when nothing is left.
 """
