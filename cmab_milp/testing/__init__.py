@@ -12,7 +12,9 @@ not failed. Each check returns ``{case: "passed" | "skipped: why"}``.
 * :func:`check_space` checks that ``contains``, ``enumerate``, ``m`` and the
   formulation describe the same set;
 * :func:`check_policy` plays a policy class and checks feasibility, counting,
-  reproducibility, reuse and bulk play.
+  reproducibility, reuse and bulk play;
+* :func:`registered_kinds` lists what to run them on: every registered backend, space kind and
+  policy kind, each that cannot run here with the reason (so a suite skips it saying why).
 
 Example
 -------
@@ -27,7 +29,19 @@ Example
 
 from .common import small_spaces
 from .oracle_kit import ORACLE_CASES, check_oracle
-from .policy_kit import POLICY_CASES, check_policy
+from .policy_kit import POLICY_CASES, check_policy, policy_setup
+from .registered import Registered, registered_kinds
 from .space_kit import SPACE_CASES, check_space
 
-__all__ = ["ORACLE_CASES", "POLICY_CASES", "SPACE_CASES", "check_oracle", "check_policy", "check_space", "small_spaces"]
+__all__ = [
+    "ORACLE_CASES",
+    "POLICY_CASES",
+    "SPACE_CASES",
+    "Registered",
+    "check_oracle",
+    "check_policy",
+    "check_space",
+    "policy_setup",
+    "registered_kinds",
+    "small_spaces",
+]

@@ -11,7 +11,7 @@ import numpy as np
 from ..spaces import ActionSpace, Cardinality
 from .common import Cases, action_str
 
-__all__ = ["POLICY_CASES", "check_policy"]
+__all__ = ["POLICY_CASES", "check_policy", "policy_setup"]
 
 POLICY_CASES = ("feasible", "ledger", "same_seed", "reuse", "bulk")
 
@@ -35,6 +35,27 @@ def _default_setup(cls: type, space: ActionSpace, constants: dict[str, Any]):
         cov = 0.02 * (np.eye(d) + 0.5 * np.ones((d, d)))
         return (lambda: GaussianNoise(means, cov, seed=0)), constants
     return (lambda: UniformNoise(means, width=0.5, seed=0)), constants
+
+
+def _space(space: ActionSpace | None) -> ActionSpace:
+    return Cardinality(6, 2).with_constraint([1, 1, 0, 0, 0, 0], "<=", 1) if space is None else space
+
+
+def policy_setup(
+    cls: type, space: ActionSpace | None = None, constants: Mapping[str, Any] | None = None
+) -> tuple[Callable[[], Any], dict[str, Any]]:
+    """A fresh-environment factory fitting policy ``cls`` and the constants to build it with.
+
+    What :func:`check_policy` plays a class on when given no ``env``: uniform noise, a
+    correlated Gaussian for covariance-adaptive policies, discrete outcomes with ``sqrt_sum``
+    (and their ``support``) for general-reward ones; ``space`` as in :func:`check_policy`.
+
+    >>> import cmab_milp as cm
+    >>> make_env, constants = policy_setup(cm.SDCB)
+    >>> type(make_env()).__name__, constants["reward"]
+    ('DiscreteArms', 'sqrt_sum')
+    """
+    return _default_setup(cls, _space(space), dict(constants or {}))
 
 
 def _played(result) -> np.ndarray:
@@ -93,7 +114,7 @@ def check_policy(
 
     if not isinstance(cls, type):
         raise ValueError(f"cls must be a policy class, got {cls!r}")
-    space = Cardinality(6, 2).with_constraint([1, 1, 0, 0, 0, 0], "<=", 1) if space is None else space
+    space = _space(space)
     constants = dict(constants or {})
     if env is None:
         env, constants = _default_setup(cls, space, constants)
