@@ -3,7 +3,7 @@
 Layout (imports point down this list only; ``tests/test_import_layers.py`` holds it):
 
 * :mod:`.core`: queries and their validation, the :class:`Oracle` base and its ledger, the certified
-  solve and its :class:`~.core.pipeline.SolverModel` protocol, the backend registry, ``auto``;
+  solve and its :class:`~.core.model.SolverModel` protocol, the backend registry, ``auto``;
 * :mod:`.backends`: one module per solver (``highs``, ``scip``, ``gurobi``, ``pulp``, ``ortools``) and the
   solver-free ``enumerate`` and ``combinatorial``; ``highs_model`` is the compiled HiGHS model;
 * :mod:`.mip`: MIP tuning of the HiGHS models (option tables, MIP starts, root and cover cuts,

@@ -54,7 +54,8 @@ import numpy as np
 
 from ...spaces.base import ActionSpace
 from ..core.base import LimitReached, LinearQuery, NormQuery, OracleError, check_gap
-from ..core.pipeline import FractionalAnswer, ModelOracle, certified_solve
+from ..core.model_oracle import ModelOracle
+from ..core.pipeline import FractionalAnswer, certified_solve
 from ..core.pipeline import chosen_arms as _chosen
 from ..mip.root_cuts import add_root_cuts
 from ..mip.tuning import HighsTuning

@@ -72,10 +72,11 @@ import numpy as np
 from ...spaces.base import ActionSpace
 from ...spaces.formulation import Row
 from ..core.base import LinearQuery, NormQuery, OracleError, UnsupportedQuery, check_gap, check_time_limit
-from ..core.pipeline import ModelBase, ModelOracle, SolveResult
+from ..core.model import ModelBase, SolveResult
+from ..core.model_oracle import ModelOracle
 from ..core.registry import make_oracle
 from ..mip.options import HIGHS_OPTIONS, SCIP_PARAMS
-from .highs_model import new_highs
+from .highs_solve import new_highs
 
 __all__ = ["BOUND_SOLVERS", "EXACT_OPTIONS", "PulpOracle", "available_pulp_solvers"]
 
@@ -166,7 +167,7 @@ def _default_solver() -> str:
 class _ThreadModel(ModelBase):
     """One thread's PuLP variables and base constraints (PuLP writes solutions into them).
 
-    The PuLP :class:`~cmab_milp.oracles.core.pipeline.SolverModel`: the edits are
+    The PuLP :class:`~cmab_milp.oracles.core.model.SolverModel`: the edits are
     recorded, and each :meth:`solve` hands a fresh ``LpProblem`` to the solver.
     """
 

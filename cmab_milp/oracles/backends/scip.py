@@ -62,7 +62,8 @@ import numpy as np
 
 from ...spaces.formulation import Formulation, Row
 from ..core.base import LinearQuery, NormQuery
-from ..core.pipeline import ModelBase, ModelOracle, SolveResult
+from ..core.model import ModelBase, SolveResult
+from ..core.model_oracle import ModelOracle
 from ..mip.options import SCIP_PARAMS
 
 __all__ = ["NORM_SLACK", "SCIP_PARAMS", "ScipOracle"]
@@ -76,7 +77,7 @@ NORM_SLACK = 1e-6
 class _ScipModel(ModelBase):
     """One thread's SCIP model of the formulation, with a spare column ``s`` for norm queries.
 
-    The SCIP :class:`~cmab_milp.oracles.core.pipeline.SolverModel`: every edit first
+    The SCIP :class:`~cmab_milp.oracles.core.model.SolverModel`: every edit first
     frees the transformed problem of the last solve (SCIP edits only in its
     problem stage); :meth:`undo` deletes the query's rows and closes ``s``.
     """
@@ -246,7 +247,7 @@ def _ranged(expr, lb: float, ub: float):
 class ScipOracle(ModelOracle):
     """Exact MILP (and MIQCP norm) oracle on SCIP, one re-solved model per thread.
 
-    Parameters as :class:`~cmab_milp.oracles.core.pipeline.ModelOracle`: ``space``,
+    Parameters as :class:`~cmab_milp.oracles.core.model_oracle.ModelOracle`: ``space``,
     ``time_limit``, ``verify`` and ``gap`` (SCIP's ``limits/gap``); ``one_tree``
     (default ``True``) runs the formulation's separators in SCIP's tree
     (:mod:`.scip_tree`), separating fractional points every ``sepa_freq``-th depth
