@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 import cmab_milp as cm
-from cmab_milp.oracles.core.auto import QueryShape
+from cmab_milp.oracles.core.auto_facts import QueryShape
 from cmab_milp.oracles.core.base import OracleError, UnsupportedQuery
 from cmab_milp.oracles.core.registry import capabilities
 

@@ -12,7 +12,7 @@ import pytest
 import cmab_milp as cm
 from cmab_milp.oracles import norm_objective
 from cmab_milp.oracles.backends.enumerate import EnumerateOracle
-from cmab_milp.oracles.core.auto import QueryShape
+from cmab_milp.oracles.core.auto_facts import QueryShape
 from cmab_milp.oracles.core.registry import BACKENDS, Capabilities, capabilities, check_backend_name, register_backend
 
 

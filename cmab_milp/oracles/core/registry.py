@@ -99,7 +99,7 @@ class Capabilities:
         Keyword options the factory takes; ``None``: read from its signature.
     cost:
         ``cost(space, shape, facts) -> float``: estimated seconds per query
-        (``math.inf``: cannot answer), see :mod:`cmab_milp.oracles.core.auto`;
+        (``math.inf``: cannot answer), see :mod:`cmab_milp.oracles.core.auto_costs`;
         ``None``: ``auto`` never picks this backend.
     tuning:
         The typed record of its ``tuning=`` option (a class whose ``of(value)`` reads
@@ -233,7 +233,7 @@ def register_backend(
 
 # ------------------------------------------------- built-in declarations
 _PKG = "cmab_milp.oracles.backends"
-_COSTS = "cmab_milp.oracles.core.auto"
+_COSTS = "cmab_milp.oracles.core.auto_costs"
 #: The built-in backends: name, ``module:Class`` under ``cmab_milp.oracles.backends`` (``auto`` under
 #: ``core``), description, capabilities. Named by strings: the core imports no backend.
 _BUILT_IN: list[tuple[str, str, str, Capabilities]] = [
