@@ -35,9 +35,9 @@ import threading
 import numpy as np
 
 from ..oracles.backends.highs_model import CompiledModel
-from ..oracles.core.base import Restrictions
 from ..oracles.core.model import ModelBase, SolveResult
 from ..oracles.core.pipeline import certified_solve
+from ..oracles.core.queries import Restrictions
 from ..spaces.base import ActionSpace
 from ..spaces.formulation import Row
 from .grid import OutcomeGrid

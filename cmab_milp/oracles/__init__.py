@@ -12,7 +12,8 @@ Layout (imports point down this list only; ``tests/test_import_layers.py`` holds
 * ``backends/highs.py``, the ``highs`` oracle, sits on top: it answers norm queries through :mod:`.norm`.
 """
 
-from .core.base import Ledger, Oracle, OracleError, UnsupportedQuery, norm_objective
+from .core.base import Ledger, Oracle, OracleError, UnsupportedQuery
+from .core.queries import norm_objective
 from .core.registry import (
     BACKENDS,
     Capabilities,

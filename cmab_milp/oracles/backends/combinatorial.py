@@ -45,8 +45,8 @@ from ...spaces import (
     SpanningTrees,
     STPaths,
 )
-from ..core.base import LinearQuery, Oracle, UnsupportedQuery
-from ..core.queries import Restrictions
+from ..core.base import Oracle, UnsupportedQuery
+from ..core.queries import LinearQuery, Restrictions
 from .combinatorial_matchings import assignment_tables, matching_argmax
 from .combinatorial_paths import path_argmax
 

@@ -58,9 +58,10 @@ import numpy as np
 
 from ...spaces.base import ActionSpace
 from ...spaces.formulation import Formulation, Row
-from ..core.base import NormQuery, OracleError
+from ..core.base import OracleError
 from ..core.model import ModelBase, SolveResult
 from ..core.model_oracle import ModelOracle
+from ..core.queries import NormQuery
 
 __all__ = ["GUROBI_PARAMS", "NORM_SLACK", "SIZE_LIMIT", "GurobiOracle", "size_limited"]
 

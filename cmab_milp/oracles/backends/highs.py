@@ -53,10 +53,11 @@ from typing import Any
 import numpy as np
 
 from ...spaces.base import ActionSpace
-from ..core.base import LimitReached, LinearQuery, NormQuery, OracleError, check_gap
+from ..core.base import LimitReached, OracleError, check_gap
 from ..core.model_oracle import ModelOracle
 from ..core.pipeline import FractionalAnswer, certified_solve
 from ..core.pipeline import chosen_arms as _chosen
+from ..core.queries import LinearQuery, NormQuery
 from ..mip.root_cuts import add_root_cuts
 from ..mip.tuning import HighsTuning
 from ..norm.solver import solve_norm

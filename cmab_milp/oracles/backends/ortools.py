@@ -66,9 +66,10 @@ import numpy as np
 
 from ...spaces.base import ActionSpace
 from ...spaces.formulation import Formulation, Row
-from ..core.base import NormQuery, UnsupportedQuery
+from ..core.base import UnsupportedQuery
 from ..core.model import ModelBase, SolveResult
 from ..core.model_oracle import ModelOracle
+from ..core.queries import NormQuery
 
 __all__ = ["OrtoolsOracle", "objective_scale", "rounding_gap"]
 _BIG = 2**62  # CP-SAT's "unbounded" side of a linear domain

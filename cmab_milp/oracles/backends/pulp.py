@@ -71,9 +71,10 @@ import numpy as np
 
 from ...spaces.base import ActionSpace
 from ...spaces.formulation import Row
-from ..core.base import LinearQuery, NormQuery, OracleError, UnsupportedQuery, check_gap, check_time_limit
+from ..core.base import OracleError, UnsupportedQuery, check_gap, check_time_limit
 from ..core.model import ModelBase, SolveResult
 from ..core.model_oracle import ModelOracle
+from ..core.queries import LinearQuery, NormQuery
 from ..core.registry import make_oracle
 from ..mip.options import HIGHS_OPTIONS, SCIP_PARAMS
 from .highs_solve import new_highs

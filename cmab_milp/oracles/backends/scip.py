@@ -61,9 +61,9 @@ from pathlib import Path
 import numpy as np
 
 from ...spaces.formulation import Formulation, Row
-from ..core.base import LinearQuery, NormQuery
 from ..core.model import ModelBase, SolveResult
 from ..core.model_oracle import ModelOracle
+from ..core.queries import LinearQuery, NormQuery
 from ..mip.options import SCIP_PARAMS
 
 __all__ = ["NORM_SLACK", "SCIP_PARAMS", "ScipOracle"]

@@ -38,7 +38,8 @@ import numpy as np
 
 from ...spaces.base import ActionSpace
 from .auto_facts import QueryShape, SpaceFacts, cyclic_paths_base
-from .base import _NO_RESTRICTIONS, LinearQuery, NormQuery, Oracle, UnsupportedQuery, check_time_limit
+from .base import Oracle, UnsupportedQuery, check_time_limit
+from .queries import _NO_RESTRICTIONS, LinearQuery, NormQuery
 from .registry import BACKENDS, _resolve, make_oracle
 
 _FREE_LINEAR = QueryShape("linear")

@@ -23,7 +23,7 @@ import numpy as np
 
 from ...spaces import ExplicitActions, Matchings
 from ...spaces.base import ActionSpace
-from .base import LinearQuery, NormQuery
+from .queries import LinearQuery, NormQuery
 
 __all__ = ["QueryShape", "SpaceFacts", "cyclic_paths_base", "enumeration_base"]
 

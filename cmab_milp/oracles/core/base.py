@@ -31,7 +31,7 @@ import numpy as np
 
 from ..._threads import blas_single_thread
 from ...spaces.base import ActionSpace
-from .queries import (  # noqa: F401 - the query types and validators, re-exported under their former home
+from .queries import (
     _FLOAT64,
     _NO_RESTRICTIONS,
     _SMALL,
@@ -40,14 +40,8 @@ from .queries import (  # noqa: F401 - the query types and validators, re-export
     LinearQuery,
     NormQuery,
     Pairs,
-    Restrictions,
-    _arm_tuple,
     _hints,
-    _pairs,
-    _Restrictions,
-    _restrictions,
     make_restrictions,
-    norm_objective,
     real_array,
     real_number,
 )
@@ -55,18 +49,11 @@ from .queries import (  # noqa: F401 - the query types and validators, re-export
 __all__ = [
     "Ledger",
     "LimitReached",
-    "LinearQuery",
-    "NormQuery",
     "Oracle",
     "OracleError",
-    "Restrictions",
     "UnsupportedQuery",
     "check_gap",
     "check_time_limit",
-    "make_restrictions",
-    "norm_objective",
-    "real_array",
-    "real_number",
 ]
 
 
@@ -271,7 +258,7 @@ class Oracle:
         total = sum(listed) if listed is not None else w.sum()  # inf or NaN anywhere makes it non-finite
         if not math.isfinite(total) and not np.isfinite(w).all():
             raise ValueError("weights must be finite (no NaN or inf)")
-        return LinearQuery(w, _restrictions(self.d, include, exclude, forbid_pairs, self.space), listed)
+        return LinearQuery(w, make_restrictions(self.d, include, exclude, forbid_pairs, self.space), listed)
 
     def norm_query(
         self,
@@ -303,7 +290,7 @@ class Oracle:
         if isinstance(sign, (bool, np.bool_)) or not isinstance(sign, Real) or sign not in (1, -1):
             raise ValueError(f"sign must be +1 or -1, got {sign!r}")
         mat = 0.5 * (mat + mat.T)
-        restrictions = _restrictions(self.d, include, exclude, forbid_pairs, self.space)
+        restrictions = make_restrictions(self.d, include, exclude, forbid_pairs, self.space)
         if carry is not None and not isinstance(carry, Carry):
             raise ValueError(f"carry must be a NormCarry or None, got {type(carry).__name__}")
         return NormQuery(mu_arr, mat, f, int(sign), restrictions, _hints(hints, self.d), carry)

@@ -22,8 +22,9 @@ from typing import Any
 import numpy as np
 
 from ...spaces.base import ActionSpace
-from .base import LinearQuery, NormQuery, Oracle, OracleError, check_gap, check_time_limit
+from .base import Oracle, OracleError, check_gap, check_time_limit
 from .pipeline import certified_solve
+from .queries import LinearQuery, NormQuery
 
 __all__ = ["ModelOracle", "settle_norm_answer"]
 

@@ -63,14 +63,9 @@ from typing import Any
 import numpy as np
 
 from ...spaces.formulation import Formulation, Row
-from .base import (
-    _NO_RESTRICTIONS,
-    Ledger,
-    LimitReached,
-    OracleError,
-    tolerance,
-)
+from .base import Ledger, LimitReached, OracleError, tolerance
 from .model import SolveResult, SolverModel
+from .queries import _NO_RESTRICTIONS
 
 _EPS = float(np.finfo(float).eps)
 
@@ -232,7 +227,7 @@ def certified_solve(
     query:
         Has ``weights`` (arm costs), ``weights_list`` (or ``None``),
         ``restrictions`` and ``value(chosen)`` (the exact objective of a list of
-        bools); a :class:`~cmab_milp.oracles.core.base.LinearQuery` or alike.
+        bools); a :class:`~cmab_milp.oracles.core.queries.LinearQuery` or alike.
     rows:
         This query's rows besides ``forbid_pairs`` (removed by ``undo``).
     rescale:
