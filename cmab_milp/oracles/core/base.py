@@ -54,6 +54,7 @@ __all__ = [
     "UnsupportedQuery",
     "check_gap",
     "check_time_limit",
+    "check_workers",
 ]
 
 
@@ -163,6 +164,19 @@ def check_gap(gap: Any, name: str = "gap") -> float | None:
     return float(gap)
 
 
+def check_workers(workers: Any) -> int | None:
+    """``None`` or an integer >= 1 (threads of a batch), else ``ValueError``.
+
+    >>> check_workers(2), check_workers(None)
+    (2, None)
+    """
+    if workers is None:
+        return None
+    if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 1:
+        raise ValueError(f"workers must be an integer >= 1 (threads of a batch) or None, got {workers!r}")
+    return int(workers)
+
+
 def tolerance(value: float) -> float:
     """The contract's optimality tolerance ``1e-9 * (1 + |value|)``."""
     return 1e-9 * (1.0 + abs(value))
@@ -176,6 +190,9 @@ class Oracle:
     """
 
     name = "oracle"
+    #: Threads :meth:`argmax_batch` runs (``None``: ``min(4, cores)``); every backend takes it as the
+    #: option ``make_oracle(space, backend, workers=n)``. Answers do not depend on it (the tie rule).
+    workers: int | None = None
 
     def __init__(self, space: ActionSpace):
         if not isinstance(space, ActionSpace):
@@ -327,6 +344,9 @@ class Oracle:
 
     # ---------------------------------------------------------- concurrency
     def max_workers(self) -> int:
+        """Threads of :meth:`argmax_batch`: the ``workers`` option, else ``min(4, cores)``."""
+        if self.workers is not None:
+            return self.workers
         return max(1, min(4, os.cpu_count() or 1))
 
     def _executor(self) -> ThreadPoolExecutor:
