@@ -157,8 +157,8 @@ def prepare_kruskal(
     """Kruskal's algorithm under ``restrictions``, as a function of the weights: the included arms joined once, then
     each query's candidates (not excluded; forests: of positive weight) taken by decreasing weight (ties: by index)
     while they join two components. ``None`` when the included arms close a cycle or (spanning) no spanning tree
-    is left. One query ~3x faster than the union-find object it replaced (35 -> 12 us, trees of a 6x6 grid: Python
-    lists, the loop inlined, and a stop at ``n - 1`` arms: every later arm would close a cycle); the same action.
+    is left. Plain Python lists, the union-find loop inlined, and a stop at ``n - 1`` arms (every later arm would
+    close a cycle); the same action as the space's solver.
 
     >>> import networkx as nx
     >>> import cmab_milp as cm
@@ -239,7 +239,7 @@ def prepare_linear(space: ActionSpace, restrictions: Restrictions) -> Callable[[
     the weights: what the space's solver answers on ``LinearQuery(w, restrictions)``, the same action.
 
     For many queries under one restriction (a branch-and-bound node): bipartite matchings compute the
-    node's assignment sub-matrix once (4x cheaper a query at d = 120); other spaces call their solver.
+    node's assignment sub-matrix once; other spaces call their solver.
 
     >>> import networkx as nx
     >>> import cmab_milp as cm
@@ -364,9 +364,8 @@ def prepare_fractional_matching(
     relaxation for the branch and bound of :mod:`~cmab_milp.oracles.norm.minus_branch`, exact where the graph is
     bipartite. Its vertices are half-integral, and its maximum is half the best assignment of the bipartite double
     cover (each node ``v`` split into ``v_out`` and ``v_in``, each edge ``uv`` into ``u_out v_in`` and ``v_out
-    u_in``): ``x_e`` is half the number of ``e``'s two copies assigned. One ``linear_sum_assignment`` (~20 us at 15
-    nodes) where the blossom algorithm takes ~2 ms. Returns floats (0, 1/2 or 1), or ``None`` when no admitted
-    point exists.
+    u_in``): ``x_e`` is half the number of ``e``'s two copies assigned: one ``linear_sum_assignment``, far cheaper than
+    the blossom algorithm. Returns floats (0, 1/2 or 1), or ``None`` when no admitted point exists.
 
     >>> import networkx as nx
     >>> import cmab_milp as cm

@@ -168,8 +168,8 @@ class HighsOracle(ModelOracle):
     def solve_restricted(self, model: CompiledModel, res, query: LinearQuery) -> np.ndarray | None:
         """The certified solve (:func:`~cmab_milp.oracles.core.pipeline.certified_solve`) of ``query`` on ``model``."""
         # The optional rows only tighten LPs whose optimum likes dead ends (some weight < 0); with weights
-        # >= 0 they measured 1.7x slower (longest paths of a 10x10 grid), so such a query solves without
-        # them. The model is then a function of the query alone (the tie rule holds).
+        # >= 0 they only slow the solve (docs/performance.md), so such a query solves without them.
+        # The model is then a function of the query alone (the tie rule holds).
         relax = len(self._optional_rows) > 0 and model.integer and float(np.min(query.weights)) >= 0.0
         if relax:
             n = len(self._optional_rows)

@@ -87,11 +87,10 @@ class HighsSolving:
         For an LP (``lp``: the model is continuous, or a relaxation is solved) HiGHS
         compares ``time_limit`` with the *cumulative* run time of its instance
         (ERGO-Code/HiGHS#1477, #1331; highspy 1.16 has no ``zeroAllClocks``), so a model
-        re-solved for hundreds of fast queries hit a 0.2 s limit after ~900 LPs of 0.4 ms;
-        there the option is set to the run time so far plus the limit, and restored. The
-        MIP solver already counts from its own start (measured: a MILP stopped 0.30 s after
-        its start with ``time_limit=0.3`` on an instance with 0.5 s behind it), so MILPs
-        keep the option as it is.
+        re-solved for many fast queries would run out of its limit; there the option is
+        set to the run time so far plus the limit, and restored. The MIP solver already
+        counts from its own start, so MILPs keep the option as it is
+        (``tests/test_highs_model.py`` holds both).
         """
         h = self.h
         limit = self._time_limit
@@ -126,7 +125,7 @@ class HighsSolving:
           start given with ``setSolution``: for a caller whose sequence of solves
           started cold (the norm index clears once per query);
         * an LP starts warm from the last basis (the per-query path: a cold start costs
-          ~60% more), and when ``tie_tol`` is given and some nonbasic variable has a
+          more), and when ``tie_tol`` is given and some nonbasic variable has a
           reduced cost within ``tie_tol`` of zero (so other optimal vertices may
           exist), it is solved again from a cold start. A dual-nondegenerate optimum
           is the unique optimum, which the cold start reaches too; so every answer
@@ -251,8 +250,8 @@ class HighsSolving:
         h = self.h
         status = self._status.get(model_status)
         if status is None and model_status != self._hs.HighsModelStatus.kTimeLimit:
-            # A hot-started solve occasionally ends as 'Unknown' (seen once in ~10^6 CUCB
-            # queries); a cold start from the same model is the cure. The answer is checked
+            # A hot-started solve occasionally ends as 'Unknown'; a cold start from the same
+            # model is the cure. The answer is checked
             # as any other (integrality, restrictions, value against the bound).
             h.clearSolver()
             run_status = self._run(lp=not self.integer)

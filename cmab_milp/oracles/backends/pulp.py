@@ -20,10 +20,9 @@ answer does not depend on earlier queries). Gaps are set to zero (absolute gap `
 for the solvers listed in :data:`EXACT_OPTIONS`. PuLP hands CBC its costs
 through an MPS file with 13 significant digits, so CBC answers are exact to
 about ``m * 5e-13 * max|w|``, inside the contract's ``1e-9 * (1 + |optimum|)``
-for weights of moderate size. Measured limit: on near-ties (weights on a grid
-plus ~3e-9 noise, the DAG paths of the conformance tests) CBC fell short of the
-optimum by more than that tolerance in 1 of 1,559 queries (by 2.1e-9; HiGHS in
-none): CBC's own tolerances decide ties closer than a few 1e-9. For exactness at
+for weights of moderate size. The limit: on near-ties (a few 1e-9 apart) CBC's own
+tolerances decide, and it can fall short of the optimum by more than that tolerance
+(the measured rate: ``docs/performance.md``, "Oracle core and backends"). For exactness at
 that scale use a solver in :data:`BOUND_SOLVERS`, whose answers are checked
 against their bound.
 
@@ -102,8 +101,8 @@ EXACT_OPTIONS: dict[str, dict[str, Any]] = {
     "PULP_CBC_CMD": {
         "gapRel": 0.0,
         "gapAbs": 1e-11,
-        # no "threads": CBC runs one thread by default, and "-threads 1" made
-        # about one solve in 30 stall for exactly 10 s here (PuLP 3.3 bundling CBC 2.10.3)
+        # no "threads": CBC runs one thread by default, and "-threads 1" made some solves
+        # stall (PuLP 3.3 bundling CBC 2.10.3; docs/performance.md)
         "options": ["integerTolerance 1e-9", "primalTolerance 1e-9", "dualTolerance 1e-10", "increment 1e-11"],
     },
     "HiGHS": {

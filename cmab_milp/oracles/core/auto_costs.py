@@ -25,10 +25,10 @@ from .auto_facts import QueryShape, SpaceFacts, cyclic_paths_base, enumeration_b
 
 __all__ = ["combinatorial_cost", "enumerate_cost", "highs_cost", "ortools_cost", "scip_cost"]
 
-# Seconds per query, fitted on bench/auto_dispatch.py (2-core machine, numpy + highspy 1.x).
+# Seconds per query, fitted on bench/auto_dispatch.py (the fit and its figures: docs/performance.md).
 _ENUM_BASE, _ENUM_ENTRY, _ENUM_GATHER = 5e-6, 1.5e-9, 5e-9
 _HIGHS_LP, _HIGHS_MILP, _HIGHS_PER_ENTRY = 1e-4, 3e-4, 5e-6
-_HIGHS_ROOT_ROUNDS = 0.012  # LP cut rounds before a MILP with fractional separators (trees, forests: 16 ms on 3x3)
+_HIGHS_ROOT_ROUNDS = 0.012  # LP cut rounds before a MILP with fractional separators (trees, forests)
 _HIGHS_NORM = 0.1  # an exact norm query on 30 arms (secants, cuts: many MILP solves), growing as d^1.5
 
 
@@ -51,8 +51,8 @@ def enumerate_cost(space: ActionSpace, shape: QueryShape, facts: SpaceFacts) -> 
 def highs_cost(space: ActionSpace, shape: QueryShape, facts: SpaceFacts) -> float:
     """A re-solve of the compiled model (LP when integral); the norm index runs many MILP solves.
 
-    Norm queries: ``0.1 s * (d / 30)^1.5``, within 2x of the medians measured on
-    cardinality, matching, path, tree and side-row spaces of 20 to 60 arms.
+    Norm queries: ``0.1 s * (d / 30)^1.5``, fitted on cardinality, matching, path, tree and side-row
+    spaces of 20 to 60 arms.
     """
     size, integral, separators = facts.formulation_size()
     factor = 3.0 if separators else 1.0
@@ -70,13 +70,10 @@ def highs_cost(space: ActionSpace, shape: QueryShape, facts: SpaceFacts) -> floa
 def _longest_path_seconds(base, solver: str, side_rows: bool = False) -> float:
     """Seconds per longest-path-like query (most weights > 0) on cyclic s-t paths, by solver.
 
-    Fitted on ``bench/graphs_large.py`` (grids; medians of 4-8 queries): on digraphs CP-SAT's
-    circuit (0.11-0.18 s on the 6x6 grid digraph, 120 arcs) beats HiGHS's lazy-cut loop ~8x and SCIP's
-    one tree ~20x; on undirected grids HiGHS leads without side rows (0.8 s on the 10x10 grid; SCIP
-    2.0 s) and SCIP's one tree with them (at most 60 edges: SCIP 3.6 s, HiGHS 6.8 s); CP-SAT has no
-    circuit there and its no-good loop is 4-11x slower. Growth: x2 per 6 more nodes on digraphs
-    (CP-SAT: 0.02 s on the 4x4 grid digraph, 9 s on the 8x8 one), per 16 undirected (HiGHS: 0.015 s
-    on the 4x4 grid, 0.8 s on the 10x10 one).
+    Fitted on ``bench/graphs_large.py`` (grids; the figures: ``docs/performance.md``): on digraphs
+    CP-SAT's circuit leads, then HiGHS's lazy-cut loop, then SCIP's one tree; on undirected grids HiGHS
+    leads without side rows and SCIP's one tree with them; CP-SAT has no circuit there. The time
+    doubles per 6 more nodes on digraphs, per 16 on undirected grids.
     """
     if base.directed:
         return {"ortools": 0.15, "highs": 0.8, "scip": 2.0}[solver] * 2.0 ** ((base.n_nodes - 36) / 6.0)
@@ -95,8 +92,8 @@ def _has_rules(space: ActionSpace) -> bool:
 def ortools_cost(space: ActionSpace, shape: QueryShape, facts: SpaceFacts) -> float:
     """CP-SAT: picked for longest-path-like queries on directed s-t paths (its circuit constraint) only.
 
-    Elsewhere its solve-separate loop is 10x or more slower than HiGHS on every bench family
-    (shortest 17x17-grid paths: 0.39 s against 0.047 s on the digraph; no answer in 30 s undirected).
+    Elsewhere its solve-separate loop is far slower than HiGHS on every bench family (declared as
+    ten times HiGHS's estimate).
     """
     base = cyclic_paths_base(space)
     if shape.kind != "linear" or base is None or not base.directed:
@@ -109,8 +106,8 @@ def ortools_cost(space: ActionSpace, shape: QueryShape, facts: SpaceFacts) -> fl
 def scip_cost(space: ActionSpace, shape: QueryShape, facts: SpaceFacts) -> float:
     """SCIP (one tree with the separators): first on longest paths of undirected graphs with side rows.
 
-    Elsewhere it measured 1.5-20x slower than HiGHS or CP-SAT on the bench's families: declared so
-    that ``auto`` uses it where nothing faster is installed.
+    Elsewhere it is slower than HiGHS or CP-SAT on the bench's families: declared (as three times
+    HiGHS's estimate) so that ``auto`` uses it where nothing faster is installed.
     """
     base = cyclic_paths_base(space)
     if shape.kind == "linear" and shape.positive and base is not None:
@@ -119,7 +116,7 @@ def scip_cost(space: ActionSpace, shape: QueryShape, facts: SpaceFacts) -> float
 
 
 def combinatorial_cost(space: ActionSpace, shape: QueryShape, facts: SpaceFacts) -> float:
-    """Sorting, greedy, dynamic programming, assignment: microseconds per arm."""
+    """Sorting, greedy, dynamic programming, assignment: a small cost per arm."""
     if shape.kind != "linear":
         return math.inf
     if isinstance(space, ExplicitActions):

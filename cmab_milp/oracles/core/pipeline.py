@@ -97,8 +97,8 @@ class FractionalAnswer(OracleError):
 def chosen_arms(values: Sequence[float], d: int, name: str = "the solver", integer: bool = True) -> list[bool]:
     """Which arms the column ``values`` choose; raise :class:`FractionalAnswer` if not integral.
 
-    Plain list operations: between two solver runs they cost a few microseconds
-    where numpy calls on short vectors cost tens.
+    Plain list operations: between two solver runs they cost a fraction of what numpy
+    calls on short vectors cost.
 
     >>> chosen_arms([1.0 - 5e-7, 2e-7, 0.0, 3.5], 3)
     [True, False, False]

@@ -123,7 +123,7 @@ _FLOAT64 = np.dtype(np.float64)
 
 #: Below this many arms, per-query arithmetic runs on Python lists: interleaved with
 #: solver runs (which evict numpy's code from the CPU caches) a numpy reduction on
-#: a short vector costs ~20 us against ~3 us for ``tolist`` and ``sum``.
+#: a short vector costs several times ``tolist`` and ``sum`` (docs/performance.md).
 _SMALL = 256
 
 
@@ -168,7 +168,7 @@ def _hints(hints: Any, d: int) -> tuple[np.ndarray, ...]:
     return tuple(out)
 
 
-@dataclass(slots=True, eq=False)  # not frozen: a frozen init costs ~1 us more per query; treat as read-only
+@dataclass(slots=True, eq=False)  # not frozen: a frozen init costs more per query; treat as read-only
 class LinearQuery:
     """Maximise ``weights @ a`` under restrictions."""
 
