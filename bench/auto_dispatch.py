@@ -12,7 +12,7 @@ backend that answers the case (``highs``, ``combinatorial``, ``enumerate``;
 actions enumerated; ``auto``'s first query on a fresh space is shown apart), then timed in interleaved
 blocks; a backend slower than 1 s a query is timed on 2 queries. Printed: the
 median per query, which backend ``auto`` used, and ``auto / fastest``
-(target <= 2x).
+(target <= 2x). Figures: ``docs/performance.md``, "Oracle core and backends".
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """Oracle benchmark: per-query median microseconds per family x backend, and ratios.
 
-Measured figures and the ideas tried with this script: ``docs/performance.md`` (section "Oracles").
+Measured figures and the ideas tried with this script: ``docs/performance.md`` (sections "Oracles" and
+"Oracle core and backends").
 
 Run: ``.venv/bin/python bench/oracle.py [--quick] [--backends highs,auto,...]``
 

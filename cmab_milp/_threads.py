@@ -2,13 +2,12 @@
 
 The norm queries run thousands of eigen-decompositions and products of ~100 x 100 matrices.
 OpenBLAS splits each over its threads; on a busy machine (or beside HiGHS's own threads) every
-call then waits for a core: measured on the 2-core machine under load, ``eigh`` of a 120 x 120
-matrix took 223 ms with two BLAS threads and 0.9 ms with one, and one crew norm query 2.7 s
-against 0.16 s. One thread is also what makes the rounding, hence the search, the same on every
-machine whatever its core count (the crew query above explored 211 nodes with one thread, 247 with
-two; same answer).
+call then waits for a core, and a small decomposition costs many times its single-thread time
+(the figures: ``docs/performance.md``, "Oracle core and backends"). One thread is also what makes
+the rounding, hence the search, the same on every machine whatever its core count (same answer,
+and the same number of nodes explored).
 
-OpenBLAS applies the setting only when made from the thread that started it (measured: a limit set in a
+OpenBLAS applies the setting only when made from the thread that started it (a limit set in a
 worker thread leaves two threads): so :meth:`~cmab_milp.oracles.core.base.Oracle.argmax_batch` opens the
 block in the calling thread around its workers, and a block opened inside another is free.
 

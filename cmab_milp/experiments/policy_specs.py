@@ -16,6 +16,9 @@
 ``time_limit = 5``
     seconds per solve (``make_oracle(space, backend, time_limit=...)``; a norm query's
     limit covers the whole query).
+``workers = 2``
+    threads of the oracle's batches (``make_oracle(space, backend, workers=...)``, every backend;
+    default ``min(4, cores)``); answers do not depend on it.
 ``tuning = {side_starts = false}``
     the backend's tuning options (``highs``: :class:`~cmab_milp.oracles.mip.tuning.HighsTuning`;
     each is exact either way), checked by the backend's declared record.
@@ -45,7 +48,7 @@ __all__ = ["ORACLE_OPTIONS", "PolicySpec", "parse_policies"]
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 
 #: Keys of a ``[[policies]]`` entry passed to ``make_oracle`` (approximate mode, per-solve limit).
-ORACLE_OPTIONS = ("gap", "norm_gap", "time_limit")
+ORACLE_OPTIONS = ("gap", "norm_gap", "time_limit", "workers")
 
 
 @dataclass(frozen=True)
@@ -153,12 +156,13 @@ def _parse_policy(table: Table, k: int, seen: dict[str, int], check_kinds: bool 
 
 
 def _oracle_options(table: Table, oracle: str) -> dict[str, Any]:
-    """``gap``, ``norm_gap`` (in [0, 1)) and ``time_limit`` (> 0 seconds), each refused if the backend takes none."""
+    """``gap``, ``norm_gap`` (in [0, 1)), ``time_limit`` (> 0 seconds) and ``workers`` (an integer >= 1), each
+    refused if the backend takes none."""
     options: dict[str, Any] = {}
     for key in ORACLE_OPTIONS:
         if key not in table:
             continue
-        value = table.number(key)
+        value = table.integer(key, minimum=1) if key == "workers" else table.number(key)
         if key in ("gap", "norm_gap") and not 0 <= value < 1:
             raise table.error(key, f"a relative optimality gap in [0, 1), got {value}")
         if key == "time_limit" and not value > 0:

@@ -14,7 +14,7 @@ product of per-arm distributions (:mod:`.oracles`), registered as the backends
 
 from .distributions import confidence_radius, empirical_pmf, optimistic_pmf, pessimistic_pmf
 from .grid import OutcomeGrid, discretisation_grid, discretise, n_intervals
-from .oracles import BACKENDS, METHODS, DistributionOracle, IndexQuery
+from .oracles import BACKENDS, DistributionOracle, IndexQuery
 from .rewards import (
     CallableReward,
     LinearReward,
@@ -28,7 +28,6 @@ from .rewards import (
 
 __all__ = [
     "BACKENDS",
-    "METHODS",
     "CallableReward",
     "DistributionOracle",
     "IndexQuery",

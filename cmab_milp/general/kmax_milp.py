@@ -35,8 +35,9 @@ import threading
 import numpy as np
 
 from ..oracles.backends.highs_model import CompiledModel
-from ..oracles.core.base import Restrictions
-from ..oracles.core.pipeline import ModelBase, SolveResult, certified_solve
+from ..oracles.core.model import ModelBase, SolveResult
+from ..oracles.core.pipeline import certified_solve
+from ..oracles.core.queries import Restrictions
 from ..spaces.base import ActionSpace
 from ..spaces.formulation import Row
 from .grid import OutcomeGrid
@@ -134,7 +135,7 @@ class _KMaxQuery:
 
 
 class _KMaxModel(ModelBase):
-    """The K-MAX MILP as a :class:`~cmab_milp.oracles.core.pipeline.SolverModel`: the HiGHS model of the
+    """The K-MAX MILP as a :class:`~cmab_milp.oracles.core.model.SolverModel`: the HiGHS model of the
     formulation plus the ``z`` and ``w`` columns; its :meth:`separate` step adds the tangent cuts
     (Kelley's cutting planes) where a solution's ``w`` exceeds the concave bound."""
 

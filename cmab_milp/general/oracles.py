@@ -8,7 +8,7 @@ concurrently as one adaptivity round (``argmax_batch`` with
 arms" query of the policies) to an inner linear oracle, counted in its own
 ledger. Backends for the index queries (each also registered as
 ``make_oracle(space, "dist_<backend>", reward=..., grid=...)``, see
-:mod:`cmab_milp.general.backends`; ``method=`` is their former name):
+:mod:`cmab_milp.general.backends`):
 
 ``"enumerate"``
     exact: every action of ``space.enumerate()``, expectations vectorised.
@@ -49,7 +49,6 @@ Example
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -57,7 +56,8 @@ from typing import Any
 import numpy as np
 
 from ..oracles import Oracle, OracleError, make_oracle
-from ..oracles.core.base import LinearQuery, NormQuery, Restrictions, make_restrictions, tolerance
+from ..oracles.core.base import tolerance
+from ..oracles.core.queries import LinearQuery, NormQuery, Restrictions, make_restrictions
 from ..oracles.core.registry import check_backend_name
 from ..spaces import Cardinality, GraphicMatroid, PartitionMatroid
 from ..spaces.base import ActionSpace
@@ -65,12 +65,10 @@ from .grid import OutcomeGrid
 from .kmax_milp import KMaxMilp
 from .rewards import MaxReward, Reward, check_pmf, make_reward, padded_index
 
-__all__ = ["BACKENDS", "ENUMERATION_CAP", "METHODS", "DistributionOracle", "IndexQuery", "unfit_reason"]
+__all__ = ["BACKENDS", "ENUMERATION_CAP", "DistributionOracle", "IndexQuery", "unfit_reason"]
 
 #: The ways to answer the distribution index (registered as ``"dist_<name>"``).
 BACKENDS = ("auto", "enumerate", "branch_bound", "milp", "greedy")
-#: Former name of :data:`BACKENDS` (the distribution backends were called methods).
-METHODS = BACKENDS
 
 #: Default cap on the actions that ``"auto"`` and ``"enumerate"`` list.
 ENUMERATION_CAP = 200_000
@@ -158,8 +156,6 @@ class DistributionOracle(Oracle):
         backend enumerates, else ``"highs"``).
     max_actions : int
         Enumeration cap of ``"auto"`` and ``"enumerate"``.
-    method : str, optional
-        Deprecated name of ``backend``.
     """
 
     name = "distribution"
@@ -172,12 +168,8 @@ class DistributionOracle(Oracle):
         backend: str = "auto",
         linear: str | Oracle | None = None,
         max_actions: int = ENUMERATION_CAP,
-        method: str | None = None,
     ):
         super().__init__(space)
-        if method is not None:
-            warnings.warn("DistributionOracle(method=...) is now backend=...", DeprecationWarning, stacklevel=2)
-            backend = method
         if not isinstance(grid, OutcomeGrid):
             raise ValueError(f"grid must be an OutcomeGrid, got {type(grid).__name__}")
         if backend not in BACKENDS:
@@ -214,11 +206,6 @@ class DistributionOracle(Oracle):
                 raise ValueError(f"{exc} (distribution backends: {BACKENDS})") from None
         self._linear_spec = linear
         self._linear_oracle: Oracle | None = linear if isinstance(linear, Oracle) else None
-
-    @property
-    def method(self) -> str:
-        """Former name of :attr:`backend`."""
-        return self.backend
 
     @property
     def proven_ratio(self) -> float:

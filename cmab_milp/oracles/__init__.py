@@ -3,7 +3,7 @@
 Layout (imports point down this list only; ``tests/project/test_import_layers.py`` holds it):
 
 * :mod:`.core`: queries and their validation, the :class:`Oracle` base and its ledger, the certified
-  solve and its :class:`~.core.pipeline.SolverModel` protocol, the backend registry, ``auto``;
+  solve and its :class:`~.core.model.SolverModel` protocol, the backend registry, ``auto``;
 * :mod:`.backends`: one module per solver (``highs``, ``scip``, ``gurobi``, ``pulp``, ``ortools``) and the
   solver-free ``enumerate`` and ``combinatorial``; ``highs_model`` is the compiled HiGHS model;
 * :mod:`.mip`: MIP tuning of the HiGHS models (option tables, MIP starts, root and cover cuts,
@@ -12,7 +12,8 @@ Layout (imports point down this list only; ``tests/project/test_import_layers.py
 * ``backends/highs.py``, the ``highs`` oracle, sits on top: it answers norm queries through :mod:`.norm`.
 """
 
-from .core.base import Ledger, Oracle, OracleError, UnsupportedQuery, norm_objective
+from .core.base import Ledger, Oracle, OracleError, UnsupportedQuery
+from .core.queries import norm_objective
 from .core.registry import (
     BACKENDS,
     Capabilities,

@@ -13,7 +13,7 @@ are the shared ones of :mod:`cmab_milp.policies.schedules`.
 Constructor, common to the three::
 
     Policy(space, T, *, oracle="highs", reward="sqrt_sum", support=None, discretise=False,
-           method="auto", C=1.5, upper=1.0, pessimistic="lowest", ...)
+           method="auto", C=1.5, upper=1.0, pessimistic="lowest", sample_budget=2**20, ...)
 
 - ``reward``: the monotone reward ``r(a, y)`` the policy maximises (a name of
   :func:`~cmab_milp.general.rewards.make_reward`, a callable or a Reward); it
@@ -43,6 +43,9 @@ Constructor, common to the three::
   is not a possible outcome. ``"zero"``: the paper's version (0 joins the
   grid). :mod:`cmab_milp.general.distributions` states both and when each LCB
   is valid.
+- ``sample_budget``: outcomes (steps x arms) played in one stretch at most when
+  feedback arrives as raw samples (below); an integer >= 1, default ``2**20``.
+  It changes no decision, only how long a hold is cut into pieces.
 
 Outcomes: given, learned or discretised
 ---------------------------------------
@@ -63,7 +66,7 @@ Outcomes: given, learned or discretised
   every round (SDCB and AROQ-GR decide identically, up to round-off in
   near-ties); SROQ-GR's LCBs agree from the round the lowest value is seen
   (with ``"zero"``: always). *Feedback* arrives as raw outcomes (``samples``),
-  so bulk runs cut long holds into pieces of :data:`SAMPLE_BUDGET` ``// d``
+  so bulk runs cut long holds into pieces of ``sample_budget // d``
   steps (same decisions; about twice the time of ``hist`` at ``T = 10^6``),
   and ``simulate(..., exact_stats=True)`` cannot draw them from an exact law
   as it does histograms (same distribution, another stream).
@@ -114,8 +117,9 @@ __all__ = ["AROQGR", "PESSIMISTIC", "SAMPLE_BUDGET", "SDCB", "SROQGR", "Distribu
 #: Where the pessimistic distribution puts its mass: the lowest support value, or 0 (the paper).
 PESSIMISTIC = ("lowest", "zero")
 
-#: Outcomes (steps x arms) a policy fed raw ``samples`` plays in one stretch at most: bulk runs then
-#: cut long holds into pieces of ``SAMPLE_BUDGET // d`` steps (about 8 MB of feedback), deciding the same.
+#: The default of the ``sample_budget`` constant: outcomes (steps x arms) a policy fed raw ``samples`` plays in
+#: one stretch at most; bulk runs cut long holds into pieces of ``sample_budget // d`` steps (about 8 MB of
+#: feedback), deciding the same.
 SAMPLE_BUDGET = 1 << 20
 
 
@@ -209,7 +213,7 @@ def _distribution_oracle(
     return DistributionOracle(space, reward, grid, method, linear=oracle)
 
 
-_COMMON = ("reward", "support", "discretise", "method", "C", "upper", "pessimistic")
+_COMMON = ("reward", "support", "discretise", "method", "C", "upper", "pessimistic", "sample_budget")
 
 
 class _GeneralReward:
@@ -248,12 +252,13 @@ class _GeneralReward:
         C: float = 1.5,
         upper: float = 1.0,
         pessimistic: str = "lowest",
+        sample_budget: int = SAMPLE_BUDGET,
         **schedule: Any,
     ):
         for key in schedule:
             if key not in self._schedule_defaults:
                 raise TypeError(f"{type(self).__name__}.__init__() got an unexpected keyword argument {key!r}")
-        values = (reward, support, discretise, method, C, upper, pessimistic)
+        values = (reward, support, discretise, method, C, upper, pessimistic, sample_budget)
         solver, params = self._setup(space, T, oracle, dict(zip(_COMMON, values, strict=True)))
         schedule = {**self._schedule_defaults, **schedule}
         self._configure(solver, schedule)
@@ -272,6 +277,10 @@ class _GeneralReward:
         params["upper"] = _check_upper(params["upper"])
         if params["pessimistic"] not in PESSIMISTIC:
             raise ValueError(f"pessimistic must be one of {PESSIMISTIC}, got {params['pessimistic']!r}")
+        budget = params["sample_budget"]
+        if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 1:
+            raise ValueError(f"sample_budget must be an integer >= 1 (outcomes per stretch), got {budget!r}")
+        params["sample_budget"] = int(budget)
         layout = _layout(params, space.m, T, reward)
         if isinstance(reward, CallableReward):
             probe = layout.grid if layout.kind == "support" else layout.grid.merged(np.linspace(0, params["upper"], 11))
@@ -302,7 +311,7 @@ class _GeneralReward:
 
     def _plan(self) -> Stretch:
         stretch = super()._plan()
-        most = max(1, SAMPLE_BUDGET // self.d)
+        most = max(1, self.params.get("sample_budget", SAMPLE_BUDGET) // self.d)
         if "samples" in self.index.needs and stretch.length > most:
             return Stretch(stretch.actions, most)  # the schedule resumes where the piece ends
         return stretch

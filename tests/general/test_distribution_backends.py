@@ -104,11 +104,12 @@ def test_make_oracle_refuses_unfit_combinations_before_any_work(monkeypatch: pyt
         cm.make_oracle(cm.Cardinality(5, 2), "dist_enumerate", grid=[0.0, 1.0])
 
 
-def test_method_is_a_deprecated_alias_of_backend() -> None:
-    with pytest.warns(DeprecationWarning, match="backend"):
-        old = gen_oracles.DistributionOracle(cm.Cardinality(4, 2), "max", GRID, method="branch_bound")
-    assert old.backend == old.method == "branch_bound"
-    assert gen_oracles.METHODS == gen_oracles.BACKENDS
+def test_the_backend_has_one_name_no_former_method_alias() -> None:
+    oracle = gen_oracles.DistributionOracle(cm.Cardinality(4, 2), "max", GRID, backend="branch_bound")
+    assert oracle.backend == "branch_bound" and not hasattr(oracle, "method")
+    with pytest.raises(TypeError, match="method"):
+        gen_oracles.DistributionOracle(cm.Cardinality(4, 2), "max", GRID, method="branch_bound")
+    assert not hasattr(gen_oracles, "METHODS") and not hasattr(cm.general, "METHODS")
 
 
 def test_policies_take_a_registered_distribution_backend_by_name() -> None:

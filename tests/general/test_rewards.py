@@ -256,10 +256,10 @@ def test_oracle_ledger_counts_index_and_linear_queries_and_batches():
     assert (oracle.ledger.queries, oracle.ledger.rounds) == (6, 2)
 
 
-def test_auto_method_picks_branch_and_bound_past_the_enumeration_cap():
+def test_auto_backend_picks_branch_and_bound_past_the_enumeration_cap():
     grid = OutcomeGrid([0.0, 0.5, 1.0])
     big = DistributionOracle(cm.Cardinality(60, 5), "sqrt_sum", grid)
-    assert big.method == "branch_bound"
+    assert big.backend == "branch_bound"
     rng = np.random.default_rng(0)
     pmf = random_pmf(rng, 60, 3, 0.3)
     a = big.argmax_index(pmf)
@@ -419,9 +419,9 @@ def test_kmax_milp_oracle_matches_enumeration_on_any_formulation(space):
         assert exact.expected(b, pmf)[0] >= exact.expected(a, pmf)[0] - 1e-8
 
 
-def test_auto_method_uses_the_milp_for_kmax_past_the_enumeration_cap():
+def test_auto_backend_uses_the_milp_for_kmax_past_the_enumeration_cap():
     oracle = DistributionOracle(cm.Cardinality(60, 5), "max", OutcomeGrid([0.0, 0.5, 1.0]))
-    assert oracle.method == "milp"
+    assert oracle.backend == "milp"
     with pytest.raises(ValueError, match="K-MAX"):
         DistributionOracle(cm.Cardinality(5, 2), "sqrt_sum", OutcomeGrid([0.0, 1.0]), backend="milp")
 

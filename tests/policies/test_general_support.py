@@ -17,7 +17,6 @@ import cmab_milp as cm
 from cmab_milp.environments.base import FeedbackStats
 from cmab_milp.environments.continuous import BetaArms
 from cmab_milp.general import CallableReward, OutcomeGrid, make_reward
-from cmab_milp.policies import general as general_module
 from cmab_milp.policies.general import DistributionIndex
 
 VALUES = [0.2, 0.4, 0.6, 0.8, 1.0]
@@ -330,11 +329,16 @@ def test_a_declared_lipschitz_constant_sets_the_intervals_of_the_learned_fallbac
 
 
 @pytest.mark.parametrize("cls", [cm.AROQGR, cm.SROQGR])
-def test_long_holds_fed_raw_outcomes_are_played_in_pieces_that_decide_the_same(cls, monkeypatch):
+def test_long_holds_fed_raw_outcomes_are_played_in_pieces_that_decide_the_same(cls):
     env, space, T = spread_env(), cm.Cardinality(5, 2), 5000
     whole = cm.simulate(cls(space, T, oracle="enumerate"), env, seed=0, trace=True)
-    monkeypatch.setattr(general_module, "SAMPLE_BUDGET", 40)  # 8 rounds of 5 arms
-    pieces = cm.simulate(cls(space, T, oracle="enumerate"), env, seed=0, trace=True)
+    pieces = cm.simulate(cls(space, T, oracle="enumerate", sample_budget=40), env, seed=0, trace=True)  # 8 x 5 arms
     assert max(n for _, n, _ in pieces.info["trace"]) <= 8 < max(n for _, n, _ in whole.info["trace"])
     assert np.array_equal(kit.played_actions(whole), kit.played_actions(pieces))
     assert np.allclose(whole.regret, pieces.regret, rtol=1e-10) and np.array_equal(whole.queries, pieces.queries)
+
+
+@pytest.mark.parametrize("budget", [0, -3, 2.5, True, "40"])
+def test_a_bad_sample_budget_is_refused(budget):
+    with pytest.raises(ValueError, match="sample_budget"):
+        cm.AROQGR(cm.Cardinality(5, 2), 100, oracle="enumerate", sample_budget=budget)

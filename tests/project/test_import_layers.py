@@ -93,6 +93,7 @@ def test_the_distribution_backends_are_declared_with_their_options():
 
     assert _registrations._OPTIONS == backends.OPTIONS
     from cmab_milp.oracles import BACKENDS
+    from cmab_milp.oracles.core.registry import COMMON_OPTIONS
 
     for name in backends.registered_names():  # each resolves to its factory in cmab_milp.general.backends
-        assert BACKENDS[name].options() == backends.OPTIONS and callable(BACKENDS[name].factory())
+        assert BACKENDS[name].options() == (*backends.OPTIONS, *COMMON_OPTIONS) and callable(BACKENDS[name].factory())

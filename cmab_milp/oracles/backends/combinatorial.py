@@ -30,10 +30,8 @@ Example
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable
 
-import networkx as nx
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
@@ -47,8 +45,10 @@ from ...spaces import (
     SpanningTrees,
     STPaths,
 )
-from ..core.base import LinearQuery, Oracle, UnsupportedQuery
-from ..core.queries import Restrictions
+from ..core.base import Oracle, UnsupportedQuery
+from ..core.queries import LinearQuery, Restrictions
+from .combinatorial_matchings import assignment_tables, matching_argmax
+from .combinatorial_paths import path_argmax
 
 __all__ = ["CombinatorialOracle", "accepts_space", "declines_space", "supports"]
 
@@ -157,8 +157,8 @@ def prepare_kruskal(
     """Kruskal's algorithm under ``restrictions``, as a function of the weights: the included arms joined once, then
     each query's candidates (not excluded; forests: of positive weight) taken by decreasing weight (ties: by index)
     while they join two components. ``None`` when the included arms close a cycle or (spanning) no spanning tree
-    is left. One query ~3x faster than the union-find object it replaced (35 -> 12 us, trees of a 6x6 grid: Python
-    lists, the loop inlined, and a stop at ``n - 1`` arms: every later arm would close a cycle); the same action.
+    is left. Plain Python lists, the union-find loop inlined, and a stop at ``n - 1`` arms (every later arm would
+    close a cycle); the same action as the space's solver.
 
     >>> import networkx as nx
     >>> import cmab_milp as cm
@@ -204,197 +204,6 @@ def _kruskal(space: GraphicMatroid | SpanningTrees, q: LinearQuery, spanning: bo
     return prepare_kruskal(space, q.restrictions, spanning)(q.weights)
 
 
-def _dag_tables(space: STPaths) -> tuple[np.ndarray, list[tuple[int, int, int]]]:
-    """Topological rank per node and the edges ``(arm, tail, head)`` sorted by tail rank (cached)."""
-    tables = space.__dict__.get("_dag_tables")
-    if tables is None:
-        order = [space.node_index[v] for v in nx.topological_sort(space.graph)]
-        rank = np.empty(space.n_nodes, np.int64)
-        rank[order] = np.arange(space.n_nodes)
-        edges = sorted(range(space.d), key=lambda k: rank[space.tail[k]])
-        tables = (rank, [(k, int(space.tail[k]), int(space.head[k])) for k in edges])
-        space.__dict__["_dag_tables"] = tables
-    return tables
-
-
-def _dag_path(space: STPaths, q: LinearQuery) -> np.ndarray | None:
-    w, res = q.weights, q.restrictions
-    rank, edges = _dag_tables(space)
-    banned = set(res.exclude)
-    fixed = sorted(res.include, key=lambda k: rank[space.tail[k]])
-    # waypoints: s -> tail(e1), head(e1) -> tail(e2), ..., head(ek) -> t
-    starts = [space.s] + [int(space.head[k]) for k in fixed]
-    ends = [int(space.tail[k]) for k in fixed] + [space.t]
-    action = np.zeros(space.d, bool)
-    action[fixed] = True
-    weights = w.tolist()
-    for a, b in zip(starts, ends, strict=True):
-        if rank[a] > rank[b]:
-            return None
-        segment = _dag_segment(edges, weights, banned, rank, a, b, space.n_nodes, space.tail)
-        if segment is None:
-            return None
-        action[segment] = True
-    return action
-
-
-def _dag_segment(edges, weights, banned, rank, a: int, b: int, n_nodes: int, tail: np.ndarray) -> list[int] | None:
-    """Longest a-b path by dynamic programming over edges in topological order."""
-    if a == b:
-        return []
-    lo, hi = rank[a], rank[b]
-    best: list[float | None] = [None] * n_nodes
-    via = [-1] * n_nodes
-    best[a] = 0.0
-    for k, u, v in edges:
-        ru = rank[u]
-        if ru < lo:
-            continue
-        if ru >= hi:
-            break
-        bu = best[u]
-        if bu is None or k in banned or rank[v] > hi:
-            continue
-        gain = bu + weights[k]
-        bv = best[v]
-        if bv is None or gain > bv:
-            best[v] = gain
-            via[v] = k
-    if best[b] is None:
-        return None
-    path, v = [], b
-    while v != a:
-        k = via[v]
-        path.append(k)
-        v = int(tail[k])
-    return path
-
-
-def _cyclic_path(space: STPaths, q: LinearQuery) -> np.ndarray | None:
-    w, res = q.weights, q.restrictions
-    if res.include:
-        raise UnsupportedQuery("include on s-t paths in a cyclic graph needs the MILP backend")
-    allowed = np.ones(space.d, bool)
-    allowed[list(res.exclude)] = False
-    if (w[allowed] > 0).any():
-        raise UnsupportedQuery("longest simple path with positive weights is NP-hard; use a MILP backend")
-    graph = nx.DiGraph() if space.directed else nx.Graph()
-    graph.add_nodes_from(range(space.n_nodes))
-    for k in np.flatnonzero(allowed):
-        graph.add_edge(int(space.tail[k]), int(space.head[k]), cost=-float(w[k]), arm=int(k))
-    try:
-        nodes = nx.dijkstra_path(graph, space.s, space.t, weight="cost")
-    except nx.NetworkXNoPath:
-        return None
-    action = np.zeros(space.d, bool)
-    for u, v in itertools.pairwise(nodes):
-        action[graph.edges[u, v]["arm"]] = True
-    return action
-
-
-def _paths(space: STPaths, q: LinearQuery) -> np.ndarray | None:
-    return _dag_path(space, q) if space.acyclic else _cyclic_path(space, q)
-
-
-def _bipartite_sides(space: Matchings) -> tuple[np.ndarray, np.ndarray]:
-    sides = space.__dict__.get("_sides")
-    if sides is None:
-        color = nx.bipartite.color(space.graph)
-        left = np.array([color[space.nodes[v]] == 0 for v in range(space.n_nodes)])
-        sides = (np.flatnonzero(left), np.flatnonzero(~left))
-        space.__dict__["_sides"] = sides
-    return sides
-
-
-def _matching(space: Matchings, q: LinearQuery) -> np.ndarray | None:
-    w, res = q.weights, q.restrictions
-    action = np.zeros(space.d, bool)
-    used = np.zeros(space.n_nodes, bool)
-    for k in res.include:
-        u, v = space.tail[k], space.head[k]
-        if used[u] or used[v]:
-            return None
-        used[u] = used[v] = True
-        action[k] = True
-    if res.empty and space.bipartite:
-        chosen = _assignment(space, w, None, used)
-        if chosen is None:
-            return None
-        action[chosen] = True
-        return action
-    allowed = ~(used[space.tail] | used[space.head])
-    allowed[list(res.exclude)] = False
-    if not space.perfect:
-        allowed &= w > 0
-    edges = np.flatnonzero(allowed)
-    if space.bipartite:
-        chosen = _assignment(space, w, edges, used)
-    else:
-        chosen = _blossom(space, w, edges)
-    if chosen is None:
-        return None
-    action[chosen] = True
-    if space.perfect and not space._contains(action):
-        return None
-    return action
-
-
-def _assignment_tables(space: Matchings) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Left/right node lists and each arm's (row, column) in the assignment matrix (cached)."""
-    tables = space.__dict__.get("_assignment_tables")
-    if tables is None:
-        left, right = _bipartite_sides(space)
-        pos = np.empty(space.n_nodes, np.intp)
-        pos[left] = np.arange(len(left))
-        pos[right] = np.arange(len(right))
-        on_left = np.isin(space.tail, left)
-        rows = np.where(on_left, pos[space.tail], pos[space.head])
-        cols = np.where(on_left, pos[space.head], pos[space.tail])
-        tables = (left, right, rows, cols)
-        space.__dict__["_assignment_tables"] = tables
-    return tables
-
-
-def _assignment(space: Matchings, w: np.ndarray, edges: np.ndarray | None, used: np.ndarray) -> list[int] | None:
-    """Heaviest (perfect) matching of the ``edges`` (None: all arms) avoiding ``used`` nodes."""
-    left, right, rows, cols = _assignment_tables(space)
-    fill = np.inf if space.perfect else 0.0
-    cost = np.full((len(left), len(right)), fill)
-    arm = np.full((len(left), len(right)), -1)
-    if edges is None:  # no restrictions: every arm, weights clipped at 0 unless perfect
-        cost[rows, cols] = -w if space.perfect else -np.maximum(w, 0.0)
-        arm[rows, cols] = np.arange(space.d)
-    else:
-        free_left, free_right = ~used[left], ~used[right]
-        if space.perfect and free_left.sum() != free_right.sum():
-            return None
-        if not free_left.any() or not free_right.any():
-            return []
-        cost[rows[edges], cols[edges]] = -w[edges]
-        arm[rows[edges], cols[edges]] = edges
-        cost = cost[np.ix_(free_left, free_right)]
-        arm = arm[np.ix_(free_left, free_right)]
-    try:
-        r, c = linear_sum_assignment(cost)
-    except ValueError:  # no perfect assignment exists
-        return None
-    chosen = arm[r, c]
-    chosen = chosen[chosen >= 0]
-    if not space.perfect:
-        chosen = chosen[w[chosen] > 0]
-    return chosen.tolist()
-
-
-def _blossom(space: Matchings, w: np.ndarray, edges: np.ndarray) -> list[int] | None:
-    # for perfect matchings: the heaviest maximum-cardinality matching is the
-    # heaviest perfect one when one exists (the caller checks perfection)
-    graph = nx.Graph()
-    for k in edges:
-        graph.add_edge(int(space.tail[k]), int(space.head[k]), weight=float(w[k]), arm=int(k))
-    matching = nx.max_weight_matching(graph, maxcardinality=space.perfect)
-    return [graph.edges[u, v]["arm"] for u, v in matching]
-
-
 def _explicit(space: ExplicitActions, q: LinearQuery) -> np.ndarray | None:
     actions = space.actions
     values = actions @ q.weights
@@ -419,8 +228,8 @@ _SOLVERS: dict[type, Solver] = {
     PartitionMatroid: _partition,
     GraphicMatroid: _graphic,
     SpanningTrees: _trees,
-    STPaths: _paths,
-    Matchings: _matching,
+    STPaths: path_argmax,
+    Matchings: matching_argmax,
     ExplicitActions: _explicit,
 }
 
@@ -430,7 +239,7 @@ def prepare_linear(space: ActionSpace, restrictions: Restrictions) -> Callable[[
     the weights: what the space's solver answers on ``LinearQuery(w, restrictions)``, the same action.
 
     For many queries under one restriction (a branch-and-bound node): bipartite matchings compute the
-    node's assignment sub-matrix once (4x cheaper a query at d = 120); other spaces call their solver.
+    node's assignment sub-matrix once; other spaces call their solver.
 
     >>> import networkx as nx
     >>> import cmab_milp as cm
@@ -452,7 +261,7 @@ def prepare_linear(space: ActionSpace, restrictions: Restrictions) -> Callable[[
             return lambda w: None
         used[u] = used[v] = True
         base[k] = True
-    left, right, rows, cols = _assignment_tables(space)
+    left, right, rows, cols = assignment_tables(space)
     table = space.__dict__.get("_assignment_arms")
     if table is None:
         table = np.full((len(left), len(right)), -1)
@@ -555,9 +364,8 @@ def prepare_fractional_matching(
     relaxation for the branch and bound of :mod:`~cmab_milp.oracles.norm.minus_branch`, exact where the graph is
     bipartite. Its vertices are half-integral, and its maximum is half the best assignment of the bipartite double
     cover (each node ``v`` split into ``v_out`` and ``v_in``, each edge ``uv`` into ``u_out v_in`` and ``v_out
-    u_in``): ``x_e`` is half the number of ``e``'s two copies assigned. One ``linear_sum_assignment`` (~20 us at 15
-    nodes) where the blossom algorithm takes ~2 ms. Returns floats (0, 1/2 or 1), or ``None`` when no admitted
-    point exists.
+    u_in``): ``x_e`` is half the number of ``e``'s two copies assigned: one ``linear_sum_assignment``, far cheaper than
+    the blossom algorithm. Returns floats (0, 1/2 or 1), or ``None`` when no admitted point exists.
 
     >>> import networkx as nx
     >>> import cmab_milp as cm

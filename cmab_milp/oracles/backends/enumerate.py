@@ -20,7 +20,8 @@ import math
 import numpy as np
 
 from ...spaces.base import ActionSpace
-from ..core.base import LinearQuery, NormQuery, Oracle
+from ..core.base import Oracle
+from ..core.queries import LinearQuery, NormQuery
 
 __all__ = ["EnumerateOracle"]
 

@@ -58,8 +58,10 @@ import numpy as np
 
 from ...spaces.base import ActionSpace
 from ...spaces.formulation import Formulation, Row
-from ..core.base import NormQuery, OracleError
-from ..core.pipeline import ModelBase, ModelOracle, SolveResult
+from ..core.base import OracleError
+from ..core.model import ModelBase, SolveResult
+from ..core.model_oracle import ModelOracle
+from ..core.queries import NormQuery
 
 __all__ = ["GUROBI_PARAMS", "NORM_SLACK", "SIZE_LIMIT", "GurobiOracle", "size_limited"]
 
@@ -110,7 +112,7 @@ def size_limited() -> bool:
 class _GurobiModel(ModelBase):
     """One thread's Gurobi model of the formulation, with a spare column ``s`` for norm queries.
 
-    The Gurobi :class:`~cmab_milp.oracles.core.pipeline.SolverModel`.
+    The Gurobi :class:`~cmab_milp.oracles.core.model.SolverModel`.
     """
 
     name = "Gurobi"
@@ -259,7 +261,7 @@ def _compare(expr, sense: str, rhs: float):
 class GurobiOracle(ModelOracle):
     """Exact MILP (and nonconvex MIQCP norm) oracle on Gurobi, one re-solved model per thread.
 
-    Parameters as :class:`~cmab_milp.oracles.core.pipeline.ModelOracle`: ``space``,
+    Parameters as :class:`~cmab_milp.oracles.core.model_oracle.ModelOracle`: ``space``,
     ``time_limit`` (a solve it stops raises unless its bound proves the
     incumbent), ``verify`` and ``gap`` (Gurobi's ``MIPGap``).
     """

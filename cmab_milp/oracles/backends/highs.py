@@ -53,19 +53,18 @@ from typing import Any
 import numpy as np
 
 from ...spaces.base import ActionSpace
-from ..core.base import LimitReached, LinearQuery, NormQuery, OracleError, check_gap
-from ..core.pipeline import FractionalAnswer, ModelOracle, certified_solve
+from ..core.base import LimitReached, OracleError, check_gap
+from ..core.model_oracle import ModelOracle
+from ..core.pipeline import FractionalAnswer, certified_solve
 from ..core.pipeline import chosen_arms as _chosen
+from ..core.queries import LinearQuery, NormQuery
 from ..mip.root_cuts import add_root_cuts
 from ..mip.tuning import HighsTuning
 from ..norm.solver import solve_norm
 from .enumerate import EnumerateOracle
 from .highs_model import CompiledModel
 
-__all__ = ["RECOVERY_ENUMERATION", "HighsOracle"]
-
-#: Largest space that a failed norm query is answered on by enumeration (the last recovery).
-RECOVERY_ENUMERATION = 200_000
+__all__ = ["HighsOracle"]
 
 
 class HighsOracle(ModelOracle):
@@ -169,8 +168,8 @@ class HighsOracle(ModelOracle):
     def solve_restricted(self, model: CompiledModel, res, query: LinearQuery) -> np.ndarray | None:
         """The certified solve (:func:`~cmab_milp.oracles.core.pipeline.certified_solve`) of ``query`` on ``model``."""
         # The optional rows only tighten LPs whose optimum likes dead ends (some weight < 0); with weights
-        # >= 0 they measured 1.7x slower (longest paths of a 10x10 grid), so such a query solves without
-        # them. The model is then a function of the query alone (the tie rule holds).
+        # >= 0 they only slow the solve (docs/performance.md), so such a query solves without them.
+        # The model is then a function of the query alone (the tie rule holds).
         relax = len(self._optional_rows) > 0 and model.integer and float(np.min(query.weights)) >= 0.0
         if relax:
             n = len(self._optional_rows)
@@ -242,7 +241,7 @@ class HighsOracle(ModelOracle):
         In turn: the same solve on new models of this thread (a cold restart), the
         query with every value times ``2^-3`` and ``2^3`` (exact; HiGHS sees other
         numbers), then enumeration when the space has at most
-        :data:`RECOVERY_ENUMERATION` actions. Each step is deterministic, so the
+        ``tuning.recovery_enumeration`` actions. Each step is deterministic, so the
         tie rule holds; ``norm_recoveries`` counts the steps that answered.
         """
         failures = [f"solve: {error}"]
@@ -267,10 +266,11 @@ class HighsOracle(ModelOracle):
                 continue
             self.norm_recoveries[name] = self.norm_recoveries.get(name, 0) + 1
             return answer
+        cap = self.tuning.recovery_enumeration
         try:
-            enumeration = EnumerateOracle(self.space, max_actions=RECOVERY_ENUMERATION)
+            enumeration = EnumerateOracle(self.space, max_actions=cap)
         except ValueError:
-            failures.append(f"enumeration: more than {RECOVERY_ENUMERATION} actions")
+            failures.append(f"enumeration: more than {cap} actions")
         else:
             self.norm_recoveries["enumeration"] = self.norm_recoveries.get("enumeration", 0) + 1
             return enumeration._norm(query)

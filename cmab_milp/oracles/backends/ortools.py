@@ -66,8 +66,10 @@ import numpy as np
 
 from ...spaces.base import ActionSpace
 from ...spaces.formulation import Formulation, Row
-from ..core.base import NormQuery, UnsupportedQuery
-from ..core.pipeline import ModelBase, ModelOracle, SolveResult
+from ..core.base import UnsupportedQuery
+from ..core.model import ModelBase, SolveResult
+from ..core.model_oracle import ModelOracle
+from ..core.queries import NormQuery
 
 __all__ = ["OrtoolsOracle", "objective_scale", "rounding_gap"]
 _BIG = 2**62  # CP-SAT's "unbounded" side of a linear domain
@@ -137,7 +139,7 @@ def _row_holds(row: Row, x: np.ndarray) -> bool:
 
 
 class _CpSatModel(ModelBase):
-    """CP-SAT as a :class:`~cmab_milp.oracles.core.pipeline.SolverModel`: the compiled base model plus a query's edits.
+    """CP-SAT as a :class:`~cmab_milp.oracles.core.model.SolverModel`: the compiled base model plus a query's edits.
 
     Each :meth:`solve` copies the base model, adds this query's bounds, rows and
     cuts, and solves with the costs scaled to integers (:func:`objective_scale`;

@@ -20,10 +20,9 @@ answer does not depend on earlier queries). Gaps are set to zero (absolute gap `
 for the solvers listed in :data:`EXACT_OPTIONS`. PuLP hands CBC its costs
 through an MPS file with 13 significant digits, so CBC answers are exact to
 about ``m * 5e-13 * max|w|``, inside the contract's ``1e-9 * (1 + |optimum|)``
-for weights of moderate size. Measured limit: on near-ties (weights on a grid
-plus ~3e-9 noise, the DAG paths of the conformance tests) CBC fell short of the
-optimum by more than that tolerance in 1 of 1,559 queries (by 2.1e-9; HiGHS in
-none): CBC's own tolerances decide ties closer than a few 1e-9. For exactness at
+for weights of moderate size. The limit: on near-ties (a few 1e-9 apart) CBC's own
+tolerances decide, and it can fall short of the optimum by more than that tolerance
+(the measured rate: ``docs/performance.md``, "Oracle core and backends"). For exactness at
 that scale use a solver in :data:`BOUND_SOLVERS`, whose answers are checked
 against their bound.
 
@@ -71,11 +70,13 @@ import numpy as np
 
 from ...spaces.base import ActionSpace
 from ...spaces.formulation import Row
-from ..core.base import LinearQuery, NormQuery, OracleError, UnsupportedQuery, check_gap, check_time_limit
-from ..core.pipeline import ModelBase, ModelOracle, SolveResult
+from ..core.base import OracleError, UnsupportedQuery, check_gap, check_time_limit
+from ..core.model import ModelBase, SolveResult
+from ..core.model_oracle import ModelOracle
+from ..core.queries import LinearQuery, NormQuery
 from ..core.registry import make_oracle
 from ..mip.options import HIGHS_OPTIONS, SCIP_PARAMS
-from .highs_model import new_highs
+from .highs_solve import new_highs
 
 __all__ = ["BOUND_SOLVERS", "EXACT_OPTIONS", "PulpOracle", "available_pulp_solvers"]
 
@@ -100,8 +101,8 @@ EXACT_OPTIONS: dict[str, dict[str, Any]] = {
     "PULP_CBC_CMD": {
         "gapRel": 0.0,
         "gapAbs": 1e-11,
-        # no "threads": CBC runs one thread by default, and "-threads 1" made
-        # about one solve in 30 stall for exactly 10 s here (PuLP 3.3 bundling CBC 2.10.3)
+        # no "threads": CBC runs one thread by default, and "-threads 1" made some solves
+        # stall (PuLP 3.3 bundling CBC 2.10.3; docs/performance.md)
         "options": ["integerTolerance 1e-9", "primalTolerance 1e-9", "dualTolerance 1e-10", "increment 1e-11"],
     },
     "HiGHS": {
@@ -166,7 +167,7 @@ def _default_solver() -> str:
 class _ThreadModel(ModelBase):
     """One thread's PuLP variables and base constraints (PuLP writes solutions into them).
 
-    The PuLP :class:`~cmab_milp.oracles.core.pipeline.SolverModel`: the edits are
+    The PuLP :class:`~cmab_milp.oracles.core.model.SolverModel`: the edits are
     recorded, and each :meth:`solve` hands a fresh ``LpProblem`` to the solver.
     """
 

@@ -4,7 +4,7 @@ The formulation (:meth:`~cmab_milp.spaces.base.ActionSpace.formulation`) is
 built once per thread as a PySCIPOpt ``Model``. A query frees the transformed
 problem (``freeTransform``), sets the objective and the arm bounds
 (``include`` / ``exclude``), adds rows ``a_i + a_j <= 1`` for ``forbid_pairs``,
-solves, and deletes those rows again; this is ~10x cheaper than rebuilding
+solves, and deletes those rows again; this is much cheaper than rebuilding
 the model (``docs/performance.md``, "Oracles"). Lazy cuts
 from the separators are added until the answer is a feasible action, and
 deleted with the query's other rows: each query starts from the formulation's
@@ -28,8 +28,7 @@ to its feasibility tolerance, so ``s`` may exceed ``sqrt(a @ M @ a)`` by about
 ``1e-9 / (2 s)``: norm answers are optimal to within roughly
 ``f * 1e-9 / (2 sqrt(a @ M @ a))`` plus the gap, not to the last bit, and two
 actions whose indices differ by less than that may be confused. On random
-instances the dual bound stayed within ``3e-10 * (1 + |bound|)`` of the
-answer's exact index, and every answer matched brute force. The returned
+instances every answer matched brute force (``tests/test_extra_solvers.py``). The returned
 action's index is re-evaluated exactly in numpy and checked against SCIP's
 dual bound; an answer that misses the bound by more than :data:`NORM_SLACK`
 raises :class:`~cmab_milp.oracles.core.base.OracleError`.
@@ -38,8 +37,8 @@ Time limit: ``time_limit`` holds for a whole query, across its lazy-cut
 re-solves and (norm queries) the linear solve: each solve gets what is left of
 it as ``limits/time``, and a query past it raises
 :class:`~cmab_milp.oracles.core.base.LimitReached` (or, with ``gap``, returns an
-incumbent with its proven ratio). Per solve, a 6x6-grid tree norm query ran
-127 s under a 10 s limit; now 10.02 s at most (``bench/norm_large.py``).
+incumbent with its proven ratio). A limit per solve let a query run many times its limit
+(``bench/norm_large.py``; the figures: ``docs/performance.md``).
 
 Example
 -------
@@ -61,8 +60,9 @@ from pathlib import Path
 import numpy as np
 
 from ...spaces.formulation import Formulation, Row
-from ..core.base import LinearQuery, NormQuery
-from ..core.pipeline import ModelBase, ModelOracle, SolveResult
+from ..core.model import ModelBase, SolveResult
+from ..core.model_oracle import ModelOracle
+from ..core.queries import LinearQuery, NormQuery
 from ..mip.options import SCIP_PARAMS
 
 __all__ = ["NORM_SLACK", "SCIP_PARAMS", "ScipOracle"]
@@ -76,7 +76,7 @@ NORM_SLACK = 1e-6
 class _ScipModel(ModelBase):
     """One thread's SCIP model of the formulation, with a spare column ``s`` for norm queries.
 
-    The SCIP :class:`~cmab_milp.oracles.core.pipeline.SolverModel`: every edit first
+    The SCIP :class:`~cmab_milp.oracles.core.model.SolverModel`: every edit first
     frees the transformed problem of the last solve (SCIP edits only in its
     problem stage); :meth:`undo` deletes the query's rows and closes ``s``.
     """
@@ -99,7 +99,7 @@ class _ScipModel(ModelBase):
         model.hideOutput()
         fast = pyscipopt.SCIP_PARAMSETTING.FAST
         model.setPresolve(fast)  # full presolving and heuristics cost more than they save on
-        model.setHeuristics(fast)  # these small, re-solved models (2x on a 6x6-grid tree)
+        model.setHeuristics(fast)  # these small, re-solved models (docs/performance.md)
         for key, value in SCIP_PARAMS.items():
             model.setParam(key, value)
         if gap:
@@ -246,7 +246,7 @@ def _ranged(expr, lb: float, ub: float):
 class ScipOracle(ModelOracle):
     """Exact MILP (and MIQCP norm) oracle on SCIP, one re-solved model per thread.
 
-    Parameters as :class:`~cmab_milp.oracles.core.pipeline.ModelOracle`: ``space``,
+    Parameters as :class:`~cmab_milp.oracles.core.model_oracle.ModelOracle`: ``space``,
     ``time_limit``, ``verify`` and ``gap`` (SCIP's ``limits/gap``); ``one_tree``
     (default ``True``) runs the formulation's separators in SCIP's tree
     (:mod:`.scip_tree`), separating fractional points every ``sepa_freq``-th depth
@@ -280,8 +280,8 @@ class ScipOracle(ModelOracle):
     def _deadline(self, exact: bool) -> Iterator[None]:
         """The time limit for the whole query: its lazy-cut re-solves and, for a norm query, the linear one.
 
-        SCIP's ``limits/time`` holds per solve, so a norm query on trees (ten cut rounds) ran 110 s under
-        a 10 s limit; each solve now gets what is left of the query's limit. The outermost query sets it.
+        SCIP's ``limits/time`` holds per solve, so a norm query of many cut rounds ran many times its
+        limit; each solve now gets what is left of the query's limit. The outermost query sets it.
         """
         model = self._model(exact)
         if self.time_limit is None or model.deadline is not None:

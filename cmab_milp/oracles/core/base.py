@@ -31,7 +31,7 @@ import numpy as np
 
 from ..._threads import blas_single_thread
 from ...spaces.base import ActionSpace
-from .queries import (  # noqa: F401 - the query types and validators, re-exported under their former home
+from .queries import (
     _FLOAT64,
     _NO_RESTRICTIONS,
     _SMALL,
@@ -40,14 +40,8 @@ from .queries import (  # noqa: F401 - the query types and validators, re-export
     LinearQuery,
     NormQuery,
     Pairs,
-    Restrictions,
-    _arm_tuple,
     _hints,
-    _pairs,
-    _Restrictions,
-    _restrictions,
     make_restrictions,
-    norm_objective,
     real_array,
     real_number,
 )
@@ -55,18 +49,12 @@ from .queries import (  # noqa: F401 - the query types and validators, re-export
 __all__ = [
     "Ledger",
     "LimitReached",
-    "LinearQuery",
-    "NormQuery",
     "Oracle",
     "OracleError",
-    "Restrictions",
     "UnsupportedQuery",
     "check_gap",
     "check_time_limit",
-    "make_restrictions",
-    "norm_objective",
-    "real_array",
-    "real_number",
+    "check_workers",
 ]
 
 
@@ -176,6 +164,19 @@ def check_gap(gap: Any, name: str = "gap") -> float | None:
     return float(gap)
 
 
+def check_workers(workers: Any) -> int | None:
+    """``None`` or an integer >= 1 (threads of a batch), else ``ValueError``.
+
+    >>> check_workers(2), check_workers(None)
+    (2, None)
+    """
+    if workers is None:
+        return None
+    if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 1:
+        raise ValueError(f"workers must be an integer >= 1 (threads of a batch) or None, got {workers!r}")
+    return int(workers)
+
+
 def tolerance(value: float) -> float:
     """The contract's optimality tolerance ``1e-9 * (1 + |value|)``."""
     return 1e-9 * (1.0 + abs(value))
@@ -189,6 +190,9 @@ class Oracle:
     """
 
     name = "oracle"
+    #: Threads :meth:`argmax_batch` runs (``None``: ``min(4, cores)``); every backend takes it as the
+    #: option ``make_oracle(space, backend, workers=n)``. Answers do not depend on it (the tie rule).
+    workers: int | None = None
 
     def __init__(self, space: ActionSpace):
         if not isinstance(space, ActionSpace):
@@ -271,7 +275,7 @@ class Oracle:
         total = sum(listed) if listed is not None else w.sum()  # inf or NaN anywhere makes it non-finite
         if not math.isfinite(total) and not np.isfinite(w).all():
             raise ValueError("weights must be finite (no NaN or inf)")
-        return LinearQuery(w, _restrictions(self.d, include, exclude, forbid_pairs, self.space), listed)
+        return LinearQuery(w, make_restrictions(self.d, include, exclude, forbid_pairs, self.space), listed)
 
     def norm_query(
         self,
@@ -303,7 +307,7 @@ class Oracle:
         if isinstance(sign, (bool, np.bool_)) or not isinstance(sign, Real) or sign not in (1, -1):
             raise ValueError(f"sign must be +1 or -1, got {sign!r}")
         mat = 0.5 * (mat + mat.T)
-        restrictions = _restrictions(self.d, include, exclude, forbid_pairs, self.space)
+        restrictions = make_restrictions(self.d, include, exclude, forbid_pairs, self.space)
         if carry is not None and not isinstance(carry, Carry):
             raise ValueError(f"carry must be a NormCarry or None, got {type(carry).__name__}")
         return NormQuery(mu_arr, mat, f, int(sign), restrictions, _hints(hints, self.d), carry)
@@ -340,6 +344,9 @@ class Oracle:
 
     # ---------------------------------------------------------- concurrency
     def max_workers(self) -> int:
+        """Threads of :meth:`argmax_batch`: the ``workers`` option, else ``min(4, cores)``."""
+        if self.workers is not None:
+            return self.workers
         return max(1, min(4, os.cpu_count() or 1))
 
     def _executor(self) -> ThreadPoolExecutor:

@@ -1,7 +1,7 @@
-"""One certified solve for every model backend: a model protocol and :func:`certified_solve`.
+"""One certified solve for every model backend: :func:`certified_solve`.
 
 A model backend (HiGHS, PuLP, SCIP, Gurobi, CP-SAT, the K-MAX MILP) only
-adapts its solver to :class:`SolverModel`: set the arm costs and bounds, add
+adapts its solver to :class:`~cmab_milp.oracles.core.model.SolverModel`: set the arm costs and bounds, add
 rows, undo the query's edits, solve. Everything that makes an answer
 trustworthy is written once, here:
 
@@ -35,8 +35,9 @@ the ``highs`` backend keeps its LP-first path and tie re-solve), the models of
 PuLP's ``Infeasible`` on HiGHS), :mod:`~cmab_milp.oracles.backends.ortools`
 (its bound is the rounding error of CP-SAT's integer costs) and the K-MAX MILP
 of :mod:`~cmab_milp.general.kmax_milp` (its tangent cuts are its ``separate``
-step). Every solver backend is a :class:`ModelOracle` over such an adapter: a new
-one writes the adapter (subclassing :class:`ModelBase`) and ``_new_model``, adds one
+step). Every solver backend is a :class:`~cmab_milp.oracles.core.model_oracle.ModelOracle` over such an
+adapter: a new one writes the adapter (subclassing :class:`~cmab_milp.oracles.core.model.ModelBase`) and
+``_new_model``, adds one
 registry line and runs :func:`cmab_milp.testing.check_oracle` (the README shows it).
 
 Example
@@ -57,26 +58,14 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
-from ...spaces.base import ActionSpace
 from ...spaces.formulation import Formulation, Row
-from .base import (
-    _NO_RESTRICTIONS,
-    Ledger,
-    LimitReached,
-    LinearQuery,
-    NormQuery,
-    Oracle,
-    OracleError,
-    UnsupportedQuery,
-    check_gap,
-    check_time_limit,
-    tolerance,
-)
+from .base import Ledger, LimitReached, OracleError, tolerance
+from .model import SolveResult, SolverModel
+from .queries import _NO_RESTRICTIONS
 
 _EPS = float(np.finfo(float).eps)
 
@@ -84,16 +73,11 @@ __all__ = [
     "INTEGRAL_TOL",
     "MAX_CUT_ROUNDS",
     "FractionalAnswer",
-    "ModelBase",
-    "ModelOracle",
-    "SolveResult",
-    "SolverModel",
     "certified_solve",
     "chosen_arms",
     "forbid_rows",
     "proven",
     "proven_ratio",
-    "settle_norm_answer",
 ]
 
 #: Lazy-cut rounds per query before the loop is declared a separator bug.
@@ -106,98 +90,6 @@ TIE_TOL = 1e-7
 SCALE_LO, SCALE_HI = 2.0**-16, 2.0**16
 
 
-@dataclass(slots=True)
-class SolveResult:
-    """Outcome of one solve.
-
-    ``status`` is ``'optimal'``, ``'infeasible'``, ``'limit'`` (stopped by a time
-    limit; ``values`` holds the incumbent or is ``None``) or ``'error'``.
-    ``values`` are the column values (a list: the per-query path reads the arm
-    columns in plain Python; arms first); ``bound`` is the solver's dual bound on
-    the maximum, ``None`` when the solver gives none. ``message`` says what
-    happened, for errors.
-    """
-
-    status: str
-    values: list[float] | None = None
-    objective: float = float("nan")
-    bound: float | None = float("nan")
-    message: str = ""
-
-    @property
-    def x(self) -> np.ndarray | None:
-        return None if self.values is None else np.asarray(self.values)
-
-
-class SolverModel(Protocol):
-    """What :func:`certified_solve` and :class:`ModelOracle` call on a compiled model (one per thread).
-
-    Columns ``0..d-1`` are the arms; the model maximises. Every member is called
-    (none is looked up); :class:`ModelBase` gives the defaults of the optional
-    ones, so an adapter writes the five edits and ``solve``, and overrides a hook
-    only when its solver needs it:
-
-    * ``separate(values, chosen) -> list[Row]``: cuts of the model's own, such as
-      K-MAX tangents or CP-SAT's relaxed rows (default none);
-    * ``confirm_infeasible(restrictions)``: raise unless an ``'infeasible'`` status
-      is proven (PuLP's re-check on HiGHS; default: the status is believed);
-    * ``open_norm(quad, s_coef, s_ub)``: add the quadratic row ``quad(model)`` on the
-      model's column ``s`` and open ``s`` with objective ``s_coef`` for one norm query
-      (SCIP, Gurobi; default: :class:`UnsupportedQuery`);
-    * ``bound_name``: how messages name the bound.
-    """
-
-    name: str
-    #: ``False``: ``solve`` runs an LP (over a formulation declared integral).
-    integer: bool
-    bound_name: str
-
-    def set_costs(self, costs: np.ndarray) -> None: ...
-
-    def set_arm_bounds(self, include: tuple[int, ...], exclude: tuple[int, ...]) -> None: ...
-
-    def add_rows(self, rows: list[Row]) -> Any: ...
-
-    def undo(self) -> None:
-        """Back to the formulation's rows (and its own columns and costs of other columns)."""
-
-    def solve(self, tie_tol: float | None = None) -> SolveResult: ...
-
-    def separate(self, values: list[float], chosen: list[bool]) -> list[Row]: ...
-
-    def confirm_infeasible(self, restrictions: Any) -> None: ...
-
-    def open_norm(self, quad: Callable[[Any], Any], s_coef: float, s_ub: float) -> None: ...
-
-    def set_time_limit(self, seconds: float | None) -> None: ...
-
-
-class ModelBase:
-    """The defaults of a :class:`SolverModel`'s optional hooks; adapters subclass it.
-
-    >>> ModelBase().separate([1.0, 0.0], [True, False])
-    []
-    """
-
-    name = "model"
-    integer = True
-    bound_name = "the solver's bound"
-
-    def separate(self, values: list[float], chosen: list[bool]) -> list[Row]:
-        """No cuts of the model's own."""
-        return []
-
-    def confirm_infeasible(self, restrictions: Any) -> None:
-        """The solver's ``'infeasible'`` is its proof."""
-
-    def open_norm(self, quad: Callable[[Any], Any], s_coef: float, s_ub: float) -> None:
-        """No quadratic row: norm queries are not answered on this model."""
-        raise UnsupportedQuery(f"{self.name} has no quadratic model for norm queries")
-
-    def set_time_limit(self, seconds: float | None) -> None:
-        """Seconds for the next solves (what is left of the query's limit); by default each solve keeps its own."""
-
-
 class FractionalAnswer(OracleError):
     """The solver's arm vector is not integral."""
 
@@ -205,8 +97,8 @@ class FractionalAnswer(OracleError):
 def chosen_arms(values: Sequence[float], d: int, name: str = "the solver", integer: bool = True) -> list[bool]:
     """Which arms the column ``values`` choose; raise :class:`FractionalAnswer` if not integral.
 
-    Plain list operations: between two solver runs they cost a few microseconds
-    where numpy calls on short vectors cost tens.
+    Plain list operations: between two solver runs they cost a fraction of what numpy
+    calls on short vectors cost.
 
     >>> chosen_arms([1.0 - 5e-7, 2e-7, 0.0, 3.5], 3)
     [True, False, False]
@@ -335,7 +227,7 @@ def certified_solve(
     query:
         Has ``weights`` (arm costs), ``weights_list`` (or ``None``),
         ``restrictions`` and ``value(chosen)`` (the exact objective of a list of
-        bools); a :class:`~cmab_milp.oracles.core.base.LinearQuery` or alike.
+        bools); a :class:`~cmab_milp.oracles.core.queries.LinearQuery` or alike.
     rows:
         This query's rows besides ``forbid_pairs`` (removed by ``undo``).
     rescale:
@@ -483,145 +375,3 @@ def _unproven(model, query, chosen, bound, status, gap, ledger, result) -> None:
         f"{model.name} answer has value {value!r} but {what} is {bound!r}:"
         f" optimality not proven within 1e-9 * (1 + |optimum|){extra}"
     )
-
-
-def settle_norm_answer(
-    query: NormQuery,
-    found: tuple[np.ndarray, float] | None,
-    linear: Callable[[], np.ndarray | None] | None,
-    slack: float,
-    solver: str,
-) -> np.ndarray | None:
-    """The answer of a quadratic-model norm solve, checked against its bound (the SCIP and Gurobi backends).
-
-    ``found`` is the model's ``(action, bound)`` or ``None`` (infeasible). With an
-    indefinite ``M`` and sign +1 the model only covers actions with ``a'Ma >= 0``,
-    so ``linear()`` (the argmax of ``mu @ a``, which is exact where ``a'Ma < 0``)
-    is a second candidate and its value a second bound. The best candidate must
-    reach the bound within ``slack (1 + |bound|)`` (the quadratic row holds only
-    to the solver's feasibility tolerance), else :class:`OracleError`.
-    """
-    candidates = [] if found is None else [found[0]]
-    bound = -np.inf if found is None else found[1]
-    if linear is not None:
-        other = linear()
-        if other is None:
-            return None
-        candidates.append(other)
-        bound = max(bound, query.value(other))
-    if not candidates:
-        return None
-    values = [query.value(a) for a in candidates]
-    best = int(np.argmax(values))
-    if values[best] < bound - slack * (1.0 + abs(bound)):
-        raise OracleError(
-            f"{solver} norm answer has index {values[best]!r} but {solver}'s bound is {bound!r}: the gap is not "
-            "closed (a time limit) or the quadratic model and the exact index disagree beyond the tolerance"
-        )
-    return candidates[best]
-
-
-class ModelOracle(Oracle):
-    """An oracle over one :class:`SolverModel` per thread, answering through :func:`certified_solve`.
-
-    Subclasses give ``_new_model(gap)`` (the model of the formulation; ``gap``
-    ``None`` for exact solves) and, for norm queries, ``_quadratic(M, sign)``:
-    a function of the model returning the constraint ``s^2 <= a M a`` (sign +1)
-    or ``s^2 >= a M a`` (sign -1) on its column ``s`` (the SCIP and Gurobi
-    backends). Norm queries stay exact with a ``gap``: they use a second model.
-
-    Parameters
-    ----------
-    space:
-        The action space.
-    time_limit:
-        Seconds per solve; hitting it raises :class:`LimitReached` (an ``OracleError``).
-    verify:
-        Also check every answer with ``space.contains`` (slower; for tests).
-    gap:
-        The certified approximate mode for linear queries (see this module).
-    """
-
-    #: Relative slack between a norm answer's exact index and the solver's bound (the quadratic
-    #: row holds only to the solver's feasibility tolerance).
-    norm_slack = 1e-6
-    #: Exceptions of the solver's API that mean "failed" (the thread's model is then rebuilt).
-    solver_errors: tuple[type[BaseException], ...] = ()
-
-    def __init__(
-        self, space: ActionSpace, time_limit: float | None = None, verify: bool = False, gap: float | None = None
-    ):
-        time_limit = check_time_limit(time_limit)
-        gap = check_gap(gap)
-        super().__init__(space)
-        self.formulation = space.formulation()
-        self.time_limit = time_limit
-        self.gap = gap
-        self.verify = verify
-
-    def _new_model(self, gap: float | None) -> Any:
-        raise NotImplementedError
-
-    def _quadratic(self, M: np.ndarray, sign: int) -> Callable[[Any], Any]:
-        raise NotImplementedError
-
-    def _model_key(self, exact: bool) -> str:
-        return "exact_model" if exact and self.gap is not None else "model"
-
-    def _model(self, exact: bool = False) -> Any:
-        """This thread's model (``exact``: the one without a gap)."""
-        key = self._model_key(exact)
-        model = getattr(self._local, key, None)
-        if model is None:
-            model = self._new_model(None if exact else self.gap)
-            setattr(self._local, key, model)
-        return model
-
-    def _solve(self, query: Any, exact: bool = False, norm: tuple | None = None) -> tuple[np.ndarray, Any] | None:
-        """The certified solve on this thread's model; ``norm = (quad, s_coef, s_ub)`` opens the column ``s``."""
-        model = self._model(exact)
-        try:
-            if norm is not None:
-                try:
-                    model.open_norm(*norm)
-                except BaseException:
-                    model.undo()
-                    raise
-            return certified_solve(
-                model,
-                query,
-                self.formulation,
-                rescale=norm is None,
-                certify=norm is None,
-                gap=None if exact else self.gap,
-                ledger=self.ledger,
-                contains=self.space._contains if self.verify else None,
-                time_limit=self.time_limit,
-            )
-        except OracleError:
-            raise
-        except self.solver_errors as exc:  # e.g. PySCIPOpt's bare Exception for costs SCIP counts as infinite
-            self._local.__dict__.pop(self._model_key(exact), None)  # it may hold half a query: build a new one
-            raise OracleError(f"{model.name} failed: {exc}") from None
-
-    def _linear(self, query: LinearQuery, exact: bool = False) -> np.ndarray | None:
-        found = self._solve(query, exact)
-        return None if found is None else found[0]
-
-    def _norm(self, query: NormQuery) -> np.ndarray | None:
-        """``mu @ a + sign f s`` with the quadratic row on ``s``, settled by :func:`settle_norm_answer`.
-
-        ``M`` is scaled to entries of at most 1 (``f`` absorbs the scale), so the
-        solver's absolute feasibility tolerance on the quadratic row means the
-        same whatever the scale of ``M``. With an indefinite ``M`` and sign +1
-        the linear argmax of ``mu`` is a second candidate.
-        """
-        sign = query.sign
-        c = float(np.abs(query.M).max()) or 1.0
-        M, f = query.M / c, query.f * np.sqrt(c)
-        indefinite = float(np.linalg.eigvalsh(M).min()) < -1e-12
-        s_max = float(np.sqrt(max(np.clip(M, 0.0, None).sum(), 0.0))) + 1.0  # s never exceeds sqrt(max a M a)
-        mu_query = LinearQuery(query.mu, query.restrictions)
-        found = self._solve(mu_query, True, (self._quadratic(M, sign), sign * f, s_max))
-        linear = (lambda: self._linear(mu_query, exact=True)) if sign > 0 and indefinite else None
-        return settle_norm_answer(query, found, linear, self.norm_slack, self._model(True).name)

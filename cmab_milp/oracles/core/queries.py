@@ -79,7 +79,9 @@ def _pairs(values: Iterable[Any], d: int, space: ActionSpace | None = None) -> t
 
 
 @dataclass(frozen=True)
-class _Restrictions:
+class Restrictions:
+    """The restrictions of a query (``include``, ``exclude``, ``forbid_pairs``), validated."""
+
     include: tuple[int, ...] = ()
     exclude: tuple[int, ...] = ()
     forbid_pairs: tuple[tuple[int, int], ...] = ()
@@ -113,9 +115,7 @@ class _Restrictions:
         return ok
 
 
-#: The restrictions of a query (``include``, ``exclude``, ``forbid_pairs``), validated.
-Restrictions = _Restrictions
-_NO_RESTRICTIONS = _Restrictions()
+_NO_RESTRICTIONS = Restrictions()
 #: Arms of a restriction (indices, or labels of the space) and pairs of them.
 Arms = Sequence[int]
 Pairs = Sequence[tuple[int, int]]
@@ -123,13 +123,13 @@ _FLOAT64 = np.dtype(np.float64)
 
 #: Below this many arms, per-query arithmetic runs on Python lists: interleaved with
 #: solver runs (which evict numpy's code from the CPU caches) a numpy reduction on
-#: a short vector costs ~20 us against ~3 us for ``tolist`` and ``sum``.
+#: a short vector costs several times ``tolist`` and ``sum`` (docs/performance.md).
 _SMALL = 256
 
 
-def _restrictions(
+def make_restrictions(
     d: int, include: Any, exclude: Any, forbid_pairs: Any, space: ActionSpace | None = None
-) -> _Restrictions:
+) -> Restrictions:
     """Validated restrictions; with ``space``, arms may also be given by label (``space.arm_index``)."""
     if (
         type(include) is tuple
@@ -139,15 +139,12 @@ def _restrictions(
         and (forbid_pairs is None or (type(forbid_pairs) is tuple and not forbid_pairs))
     ):
         return _NO_RESTRICTIONS  # the defaults (empty tuples): no conversion on the per-query path
-    out = _Restrictions(
+    out = Restrictions(
         _arm_tuple(include, d, "include", space),
         _arm_tuple(exclude, d, "exclude", space),
         _pairs(forbid_pairs if forbid_pairs is not None else (), d, space),
     )
     return _NO_RESTRICTIONS if out.empty else out
-
-
-Restrictions, make_restrictions = _Restrictions, _restrictions  # public names (cmab_milp.general uses them)
 
 
 def _hints(hints: Any, d: int) -> tuple[np.ndarray, ...]:
@@ -171,12 +168,12 @@ def _hints(hints: Any, d: int) -> tuple[np.ndarray, ...]:
     return tuple(out)
 
 
-@dataclass(slots=True, eq=False)  # not frozen: a frozen init costs ~1 us more per query; treat as read-only
+@dataclass(slots=True, eq=False)  # not frozen: a frozen init costs more per query; treat as read-only
 class LinearQuery:
     """Maximise ``weights @ a`` under restrictions."""
 
     weights: np.ndarray
-    restrictions: _Restrictions
+    restrictions: Restrictions
     #: ``weights.tolist()`` when the validation made it (short vectors), for :meth:`value`.
     weights_list: list[float] | None = field(default=None, repr=False, compare=False)
 
@@ -219,7 +216,7 @@ class NormQuery:
     M: np.ndarray
     f: float
     sign: int
-    restrictions: _Restrictions
+    restrictions: Restrictions
     hints: tuple[np.ndarray, ...] = ()
     carry: Any = field(default=None, compare=False, repr=False)
 

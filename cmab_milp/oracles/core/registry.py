@@ -33,10 +33,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ...spaces.base import ActionSpace
-from .base import Oracle, check_gap
+from .base import Oracle, check_gap, check_workers
 
 __all__ = [
     "BACKENDS",
+    "COMMON_OPTIONS",
     "Backend",
     "Capabilities",
     "available_backends",
@@ -45,6 +46,10 @@ __all__ = [
     "make_oracle",
     "register_backend",
 ]
+
+
+#: Options every backend takes, applied by :func:`make_oracle` to the oracle its factory built.
+COMMON_OPTIONS = ("workers",)
 
 
 def _resolve(target: Any) -> Any:
@@ -96,10 +101,13 @@ class Capabilities:
         Whether ``"name:SOLVER"`` is allowed, and ``solvers() -> list[str]``,
         the solver names usable here (``solver_label`` names them in messages).
     options:
-        Keyword options the factory takes; ``None``: read from its signature.
+        Keyword options the factory takes; ``None``: read from its signature. Every
+        backend also takes the options of :data:`COMMON_OPTIONS`, which :func:`make_oracle`
+        applies itself (``workers``: the threads of ``argmax_batch``, see
+        :attr:`~cmab_milp.oracles.core.base.Oracle.workers`).
     cost:
         ``cost(space, shape, facts) -> float``: estimated seconds per query
-        (``math.inf``: cannot answer), see :mod:`cmab_milp.oracles.core.auto`;
+        (``math.inf``: cannot answer), see :mod:`cmab_milp.oracles.core.auto_costs`;
         ``None``: ``auto`` never picks this backend.
     tuning:
         The typed record of its ``tuning=`` option (a class whose ``of(value)`` reads
@@ -184,16 +192,17 @@ class Backend:
         return list(lister()) if self.takes_solver and lister is not None else []
 
     def options(self) -> tuple[str, ...] | None:
-        """Option names the factory takes; ``None`` when it takes any (``**options``)."""
+        """Option names it takes (the factory's and :data:`COMMON_OPTIONS`); ``None`` when it takes any."""
         if self.capabilities.options is not None:
-            return self.capabilities.options
+            return (*self.capabilities.options, *COMMON_OPTIONS)
         try:
             params = list(inspect.signature(self.factory()).parameters.values())[1:]  # after the space
         except (TypeError, ValueError):  # a builtin or C callable: nothing to read
             return None
         if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
             return None
-        return tuple(p.name for p in params if p.kind is not inspect.Parameter.VAR_POSITIONAL)
+        own = tuple(p.name for p in params if p.kind is not inspect.Parameter.VAR_POSITIONAL)
+        return (*own, *(o for o in COMMON_OPTIONS if o not in own))
 
 
 BACKENDS: dict[str, Backend] = {}
@@ -233,7 +242,7 @@ def register_backend(
 
 # ------------------------------------------------- built-in declarations
 _PKG = "cmab_milp.oracles.backends"
-_COSTS = "cmab_milp.oracles.core.auto"
+_COSTS = "cmab_milp.oracles.core.auto_costs"
 #: The built-in backends: name, ``module:Class`` under ``cmab_milp.oracles.backends`` (``auto`` under
 #: ``core``), description, capabilities. Named by strings: the core imports no backend.
 _BUILT_IN: list[tuple[str, str, str, Capabilities]] = [
@@ -418,6 +427,7 @@ def make_oracle(space: ActionSpace, backend: str | Oracle = "highs", **options: 
     solver (``"pulp:PULP_CBC_CMD"``), or an existing :class:`Oracle` (returned
     as is after checking it answers for this space). Unknown names or options,
     missing modules and spaces the backend does not accept raise ``ValueError``.
+    ``workers=n`` (every backend) sets the threads of ``argmax_batch``.
 
     >>> import cmab_milp as cm
     >>> try:
@@ -439,6 +449,7 @@ def make_oracle(space: ActionSpace, backend: str | Oracle = "highs", **options: 
     caps = entry.capabilities
     if not caps.accepts_space(space):
         raise ValueError(f"backend {name!r} does not accept {type(space).__name__}; it answers {caps.spaces}")
+    workers = check_workers(options.pop("workers", None))
     if options.get("gap") is not None:
         _check_approximate(name, solver, caps, options["gap"])
     if options.get("tuning") is not None and caps.tuning is not None:
@@ -452,4 +463,7 @@ def make_oracle(space: ActionSpace, backend: str | Oracle = "highs", **options: 
             raise ValueError(
                 f"backend {name!r} takes no option(s) {unknown}; its options: {', '.join(known) or 'none'}"
             )
-    return entry.factory()(space, **options)
+    oracle = entry.factory()(space, **options)
+    if workers is not None:
+        oracle.workers = workers
+    return oracle

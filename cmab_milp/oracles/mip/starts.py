@@ -58,7 +58,7 @@ import numpy as np
 
 from ...spaces.formulation import Formulation, Row
 from ..backends.highs_model import CompiledModel
-from ..core.pipeline import SolveResult
+from ..core.model import SolveResult
 from .cover_cuts import cover_cuts
 from .graph_starts import PathStarts
 from .side_starts import SidePlan, as_side_rows, side_plan, supported_base

@@ -72,6 +72,12 @@ class HighsTuning:
 
     The searches' own steps (``paths_*``, ``branch_*``, ``concave_*``, ``fractional_matchings``,
     ``exact_row_bounds``): each field's comment below says what it turns on.
+
+    The backend's recovery (:mod:`~cmab_milp.oracles.backends.highs`):
+
+    recovery_enumeration:
+        A norm query whose solves all failed is answered by enumeration on spaces of at most this many
+        actions (an integer >= 0; ``0``: never).
     """
 
     prepare_queries: bool = True
@@ -151,6 +157,10 @@ class HighsTuning:
     # -- Glover's rows (norm/lifting.py)
     #: Glover's row bounds from the space's combinatorial linear oracle where it is cheap (:func:`exact_row_bounds`).
     exact_row_bounds: bool = True
+    # -- the highs backend's recovery of a failed norm query (backends/highs.py)
+    #: Largest action count on which a norm query whose HiGHS solves all failed is answered by enumeration
+    #: (the last recovery step; ``0``: never enumerate, raise instead).
+    recovery_enumeration: int = 200_000
 
     @classmethod
     def of(cls, value: Any) -> HighsTuning:
@@ -167,6 +177,11 @@ class HighsTuning:
                 raise ValueError(
                     f"tuning: unknown option {key!r}; the highs backend's tuning options: {', '.join(known)}"
                 )
+            default = known[key].default
+            if isinstance(default, int) and not isinstance(default, bool):  # a count
+                if isinstance(item, bool) or not isinstance(item, int) or item < 0:
+                    raise ValueError(f"tuning: option {key!r} must be an integer >= 0, got {item!r}")
+                continue
             allowed = "true, false or 'always'" if key == "plus_branch" else "true or false"
             if not (isinstance(item, bool) or (key == "plus_branch" and item == "always")):
                 raise ValueError(f"tuning: option {key!r} must be {allowed}, got {item!r}")

@@ -71,7 +71,7 @@ from typing import Any
 import numpy as np
 
 from ..core.base import NormQuery, tolerance
-from ..core.queries import Carry, _Restrictions
+from ..core.queries import Carry, Restrictions
 from .lifting import quadratic_form_bounds
 
 __all__ = ["NormCarry", "check_reuse", "drift_bound"]
@@ -235,7 +235,7 @@ class NormCarry(Carry):
                 raise ValueError("shapes do not match")
             if actions.dtype != bool:
                 raise ValueError("actions must be booleans")
-            res = _Restrictions(
+            res = Restrictions(
                 tuple(int(i) for i in state["include"]),
                 tuple(int(i) for i in state["exclude"]),
                 tuple((int(i), int(j)) for i, j in state["forbid_pairs"]),

@@ -161,8 +161,8 @@ def test_options_are_restored_even_when_the_block_raises_and_the_relaxation_is_f
     assert model.solve().objective == pytest.approx(1.0, abs=1e-9)
 
 
-def test_no_module_but_highs_model_calls_highspy() -> None:
-    """Highspy is called from one module (the names in docstrings and lists are fine)."""
+def test_no_module_but_the_highs_model_calls_highspy() -> None:
+    """Highspy is called from the HiGHS model's two modules (the names in docstrings and lists are fine)."""
     import re
     from pathlib import Path
 
@@ -171,7 +171,7 @@ def test_no_module_but_highs_model_calls_highspy() -> None:
     offenders = [
         f"{path.relative_to(root)}:{n}"
         for path in sorted(root.rglob("*.py"))
-        if path.name != "highs_model.py"
+        if path.name not in ("highs_model.py", "highs_solve.py")
         for n, line in enumerate(path.read_text().splitlines(), 1)
         if raw.search(line)
     ]

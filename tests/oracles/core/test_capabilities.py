@@ -12,7 +12,7 @@ import pytest
 import cmab_milp as cm
 from cmab_milp.oracles import norm_objective
 from cmab_milp.oracles.backends.enumerate import EnumerateOracle
-from cmab_milp.oracles.core.auto import QueryShape
+from cmab_milp.oracles.core.auto_facts import QueryShape
 from cmab_milp.oracles.core.registry import BACKENDS, Capabilities, capabilities, check_backend_name, register_backend
 
 
@@ -193,3 +193,50 @@ def test_auto_refuses_bad_caps_and_pickles() -> None:
     first = auto.argmax(w, forbid_pairs=[(0, 3)])
     copy = pickle.loads(pickle.dumps(auto))
     assert np.array_equal(copy.argmax(w, forbid_pairs=[(0, 3)]), first)
+
+
+# ---------------------------------------------------------------- options every backend or highs declares
+@pytest.mark.parametrize("backend", ["enumerate", "combinatorial", "highs", "auto"])
+def test_workers_is_an_option_of_every_backend(backend: str) -> None:
+    space = cm.Cardinality(6, 2)
+    assert "workers" in BACKENDS[backend].options()
+    oracle = cm.make_oracle(space, backend, workers=3)
+    assert oracle.max_workers() == 3
+    w = np.random.default_rng(0).normal(size=(5, 6))
+    batch = oracle.argmax_batch([{"weights": row} for row in w])
+    truth = cm.make_oracle(space, "enumerate", workers=1)
+    assert [a.tolist() for a in batch] == [truth.argmax(row).tolist() for row in w]
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2"])
+def test_a_bad_workers_option_is_refused_before_the_factory_runs(bad, scratch_backends) -> None:
+    built = []
+    register_backend("counted", lambda space: built.append(space) or EnumerateOracle(space))
+    with pytest.raises(ValueError, match="workers must be an integer >= 1"):
+        cm.make_oracle(cm.Cardinality(4, 2), "counted", workers=bad)
+    assert built == []
+
+
+def test_recovery_enumeration_is_a_typed_highs_tuning_option() -> None:
+    space = cm.Cardinality(7, 3)
+    assert cm.make_oracle(space, "highs").tuning.recovery_enumeration == 200_000  # today's default
+    assert cm.make_oracle(space, "highs", tuning={"recovery_enumeration": 10}).tuning.recovery_enumeration == 10
+    for bad in (-1, 2.5, True, "10"):
+        with pytest.raises(ValueError, match=r"recovery_enumeration.*integer >= 0"):
+            cm.make_oracle(space, "highs", tuning={"recovery_enumeration": bad})
+
+
+def test_workers_and_tuning_are_read_from_a_problem_file(tmp_path) -> None:
+    from cmab_milp.experiments import ProblemError, load_problem
+
+    head = '[space]\nkind = "Cardinality"\nd = 4\nm = 2\n[environment]\nkind = "BernoulliArms"\n'
+    head += "means = [0.1, 0.2, 0.3, 0.4]\n[run]\nhorizon = 20\nseeds = 1\n"
+    entry = '[[policies]]\nname = "P"\nkind = "CUCB"\noracle = "highs"\n'
+    path = tmp_path / "ok.toml"
+    path.write_text(head + entry + "workers = 2\ntuning = { recovery_enumeration = 5 }\n")
+    oracle = load_problem(path).build_policy("P").oracle
+    assert oracle.max_workers() == 2 and oracle.tuning.recovery_enumeration == 5
+    for line, key in (("workers = 0\n", "workers"), ("tuning = { recovery_enumeration = -2 }\n", "tuning")):
+        path.write_text(head + entry + line)
+        with pytest.raises(ProblemError, match=key):
+            load_problem(path)

@@ -17,15 +17,8 @@ import pytest
 
 import cmab_milp as cm
 from cmab_milp.oracles.core.base import Ledger, LimitReached, OracleError, tolerance
-from cmab_milp.oracles.core.pipeline import (
-    FractionalAnswer,
-    ModelBase,
-    SolveResult,
-    SolverModel,
-    certified_solve,
-    proven,
-    proven_ratio,
-)
+from cmab_milp.oracles.core.model import ModelBase, SolveResult, SolverModel
+from cmab_milp.oracles.core.pipeline import FractionalAnswer, certified_solve, proven, proven_ratio
 from cmab_milp.spaces.formulation import Row
 
 
@@ -267,7 +260,7 @@ def test_the_highs_model_offers_the_lp_relaxation_for_root_cuts() -> None:
 def test_every_solver_backend_is_a_model_oracle() -> None:
     """One adapter shape: each solver backend answers through a ModelOracle over its SolverModel."""
     from cmab_milp.oracles import BACKENDS
-    from cmab_milp.oracles.core.pipeline import ModelOracle
+    from cmab_milp.oracles.core.model_oracle import ModelOracle
 
     solvers = ["highs", "scip", "gurobi", "pulp", "ortools"]
     assert all(issubclass(BACKENDS[name].factory(), ModelOracle) for name in solvers)

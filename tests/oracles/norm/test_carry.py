@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import cmab_milp as cm
-from cmab_milp.oracles.core.base import norm_objective
+from cmab_milp.oracles.core.queries import norm_objective
 from cmab_milp.oracles.norm.carry import NormCarry, drift_bound
 
 SPACES = {
