@@ -428,7 +428,7 @@ def test_local_search_path_sequence_and_bad_input():
 
 
 @pytest.mark.parametrize("switch", [False, True])
-def test_answers_match_brute_force_with_and_without_local_search(monkeypatch, switch):
+def test_answers_match_brute_force_with_and_without_local_search(switch):
     for name in ("grid-3x4", "digraph-b"):
         space, _, actions = space_and_actions(name)
         oracle = cm.make_oracle(space, "highs", tuning={"paths_local_search": switch})

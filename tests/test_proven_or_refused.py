@@ -173,10 +173,7 @@ def test_a_norm_query_that_highs_cannot_solve_falls_back_to_enumeration(monkeypa
 
 
 def test_an_unrecoverable_norm_query_names_every_attempt(monkeypatch) -> None:
-    from cmab_milp.oracles.backends import highs
-
-    monkeypatch.setattr(highs, "RECOVERY_ENUMERATION", 10)
-    oracle = cm.make_oracle(cm.Cardinality(7, 3), "highs")
+    oracle = cm.make_oracle(cm.Cardinality(7, 3), "highs", tuning={"recovery_enumeration": 10})
 
     def broken(o, q):
         raise cm.OracleError("HiGHS run failed")

@@ -62,10 +62,7 @@ from ..norm.solver import solve_norm
 from .enumerate import EnumerateOracle
 from .highs_model import CompiledModel
 
-__all__ = ["RECOVERY_ENUMERATION", "HighsOracle"]
-
-#: Largest space that a failed norm query is answered on by enumeration (the last recovery).
-RECOVERY_ENUMERATION = 200_000
+__all__ = ["HighsOracle"]
 
 
 class HighsOracle(ModelOracle):
@@ -242,7 +239,7 @@ class HighsOracle(ModelOracle):
         In turn: the same solve on new models of this thread (a cold restart), the
         query with every value times ``2^-3`` and ``2^3`` (exact; HiGHS sees other
         numbers), then enumeration when the space has at most
-        :data:`RECOVERY_ENUMERATION` actions. Each step is deterministic, so the
+        ``tuning.recovery_enumeration`` actions. Each step is deterministic, so the
         tie rule holds; ``norm_recoveries`` counts the steps that answered.
         """
         failures = [f"solve: {error}"]
@@ -268,9 +265,9 @@ class HighsOracle(ModelOracle):
             self.norm_recoveries[name] = self.norm_recoveries.get(name, 0) + 1
             return answer
         try:
-            enumeration = EnumerateOracle(self.space, max_actions=RECOVERY_ENUMERATION)
+            enumeration = EnumerateOracle(self.space, max_actions=self.tuning.recovery_enumeration)
         except ValueError:
-            failures.append(f"enumeration: more than {RECOVERY_ENUMERATION} actions")
+            failures.append(f"enumeration: more than {self.tuning.recovery_enumeration} actions")
         else:
             self.norm_recoveries["enumeration"] = self.norm_recoveries.get("enumeration", 0) + 1
             return enumeration._norm(query)

@@ -51,7 +51,7 @@ bounds stay valid), while between actions ``n_r`` is larger (at ``x = (m / d) 1`
 ``lambda I`` and ``lambda' diag(M)``), less a rounding margin. Incumbents are valued with ``M`` itself. Measured
 (interleaved, bench/norm_large.py's queries, f = 1 and 3): 1.5-2x fewer nodes and 1.4-2.3x faster.
 
-Each node takes at most ``_STEPS`` Frank-Wolfe steps (exact line search, :func:`line_maximum`) and
+Each node takes at most ``tuning.branch_steps`` Frank-Wolfe steps (exact line search, :func:`line_maximum`) and
 is split as soon as a relaxed point is worth more than the incumbent (every bound of the node is
 at least its relaxed values, so none could prune it). The first incumbent is the linear argmax or
 a hint (no local search: the vertices met are incumbents too). Tried and dropped (interleaved,
@@ -103,8 +103,6 @@ _DEFAULT = HighsTuning()
 
 __all__ = ["LinearOracleBranch", "applies", "best_first", "line_maximum", "quadratic_line_maximum", "relaxation_matrix"]
 
-#: Frank-Wolfe steps per node at most.
-_STEPS = 12
 #: A node stops its steps when its bound is within this (relative) of its relaxed value.
 _REL_GAP = 1e-4
 #: Rounding allowance of a bound, in units of ``d * eps`` times the terms' magnitudes.
@@ -347,7 +345,7 @@ class LinearOracleBranch:
         self.offer(s)
         bound = min(bound, self.bound(g, err, s))
         x = s.astype(float)
-        for _ in range(_STEPS):
+        for _ in range(self.tuning.branch_steps):
             if proven(bound, self.best_value):
                 break
             mx = M @ x

@@ -40,7 +40,7 @@ The size and conflict terms take the crew problem's late AROQ-C queries (biparti
 d = 120, a covariance with a strong common component) from over 30 s to 0.15-0.3 s, and its slowest
 from 6-20 s (outer approximation) to 0.7-2.7 s.
 
-A search still open after ``_TUNE_AFTER`` nodes tunes the root's diagonal for the points its relaxation
+A search still open after ``tuning.concave_tune_after`` nodes tunes the root's diagonal for the points its relaxation
 reaches (:meth:`ConcaveBranch.tune`: a weighted max-cut diagonal, weights ``x - x^2`` averaged over the
 root's relaxed points), and a node whose free arms shrank takes the root's form lowered on them
 (:meth:`ConcaveBranch.node_form`, one eigenvalue). Measured (interleaved, same queries, s, before -> after;
@@ -100,16 +100,8 @@ _DEFAULT = HighsTuning()
 
 __all__ = ["ConcaveBranch", "concave_shift", "psd_majorant"]
 
-#: Frank-Wolfe steps per node at most.
-_STEPS = 12
-#: A node makes its own form when its free arms are at most this share of its parent's form's (0: never).
-_REFORM = 0.9
 #: Sweeps of the max-cut method in a node's new shift (the root's: :data:`~.shifts.SWEEPS`).
 _REFORM_SWEEPS = 0
-#: Tune the root's diagonal (:meth:`ConcaveBranch.tune`) once the search has taken this many nodes (0: never).
-_TUNE_AFTER = 300
-#: In the approximate mode (``norm_gap``), tune once this many nodes were taken (the tuning costs ~150 nodes).
-_TUNE_AFTER_APPROXIMATE = 100
 #: Rounds of the tuning, and Frank-Wolfe steps a round.
 _TUNE_ROUNDS = 12
 _TUNE_STEPS = 50
@@ -184,7 +176,7 @@ class ConcaveBranch(LinearOracleBranch):
         self.reforms = 0
         self.generation = 0  # of the root's form: a node's form of an older one is made again (tune)
         self.tuned = False
-        self._tune_after = _TUNE_AFTER  # (run sets it per mode)
+        self._tune_after = self.tuning.concave_tune_after  # (run sets it per mode)
         self._settled: Callable[[float, float], bool] | None = None
         #: An upper bound on every action's index met after the nodes were keyed (the tuned root's): the
         #: approximate mode may stop on it (:func:`~.minus_branch.best_first`).
@@ -218,14 +210,16 @@ class ConcaveBranch(LinearOracleBranch):
         self, best: np.ndarray | None, best_value: float, settled: Callable[[float, float], bool] | None = None
     ) -> tuple[np.ndarray | None, float, float]:
         """The search of :meth:`~.minus_branch.LinearOracleBranch.run`; with ``settled`` (the approximate mode) the
-        root's diagonal is tuned after ``_TUNE_AFTER_APPROXIMATE`` nodes rather than ``_TUNE_AFTER``."""
-        self._tune_after = _TUNE_AFTER_APPROXIMATE if settled is not None and _TUNE_AFTER else _TUNE_AFTER
+        root's diagonal is tuned after ``tuning.concave_tune_after_approximate`` nodes rather than
+        ``tuning.concave_tune_after``."""
+        after = self.tuning.concave_tune_after
+        self._tune_after = self.tuning.concave_tune_after_approximate if settled is not None and after else after
         self._settled = settled
         return super().run(best, best_value, settled)
 
     def node_form(self, node: _Node) -> tuple:
-        """The node's form: its parent's, or one of its own when the node's free arms are at most ``_REFORM`` of
-        the arms its parent's form was made on.
+        """The node's form: its parent's, or one of its own when the node's free arms are at most
+        ``tuning.concave_reform`` of the arms its parent's form was made on.
 
         The free arms: the root's less the node's excluded and included arms and (matchings) the rivals of
         its included ones. On the node's actions ``x`` moves only along the free arms, so ``q`` need only be
@@ -248,7 +242,7 @@ class ConcaveBranch(LinearOracleBranch):
         t = 16,000, the same nodes but 20% more time near t = 12,000, and OLS-UCB-C's 1,200 rounds 76 -> 124 s.
         """
         form = node.form if node.form is not None and node.form[4] == self.generation else self.root_form
-        if not _REFORM or (self.conflicts is None and not self.tuning.concave_shift_down):
+        if not self.tuning.concave_reform or (self.conflicts is None and not self.tuning.concave_shift_down):
             return form
         keep = np.ones(self.d, bool)
         keep[np.flatnonzero(node.exclude)] = False
@@ -258,7 +252,7 @@ class ConcaveBranch(LinearOracleBranch):
         if self.tuning.concave_shift_down:
             keep[included] = False
         arms = self.arms[keep[self.arms]]
-        if len(arms) > _REFORM * form[3]:
+        if len(arms) > self.tuning.concave_reform * form[3]:
             return form
         if self.tuning.concave_shift_down:
             self._lower_on(arms)
@@ -293,7 +287,8 @@ class ConcaveBranch(LinearOracleBranch):
         averaged over the root's relaxed points so far (fictitious play: the last point alone oscillates), and
         bounds the root with it (``_TUNE_STEPS`` Frank-Wolfe steps); the form with the least root bound is kept
         and replaces the root's form for the nodes taken after. Every form is valid (the diagonal is made so
-        exactly), so the search stays exact whatever the rounds find. Run once, after ``_TUNE_AFTER`` nodes:
+        exactly), so the search stays exact whatever the rounds find. Run once, after
+        ``tuning.concave_tune_after`` nodes:
         ~0.1 s at d = 120 (warm-started sweeps), paid only by hard queries.
 
         Measured (root bound's gap to the optimum, the crew's late queries): 4.6% / 4.3% -> 2.9% / 2.7%; the
@@ -302,7 +297,8 @@ class ConcaveBranch(LinearOracleBranch):
         The approximate mode (``norm_gap``): the tuned root's bound holds for every action, so it becomes the
         search's ``global_bound`` and the search stops as soon as it settles the query, however high the keys of
         the nodes opened before it (their bounds came from the untuned form). The rounds stop too once the bound
-        settles the query, and the tuning comes after ``_TUNE_AFTER_APPROXIMATE`` nodes. On the crew's AROQ-C
+        settles the query, and the tuning comes after
+        ``tuning.concave_tune_after_approximate`` nodes. On the crew's AROQ-C
         queries at t = 24,000-40,000 with ``norm_gap=0.05`` (root gaps 7.5% untuned, 4.7% tuned) a query took
         2,300-3,900 nodes, 0.5-0.86 s, since the open nodes kept the untuned bounds; now 100 nodes and
         0.06-0.08 s (tuned after 2 nodes: 0.04-0.05 s, but OLS-UCB-C's queries at round 1,000, whose tuned root
@@ -372,12 +368,11 @@ class ConcaveBranch(LinearOracleBranch):
         """Frank-Wolfe steps on ``psi`` over the node: its bound (at most the parent's) and the last point.
 
         ``early``: stop the steps once a relaxed point is worth more than the incumbent (the node will be split;
-        default ``_EARLY``). ``steps``: at most this many (default ``_STEPS``). The defaults are read at each call,
-        so that setting the module's constants takes effect.
+        default ``_EARLY``). ``steps``: at most this many (default ``tuning.concave_steps``).
         """
         q = self.q
         early = self.tuning.concave_early if early is None else early
-        steps = _STEPS if steps is None else steps
+        steps = self.tuning.concave_steps if steps is None else steps
         if not self.tuned and self._tune_after and self.nodes >= self._tune_after:
             self.tune()
         if node.order:  # (the root keeps the form being tried)

@@ -27,7 +27,8 @@ The star terms (:func:`vertex_parts`). On a path every node's edges hold 0 or ``
 inner node, 1 at ``s`` and ``t``; directed: the arcs into a node and those out of it, 1 each), so
 ``g_v(a) = r_v a(S_v) - a(S_v)^2`` is 0 on every path, and ``a @ M @ a = a @ (M - tau N' N) @ a + tau (N' r) @ a``
 there. The diagonal then needs only ``D - M + tau N' N`` PSD: ``N' N`` takes the smooth directions (paths
-are long runs of adjacent arms) out of what ``D`` must cover. ``tau`` is ``_VERTEX_TAUS`` times the mean
+are long runs of adjacent arms) out of what ``D`` must cover. ``tau`` is the tuning option
+``paths_vertex_taus`` times the mean
 ``M_ii``; between paths the form gains ``tau sum_v g_v(x)`` (0 where the LP point's degree at ``v`` is 0 or
 ``r_v``) against less ``sum_i d_i x_i (1 - x_i)``. Measured (the queries below, nodes): f = 0.3 91 / 41 / 43 ->
 45 / 25 / 29 with ``tau = 1`` (``tau`` 0.1: 73 / 27 / 45, 0.3: 57 / 37 / 33, 2: 45 / 35 / 41, 4: 63 / 35 / 43);
@@ -95,8 +96,6 @@ __all__ = ["ConcavePathBranch"]
 
 #: ``q(x0)`` below this share of its scale has no tangent worth taking (the triangle row serves there).
 _Q_FLOOR = 1e-12
-#: Forms with the vertex terms of :func:`vertex_parts`, one a weight.
-_VERTEX_TAUS: tuple[float, ...] = (1.0,)
 
 
 def vertex_parts(space, M: np.ndarray, arms: np.ndarray, tau: float) -> tuple[np.ndarray, np.ndarray]:
@@ -154,7 +153,7 @@ class ConcavePathBranch(PathBranch):
         self.parts = overestimator_parts(M, arms, arms_bound(self.space), size=False)
         self.concave: list[tuple[np.ndarray, np.ndarray, float]] = []
         scale = float(np.mean(np.diag(M)[arms])) if len(arms) else 0.0
-        for tau in _VERTEX_TAUS:
+        for tau in self.tuning.paths_vertex_taus:
             self.add_form(*shifted_form(*vertex_parts(self.space, M, self.arms, tau * scale), arms))
         if self.tuning.paths_plain or not self.concave:
             self.add_form(*shifted_form(*self.parts, arms))

@@ -27,7 +27,7 @@ the tie rule). Two methods, one per sign:
     with each of its arms left out (:func:`~.local_search.ascend_from_neighbours`, where
     linear queries are LPs) and swaps (:func:`~.local_search.improve_locally`): the
     tangent at its ``L`` goes in before the first MILP, so when it is the optimum one
-    MILP proves it. These MILPs run without HiGHS's presolve (``_PLUS_OPTIONS``: the
+    MILP proves it. These MILPs run without HiGHS's presolve (``tuning.plus_presolve``: the
     lifted rows are dense and presolve's restarts cost more than they save; crew queries
     ~2x faster). The incumbent is heuristic; exactness rests on the bound alone.
 
@@ -118,16 +118,6 @@ _MAX_NO_GOODS = 500
 _CONVEX_ROUNDS = 30
 #: Linear-oracle steps of the first incumbent of sign +1 (:func:`~.local_search.ascend`).
 _ASCENT_STEPS = 8
-#: HiGHS options of the sign +1 MILPs on top of ``_QUIET_OPTIONS``.
-_PLUS_OPTIONS: dict[str, object] = {"presolve": "off"}
-#: Linear queries of the restarts around the first incumbent of sign +1
-#: (:func:`~.local_search.ascend_from_neighbours`; 0: none). Only where a linear query is an LP
-#: (:meth:`NormSolver._cheap_linear`): elsewhere each is a branch and bound, and 60 of them cost more than
-#: they save (f = 0.3, medians: trees of a 6x6 grid 0.40 -> 1.5 s, matchings of K15 1.26 -> 1.73 s).
-_RESTART_BUDGET = 60
-#: Feasibility checks of the swaps (:func:`~.local_search.improve_locally`) that end the first incumbent of
-#: sign +1 (0: none).
-_PLUS_LOCAL_CHECKS = 40
 #: LP-relaxation rounds of gradient cuts on the norm before the first secant MILP (``M`` definite).
 _GRADIENT_ROUNDS = 30
 #: Initial secant pieces (sign -1), even in ``sqrt(L)``. With the gradient cuts capping the same
@@ -154,8 +144,6 @@ _SPACE_CUT_PASSES = 3
 #: actions not yet covered (sign +1: those with ``L < delta``) needs one more MILP, stopped at this
 #: limit with its incumbent and bound.
 _FINISH_SECONDS = 0.1
-#: Where the outer approximation serves sign +1, the concave branch first tries this many nodes (0: never).
-_PLUS_BRANCH_TRY = 100
 #: A carried sequence (:mod:`.carry`) keeps the answer and this many of the best actions the concave branch met:
 #: the answer's own index falls as it is played (its arms' counts grow), another may then be proven instead
 #: (OLS-UCB-C on the crew problem near t = 10,000, replayed: 33 -> over 110 rounds without a solve).
@@ -373,13 +361,13 @@ class NormSolver:
             return self._branch_path(*self._best_hint(None, -np.inf), sign=1)
         if self._plus_branch_applies():
             return self._branch_plus()
-        if _PLUS_BRANCH_TRY and self._plus_branch_applies(trial=True):
+        if self.tuning.plus_branch_try and self._plus_branch_applies(trial=True):
             try:  # easy queries end here; the others keep its incumbent for the outer approximation
-                return self._branch_plus(max_nodes=_PLUS_BRANCH_TRY)
+                return self._branch_plus(max_nodes=self.tuning.plus_branch_try)
             except NodeBudget:
                 self.stats.extra["tried_nodes"] = self.stats.extra.pop("nodes")
                 self.stats.method = "oa-quadratic-form"
-        with model.options(_PLUS_OPTIONS):
+        with model.options({} if self.tuning.plus_presolve else {"presolve": "off"}):
             return self._outer_plus(model)
 
     def _plus_branch_applies(self, trial: bool = False) -> bool:
@@ -395,7 +383,7 @@ class NormSolver:
         branch): K(10, 12), f = 0.3: 0.21-0.32 -> 0.09-0.10, f = 1: 1.4-7.3 -> 0.75-1.4; the crew
         problem's slowest AROQ-C queries: 6.3-20 -> 0.7-2.7.
 
-        ``trial``: whether the branch may try first with a node budget (:data:`_PLUS_BRANCH_TRY`) where the
+        ``trial``: whether the branch may try first with a node budget (``tuning.plus_branch_try``) where the
         outer approximation serves (any space with a combinatorial linear oracle): on the easy queries it
         ends in a few nodes, before the outer approximation's first MILP (interleaved, s, outer approximation
         -> branch: Cardinality(100, 10), f = 0.1: 0.07 -> 0.03; K15 general matchings, f = 0.3: 0.23-0.27 ->
@@ -669,20 +657,21 @@ class NormSolver:
             action, value = self._ascend_from_uniform()
             if value > best_value:
                 best, best_value = action, value
-        if best is not None and _RESTART_BUDGET and self._cheap_linear():
+        restarts = self.tuning.plus_restart_budget
+        if best is not None and restarts and self._cheap_linear():
             best, best_value, calls = ascend_from_neighbours(
-                self.query, self._linear_without, best, best_value, _ASCENT_STEPS, _RESTART_BUDGET
+                self.query, self._linear_without, best, best_value, _ASCENT_STEPS, restarts
             )
             self.stats.milp_solves += calls
             self.stats.extra["restart_steps"] = calls
-        if best is not None and _PLUS_LOCAL_CHECKS:
+        if best is not None and self.tuning.plus_local_checks:
             best, best_value, checks = improve_locally(
                 self.query,
                 self.arms,
                 self.oracle.space._contains,
                 best,
                 best_value,
-                _PLUS_LOCAL_CHECKS,
+                self.tuning.plus_local_checks,
                 self.m,
             )
             self.stats.extra["local_checks"] = checks
@@ -732,6 +721,7 @@ class NormSolver:
 
     def _improve_locally(self, action: np.ndarray, value: float) -> tuple[np.ndarray, float]:
         """The first incumbent: ``action`` improved by :func:`~.local_search.improve_locally`."""
-        action, value, checks = improve_locally(self.query, self.arms, self.oracle.space._contains, action, value)
+        feasible, budget = self.oracle.space._contains, self.tuning.minus_local_checks
+        action, value, checks = improve_locally(self.query, self.arms, feasible, action, value, budget)
         self.stats.extra["local_checks"] = checks
         return action, value
