@@ -176,6 +176,8 @@ class ConcaveBranch(LinearOracleBranch):
         self.reforms = 0
         self.generation = 0  # of the root's form: a node's form of an older one is made again (tune)
         self.tuned = False
+        #: The node count at which :meth:`tune` ran (``None``: not yet; the query's statistics report it).
+        self.tuned_at: int | None = None
         self._tune_after = self.tuning.concave_tune_after  # (run sets it per mode)
         self._settled: Callable[[float, float], bool] | None = None
         #: An upper bound on every action's index met after the nodes were keyed (the tuned root's): the
@@ -304,7 +306,7 @@ class ConcaveBranch(LinearOracleBranch):
         0.06-0.08 s (tuned after 2 nodes: 0.04-0.05 s, but OLS-UCB-C's queries at round 1,000, whose tuned root
         stays at ~7%, then pay the whole tuning: 45 -> 77 ms; after 100 nodes 58 ms).
         """
-        self.tuned = True
+        self.tuned, self.tuned_at = True, self.nodes
         B, linear = self.parts
         root = _Node(-np.inf, 0, np.zeros(self.d, bool), np.zeros(self.d, bool))
         self.A, self.h, self.row_abs = self.root_form[:3]

@@ -417,6 +417,8 @@ class NormSolver:
         finally:
             self.stats.extra["nodes"] = search.nodes
             self.stats.extra["linear_queries"] = search.queries
+            if search.tuned_at is not None:
+                self.stats.extra["tuned_at"] = search.tuned_at
         self.runners_up = search.runners_up() if self.keep else []
         return best, bound
 
