@@ -1,6 +1,7 @@
 """The crew problem's real norm queries (sign +1): ours, its variants and Gurobi, side by side.
 
-Measured figures and the ideas tried with this script: ``docs/performance.md`` (section "Oracles").
+Measured figures and the ideas tried with this script: ``docs/performance.md`` (sections "Norm queries" and
+"Oracles").
 
 Run: ``.venv/bin/python bench/norm_crew.py [--updates 6] [--arms 6] [--pairs 6] [--variants base,...]
 [--backends highs,gurobi] [--time-limit 20]``

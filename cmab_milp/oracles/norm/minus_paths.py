@@ -8,7 +8,7 @@ The relaxation ``P``: the space's own path formulation (flow / degree rows, the 
 graphs; their orientation columns left out), as an LP, with the query's ``forbid_pairs`` as rows
 ``a_i + a_j <= 1``, the node's fixings as column bounds, and rows valid for every path: s-t cuts
 ``a(delta(S)) >= 1`` (``s`` in ``S``, ``t`` not: a path leaves ``S``; undirected graphs, one max flow; the
-orientation columns give the same polytope, at ~25% more time), connectivity cuts
+orientation columns give the same polytope: option ``paths_unoriented``), connectivity cuts
 ``a(delta(S)) >= a(delta(v))`` (``v`` in ``S``, ``s`` and ``t`` not; directed ``a(delta_in(S)) >=
 a(delta_in(v))``, ``s`` not in ``S``: a path through ``v`` enters ``S``), found at an LP point from the
 components of its support above a few thresholds (:func:`component_cuts`, no max flow) and, at the root,
@@ -43,16 +43,15 @@ bound is proven below the incumbent, no row is violated, three rounds in a row l
 less than 1% of its gap to the incumbent, or an LP point that violates no row of the space is worth more
 than the incumbent (then no bound of the node is likely to prune it: it is split at once). When to stop
 is a choice of effort only: any bound computed is valid. ``M``'s tangent at each new incumbent joins the
-pool too (the LP is then exact there; 8% fewer nodes at f = 1).
+pool too (the LP is then exact there).
 
 Branch and bound: best bound first (ties by creation order). A node is split on its most fractional
 visit column (undirected graphs: the path goes through node ``v`` of the graph or not, ``z_v`` in {0, 1};
 fixing ``z_v`` fixes the degree of ``v``) or, when those are integral, on its most fractional free arm
-(include it / exclude it); either way the children partition the node's actions (measured: visit splits
-first, 8x8 grid, f = 1, 139 nodes against 215). Each node's LP points give candidate incumbents: an
-integral point itself (:meth:`~cmab_milp.oracles.mip.graph_starts.PathStarts.repair` when it holds cycles),
-the shortest path on lengths ``1 - x`` (the path the LP leans on) and, every few nodes, the heuristic
-path of the tangent's weights (:meth:`~cmab_milp.oracles.mip.graph_starts.PathStarts.start_action`); each
+(include it / exclude it); either way the children partition the node's actions. Each node's LP points give
+candidate incumbents: an integral point itself (:meth:`~cmab_milp.oracles.mip.graph_starts.PathStarts.repair`
+when it holds cycles), the shortest path on lengths ``1 - x`` (the path the LP leans on) and, every few nodes,
+the heuristic path of the tangent's weights (:meth:`~cmab_milp.oracles.mip.graph_starts.PathStarts.start_action`); each
 valued exactly in numpy, kept when the query admits it. A candidate better than the incumbent, or
 within 5% of it, is first improved by :func:`~.paths_local.improve_path` (a sub-path of at most 3 arms
 swapped for a detour of at most 4 while that gains; the result is checked and valued like any
@@ -71,107 +70,7 @@ the bound returned is the largest dropped one (or the incumbent's value).
 Determinism: each query builds its LP afresh, and the order of nodes, LPs and rows depends on the query
 alone, so an answer never depends on earlier queries.
 
-Measured on bench/norm_large.py's s-t queries (8x8 grid, d = 112, ``--sign -1``, 3 queries per f, every
-other one restricted; limit 10 s, ``*`` stopped; one run on the shared 2-core machine, load ~3-4, the three
-interleaved per query): median / max s; before = the secant MILPs (this module switched off), SCIP's
-nonconvex MIQCP for reference (Gurobi's size-limited licence refuses this model). Every query answered by
-two of them got the same value::
-
-    f     before               after            scip
-    0.1   1.44 / 10.02 (1*)    0.24 / 0.35      10.14 / 12.92 (3*)
-    0.3   3.33 / 5.96          0.28 / 0.36      10.13 / 10.16 (3*)
-    1     10.01 / 10.03 (3*)   3.36 / 4.02      10.14 / 10.14 (3*)
-    3     10.01 / 10.01 (3*)   10.00 / 10.01 (3*)  10.07 / 10.14 (3*)
-
-At f = 1 the trees have 130-690 nodes (~2 LPs of ~3 ms each a node). At f = 3 the convex relaxation is
-far from the optimum (root bound 20.6 against a best path of 12.8 found in 10 s), as for the other
-families of :mod:`.minus_branch`: the norm gains from mixing paths (Jensen), which no row on ``x`` undoes.
-Tried and dropped (node counts, same queries): max-flow separation at every node (more time, no fewer
-nodes), 1-5 rounds a node (flat), weighting the branching score by the tangent's gradient (more nodes),
-branching on eigenvectors of ``M`` (children bounds no lower than a visit split), HiGHS's dual edge
-weights (devex, Dantzig: no faster).
-
-Later, the local search of new incumbents (same queries, limit 10 s, one run, before = switched off,
-after = on, interleaved per query; median / max s)::
-
-    f     before              after
-    0.1   0.21 / 0.39         0.21 / 0.39
-    0.3   0.36 / 0.42         0.38 / 0.44
-    1     3.06 / 3.19         2.85 / 3.01
-    3     10.00 / 10.00 (3*)  10.01 / 10.01 (3*)
-
-Best path at f = 3 (queries 0-2) after 1 s: 10.89 / 4.38 / 10.99 before, 12.76 / 10.28 / 11.93 after;
-after 10 s: 11.19 / 9.73 / 10.99 before, 12.76 / 12.28 / 14.44 after (14.66 was the best in 120 s
-before). Climbing from candidates within 5% of the incumbent too (20 s, one run): 13.10 / 12.37 /
-14.44 -> 15.78 / 12.37 / 15.59, f <= 1 times unchanged (2.98 / 3.11 -> 2.97 / 3.12 at f = 1). The
-approximate mode (``norm_gap=0.05``, ``time_limit=10``) then certifies ratios of 0.735 / 0.785 / 0.656 at
-f = 3 in 10 s, against 0.572 / 0.622 / 0.586 with the search switched off. On a
-random digraph (``nx.gnm_random_graph(120, 520, seed=1, directed=True)``, s = 0, t a node farthest from
-it, d = 520, 2 queries, the first table's runs): f = 0.1 0.10 / 0.11 -> 0.09 / 0.11, f = 0.3 0.91 /
-0.92 -> 1.13 / 1.32, f = 1 and 3 stopped at 10 s either way.
-
-Why f = 3 stays out of reach: the relaxation, not the search. Converged (300 Kelley rounds) the root
-bound is 20.08 at f = 3 query 0 against 14.66 (f = 1 query 1: 30.02 against 28.88, the optimum); in
-120 s the open bound falls from 19.6 to 19.1 over 10,333 nodes. The best paths hold 50-60 of the 112
-edges, and ``M = A A'/d + 0.1 I`` acts like ``1.1 I`` on them, while only ``lambda_min(M) ~ 0.1`` of
-the diagonal can move to the linear part with ``M - D`` PSD: a mixture of two paths keeps ~half their
-``a @ M @ a``. Terms on pairs that no path holds (idea (a): out-arcs or in-arcs of one node,
-antiparallel arcs) do not lift it: on the digraph above, 2,230 such pairs raise ``lambda_min(M + S)``
-from 0.100 to 0.106 (200 subgradient steps), and an undirected grid has one pair at ``s`` and one at
-``t``. Also tried (f = 1, same queries): strong branching on the 4 most fractional columns, one LP a
-child, above depth 6 or 3 (465-571 nodes against 589-615, no faster); diving
-into the include child (more nodes); 1 or 2 rounds a node (2,065 nodes, 1.9x slower) and 6 or 10
-(469 nodes, 5-10% faster in one run, not confirmed); 60 or 300 tangent rows before purging (flat); the
-s-t max flow only when no component cut is violated (flat); each node's first LP from its parent's basis
-(23.4 against 27.5 simplex iterations an LP, no faster: the basis conversions cost what it saves);
-``safe_bound`` with cached transposes (flat); shifts on a node's free arms only (``lambda_min`` of a
-principal submatrix of ``M``: 0.104 on 100 of the 112 arms, 0.131 on 80: deep nodes only). The optimum
-given as the first incumbent saves 1-15% of the nodes at f = 1: the incumbent is not the bottleneck there.
-
-Products of the path's rows. The potential first: Shor's semidefinite bound
-``max mu @ x - f sqrt(<M, X>)`` over ``[[1, x'], [x, X]]`` PSD with ``diag(X) = x``, on the converged root LP's rows
-(formulation, forbid rows, cuts; ``x`` = arms and visit columns), by a golden-section search over ``lambda`` of
-``max mu @ x - f (<M, X> / lambda + lambda) / 2`` (SCS, 1e-5; scratch scripts, cvxpy): (a) the LP root as before,
-(b) the SDP with the diagonal alone (the best ``D`` and an exact linear part), (c) plus the product of every
-equality row with every column, the fixings and ``X_ij = 0`` on forbidden pairs; best = the optimum (f = 1) or
-the best path of a 60 s approximate-mode run (f = 3)::
-
-    query     (a) LP    (b) diag   (c) products   best     root gap closed by (c)
-    f=1 q0    30.920    30.826     30.662         30.461   56%
-    f=1 q1    30.023    29.921     29.709         28.878   27%
-    f=3 q0    20.077    19.578     18.822         15.780   29%
-    f=3 q1    16.181    15.808     15.131         12.372   28%
-    f=3 q2    18.980    18.704     -              15.593   -
-
-So even solved exactly the products leave 70% of the root gap at f = 3 (3 to 4 units): not the way to f = 3. In
-the undirected formulation they amount to ``a_e (sum_{f at v, f != e} a_f - 1) = 0`` (``e`` at an inner node
-``v``) and ``a_e a_f = 0`` at ``s`` and ``t`` (products with the equality rows alone change nothing on the LP's
-affine hull). A first-order version (L-BFGS on ``x @ Z(tau) @ x + w lambda_min(M + Z(tau))`` at the root point,
-soft minimum, exact penalty below ``lambda_min(M) / 2``, then the chord form of ``M + Z(tau)``) moved the f = 1
-q0 root 30.909 -> 30.882 (the SDP: 30.662) at ~15 s a point: not kept (reaching (c) needs a real SDP method per
-relaxed point). Maximising ``lambda_min(M + Z(tau))`` alone takes it 0.100 -> 0.160 but lowers the form between
-paths (f = 3 q0 root 20.08 -> 20.45 with it instead of ``M_r``); homogenising ``d @ a`` exactly by ``deg_s(a) = 1``
-(``M - D + sym(d deg_s')`` PSD) halves ``D`` (root 20.08 -> 20.17).
-
-(b)'s gain over (a) is mostly the ``|a| / m`` lost by ``s s' / m``: the chord form (:mod:`.paths_chord`) takes a
-third of it back at f = 3 (roots 20.077 / 16.181 / 18.980 -> 19.929 / 16.056 / 18.886; f = 1 30.920 / 30.023 /
-32.219 -> 30.909 / 30.005 / 32.214). Profile at f = 1 (547 nodes): HiGHS 33-47%, component cuts 16% (now one
-pass per distinct support), the s-t max flow 15% (now only in rounds that add no tangent), ``safe_bound`` 10%
-(scipy's per-call overhead; now one dense copy of the rows), heuristics 8%. With the chord form, 8 Kelley rounds a
-node beat 3 (below). Tried and dropped: pseudo-cost branching (product score; visit columns first or not: 155-681
-nodes against 161-537, no faster), scipy's connected components for the support (slower than the union-find).
-
-Before (chord, lazy s-t cuts, dense bound off, 3 rounds) / after, same queries (6 per f, 3 at f = 3), interleaved
-per query, limit 10 s, one run; median / max s, nodes::
-
-    f     before                            after
-    0.1   0.06 / 0.31, 7-75 nodes           0.06 / 0.25, 5-73 nodes
-    0.3   0.18 / 0.35, 15-87                0.16 / 0.24, 11-63
-    1     2.75 / 5.15, 23-537 (2,104 in all)  2.14 / 4.01, 13-445 (1,632 in all)
-    3     10.00 / 10.01 (6*)                10.01 / 10.01 (6*)
-
-(the 5.15 and 4.01 are load spikes of the shared machine: 389 and 445 nodes.) Targets of the issue still
-missed at f = 1 (median 1 s) and f = 3 (every query stops at 10 s); f <= 0.3 meets them.
+Measured figures and the ideas tried: ``docs/performance.md``, "Norm queries".
 
 Example
 -------
@@ -208,11 +107,10 @@ _DEFAULT = HighsTuning()
 
 __all__ = ["PathBranch", "applies", "safe_bound"]
 
-#: Nodes (in order) whose LP points get the space's full separation (a max flow per node of the graph,
-#: ~1 ms each); later nodes get the cuts of the support's components, and max flows only when those find none.
+#: Nodes (in order) whose LP points get the space's full separation (a max flow per node of the graph);
+#: later nodes get the cuts of the support's components, and max flows only when those find none.
 _FULL_CUT_NODES = 1
-#: Tangent / cut rounds (LP solves) per node at most; the root gets ``_ROOT_ROUNDS`` (8 rather than 3 with the
-#: chord form: f = 1 nodes 13-603 -> 13-445, median 2.08 -> 1.87 s; f = 0.1 median 0.05 -> 0.11 s).
+#: Tangent / cut rounds (LP solves) per node at most; the root gets ``_ROOT_ROUNDS``.
 _ROUNDS = 8
 _ROOT_ROUNDS = 40
 #: A round "stalls" when it lowers the bound by less than this fraction of the gap to the incumbent; a node
@@ -426,9 +324,7 @@ class _PathLP:
             self.sparse_hi = np.concatenate([self.base_hi, [r.ub for r in rows]])
             self.dense = None
         if self.dense is None:  # every row, dense (a few hundred by ~2d: numpy beats scipy's per-call overhead)
-            self.dense = (
-                np.vstack([self.sparse.toarray(), self.tangents]) if self.tuning.paths_dense_bound else None
-            )  # (~20 us)
+            self.dense = np.vstack([self.sparse.toarray(), self.tangents]) if self.tuning.paths_dense_bound else None
             n_tan = len(self.tangent_lo)
             self.all_lo = np.concatenate([self.sparse_lo, self.tangent_lo])
             self.all_hi = np.concatenate([self.sparse_hi, np.full(n_tan, np.inf)])
@@ -541,7 +437,7 @@ class PathBranch:
         space = self.space
         ban = self.lp.arm_hi < 0.5
         self.offer(PathStarts.of(space)._shortest(1.0 - np.clip(x, 0.0, 1.0) + 1e-9, ban, space.directed))
-        if self.nodes % _GROW_EVERY == 1:  # Dijkstra plus detours: ~2 ms
+        if self.nodes % _GROW_EVERY == 1:  # Dijkstra plus detours: every few nodes
             self.offer(PathStarts.of(space).start_action(g, upper=self.lp.arm_hi, conflicts=self.res.forbid_pairs))
 
     # ------------------------------------------------------------ bounding

@@ -28,8 +28,8 @@ the tie rule). Two methods, one per sign:
     linear queries are LPs) and swaps (:func:`~.local_search.improve_locally`): the
     tangent at its ``L`` goes in before the first MILP, so when it is the optimum one
     MILP proves it. These MILPs run without HiGHS's presolve (``tuning.plus_presolve``: the
-    lifted rows are dense and presolve's restarts cost more than they save; crew queries
-    ~2x faster). The incumbent is heuristic; exactness rests on the bound alone.
+    lifted rows are dense and presolve's restarts cost more than they save). The incumbent is
+    heuristic; exactness rests on the bound alone.
 
 ``sign=-1`` (branch and bound on the linear oracle or on an LP, else piecewise secants over ``L``)
     For a definite ``M`` on a space with a combinatorial linear oracle (:func:`~.minus_branch.applies`),
@@ -113,23 +113,19 @@ _MAX_SECANT_SOLVES = 500
 #: No-good enumerations near ``L = 0`` (sign +1) before giving up.
 _MAX_NO_GOODS = 500
 #: LP-relaxation rounds of convex-reformulation cuts on ``L`` before the first secant MILP,
-#: at most one per free arm (d=40: the slowest query 0.8 s with 30 rounds, 1.3 s with none;
-#: d=10: 30 rounds cost 12 ms of 36).
+#: at most one per free arm.
 _CONVEX_ROUNDS = 30
 #: Linear-oracle steps of the first incumbent of sign +1 (:func:`~.local_search.ascend`).
 _ASCENT_STEPS = 8
 #: LP-relaxation rounds of gradient cuts on the norm before the first secant MILP (``M`` definite).
 _GRADIENT_ROUNDS = 30
-#: Initial secant pieces (sign -1), even in ``sqrt(L)``. With the gradient cuts capping the same
-#: column, 4 beat 16 (interleaved, f=0.3, medians): K15 matchings 1.23 -> 0.95 s, K(10,12) 1.06 ->
-#: 0.86 s, Cardinality(100, 10) 0.60 -> 0.51 s, trees 6x6 at f=1 3.11 -> 2.84 s; d=40 unchanged.
+#: Initial secant pieces (sign -1), even in ``sqrt(L)`` (with the gradient cuts capping the same column, few win).
 _SECANT_PIECES = 4
 #: Steepest objective slope ``f / sqrt(p)`` of a first secant ``[0, p]`` (sign -1): a steeper one
 #: multiplies HiGHS's row tolerance (1e-9) into the objective.
 _MAX_SLOPE = 1e4
 #: HiGHS options during the norm solves: the MIP start already gives the incumbent and
-#: the sub-MIP heuristics took most of the time (sign -1: 2-3x at d=40; sign +1 with the
-#: ascent incumbent: 1.3-2x on Cardinality(100, 10), f = 1). Restarts stay on: with
+#: the sub-MIP heuristics took most of the time. Restarts stay on: with
 #: ``mip_allow_restart=False`` HiGHS 1.16 reported 'Optimal' with a bound below a feasible
 #: action (paths on a 3x3 grid, M ~ 1e6, f = 1e4; test_norm's badly scaled cases).
 _QUIET_OPTIONS: dict[str, object] = {
@@ -375,19 +371,9 @@ class NormSolver:
         needs lazy cuts, or matchings (an assignment a linear query, conflict terms in the bound; general ones on the
         fractional matching polytope, ``tuning.fractional_matchings``).
 
-        Where the MILP is compact and no conflict terms tighten the bound (cardinality, partition),
-        the outer approximation's MILPs are faster (the concave bound is loose when actions hold few
-        of many arms: Cardinality(100, 10), f = 1: 0.5-2.4 s against 3.3-6.8 s); where every MILP
-        re-solves a lazy-cut loop (spanning trees, forests) the branch is 5-40x faster (trees of a
-        6x6 grid, f = 1: 9.5 s -> 1.0 s). Bipartite matchings (interleaved, s, outer approximation ->
-        branch): K(10, 12), f = 0.3: 0.21-0.32 -> 0.09-0.10, f = 1: 1.4-7.3 -> 0.75-1.4; the crew
-        problem's slowest AROQ-C queries: 6.3-20 -> 0.7-2.7.
-
         ``trial``: whether the branch may try first with a node budget (``tuning.plus_branch_try``) where the
         outer approximation serves (any space with a combinatorial linear oracle): on the easy queries it
-        ends in a few nodes, before the outer approximation's first MILP (interleaved, s, outer approximation
-        -> branch: Cardinality(100, 10), f = 0.1: 0.07 -> 0.03; K15 general matchings, f = 0.3: 0.23-0.27 ->
-        0.07-0.26).
+        ends in a few nodes, before the outer approximation's first MILP.
         """
         space = self.oracle.space
         definite = not self.tuning.plus_branch_definite or positive_definite(self.query.M, self.arms)
@@ -530,7 +516,7 @@ class NormSolver:
             return best, top
         best, best_value = self._best_hint(best, best_value)
         if self.tuning.minus_branch and applies(self.oracle.space) and positive_definite(q.M, self.arms):
-            # no local search first: the branch's vertices are incumbents too (trees 8x8, f=0.1: 1.35 -> 0.06 s)
+            # no local search first: the branch's vertices are incumbents too
             return self._branch_minus(best, best_value)
         best, best_value = self._improve_locally(best, best_value)
         R = square_root_rows(q.M, self.arms) if self.tuning.minus_outer and well_scaled(q) and len(self.arms) else None
@@ -683,8 +669,7 @@ class NormSolver:
         """:func:`~.local_search.ascend` from the gradient step at the uniform point ``x_i = m / (free arms)``.
 
         A second start, away from the hint's basin: on later crew queries the optimum often shares
-        no arm with the hint's ascent (8 slow AROQ-C updates: Hamming distance 18-20), and this start
-        reached it in 2 of them. Returns the action and its value (``None``, ``-inf`` when it finds none).
+        no arm with the hint's ascent. Returns the action and its value (``None``, ``-inf`` when it finds none).
         """
         q = self.query
         x = np.zeros(self.d)
