@@ -15,8 +15,8 @@ from instances import check_norm_answer, psd, random_restrictions
 
 import cmab_milp as cm
 from cmab_milp.oracles.norm import minus_paths
-from cmab_milp.oracles.norm.minus_paths import shortest_length
 from cmab_milp.oracles.norm.paths_chord import ChordNorm, chord
+from cmab_milp.oracles.norm.paths_cuts import shortest_length
 from cmab_milp.oracles.norm.scaling import arms_bound
 from cmab_milp.oracles.norm.solver import last_stats
 

@@ -20,7 +20,7 @@ the row ``t >= -grad @ a + (grad @ x0 - sqrt(q(x0)))``; the triangle inequality 
 sqrt(M_ii)`` gives the row ``t >= -sqrt(diag M) @ a``, valid everywhere, which starts every query. Every
 action ``a`` of a node gives the LP point ``(a, -n(a))``: it satisfies every row (each plane is above
 ``n(a)``) and the column bounds, and its LP value is ``mu @ a + f n(a)``, the index. So the LP optimum (a
-proven bound by :func:`~.minus_paths.safe_bound`) bounds the node, whatever subset of the rows the LP holds.
+proven bound by :func:`~.paths_lp.safe_bound`) bounds the node, whatever subset of the rows the LP holds.
 This is Kelley's method on ``max_{x in P} mu @ x + f sqrt(q(x))``, as in :mod:`.minus_paths` with ``-n``.
 
 The star terms (:func:`vertex_parts`). On a path every node's edges hold 0 or ``r_v`` of its arms (2 at an
@@ -56,8 +56,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .minus_paths import _EPS, _ROUND, PathBranch, _PathLP
+from .minus_paths import PathBranch
 from .overestimator import overestimator_parts, shifted_form
+from .paths_lp import _EPS, _ROUND, _PathLP
 from .plus_branch import psd_majorant
 from .scaling import arms_bound
 
