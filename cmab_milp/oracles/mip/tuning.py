@@ -101,7 +101,12 @@ class HighsTuning:
         (sign -1) and :mod:`~cmab_milp.oracles.norm.plus_paths` (sign +1).
 
     The searches' own steps (``paths_*``, ``branch_*``, ``concave_*``, ``fractional_matchings``,
-    ``exact_row_bounds``): each field's comment below says what it turns on.
+    ``exact_row_bounds``): each field's comment below says what it turns on. The norm searches' budgets
+    (``plus_branch_try``, ``*_local_checks``, ``*_steps``, ``concave_tune_after*``, ...) are numbers, checked
+    by ``of``:
+
+    >>> HighsTuning.of({"plus_branch_try": 0, "paths_vertex_taus": [0.5, 1.0]}).paths_vertex_taus
+    (0.5, 1.0)
     """
 
     prepare_queries: bool = True
