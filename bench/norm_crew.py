@@ -1,6 +1,7 @@
 """The crew problem's real norm queries (sign +1): ours, its variants and Gurobi, side by side.
 
-Measured figures and the ideas tried with this script: ``docs/performance.md`` (section "Oracles").
+Measured figures and the ideas tried with this script: ``docs/performance.md`` (sections "Norm queries" and
+"Oracles").
 
 Run: ``.venv/bin/python bench/norm_crew.py [--updates 6] [--arms 6] [--pairs 6] [--variants base,...]
 [--backends highs,gurobi] [--time-limit 20]``
@@ -20,7 +21,7 @@ kept with its ``mu``, ``M``, ``f`` and hints (the previous answer):
 like ``NAME``, its seeds; ``--f``, ``--queries``, ``--sign``); ``--time-limit`` then applies to ``highs`` too.
 
 Each query is asked of every contender in turn (interleaved: the machine is shared). Contenders
-are ``highs`` under each ``--variants`` entry (module settings of the sign +1 method, below) and
+are ``highs`` under each ``--variants`` entry (tuning options of the sign +1 method, below) and
 the other ``--backends`` (Gurobi's nonconvex MIQCP, one thread, time limit per query; a stopped
 query counts as the limit and is marked ``*``). Answers are compared by value. Printed per kind:
 median / max seconds and the ratio of each contender's median to the first's.
@@ -62,11 +63,9 @@ the early queries (``no-uniform``: medians 0.39 / 0.28 / 0.29 s against 0.39 / 0
 from __future__ import annotations
 
 import argparse
-import contextlib
 import statistics
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -75,60 +74,30 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import cmab_milp as cm
 from cmab_milp.experiments import load_problem
-from cmab_milp.oracles import norm as norm_package
 from cmab_milp.oracles.core.base import OracleError, norm_objective
-from cmab_milp.oracles.norm import lifting as _lifting  # noqa: F401  (a variant's module: loaded)
-from cmab_milp.oracles.norm import plus_branch as _plus_branch  # noqa: F401  (likewise)
-from cmab_milp.oracles.norm import solver as norm_solver
 
 PROBLEM = Path(__file__).resolve().parents[1] / "problems" / "crew_matching.toml"
 
-#: Variants of the sign +1 method: ``highs`` tuning options (lower-case names, :class:`~cmab_milp.oracles.mip.tuning.
-#: HighsTuning`) and module attributes of :mod:`cmab_milp.oracles.norm.solver` (upper-case) to set.
+#: Variants of the sign +1 method: ``highs`` tuning options (:class:`~cmab_milp.oracles.mip.tuning.HighsTuning`).
 VARIANTS: dict[str, dict[str, object]] = {
     "new": {},  # the defaults
-    "before": {"_RESTART_BUDGET": 0, "_PLUS_LOCAL_CHECKS": 0, "_PLUS_OPTIONS": {}, "uniform_start": False},  # 03cb608
-    "presolve": {"_PLUS_OPTIONS": {}},
-    "no-restarts": {"_RESTART_BUDGET": 0},
-    "no-swaps": {"_PLUS_LOCAL_CHECKS": 0},
+    "before": {"plus_restart_budget": 0, "plus_local_checks": 0, "plus_presolve": True, "uniform_start": False},
+    "presolve": {"plus_presolve": True},
+    "no-restarts": {"plus_restart_budget": 0},
+    "no-swaps": {"plus_local_checks": 0},
     "no-uniform": {"uniform_start": False},
     "sorted-rows": {"exact_row_bounds": False},  # Glover's rows from sorted sums only (before 13bbd1b)
     "oa": {"plus_branch": False},  # the outer approximation (bipartite matchings took it before 7924f5d)
     "diagonal": {"concave_overestimator": False},  # the concave branch with the diagonal shift alone
-    "no-reform": {"plus_branch._REFORM": 0},  # no node shifts its own arms again
-    "no-tune": {"plus_branch._TUNE_AFTER": 0},  # the root's diagonal by trace only (before 9da3707)
+    "no-reform": {"concave_reform": 0.0},  # no node shifts its own arms again
+    "no-tune": {"concave_tune_after": 0},  # the root's diagonal by trace only (before 9da3707)
     "rescale": {"concave_shift_down": False},  # node forms: a new scaled shift (matchings; before 9da3707)
-    "before-tune": {"plus_branch._TUNE_AFTER": 0, "concave_shift_down": False},  # 0f6ad8e's branch
-    "no-trial": {"_PLUS_BRANCH_TRY": 0},  # no budgeted branch before the outer approximation (before f7d2c42)
+    "before-tune": {"concave_tune_after": 0, "concave_shift_down": False},  # 0f6ad8e's branch
+    "no-trial": {"plus_branch_try": 0},  # no budgeted branch before the outer approximation (before f7d2c42)
     "no-plus-paths": {"plus_paths": False},  # cyclic s-t paths by the outer approximation (before plus_paths)
-    "no-vertex-terms": {"plus_paths._VERTEX_TAUS": ()},  # plus_paths: the diagonal form alone (before the stars)
+    "no-vertex-terms": {"paths_vertex_taus": ()},  # plus_paths: the diagonal form alone (before the stars)
     "no-fractional": {"fractional_matchings": False},  # general matchings: blossom linear queries
 }
-
-
-@contextlib.contextmanager
-def variant(name: str) -> Iterator[None]:
-    """The solver's module settings of variant ``name`` for the duration of a ``with`` block."""
-    # keys of the solver module, or "module.NAME" of another norm module (the tuning options: see tuning())
-    settings = {k: v for k, v in VARIANTS[name].items() if not k.islower()}
-
-    def place(key: str) -> tuple[object, str]:
-        module, _, attr = key.rpartition(".")
-        return (getattr(norm_package, module) if module else norm_solver), attr
-
-    saved = {key: getattr(*place(key)) for key in settings}
-    try:
-        for key, value in settings.items():
-            setattr(*place(key), value)
-        yield
-    finally:
-        for key, value in saved.items():
-            setattr(*place(key), value)
-
-
-def tuning(name: str | None) -> dict[str, object]:
-    """The ``highs`` tuning options of variant ``name`` (its lower-case keys)."""
-    return {k: v for k, v in VARIANTS.get(name or "", {}).items() if k.islower()}
 
 
 def crew_queries(updates: int, arms: int, pairs: int, seed: int = 1) -> tuple[cm.ActionSpace, list[tuple[str, dict]]]:
@@ -223,17 +192,16 @@ def main(argv: list[str] | None = None) -> None:
     contenders: list[tuple[str, cm.Oracle, str | None]] = []
     if "highs" in backends:
         limit = args.time_limit if args.large else None  # (the crew's queries: exact, however long)
-        made = [(v, cm.make_oracle(space, "highs", time_limit=limit, tuning=tuning(v))) for v in names]
+        made = [(v, cm.make_oracle(space, "highs", time_limit=limit, tuning=VARIANTS[v])) for v in names]
         contenders += [(f"highs:{v}", oracle, v) for v, oracle in made]
     contenders += [(b, cm.make_oracle(space, b, time_limit=args.time_limit), None) for b in backends if b != "highs"]
     times: dict[str, dict[str, list[tuple[float, bool]]]] = {}
     for n, (kind, q) in enumerate(queries):
         values = {}
-        for label, oracle, name in contenders:
+        for label, oracle, _ in contenders:
             start = time.perf_counter()
             try:
-                with variant(name) if name else contextlib.nullcontext():
-                    action = oracle.argmax_norm(**q)
+                action = oracle.argmax_norm(**q)
                 took, stopped = time.perf_counter() - start, False
                 values[label] = norm_objective(q["mu"], q["M"], q["f"], q["sign"], action)
             except OracleError:

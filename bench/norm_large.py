@@ -14,6 +14,8 @@ shared), with a time limit per query; a stopped query counts as the limit and is
 backend and the ratio of our median to Gurobi's (on queries both finished).
 ``--quick``: two families, f in 0.3 and 1, two queries each.
 
+The methods' own measurements and the ideas tried (per family): ``docs/performance.md``, section "Norm queries".
+
 Measured, sign -1 (shared 2-core machine, one run each, ``--sign -1 --queries 2 --time-limit 10
 --backends highs,gurobi,scip``, the three backends interleaved per query): median / max s; before =
 the secant MILPs (commit 03cb608), after = :mod:`cmab_milp.oracles.norm.minus_branch` (branch and

@@ -268,9 +268,9 @@ class HighsOracle(ModelOracle):
             return answer
         cap = self.tuning.recovery_enumeration
         try:
-            enumeration = EnumerateOracle(self.space, max_actions=cap)
+            enumeration = EnumerateOracle(self.space, max_actions=self.tuning.recovery_enumeration)
         except ValueError:
-            failures.append(f"enumeration: more than {cap} actions")
+            failures.append(f"enumeration: more than {self.tuning.recovery_enumeration} actions")
         else:
             self.norm_recoveries["enumeration"] = self.norm_recoveries.get("enumeration", 0) + 1
             return enumeration._norm(query)

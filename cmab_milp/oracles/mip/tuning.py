@@ -21,11 +21,41 @@ tuning: unknown option 'side_start'; the highs backend's tun
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 __all__ = ["HighsTuning"]
+
+
+# -- readers of the norm searches' numeric options (a field's ``metadata["read"]``: name, value -> the value kept)
+def _count(name: str, value: Any) -> int:
+    """A whole number >= 0 (``true``/``false`` refused)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"tuning: option {name!r} must be a whole number >= 0, got {value!r}")
+    return value
+
+
+def _share(name: str, value: Any) -> float:
+    """A number in ``[0, 1]``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+        raise ValueError(f"tuning: option {name!r} must be a number in [0, 1], got {value!r}")
+    return float(value)
+
+
+def _positives(name: str, value: Any) -> tuple[float, ...]:
+    """A list of finite numbers > 0 (kept as a tuple; empty allowed)."""
+    ok = isinstance(value, Sequence) and not isinstance(value, str)
+    ok = ok and all(not isinstance(v, bool) and isinstance(v, (int, float)) and 0 < v < math.inf for v in value)
+    if not ok:
+        raise ValueError(f"tuning: option {name!r} must be a list of finite numbers > 0, got {value!r}")
+    return tuple(float(v) for v in value)
+
+
+_COUNT = {"read": _count}
+_SHARE = {"read": _share}
+_POSITIVES = {"read": _positives}
 
 
 @dataclass(frozen=True)
@@ -71,13 +101,12 @@ class HighsTuning:
         (sign -1) and :mod:`~cmab_milp.oracles.norm.plus_paths` (sign +1).
 
     The searches' own steps (``paths_*``, ``branch_*``, ``concave_*``, ``fractional_matchings``,
-    ``exact_row_bounds``): each field's comment below says what it turns on.
+    ``exact_row_bounds``): each field's comment below says what it turns on. The norm searches' budgets
+    (``plus_branch_try``, ``*_local_checks``, ``*_steps``, ``concave_tune_after*``, ...) are numbers, checked
+    by ``of``:
 
-    The backend's recovery (:mod:`~cmab_milp.oracles.backends.highs`):
-
-    recovery_enumeration:
-        A norm query whose solves all failed is answered by enumeration on spaces of at most this many
-        actions (an integer >= 0; ``0``: never).
+    >>> HighsTuning.of({"plus_branch_try": 0, "paths_vertex_taus": [0.5, 1.0]}).paths_vertex_taus
+    (0.5, 1.0)
     """
 
     prepare_queries: bool = True
@@ -157,10 +186,42 @@ class HighsTuning:
     # -- Glover's rows (norm/lifting.py)
     #: Glover's row bounds from the space's combinatorial linear oracle where it is cheap (:func:`exact_row_bounds`).
     exact_row_bounds: bool = True
-    # -- the highs backend's recovery of a failed norm query (backends/highs.py)
-    #: Largest action count on which a norm query whose HiGHS solves all failed is answered by enumeration
-    #: (the last recovery step; ``0``: never enumerate, raise instead).
-    recovery_enumeration: int = 200_000
+    # -- the norm searches' budgets and steps (norm/solver.py, norm/minus_branch.py, norm/plus_branch.py,
+    # -- norm/plus_paths.py): numbers, read by the field's metadata (a whole number >= 0, a share, a list)
+    #: Sign +1 where the outer approximation serves: the concave branch first tries this many nodes (0: never).
+    plus_branch_try: int = field(default=100, metadata=_COUNT)
+    #: Linear queries of the restarts around sign +1's first incumbent (:func:`~.local_search.ascend_from_neighbours`;
+    #: 0: none). Only where a linear query is an LP: elsewhere each is a branch and bound and costs more than it saves.
+    plus_restart_budget: int = field(default=60, metadata=_COUNT)
+    #: Feasibility checks of the swaps that end sign +1's first incumbent (:func:`~.local_search.improve_locally`;
+    #: 0: none).
+    plus_local_checks: int = field(default=40, metadata=_COUNT)
+    #: HiGHS's presolve in sign +1's outer-approximation MILPs (off: their lifted rows are dense, presolve's
+    #: restarts cost more than they save).
+    plus_presolve: bool = False
+    #: Feasibility checks of the swaps that end sign -1's first incumbent (0: none; the search alone then finds
+    #: the optimum).
+    minus_local_checks: int = field(default=200, metadata=_COUNT)
+    #: Frank-Wolfe steps per node of the branch on a linear oracle (sign -1, :mod:`~.norm.minus_branch`).
+    branch_steps: int = field(default=12, metadata=_COUNT)
+    #: Frank-Wolfe steps per node of the concave branch (sign +1, :mod:`~.norm.plus_branch`; 0: a node's first
+    #: plane only).
+    concave_steps: int = field(default=12, metadata=_COUNT)
+    #: The concave branch tunes its root's diagonal (:meth:`~.norm.plus_branch.ConcaveBranch.tune`) once it has
+    #: taken this many nodes (0: never).
+    concave_tune_after: int = field(default=300, metadata=_COUNT)
+    #: The same in the certified approximate mode (``norm_gap``; the tuning costs ~150 nodes). Unused when
+    #: ``concave_tune_after`` is 0.
+    concave_tune_after_approximate: int = field(default=100, metadata=_COUNT)
+    #: A node of the concave branch makes its own form when its free arms are at most this share of its parent's
+    #: form's (0: never).
+    concave_reform: float = field(default=0.9, metadata=_SHARE)
+    #: Sign +1 on s-t paths (:mod:`~.norm.plus_paths`): the star terms' weights ``tau`` (times the mean
+    #: variance), one vertex form each (empty: the diagonal form alone).
+    paths_vertex_taus: tuple[float, ...] = field(default=(1.0,), metadata=_POSITIVES)
+    #: A norm query whose solves all failed is answered by enumeration on spaces of at most this many actions
+    #: (the last recovery of :meth:`~cmab_milp.oracles.backends.highs.HighsOracle._recover_norm`; 0: never).
+    recovery_enumeration: int = field(default=200_000, metadata=_COUNT)
 
     @classmethod
     def of(cls, value: Any) -> HighsTuning:
@@ -172,17 +233,16 @@ class HighsTuning:
         if not isinstance(value, Mapping):
             raise ValueError(f"tuning must be a mapping of option names to values, got {type(value).__name__}")
         known = {f.name: f for f in fields(cls)}
+        value = dict(value)
         for key, item in value.items():
             if key not in known:
                 raise ValueError(
                     f"tuning: unknown option {key!r}; the highs backend's tuning options: {', '.join(known)}"
                 )
-            default = known[key].default
-            if isinstance(default, int) and not isinstance(default, bool):  # a count
-                if isinstance(item, bool) or not isinstance(item, int) or item < 0:
-                    raise ValueError(f"tuning: option {key!r} must be an integer >= 0, got {item!r}")
+            if "read" in known[key].metadata:  # a number or a list (the norm searches' budgets)
+                value[key] = known[key].metadata["read"](key, item)
                 continue
             allowed = "true, false or 'always'" if key == "plus_branch" else "true or false"
             if not (isinstance(item, bool) or (key == "plus_branch" and item == "always")):
                 raise ValueError(f"tuning: option {key!r} must be {allowed}, got {item!r}")
-        return replace(cls(), **dict(value))
+        return replace(cls(), **value)

@@ -6,9 +6,18 @@ Layout (each module one job; its docstring holds its part of the exactness proof
 * :mod:`.lifting`: columns and rows for ``L = a @ M @ a`` (Glover's rows, on the side each sign needs);
 * :mod:`.secants`: the piecewise secants of ``-f sqrt(L)`` and their window (sign -1);
 * :mod:`.cuts`: convex-reformulation tangents on ``L`` and no-good rows (solver noise);
-* :mod:`.local_search`: first incumbents (swaps for sign -1, linear-oracle ascent for +1);
-* :mod:`.solver`: :func:`solve_norm`, the two methods' loops on the oracle's norm model;
+* :mod:`.local_search`, :mod:`.incumbents`: first incumbents (swaps, linear-oracle ascents, restarts);
+* :mod:`.solver`: :func:`solve_norm`, the dispatch and the MILP loop on the oracle's norm model;
+* :mod:`.plus_outer`, :mod:`.minus_secants`, :mod:`.outer`: the MILP methods (outer approximation for sign +1,
+  piecewise secants or disaggregated tangents for sign -1);
+* :mod:`.plus_branch`, :mod:`.minus_branch` (with :mod:`.overestimator`, :mod:`.shifts`): branch and bound on a
+  combinatorial linear oracle;
+* :mod:`.plus_paths`, :mod:`.minus_paths` (with :mod:`.paths_lp`, :mod:`.paths_cuts`, :mod:`.paths_chord`,
+  :mod:`.paths_local`): LP branch and bound on s-t paths of graphs with cycles;
 * :mod:`.carry`: a sequence's last answer reused under a drift bound (the certified approximate mode).
+
+Every tuning choice is an option of the ``highs`` backend (:class:`~cmab_milp.oracles.mip.tuning.HighsTuning`);
+measured figures: ``docs/performance.md``, "Norm queries".
 
 A query's ``hints`` (:class:`~cmab_milp.oracles.core.base.NormQuery`) that are actions
 admitted by its restrictions are candidate first incumbents: they may speed a query

@@ -39,10 +39,10 @@ def improve_locally(
     """Best-improvement local search from ``action``: add, drop or swap one arm, else swap two (either sign).
 
     Only a heuristic for the incumbent: its ``L`` becomes a breakpoint and its value
-    narrows the window, which halves the MILP work when it is the optimum (61 of 64
-    bench queries at d=40, ~5 ms). Every move is checked against the space and the
-    restrictions and valued exactly; at most ``checks_budget`` feasibility checks. Moves to more
-    than ``max_arms`` arms (the space's ``m``, when given) are left out unchecked: they cannot be actions.
+    narrows the window, which halves the MILP work when it is the optimum. Every move is checked
+    against the space and the restrictions and valued exactly; at most ``checks_budget`` feasibility
+    checks. Moves to more than ``max_arms`` arms (the space's ``m``, when given) are left out unchecked:
+    they cannot be actions.
 
     ``arms`` are the arms not excluded, ``feasible`` says whether an action is in the
     space; returns the action, its value and the number of feasibility checks made.

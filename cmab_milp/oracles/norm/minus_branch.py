@@ -29,13 +29,10 @@ order: deterministic), so when the queue empties the incumbent is within the tol
 
 General (non-bipartite) matchings: the linear queries are asked over the fractional matching polytope
 (``x(delta(v)) <= 1``, ``= 1`` for perfect ones; :func:`~.backends.combinatorial.prepare_fractional_matching`:
-one assignment on the bipartite double cover, ~20 us at 15 nodes, where the blossom algorithm takes ~2 ms). It holds
+one assignment on the bipartite double cover, far cheaper than the blossom algorithm). It holds
 every matching of the node, so every bound above stays valid (a maximum over a larger set); its vertices are
 half-integral, so a vertex is offered as an incumbent after :meth:`LinearOracleBranch.round_matching`, and the
-search splits on the fractional arms as before. The bounds are weaker (K15, f = 1: 483 / 317 / 1,009 nodes ->
-761 / 537 / 1,849) and each far cheaper. Measured (``bench/norm_crew.py --large K15 --sign -1 --variants
-no-fractional,new --backends highs --time-limit 10``, bench/norm_large.py's queries, interleaved, median / max s):
-f = 0.3 0.076 / 0.144 -> 0.027 / 0.046; f = 1 2.06 / 3.56 -> 0.16 / 0.36; f = 3 6.88 / stopped at 10 s -> 0.51 / 1.71.
+search splits on the fractional arms as before.
 
 A stronger form (:func:`relaxation_matrix`): every action has ``a_i^2 = a_i`` and at most ``m`` arms,
 so for a diagonal ``D = diag(s^2) >= 0`` with ``M - D`` PSD, Cauchy-Schwarz gives
@@ -48,27 +45,19 @@ holds with ``n_r(x) = sqrt(x @ M_r @ x)`` in place of ``n`` in the bounds (``n_r
 bounds stay valid), while between actions ``n_r`` is larger (at ``x = (m / d) 1``, by
 ``sum(D) (m - m^2 / d) / d``): the relaxation no longer gains by spreading ``x`` over many arms.
 ``D`` is :func:`~.shifts.diagonal_shift` below ``M`` on the free arms (the larger by trace of
-``lambda I`` and ``lambda' diag(M)``), less a rounding margin. Incumbents are valued with ``M`` itself. Measured
-(interleaved, bench/norm_large.py's queries, f = 1 and 3): 1.5-2x fewer nodes and 1.4-2.3x faster.
+``lambda I`` and ``lambda' diag(M)``), less a rounding margin. Incumbents are valued with ``M`` itself.
 
-Each node takes at most ``_STEPS`` Frank-Wolfe steps (exact line search, :func:`line_maximum`) and
+Each node takes at most ``tuning.branch_steps`` Frank-Wolfe steps (exact line search, :func:`line_maximum`) and
 is split as soon as a relaxed point is worth more than the incumbent (every bound of the node is
 at least its relaxed values, so none could prune it). The first incumbent is the linear argmax or
-a hint (no local search: the vertices met are incumbents too). Tried and dropped (interleaved,
-bench/norm_large.py's queries, f = 1 and 3): pairwise (away-step) Frank-Wolfe, 40 steps a node
-(1.3-2x slower than 12), passing the children the best rather than the last gradient, warm-starting
-the children from the parent's active vertices (as in Boscia, Hendrych et al. 2022), and branching
-on the largest fractional value or weighting it by the gradient (no gain or slower).
-
-Measured (bench/norm_large.py, d = 60 to 120, median s, before (secant MILPs) -> after, Gurobi's
-MIQCP): f = 0.3, Cardinality(100, 10) 0.62 -> 0.05 (0.21), K(10, 12) matchings 1.13 -> 0.04 (0.17),
-trees 8x8 0.65 -> 0.04 (0.20); f = 1, the three stopped at 10 s -> 0.41-0.47 (Gurobi stopped);
-f = 3, trees 6x6 stopped -> 1.3 s, the others still stop at 10 s, as Gurobi does.
+a hint (no local search: the vertices met are incumbents too).
 
 Rounding: ``g @ a`` carries the rounding of ``M x``, ``n(x)`` and the sum (each at most about
 ``d`` ulps of the terms); :meth:`LinearOracleBranch.bound` adds ``_ROUND * d * eps`` times the sum
 of the terms' magnitudes, which covers it. The combinatorial algorithms are exact on their
 floating-point weights up to the same rounding of a sum.
+
+Measured figures and the ideas tried: ``docs/performance.md``, "Norm queries".
 
 Example
 -------
@@ -103,14 +92,12 @@ _DEFAULT = HighsTuning()
 
 __all__ = ["LinearOracleBranch", "applies", "best_first", "line_maximum", "quadratic_line_maximum", "relaxation_matrix"]
 
-#: Frank-Wolfe steps per node at most.
-_STEPS = 12
 #: A node stops its steps when its bound is within this (relative) of its relaxed value.
 _REL_GAP = 1e-4
 #: Rounding allowance of a bound, in units of ``d * eps`` times the terms' magnitudes.
 _ROUND = 8.0
 #: Nodes explored before the query is declared unproven (~0.5 KB each in the queue at d = 100: the
-#: memory stays under ~250 MB; ~0.5 ms a node, so a time limit usually comes first).
+#: memory stays under ~250 MB; a time limit usually comes first).
 _MAX_NODES = 500_000
 _EPS = float(np.finfo(float).eps)
 
@@ -347,7 +334,7 @@ class LinearOracleBranch:
         self.offer(s)
         bound = min(bound, self.bound(g, err, s))
         x = s.astype(float)
-        for _ in range(_STEPS):
+        for _ in range(self.tuning.branch_steps):
             if proven(bound, self.best_value):
                 break
             mx = M @ x

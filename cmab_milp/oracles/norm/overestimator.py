@@ -28,11 +28,6 @@ arms (at least 0); ``S`` lowers the largest eigenvalue of ``B`` by a few project
 the conflict pairs (each step moves ``S`` against ``v v'`` on them, ``v`` the top eigenvector).
 Any ``kappa >= 0`` and any ``S`` on conflict pairs give a valid bound; these only make it tight.
 
-Measured on the crew problem's late AROQ-C queries (matchings of K(10, 12), d = 120; its covariance has one
-common component, eigenvalue 8.5x the mean variance, and exact zeros on conflicting pairs), nodes of the
-branch: diagonal alone 58,000 (~19 s); with conflicts alone the same; size alone 14,600; both 2,300 (0.85 s,
-the outer approximation 6-7 s).
-
 >>> M = np.full((3, 3), 0.5) + 0.5 * np.eye(3)  # every pair correlated
 >>> A, b = concave_overestimator(M, np.arange(3), 2)
 >>> bool(np.linalg.eigvalsh(A)[-1] <= 1e-12)  # concave

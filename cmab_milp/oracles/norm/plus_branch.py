@@ -17,9 +17,7 @@ increasing) and at least ``phi`` on actions, and for every point ``x`` with ``q(
 
 Where ``q(x) = 0`` there is no tangent; the triangle inequality ``sqrt(a @ M @ a) <= sum_i a_i sqrt(M_ii)``
 (``M`` PSD: the norm of a sum) gives the plane ``phi(a) <= (mu + f sqrt(diag M)) @ a``, valid everywhere,
-which also starts every root. (Before, the branch took ``mu @ a`` there, which is no bound: with every
-mean negative the root started at the empty action and pruned better ones, 19 wrong answers in 200 on
-forests of a 3x3 grid.)
+which also starts every root.
 
 So one linear query ``max_{a in S} g @ a`` bounds the index of every action of a set ``S`` of
 actions, from any such ``x`` (not only in ``conv S``): a child node may start from its parent's last
@@ -34,41 +32,23 @@ valued exactly) is :class:`~.minus_branch.LinearOracleBranch`'s; only the relaxa
 The overestimator is the one of the two with the lower root bound (:class:`ConcaveBranch`):
 :func:`concave_shift`'s diagonal alone, or :func:`~.overestimator.concave_overestimator`. The diagonal
 is :func:`~.shifts.diagonal_shift` above the matrix (the least by trace of ``lambda_max I``,
-``lambda'_max diag(M)`` and a max-cut semidefinite bound): the last halves the nodes on
-bench/norm_large.py's trees and forests at f = 1 (6x6 trees: 1,925 -> 897 nodes, 1.5 -> 0.68 s).
-The size and conflict terms take the crew problem's late AROQ-C queries (bipartite matchings,
-d = 120, a covariance with a strong common component) from over 30 s to 0.15-0.3 s, and its slowest
-from 6-20 s (outer approximation) to 0.7-2.7 s.
+``lambda'_max diag(M)`` and a max-cut semidefinite bound).
 
-A search still open after ``_TUNE_AFTER`` nodes tunes the root's diagonal for the points its relaxation
-reaches (:meth:`ConcaveBranch.tune`: a weighted max-cut diagonal, weights ``x - x^2`` averaged over the
+A search still open after ``tuning.concave_tune_after`` nodes tunes the root's diagonal for the points its
+relaxation reaches (:meth:`ConcaveBranch.tune`: a weighted max-cut diagonal, weights ``x - x^2`` averaged over the
 root's relaxed points), and a node whose free arms shrank takes the root's form lowered on them
-(:meth:`ConcaveBranch.node_form`, one eigenvalue). Measured (interleaved, same queries, s, before -> after;
-nodes): forests of an 8x8 grid, f = 1: 4.3 / 0.23 / 9.3 -> 0.64 / 0.24 / 1.05 (7,307 / 245 / 15,953 ->
-815 / 218 / 1,293); trees of a 6x6 grid, f = 3: 9.1 / stopped at 10 / stopped -> 4.8 / 9.4 / 7.4;
-K(10, 12), f = 1: 0.37 / 0.29 / 0.68 -> 0.36 / 0.27 / 0.45; the crew's slowest late queries: 1.28 / 0.93 /
-0.59 -> 1.12 / 0.70 / 0.42 (4,701 / 3,265 / 1,999 -> 3,659 / 2,141 / 1,127). A tighter root alone does not
-cut the nodes: with the best diagonal and conflict terms of the family (a semidefinite program solved with
-Clarabel offline: the root gap 4.6% -> 1.45%) the first crew query still takes 3,763 nodes. The node bounds
-decide, and each node cannot afford that program.
+(:meth:`ConcaveBranch.node_form`, one eigenvalue).
 
 ``M`` need not be definite: the covariance index's is not always (the paper's ``Sigma_bar``). The index is then
 ``mu @ a + f sqrt(max(a @ M @ a, 0))``, and the bounds are made on :func:`psd_majorant`'s ``P`` (PSD, with
-``a @ P @ a >= max(a @ M @ a, 0)`` on 0/1 points), while every action is valued on ``M``. Before, the outer
-approximation served such queries: the crew problem's SROQ-C pair queries just after its warm-up (``M`` with
-eigenvalues down to ``-4e-4``) took 64.7 ms each there and take 9.1 ms here, the same values on 150 of them.
+``a @ P @ a >= max(a @ M @ a, 0)`` on 0/1 points), while every action is valued on ``M``.
 
 Where it runs (:meth:`~.solver.NormSolver._plus_branch_applies`): spaces with a combinatorial linear oracle whose MILP
 needs lazy cuts (spanning trees, forests) or matchings (general ones on the fractional matching polytope of
-:mod:`.minus_branch`: K15, f = 1, the budgeted trial and the outer approximation 2.23 / 3.73 s -> 0.91 / 1.02 s; f = 3
-7.5 / stopped at 10 s -> 2.6 / 7.1 s, median / max, ``bench/norm_crew.py --large K15 --variants no-fractional,new``).
-Measured (interleaved, bench/norm_large.py's sign +1 queries, s, outer approximation -> this branch): trees of a 6x6
-grid, f = 1: 9.5 -> 1.0 and 13.7 -> 0.32; trees 8x8, f = 0.3: 1.13 -> 0.25, f = 1: stopped at 20 s -> 0.28 and 2.8;
-forests 8x8, f = 0.3: 0.45-4.0 -> 0.12-0.40, f = 1: stopped at 10 s -> 0.5 and 9.4 (one of three stops); matchings of
-K(10, 12), f = 0.3: 0.21-0.32 -> 0.09-0.10, f = 1: 1.4-7.3 -> 0.75-1.4. At f = 3 most still stop, as Gurobi does.
-Elsewhere the outer approximation's compact MILPs win: the bound is loose when actions hold few of many arms
-(Cardinality(100, 10), f = 1: 0.5-2.4 s against 3.3-6.8 s); on general matchings they won while each linear query was a
-blossom algorithm (~2 ms; K15, f = 1: 0.9-3.5 s against 2.6 s and a stop).
+:mod:`.minus_branch`); elsewhere the outer approximation's compact MILPs serve (the bound is loose when actions hold
+few of many arms).
+
+Measured figures and the ideas tried: ``docs/performance.md``, "Norm queries".
 
 Example
 -------
@@ -100,16 +80,8 @@ _DEFAULT = HighsTuning()
 
 __all__ = ["ConcaveBranch", "concave_shift", "psd_majorant"]
 
-#: Frank-Wolfe steps per node at most.
-_STEPS = 12
-#: A node makes its own form when its free arms are at most this share of its parent's form's (0: never).
-_REFORM = 0.9
 #: Sweeps of the max-cut method in a node's new shift (the root's: :data:`~.shifts.SWEEPS`).
 _REFORM_SWEEPS = 0
-#: Tune the root's diagonal (:meth:`ConcaveBranch.tune`) once the search has taken this many nodes (0: never).
-_TUNE_AFTER = 300
-#: In the approximate mode (``norm_gap``), tune once this many nodes were taken (the tuning costs ~150 nodes).
-_TUNE_AFTER_APPROXIMATE = 100
 #: Rounds of the tuning, and Frank-Wolfe steps a round.
 _TUNE_ROUNDS = 12
 _TUNE_STEPS = 50
@@ -184,7 +156,9 @@ class ConcaveBranch(LinearOracleBranch):
         self.reforms = 0
         self.generation = 0  # of the root's form: a node's form of an older one is made again (tune)
         self.tuned = False
-        self._tune_after = _TUNE_AFTER  # (run sets it per mode)
+        #: The node count at which :meth:`tune` ran (``None``: not yet; the query's statistics report it).
+        self.tuned_at: int | None = None
+        self._tune_after = self.tuning.concave_tune_after  # (run sets it per mode)
         self._settled: Callable[[float, float], bool] | None = None
         #: An upper bound on every action's index met after the nodes were keyed (the tuned root's): the
         #: approximate mode may stop on it (:func:`~.minus_branch.best_first`).
@@ -218,37 +192,25 @@ class ConcaveBranch(LinearOracleBranch):
         self, best: np.ndarray | None, best_value: float, settled: Callable[[float, float], bool] | None = None
     ) -> tuple[np.ndarray | None, float, float]:
         """The search of :meth:`~.minus_branch.LinearOracleBranch.run`; with ``settled`` (the approximate mode) the
-        root's diagonal is tuned after ``_TUNE_AFTER_APPROXIMATE`` nodes rather than ``_TUNE_AFTER``."""
-        self._tune_after = _TUNE_AFTER_APPROXIMATE if settled is not None and _TUNE_AFTER else _TUNE_AFTER
+        root's diagonal is tuned after ``tuning.concave_tune_after_approximate`` nodes rather than
+        ``tuning.concave_tune_after``."""
+        after = self.tuning.concave_tune_after
+        self._tune_after = self.tuning.concave_tune_after_approximate if settled is not None and after else after
         self._settled = settled
         return super().run(best, best_value, settled)
 
     def node_form(self, node: _Node) -> tuple:
-        """The node's form: its parent's, or one of its own when the node's free arms are at most ``_REFORM`` of
-        the arms its parent's form was made on.
+        """The node's form: its parent's, or one of its own when the node's free arms are at most
+        ``tuning.concave_reform`` of the arms its parent's form was made on.
 
         The free arms: the root's less the node's excluded and included arms and (matchings) the rivals of
         its included ones. On the node's actions ``x`` moves only along the free arms, so ``q`` need only be
         concave there: the root's form with ``d`` lowered on the free arms by the least eigenvalue's margin
         ``-lambda_max(A_FF)`` (one eigenvalue; ``q`` is unchanged on 0/1 points) is valid for the node
-        (``tuning.concave_shift_down``). It keeps a tuned root's diagonal (:meth:`tune`). Measured (nodes, same
-        queries): forests
-        of an 8x8 grid, f = 1: 7,307 / 15,953 -> 6,135 / 12,391; with the tuned root 713 / 1,415; the crew's
-        late queries with the tuned root: 4,701 / 3,265 / 1,999 -> 3,689 / 2,285 / 1,209; OLS-UCB-C on the crew
-        problem (searches of 66-261 nodes, rarely tuned), 1,200 rounds: 277 -> 82 s. The former per-node
-        shift (``tuning.concave_shift_down = False``, matchings only: a new scaled shift of the node's arms keeping the
-        root's
-        size and conflict terms) took the crew's queries from 2,300-4,100 nodes without node forms to 680-970
-        on the slowest of an earlier capture. Neither wins everywhere on matchings: on the crew's AROQ-C
-        queries near t = 16,000 the new scaled shift takes 6,159 / 5,719 nodes (1.8 / 1.7 s) where the lowered
-        form takes 11,141 / 10,045 (3.2 / 3.0 s), while on those near t = 12,000, on K(10, 12) and on OLS-UCB-C
-        (1,200 rounds: 303 s against 82 s) the lowered form wins. Choosing per node (the smaller ``q`` at the
-        parent's point moved into the node) landed in between on both; so did their average (valid: a convex
-        combination of concave overestimators), per node on matchings: 11,141 -> 6,773 nodes (3.2 -> 2.4 s) near
-        t = 16,000, the same nodes but 20% more time near t = 12,000, and OLS-UCB-C's 1,200 rounds 76 -> 124 s.
+        (``tuning.concave_shift_down``). It keeps a tuned root's diagonal (:meth:`tune`).
         """
         form = node.form if node.form is not None and node.form[4] == self.generation else self.root_form
-        if not _REFORM or (self.conflicts is None and not self.tuning.concave_shift_down):
+        if not self.tuning.concave_reform or (self.conflicts is None and not self.tuning.concave_shift_down):
             return form
         keep = np.ones(self.d, bool)
         keep[np.flatnonzero(node.exclude)] = False
@@ -258,7 +220,7 @@ class ConcaveBranch(LinearOracleBranch):
         if self.tuning.concave_shift_down:
             keep[included] = False
         arms = self.arms[keep[self.arms]]
-        if len(arms) > _REFORM * form[3]:
+        if len(arms) > self.tuning.concave_reform * form[3]:
             return form
         if self.tuning.concave_shift_down:
             self._lower_on(arms)
@@ -293,22 +255,16 @@ class ConcaveBranch(LinearOracleBranch):
         averaged over the root's relaxed points so far (fictitious play: the last point alone oscillates), and
         bounds the root with it (``_TUNE_STEPS`` Frank-Wolfe steps); the form with the least root bound is kept
         and replaces the root's form for the nodes taken after. Every form is valid (the diagonal is made so
-        exactly), so the search stays exact whatever the rounds find. Run once, after ``_TUNE_AFTER`` nodes:
-        ~0.1 s at d = 120 (warm-started sweeps), paid only by hard queries.
-
-        Measured (root bound's gap to the optimum, the crew's late queries): 4.6% / 4.3% -> 2.9% / 2.7%; the
-        best of this family (a semidefinite program, solved with Clarabel) is 1.45% on the first.
+        exactly), so the search stays exact whatever the rounds find. Run once, after
+        ``tuning.concave_tune_after`` nodes.
 
         The approximate mode (``norm_gap``): the tuned root's bound holds for every action, so it becomes the
         search's ``global_bound`` and the search stops as soon as it settles the query, however high the keys of
         the nodes opened before it (their bounds came from the untuned form). The rounds stop too once the bound
-        settles the query, and the tuning comes after ``_TUNE_AFTER_APPROXIMATE`` nodes. On the crew's AROQ-C
-        queries at t = 24,000-40,000 with ``norm_gap=0.05`` (root gaps 7.5% untuned, 4.7% tuned) a query took
-        2,300-3,900 nodes, 0.5-0.86 s, since the open nodes kept the untuned bounds; now 100 nodes and
-        0.06-0.08 s (tuned after 2 nodes: 0.04-0.05 s, but OLS-UCB-C's queries at round 1,000, whose tuned root
-        stays at ~7%, then pay the whole tuning: 45 -> 77 ms; after 100 nodes 58 ms).
+        settles the query, and the tuning comes after
+        ``tuning.concave_tune_after_approximate`` nodes.
         """
-        self.tuned = True
+        self.tuned, self.tuned_at = True, self.nodes
         B, linear = self.parts
         root = _Node(-np.inf, 0, np.zeros(self.d, bool), np.zeros(self.d, bool))
         self.A, self.h, self.row_abs = self.root_form[:3]
@@ -372,12 +328,11 @@ class ConcaveBranch(LinearOracleBranch):
         """Frank-Wolfe steps on ``psi`` over the node: its bound (at most the parent's) and the last point.
 
         ``early``: stop the steps once a relaxed point is worth more than the incumbent (the node will be split;
-        default ``_EARLY``). ``steps``: at most this many (default ``_STEPS``). The defaults are read at each call,
-        so that setting the module's constants takes effect.
+        default ``_EARLY``). ``steps``: at most this many (default ``tuning.concave_steps``).
         """
         q = self.q
         early = self.tuning.concave_early if early is None else early
-        steps = _STEPS if steps is None else steps
+        steps = self.tuning.concave_steps if steps is None else steps
         if not self.tuned and self._tune_after and self.nodes >= self._tune_after:
             self.tune()
         if node.order:  # (the root keeps the form being tried)

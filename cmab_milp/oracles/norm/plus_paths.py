@@ -3,9 +3,9 @@
 The query is ``max mu @ a + f n(a)``, ``n(a) = sqrt(a @ M @ a)``, ``M`` positive definite, over the simple
 s-t paths ``a`` its restrictions admit. A linear query here is a longest path (NP-hard), so neither
 :mod:`.plus_branch` (Frank-Wolfe on a combinatorial linear oracle) nor the outer approximation's MILPs
-(longest-path models with a lifted quadratic form, ~2 s each on an 8x8 grid) are cheap; this module bounds
-nodes by the linear program of :mod:`.minus_paths` instead, whose search, rows, proven bounds and incumbent
-heuristics it shares (:class:`~.minus_paths.PathBranch`).
+(longest-path models with a lifted quadratic form) are cheap; this module bounds nodes by the linear program
+of :mod:`.minus_paths` instead, whose search, rows, proven bounds and incumbent heuristics it shares
+(:class:`~.minus_paths.PathBranch`).
 
 The bound. Let ``q(x) = x @ A @ x + b @ x`` be the concave overestimator of :mod:`.plus_branch`
 (``A = B - D`` negative semidefinite on the arms not excluded, ``q(a) >= a @ M @ a`` on every action:
@@ -20,55 +20,25 @@ the row ``t >= -grad @ a + (grad @ x0 - sqrt(q(x0)))``; the triangle inequality 
 sqrt(M_ii)`` gives the row ``t >= -sqrt(diag M) @ a``, valid everywhere, which starts every query. Every
 action ``a`` of a node gives the LP point ``(a, -n(a))``: it satisfies every row (each plane is above
 ``n(a)``) and the column bounds, and its LP value is ``mu @ a + f n(a)``, the index. So the LP optimum (a
-proven bound by :func:`~.minus_paths.safe_bound`) bounds the node, whatever subset of the rows the LP holds.
+proven bound by :func:`~.paths_lp.safe_bound`) bounds the node, whatever subset of the rows the LP holds.
 This is Kelley's method on ``max_{x in P} mu @ x + f sqrt(q(x))``, as in :mod:`.minus_paths` with ``-n``.
 
 The star terms (:func:`vertex_parts`). On a path every node's edges hold 0 or ``r_v`` of its arms (2 at an
 inner node, 1 at ``s`` and ``t``; directed: the arcs into a node and those out of it, 1 each), so
 ``g_v(a) = r_v a(S_v) - a(S_v)^2`` is 0 on every path, and ``a @ M @ a = a @ (M - tau N' N) @ a + tau (N' r) @ a``
 there. The diagonal then needs only ``D - M + tau N' N`` PSD: ``N' N`` takes the smooth directions (paths
-are long runs of adjacent arms) out of what ``D`` must cover. ``tau`` is ``_VERTEX_TAUS`` times the mean
-``M_ii``; between paths the form gains ``tau sum_v g_v(x)`` (0 where the LP point's degree at ``v`` is 0 or
-``r_v``) against less ``sum_i d_i x_i (1 - x_i)``. Measured (the queries below, nodes): f = 0.3 91 / 41 / 43 ->
-45 / 25 / 29 with ``tau = 1`` (``tau`` 0.1: 73 / 27 / 45, 0.3: 57 / 37 / 33, 2: 45 / 35 / 41, 4: 63 / 35 / 43);
-f = 1 2,087 -> 775 and stopped -> 1,025 (``tau`` 0.5: 879 / 1,437, 1.5: 747 / 1,027, 2: 1,219 / 1,287). On a random
-digraph (``nx.gnm_random_graph(120, 520, seed=1, directed=True)``, d = 520, f = 0.1): 225 / 109 -> 181 / 143
-nodes (``tau = 0.5``: 147 / 131), 1.3-1.7 s where the outer approximation stops at 10 s; f = 0.3 stops either way.
+are long runs of adjacent arms) out of what ``D`` must cover. ``tau`` is the tuning option ``paths_vertex_taus``
+times the mean ``M_ii``; between paths the form gains ``tau sum_v g_v(x)`` (0 where the LP point's degree at ``v``
+is 0 or ``r_v``) against less ``sum_i d_i x_i (1 - x_i)``.
 
 Forms bound ``t`` together (the LP takes the least of them at every point): the one with the star terms,
 the diagonal alone (both have ``q(a) = a @ M @ a`` on every path) and, when ``M``'s mean
 off-diagonal entry ``kappa`` is positive, the one with the size term ``kappa |a| (m - |a|)``, which is not
 exact on paths shorter than ``m``. The first one's plane at each new incumbent enters the LP, so a node
-holding a single path is bounded by that path's index and closes. With the size term's form alone no node
-ever closed: a query on the 8x8 grid at f = 0.01, root bound 39.3098 against the optimum 39.2829, took 343
-nodes down to its leaves; now 1. (On bench/norm_large.py's covariances ``kappa ~ 0``.)
+holding a single path is bounded by that path's index and closes (with the size term's form alone no node
+ever closes).
 
-Measured (bench/norm_large.py's s-t queries, 8x8 grid, d = 112, every other one restricted; ``bench/norm_crew.py
---large "s-t paths" --variants no-plus-paths,new --backends highs --time-limit 10``, interleaved per query),
-median / max s, the outer approximation -> this module without the star terms; then (``--variants
-no-vertex-terms,new``, another run) without -> with them::
-
-    f     outer approximation    no stars               with the stars
-    0.1   0.95 / 1.53            0.05 / 0.16            0.06 / 0.16  (11-45 nodes)
-    0.3   10.01 / 10.07 (2*)     0.18 / 0.43            0.13 / 0.17  (25-45 nodes)
-    1     10.01 / 10.05 (3*)     10.00 / 10.00 (3*)     8.74 / 10.01 (1*; 5.5 s, 775 nodes)
-    3     10.01 / 10.04 (3*)     10.01 / 10.01 (3*)     10.01 / 10.01 (3*)
-
-At f = 1 without the star terms the one query that finishes in 20 s takes 2,087 nodes (root bound 46.94
-against 44.54; with them 46.36, 775 nodes): the
-diagonal of this ``M`` (``A A' / d + 0.1 I``) must be ~3.5 an arm against ``M_ii ~ 1.1`` for ``M - D`` to be
-negative semidefinite, so mixtures of paths gain ``sum_i d_i x_i (1 - x_i)``. Tried and dropped: the root's
-diagonal tuned to its LP points (weighted max-cut diagonals, 4 rounds, each a further form): root 46.94 ->
-46.23, yet 2,251 nodes against 2,087 and 27 s against 19 s. A node's own form lowered on its free arms (as
-:mod:`.plus_branch` does) would need rows scoped to a subtree in the shared LP; at the nodes of the f = 1 query
-above (8-21 arms fixed) ``lambda_max`` of the star form on the free arms would lower its diagonal by 0.03-0.12
-of ~5, so it was not built.
-
-Other graphs (3 queries each, ``M = A A' / d + 0.1 I``, limit 10 s, s, outer approximation -> this module, the
-same values wherever both answered): a 10x10 grid (d = 180), f = 0.1: stopped / 6.2 / 3.4 -> 0.25 / 0.32 / 0.10,
-f = 0.3: stopped (3 of 3) -> 0.77 / 3.47 / 0.54; a random geometric graph (60 nodes, radius 0.25, seed 3, d = 260),
-f = 0.1: 1.4 / 4.2 / 2.3 -> 0.18 / 0.48 / 0.17, f = 0.3: stopped (3 of 3) -> 2.4 / stopped / 5.8; f = 1 stops on
-both either way.
+Measured figures and the ideas tried: ``docs/performance.md``, "Norm queries".
 
 Example
 -------
@@ -86,8 +56,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .minus_paths import _EPS, _ROUND, PathBranch, _PathLP
+from .minus_paths import PathBranch
 from .overestimator import overestimator_parts, shifted_form
+from .paths_lp import _EPS, _ROUND, _PathLP
 from .plus_branch import psd_majorant
 from .scaling import arms_bound
 
@@ -95,8 +66,6 @@ __all__ = ["ConcavePathBranch"]
 
 #: ``q(x0)`` below this share of its scale has no tangent worth taking (the triangle row serves there).
 _Q_FLOOR = 1e-12
-#: Forms with the vertex terms of :func:`vertex_parts`, one a weight.
-_VERTEX_TAUS: tuple[float, ...] = (1.0,)
 
 
 def vertex_parts(space, M: np.ndarray, arms: np.ndarray, tau: float) -> tuple[np.ndarray, np.ndarray]:
@@ -154,7 +123,7 @@ class ConcavePathBranch(PathBranch):
         self.parts = overestimator_parts(M, arms, arms_bound(self.space), size=False)
         self.concave: list[tuple[np.ndarray, np.ndarray, float]] = []
         scale = float(np.mean(np.diag(M)[arms])) if len(arms) else 0.0
-        for tau in _VERTEX_TAUS:
+        for tau in self.tuning.paths_vertex_taus:
             self.add_form(*shifted_form(*vertex_parts(self.space, M, self.arms, tau * scale), arms))
         if self.tuning.paths_plain or not self.concave:
             self.add_form(*shifted_form(*self.parts, arms))

@@ -6,43 +6,20 @@ per thread (the space's formulation, compiled once; each query appends its own
 columns and rows and removes them afterwards, and starts from a cleared solver:
 the tie rule). Two methods, one per sign:
 
-``sign=+1`` (outer approximation in the quadratic form; branch and bound on trees, forests, matchings, paths)
-    For a definite ``M`` on spanning trees, forests (spaces with a combinatorial linear oracle
-    whose MILP needs lazy cuts) and matchings (:meth:`NormSolver._plus_branch_applies`), :mod:`.plus_branch`:
-    tangent planes of a concave overestimator, each bound one linear query. On s-t paths of graphs
-    with cycles (``M`` definite, the query well scaled), :mod:`.plus_paths`: the same overestimator's
-    tangents in the path LP of :mod:`.minus_paths` (a linear query there is a longest path). Otherwise, on the
-    lifting of :meth:`~.lifting.Lifted.glover_upper` (the model's ``L`` never exceeds
-    the true ``a @ M @ a`` and can reach it), a column ``s`` (cost 1, standing for
-    ``f sqrt(L)``) is capped by tangents ``s <= f (r/2 + L/(2r))`` of the concave
-    ``f sqrt``; each incumbent adds the tangent at its true ``L`` until the MILP's
-    bound meets the best true value. ``sqrt`` has an infinite slope at 0, so the model
-    is restricted to ``L >= delta`` (``delta`` a small fraction of the largest ``L``);
-    actions with ``L < delta`` are worth at most ``mu @ a + f sqrt(delta)`` and are
-    covered by listing the best actions by ``mu @ a`` with no-good cuts
-    (:meth:`NormSolver._best_near_zero`) until that bound is beaten. The first
-    incumbent (a MIP start; a lower bound only) is the best hint improved by
-    linear-oracle ascent steps (:func:`~.local_search.ascend`; from the hint and from the
-    gradient step at the uniform point, :meth:`NormSolver._ascend_from_uniform`), restarts of the ascent
-    with each of its arms left out (:func:`~.local_search.ascend_from_neighbours`, where
-    linear queries are LPs) and swaps (:func:`~.local_search.improve_locally`): the
-    tangent at its ``L`` goes in before the first MILP, so when it is the optimum one
-    MILP proves it. These MILPs run without HiGHS's presolve (``_PLUS_OPTIONS``: the
-    lifted rows are dense and presolve's restarts cost more than they save; crew queries
-    ~2x faster). The incumbent is heuristic; exactness rests on the bound alone.
+``sign=+1``
+    The concave branch of :mod:`.plus_branch` on spaces with a combinatorial linear oracle whose MILP needs
+    lazy cuts (trees, forests) and on matchings (:meth:`NormSolver._plus_branch_applies`); the same
+    overestimator's tangents in the path LP on s-t paths of graphs with cycles (:mod:`.plus_paths`); otherwise
+    the outer approximation in the quadratic form (:mod:`.plus_outer`), after a budgeted try of the concave
+    branch where it applies (``tuning.plus_branch_try``; its incumbent is kept).
 
-``sign=-1`` (branch and bound on the linear oracle or on an LP, else piecewise secants over ``L``)
-    For a definite ``M`` on a space with a combinatorial linear oracle (:func:`~.minus_branch.applies`),
-    :mod:`.minus_branch`: convex-hull bounds from Frank-Wolfe steps, each a linear query. On s-t
-    paths of graphs with cycles (``M`` definite, the query well scaled), :mod:`.minus_paths`: the
-    path LP with tangents of the norm, bounds proven from its duals. Otherwise, on the lifting of
-    :meth:`~.lifting.Lifted.glover` (the model's ``L`` reaches
-    ``a @ M @ a`` and never goes below it), the secants of :mod:`.secants` bound the
-    index of every action in the window from above. The first incumbent is the
-    better of the linear argmax and the query's hints, improved by :mod:`.local_search`; the convex cuts of :mod:`.cuts`
-    (on ``L``) and, for a positive definite ``M``, the gradient cuts of :mod:`.gradient`
-    (on the column ``w`` that the secants cap, by a row) tighten the relaxation before
-    the first MILP.
+``sign=-1``
+    The branch on the linear oracle (:mod:`.minus_branch`) for a definite ``M`` on a space with a combinatorial
+    linear oracle; the path LP with tangents of the norm (:mod:`.minus_paths`) on s-t paths of graphs with
+    cycles; otherwise the piecewise secants over ``L`` (:mod:`.minus_secants`), or the disaggregated tangents of
+    :mod:`.outer` (``tuning.minus_outer``).
+
+First incumbents (:mod:`.incumbents`) are lower bounds only: exactness rests on the methods' bounds.
 
 Both methods first add the space's rows violated at LP points (the fractional separators of
 trees and paths, :func:`~cmab_milp.oracles.mip.root_cuts.add_root_cuts`; valid for every action,
@@ -75,7 +52,6 @@ array([0, 0, 1, 1])
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from dataclasses import dataclass, field
 
@@ -87,18 +63,18 @@ from ..backends.highs_model import CompiledModel, LimitReached, SolveResult
 from ..core.base import LinearQuery, NormQuery, OracleError, tolerance
 from ..mip.root_cuts import add_root_cuts
 from ..mip.tuning import HighsTuning
-from .cuts import ConvexCuts, Exclusions, add_no_good
-from .gradient import GradientCuts, positive_definite, well_scaled
-from .lifting import Lifted, quadratic_form_bounds
-from .local_search import ascend, ascend_from_neighbours, improve_locally
+from .gradient import positive_definite, well_scaled
+from .incumbents import FirstIncumbents
+from .lifting import quadratic_form_bounds
 from .minus_branch import LinearOracleBranch, NodeBudget, applies
 from .minus_paths import PathBranch
 from .minus_paths import applies as paths_apply
+from .minus_secants import SecantsMinus
 from .outer import outer_approximation, square_root_rows
 from .plus_branch import ConcaveBranch
+from .plus_outer import OuterPlus
 from .plus_paths import ConcavePathBranch
 from .scaling import arms_bound, proven, unit_objective, unit_scale
-from .secants import PiecewiseSqrt, sqrt_grid, window_top
 
 __all__ = ["NormSolver", "NormStats", "last_stats", "solve_norm"]
 
@@ -106,40 +82,8 @@ __all__ = ["NormSolver", "NormStats", "last_stats", "solve_norm"]
 _clock = time.perf_counter
 #: Lazy-cut rounds per MILP solve before giving up (a separator bug otherwise).
 _MAX_CUT_ROUNDS = 10_000
-#: Outer-approximation iterations before the query is declared unproven.
-_MAX_OA_ITERATIONS = 200
-#: MILP solves of the piecewise-secant method (sign -1) before the query is declared unproven.
-_MAX_SECANT_SOLVES = 500
-#: No-good enumerations near ``L = 0`` (sign +1) before giving up.
-_MAX_NO_GOODS = 500
-#: LP-relaxation rounds of convex-reformulation cuts on ``L`` before the first secant MILP,
-#: at most one per free arm (d=40: the slowest query 0.8 s with 30 rounds, 1.3 s with none;
-#: d=10: 30 rounds cost 12 ms of 36).
-_CONVEX_ROUNDS = 30
-#: Linear-oracle steps of the first incumbent of sign +1 (:func:`~.local_search.ascend`).
-_ASCENT_STEPS = 8
-#: HiGHS options of the sign +1 MILPs on top of ``_QUIET_OPTIONS``.
-_PLUS_OPTIONS: dict[str, object] = {"presolve": "off"}
-#: Linear queries of the restarts around the first incumbent of sign +1
-#: (:func:`~.local_search.ascend_from_neighbours`; 0: none). Only where a linear query is an LP
-#: (:meth:`NormSolver._cheap_linear`): elsewhere each is a branch and bound, and 60 of them cost more than
-#: they save (f = 0.3, medians: trees of a 6x6 grid 0.40 -> 1.5 s, matchings of K15 1.26 -> 1.73 s).
-_RESTART_BUDGET = 60
-#: Feasibility checks of the swaps (:func:`~.local_search.improve_locally`) that end the first incumbent of
-#: sign +1 (0: none).
-_PLUS_LOCAL_CHECKS = 40
-#: LP-relaxation rounds of gradient cuts on the norm before the first secant MILP (``M`` definite).
-_GRADIENT_ROUNDS = 30
-#: Initial secant pieces (sign -1), even in ``sqrt(L)``. With the gradient cuts capping the same
-#: column, 4 beat 16 (interleaved, f=0.3, medians): K15 matchings 1.23 -> 0.95 s, K(10,12) 1.06 ->
-#: 0.86 s, Cardinality(100, 10) 0.60 -> 0.51 s, trees 6x6 at f=1 3.11 -> 2.84 s; d=40 unchanged.
-_SECANT_PIECES = 4
-#: Steepest objective slope ``f / sqrt(p)`` of a first secant ``[0, p]`` (sign -1): a steeper one
-#: multiplies HiGHS's row tolerance (1e-9) into the objective.
-_MAX_SLOPE = 1e4
 #: HiGHS options during the norm solves: the MIP start already gives the incumbent and
-#: the sub-MIP heuristics took most of the time (sign -1: 2-3x at d=40; sign +1 with the
-#: ascent incumbent: 1.3-2x on Cardinality(100, 10), f = 1). Restarts stay on: with
+#: the sub-MIP heuristics took most of the time. Restarts stay on: with
 #: ``mip_allow_restart=False`` HiGHS 1.16 reported 'Optimal' with a bound below a feasible
 #: action (paths on a 3x3 grid, M ~ 1e6, f = 1e4; test_norm's badly scaled cases).
 _QUIET_OPTIONS: dict[str, object] = {
@@ -148,20 +92,14 @@ _QUIET_OPTIONS: dict[str, object] = {
     "mip_heuristic_run_rens": False,
     "mip_heuristic_run_root_reduced_cost": False,
 }
-#: Alternations of the space's root cuts and the gradient cuts before the first secant MILP.
-_SPACE_CUT_PASSES = 3
 #: With ``norm_gap``, seconds a solve still gets past the query's time limit: the bound of the
 #: actions not yet covered (sign +1: those with ``L < delta``) needs one more MILP, stopped at this
 #: limit with its incumbent and bound.
 _FINISH_SECONDS = 0.1
-#: Where the outer approximation serves sign +1, the concave branch first tries this many nodes (0: never).
-_PLUS_BRANCH_TRY = 100
 #: A carried sequence (:mod:`.carry`) keeps the answer and this many of the best actions the concave branch met:
 #: the answer's own index falls as it is played (its arms' counts grow), another may then be proven instead
 #: (OLS-UCB-C on the crew problem near t = 10,000, replayed: 33 -> over 110 rounds without a solve).
 _CARRY_CANDIDATES = 32
-#: ``delta``, the smallest ``L`` handled by tangents, as a fraction of the largest ``L``.
-_DELTA_FRACTION = 1e-6
 
 
 @dataclass
@@ -227,8 +165,11 @@ def last_stats(oracle) -> NormStats | None:
     return getattr(oracle, "last_norm_stats", None)
 
 
-class NormSolver:
-    """One query: the thread's norm model with this query's columns and rows appended."""
+class NormSolver(FirstIncumbents, OuterPlus, SecantsMinus):
+    """One query: the thread's norm model with this query's columns and rows appended.
+
+    The methods of :mod:`.incumbents`, :mod:`.plus_outer` and :mod:`.minus_secants` are its own (mixins).
+    """
 
     def __init__(self, oracle, query: NormQuery, gap: float | None = None):
         self.oracle = oracle
@@ -373,13 +314,13 @@ class NormSolver:
             return self._branch_path(*self._best_hint(None, -np.inf), sign=1)
         if self._plus_branch_applies():
             return self._branch_plus()
-        if _PLUS_BRANCH_TRY and self._plus_branch_applies(trial=True):
+        if self.tuning.plus_branch_try and self._plus_branch_applies(trial=True):
             try:  # easy queries end here; the others keep its incumbent for the outer approximation
-                return self._branch_plus(max_nodes=_PLUS_BRANCH_TRY)
+                return self._branch_plus(max_nodes=self.tuning.plus_branch_try)
             except NodeBudget:
                 self.stats.extra["tried_nodes"] = self.stats.extra.pop("nodes")
                 self.stats.method = "oa-quadratic-form"
-        with model.options(_PLUS_OPTIONS):
+        with model.options({} if self.tuning.plus_presolve else {"presolve": "off"}):
             return self._outer_plus(model)
 
     def _plus_branch_applies(self, trial: bool = False) -> bool:
@@ -387,19 +328,9 @@ class NormSolver:
         needs lazy cuts, or matchings (an assignment a linear query, conflict terms in the bound; general ones on the
         fractional matching polytope, ``tuning.fractional_matchings``).
 
-        Where the MILP is compact and no conflict terms tighten the bound (cardinality, partition),
-        the outer approximation's MILPs are faster (the concave bound is loose when actions hold few
-        of many arms: Cardinality(100, 10), f = 1: 0.5-2.4 s against 3.3-6.8 s); where every MILP
-        re-solves a lazy-cut loop (spanning trees, forests) the branch is 5-40x faster (trees of a
-        6x6 grid, f = 1: 9.5 s -> 1.0 s). Bipartite matchings (interleaved, s, outer approximation ->
-        branch): K(10, 12), f = 0.3: 0.21-0.32 -> 0.09-0.10, f = 1: 1.4-7.3 -> 0.75-1.4; the crew
-        problem's slowest AROQ-C queries: 6.3-20 -> 0.7-2.7.
-
-        ``trial``: whether the branch may try first with a node budget (:data:`_PLUS_BRANCH_TRY`) where the
+        ``trial``: whether the branch may try first with a node budget (``tuning.plus_branch_try``) where the
         outer approximation serves (any space with a combinatorial linear oracle): on the easy queries it
-        ends in a few nodes, before the outer approximation's first MILP (interleaved, s, outer approximation
-        -> branch: Cardinality(100, 10), f = 0.1: 0.07 -> 0.03; K15 general matchings, f = 0.3: 0.23-0.27 ->
-        0.07-0.26).
+        ends in a few nodes, before the outer approximation's first MILP.
         """
         space = self.oracle.space
         definite = not self.tuning.plus_branch_definite or positive_definite(self.query.M, self.arms)
@@ -429,103 +360,14 @@ class NormSolver:
         finally:
             self.stats.extra["nodes"] = search.nodes
             self.stats.extra["linear_queries"] = search.queries
+            if search.tuned_at is not None:
+                self.stats.extra["tuned_at"] = search.tuned_at
         self.runners_up = search.runners_up() if self.keep else []
         return best, bound
 
-    def _outer_plus(self, model: CompiledModel) -> tuple[np.ndarray | None, float]:
-        """The outer approximation of sign +1 (module docstring) with the options of :meth:`_maximise_plus`."""
-        q = self.query
-        delta = _DELTA_FRACTION * self.l_hi
-        lift = Lifted.glover_upper(model, self, l_bounds=(delta, self.l_hi))
-        root_hi = np.sqrt(self.l_hi)
-        model.set_col_bounds(lift.s, 0.0, q.f * root_hi)
-        model.set_col_cost(lift.s, 1.0)
-        tangents: set[float] = set()
-
-        def add_tangent(l0: float) -> None:
-            l0 = max(l0, delta)
-            if l0 in tangents:
-                return
-            tangents.add(l0)
-            r = np.sqrt(l0)
-            model.add_rows_fixed(
-                [-np.inf], [q.f * r / 2], np.array([lift.s, lift.L]), np.array([1.0, -0.5 * q.f / r]), 2
-            )
-
-        add_tangent(self.l_hi)
-        add_tangent(delta)
-        best, best_value = self._first_incumbent_plus()
-        if best is not None:  # the first MILP values the incumbent exactly: one OA round fewer
-            add_tangent(self.quadratic_form(best))
-        self._space_cuts(model)
-        bound = -np.inf
-        excluded = Exclusions(self)
-        for _ in range(_MAX_OA_ITERATIONS):
-            found = self._solve(model, excluded.start(best))
-            if found is None:  # no action left with L >= delta
-                bound = -np.inf
-                break
-            action, result = found
-            value = q.value(action)
-            if value > best_value:
-                best, best_value = action, value
-            bound = result.bound
-            if self.settled(bound, best_value, 1.0 / self.value_scale):
-                break
-            l_true = self.quadratic_form(action)
-            if max(l_true, delta) in tangents:
-                # The model already values this action at its true index (up to the
-                # solver's tolerances), so the gap is noise: set it aside, exactly valued.
-                excluded.add(model, action)
-                continue
-            add_tangent(l_true)
-        else:
-            raise OracleError("norm outer approximation did not converge")
-        self.stats.extra["excluded"] = excluded.count
-        self.stats.extra["tangents"] = len(tangents)
-        # actions with L < delta: worth at most mu @ a + f sqrt(delta)
-        self._clear_lift(model, lift)
-        slack = q.f * np.sqrt(delta)
-        low_best, low_value, low_bound = self._best_near_zero(model, slack, best_value)
-        if low_value > best_value:
-            best, best_value = low_best, low_value
-        return best, max(bound, low_bound, best_value)
-
-    def _clear_lift(self, model: CompiledModel, lift: Lifted) -> None:
-        """Drop the lifted columns and rows (cuts found meanwhile stay)."""
-        model.delete_rows(lift.first_row, lift.last_row)
-        model.delete_cols(lift.first_col, lift.s + 1)
-
-    def _best_near_zero(
-        self, model: CompiledModel, slack: float, incumbent: float
-    ) -> tuple[np.ndarray | None, float, float]:
-        """Best true value among actions with ``mu @ a + slack > incumbent``.
-
-        Lists actions by decreasing ``mu @ a`` (no-good cuts) until the next one
-        cannot beat the incumbent even with the full ``slack``. Returns the best
-        listed action, its value, and an upper bound for the unlisted ones.
-        """
-        q = self.query
-        best, best_value = None, -np.inf
-        for _ in range(_MAX_NO_GOODS):
-            found = self._solve(model)
-            if found is None:
-                return best, best_value, -np.inf
-            action, result = found
-            value = q.value(action)
-            if value > best_value:
-                best, best_value = action, value
-            top = result.bound + slack
-            level = max(incumbent, best_value)
-            if self.settled(top, level, 1.0 / self.value_scale):
-                return best, best_value, top
-            self.stats.extra["no_goods"] = self.stats.extra.get("no_goods", 0) + 1
-            add_no_good(model, self.arms, action)
-        raise OracleError("too many near-zero quadratic forms to certify the norm answer")
-
     # --------------------------------------------------------- sign = -1
     def _maximise_minus(self, model: CompiledModel) -> tuple[np.ndarray | None, float]:
-        q, f = self.query, self.query.f
+        q = self.query
         tuning = self.tuning
         paths = tuning.minus_branch and tuning.minus_paths and paths_apply(self.oracle.space) and well_scaled(q)
         if paths and positive_definite(q.M, self.arms):
@@ -540,76 +382,14 @@ class NormSolver:
             return best, top
         best, best_value = self._best_hint(best, best_value)
         if self.tuning.minus_branch and applies(self.oracle.space) and positive_definite(q.M, self.arms):
-            # no local search first: the branch's vertices are incumbents too (trees 8x8, f=0.1: 1.35 -> 0.06 s)
+            # no local search first: the branch's vertices are incumbents too
             return self._branch_minus(best, best_value)
         best, best_value = self._improve_locally(best, best_value)
         R = square_root_rows(q.M, self.arms) if self.tuning.minus_outer and well_scaled(q) and len(self.arms) else None
         if R is not None:
             self.stats.method = "outer-approximation"
             return outer_approximation(self, model, R, top, best, best_value, [lin])
-        lo = min(self.l_lo, 0.0)
-        lift = Lifted.glover(model, self, l_bounds=(lo, self.l_hi))
-        convex = ConvexCuts(self, side=-1, rounds=min(_CONVEX_ROUNDS, len(self.arms)))
-        w = lift.s  # the model's -f sqrt(L): capped by the secants and the gradient cuts
-        model.set_col_cost(w, 1.0)
-        gradient = GradientCuts(q.M, self.arms, f) if well_scaled(q) and positive_definite(q.M, self.arms) else None
-        if gradient is not None:
-            gradient.add(model, w, lin)
-            gradient.add(model, w, best)
-        excluded = Exclusions(self)
-        points = {self.quadratic_form(lin), self.quadratic_form(best)}  # breakpoints when in the window
-        secants: PiecewiseSqrt | None = None
-        least = (f / _MAX_SLOPE) ** 2  # no breakpoint in (0, least): slopes stay above -_MAX_SLOPE
-        bound = best_value
-        solves = 0
-        for _ in range(_MAX_SECANT_SOLVES):
-            if secants is None:  # (re)build the secants on the incumbent's window
-                hi = window_top(self.l_hi, top, best_value, f)
-                if hi <= lo:  # no action can beat the incumbent
-                    break
-                model.set_col_bounds(lift.L, lo, hi)
-                grid = sqrt_grid(lo, hi, _SECANT_PIECES, points, least)
-                secants = PiecewiseSqrt(model, lift.L, f, grid, least, link=w)
-                if solves == 0:
-                    convex.separate(model, lift.L)
-                    if gradient is not None:
-                        gradient.separate(model, w, _GRADIENT_ROUNDS)
-                    for _ in range(_SPACE_CUT_PASSES):  # the space's rows and the norm's, in turn
-                        if not self._space_cuts(model) or gradient is None:
-                            break
-                        gradient.separate(model, w, _GRADIENT_ROUNDS)
-            solves += 1
-            found = self._solve(model, excluded.start(best))
-            if found is None:  # no action left in the window
-                bound = best_value
-                break
-            action, result = found
-            value = q.value(action)
-            bound = result.bound  # the secants' constant is in their link row
-            improved = value > best_value
-            if improved:
-                best, best_value = action, value
-            if self.settled(bound, best_value):
-                break
-            l_star = self.quadratic_form(action)
-            points.add(l_star)
-            if proven(value + f * secants.overshoot(l_star), value) or not secants.can_split(l_star):
-                # The secants value this action at its true index (up to the tolerance), so
-                # the gap is solver noise: set it aside, exactly valued, and solve again.
-                excluded.add(model, action)
-            elif improved:  # a better incumbent narrows the window: rebuild the secants
-                secants.remove()
-                secants = None
-            else:
-                secants.add_point(l_star)
-        else:
-            raise OracleError("norm piecewise secants over the quadratic form did not converge")
-        self.stats.extra["secant_solves"] = solves
-        self.stats.extra["excluded"] = excluded.count
-        self.stats.extra["convex_cuts"] = convex.cuts
-        self.stats.extra["gradient_cuts"] = 0 if gradient is None else gradient.cuts
-        self.stats.extra["pieces"] = 0 if secants is None else len(secants.points) - 1
-        return best, max(bound, best_value)
+        return self._secants_minus(model, lin, top, best, best_value)
 
     def _branch_minus(self, best: np.ndarray | None, best_value: float):
         """Sign -1 by :class:`~.minus_branch.LinearOracleBranch` (``M`` definite, a combinatorial space)."""
@@ -646,92 +426,3 @@ class NormSolver:
         added = add_root_cuts(model, self.oracle.formulation)
         self.stats.extra["space_cuts"] = self.stats.extra.get("space_cuts", 0) + added
         return added
-
-    def _first_incumbent_plus(self, light: bool = False) -> tuple[np.ndarray | None, float]:
-        """The best hint, improved by linear-oracle ascent steps (:func:`~.local_search.ascend`); unless ``light``,
-        also by restarts and swaps (the outer approximation's MILPs gain from them; the branch finds its own)."""
-        best, best_value = self._best_hint(None, -np.inf)
-        carried, carried_value = self._carried
-        if carried is not None and carried_value > best_value:
-            best, best_value = carried.copy(), carried_value
-
-        def linear(weights: np.ndarray) -> np.ndarray | None:
-            return self.oracle.solve_linear(LinearQuery(weights, self.res))
-
-        action, value, calls = ascend(self.query, linear, best, _ASCENT_STEPS)
-        self.stats.milp_solves += calls
-        self.stats.extra["ascent_steps"] = calls
-        if action is not None and value > best_value:
-            best, best_value = action, value
-        if light:
-            return best, best_value
-        if best is not None and self.tuning.uniform_start and self._cheap_linear():
-            action, value = self._ascend_from_uniform()
-            if value > best_value:
-                best, best_value = action, value
-        if best is not None and _RESTART_BUDGET and self._cheap_linear():
-            best, best_value, calls = ascend_from_neighbours(
-                self.query, self._linear_without, best, best_value, _ASCENT_STEPS, _RESTART_BUDGET
-            )
-            self.stats.milp_solves += calls
-            self.stats.extra["restart_steps"] = calls
-        if best is not None and _PLUS_LOCAL_CHECKS:
-            best, best_value, checks = improve_locally(
-                self.query,
-                self.arms,
-                self.oracle.space._contains,
-                best,
-                best_value,
-                _PLUS_LOCAL_CHECKS,
-                self.m,
-            )
-            self.stats.extra["local_checks"] = checks
-        return best, best_value
-
-    def _ascend_from_uniform(self) -> tuple[np.ndarray | None, float]:
-        """:func:`~.local_search.ascend` from the gradient step at the uniform point ``x_i = m / (free arms)``.
-
-        A second start, away from the hint's basin: on later crew queries the optimum often shares
-        no arm with the hint's ascent (8 slow AROQ-C updates: Hamming distance 18-20), and this start
-        reached it in 2 of them. Returns the action and its value (``None``, ``-inf`` when it finds none).
-        """
-        q = self.query
-        x = np.zeros(self.d)
-        x[self.arms] = min(1.0, self.m / max(len(self.arms), 1))
-        mx = q.M @ x
-        quad = float(x @ mx)
-        if quad <= 0.0:
-            return None, -np.inf
-        start = self._linear_without(q.mu + q.f * mx / np.sqrt(quad), None)
-        self.stats.milp_solves += 1
-        if start is None:
-            return None, -np.inf
-        action, value, calls = ascend(q, lambda w: self._linear_without(w, None), start, _ASCENT_STEPS)
-        self.stats.milp_solves += calls
-        self.stats.extra["uniform_steps"] = calls + 1
-        return action, value
-
-    def _cheap_linear(self) -> bool:
-        """Whether the space's linear queries are LPs (an integral polytope, no lazy rows): restarts pay off there."""
-        oracle = self.oracle
-        return bool(getattr(oracle, "lp_when_integral", False)) and not oracle.formulation.separators
-
-    def _linear_without(self, weights: np.ndarray, arm: int | None) -> np.ndarray | None:
-        """The linear argmax of ``weights`` under the query's restrictions, ``arm`` excluded too (unless None)."""
-        res = self.res if arm is None else dataclasses.replace(self.res, exclude=(*self.res.exclude, arm))
-        return self.oracle.solve_linear(LinearQuery(weights, res))
-
-    def _best_hint(self, best: np.ndarray | None, best_value: float) -> tuple[np.ndarray | None, float]:
-        """The better of ``best`` and the query's hints that are actions admitted by the restrictions."""
-        for hint in self.query.hints:
-            if (self.res.empty or self.res.admits(hint)) and self.oracle.space._contains(hint):
-                value = self.query.value(hint)
-                if value > best_value:
-                    best, best_value = hint.copy(), value
-        return best, best_value
-
-    def _improve_locally(self, action: np.ndarray, value: float) -> tuple[np.ndarray, float]:
-        """The first incumbent: ``action`` improved by :func:`~.local_search.improve_locally`."""
-        action, value, checks = improve_locally(self.query, self.arms, self.oracle.space._contains, action, value)
-        self.stats.extra["local_checks"] = checks
-        return action, value

@@ -33,11 +33,11 @@ def test_defaults_are_the_measured_choices_and_every_field_is_a_documented_switc
     defaults = HighsTuning()
     off = {"side_cover_cuts", "minus_outer", "plus_branch_definite"}  # measured slower: off
     off |= {"paths_both_points", "concave_plain_with_conflicts", "concave_reform_uniform", "root_cuts_nonpositive"}
-    counts = {"recovery_enumeration": 200_000}  # the one count among the switches
     source = inspect.getsource(HighsTuning)
+    off |= {"plus_presolve"}
     for field in dataclasses.fields(HighsTuning):
-        if field.name in counts:
-            assert getattr(defaults, field.name) == counts[field.name], field.name
+        if "read" in field.metadata:  # the norm searches' numbers: the default reads back as itself
+            assert field.metadata["read"](field.name, getattr(defaults, field.name)) == getattr(defaults, field.name)
         else:
             assert getattr(defaults, field.name) is (field.name not in off), field.name
         documented = field.name in HighsTuning.__doc__ or "#: " in source.split(f"    {field.name}:")[0][-400:]
@@ -73,3 +73,79 @@ def test_each_mip_option_keeps_answers_of_the_same_value(changes):
             w = rng.uniform(-1.0, 1.0, space.d)
             a, b = default.argmax(w), changed.argmax(w)
             assert w @ a == pytest.approx(w @ b, abs=1e-9)
+
+
+# -------------------------------------------------------- the norm searches' numeric options
+def test_numeric_norm_options_are_checked_and_read_from_a_problem_file():
+    tuning = HighsTuning.of({"plus_branch_try": 0, "concave_reform": 1, "paths_vertex_taus": [0.5, 2]})
+    assert (tuning.plus_branch_try, tuning.concave_reform, tuning.paths_vertex_taus) == (0, 1.0, (0.5, 2.0))
+    for bad, message in [
+        ({"plus_branch_try": -1}, "'plus_branch_try' must be a whole number >= 0"),
+        ({"concave_steps": True}, "'concave_steps' must be a whole number >= 0"),
+        ({"branch_steps": 2.5}, "'branch_steps' must be a whole number >= 0"),
+        ({"concave_reform": 1.5}, r"'concave_reform' must be a number in \[0, 1\]"),
+        ({"paths_vertex_taus": [1.0, 0.0]}, "'paths_vertex_taus' must be a list of finite numbers > 0"),
+        ({"paths_vertex_taus": "1"}, "'paths_vertex_taus' must be a list"),
+        ({"plus_presolve": 1}, "'plus_presolve' must be true or false"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            cm.make_oracle(cm.Cardinality(4, 2), "highs", tuning=bad)
+    options = {"plus_branch_try": 0, "minus_local_checks": 0, "paths_vertex_taus": [2.0]}
+    entry = {"name": "A", "kind": "AROQ", "oracle": "highs", "tuning": options}
+    (spec,) = parse_policies([Table(entry, "policies[0]", "f.toml")], "f.toml")
+    oracle = spec.oracle_for(cm.Cardinality(4, 2))
+    assert (oracle.tuning.plus_branch_try, oracle.tuning.minus_local_checks) == (0, 0)
+    assert oracle.tuning.paths_vertex_taus == (2.0,)
+    bad = {**entry, "tuning": {"concave_steps": -3}}
+    with pytest.raises(ProblemError, match=r"tuning.*'concave_steps' must be a whole number"):
+        parse_policies([Table(bad, "policies[0]", "f.toml")], "f.toml")
+
+
+def test_a_problem_file_with_norm_options_runs(tmp_path):
+    """From the TOML text to the oracle that answers: the numbers reach the norm solver (its method changes)."""
+    from cmab_milp.experiments import load_problem
+
+    text = (
+        '[space]\nkind = "Cardinality"\nd = 6\nm = 2\n'
+        '[environment]\nkind = "BernoulliArms"\nmeans = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6]\n'
+        "[run]\nhorizon = 50\nseeds = [1]\n"
+        '[[policies]]\nname = "A"\nkind = "AROQCov"\noracle = "highs"\n'
+        "tuning = {plus_branch_try = 0, concave_steps = 3, paths_vertex_taus = [1.0, 2.0]}\n"
+    )
+    path = tmp_path / "p.toml"
+    path.write_text(text)
+    problem = load_problem(path)
+    space = problem.build_space()
+    oracle = problem.build_policy("A", space).oracle
+    assert oracle.tuning.plus_branch_try == 0 and oracle.tuning.paths_vertex_taus == (1.0, 2.0)
+    rng = np.random.default_rng(2)
+    oracle.argmax_norm(rng.uniform(0, 1, 6), np.eye(6), 1.0, 1)
+    assert oracle.last_norm_stats.method == "oa-quadratic-form"  # no concave branch tried first
+    default = cm.make_oracle(space, "highs")
+    default.argmax_norm(rng.uniform(0, 1, 6), np.eye(6), 0.1, 1)
+    assert default.last_norm_stats.method == "branch-concave"
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"plus_branch_try": 0},
+        {"plus_restart_budget": 0, "plus_local_checks": 0, "plus_presolve": True},
+        {"minus_local_checks": 0},
+        {"branch_steps": 1, "concave_steps": 0},
+        {"concave_tune_after": 1, "concave_reform": 0.0},
+    ],
+)
+def test_each_norm_option_keeps_answers_of_the_same_value(changes):
+    """Exact either way: the norm answers' values agree with the defaults' (both signs, trees and cardinality)."""
+    grid = nx.convert_node_labels_to_integers(nx.grid_2d_graph(3, 3))
+    rng = np.random.default_rng(5)
+    for space in (cm.SpanningTrees(grid), cm.Cardinality(9, 3)):
+        default, changed = cm.make_oracle(space, "highs"), cm.make_oracle(space, "highs", tuning=changes)
+        for sign in (1, -1):
+            mu, a = rng.uniform(0, 1, space.d), rng.normal(size=(space.d, space.d))
+            M = a @ a.T / space.d + 0.1 * np.eye(space.d)
+            q = default.norm_query(mu, M, 1.0, sign)
+            assert q.value(changed.argmax_norm(mu, M, 1.0, sign)) == pytest.approx(
+                q.value(default.argmax_norm(mu, M, 1.0, sign)), abs=1e-9
+            )

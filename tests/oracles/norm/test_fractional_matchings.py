@@ -116,7 +116,7 @@ def test_answers_match_brute_force_with_restrictions(family, sign):
 
 
 @pytest.mark.parametrize("sign", [1, -1])
-def test_k15_agrees_with_the_blossom_search(sign, monkeypatch):
+def test_k15_agrees_with_the_blossom_search(sign):
     """At d = 105 (no brute force): the same values as the searches on the blossom algorithm (exact linear
     queries; sign +1 then by its budgeted trial and the outer approximation), with restrictions."""
     space = cm.Matchings(nx.complete_graph(15))

@@ -14,7 +14,7 @@ from instances import check_norm_answer, norm_values, oracle_and_actions, psd, r
 import cmab_milp as cm
 from cmab_milp.oracles.backends.highs_model import LimitReached
 from cmab_milp.oracles.mip.tuning import HighsTuning
-from cmab_milp.oracles.norm import minus_branch, solver
+from cmab_milp.oracles.norm import solver
 from cmab_milp.oracles.norm.minus_branch import LinearOracleBranch, _Node, applies, line_maximum, relaxation_matrix
 from cmab_milp.oracles.norm.solver import last_stats
 
@@ -41,10 +41,9 @@ def test_answers_match_brute_force(family):
 
 
 @pytest.mark.parametrize("family", ["cardinality", "spanning-trees", "matchings-bipartite", "matchings-general"])
-def test_without_local_search_the_branch_finds_the_optimum(family, monkeypatch):
+def test_without_local_search_the_branch_finds_the_optimum(family):
     """No first incumbent but the linear argmax: the search itself must reach the optimum."""
-    monkeypatch.setattr(solver.NormSolver, "_improve_locally", lambda self, action, value: (action, value))
-    oracle, actions = oracle_and_actions(family)
+    oracle, actions = oracle_and_actions(family, minus_local_checks=0)
     rng = np.random.default_rng([len(family), 4])
     beaten = 0
     for f in (0.5, 1.0, 2.0, 4.0, 8.0):
@@ -80,7 +79,7 @@ def test_node_bounds_are_at_least_the_best_index_of_the_node(family):
     assert checked >= 15
 
 
-def test_bounds_hold_on_the_benchmarks_covariances_and_tighten_with_steps(monkeypatch):
+def test_bounds_hold_on_the_benchmarks_covariances_and_tighten_with_steps():
     """``M = A A'/d + 0.1 I`` on Cardinality(12, 4): the root bound, at 1, 12 and 200 steps, is at least the
     optimum and does not grow with more steps."""
     space = cm.Cardinality(12, 4)
@@ -92,8 +91,8 @@ def test_bounds_hold_on_the_benchmarks_covariances_and_tighten_with_steps(monkey
         best = float(values(actions, mu, M, f).max())
         bounds = []
         for steps in (1, 12, 200):
-            monkeypatch.setattr(minus_branch, "_STEPS", steps)
-            search = LinearOracleBranch(space, oracle.norm_query(mu, M, f, -1), np.arange(12), None, None)
+            tuning = HighsTuning(branch_steps=steps)
+            search = LinearOracleBranch(space, oracle.norm_query(mu, M, f, -1), np.arange(12), None, None, tuning)
             bounds.append(search.relax(_Node(-np.inf, 0, np.zeros(12, bool), np.zeros(12, bool)))[0])
         assert min(bounds) >= best
         assert bounds[0] >= bounds[1] >= bounds[2]
@@ -127,7 +126,7 @@ def test_relaxation_matrix_of_an_indefinite_matrix_is_the_matrix():
     assert np.array_equal(relaxation_matrix(M, np.arange(2), 2), M)
 
 
-def test_the_shifted_bound_is_exact_for_equal_variances_on_actions_of_one_size(monkeypatch):
+def test_the_shifted_bound_is_exact_for_equal_variances_on_actions_of_one_size():
     """``M = 2 I`` on Cardinality(10, 3, exact): every action has the same norm, and the shifted
     relaxation's root bound is the optimum; ``M``'s own is above it (spreading ``x`` pays)."""
     space = cm.Cardinality(10, 3, exact=True)
@@ -218,7 +217,7 @@ def test_the_time_limit_stops_the_branch(monkeypatch):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("family", ["cardinality", "bipartite", "general", "trees"])
-def test_d100_agrees_with_the_secant_milps_and_gurobi(family, monkeypatch):
+def test_d100_agrees_with_the_secant_milps_and_gurobi(family):
     """At d = 100 to 120 no brute force: the branch, the secant MILPs (``_MINUS_BRANCH`` off) and, when
     installed, Gurobi's MIQCP (independent methods) agree on the value, with restrictions."""
     import networkx as nx

@@ -21,8 +21,10 @@ from cmab_milp.oracles.core.base import OracleError
 from cmab_milp.oracles.mip.graph_starts import PathStarts
 from cmab_milp.oracles.norm import solver
 from cmab_milp.oracles.norm.lifting import quadratic_form_bounds
-from cmab_milp.oracles.norm.minus_paths import PathBranch, _Node, applies, component_cuts, safe_bound
+from cmab_milp.oracles.norm.minus_paths import PathBranch, _Node, applies
+from cmab_milp.oracles.norm.paths_cuts import component_cuts
 from cmab_milp.oracles.norm.paths_local import improve_path, path_sequence
+from cmab_milp.oracles.norm.paths_lp import safe_bound
 from cmab_milp.oracles.norm.solver import last_stats
 
 
@@ -428,7 +430,7 @@ def test_local_search_path_sequence_and_bad_input():
 
 
 @pytest.mark.parametrize("switch", [False, True])
-def test_answers_match_brute_force_with_and_without_local_search(monkeypatch, switch):
+def test_answers_match_brute_force_with_and_without_local_search(switch):
     for name in ("grid-3x4", "digraph-b"):
         space, _, actions = space_and_actions(name)
         oracle = cm.make_oracle(space, "highs", tuning={"paths_local_search": switch})

@@ -342,12 +342,14 @@ def test_sparse_small_covariances_with_large_f(sign: int) -> None:
 def test_gaps_left_by_noise_are_closed_by_setting_actions_aside(sign: int, monkeypatch) -> None:
     """With a zero tolerance every gap the model cannot close is noise: the exactly valued
     actions are set aside by no-good rows, and the answers stay optimal."""
+    from cmab_milp.oracles.norm import minus_secants
     from cmab_milp.oracles.norm import solver as norm_solver
 
-    monkeypatch.setattr(norm_solver, "proven", lambda bound, value, unit=1.0: value >= bound)
-    monkeypatch.setattr(norm_solver, "_PLUS_BRANCH_TRY", 0)  # sign +1: the outer approximation, not the branch
-    enum = noise_oracles()[1]  # sign -1: the secant MILPs, not the branch
-    highs = cm.make_oracle(_NOISE_SPACE, "highs", verify=True, tuning={"minus_branch": False})
+    for module in (norm_solver, minus_secants):  # the tolerance test where the loops and settled() read it
+        monkeypatch.setattr(module, "proven", lambda bound, value, unit=1.0: value >= bound)
+    enum = noise_oracles()[1]
+    # sign +1: the outer approximation, not the branch; sign -1: the secant MILPs, not the branch
+    highs = cm.make_oracle(_NOISE_SPACE, "highs", verify=True, tuning={"plus_branch_try": 0, "minus_branch": False})
     rng = np.random.default_rng([sign + 1, 5])
     set_aside = 0
     for _ in range(6):

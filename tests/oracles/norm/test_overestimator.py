@@ -22,7 +22,7 @@ from instances import (
 
 import cmab_milp as cm
 from cmab_milp._threads import blas_single_thread
-from cmab_milp.oracles.norm import plus_branch
+from cmab_milp.oracles.mip.tuning import HighsTuning
 from cmab_milp.oracles.norm.overestimator import concave_overestimator, conflict_pairs
 from cmab_milp.oracles.norm.solver import last_stats
 
@@ -76,7 +76,7 @@ def test_only_matchings_declare_conflicts():
 
 
 @pytest.mark.parametrize("family", ["graphic", "matchings-bipartite", "matchings-general"])
-def test_negative_means_where_the_empty_action_is_allowed(family, monkeypatch):
+def test_negative_means_where_the_empty_action_is_allowed(family):
     """Found by this work: with every mean negative the root started at the empty action, where ``q = 0``
     has no tangent, and the branch took ``mu @ a`` as a bound there (not one: the norm was left out),
     pruning better actions (forests of a 3x3 grid: 19 wrong answers in 200). It now takes the triangle
@@ -94,7 +94,7 @@ def test_negative_means_where_the_empty_action_is_allowed(family, monkeypatch):
 
 @pytest.mark.parametrize("family", ["matchings-bipartite", "perfect-bipartite", "matchings-general"])
 @pytest.mark.parametrize("overestimator", [True, False])
-def test_correlated_queries_answer_like_enumeration(family, overestimator, monkeypatch):
+def test_correlated_queries_answer_like_enumeration(family, overestimator):
     oracle, actions = oracle_and_actions(family, plus_branch="always", concave_overestimator=overestimator)
     rng = np.random.default_rng([len(family), 17])
     for k, f in enumerate([0.1, 0.5, 1.0, 3.0, 10.0, 0.3]):
@@ -208,7 +208,7 @@ def test_prepared_kruskal_gives_the_plain_algorithms_action_and_the_best_value(s
 
 
 @pytest.mark.parametrize("family", ["matchings-bipartite", "perfect-bipartite", "matchings-general"])
-def test_pair_queries_drop_the_included_arms_rivals_and_answer_like_enumeration(family, monkeypatch):
+def test_pair_queries_drop_the_included_arms_rivals_and_answer_like_enumeration(family):
     """SROQ-C's pair representatives: two arms included. The branch drops every arm conflicting with an
     included one from its bound (no admitted action holds it); answers still match enumeration."""
     oracle, actions = oracle_and_actions(family, plus_branch="always")
@@ -228,20 +228,20 @@ def test_pair_queries_drop_the_included_arms_rivals_and_answer_like_enumeration(
 
 
 @pytest.mark.parametrize("family", ["matchings-bipartite", "perfect-bipartite", "matchings-general"])
-def test_node_forms_bound_every_action_of_their_node(family, monkeypatch):
+def test_node_forms_bound_every_action_of_their_node(family):
     """A node whose arms shrank (included arms remove their rivals) makes its own shift; its bound must
     still be at least the best index of the node's actions (brute force)."""
     from cmab_milp.oracles.norm.minus_branch import _Node
     from cmab_milp.oracles.norm.plus_branch import ConcaveBranch
 
-    monkeypatch.setattr(plus_branch, "_REFORM", 0.99)
     oracle, actions = oracle_and_actions(family)
     d = oracle.d
     rng = np.random.default_rng([len(family), 5])
     checked = 0
     for trial in range(30):
         mu, M, f = rng.uniform(-0.2, 1, d), correlated(rng, d), float(rng.choice([0.3, 1.0, 3.0]))
-        search = ConcaveBranch(oracle.space, oracle.norm_query(mu, M, f, 1), np.arange(d), None, None)
+        query = oracle.norm_query(mu, M, f, 1)
+        search = ConcaveBranch(oracle.space, query, np.arange(d), None, None, HighsTuning(concave_reform=0.99))
         include, exclude = np.zeros(d, bool), np.zeros(d, bool)
         on = np.flatnonzero(actions[rng.integers(len(actions))])
         include[rng.choice(on, min(len(on), 1 + trial % 2), replace=False)] = True

@@ -15,8 +15,8 @@ from instances import check_norm_answer, psd, random_restrictions
 
 import cmab_milp as cm
 from cmab_milp.oracles.norm import minus_paths
-from cmab_milp.oracles.norm.minus_paths import shortest_length
 from cmab_milp.oracles.norm.paths_chord import ChordNorm, chord
+from cmab_milp.oracles.norm.paths_cuts import shortest_length
 from cmab_milp.oracles.norm.scaling import arms_bound
 from cmab_milp.oracles.norm.solver import last_stats
 
@@ -133,7 +133,7 @@ def test_bad_input_is_refused():
 
 
 @pytest.mark.parametrize(("chord_on", "lazy"), [(False, False), (True, False), (True, True)])
-def test_answers_match_brute_force_with_each_bound(monkeypatch, chord_on, lazy):
+def test_answers_match_brute_force_with_each_bound(chord_on, lazy):
     """The chord form on or off (``M_r`` then), the lazy s-t cuts on or off: exact answers, restrictions included."""
     for name in ("grid-3x4", "digraph", "wheel"):
         space, paths = space_and_paths(name)

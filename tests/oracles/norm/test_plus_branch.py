@@ -25,7 +25,7 @@ def values(actions: np.ndarray, mu, M, f) -> np.ndarray:
 
 
 @pytest.mark.parametrize("family", BRANCH)
-def test_answers_match_brute_force(family, monkeypatch):
+def test_answers_match_brute_force(family):
     oracle, actions = oracle_and_actions(family, plus_branch="always")
     rng = np.random.default_rng([len(family), 31])
     for k, f in enumerate([0.1, 0.5, 2.0, 5.0, 1.0, 0.3]):
@@ -49,7 +49,7 @@ def indefinite(rng: np.random.Generator, d: int) -> np.ndarray:
 
 
 @pytest.mark.parametrize("family", BRANCH)
-def test_indefinite_M_is_bounded_on_its_psd_majorant_and_answers_match_brute_force(family, monkeypatch):
+def test_indefinite_M_is_bounded_on_its_psd_majorant_and_answers_match_brute_force(family):
     """The index is ``mu @ a + f sqrt(max(a @ M @ a, 0))``; with ``M`` not definite the branch bounds on
     :func:`psd_majorant` and values on ``M`` (before, the outer approximation served: ~65 ms against ~9 ms on the
     crew problem's SROQ-C pair queries just after its warm-up)."""
@@ -72,10 +72,9 @@ def test_indefinite_M_is_bounded_on_its_psd_majorant_and_answers_match_brute_for
     ("family", "method"),
     [("spanning-trees", "branch-concave"), ("graphic", "branch-concave"), ("cardinality", "oa-quadratic-form")],
 )
-def test_the_branch_serves_spaces_whose_milp_needs_lazy_cuts(family, method, monkeypatch):
+def test_the_branch_serves_spaces_whose_milp_needs_lazy_cuts(family, method):
     """The dispatch proper (the budgeted trial of the branch elsewhere is off here: tested below)."""
-    monkeypatch.setattr(solver, "_PLUS_BRANCH_TRY", 0)
-    oracle, actions = oracle_and_actions(family)
+    oracle, actions = oracle_and_actions(family, plus_branch_try=0)
     rng = np.random.default_rng(5)
     mu, M = rng.uniform(0, 1, oracle.d), psd(rng, oracle.d)
     answer = oracle.argmax_norm(mu, M, 1.0, 1)
@@ -142,17 +141,14 @@ def test_answers_repeat_whatever_was_solved_before():
     assert last_stats(oracle).extra["nodes"] == nodes
 
 
-def test_the_step_budget_is_read_when_the_branch_runs(monkeypatch):
-    """``_STEPS`` set on the module takes effect (it was captured as a default argument, so setting it did nothing)."""
-    from cmab_milp.oracles.norm import plus_branch
-
-    oracle, actions = oracle_and_actions("spanning-trees")
+def test_the_step_budget_is_read_when_the_branch_runs():
+    """The option ``concave_steps`` takes effect where the branch runs."""
     rng = np.random.default_rng(17)
-    mu, M = rng.uniform(0, 1, oracle.d), psd(rng, oracle.d)
-    monkeypatch.setattr(plus_branch, "_TUNE_AFTER", 0)
     per_node = {}
     for steps in (0, 12):
-        monkeypatch.setattr(plus_branch, "_STEPS", steps)
+        oracle, actions = oracle_and_actions("spanning-trees", concave_tune_after=0, concave_steps=steps)
+        if steps == 0:
+            mu, M = rng.uniform(0, 1, oracle.d), psd(rng, oracle.d)
         check_norm_answer(actions, oracle.argmax_norm(mu, M, 2.0, 1), {}, mu, M, 2.0, 1)
         assert last_stats(oracle).method == "branch-concave"
         stats = last_stats(oracle).extra
@@ -197,44 +193,31 @@ def test_the_approximate_search_stops_on_a_bound_found_after_its_nodes_were_keye
 
 
 @pytest.mark.parametrize("tune_after", [2, 8])
-def test_approximate_answers_stopped_by_the_tuned_root_are_within_their_ratio(tune_after, monkeypatch):
-    """With ``norm_gap`` the root is tuned after ``_TUNE_AFTER_APPROXIMATE`` nodes, the tuning stops once its bound
-    settles the query, and the search may stop on that bound: the answers stay within their proven ratio of the
-    optimum (brute force), and the exact mode waits ``_TUNE_AFTER`` nodes."""
+def test_approximate_answers_stopped_by_the_tuned_root_are_within_their_ratio(tune_after):
+    """With ``norm_gap`` the root is tuned after ``concave_tune_after_approximate`` nodes, the tuning stops once its
+    bound settles the query, and the search may stop on that bound: the answers stay within their proven ratio of the
+    optimum (brute force), and the exact mode waits ``concave_tune_after`` nodes."""
     import networkx as nx
 
-    from cmab_milp.oracles.norm import plus_branch
-
-    monkeypatch.setattr(plus_branch, "_TUNE_AFTER_APPROXIMATE", tune_after)
-    monkeypatch.setattr(plus_branch, "_TUNE_AFTER", 1000)
-    tuned_at = []
-    original = ConcaveBranch.tune
-
-    def tune(self):
-        tuned_at.append(self.nodes)
-        original(self)
-
-    monkeypatch.setattr(ConcaveBranch, "tune", tune)
+    tuning = {"concave_tune_after_approximate": tune_after, "concave_tune_after": 1000}
     space = cm.SpanningTrees(nx.convert_node_labels_to_integers(nx.grid_2d_graph(3, 4)))
     actions = space.enumerate()
     rng = np.random.default_rng(19)
     stopped_by_the_root = 0
     for gap in (0.02, 0.05, 0.1):
-        oracle = cm.make_oracle(space, "highs", norm_gap=gap)
+        oracle = cm.make_oracle(space, "highs", norm_gap=gap, tuning=tuning)
         for _ in range(4):
             mu, M = rng.uniform(0, 1, space.d), psd(rng, space.d)
             best = float(values(actions, mu, M, 3.0).max())
-            tuned_at.clear()
             got = float(values(oracle.argmax_norm(mu, M, 3.0, 1)[None, :], mu, M, 3.0)[0])
             nodes = last_stats(oracle).extra["nodes"]
-            assert tuned_at == ([tune_after] if nodes >= tune_after else [])
+            assert last_stats(oracle).extra.get("tuned_at") == (tune_after if nodes >= tune_after else None)
             stopped_by_the_root += nodes == tune_after
             assert got >= (1 - gap) * best - 1e-9 and got >= oracle.proven_ratio * best - 1e-9
     assert stopped_by_the_root  # the case this test is about happened
-    exact = cm.make_oracle(space, "highs")
-    tuned_at.clear()
+    exact = cm.make_oracle(space, "highs", tuning=tuning)
     exact.argmax_norm(mu, M, 3.0, 1)
-    assert tuned_at == []  # (fewer than 1000 nodes)
+    assert "tuned_at" not in last_stats(exact).extra  # (fewer than 1000 nodes)
 
 
 def test_the_time_limit_stops_the_branch(monkeypatch):
@@ -271,7 +254,7 @@ def test_norm_gap_answers_are_within_their_proven_ratio():
 
 
 @pytest.mark.slow
-def test_trees_8x8_agree_with_the_outer_approximation(monkeypatch):
+def test_trees_8x8_agree_with_the_outer_approximation():
     """At d = 112 no brute force: the branch and the outer approximation (independent methods) agree."""
     import networkx as nx
 
@@ -316,13 +299,12 @@ def test_diagonal_shift_keeps_the_psd_order_and_beats_the_uniform_one(above):
 
 @pytest.mark.parametrize("family", ["cardinality", "partition", "matchings-general"])
 @pytest.mark.parametrize("budget", [1, 100])
-def test_the_branch_tries_first_where_the_outer_approximation_serves(family, budget, monkeypatch):
+def test_the_branch_tries_first_where_the_outer_approximation_serves(family, budget):
     """On spaces the outer approximation serves, the concave branch tries first with a node budget: easy
     queries end there, the others go on to the outer approximation with the branch's incumbent (a budget of
     one node forces the hand-over). Either way the answer is the best action (brute force)."""
-    monkeypatch.setattr(solver, "_PLUS_BRANCH_TRY", budget)
     # (with fractional matchings the branch serves general matchings)
-    oracle, actions = oracle_and_actions(family, fractional_matchings=False)
+    oracle, actions = oracle_and_actions(family, fractional_matchings=False, plus_branch_try=budget)
     rng = np.random.default_rng([len(family), budget, 3])
     methods = set()
     for trial in range(12):
@@ -337,9 +319,8 @@ def test_the_branch_tries_first_where_the_outer_approximation_serves(family, bud
     assert "oa-quadratic-form" in methods if budget == 1 else "branch-concave" in methods
 
 
-def test_without_a_trial_the_outer_approximation_serves_alone(monkeypatch):
-    monkeypatch.setattr(solver, "_PLUS_BRANCH_TRY", 0)
-    oracle = cm.make_oracle(cm.Cardinality(8, 3), "highs")
+def test_without_a_trial_the_outer_approximation_serves_alone():
+    oracle = cm.make_oracle(cm.Cardinality(8, 3), "highs", tuning={"plus_branch_try": 0})
     rng = np.random.default_rng(4)
     oracle.argmax_norm(rng.uniform(0, 1, 8), psd(rng, 8), 0.5, 1)
     assert last_stats(oracle).method == "oa-quadratic-form" and "tried_nodes" not in last_stats(oracle).extra

@@ -135,36 +135,33 @@ def test_crew_like_queries_match_brute_force(family):
         assert answers[1].tolist() == answers[2].tolist()  # same query, same hints: same answer
 
 
-def test_the_first_incumbent_reaches_the_optimum_where_one_ascent_does_not(monkeypatch):
+def test_the_first_incumbent_reaches_the_optimum_where_one_ascent_does_not():
     """On crew-like matchings of K(4, 5) the restarts and swaps find the optimum before any MILP.
 
     Counted over 12 queries: the plain ascent misses some optima that the full first incumbent finds,
     and with it the query needs a single outer-approximation MILP more often.
     """
     space = cm.Matchings(nx.complete_bipartite_graph(4, 5))
-    oracle = cm.make_oracle(space, "highs")
+    plain = {"plus_restart_budget": 0, "plus_local_checks": 0}
+    oracles = {"plain": cm.make_oracle(space, "highs", tuning=plain), "full": cm.make_oracle(space, "highs")}
     actions = cm.make_oracle(space, "enumerate").actions
     rng = np.random.default_rng(19)
     hits = {"plain": 0, "full": 0}
     for _ in range(12):
         mu, M, f = crew_like(rng, space.d)
         best = values_of(actions, mu, M, f).max()
-        query = oracle.norm_query(mu, M, f)
-        for name, budget, local in (("plain", 0, False), ("full", 60, True)):
-            monkeypatch.setattr(norm_solver, "_RESTART_BUDGET", budget)
-            monkeypatch.setattr(norm_solver, "_PLUS_LOCAL_CHECKS", 40 if local else 0)
-            _, value = norm_solver.NormSolver(oracle, query)._first_incumbent_plus()
+        for name, oracle in oracles.items():
+            _, value = norm_solver.NormSolver(oracle, oracle.norm_query(mu, M, f))._first_incumbent_plus()
             hits[name] += value >= best - 1e-9 * (1 + abs(best))
     assert hits["full"] > hits["plain"]  # measured: 12 against 9
     assert hits["full"] >= 11
 
 
 @pytest.mark.parametrize(("family", "restarts"), [("cardinality", True), ("spanning-trees", False)])
-def test_restarts_only_where_linear_queries_are_lps_and_options_are_restored(family, restarts, monkeypatch):
+def test_restarts_only_where_linear_queries_are_lps_and_options_are_restored(family, restarts):
     """Trees (lazy rows) skip the restarts; after the query the norm model has HiGHS's presolve back (the
     outer approximation's first incumbent: the branch's trial is off)."""
-    monkeypatch.setattr(norm_solver, "_PLUS_BRANCH_TRY", 0)
-    oracle, actions = oracle_and_actions(family)
+    oracle, actions = oracle_and_actions(family, plus_branch_try=0)
     mu, M, f = crew_like(np.random.default_rng(23), oracle.d)
     model = oracle.norm_model()
     before = model.h.getOptionValue("presolve")[1]

@@ -13,7 +13,7 @@ from test_minus_paths import GRAPHS, random_path_node, space_and_actions
 import cmab_milp as cm
 from cmab_milp.oracles.backends.highs_model import LimitReached
 from cmab_milp.oracles.mip.tuning import HighsTuning
-from cmab_milp.oracles.norm import plus_paths, solver
+from cmab_milp.oracles.norm import solver
 from cmab_milp.oracles.norm.lifting import quadratic_form_bounds
 from cmab_milp.oracles.norm.minus_paths import _Node
 from cmab_milp.oracles.norm.overestimator import shifted_form
@@ -111,7 +111,7 @@ def test_a_node_holding_one_action_is_bounded_by_its_index(name):
         assert proven(bound, value), (name, trial, bound, value)
 
 
-def test_the_8x8_grid_agrees_with_the_outer_approximation(monkeypatch):
+def test_the_8x8_grid_agrees_with_the_outer_approximation():
     """bench/norm_large.py's s-t family (d = 112), f = 0.1, restricted and not: the same values as the outer
     approximation's MILPs (the former method), with fewer than 100 nodes."""
     import networkx as nx
@@ -203,12 +203,11 @@ def test_a_wrong_star_count_is_caught():
     assert not np.allclose(np.einsum("ni,ij,nj->n", paths, B, paths) + paths @ wrong, quad)
 
 
-def test_the_size_form_can_be_switched_off(monkeypatch):
+def test_the_size_form_can_be_switched_off():
     space, _, actions = space_and_actions("grid-3x4")
     rng = np.random.default_rng(5)
     mu, M = rng.uniform(0, 1, space.d), _correlated(rng, space.d)
-    monkeypatch.setattr(plus_paths, "_VERTEX_TAUS", ())
-    tuning = HighsTuning(paths_size_form=False)
+    tuning = HighsTuning(paths_size_form=False, paths_vertex_taus=())
     assert len(_branch(space, mu, M, 1.0, tuning).concave) == 1
     answer = cm.make_oracle(space, "highs", tuning=tuning).argmax_norm(mu, M, 1.0, 1)
     best = float(values(actions, mu, M, 1.0).max())

@@ -18,10 +18,12 @@ from instances import (
     random_restrictions,
 )
 
+from cmab_milp.oracles.mip.tuning import HighsTuning
 from cmab_milp.oracles.norm import plus_branch
 from cmab_milp.oracles.norm.minus_branch import _Node
 from cmab_milp.oracles.norm.plus_branch import ConcaveBranch
 from cmab_milp.oracles.norm.shifts import diagonal_shift, weighted_diagonal
+from cmab_milp.oracles.norm.solver import last_stats
 
 FAMILIES = ["graphic", "spanning-trees", "matchings-bipartite", "matchings-general", "perfect-bipartite"]
 
@@ -51,10 +53,9 @@ def test_a_weighted_diagonal_without_weight_is_the_largest_eigenvalue():
 
 
 @pytest.mark.parametrize("family", FAMILIES)
-def test_the_tuned_root_and_its_node_forms_bound_every_action_of_their_node(family, monkeypatch):
+def test_the_tuned_root_and_its_node_forms_bound_every_action_of_their_node(family):
     """The tuned root bound lies between the best action and the untuned bound; each node's form (the
     tuned root lowered on the node's free arms) bounds the node's actions (brute force)."""
-    monkeypatch.setattr(plus_branch, "_REFORM", 0.99)
     oracle, actions = oracle_and_actions(family)
     d = oracle.d
     rng = np.random.default_rng([len(family), 17])
@@ -62,7 +63,8 @@ def test_the_tuned_root_and_its_node_forms_bound_every_action_of_their_node(fami
     for trial in range(8):
         mu, M, f = rng.uniform(-0.2, 1, d), correlated(rng, d), float(rng.choice([0.3, 1.0, 3.0]))
         best = float(norm_values(actions, mu, M, f, 1).max())
-        search = ConcaveBranch(oracle.space, oracle.norm_query(mu, M, f, 1), np.arange(d), None, None)
+        query = oracle.norm_query(mu, M, f, 1)
+        search = ConcaveBranch(oracle.space, query, np.arange(d), None, None, HighsTuning(concave_reform=0.99))
         root = _Node(-np.inf, 0, np.zeros(d, bool), np.zeros(d, bool))
         before, _ = search.relax(root, early=False, steps=plus_branch._TUNE_STEPS)
         search.tune()
@@ -83,23 +85,16 @@ def test_the_tuned_root_and_its_node_forms_bound_every_action_of_their_node(fami
 
 
 @pytest.mark.parametrize("family", FAMILIES)
-def test_tuning_from_the_first_node_answers_like_enumeration(family, monkeypatch):
-    monkeypatch.setattr(plus_branch, "_TUNE_AFTER", 1)
-    tuned = []
-    tune = ConcaveBranch.tune
-
-    def counting(self):
-        tuned.append(1)
-        tune(self)
-
-    monkeypatch.setattr(ConcaveBranch, "tune", counting)
-    oracle, actions = oracle_and_actions(family, plus_branch="always")
+def test_tuning_from_the_first_node_answers_like_enumeration(family):
+    tuned = 0
+    oracle, actions = oracle_and_actions(family, plus_branch="always", concave_tune_after=1)
     rng = np.random.default_rng([len(family), 23])
     for trial in range(10):
         mu, M, f = rng.uniform(-0.5, 1, oracle.d), correlated(rng, oracle.d), float(rng.choice([0.3, 1.0, 3.0, 10.0]))
         res = random_restrictions(rng, actions, trial % 3)
         check_norm_answer(actions, oracle.argmax_norm(mu, M, f, 1, **res), res, mu, M, f, 1, (family, trial))
-    assert len(tuned) >= 3  # the searches that took a second node tuned
+        tuned += "tuned_at" in last_stats(oracle).extra
+    assert tuned >= 3  # the searches that took a second node tuned
 
 
 def test_a_non_concave_node_form_is_caught(monkeypatch):
@@ -117,4 +112,4 @@ def test_a_non_concave_node_form_is_caught(monkeypatch):
 
     monkeypatch.setattr(ConcaveBranch, "_lower_on", too_low)
     with pytest.raises(AssertionError):
-        test_the_tuned_root_and_its_node_forms_bound_every_action_of_their_node("matchings-bipartite", monkeypatch)
+        test_the_tuned_root_and_its_node_forms_bound_every_action_of_their_node("matchings-bipartite")

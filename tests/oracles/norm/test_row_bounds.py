@@ -63,7 +63,7 @@ def test_spaces_without_a_cheap_algorithm_keep_the_sorted_rows(family):
 
 
 @pytest.mark.parametrize("family", ["matchings-bipartite", "partition", "spanning-trees"])
-def test_sign_plus_answers_match_brute_force_with_either_bounds(family, monkeypatch):
+def test_sign_plus_answers_match_brute_force_with_either_bounds(family):
 
     rng = np.random.default_rng([len(family), 9])
     for exact in (True, False):  # plus_branch off: the outer approximation, the lifting's user

@@ -1,0 +1,124 @@
+"""Sign -1 by piecewise secants over the quadratic form: MILPs whose secants bound every action in a window.
+
+On the lifting of :meth:`~.lifting.Lifted.glover` (the model's ``L`` reaches ``a @ M @ a`` and never goes
+below it), a column ``w`` standing for ``-f sqrt(L)`` is capped by the secants of :mod:`.secants` on
+``[lo, hi]``: ``-f sqrt`` is convex, so its secants lie above it and the MILP's bound is an upper bound on the
+index of every action with ``L`` in the window. The window's top (:func:`~.secants.window_top`) leaves out only
+actions that cannot beat the incumbent. Each MILP answer's ``L`` becomes a breakpoint (the secants then value it
+exactly) until the bound meets the best true value; a better incumbent narrows the window and the secants are
+rebuilt. The convex cuts of :mod:`.cuts` (on ``L``) and, for a positive definite ``M``, the gradient cuts of
+:mod:`.gradient` (on ``w``, by a row) and the space's root cuts tighten the relaxation before the first MILP.
+Gaps left by solver noise are closed by setting exactly valued actions aside (:class:`~.cuts.Exclusions`).
+
+Example
+-------
+>>> import numpy as np
+>>> import cmab_milp as cm
+>>> oracle = cm.make_oracle(cm.Cardinality(4, 2), "highs", tuning={"minus_branch": False})
+>>> mu, M = np.array([0.5, 0.0, 0.6, 0.55]), np.diag([1.0, 4.0, 0.25, 0.0])
+>>> oracle.argmax_norm(mu, M, 1.0, sign=-1).astype(int), oracle.last_norm_stats.method
+(array([0, 0, 1, 1]), 'secants-quadratic-form')
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..backends.highs_model import CompiledModel
+from ..core.base import OracleError
+from .cuts import ConvexCuts, Exclusions
+from .gradient import GradientCuts, positive_definite, well_scaled
+from .lifting import Lifted
+from .scaling import proven
+from .secants import PiecewiseSqrt, sqrt_grid, window_top
+
+__all__ = ["SecantsMinus"]
+
+#: MILP solves of the piecewise-secant method (sign -1) before the query is declared unproven.
+_MAX_SECANT_SOLVES = 500
+#: LP-relaxation rounds of convex-reformulation cuts on ``L`` before the first secant MILP,
+#: at most one per free arm.
+_CONVEX_ROUNDS = 30
+#: LP-relaxation rounds of gradient cuts on the norm before the first secant MILP (``M`` definite).
+_GRADIENT_ROUNDS = 30
+#: Initial secant pieces (sign -1), even in ``sqrt(L)`` (with the gradient cuts capping the same column, few win).
+_SECANT_PIECES = 4
+#: Steepest objective slope ``f / sqrt(p)`` of a first secant ``[0, p]`` (sign -1): a steeper one
+#: multiplies HiGHS's row tolerance (1e-9) into the objective.
+_MAX_SLOPE = 1e4
+#: Alternations of the space's root cuts and the gradient cuts before the first secant MILP.
+_SPACE_CUT_PASSES = 3
+
+
+class SecantsMinus:
+    """Sign -1's piecewise secants, a method of :class:`~.solver.NormSolver` (a mixin)."""
+
+    def _secants_minus(
+        self, model: CompiledModel, lin: np.ndarray, top: float, best: np.ndarray, best_value: float
+    ) -> tuple[np.ndarray | None, float]:
+        """The secant MILPs from the incumbent ``best`` (``lin``: the linear argmax; ``top``: no action's
+        ``mu @ a`` exceeds it)."""
+        q, f = self.query, self.query.f
+        lo = min(self.l_lo, 0.0)
+        lift = Lifted.glover(model, self, l_bounds=(lo, self.l_hi))
+        convex = ConvexCuts(self, side=-1, rounds=min(_CONVEX_ROUNDS, len(self.arms)))
+        w = lift.s  # the model's -f sqrt(L): capped by the secants and the gradient cuts
+        model.set_col_cost(w, 1.0)
+        gradient = GradientCuts(q.M, self.arms, f) if well_scaled(q) and positive_definite(q.M, self.arms) else None
+        if gradient is not None:
+            gradient.add(model, w, lin)
+            gradient.add(model, w, best)
+        excluded = Exclusions(self)
+        points = {self.quadratic_form(lin), self.quadratic_form(best)}  # breakpoints when in the window
+        secants: PiecewiseSqrt | None = None
+        least = (f / _MAX_SLOPE) ** 2  # no breakpoint in (0, least): slopes stay above -_MAX_SLOPE
+        bound = best_value
+        solves = 0
+        for _ in range(_MAX_SECANT_SOLVES):
+            if secants is None:  # (re)build the secants on the incumbent's window
+                hi = window_top(self.l_hi, top, best_value, f)
+                if hi <= lo:  # no action can beat the incumbent
+                    break
+                model.set_col_bounds(lift.L, lo, hi)
+                grid = sqrt_grid(lo, hi, _SECANT_PIECES, points, least)
+                secants = PiecewiseSqrt(model, lift.L, f, grid, least, link=w)
+                if solves == 0:
+                    convex.separate(model, lift.L)
+                    if gradient is not None:
+                        gradient.separate(model, w, _GRADIENT_ROUNDS)
+                    for _ in range(_SPACE_CUT_PASSES):  # the space's rows and the norm's, in turn
+                        if not self._space_cuts(model) or gradient is None:
+                            break
+                        gradient.separate(model, w, _GRADIENT_ROUNDS)
+            solves += 1
+            found = self._solve(model, excluded.start(best))
+            if found is None:  # no action left in the window
+                bound = best_value
+                break
+            action, result = found
+            value = q.value(action)
+            bound = result.bound  # the secants' constant is in their link row
+            improved = value > best_value
+            if improved:
+                best, best_value = action, value
+            if self.settled(bound, best_value):
+                break
+            l_star = self.quadratic_form(action)
+            points.add(l_star)
+            if proven(value + f * secants.overshoot(l_star), value) or not secants.can_split(l_star):
+                # The secants value this action at its true index (up to the tolerance), so
+                # the gap is solver noise: set it aside, exactly valued, and solve again.
+                excluded.add(model, action)
+            elif improved:  # a better incumbent narrows the window: rebuild the secants
+                secants.remove()
+                secants = None
+            else:
+                secants.add_point(l_star)
+        else:
+            raise OracleError("norm piecewise secants over the quadratic form did not converge")
+        self.stats.extra["secant_solves"] = solves
+        self.stats.extra["excluded"] = excluded.count
+        self.stats.extra["convex_cuts"] = convex.cuts
+        self.stats.extra["gradient_cuts"] = 0 if gradient is None else gradient.cuts
+        self.stats.extra["pieces"] = 0 if secants is None else len(secants.points) - 1
+        return best, max(bound, best_value)
