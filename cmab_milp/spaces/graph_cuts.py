@@ -37,7 +37,6 @@ _FLOW_INF = 2**30
 _SEP_TOL = 1e-6
 #: Max-flow runs per separation call (most violated sets are found by the first ones).
 MAX_FLOWS_PER_CALL = 400
-SPARSE_TREE_CUTS = True
 
 
 def _source_side(n: int, tails: np.ndarray, heads: np.ndarray, caps: np.ndarray, source: int, sink: int):
@@ -67,12 +66,13 @@ class _FlowNetwork:
 class GraphCuts:
     """Subtour and s-t cut rows of a graph space (a mixin; see the module docstring)."""
 
-    #: Spanning trees (``sum a = n - 1``) may write ``a(E(S)) <= |S| - 1`` as ``a(E) - a(E(S)) >= n - |S|``.
+    #: Spanning trees (``sum a = n - 1``) may write ``a(E(S)) <= |S| - 1`` as ``a(E) - a(E(S)) >= n - |S|``
+    #: (their ``sparse_cuts`` option).
     _complement_cuts = False
 
     def _on_tree_plane(self, x: np.ndarray) -> bool:
         """Whether both forms of a subtour row are violated alike at ``x`` (spanning trees, ``sum x = n - 1``)."""
-        return self._complement_cuts and SPARSE_TREE_CUTS and abs(float(np.sum(x)) - (self.n_nodes - 1)) <= 1e-9
+        return self._complement_cuts and abs(float(np.sum(x)) - (self.n_nodes - 1)) <= 1e-9
 
     def _subtour_row(self, node_mask: np.ndarray, sparse: bool = False) -> Row:
         """``a(E(S)) <= |S| - 1``; with ``sparse``, for spanning trees, written on the side with fewer entries.

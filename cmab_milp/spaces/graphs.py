@@ -19,30 +19,40 @@ Exactness of the formulations:
   s-t path plus vertex-disjoint cycles; the same forest cut (valid because a
   simple path is a forest) removes any cycle, so the loop ends on a simple
   path. On a DAG no cycle exists and the flow LP is integral. On undirected
-  graphs (:data:`ORIENTED_PATHS`) ``d`` continuous columns orient the chosen
+  graphs (option ``oriented``, default on) ``d`` continuous columns orient the chosen
   edges as a unit flow from ``s`` to ``t``: the degree rows alone let the LP
-  put its unit on two dead-end stubs at ``s`` and ``t`` (bound -0.73 against a
-  shortest path of -11.8 on a 17x17 grid); with the flow every s-t cut holds
+  put its unit on two dead-end stubs at ``s`` and ``t``; with the flow every s-t cut holds
   1 and shortest-path LPs are exact. The columns are ``aux_optional`` (dropped
   for solvers that take integer columns only). On LP points the
   connectivity cuts ``a(delta(S)) >= a(delta(v))`` for ``v in S``, ``s, t``
   outside ``S`` (directed: ``a(delta_in(S)) >= a(delta_in(v))``, ``s`` outside)
   are separated by min cuts: a path through ``v`` enters ``S`` (and leaves it).
-* optionally (:data:`FLOW_FORMULATION`) trees, forests and cyclic paths get
+* optionally (option ``flow``) trees, forests and cyclic paths get
   single-commodity flow rows on extra columns, which make every integer point
   an action without lazy cuts; they are marked ``aux_exact_only`` so root cuts
   are separated on the LP without them.
 * matchings use degree rows; they are integral as LPs on bipartite graphs.
 
-Speed-ups that change no answer's value: s-t paths from :data:`START_MIN_ARMS`
-edges (:data:`PATH_DIRECTED_MIN_ARCS` arcs on digraphs with cycles, which get
-root cuts from that size too) name a MIP-start heuristic (:mod:`~cmab_milp.oracles.mip.graph_starts`, used
-by :mod:`~cmab_milp.oracles.mip.starts`, which also fixes out the edges that
-Lagrangian walk bounds prove no better path uses), and path
+Speed-ups that change no answer's value: s-t paths with at least ``cuts_min_edges``
+edges (digraphs with cycles: ``min(cuts_min_edges, cuts_min_arcs)`` arcs) get
+the LP separators (root cuts); every s-t path space names a MIP-start heuristic
+(:mod:`~cmab_milp.oracles.mip.graph_starts`, used by the ``highs`` backend from
+the sizes in its :class:`~cmab_milp.oracles.mip.tuning.HighsTuning`), and path
 queries whose weights are all <= 0 may skip the root cuts
 (``solver_hints["root_cuts"]``; the ``highs`` option ``root_cuts_nonpositive``); spanning
 trees write a subtour row of a large set on its sparse side
-``a(E) - a(E(S)) >= n - |S|`` (equal to the dense row on ``sum a = n - 1``).
+``a(E) - a(E(S)) >= n - |S|`` (option ``sparse_cuts``; equal to the dense row on ``sum a = n - 1``).
+
+Every option is a keyword of the constructor (and a key of a problem file's ``[space]`` table),
+checked before anything is built:
+
+>>> import networkx as nx
+>>> STPaths(nx.cycle_graph(4), 0, 2, oriented=False).formulation().n_aux
+2
+>>> STPaths(nx.cycle_graph(4), 0, 2, flow="yes")
+Traceback (most recent call last):
+...
+ValueError: flow must be true or false, got 'yes'
 
 Example
 -------
@@ -71,36 +81,27 @@ from .labels import ArmLabels
 
 __all__ = ["GraphicMatroid", "Matchings", "STPaths", "SpanningTrees"]
 
-#: Add the single-commodity flow rows (trees, forests, paths on cyclic graphs) to formulations built from now on.
-#: Off by default: with root cuts they did not pay on the measured families (forests 40x slower), and their
-#: columns put a 20x20 grid past the size-limited Gurobi licence (bench/graphs_large.py, variant highs-flow).
-FLOW_FORMULATION = False
-#: Give paths of undirected graphs an orientation (a unit flow from s to t on the chosen edges; d columns):
-#: the LP of the degree model alone puts its unit on two dead-end stubs at s and t.
-ORIENTED_PATHS = True
-#: Paths on graphs with fewer edges get no fractional separator (no root cuts): a space-only rule (the tie rule
-#: holds). Measured side by side: root cuts made 5x5-grid paths (40 edges, bench/oracle.py) 2.4x slower and
-#: 10x10-grid longest paths (180 edges) 1.9x faster.
-PATH_ROOT_CUTS_MIN_EDGES = 100
-#: HiGHS options of path MILPs on cyclic graphs (``Formulation.solver_hints``): after the root cuts HiGHS's own
-#: cut generation dominated path solves (4,781 cuts in 1.2 s of one 1.7 s solve); a smaller cut pool
-#: measured ~1.25x faster on longest paths of a 10x10 grid (bench/graphs_large.py).
+#: HiGHS options of path MILPs on cyclic graphs (``Formulation.solver_hints``): a smaller cut pool than HiGHS's
+#: default (its own cut generation dominated path solves after the root cuts; docs/performance.md, "Graphs").
 PATH_HIGHS_HINTS: dict[str, object] = {"mip_pool_soft_limit": 200}
 #: HiGHS options of the path queries (cyclic graphs) with some positive weight, set per query
 #: (``solver_hints["highs_positive_costs"]``, read by :func:`~cmab_milp.oracles.mip.starts.prepare_query`; a
-#: rule of the query alone). Without restarts the lazy loop of longest 10x10-grid paths measured 1.4-1.7x faster
-#: (sum and max of 12 queries); shortest paths under a resource row were 2x slower without them, hence per query.
+#: rule of the query alone): no restarts (docs/performance.md, "Graphs").
 PATH_POSITIVE_HIGHS_HINTS: dict[str, object] = {"mip_allow_restart": False}
-#: Paths on graphs with fewer edges get no MIP start (:mod:`~cmab_milp.oracles.mip.graph_starts`): a space-only rule,
-#: as for the root cuts (their queries solve in milliseconds).
-START_MIN_ARMS = 100
-#: Paths on directed graphs with cycles pass both gates above from this many arcs (when the gate is higher): their
-#: LP is weaker (root gaps of 6-12% on 6x6-grid digraphs with both directions of every edge, against ~1% on the
-#: undirected 10x10 grid), so root cuts, starts and the candidate hooks pay on smaller graphs. Measured side by
-#: side, longest paths (weights uniform on [0.1, 1]): the 5x5-grid digraph (80 arcs), 10 queries, total 15.3 ->
-#: 4.1 s (root cuts alone 12.5 s, starts alone 15.1 s); a random digraph of 40 arcs 85 -> 74 ms for 15 queries
-#: (slowest 39 -> 12 ms); the 3x3-grid digraph (24 arcs) was slower with them (73 -> 93 ms).
-PATH_DIRECTED_MIN_ARCS = 40
+
+
+def _flag(name: str, value: Any) -> bool:
+    """A formulation option that must be ``True`` or ``False``."""
+    if not isinstance(value, bool | np.bool_):
+        raise ValueError(f"{name} must be true or false, got {value!r}")
+    return bool(value)
+
+
+def _count(name: str, value: Any) -> int:
+    """A size threshold: a non-negative integer."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
+        raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+    return int(value)
 
 
 class _GraphSpace(GraphCuts, ActionSpace):
@@ -196,12 +197,20 @@ class _GraphSpace(GraphCuts, ActionSpace):
 class GraphicMatroid(_GraphSpace):
     """Forests (acyclic edge sets) of an undirected graph.
 
+    ``flow=True`` adds single-commodity flow rows on extra columns (every integer point is then a forest
+    without lazy cuts); off by default (slower where measured: docs/performance.md, "Graphs").
+
     >>> import networkx as nx
     >>> GraphicMatroid(nx.complete_graph(3)).m
     2
+    >>> GraphicMatroid(nx.complete_graph(3), flow=True).formulation().n_aux
+    12
     """
 
-    def __init__(self, graph: Any, *, labels: Iterable[Hashable] | None = None):
+    helpers = (*_GraphSpace.helpers, "flow")
+
+    def __init__(self, graph: Any, *, flow: bool = False, labels: Iterable[Hashable] | None = None):
+        self.flow = _flag("flow", flow)
         super().__init__(graph, labels=labels)
 
     def _max_arms(self) -> int:
@@ -224,7 +233,7 @@ class GraphicMatroid(_GraphSpace):
             separators=[self.separate_cycles],
             fractional_separators=[self.separate_subtours_lp],
         )
-        if FLOW_FORMULATION:
+        if self.flow:
             self._add_forest_flow(f)
         return f
 
@@ -248,14 +257,26 @@ class GraphicMatroid(_GraphSpace):
 class SpanningTrees(_GraphSpace):
     """Spanning trees of a connected undirected graph.
 
+    Options of the formulation (the actions are the same either way): ``flow=True`` adds single-commodity
+    flow rows (off by default, as for :class:`GraphicMatroid`); ``sparse_cuts`` (default ``True``) writes a
+    subtour row of a large node set ``S`` on its sparse side ``a(E) - a(E(S)) >= n - |S|`` (equal to the
+    dense row on ``sum a = n - 1``).
+
     >>> import networkx as nx
     >>> len(SpanningTrees(nx.complete_graph(4)).enumerate())
     16
+    >>> SpanningTrees(nx.complete_graph(4), sparse_cuts=False).sparse_cuts
+    False
     """
 
-    _complement_cuts = True
+    helpers = (*_GraphSpace.helpers, "flow", "sparse_cuts")
 
-    def __init__(self, graph: Any, *, labels: Iterable[Hashable] | None = None):
+    def __init__(
+        self, graph: Any, *, flow: bool = False, sparse_cuts: bool = True, labels: Iterable[Hashable] | None = None
+    ):
+        self.flow = _flag("flow", flow)
+        self.sparse_cuts = _flag("sparse_cuts", sparse_cuts)
+        self._complement_cuts = self.sparse_cuts
         super().__init__(graph, labels=labels)
         if not nx.is_connected(graph):
             raise ValueError("SpanningTrees needs a connected graph")
@@ -280,7 +301,7 @@ class SpanningTrees(_GraphSpace):
         f = Formulation(
             d=self.d, rows=rows, separators=[self.separate_cycles], fractional_separators=[self.separate_subtours_lp]
         )
-        if FLOW_FORMULATION:  # node 0 sends one unit to every other node: integer points are connected
+        if self.flow:  # node 0 sends one unit to every other node: integer points are connected
             self._add_flow(f, 0, n1, {v: (1.0, (), ()) for v in range(1, self.n_nodes)})
         return f
 
@@ -294,9 +315,28 @@ class STPaths(_GraphSpace):
     [[0, 1, 0, 0], [1, 0, 1, 0]]
     """
 
-    helpers = (*_GraphSpace.helpers, "source", "target", "directed", "path_nodes", "path_edges")
+    helpers = (
+        *_GraphSpace.helpers,
+        *("source", "target", "directed", "path_nodes", "path_edges"),
+        *("oriented", "flow", "cuts_min_edges", "cuts_min_arcs"),
+    )
 
-    def __init__(self, graph: Any, source: Any, target: Any, *, labels: Iterable[Hashable] | None = None):
+    def __init__(
+        self,
+        graph: Any,
+        source: Any,
+        target: Any,
+        *,
+        oriented: bool = True,
+        flow: bool = False,
+        cuts_min_edges: int = 100,
+        cuts_min_arcs: int = 40,
+        labels: Iterable[Hashable] | None = None,
+    ):
+        self.oriented = _flag("oriented", oriented)
+        self.flow = _flag("flow", flow)
+        self.cuts_min_edges = _count("cuts_min_edges", cuts_min_edges)
+        self.cuts_min_arcs = _count("cuts_min_arcs", cuts_min_arcs)
         super().__init__(graph, allow_directed=True, labels=labels)
         missing = []
         for name, v in (("source", source), ("target", target)):
@@ -445,11 +485,11 @@ class STPaths(_GraphSpace):
                 f.integral_lp = True
             else:
                 f.separators.append(self.separate_cycles)
-                if self.d >= min(PATH_ROOT_CUTS_MIN_EDGES, PATH_DIRECTED_MIN_ARCS):
+                if self.d >= min(self.cuts_min_edges, self.cuts_min_arcs):
                     f.fractional_separators.append(self._separate_paths_lp)
                 f.solver_hints["highs"] = dict(PATH_HIGHS_HINTS)
                 f.solver_hints["highs_positive_costs"] = dict(PATH_POSITIVE_HIGHS_HINTS)
-                if FLOW_FORMULATION:  # s reaches every entered node: no cycle apart from the path
+                if self.flow:  # s reaches every entered node: no cycle apart from the path
                     n1 = float(self.n_nodes - 1)
                     demand = {}
                     for v in range(self.n_nodes):
@@ -468,23 +508,23 @@ class STPaths(_GraphSpace):
                     z = f.add_aux(0.0, 1.0, True, f"visit{v}")
                     f.rows.append(Row((*cols, z), (*(1.0,) * len(cols), -2.0), 0.0, 0.0))
                     visit[v] = z
-            self._oriented = ORIENTED_PATHS
-            if ORIENTED_PATHS:
+            self._oriented = self.oriented
+            if self.oriented:
                 self._add_orientation(f)
             f.separators.append(self.separate_cycles)
-            if self.d >= PATH_ROOT_CUTS_MIN_EDGES:
+            if self.d >= self.cuts_min_edges:
                 f.fractional_separators.append(self._separate_paths_lp)
             f.solver_hints["highs"] = dict(PATH_HIGHS_HINTS)
             f.solver_hints["highs_positive_costs"] = dict(PATH_POSITIVE_HIGHS_HINTS)
-            if FLOW_FORMULATION:  # s sends one unit to every visited node and to t: no cycle apart from the path
+            if self.flow:  # s sends one unit to every visited node and to t: no cycle apart from the path
                 demand = {v: (0.0, (z,), (1.0,)) for v, z in visit.items()}
                 demand[self.t] = (1.0, (), ())
                 self._add_flow(f, self.s, float(self.n_nodes - 1), demand)
         if self.directed or self._oriented:  # the rows hold every s-t cut (unoriented: s-t cuts needed)
             f.solver_hints["root_cuts"] = {"skip_nonpositive": True}  # a query with weights <= 0 gains from no cut
-        gate = START_MIN_ARMS if not self.directed or self.acyclic else min(START_MIN_ARMS, PATH_DIRECTED_MIN_ARCS)
-        if self.d >= gate:  # rows added after this point are side rows to the start heuristic
-            f.solver_hints["start"] = {"space": self, "rows": f.n_rows}
+        # the start heuristic of every path space (the highs backend decides from which size: HighsTuning);
+        # rows added after this point are side rows to it
+        f.solver_hints["start"] = {"space": self, "rows": f.n_rows}
         return f
 
     def _add_orientation(self, f: Formulation) -> None:

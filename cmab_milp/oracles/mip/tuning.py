@@ -28,6 +28,10 @@ from typing import Any
 __all__ = ["HighsTuning"]
 
 
+#: The fields that are sizes (non-negative integers); every other field is a flag.
+_COUNTS = frozenset({"path_start_min_arms", "path_start_min_arcs", "side_min_arms"})
+
+
 @dataclass(frozen=True)
 class HighsTuning:
     """What the ``highs`` backend does beyond the plain MILP; each choice is exact either way.
@@ -47,6 +51,8 @@ class HighsTuning:
         Also add extended cover cuts of knapsack side rows (:mod:`~.cover_cuts`); off: slower.
     fix_arms:
         Fix the arms a start's Lagrangian bounds prove (side starts; shortest-path starts).
+    path_start_min_arms, path_start_min_arcs, side_min_arms:
+        Sizes from which s-t paths get MIP starts and side rules get side plans (non-negative integers).
 
     Norm queries (:mod:`~cmab_milp.oracles.norm.solver`):
 
@@ -84,6 +90,14 @@ class HighsTuning:
     solve_cores: bool = True
     side_cover_cuts: bool = False
     fix_arms: bool = True
+    # -- graph and side-row thresholds (oracles/mip/starts.py): from which size a speed-up pays
+    #: s-t paths get the MIP start of :mod:`~.graph_starts` (and its fixing, candidate repair and cuts, and the
+    #: positive-cost HiGHS options) from this many edges; below, their queries solve in milliseconds.
+    path_start_min_arms: int = 100
+    #: ... and digraphs with cycles from ``min(path_start_min_arms, path_start_min_arcs)`` arcs (their LP is weaker).
+    path_start_min_arcs: int = 40
+    #: Side plans (:mod:`~.side_starts`) for spaces of at least this many arms (below, a plan costs more than it saves).
+    side_min_arms: int = 50
     uniform_start: bool = True
     space_cuts: bool = True
     minus_outer: bool = False
@@ -167,6 +181,10 @@ class HighsTuning:
                 raise ValueError(
                     f"tuning: unknown option {key!r}; the highs backend's tuning options: {', '.join(known)}"
                 )
+            if key in _COUNTS:
+                if isinstance(item, bool) or not isinstance(item, int) or item < 0:
+                    raise ValueError(f"tuning: option {key!r} must be a non-negative integer, got {item!r}")
+                continue
             allowed = "true, false or 'always'" if key == "plus_branch" else "true or false"
             if not (isinstance(item, bool) or (key == "plus_branch" and item == "always")):
                 raise ValueError(f"tuning: option {key!r} must be {allowed}, got {item!r}")
