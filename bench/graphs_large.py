@@ -121,7 +121,6 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
-from contextlib import contextmanager
 from pathlib import Path
 
 import networkx as nx
@@ -130,7 +129,6 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import cmab_milp as cm
-import cmab_milp.spaces.graphs as graphs
 from cmab_milp.oracles.core.base import OracleError
 
 #: The space options of a variant (keywords of the graph space constructors; each family's space takes those its
@@ -141,30 +139,16 @@ VARIANT_SPACE = {
     "highs-flow": {"flow": True},
     "highs-unoriented": {"oriented": False},
 }
-#: Module tables of a variant, set while it builds and while it answers (the rest of the run keeps the defaults):
-#: ``highs-restarts`` is ``highs`` with HiGHS's restarts in path queries with a positive weight (as first measured).
-VARIANT_FLAGS = {
-    "highs-restarts": [(graphs, "PATH_POSITIVE_HIGHS_HINTS", {})],
-}
+
 #: The ``highs`` tuning options of a variant (:class:`~cmab_milp.oracles.mip.tuning.HighsTuning`): ``highs-before``
 #: without the MIP starts and candidate hooks; ``highs-nofix`` without the reduced-cost fixing of shortest-path
 #: queries (``PathStarts.start_plan``).
 VARIANT_TUNING = {
     "highs-before": {"prepare_queries": False, "root_cuts_nonpositive": True},
     "highs-nofix": {"fix_arms": False},
+    # ``highs`` with HiGHS's restarts in path queries with a positive weight (as first measured)
+    "highs-restarts": {"positive_cost_options": False},
 }
-
-
-@contextmanager
-def _flags(variant: str):
-    saved = [(module, name, getattr(module, name)) for module, name, _ in VARIANT_FLAGS.get(variant, ())]
-    try:
-        for module, name, value in VARIANT_FLAGS.get(variant, ()):
-            setattr(module, name, value)
-        yield
-    finally:
-        for module, name, value in saved:
-            setattr(module, name, value)
 
 
 def _options(cls: type, options: dict) -> dict:
@@ -281,9 +265,8 @@ def families(quick: bool, optimistic: float = 0.0) -> dict[str, tuple[Callable[[
 def build(variant: str, make_space: Callable[[dict], cm.ActionSpace], limit: float):
     """(oracle, compile seconds) of one variant; the space is built afresh (its formulation is cached per space)."""
     start = time.perf_counter()
-    with _flags(variant):
-        space = make_space(VARIANT_SPACE.get(variant, {}))
-        space.formulation()
+    space = make_space(VARIANT_SPACE.get(variant, {}))
+    space.formulation()
     backend = "highs" if variant.startswith("highs") else variant
     tuning = {"tuning": VARIANT_TUNING[variant]} if variant in VARIANT_TUNING else {}
     oracle = cm.make_oracle(space, backend, time_limit=limit, **tuning)
@@ -331,8 +314,7 @@ def run_family(name, make_space, make_query, variants, n, limit, seed=0):
         for v, (_, oracle, _) in built.items():
             start = time.perf_counter()
             try:
-                with _flags(v):
-                    answer = _ask(oracle, q, limit)
+                answer = _ask(oracle, q, limit)
                 times[v].append((time.perf_counter() - start, False))
                 values[v] = -np.inf if answer is None else float(q["weights"] @ answer)
             except (OracleError, _Stopped):

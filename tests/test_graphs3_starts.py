@@ -20,11 +20,12 @@ import numpy as np
 import pytest
 
 import cmab_milp as cm
-import cmab_milp.spaces.graphs as graphs
 from cmab_milp.oracles.backends.highs_model import CompiledModel
 from cmab_milp.oracles.core.base import OracleError
 from cmab_milp.oracles.mip import starts as mip_starts
+from cmab_milp.oracles.mip.graph_cuts import separate_subtours_lp
 from cmab_milp.oracles.mip.graph_starts import PathStarts
+from cmab_milp.oracles.mip.options import positive_cost_options
 from cmab_milp.oracles.mip.starts import prepare_query, query_start, side_rows
 from cmab_milp.oracles.mip.tuning import HighsTuning
 from cmab_milp.spaces.formulation import Row, row_violation
@@ -384,7 +385,7 @@ def test_sparse_tree_rows_are_the_dense_rows_on_the_tree_hyperplane():
 def test_tree_separators_write_sparse_rows_only_on_the_hyperplane():
     space = cm.SpanningTrees(_grid(3))
     x_off = np.full(space.d, 0.9)  # sum 10.8 != 8
-    assert all(r.lb == -np.inf for r in space.separate_subtours_lp(x_off))
+    assert all(r.lb == -np.inf for r in separate_subtours_lp(space, x_off))
     cycle_heavy = np.zeros(space.d, bool)
     cycle_heavy[: space.n_nodes - 1] = True  # 8 edges of the 3x3 grid: they close a cycle
     for row in space.separate_cycles(cycle_heavy):
@@ -453,7 +454,8 @@ def test_a_start_that_is_no_action_changes_no_answer():
 
 
 def test_positive_path_queries_run_with_their_own_options_and_restore_them(monkeypatch):
-    """``solver_hints["highs_positive_costs"]`` holds during a query with a positive weight only; answers agree."""
+    """The family's options for positive costs hold during a query with a positive weight only (unless the
+    ``positive_cost_options`` option is off); answers agree."""
     seen: list[bool] = []
     original = CompiledModel.solve
 
@@ -466,7 +468,7 @@ def test_positive_path_queries_run_with_their_own_options_and_restore_them(monke
     rng = np.random.default_rng(11)
     directed = nx.DiGraph(_grid(3).to_directed())
     for space in (cm.STPaths(_grid(4), 0, 15, **CUTS), cm.STPaths(directed, 0, 8, **CUTS)):
-        assert space.formulation().solver_hints["highs_positive_costs"] == graphs.PATH_POSITIVE_HIGHS_HINTS
+        assert positive_cost_options(space.formulation()) == {"mip_allow_restart": False}
         highs, brute = _oracle_pair(space, STARTS)
         for weights, restarts in ((rng.uniform(0.1, 1.0, space.d), False), (-rng.uniform(0.1, 1.0, space.d), True)):
             seen.clear()
@@ -474,6 +476,11 @@ def test_positive_path_queries_run_with_their_own_options_and_restore_them(monke
             assert weights @ a == pytest.approx(weights @ b, abs=1e-9)
             assert seen and set(seen) == {restarts}
         assert highs.model(True).h.getOptionValue("mip_allow_restart")[1] is True  # restored after the query
+        plain = cm.make_oracle(space, "highs", tuning={**STARTS, "positive_cost_options": False})
+        seen.clear()
+        weights = rng.uniform(0.1, 1.0, space.d)
+        assert weights @ plain.argmax(weights) == pytest.approx(weights @ brute.argmax(weights), abs=1e-9)
+        assert seen and set(seen) == {True}
 
 
 def test_query_options_are_restored_by_undo_and_refuse_unknown_names():

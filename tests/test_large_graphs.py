@@ -16,8 +16,19 @@ import numpy as np
 import pytest
 
 import cmab_milp as cm
-import cmab_milp.spaces.graphs as graphs
 from cmab_milp.oracles.backends.highs_model import CompiledModel
+from cmab_milp.oracles.mip.graph_cuts import (
+    fractional_cuts,
+    separate_connectivity_lp,
+    separate_st_cut_lp,
+    separate_subtours_lp,
+)
+from cmab_milp.oracles.mip.options import (
+    FAMILY_HIGHS_OPTIONS,
+    FAMILY_POSITIVE_COST_OPTIONS,
+    highs_model_options,
+    positive_cost_options,
+)
 from cmab_milp.oracles.mip.root_cuts import add_root_cuts
 from cmab_milp.oracles.mip.starts import _start_hint
 from cmab_milp.oracles.mip.tuning import HighsTuning
@@ -70,7 +81,7 @@ def test_subtour_separation_is_exact_and_valid(cls):
         space = cls(graph)
         actions = space.enumerate()
         for x in _points(space.d, rng, 15):
-            cuts = space.separate_subtours_lp(x)
+            cuts = separate_subtours_lp(space, x)
             _assert_valid(cuts, actions, x)
             assert bool(cuts) == (_min_subtour_slack(space, x) < 1.0 - 1e-4)
 
@@ -79,7 +90,7 @@ def test_subtour_separation_finds_a_set_inside_a_connected_support():
     # heavy triangle 0-1-2 (2.4 > 2) inside the connected support {0, 1, 2, 3} (2.9 <= 3): only min cuts see it
     space = cm.GraphicMatroid(nx.complete_graph(4))
     x = np.array([0.8, 0.8, 0.0, 0.8, 0.0, 0.5])
-    (cut,) = space.separate_subtours_lp(x)
+    (cut,) = separate_subtours_lp(space, x)
     assert set(cut.cols) == {0, 1, 3} and cut.ub == 2.0
 
 
@@ -140,7 +151,7 @@ def test_connectivity_separation_is_exact_and_valid(index):
     actions = space.enumerate()
     rng = np.random.default_rng(index)
     for x in _points(space.d, rng, 12):
-        cuts = space.separate_connectivity_lp(x, space.s, space.t, space.directed)
+        cuts = separate_connectivity_lp(space, x, space.s, space.t, space.directed)
         _assert_valid(cuts, actions, x)
         assert bool(cuts) == (_min_connectivity_violation(space, x) > 1e-4)
 
@@ -168,7 +179,7 @@ def test_st_cut_separation_is_exact_and_valid(index):
     rng = np.random.default_rng(10 + index)
     found = 0
     for x in [*_points(space.d, rng, 12), np.zeros(space.d)]:
-        cuts = space.separate_st_cut_lp(x, space.s, space.t, space.directed)
+        cuts = separate_st_cut_lp(space, x, space.s, space.t, space.directed)
         _assert_valid(cuts, actions, x)
         assert bool(cuts) == (_min_st_cut(space, x) < 1.0 - 1e-4)
         found += bool(cuts)
@@ -198,10 +209,10 @@ def test_oriented_paths_close_the_shortest_path_lp_gap():
 
 def test_fractional_cuts_filters_and_refuses_bad_points():
     f = cm.GraphicMatroid(nx.complete_graph(3)).formulation()
-    assert f.fractional_cuts(np.full(3, 0.9))  # 2.7 > 2
-    assert f.fractional_cuts(np.full(3, 0.9), min_violation=1.0) == []
+    assert fractional_cuts(f, np.full(3, 0.9))  # 2.7 > 2
+    assert fractional_cuts(f, np.full(3, 0.9), min_violation=1.0) == []
     with pytest.raises(ValueError, match="d=3"):
-        f.fractional_cuts(np.ones(4))
+        fractional_cuts(f, np.ones(4))
 
 
 # ------------------------------------------------------------------- flow formulation
@@ -350,7 +361,7 @@ def test_add_root_cuts_tightens_and_refuses_bad_input():
     with model.options({"solve_relaxation": True}):
         after = model.run_relaxation()
     assert w @ after[: space.d] <= w @ before[: space.d] + 1e-9
-    assert not f.fractional_cuts(after[: space.d], 1e-3)  # converged: the LP point violates no cut
+    assert not fractional_cuts(f, after[: space.d], 1e-3)  # converged: the LP point violates no cut
     with pytest.raises(ValueError, match="max_rounds"):
         add_root_cuts(model, f, max_rounds=-1)
     with pytest.raises(ValueError, match="min_violation"):
@@ -423,7 +434,8 @@ def test_orientation_is_optional_and_changes_no_answer():
                 model.add_rows(cuts)
             model.undo()
             assert space.contains(a) and w @ a == pytest.approx((actions @ w).max(), abs=1e-9)
-    assert CompiledModel(f).h.getOptionValue("mip_pool_soft_limit")[1] == graphs.PATH_HIGHS_HINTS["mip_pool_soft_limit"]
+    pool = FAMILY_HIGHS_OPTIONS["cyclic_paths"]["mip_pool_soft_limit"]
+    assert CompiledModel(f).h.getOptionValue("mip_pool_soft_limit")[1] == pool
     assert cm.Cardinality(3, 1).formulation().solver_hints == {}
 
 
@@ -438,11 +450,10 @@ def test_solver_hints_survive_shifting_and_stacking():
     assert side["space"] is paths and side["rows"] == paths.formulation().n_rows
     assert with_budget.solver_hints["start"]["space"] is paths  # the start heuristic of the paths
     others = {k: v for k, v in with_budget.solver_hints.items() if k not in ("side", "start")}
-    assert others == {
-        "highs": graphs.PATH_HIGHS_HINTS,
-        "highs_positive_costs": graphs.PATH_POSITIVE_HIGHS_HINTS,
-        "root_cuts": {"skip_nonpositive": True},
-    }
+    assert others == {"family": {"name": "cyclic_paths"}, "root_cuts": {"skip_nonpositive": True}}
+    assert highs_model_options(with_budget) == FAMILY_HIGHS_OPTIONS["cyclic_paths"]  # the oracle side's table
+    assert positive_cost_options(with_budget) == FAMILY_POSITIVE_COST_OPTIONS["cyclic_paths"]
+    assert highs_model_options(cm.Cardinality(3, 1).formulation()) == {}
     assert with_budget.aux_optional.sum() == 24
 
 

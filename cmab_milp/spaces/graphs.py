@@ -75,19 +75,11 @@ import numpy as np
 
 from .._names import close_names, shown_names
 from .base import ActionSpace, as_action
-from .formulation import Formulation, Row
-from .graph_cuts import _SEP_TOL, MAX_FLOWS_PER_CALL, GraphCuts  # noqa: F401 - MAX_FLOWS_PER_CALL's former home
+from .formulation import Formulation, NamedSeparator, Row
+from .graph_rows import GraphRows
 from .labels import ArmLabels
 
 __all__ = ["GraphicMatroid", "Matchings", "STPaths", "SpanningTrees"]
-
-#: HiGHS options of path MILPs on cyclic graphs (``Formulation.solver_hints``): a smaller cut pool than HiGHS's
-#: default (its own cut generation dominated path solves after the root cuts; docs/performance.md, "Graphs").
-PATH_HIGHS_HINTS: dict[str, object] = {"mip_pool_soft_limit": 200}
-#: HiGHS options of the path queries (cyclic graphs) with some positive weight, set per query
-#: (``solver_hints["highs_positive_costs"]``, read by :func:`~cmab_milp.oracles.mip.starts.prepare_query`; a
-#: rule of the query alone): no restarts (docs/performance.md, "Graphs").
-PATH_POSITIVE_HIGHS_HINTS: dict[str, object] = {"mip_allow_restart": False}
 
 
 def _flag(name: str, value: Any) -> bool:
@@ -104,7 +96,7 @@ def _count(name: str, value: Any) -> int:
     return int(value)
 
 
-class _GraphSpace(GraphCuts, ActionSpace):
+class _GraphSpace(GraphRows, ActionSpace):
     """Common storage: the graph, its edge list (arms) and integer endpoints."""
 
     helpers: tuple[str, ...] = ("graph", "nodes", "n_nodes", "node_index")
@@ -231,7 +223,7 @@ class GraphicMatroid(_GraphSpace):
             d=self.d,
             rows=[rank, *self._short_cycle_rows()],
             separators=[self.separate_cycles],
-            fractional_separators=[self.separate_subtours_lp],
+            fractional_separators=[NamedSeparator("subtours", self)],
         )
         if self.flow:
             self._add_forest_flow(f)
@@ -299,7 +291,10 @@ class SpanningTrees(_GraphSpace):
             rows.append(Row(tuple(int(k) for k in incident), (1.0,) * len(incident), 1.0, np.inf))
         rows.extend(self._short_cycle_rows())
         f = Formulation(
-            d=self.d, rows=rows, separators=[self.separate_cycles], fractional_separators=[self.separate_subtours_lp]
+            d=self.d,
+            rows=rows,
+            separators=[self.separate_cycles],
+            fractional_separators=[NamedSeparator("subtours", self)],
         )
         if self.flow:  # node 0 sends one unit to every other node: integer points are connected
             self._add_flow(f, 0, n1, {v: (1.0, (), ()) for v in range(1, self.n_nodes)})
@@ -486,9 +481,8 @@ class STPaths(_GraphSpace):
             else:
                 f.separators.append(self.separate_cycles)
                 if self.d >= min(self.cuts_min_edges, self.cuts_min_arcs):
-                    f.fractional_separators.append(self._separate_paths_lp)
-                f.solver_hints["highs"] = dict(PATH_HIGHS_HINTS)
-                f.solver_hints["highs_positive_costs"] = dict(PATH_POSITIVE_HIGHS_HINTS)
+                    f.fractional_separators.append(NamedSeparator("st_paths", self))
+                f.solver_hints["family"] = {"name": "cyclic_paths"}
                 if self.flow:  # s reaches every entered node: no cycle apart from the path
                     n1 = float(self.n_nodes - 1)
                     demand = {}
@@ -513,9 +507,8 @@ class STPaths(_GraphSpace):
                 self._add_orientation(f)
             f.separators.append(self.separate_cycles)
             if self.d >= self.cuts_min_edges:
-                f.fractional_separators.append(self._separate_paths_lp)
-            f.solver_hints["highs"] = dict(PATH_HIGHS_HINTS)
-            f.solver_hints["highs_positive_costs"] = dict(PATH_POSITIVE_HIGHS_HINTS)
+                f.fractional_separators.append(NamedSeparator("st_paths", self))
+            f.solver_hints["family"] = {"name": "cyclic_paths"}
             if self.flow:  # s sends one unit to every visited node and to t: no cycle apart from the path
                 demand = {v: (0.0, (z,), (1.0,)) for v, z in visit.items()}
                 demand[self.t] = (1.0, (), ())
@@ -547,15 +540,6 @@ class STPaths(_GraphSpace):
             coefs = [2.0] * len(out_e) + [-1.0] * len(out_e) + [-2.0] * len(in_e) + [1.0] * len(in_e)
             rhs = 1.0 if v == self.s else (-1.0 if v == self.t else 0.0)
             f.rows.append(Row(tuple(cols), tuple(coefs), rhs, rhs))
-
-    def _separate_paths_lp(self, x: np.ndarray) -> list[Row]:
-        chosen = x > 0.5
-        if np.all(np.abs(x - chosen) <= _SEP_TOL) and self._contains(chosen):
-            return []  # an integral point that is a path violates no valid row: no max flow needed
-        cuts = []
-        if not self.directed and not self.__dict__.get("_oriented", False):  # else the flow rows imply them
-            cuts = self.separate_st_cut_lp(x, self.s, self.t, self.directed)
-        return cuts + self.separate_connectivity_lp(x, self.s, self.t, self.directed)
 
 
 class Matchings(_GraphSpace):

@@ -32,7 +32,7 @@ import numpy as np
 from ...spaces.formulation import Formulation, Row
 from ..core.base import LimitReached, OracleError
 from ..core.pipeline import ModelBase, SolveResult
-from ..mip.options import HIGHS_OPTIONS
+from ..mip.options import HIGHS_OPTIONS, highs_model_options
 from ..mip.tuning import HighsTuning
 
 __all__ = ["CompiledModel", "LimitReached", "SolveResult", "new_highs"]
@@ -103,7 +103,7 @@ class CompiledModel(ModelBase):
         self.h = new_highs(time_limit)
         #: Seconds per run (``None``: none); see :meth:`_run` for why it is not left to HiGHS alone.
         self._time_limit = None if time_limit is None else float(time_limit)
-        for key, value in formulation.solver_hints.get("highs", {}).items():  # the formulation's own options
+        for key, value in highs_model_options(formulation).items():  # the formulation's own options
             self.h.setOptionValue(key, value)
         self.incumbent_on_limit = False
         a, row_lb, row_ub = formulation.matrix()

@@ -61,6 +61,7 @@ from ..backends.highs_model import CompiledModel
 from ..core.pipeline import SolveResult
 from .cover_cuts import cover_cuts
 from .graph_starts import PathStarts
+from .options import positive_cost_options
 from .side_starts import SidePlan, as_side_rows, side_plan, supported_base
 from .tuning import HighsTuning
 
@@ -111,7 +112,7 @@ def side_rows(rows: list[Row], d: int) -> tuple[list[tuple[int, int]], tuple[np.
 
 def prepare_query(model: CompiledModel, formulation: Formulation) -> None:
     """Set the model's hooks for the query it holds now: a MIP start, the repair of candidates, candidate cuts,
-    and the formulation's HiGHS options for queries with a positive arm cost (``solver_hints["highs_positive_costs"]``).
+    and the formulation's HiGHS options for queries with a positive arm cost (:func:`~.options.positive_cost_options`).
 
     Only for formulations that name a start heuristic. Call it after the query's costs, bounds and rows
     are set (the model's ``undo`` clears the hooks).
@@ -141,7 +142,7 @@ def prepare_query(model: CompiledModel, formulation: Formulation) -> None:
     model.start = start
     if fixed is not None:
         model.fix_arms(fixed, start.astype(float), region_bound)
-    positive = formulation.solver_hints.get("highs_positive_costs")
+    positive = positive_cost_options(formulation) if tuning.positive_cost_options else None
     if positive and float(model.arm_columns()[0].max(initial=0.0)) > 0.0:
         model.set_query_options(positive)
     d = formulation.d

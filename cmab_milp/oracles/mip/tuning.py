@@ -98,6 +98,9 @@ class HighsTuning:
     path_start_min_arcs: int = 40
     #: Side plans (:mod:`~.side_starts`) for spaces of at least this many arms (below, a plan costs more than it saves).
     side_min_arms: int = 50
+    #: A query with some positive arm cost on a formulation family that has its own HiGHS options for such queries
+    #: (:data:`~.options.FAMILY_POSITIVE_COST_OPTIONS`: paths without restarts) runs with them.
+    positive_cost_options: bool = True
     uniform_start: bool = True
     space_cuts: bool = True
     minus_outer: bool = False
