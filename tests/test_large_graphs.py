@@ -10,6 +10,7 @@ against enumeration, with restrictions and side rows, and for determinism.
 from __future__ import annotations
 
 import itertools
+import zipfile
 
 import networkx as nx
 import numpy as np
@@ -525,3 +526,22 @@ def test_formulation_options_are_keys_of_a_problem_file_space_table():
     assert build_space(Table(dict(paths), "space", "demo.toml")).oriented  # the file users write today
     with pytest.raises(ProblemError, match=r"space\.oriented: oriented must be true or false"):
         build_space(Table({**paths, "oriented": "no"}, "space", "demo.toml"))
+
+
+def test_formulation_options_survive_a_saved_learner(tmp_path):
+    spaces = [
+        cm.STPaths(_grid(3), 0, 8, oriented=False, cuts_min_edges=0),
+        cm.SpanningTrees(_grid(3), sparse_cuts=False, flow=True),
+        cm.GraphicMatroid(_grid(3), flow=True).with_budget(np.ones(12), 5),
+    ]
+    for space in spaces:
+        policy = cm.AROQ(space, 100, oracle="enumerate")
+        policy.save(tmp_path / "p.npz")
+        restored = cm.load_policy(tmp_path / "p.npz").space
+        for key in ("oriented", "flow", "sparse_cuts", "cuts_min_edges", "cuts_min_arcs"):
+            assert getattr(restored, key, None) == getattr(space, key, None), key
+        assert restored.formulation().n_aux == space.formulation().n_aux
+    plain = cm.STPaths(_grid(3), 0, 8)
+    cm.AROQ(plain, 100, oracle="enumerate").save(tmp_path / "plain.npz")
+    with zipfile.ZipFile(tmp_path / "plain.npz") as z:
+        assert b"options" not in z.read("header.npy")  # defaults: the file is as before
