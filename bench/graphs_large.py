@@ -20,11 +20,11 @@ HiGHS's restarts in path queries with a positive weight, as before the fourth ro
 ``highs-nofix`` (``highs`` without the fourth round's reduced-cost fixing of shortest-path queries),
 ``highs-before`` (``highs`` without
 the third round's MIP starts, candidate hooks, sparse tree rows and skipped root cuts:
-see :data:`VARIANT_FLAGS`), ``highs-noroot`` (root cuts
+see :data:`VARIANT_SPACE` and :data:`VARIANT_TUNING`), ``highs-noroot`` (root cuts
 off: lazy cuts on integer candidates only, as before), ``highs-flow``
 (root cuts plus the single-commodity flow rows of
-``cmab_milp.spaces.graphs.FLOW_FORMULATION``), ``highs-unoriented`` (paths
-without the orientation columns of ``ORIENTED_PATHS``), ``gurobi`` (one thread, lazy
+the spaces' ``flow=True`` option), ``highs-unoriented`` (paths
+with ``oriented=False``: no orientation columns), ``gurobi`` (one thread, lazy
 callback) and ``scip`` when installed. Every query is asked of each variant in
 turn (interleaved: the machine is shared), with a time limit per query (each
 solve has it, and an alarm stops the query between solves); a query stopped by
@@ -34,7 +34,7 @@ Prints a markdown table: compile, median and max query time, ratio of the
 medians to gurobi's.
 
 Measured on the shared 2-core machine (5 queries, seconds compile / median / max, one run each, noisy):
-the orientation columns of undirected paths (``ORIENTED_PATHS``; Gurobi gets them too, it compiles
+the orientation columns of undirected paths (``oriented``; Gurobi gets them too, it compiles
 the same formulation):
 
 | family | highs before | highs now | highs-unoriented | gurobi now |
@@ -115,12 +115,12 @@ paths 25% faster on average but resource-constrained paths 2x slower).
 from __future__ import annotations
 
 import argparse
+import inspect
 import signal
 import statistics
 import sys
 import time
 from collections.abc import Callable
-from contextlib import contextmanager
 from pathlib import Path
 
 import networkx as nx
@@ -129,39 +129,44 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import cmab_milp as cm
-import cmab_milp.spaces.graph_cuts as graph_cuts
-import cmab_milp.spaces.graphs as graphs
 from cmab_milp.oracles.core.base import OracleError
 
-#: Module switches of a variant, set while it builds and while it answers (the rest of the run keeps the defaults).
-#: ``highs-before``: this file's ``highs`` before the MIP starts, candidate hooks, sparse tree rows and the
-#: skipped root cuts of paths with weights <= 0.
-VARIANT_FLAGS = {
-    "highs-before": [
-        (graph_cuts, "SPARSE_TREE_CUTS", False),
-    ],
-    # ``highs`` with HiGHS's restarts in path queries with a positive weight (as first measured)
-    "highs-restarts": [(graphs, "PATH_POSITIVE_HIGHS_HINTS", {})],
+#: The space options of a variant (keywords of the graph space constructors; each family's space takes those its
+#: class has): ``highs-before`` without the sparse tree rows, ``highs-flow`` with the single-commodity flow rows,
+#: ``highs-unoriented`` without the orientation columns of undirected paths.
+VARIANT_SPACE = {
+    "highs-before": {"sparse_cuts": False},
+    "highs-flow": {"flow": True},
+    "highs-unoriented": {"oriented": False},
 }
+
 #: The ``highs`` tuning options of a variant (:class:`~cmab_milp.oracles.mip.tuning.HighsTuning`): ``highs-before``
 #: without the MIP starts and candidate hooks; ``highs-nofix`` without the reduced-cost fixing of shortest-path
 #: queries (``PathStarts.start_plan``).
 VARIANT_TUNING = {
     "highs-before": {"prepare_queries": False, "root_cuts_nonpositive": True},
     "highs-nofix": {"fix_arms": False},
+    # ``highs`` with HiGHS's restarts in path queries with a positive weight (as first measured)
+    "highs-restarts": {"positive_cost_options": False},
 }
 
 
-@contextmanager
-def _flags(variant: str):
-    saved = [(module, name, getattr(module, name)) for module, name, _ in VARIANT_FLAGS.get(variant, ())]
-    try:
-        for module, name, value in VARIANT_FLAGS.get(variant, ()):
-            setattr(module, name, value)
-        yield
-    finally:
-        for module, name, value in saved:
-            setattr(module, name, value)
+def _options(cls: type, options: dict) -> dict:
+    """The entries of ``options`` that ``cls``'s constructor takes."""
+    names = inspect.signature(cls).parameters
+    return {k: v for k, v in options.items() if k in names}
+
+
+def _trees(graph: nx.Graph, options: dict) -> cm.SpanningTrees:
+    return cm.SpanningTrees(graph, **_options(cm.SpanningTrees, options))
+
+
+def _forests(graph: nx.Graph, options: dict) -> cm.GraphicMatroid:
+    return cm.GraphicMatroid(graph, **_options(cm.GraphicMatroid, options))
+
+
+def _paths(graph: nx.Graph, s, t, options: dict) -> cm.STPaths:
+    return cm.STPaths(graph, s, t, **_options(cm.STPaths, options))
 
 
 def _grid(n: int) -> nx.Graph:
@@ -177,21 +182,22 @@ def _adjacent_pairs(space, rng: np.random.Generator, k: int = 4) -> list[tuple[i
     return pairs
 
 
-def _directed_rcsp(grid: nx.Graph, n: int, budget: float) -> cm.ActionSpace:
+def _directed_rcsp(grid: nx.Graph, n: int, budget: float, options: dict) -> cm.ActionSpace:
     """Paths of the grid with both directions of every edge, each arc using its edge's resource ``r``."""
-    space = cm.STPaths(grid.to_directed(), 0, n * n - 1)
+    space = _paths(grid.to_directed(), 0, n * n - 1, options)
     return space.with_constraint(np.array([grid[u][v]["r"] for u, v in space.arms]), "<=", budget)
 
 
-def _hops(graph: nx.Graph, n: int, hops: int) -> cm.ActionSpace:
+def _hops(graph: nx.Graph, n: int, hops: int, options: dict) -> cm.ActionSpace:
     """s-t paths of an ``n x n`` grid (or its digraph) with at most ``hops`` edges."""
-    space = cm.STPaths(graph, 0, n * n - 1)
+    space = _paths(graph, 0, n * n - 1, options)
     return space.with_constraint(np.ones(space.d), "<=", hops)
 
 
-def families(quick: bool, optimistic: float = 0.0) -> dict[str, tuple[Callable[[], cm.ActionSpace], Callable]]:
-    """name -> (space builder, query maker(space, rng)); ``optimistic``: the share of the shortest-path
-    queries' weights drawn above 0 instead (uniform on [0, 0.3]: a UCB index of a little-observed link)."""
+def families(quick: bool, optimistic: float = 0.0) -> dict[str, tuple[Callable[[dict], cm.ActionSpace], Callable]]:
+    """name -> (space builder(space options), query maker(space, rng)); ``optimistic``: the share of the
+    shortest-path queries' weights drawn above 0 instead (uniform on [0, 0.3]: a UCB index of a little-observed
+    link)."""
     big, paths, rcsp, directed = (16, 8, 12, 5) if quick else (20, 10, 17, 6)
     resource = np.random.default_rng(1).uniform(0.5, 1.5, 2 * rcsp * (rcsp - 1))
 
@@ -212,62 +218,55 @@ def families(quick: bool, optimistic: float = 0.0) -> dict[str, tuple[Callable[[
     least = nx.shortest_path_length(grid, 0, rcsp * rcsp - 1, weight="r")
     budget = 0.5 * (least + 2 * (rcsp - 1))
     return {
-        f"spanning trees {big}x{big} + forbid_pairs": (lambda: cm.SpanningTrees(_grid(big)), restricted),
-        f"forests {big}x{big} + forbid_pairs": (lambda: cm.GraphicMatroid(_grid(big)), restricted),
+        f"spanning trees {big}x{big} + forbid_pairs": (lambda o: _trees(_grid(big), o), restricted),
+        f"forests {big}x{big} + forbid_pairs": (lambda o: _forests(_grid(big), o), restricted),
         f"spanning trees {big}x{big} + knapsack row": (
-            lambda: cm.SpanningTrees(_grid(big)).with_constraint(
+            lambda o: _trees(_grid(big), o).with_constraint(
                 np.random.default_rng(2).uniform(0.5, 1.5, 2 * big * (big - 1)), "<=", 0.9 * (big * big - 1)
             ),
             lambda space, rng: {"weights": rng.normal(size=space.d)},
         ),
         f"longest s-t paths {paths}x{paths}": (
-            lambda: cm.STPaths(_grid(paths), 0, paths * paths - 1),
+            lambda o: _paths(_grid(paths), 0, paths * paths - 1, o),
             lambda space, rng: {"weights": rng.uniform(0.1, 1.0, space.d)},
         ),
         f"longest s-t paths {directed}x{directed} directed": (
-            lambda: cm.STPaths(_grid(directed).to_directed(), 0, directed * directed - 1),
+            lambda o: _paths(_grid(directed).to_directed(), 0, directed * directed - 1, o),
             lambda space, rng: {"weights": rng.uniform(0.1, 1.0, space.d)},
         ),
         # hop limits (a side row) and the 8x8 grid digraph
         f"longest s-t paths {paths}x{paths} + at most {6 * paths} edges": (
-            lambda: _hops(_grid(paths), paths, 6 * paths),
+            lambda o: _hops(_grid(paths), paths, 6 * paths, o),
             lambda space, rng: {"weights": rng.uniform(0.1, 1.0, space.d)},
         ),
         f"longest s-t paths {directed}x{directed} directed + at most {directed * directed - 15} arcs": (
-            lambda: _hops(_grid(directed).to_directed(), directed, directed * directed - 15),
+            lambda o: _hops(_grid(directed).to_directed(), directed, directed * directed - 15, o),
             lambda space, rng: {"weights": rng.uniform(0.1, 1.0, space.d)},
         ),
         f"longest s-t paths {directed + 2}x{directed + 2} directed": (
-            lambda: cm.STPaths(_grid(directed + 2).to_directed(), 0, (directed + 2) ** 2 - 1),
+            lambda o: _paths(_grid(directed + 2).to_directed(), 0, (directed + 2) ** 2 - 1, o),
             lambda space, rng: {"weights": rng.uniform(0.1, 1.0, space.d)},
         ),
         f"shortest s-t paths {rcsp}x{rcsp} directed + forbid_pairs + knapsack": (
-            lambda: _directed_rcsp(grid, rcsp, budget),
+            lambda o: _directed_rcsp(grid, rcsp, budget, o),
             rcsp_query,
         ),
         f"shortest s-t paths {rcsp}x{rcsp} + forbid_pairs": (
-            lambda: cm.STPaths(_grid(rcsp), 0, rcsp * rcsp - 1),
+            lambda o: _paths(_grid(rcsp), 0, rcsp * rcsp - 1, o),
             rcsp_query,
         ),
         f"shortest s-t paths {rcsp}x{rcsp} + forbid_pairs + knapsack": (
-            lambda: cm.STPaths(_grid(rcsp), 0, rcsp * rcsp - 1).with_constraint(resource, "<=", budget),
+            lambda o: _paths(_grid(rcsp), 0, rcsp * rcsp - 1, o).with_constraint(resource, "<=", budget),
             rcsp_query,
         ),
     }
 
 
-def build(variant: str, make_space: Callable[[], cm.ActionSpace], limit: float):
+def build(variant: str, make_space: Callable[[dict], cm.ActionSpace], limit: float):
     """(oracle, compile seconds) of one variant; the space is built afresh (its formulation is cached per space)."""
     start = time.perf_counter()
-    graphs.FLOW_FORMULATION = variant == "highs-flow"
-    graphs.ORIENTED_PATHS = variant != "highs-unoriented"
-    try:
-        with _flags(variant):
-            space = make_space()
-            space.formulation()
-    finally:
-        graphs.FLOW_FORMULATION = False
-        graphs.ORIENTED_PATHS = True
+    space = make_space(VARIANT_SPACE.get(variant, {}))
+    space.formulation()
     backend = "highs" if variant.startswith("highs") else variant
     tuning = {"tuning": VARIANT_TUNING[variant]} if variant in VARIANT_TUNING else {}
     oracle = cm.make_oracle(space, backend, time_limit=limit, **tuning)
@@ -315,8 +314,7 @@ def run_family(name, make_space, make_query, variants, n, limit, seed=0):
         for v, (_, oracle, _) in built.items():
             start = time.perf_counter()
             try:
-                with _flags(v):
-                    answer = _ask(oracle, q, limit)
+                answer = _ask(oracle, q, limit)
                 times[v].append((time.perf_counter() - start, False))
                 values[v] = -np.inf if answer is None else float(q["weights"] @ answer)
             except (OracleError, _Stopped):

@@ -1,7 +1,7 @@
 """Per-LP-point cost of the connectivity separation (the fractional separator of s-t paths).
 
 Run: ``.venv/bin/python bench/separation_point.py [--engine scipy|ortools]`` (the max-flow engine of
-``cmab_milp/spaces/maxflow.py``; default: OR-Tools when installed). The LP points are every round
+``cmab_milp/oracles/mip/maxflow.py``; default: OR-Tools when installed). The LP points are every round
 of HiGHS LP relaxations with the separator's cuts until none (5 queries per instance, weights
 ``U(0.1, 1)``); each point is separated 3 times and the mean is printed, split by whether the
 point violates a row (the cheap component rows usually find it) or not (one max flow per node).
@@ -21,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import cmab_milp as cm
 from cmab_milp.oracles.backends.highs_model import CompiledModel
+from cmab_milp.oracles.mip.graph_cuts import fractional_cuts
 
 
 def _grid(n: int) -> nx.Graph:
@@ -37,7 +38,7 @@ def lp_points(space: cm.STPaths, queries: int = 5) -> list[np.ndarray]:
         x = lp.run_relaxation()
         for _ in range(100):
             points.append(np.asarray(x[: space.d]))
-            cuts = f.fractional_cuts(points[-1])
+            cuts = fractional_cuts(f, points[-1])
             if not cuts:
                 break
             lp.add_rows(cuts)
@@ -50,7 +51,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--engine", default=None, choices=["scipy", "ortools"])
     args = parser.parse_args(argv)
     if args.engine:
-        import cmab_milp.spaces.maxflow as maxflow
+        import cmab_milp.oracles.mip.maxflow as maxflow
 
         maxflow.default_engine = lambda: args.engine  # this run's engine (a bench switch, not a library option)
     print("| instance | LP points | violated | ms per point |")
@@ -62,11 +63,11 @@ def main(argv: list[str] | None = None) -> None:
         f = space.formulation()
         points = lp_points(space)
         for label, violated in (("yes", True), ("no", False)):
-            group = [x for x in points if bool(f.fractional_cuts(x)) == violated]
+            group = [x for x in points if bool(fractional_cuts(f, x)) == violated]
             start = time.perf_counter()
             for _ in range(3):
                 for x in group:
-                    f.fractional_cuts(x)
+                    fractional_cuts(f, x)
             per = (time.perf_counter() - start) / (3 * max(1, len(group)))
             print(f"| {name} | {len(group)} | {label} | {per * 1e3:.2f} |", flush=True)
 

@@ -48,6 +48,7 @@ Example
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import tempfile
@@ -185,6 +186,33 @@ def _space_data(space: ActionSpace, encode: _Encoder) -> dict:
     return data
 
 
+#: The formulation options of the graph spaces (constructor keywords), saved when they differ from the default.
+_GRAPH_OPTIONS = {
+    GraphicMatroid: ("flow",),
+    SpanningTrees: ("flow", "sparse_cuts"),
+    STPaths: ("oriented", "flow", "cuts_min_edges", "cuts_min_arcs"),
+}
+
+
+def _with_options(data: dict, space: ActionSpace) -> dict:
+    """``data`` plus ``"options"``: the space's formulation options that are not the defaults (none: no key)."""
+    defaults = inspect.signature(type(space)).parameters
+    options = {k: getattr(space, k) for k in _GRAPH_OPTIONS[type(space)] if getattr(space, k) != defaults[k].default}
+    return {**data, "options": options} if options else data
+
+
+def _options(x: dict, kind: type) -> dict:
+    """The saved options of a graph space of class ``kind`` (names checked here, values by its constructor)."""
+    options = x.get("options", {})
+    if not isinstance(options, dict):
+        raise ValueError(f"the space's options must be a table, got {type(options).__name__}")
+    unknown = sorted(set(options) - set(_GRAPH_OPTIONS[kind]))
+    if unknown:
+        known = ", ".join(_GRAPH_OPTIONS[kind])
+        raise ValueError(f"unknown {kind.__name__} option(s) {', '.join(map(repr, unknown))}; known: {known}")
+    return options
+
+
 def _bare_space_data(space: ActionSpace, encode: _Encoder) -> dict:
     kind = type(space)
     if kind is Cardinality:
@@ -194,14 +222,15 @@ def _bare_space_data(space: ActionSpace, encode: _Encoder) -> dict:
     if kind is ExplicitActions:
         return {"kind": "ExplicitActions", "actions": encode(space.actions, "the space")}
     if kind in (GraphicMatroid, SpanningTrees):
-        return {"kind": kind.__name__, "graph": _graph_data(space.graph)}
+        return _with_options({"kind": kind.__name__, "graph": _graph_data(space.graph)}, space)
     if kind is STPaths:
-        return {
+        data = {
             "kind": "STPaths",
             "graph": _graph_data(space.graph),
             "source": _label(space.source, "the source"),
             "target": _label(space.target, "the target"),
         }
+        return _with_options(data, space)
     if kind is Matchings:
         return {"kind": "Matchings", "graph": _graph_data(space.graph), "perfect": space.perfect}
     if kind is ConstrainedSpace:
@@ -231,9 +260,11 @@ _SPACES: dict[str, Callable[[dict, Any], ActionSpace]] = {
     "Cardinality": lambda x, arrays: Cardinality(x["d"], x["m"], exact=x["exact"]),
     "PartitionMatroid": lambda x, arrays: PartitionMatroid(x["blocks"], x["capacities"]),
     "ExplicitActions": lambda x, arrays: ExplicitActions(_decode(x["actions"], arrays)),
-    "GraphicMatroid": lambda x, arrays: GraphicMatroid(_graph(x["graph"])),
-    "SpanningTrees": lambda x, arrays: SpanningTrees(_graph(x["graph"])),
-    "STPaths": lambda x, arrays: STPaths(_graph(x["graph"]), _decode(x["source"], {}), _decode(x["target"], {})),
+    "GraphicMatroid": lambda x, arrays: GraphicMatroid(_graph(x["graph"]), **_options(x, GraphicMatroid)),
+    "SpanningTrees": lambda x, arrays: SpanningTrees(_graph(x["graph"]), **_options(x, SpanningTrees)),
+    "STPaths": lambda x, arrays: STPaths(
+        _graph(x["graph"]), _decode(x["source"], {}), _decode(x["target"], {}), **_options(x, STPaths)
+    ),
     "Matchings": lambda x, arrays: Matchings(_graph(x["graph"]), perfect=x["perfect"]),
     "ConstrainedSpace": lambda x, arrays: ConstrainedSpace(
         _space(x["parent"], arrays), _decode(x["coeffs"], arrays), x["sense"], x["rhs"], rule=x.get("rule")

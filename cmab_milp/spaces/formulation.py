@@ -6,7 +6,10 @@ space that every model-based oracle backend compiles: binary arm columns
 optional *separators* that add valid cuts lazily (for exponential families
 such as subtour-elimination constraints), and optional *fractional
 separators* that do the same for LP points (to tighten the relaxation before
-branching; see :mod:`cmab_milp.oracles.mip.root_cuts`).
+branching; see :mod:`cmab_milp.oracles.mip.root_cuts`). The spaces of this
+package name their fractional separators (:class:`NamedSeparator`: a kind and
+the data it reads); the oracle side holds the code and resolves the names
+(:mod:`cmab_milp.oracles.mip.graph_cuts`), so a formulation is data.
 
 Example
 -------
@@ -25,7 +28,15 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["Formulation", "FractionalSeparator", "Row", "Separator", "row_activity", "row_violation"]
+__all__ = [
+    "Formulation",
+    "FractionalSeparator",
+    "NamedSeparator",
+    "Row",
+    "Separator",
+    "row_activity",
+    "row_violation",
+]
 
 
 @dataclass(frozen=True)
@@ -48,6 +59,25 @@ Separator = Callable[[np.ndarray], list[Row]]
 #: space satisfies (valid inequalities). It may miss violated rows (an empty
 #: list proves nothing); the lazy :data:`Separator` keeps the model exact.
 FractionalSeparator = Callable[[np.ndarray], list[Row]]
+
+
+@dataclass(frozen=True)
+class NamedSeparator:
+    """A fractional separator named by ``kind``, reading ``data`` (a graph space): the oracle side resolves the
+    name to its code (:data:`cmab_milp.oracles.mip.graph_cuts.SEPARATORS`), so the spaces hold no solver code.
+
+    >>> NamedSeparator("subtours", None).kind
+    'subtours'
+    """
+
+    kind: str
+    data: object = field(compare=False, repr=False)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, NamedSeparator) and (self.kind, id(self.data)) == (other.kind, id(other.data))
+
+    def __hash__(self) -> int:
+        return hash((self.kind, id(self.data)))
 
 
 def row_activity(row: Row, x: np.ndarray) -> float:
@@ -89,14 +119,18 @@ class Formulation:
         the arms are the same. :meth:`without_optional` drops them (for solvers
         that take integer columns only, such as CP-SAT).
     solver_hints:
-        Solver options this formulation asks for, by solver (``{"highs":
-        {"mip_pool_soft_limit": 200}}``; ``"highs_positive_costs"``: HiGHS options
-        for the queries with some positive arm cost only): measured speed-ups only;
-        they never change which actions are feasible or optimal.
+        Facts and requests for the solvers, by key: ``"family"`` names the
+        formulation's family (``{"name": "cyclic_paths"}``; the oracle side keeps
+        each family's solver options), ``"highs"`` and ``"highs_positive_costs"``
+        are HiGHS options of its own (the latter for queries with some positive
+        arm cost only), ``"start"`` / ``"side"`` name a start heuristic's space:
+        measured speed-ups only; they never change which actions are feasible or
+        optimal.
     separators:
         Lazy cut generators; the formulation with all their cuts is exact.
     fractional_separators:
-        Cut generators for LP points (:data:`FractionalSeparator`); optional
+        Cut generators for LP points (:data:`FractionalSeparator`, or a
+        :class:`NamedSeparator` the oracle side resolves); optional
         strengthening only, never needed for exactness.
     integral_lp:
         True when the LP relaxation (with arms fixed by bounds, but no extra
@@ -112,7 +146,7 @@ class Formulation:
     aux_names: list[str] = field(default_factory=list)
     separators: list[Separator] = field(default_factory=list)
     integral_lp: bool = False
-    fractional_separators: list[FractionalSeparator] = field(default_factory=list)
+    fractional_separators: list[FractionalSeparator | NamedSeparator] = field(default_factory=list)
     aux_exact_only: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
     aux_optional: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
     solver_hints: dict[str, dict[str, object]] = field(default_factory=dict)
@@ -288,21 +322,4 @@ class Formulation:
         cuts: list[Row] = []
         for separate in self.separators:
             cuts.extend(separate(action))
-        return cuts
-
-    def fractional_cuts(self, x: np.ndarray, min_violation: float = 1e-6) -> list[Row]:
-        """Rows of the fractional separators that ``x`` (arm values) violates by more than ``min_violation``.
-
-        >>> import networkx as nx
-        >>> from cmab_milp import GraphicMatroid
-        >>> f = GraphicMatroid(nx.complete_graph(3)).formulation()
-        >>> [(r.cols, r.ub) for r in f.fractional_cuts(np.full(3, 0.9))]
-        [((0, 1, 2), 2.0)]
-        """
-        x = np.asarray(x, dtype=float)
-        if x.shape != (self.d,):
-            raise ValueError(f"x must hold the d={self.d} arm values, got shape {x.shape}")
-        cuts: list[Row] = []
-        for separate in self.fractional_separators:
-            cuts.extend(r for r in separate(x) if row_violation(r, x) > min_violation)
         return cuts

@@ -15,193 +15,63 @@ Exactness of the formulations:
   On LP points the same cuts are separated exactly (Padberg-Wolsey min cuts on
   the support graph after contracting edges at 1, which keeps a most violated
   set whole): with all of them the LP is the forest polytope itself.
-* s-t paths use a degree/flow model whose integer solutions are one simple
-  s-t path plus vertex-disjoint cycles; the same forest cut (valid because a
-  simple path is a forest) removes any cycle, so the loop ends on a simple
-  path. On a DAG no cycle exists and the flow LP is integral. On undirected
-  graphs (:data:`ORIENTED_PATHS`) ``d`` continuous columns orient the chosen
-  edges as a unit flow from ``s`` to ``t``: the degree rows alone let the LP
-  put its unit on two dead-end stubs at ``s`` and ``t`` (bound -0.73 against a
-  shortest path of -11.8 on a 17x17 grid); with the flow every s-t cut holds
-  1 and shortest-path LPs are exact. The columns are ``aux_optional`` (dropped
-  for solvers that take integer columns only). On LP points the
-  connectivity cuts ``a(delta(S)) >= a(delta(v))`` for ``v in S``, ``s, t``
-  outside ``S`` (directed: ``a(delta_in(S)) >= a(delta_in(v))``, ``s`` outside)
-  are separated by min cuts: a path through ``v`` enters ``S`` (and leaves it).
-* optionally (:data:`FLOW_FORMULATION`) trees, forests and cyclic paths get
+* s-t paths (:class:`~.paths.STPaths`, in :mod:`.paths`; importable from here):
+  a degree/flow model plus the same forest cut of any cycle.
+* optionally (option ``flow``) trees, forests and cyclic paths get
   single-commodity flow rows on extra columns, which make every integer point
   an action without lazy cuts; they are marked ``aux_exact_only`` so root cuts
   are separated on the LP without them.
 * matchings use degree rows; they are integral as LPs on bipartite graphs.
 
-Speed-ups that change no answer's value: s-t paths from :data:`START_MIN_ARMS`
-edges (:data:`PATH_DIRECTED_MIN_ARCS` arcs on digraphs with cycles, which get
-root cuts from that size too) name a MIP-start heuristic (:mod:`~cmab_milp.oracles.mip.graph_starts`, used
-by :mod:`~cmab_milp.oracles.mip.starts`, which also fixes out the edges that
-Lagrangian walk bounds prove no better path uses), and path
-queries whose weights are all <= 0 may skip the root cuts
-(``solver_hints["root_cuts"]``; the ``highs`` option ``root_cuts_nonpositive``); spanning
-trees write a subtour row of a large set on its sparse side
-``a(E) - a(E(S)) >= n - |S|`` (equal to the dense row on ``sum a = n - 1``).
+Speed-ups that change no answer's value: spanning trees write a subtour row of a
+large set on its sparse side ``a(E) - a(E(S)) >= n - |S|`` (option ``sparse_cuts``;
+equal to the dense row on ``sum a = n - 1``); the formulations name their LP
+separator (``"subtours"``, :mod:`cmab_milp.oracles.mip.graph_cuts`). Every option
+is a keyword of the constructor (and a key of a problem file's ``[space]`` table),
+checked before anything is built.
 
 Example
 -------
 >>> import networkx as nx
 >>> import cmab_milp as cm
->>> space = cm.STPaths(nx.cycle_graph(4), 0, 2)
+>>> space = cm.SpanningTrees(nx.cycle_graph(4), sparse_cuts=False)
 >>> len(space.enumerate()), space.m
-(2, 2)
+(4, 3)
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Iterator
-from itertools import pairwise
 from math import comb
 from typing import Any
 
 import networkx as nx
 import numpy as np
 
-from .._names import close_names, shown_names
-from .base import ActionSpace, as_action
-from .formulation import Formulation, Row
-from .graph_cuts import _SEP_TOL, MAX_FLOWS_PER_CALL, GraphCuts  # noqa: F401 - MAX_FLOWS_PER_CALL's former home
-from .labels import ArmLabels
+from .formulation import Formulation, NamedSeparator, Row
+from .graph_base import _flag, _GraphSpace
+from .paths import STPaths
 
 __all__ = ["GraphicMatroid", "Matchings", "STPaths", "SpanningTrees"]
-
-#: Add the single-commodity flow rows (trees, forests, paths on cyclic graphs) to formulations built from now on.
-#: Off by default: with root cuts they did not pay on the measured families (forests 40x slower), and their
-#: columns put a 20x20 grid past the size-limited Gurobi licence (bench/graphs_large.py, variant highs-flow).
-FLOW_FORMULATION = False
-#: Give paths of undirected graphs an orientation (a unit flow from s to t on the chosen edges; d columns):
-#: the LP of the degree model alone puts its unit on two dead-end stubs at s and t.
-ORIENTED_PATHS = True
-#: Paths on graphs with fewer edges get no fractional separator (no root cuts): a space-only rule (the tie rule
-#: holds). Measured side by side: root cuts made 5x5-grid paths (40 edges, bench/oracle.py) 2.4x slower and
-#: 10x10-grid longest paths (180 edges) 1.9x faster.
-PATH_ROOT_CUTS_MIN_EDGES = 100
-#: HiGHS options of path MILPs on cyclic graphs (``Formulation.solver_hints``): after the root cuts HiGHS's own
-#: cut generation dominated path solves (4,781 cuts in 1.2 s of one 1.7 s solve); a smaller cut pool
-#: measured ~1.25x faster on longest paths of a 10x10 grid (bench/graphs_large.py).
-PATH_HIGHS_HINTS: dict[str, object] = {"mip_pool_soft_limit": 200}
-#: HiGHS options of the path queries (cyclic graphs) with some positive weight, set per query
-#: (``solver_hints["highs_positive_costs"]``, read by :func:`~cmab_milp.oracles.mip.starts.prepare_query`; a
-#: rule of the query alone). Without restarts the lazy loop of longest 10x10-grid paths measured 1.4-1.7x faster
-#: (sum and max of 12 queries); shortest paths under a resource row were 2x slower without them, hence per query.
-PATH_POSITIVE_HIGHS_HINTS: dict[str, object] = {"mip_allow_restart": False}
-#: Paths on graphs with fewer edges get no MIP start (:mod:`~cmab_milp.oracles.mip.graph_starts`): a space-only rule,
-#: as for the root cuts (their queries solve in milliseconds).
-START_MIN_ARMS = 100
-#: Paths on directed graphs with cycles pass both gates above from this many arcs (when the gate is higher): their
-#: LP is weaker (root gaps of 6-12% on 6x6-grid digraphs with both directions of every edge, against ~1% on the
-#: undirected 10x10 grid), so root cuts, starts and the candidate hooks pay on smaller graphs. Measured side by
-#: side, longest paths (weights uniform on [0.1, 1]): the 5x5-grid digraph (80 arcs), 10 queries, total 15.3 ->
-#: 4.1 s (root cuts alone 12.5 s, starts alone 15.1 s); a random digraph of 40 arcs 85 -> 74 ms for 15 queries
-#: (slowest 39 -> 12 ms); the 3x3-grid digraph (24 arcs) was slower with them (73 -> 93 ms).
-PATH_DIRECTED_MIN_ARCS = 40
-
-
-class _GraphSpace(GraphCuts, ActionSpace):
-    """Common storage: the graph, its edge list (arms) and integer endpoints."""
-
-    helpers: tuple[str, ...] = ("graph", "nodes", "n_nodes", "node_index")
-
-    def __init__(self, graph: Any, *, allow_directed: bool = False, labels: Iterable[Hashable] | None = None):
-        if not isinstance(graph, nx.Graph):
-            raise ValueError(f"graph must be a networkx graph, got {type(graph).__name__}")
-        if graph.is_multigraph():
-            raise ValueError("multigraphs are not supported: parallel edges would share a label")
-        if graph.is_directed() and not allow_directed:
-            raise ValueError(f"{type(self).__name__} needs an undirected graph")
-        if graph.number_of_edges() == 0:
-            raise ValueError("graph has no edges, so there are no arms")
-        loops = list(nx.selfloop_edges(graph))
-        if loops:
-            raise ValueError(f"graph has self-loops (e.g. {loops[0]}); remove them")
-        self.graph = graph
-        self.arms = list(graph.edges())
-        self.d = len(self.arms)
-        self.nodes = list(graph.nodes())
-        self.node_index = {v: k for k, v in enumerate(self.nodes)}
-        self.tail = np.array([self.node_index[u] for u, _ in self.arms], dtype=np.int64)
-        self.head = np.array([self.node_index[v] for _, v in self.arms], dtype=np.int64)
-        self.n_nodes = len(self.nodes)
-        self._set_labels(labels)
-
-    def _make_labels(self) -> ArmLabels:
-        return ArmLabels(self.d, edges=self.arms, undirected=not self.graph.is_directed())
-
-    def _components(self, action: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Union-find over chosen edges: (component root per node, edges per root, nodes per root)."""
-        parent = np.arange(self.n_nodes)
-
-        def find(x: int) -> int:
-            while parent[x] != x:
-                parent[x] = parent[parent[x]]
-                x = parent[x]
-            return x
-
-        for k in np.flatnonzero(action):
-            ru, rv = find(self.tail[k]), find(self.head[k])
-            if ru != rv:
-                parent[ru] = rv
-        roots = np.array([find(v) for v in range(self.n_nodes)])
-        edges = np.bincount(roots[self.tail[action]], minlength=self.n_nodes)
-        touched = np.zeros(self.n_nodes, bool)
-        touched[self.tail[action]] = True
-        touched[self.head[action]] = True
-        nodes = np.bincount(roots[touched], minlength=self.n_nodes)
-        return roots, edges, nodes
-
-    def _is_forest(self, action: np.ndarray) -> bool:
-        _, edges, nodes = self._components(action)
-        return bool((edges < np.maximum(nodes, 1)).all())
-
-    def _iter_forests(self, size: int | None) -> Iterator[np.ndarray]:
-        """Backtracking over edges with union-find; only forests of ``size`` edges if given."""
-        d = self.d
-        chosen = np.zeros(d, bool)
-        parent = list(range(self.n_nodes))
-
-        def find(x: int) -> int:
-            while parent[x] != x:
-                x = parent[x]
-            return x
-
-        def rec(k: int, count: int) -> Iterator[np.ndarray]:
-            if size is not None and count + (d - k) < size:
-                return
-            if k == d:
-                if size is None or count == size:
-                    yield chosen.copy()
-                return
-            if size is None or count < size:
-                ru, rv = find(self.tail[k]), find(self.head[k])
-                if ru != rv:
-                    parent[ru] = rv
-                    chosen[k] = True
-                    yield from rec(k + 1, count + 1)
-                    chosen[k] = False
-                    parent[ru] = ru
-            yield from rec(k + 1, count)
-
-        return rec(0, 0)
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.n_nodes} nodes, {self.d} edges)"
 
 
 class GraphicMatroid(_GraphSpace):
     """Forests (acyclic edge sets) of an undirected graph.
 
+    ``flow=True`` adds single-commodity flow rows on extra columns (every integer point is then a forest
+    without lazy cuts); off by default (slower where measured: docs/performance.md, "Graphs").
+
     >>> import networkx as nx
     >>> GraphicMatroid(nx.complete_graph(3)).m
     2
+    >>> GraphicMatroid(nx.complete_graph(3), flow=True).formulation().n_aux
+    12
     """
 
-    def __init__(self, graph: Any, *, labels: Iterable[Hashable] | None = None):
+    helpers = (*_GraphSpace.helpers, "flow")
+
+    def __init__(self, graph: Any, *, flow: bool = False, labels: Iterable[Hashable] | None = None):
+        self.flow = _flag("flow", flow)
         super().__init__(graph, labels=labels)
 
     def _max_arms(self) -> int:
@@ -222,9 +92,9 @@ class GraphicMatroid(_GraphSpace):
             d=self.d,
             rows=[rank, *self._short_cycle_rows()],
             separators=[self.separate_cycles],
-            fractional_separators=[self.separate_subtours_lp],
+            fractional_separators=[NamedSeparator("subtours", self)],
         )
-        if FLOW_FORMULATION:
+        if self.flow:
             self._add_forest_flow(f)
         return f
 
@@ -248,14 +118,26 @@ class GraphicMatroid(_GraphSpace):
 class SpanningTrees(_GraphSpace):
     """Spanning trees of a connected undirected graph.
 
+    Options of the formulation (the actions are the same either way): ``flow=True`` adds single-commodity
+    flow rows (off by default, as for :class:`GraphicMatroid`); ``sparse_cuts`` (default ``True``) writes a
+    subtour row of a large node set ``S`` on its sparse side ``a(E) - a(E(S)) >= n - |S|`` (equal to the
+    dense row on ``sum a = n - 1``).
+
     >>> import networkx as nx
     >>> len(SpanningTrees(nx.complete_graph(4)).enumerate())
     16
+    >>> SpanningTrees(nx.complete_graph(4), sparse_cuts=False).sparse_cuts
+    False
     """
 
-    _complement_cuts = True
+    helpers = (*_GraphSpace.helpers, "flow", "sparse_cuts")
 
-    def __init__(self, graph: Any, *, labels: Iterable[Hashable] | None = None):
+    def __init__(
+        self, graph: Any, *, flow: bool = False, sparse_cuts: bool = True, labels: Iterable[Hashable] | None = None
+    ):
+        self.flow = _flag("flow", flow)
+        self.sparse_cuts = _flag("sparse_cuts", sparse_cuts)
+        self._complement_cuts = self.sparse_cuts
         super().__init__(graph, labels=labels)
         if not nx.is_connected(graph):
             raise ValueError("SpanningTrees needs a connected graph")
@@ -278,244 +160,14 @@ class SpanningTrees(_GraphSpace):
             rows.append(Row(tuple(int(k) for k in incident), (1.0,) * len(incident), 1.0, np.inf))
         rows.extend(self._short_cycle_rows())
         f = Formulation(
-            d=self.d, rows=rows, separators=[self.separate_cycles], fractional_separators=[self.separate_subtours_lp]
+            d=self.d,
+            rows=rows,
+            separators=[self.separate_cycles],
+            fractional_separators=[NamedSeparator("subtours", self)],
         )
-        if FLOW_FORMULATION:  # node 0 sends one unit to every other node: integer points are connected
+        if self.flow:  # node 0 sends one unit to every other node: integer points are connected
             self._add_flow(f, 0, n1, {v: (1.0, (), ()) for v in range(1, self.n_nodes)})
         return f
-
-
-class STPaths(_GraphSpace):
-    """Simple paths from ``source`` to ``target`` (directed if the graph is).
-
-    >>> import networkx as nx
-    >>> g = nx.DiGraph([(0, 1), (1, 2), (0, 2), (2, 0)])
-    >>> sorted(STPaths(g, 0, 2).enumerate().astype(int).tolist())
-    [[0, 1, 0, 0], [1, 0, 1, 0]]
-    """
-
-    helpers = (*_GraphSpace.helpers, "source", "target", "directed", "path_nodes", "path_edges")
-
-    def __init__(self, graph: Any, source: Any, target: Any, *, labels: Iterable[Hashable] | None = None):
-        super().__init__(graph, allow_directed=True, labels=labels)
-        missing = []
-        for name, v in (("source", source), ("target", target)):
-            if v not in graph:
-                close = close_names(v, list(graph), n=3)
-                hint = f" (did you mean {', '.join(map(repr, close))}?)" if close else ""
-                missing.append(f"{name} {v!r} is not a node of the graph{hint}")
-        if missing:
-            nodes = list(graph)
-            raise ValueError(f"{'; '.join(missing)}; its {len(nodes)} nodes: {shown_names(nodes)}")
-        if source == target:
-            raise ValueError("source and target must differ")
-        if not nx.has_path(graph, source, target):
-            raise ValueError(f"there is no path from {source!r} to {target!r}")
-        self.source, self.target = source, target
-        self.s, self.t = self.node_index[source], self.node_index[target]
-        self.directed = graph.is_directed()
-        self.acyclic = self.directed and nx.is_directed_acyclic_graph(graph)
-
-    def count_upper_bound(self) -> int:
-        """A closed-form bound on the simple s-t paths (and on the simple paths from ``s`` a search visits).
-
-        A simple path is fixed by the arm it leaves each visited node by, and never leaves
-        a node back to where it came from: at most ``prod_v max(1, c_v)`` paths, with ``c_v``
-        the node's out-degree, less one when every neighbour it is entered from is also
-        one it may leave to (not at ``s``). On a DAG: the number of paths from ``s`` to any node
-        (exact, by dynamic programming).
-
-        >>> import networkx as nx
-        >>> g = nx.convert_node_labels_to_integers(nx.grid_2d_graph(3, 3))
-        >>> len(STPaths(g, 0, 8).enumerate()), STPaths(g, 0, 8).count_upper_bound()
-        (12, 96)
-        """
-        graph = self.graph
-        if self.acyclic:  # a DAG: the paths from s to every node, counted exactly in topological order
-            paths = {self.source: 1}
-            for v in nx.topological_sort(graph):
-                for w in graph.successors(v):
-                    if v in paths and v != self.target:
-                        paths[w] = paths.get(w, 0) + paths[v]
-            return sum(paths.values())
-        bound = 1
-        for v in graph.nodes:
-            if v == self.target:
-                continue
-            if self.directed:
-                out, into = set(graph.successors(v)), set(graph.predecessors(v))
-                choices = len(out) - (1 if v != self.source and into and into <= out else 0)
-            else:
-                choices = graph.degree(v) - (0 if v == self.source else 1)
-            bound *= max(1, choices)
-        return bound
-
-    def _max_arms(self) -> int:
-        if self.acyclic:
-            best = {self.source: 0}
-            for v in nx.topological_sort(self.graph):
-                if v not in best:
-                    continue
-                for w in self.graph.successors(v):
-                    best[w] = max(best.get(w, -1), best[v] + 1)
-            return best[self.target]
-        return super()._max_arms()
-
-    def _contains(self, action: np.ndarray) -> bool:
-        k = int(action.sum())
-        if k == 0:
-            return False
-        tail, head = self.tail[action], self.head[action]
-        if self.directed:
-            out_deg = np.bincount(tail, minlength=self.n_nodes)
-            in_deg = np.bincount(head, minlength=self.n_nodes)
-            balance = np.zeros(self.n_nodes, np.int64)
-            balance[self.s], balance[self.t] = 1, -1
-            if in_deg[self.s] != 0 or (out_deg - in_deg != balance).any() or (in_deg > 1).any():
-                return False
-        else:
-            deg = np.bincount(np.concatenate([tail, head]), minlength=self.n_nodes)
-            if deg[self.s] != 1 or deg[self.t] != 1:
-                return False
-            inner = np.ones(self.n_nodes, bool)
-            inner[[self.s, self.t]] = False
-            if not np.isin(deg[inner], (0, 2)).all():
-                return False
-        # degrees fit one s-t path plus disjoint cycles; a forest has no cycle
-        return self._is_forest(action)
-
-    def path_nodes(self, action: Any) -> list:
-        """The nodes of a path action, from source to target.
-
-        >>> import networkx as nx
-        >>> space = STPaths(nx.Graph([("c", "t"), ("s", "b"), ("b", "c")]), "s", "t")
-        >>> space.path_nodes([1, 1, 1])
-        ['s', 'b', 'c', 't']
-        """
-        a = as_action(action, self.d)
-        if not self._contains(a):
-            raise ValueError(f"action is not a path from {self.source!r} to {self.target!r} of this space")
-        step: dict[int, list[int]] = {}
-        for k in np.flatnonzero(a):
-            u, v = int(self.tail[k]), int(self.head[k])
-            step.setdefault(u, []).append(v)
-            if not self.directed:
-                step.setdefault(v, []).append(u)
-        order, previous = [self.s], -1
-        while order[-1] != self.t:
-            here = order[-1]
-            order.append(next(w for w in step[here] if w != previous))
-            previous = here
-        return [self.nodes[i] for i in order]
-
-    def path_edges(self, action: Any) -> list[tuple]:
-        """The edges of a path action in path order, each written ``(from, to)`` as travelled.
-
-        >>> import networkx as nx
-        >>> space = STPaths(nx.Graph([("c", "t"), ("s", "b"), ("b", "c")]), "s", "t")
-        >>> space.path_edges([1, 1, 1])
-        [('s', 'b'), ('b', 'c'), ('c', 't')]
-        """
-        nodes = self.path_nodes(action)
-        return list(pairwise(nodes))
-
-    def _iter_actions(self) -> Iterator[np.ndarray]:
-        index = {e: k for k, e in enumerate(self.arms)}
-        for path in nx.all_simple_edge_paths(self.graph, self.source, self.target):
-            a = np.zeros(self.d, bool)
-            for u, v in path:
-                a[index[(u, v)] if (u, v) in index else index[(v, u)]] = True
-            yield a
-
-    def _build_formulation(self) -> Formulation:
-        f = Formulation(d=self.d)
-        ones = np.ones(self.d)
-        if self.directed:
-            for v in range(self.n_nodes):
-                out_e = np.flatnonzero(self.tail == v)
-                in_e = np.flatnonzero(self.head == v)
-                rhs = 1.0 if v == self.s else (-1.0 if v == self.t else 0.0)
-                cols = tuple(int(k) for k in np.concatenate([out_e, in_e]))
-                coefs = tuple(np.concatenate([ones[out_e], -ones[in_e]]))
-                f.rows.append(Row(cols, coefs, rhs, rhs))
-                if not self.acyclic and len(in_e):
-                    cap = 0.0 if v == self.s else 1.0
-                    f.rows.append(Row(tuple(int(k) for k in in_e), (1.0,) * len(in_e), -np.inf, cap))
-            if self.acyclic:
-                f.integral_lp = True
-            else:
-                f.separators.append(self.separate_cycles)
-                if self.d >= min(PATH_ROOT_CUTS_MIN_EDGES, PATH_DIRECTED_MIN_ARCS):
-                    f.fractional_separators.append(self._separate_paths_lp)
-                f.solver_hints["highs"] = dict(PATH_HIGHS_HINTS)
-                f.solver_hints["highs_positive_costs"] = dict(PATH_POSITIVE_HIGHS_HINTS)
-                if FLOW_FORMULATION:  # s reaches every entered node: no cycle apart from the path
-                    n1 = float(self.n_nodes - 1)
-                    demand = {}
-                    for v in range(self.n_nodes):
-                        in_e = tuple(int(k) for k in np.flatnonzero(self.head == v))
-                        if v != self.s and in_e:
-                            demand[v] = (0.0, in_e, (1.0,) * len(in_e))
-                    self._add_flow(f, self.s, n1, demand)
-        else:
-            visit: dict[int, int] = {}
-            for v in range(self.n_nodes):
-                incident = np.flatnonzero((self.tail == v) | (self.head == v))
-                cols = tuple(int(k) for k in incident)
-                if v in (self.s, self.t):
-                    f.rows.append(Row(cols, (1.0,) * len(cols), 1.0, 1.0))
-                else:
-                    z = f.add_aux(0.0, 1.0, True, f"visit{v}")
-                    f.rows.append(Row((*cols, z), (*(1.0,) * len(cols), -2.0), 0.0, 0.0))
-                    visit[v] = z
-            self._oriented = ORIENTED_PATHS
-            if ORIENTED_PATHS:
-                self._add_orientation(f)
-            f.separators.append(self.separate_cycles)
-            if self.d >= PATH_ROOT_CUTS_MIN_EDGES:
-                f.fractional_separators.append(self._separate_paths_lp)
-            f.solver_hints["highs"] = dict(PATH_HIGHS_HINTS)
-            f.solver_hints["highs_positive_costs"] = dict(PATH_POSITIVE_HIGHS_HINTS)
-            if FLOW_FORMULATION:  # s sends one unit to every visited node and to t: no cycle apart from the path
-                demand = {v: (0.0, (z,), (1.0,)) for v, z in visit.items()}
-                demand[self.t] = (1.0, (), ())
-                self._add_flow(f, self.s, float(self.n_nodes - 1), demand)
-        if self.directed or self._oriented:  # the rows hold every s-t cut (unoriented: s-t cuts needed)
-            f.solver_hints["root_cuts"] = {"skip_nonpositive": True}  # a query with weights <= 0 gains from no cut
-        gate = START_MIN_ARMS if not self.directed or self.acyclic else min(START_MIN_ARMS, PATH_DIRECTED_MIN_ARCS)
-        if self.d >= gate:  # rows added after this point are side rows to the start heuristic
-            f.solver_hints["start"] = {"space": self, "rows": f.n_rows}
-        return f
-
-    def _add_orientation(self, f: Formulation) -> None:
-        """Orient the chosen edges: a unit of flow from ``s`` to ``t`` on them (``d`` columns, ``d + n`` rows).
-
-        Column ``y_e`` in ``[0, x_e]`` is the part of edge ``e = (u, v)`` travelled
-        ``u -> v`` (the rest, ``x_e - y_e``, goes ``v -> u``); every node but ``s``
-        and ``t`` conserves the net flow ``2 y_e - x_e``. Every path plus disjoint
-        cycles can be oriented so, hence the integer points are unchanged; the LP
-        loses the points that split the unit into dead ends at ``s`` and ``t``
-        (every s-t cut now holds at least 1).
-        """
-        names = [f"dir{k}" for k in range(self.d)]
-        first = f.add_aux_block(np.zeros(self.d), np.ones(self.d), False, names, optional=True)
-        f.rows.extend(Row((first + k, k), (1.0, -1.0), -np.inf, 0.0) for k in range(self.d))
-        for v in range(self.n_nodes):
-            out_e, in_e = np.flatnonzero(self.tail == v), np.flatnonzero(self.head == v)
-            cols = [first + int(k) for k in out_e] + [int(k) for k in out_e]
-            cols += [first + int(k) for k in in_e] + [int(k) for k in in_e]
-            coefs = [2.0] * len(out_e) + [-1.0] * len(out_e) + [-2.0] * len(in_e) + [1.0] * len(in_e)
-            rhs = 1.0 if v == self.s else (-1.0 if v == self.t else 0.0)
-            f.rows.append(Row(tuple(cols), tuple(coefs), rhs, rhs))
-
-    def _separate_paths_lp(self, x: np.ndarray) -> list[Row]:
-        chosen = x > 0.5
-        if np.all(np.abs(x - chosen) <= _SEP_TOL) and self._contains(chosen):
-            return []  # an integral point that is a path violates no valid row: no max flow needed
-        cuts = []
-        if not self.directed and not self.__dict__.get("_oriented", False):  # else the flow rows imply them
-            cuts = self.separate_st_cut_lp(x, self.s, self.t, self.directed)
-        return cuts + self.separate_connectivity_lp(x, self.s, self.t, self.directed)
 
 
 class Matchings(_GraphSpace):

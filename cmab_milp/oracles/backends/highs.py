@@ -266,7 +266,6 @@ class HighsOracle(ModelOracle):
                 continue
             self.norm_recoveries[name] = self.norm_recoveries.get(name, 0) + 1
             return answer
-        cap = self.tuning.recovery_enumeration
         try:
             enumeration = EnumerateOracle(self.space, max_actions=self.tuning.recovery_enumeration)
         except ValueError:

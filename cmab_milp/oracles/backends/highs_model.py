@@ -29,6 +29,7 @@ import numpy as np
 from ...spaces.formulation import Formulation, Row
 from ..core.base import LimitReached, OracleError
 from ..core.model import ModelBase, SolveResult
+from ..mip.options import highs_model_options
 from ..mip.tuning import HighsTuning
 from .highs_solve import HighsSolving, new_highs
 
@@ -64,7 +65,7 @@ class CompiledModel(HighsSolving, ModelBase):
         self.h = new_highs(time_limit)
         #: Seconds per run (``None``: none); see :meth:`_run` for why it is not left to HiGHS alone.
         self._time_limit = None if time_limit is None else float(time_limit)
-        for key, value in formulation.solver_hints.get("highs", {}).items():  # the formulation's own options
+        for key, value in highs_model_options(formulation).items():  # the formulation's own options
             self.h.setOptionValue(key, value)
         self.incumbent_on_limit = False
         a, row_lb, row_ub = formulation.matrix()

@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 
 from ...spaces.formulation import Formulation, Row
+from ..mip.graph_cuts import fractional_cuts
 
 __all__ = ["LazyRowsHandler", "attach", "register"]
 
@@ -147,7 +148,7 @@ def _handler_class():
         def conssepalp(self, constraints, nusefulconss):
             if not self.fractional:
                 return {"result": SCIP_RESULT.DIDNOTRUN}
-            rows = self.formulation.fractional_cuts(self._arm_values(None), self.min_violation)
+            rows = fractional_cuts(self.formulation, self._arm_values(None), self.min_violation)
             if not rows:
                 return {"result": SCIP_RESULT.DIDNOTFIND}
             return {"result": SCIP_RESULT.CUTOFF if self._add_cuts(rows) else SCIP_RESULT.SEPARATED}

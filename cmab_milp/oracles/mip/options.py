@@ -6,15 +6,34 @@ index, the K-MAX MILP, PuLP's ``HiGHS`` solver takes the tolerances);
 Both make a solver prove optimality to about ``1e-11``, tighter than the contract's
 ``1e-9 * (1 + |optimum|)``.
 
+A formulation may name its family (``solver_hints["family"] = {"name": ...}``: the
+s-t paths of cyclic graphs say ``"cyclic_paths"``); :data:`FAMILY_HIGHS_OPTIONS` and
+:data:`FAMILY_POSITIVE_COST_OPTIONS` hold the HiGHS options of each family (measured
+speed-ups, none changes an answer's value), read by :func:`highs_model_options` and
+:func:`positive_cost_options`.
+
 >>> HIGHS_OPTIONS["threads"], SCIP_PARAMS["parallel/maxnthreads"]
 (1, 1)
+>>> import networkx as nx
+>>> import cmab_milp as cm
+>>> highs_model_options(cm.STPaths(nx.cycle_graph(5), 0, 2).formulation())
+{'mip_pool_soft_limit': 200}
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["HIGHS_OPTIONS", "SCIP_PARAMS"]
+from ...spaces.formulation import Formulation
+
+__all__ = [
+    "FAMILY_HIGHS_OPTIONS",
+    "FAMILY_POSITIVE_COST_OPTIONS",
+    "HIGHS_OPTIONS",
+    "SCIP_PARAMS",
+    "highs_model_options",
+    "positive_cost_options",
+]
 
 #: Options applied to every HiGHS instance: silent, single-threaded (the
 #: scheduler is per OS thread; batches run one instance per thread), gaps and
@@ -42,3 +61,28 @@ SCIP_PARAMS: dict[str, Any] = {
     "numerics/dualfeastol": 1e-10,
     "parallel/maxnthreads": 1,
 }
+
+#: HiGHS options of the models of a formulation family, set when the model is built: s-t paths of cyclic graphs
+#: keep a smaller cut pool (after the root cuts, HiGHS's own cut generation dominated their solves;
+#: docs/performance.md, "Graphs").
+FAMILY_HIGHS_OPTIONS: dict[str, dict[str, object]] = {"cyclic_paths": {"mip_pool_soft_limit": 200}}
+#: HiGHS options of a family's queries with some positive arm cost, set per query (a rule of the query alone;
+#: :func:`~cmab_milp.oracles.mip.starts.prepare_query`): paths without restarts (docs/performance.md, "Graphs").
+FAMILY_POSITIVE_COST_OPTIONS: dict[str, dict[str, object]] = {"cyclic_paths": {"mip_allow_restart": False}}
+
+
+def _family(formulation: Formulation) -> str | None:
+    return formulation.solver_hints.get("family", {}).get("name")
+
+
+def highs_model_options(formulation: Formulation) -> dict[str, object]:
+    """The HiGHS options a model of ``formulation`` starts with beyond :data:`HIGHS_OPTIONS`: its family's
+    (:data:`FAMILY_HIGHS_OPTIONS`), then the formulation's own ``solver_hints["highs"]``."""
+    return {**FAMILY_HIGHS_OPTIONS.get(_family(formulation), {}), **formulation.solver_hints.get("highs", {})}
+
+
+def positive_cost_options(formulation: Formulation) -> dict[str, object]:
+    """The HiGHS options of a query with some positive arm cost (:data:`FAMILY_POSITIVE_COST_OPTIONS`, then the
+    formulation's own ``solver_hints["highs_positive_costs"]``); empty when there are none."""
+    own = formulation.solver_hints.get("highs_positive_costs", {})
+    return {**FAMILY_POSITIVE_COST_OPTIONS.get(_family(formulation), {}), **own}

@@ -51,6 +51,7 @@ import numpy as np
 
 from ...spaces.formulation import Formulation, Row
 from ..backends.highs_model import CompiledModel
+from .graph_cuts import fractional_cuts
 from .starts import prepare_query
 
 __all__ = ["MAX_ROUNDS", "MIN_VIOLATION", "add_root_cuts"]
@@ -127,7 +128,7 @@ def _rounds(lp: CompiledModel, formulation: Formulation, max_rounds: int, min_vi
             x = lp.run_relaxation()
             if x is None:
                 break
-            cuts = formulation.fractional_cuts(np.asarray(x[: formulation.d]), min_violation)
+            cuts = fractional_cuts(formulation, np.asarray(x[: formulation.d]), min_violation)
             if not cuts:
                 break
             lp.add_rows(cuts)

@@ -61,11 +61,12 @@ from ..backends.highs_model import CompiledModel
 from ..core.model import SolveResult
 from .cover_cuts import cover_cuts
 from .graph_starts import PathStarts
+from .options import positive_cost_options
 from .side_starts import SidePlan, as_side_rows, side_plan, supported_base
+from .tuning import HighsTuning
 
 __all__ = [
     "SIDE_MAX_ROWS",
-    "SIDE_MIN_ARMS",
     "prepare_query",
     "query_plan",
     "query_start",
@@ -75,8 +76,6 @@ __all__ = [
     "side_rule_applies",
 ]
 
-#: Side plans from this many arms (below, the plan costs more than it saves; docs/performance.md, "Oracles").
-SIDE_MIN_ARMS = 50
 #: Side plans for queries with at most this many side rows (conflicting pairs alone get none: HiGHS's clique
 #: table handles them, and a plan measured slower there; docs/performance.md, "Oracles").
 SIDE_MAX_ROWS = 16
@@ -113,7 +112,7 @@ def side_rows(rows: list[Row], d: int) -> tuple[list[tuple[int, int]], tuple[np.
 
 def prepare_query(model: CompiledModel, formulation: Formulation) -> None:
     """Set the model's hooks for the query it holds now: a MIP start, the repair of candidates, candidate cuts,
-    and the formulation's HiGHS options for queries with a positive arm cost (``solver_hints["highs_positive_costs"]``).
+    and the formulation's HiGHS options for queries with a positive arm cost (:func:`~.options.positive_cost_options`).
 
     Only for formulations that name a start heuristic. Call it after the query's costs, bounds and rows
     are set (the model's ``undo`` clears the hooks).
@@ -121,9 +120,9 @@ def prepare_query(model: CompiledModel, formulation: Formulation) -> None:
     if not _own_objective(model, formulation):
         return  # columns of another objective (the norm index's): its own loop, no hooks
     tuning = model.tuning
-    hint = formulation.solver_hints.get("start")
+    hint = _start_hint(formulation, tuning)
     if not hint:
-        if tuning.side_starts and side_rule_applies(formulation):
+        if tuning.side_starts and side_rule_applies(formulation, tuning.side_min_arms):
             if not model.__dict__.get("_side_options"):  # before the first query: a rule of the space alone
                 model.set_options(SIDE_HIGHS_OPTIONS)
                 model.__dict__["_side_options"] = True
@@ -143,7 +142,7 @@ def prepare_query(model: CompiledModel, formulation: Formulation) -> None:
     model.start = start
     if fixed is not None:
         model.fix_arms(fixed, start.astype(float), region_bound)
-    positive = formulation.solver_hints.get("highs_positive_costs")
+    positive = positive_cost_options(formulation) if tuning.positive_cost_options else None
     if positive and float(model.arm_columns()[0].max(initial=0.0)) > 0.0:
         model.set_query_options(positive)
     d = formulation.d
@@ -175,7 +174,7 @@ def query_plan(
     (:meth:`~cmab_milp.oracles.mip.graph_starts.PathStarts.start_plan`; ``None``: none) and the bound of the
     actions they exclude."""
     none = (None, None, -math.inf)
-    hint = formulation.solver_hints.get("start")
+    hint = _start_hint(formulation, model.tuning)
     if not hint or not _own_objective(model, formulation):
         return none
     rows = _side_rows_of(model, formulation, hint)
@@ -193,6 +192,19 @@ def query_plan(
     return start, fixed, region_bound
 
 
+def _start_hint(formulation: Formulation, tuning: HighsTuning) -> dict | None:
+    """The start heuristic the formulation names, when its space is large enough for it (``tuning``'s
+    ``path_start_min_arms``; digraphs with cycles: ``path_start_min_arcs`` too); else ``None``."""
+    hint = formulation.solver_hints.get("start")
+    if not hint:
+        return None
+    space = hint["space"]
+    gate = tuning.path_start_min_arms
+    if space.directed and not space.acyclic:
+        gate = min(gate, tuning.path_start_min_arcs)
+    return hint if space.d >= gate else None
+
+
 def _fixing_applies(formulation: Formulation, hint: dict) -> bool:
     """Whether ``formulation`` is the hint's space's own formulation plus side rows on the arms (no other
     part's rows first, columns or separators: its actions are the space's paths that obey the rows, so a
@@ -208,11 +220,12 @@ def _fixing_applies(formulation: Formulation, hint: dict) -> bool:
     return hint["fix_use"]
 
 
-def side_rule_applies(formulation: Formulation) -> bool:
+def side_rule_applies(formulation: Formulation, min_arms: int = HighsTuning.side_min_arms) -> bool:
     """Whether queries on ``formulation`` get side plans: a rule of the space alone (cached in its hint).
 
     The formulation must be a supported base (:func:`~cmab_milp.oracles.mip.side_starts.supported_base`) of
-    at least :data:`SIDE_MIN_ARMS` arms, whose rows come first and whose separators are all there are
+    at least ``min_arms`` arms (the ``side_min_arms`` option of :class:`~.tuning.HighsTuning`), whose rows come
+    first and whose separators are all there are
     (an intersection stacks other parts' rows and cuts: a start might be no action), plus a side row
     that is not a conflicting pair.
     """
@@ -224,13 +237,12 @@ def side_rule_applies(formulation: Formulation) -> bool:
         own = base.formulation() if supported_base(base) else None
         hint["use"] = bool(
             own is not None
-            and formulation.d >= SIDE_MIN_ARMS
             and formulation.rows[:n] == own.rows
             and len(formulation.separators) == len(own.separators)
             and any(not (len(r.cols) == 2 and r.coefs == (1.0, 1.0) and r.ub == 1.0) for r in formulation.rows[n:])
         )
         hint["owner"] = formulation
-    return hint["use"]
+    return hint["use"] and formulation.d >= min_arms
 
 
 def side_query_start(model: CompiledModel, formulation: Formulation) -> np.ndarray | None:
@@ -247,7 +259,7 @@ def side_query_start(model: CompiledModel, formulation: Formulation) -> np.ndarr
 def side_query_plan(model: CompiledModel, formulation: Formulation, fix: bool = True) -> SidePlan | None:
     """:func:`side_query_start`'s :class:`~cmab_milp.oracles.mip.side_starts.SidePlan` (with ``fix``: the arms
     that reduced-cost fixing proves), or ``None``; its ``start`` obeys the bounds and every side row."""
-    if not side_rule_applies(formulation) or not _own_objective(model, formulation):
+    if not side_rule_applies(formulation, model.tuning.side_min_arms) or not _own_objective(model, formulation):
         return None
     hint = formulation.solver_hints["side"]
     rows = _side_rows_of(model, formulation, hint)

@@ -77,6 +77,8 @@ class HighsTuning:
         Also add extended cover cuts of knapsack side rows (:mod:`~.cover_cuts`); off: slower.
     fix_arms:
         Fix the arms a start's Lagrangian bounds prove (side starts; shortest-path starts).
+    path_start_min_arms, path_start_min_arcs, side_min_arms:
+        Sizes from which s-t paths get MIP starts and side rules get side plans (non-negative integers).
 
     Norm queries (:mod:`~cmab_milp.oracles.norm.solver`):
 
@@ -119,6 +121,17 @@ class HighsTuning:
     solve_cores: bool = True
     side_cover_cuts: bool = False
     fix_arms: bool = True
+    # -- graph and side-row thresholds (oracles/mip/starts.py): from which size a speed-up pays
+    #: s-t paths get the MIP start of :mod:`~.graph_starts` (and its fixing, candidate repair and cuts, and the
+    #: positive-cost HiGHS options) from this many edges; below, their queries solve in milliseconds.
+    path_start_min_arms: int = field(default=100, metadata=_COUNT)
+    #: ... and digraphs with cycles from ``min(path_start_min_arms, path_start_min_arcs)`` arcs (their LP is weaker).
+    path_start_min_arcs: int = field(default=40, metadata=_COUNT)
+    #: Side plans (:mod:`~.side_starts`) for spaces of at least this many arms (below, a plan costs more than it saves).
+    side_min_arms: int = field(default=50, metadata=_COUNT)
+    #: A query with some positive arm cost on a formulation family that has its own HiGHS options for such queries
+    #: (:data:`~.options.FAMILY_POSITIVE_COST_OPTIONS`: paths without restarts) runs with them.
+    positive_cost_options: bool = True
     uniform_start: bool = True
     space_cuts: bool = True
     minus_outer: bool = False

@@ -90,6 +90,7 @@ from ...spaces import STPaths
 from ...spaces.formulation import Row
 from ..backends.highs_model import LimitReached
 from ..core.base import NormQuery
+from ..mip.graph_cuts import separate_paths_lp, separate_st_cut_lp
 from ..mip.graph_starts import PathStarts
 from ..mip.tuning import HighsTuning
 from .minus_branch import _Node, best_first, relaxation_matrix
@@ -290,9 +291,9 @@ class PathBranch:
         chosen = x > 0.5
         rows = component_cuts(space, x)
         if self.tuning.paths_unoriented and not space.directed and (st or not self.tuning.paths_st_lazy):
-            rows += space.separate_st_cut_lp(x, space.s, space.t, False)
+            rows += separate_st_cut_lp(space, x, space.s, space.t, False)
         if not rows and full and self.max_flows:
-            rows = space._separate_paths_lp(x)  # (none at a path)
+            rows = separate_paths_lp(space, x)  # (none at a path)
             self.max_flows = bool(rows)  # none found: no more max flows in this query
         if np.all(np.abs(x - chosen) <= 1e-6) and not space._contains(chosen):
             rows += space.separate_cycles(chosen)

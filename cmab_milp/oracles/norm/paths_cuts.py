@@ -37,7 +37,7 @@ def component_cuts(space: STPaths, x: np.ndarray) -> list[Row]:
     A component ``S`` of the edges with ``x > theta`` that holds neither ``s`` nor ``t`` (directed: that ``s``
     does not reach) gives ``x(delta(S)) >= x(delta(v))`` (directed ``x(delta_in(S)) >= x(delta_in(v))``) for
     its node ``v`` of largest degree: a path through ``v`` enters ``S`` and leaves it (the rows of
-    :meth:`~cmab_milp.spaces.graph_cuts.GraphCuts.separate_connectivity_lp`).
+    :func:`~cmab_milp.oracles.mip.graph_cuts.separate_connectivity_lp`).
 
     >>> import networkx as nx
     >>> import cmab_milp as cm

@@ -20,7 +20,7 @@ pytest.importorskip("pyscipopt")
 pytest.importorskip("ortools")
 
 from cmab_milp.oracles.backends.scip import _ScipModel
-from cmab_milp.spaces.maxflow import FlowEngine
+from cmab_milp.oracles.mip.maxflow import FlowEngine
 
 
 def grid(n: int) -> nx.Graph:

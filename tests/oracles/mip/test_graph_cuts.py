@@ -10,15 +10,29 @@ against enumeration, with restrictions and side rows, and for determinism.
 from __future__ import annotations
 
 import itertools
+import zipfile
 
 import networkx as nx
 import numpy as np
 import pytest
 
 import cmab_milp as cm
-import cmab_milp.spaces.graphs as graphs
 from cmab_milp.oracles.backends.highs_model import CompiledModel
+from cmab_milp.oracles.mip.graph_cuts import (
+    fractional_cuts,
+    separate_connectivity_lp,
+    separate_st_cut_lp,
+    separate_subtours_lp,
+)
+from cmab_milp.oracles.mip.options import (
+    FAMILY_HIGHS_OPTIONS,
+    FAMILY_POSITIVE_COST_OPTIONS,
+    highs_model_options,
+    positive_cost_options,
+)
 from cmab_milp.oracles.mip.root_cuts import add_root_cuts
+from cmab_milp.oracles.mip.starts import _start_hint
+from cmab_milp.oracles.mip.tuning import HighsTuning
 from cmab_milp.spaces.formulation import Formulation, Row, row_violation
 
 
@@ -68,7 +82,7 @@ def test_subtour_separation_is_exact_and_valid(cls):
         space = cls(graph)
         actions = space.enumerate()
         for x in _points(space.d, rng, 15):
-            cuts = space.separate_subtours_lp(x)
+            cuts = separate_subtours_lp(space, x)
             _assert_valid(cuts, actions, x)
             assert bool(cuts) == (_min_subtour_slack(space, x) < 1.0 - 1e-4)
 
@@ -77,7 +91,7 @@ def test_subtour_separation_finds_a_set_inside_a_connected_support():
     # heavy triangle 0-1-2 (2.4 > 2) inside the connected support {0, 1, 2, 3} (2.9 <= 3): only min cuts see it
     space = cm.GraphicMatroid(nx.complete_graph(4))
     x = np.array([0.8, 0.8, 0.0, 0.8, 0.0, 0.5])
-    (cut,) = space.separate_subtours_lp(x)
+    (cut,) = separate_subtours_lp(space, x)
     assert set(cut.cols) == {0, 1, 3} and cut.ub == 2.0
 
 
@@ -138,7 +152,7 @@ def test_connectivity_separation_is_exact_and_valid(index):
     actions = space.enumerate()
     rng = np.random.default_rng(index)
     for x in _points(space.d, rng, 12):
-        cuts = space.separate_connectivity_lp(x, space.s, space.t, space.directed)
+        cuts = separate_connectivity_lp(space, x, space.s, space.t, space.directed)
         _assert_valid(cuts, actions, x)
         assert bool(cuts) == (_min_connectivity_violation(space, x) > 1e-4)
 
@@ -166,7 +180,7 @@ def test_st_cut_separation_is_exact_and_valid(index):
     rng = np.random.default_rng(10 + index)
     found = 0
     for x in [*_points(space.d, rng, 12), np.zeros(space.d)]:
-        cuts = space.separate_st_cut_lp(x, space.s, space.t, space.directed)
+        cuts = separate_st_cut_lp(space, x, space.s, space.t, space.directed)
         _assert_valid(cuts, actions, x)
         assert bool(cuts) == (_min_st_cut(space, x) < 1.0 - 1e-4)
         found += bool(cuts)
@@ -189,40 +203,45 @@ def test_oriented_paths_close_the_shortest_path_lp_gap():
         g[u][v]["w"] = lengths[k]
     shortest = nx.shortest_path_length(g, 0, 80, weight="w")
     assert _lp_value(cm.STPaths(g, 0, 80), -lengths) == pytest.approx(-shortest, abs=1e-7)
-    graphs.ORIENTED_PATHS = False
-    try:
-        plain = cm.STPaths(g, 0, 80)
-        assert plain.formulation().n_aux == g.number_of_nodes() - 2  # the visit columns only
-        assert _lp_value(plain, -lengths) > -shortest + 1.0
-    finally:
-        graphs.ORIENTED_PATHS = True
+    plain = cm.STPaths(g, 0, 80, oriented=False)
+    assert plain.formulation().n_aux == g.number_of_nodes() - 2  # the visit columns only
+    assert _lp_value(plain, -lengths) > -shortest + 1.0
 
 
 def test_fractional_cuts_filters_and_refuses_bad_points():
     f = cm.GraphicMatroid(nx.complete_graph(3)).formulation()
-    assert f.fractional_cuts(np.full(3, 0.9))  # 2.7 > 2
-    assert f.fractional_cuts(np.full(3, 0.9), min_violation=1.0) == []
+    assert fractional_cuts(f, np.full(3, 0.9))  # 2.7 > 2
+    assert fractional_cuts(f, np.full(3, 0.9), min_violation=1.0) == []
     with pytest.raises(ValueError, match="d=3"):
-        f.fractional_cuts(np.ones(4))
+        fractional_cuts(f, np.ones(4))
 
 
 # ------------------------------------------------------------------- flow formulation
 def _with_flow(make):
-    graphs.FLOW_FORMULATION = True
-    try:
-        space = make()
-        space.formulation()
-    finally:
-        graphs.FLOW_FORMULATION = False
-    return space
+    """The space ``make`` builds, with the single-commodity flow rows (its ``flow`` option)."""
+    return make(flow=True)
 
 
 FLOW_SPACES = [
-    lambda: cm.SpanningTrees(_grid(3)),
-    lambda: cm.GraphicMatroid(nx.gnm_random_graph(6, 10, seed=1)),
-    lambda: cm.STPaths(_grid(3), 0, 8),
-    lambda: cm.STPaths(nx.DiGraph(nx.complete_graph(5)), 0, 4),
+    lambda **kw: cm.SpanningTrees(_grid(3), **kw),
+    lambda **kw: cm.GraphicMatroid(nx.gnm_random_graph(6, 10, seed=1), **kw),
+    lambda **kw: cm.STPaths(_grid(3), 0, 8, **kw),
+    lambda **kw: cm.STPaths(nx.DiGraph(nx.complete_graph(5)), 0, 4, **kw),
 ]
+
+
+@pytest.mark.parametrize("cls", [cm.GraphicMatroid, cm.SpanningTrees])
+def test_flow_option_is_refused_unless_a_flag_and_kept_by_copies(cls):
+    import copy
+    import pickle
+
+    with pytest.raises(ValueError, match="flow must be true or false"):
+        cls(_grid(3), flow=1)
+    space = cls(_grid(3), flow=True)
+    for twin in (copy.copy(space), pickle.loads(pickle.dumps(space))):
+        assert twin.flow and twin.formulation().n_aux == space.formulation().n_aux > 0
+    rule = space.with_constraint(np.ones(space.d), "<=", 5)
+    assert rule.flow and rule.formulation().n_aux == space.formulation().n_aux
 
 
 @pytest.mark.parametrize("index", range(len(FLOW_SPACES)))
@@ -246,7 +265,7 @@ def test_flow_rows_alone_make_integer_points_actions(index):
 
 
 def test_lp_core_and_stacking_keep_the_exact_only_flags():
-    space = _with_flow(lambda: cm.SpanningTrees(_grid(3)))
+    space = _with_flow(lambda **kw: cm.SpanningTrees(_grid(3), **kw))
     f = space.formulation()
     core = f.lp_core()
     assert not core.aux_exact_only.any() and core.n_cols == space.d
@@ -283,21 +302,24 @@ def _brute(space, q):
     return (actions[ok] @ q["weights"]).max() if ok.any() else None
 
 
+#: Root cuts on the small paths too (the space's size gate at 0).
+CUTS = {"cuts_min_edges": 0}
 SPACES = {
-    "trees": lambda: cm.SpanningTrees(_grid(3)),
-    "forests": lambda: cm.GraphicMatroid(nx.gnm_random_graph(6, 10, seed=2)),
-    "paths": lambda: cm.STPaths(nx.petersen_graph(), 0, 5),
-    "paths-directed": lambda: cm.STPaths(nx.DiGraph(nx.complete_graph(5)), 0, 4),
-    "trees+knapsack": lambda: cm.SpanningTrees(_grid(3)).with_constraint(np.arange(12) % 3 + 1.0, "<=", 14),
-    "paths+knapsack": lambda: cm.STPaths(_grid(3), 0, 8).with_constraint(np.arange(12) % 4 + 1.0, "<=", 9),
+    "trees": lambda **kw: cm.SpanningTrees(_grid(3), **kw),
+    "forests": lambda **kw: cm.GraphicMatroid(nx.gnm_random_graph(6, 10, seed=2), **kw),
+    "paths": lambda **kw: cm.STPaths(nx.petersen_graph(), 0, 5, **CUTS, **kw),
+    "paths-directed": lambda **kw: cm.STPaths(nx.DiGraph(nx.complete_graph(5)), 0, 4, **CUTS, **kw),
+    "trees+knapsack": lambda **kw: cm.SpanningTrees(_grid(3), **kw).with_constraint(np.arange(12) % 3 + 1.0, "<=", 14),
+    "paths+knapsack": lambda **kw: cm.STPaths(_grid(3), 0, 8, **CUTS, **kw).with_constraint(
+        np.arange(12) % 4 + 1.0, "<=", 9
+    ),
 }
 
 
 @pytest.mark.parametrize("flow", [False, True])
 @pytest.mark.parametrize("name", list(SPACES))
-def test_restricted_queries_match_enumeration(name, flow, monkeypatch):
-    monkeypatch.setattr(graphs, "PATH_ROOT_CUTS_MIN_EDGES", 0)  # root cuts on the small paths too
-    space = _with_flow(SPACES[name]) if flow else SPACES[name]()
+def test_restricted_queries_match_enumeration(name, flow):
+    space = SPACES[name](flow=flow)
     oracle = cm.make_oracle(space, "highs", verify=True)
     rng = np.random.default_rng(len(name))
     for q in _queries(space, rng):
@@ -340,7 +362,7 @@ def test_add_root_cuts_tightens_and_refuses_bad_input():
     with model.options({"solve_relaxation": True}):
         after = model.run_relaxation()
     assert w @ after[: space.d] <= w @ before[: space.d] + 1e-9
-    assert not f.fractional_cuts(after[: space.d], 1e-3)  # converged: the LP point violates no cut
+    assert not fractional_cuts(f, after[: space.d], 1e-3)  # converged: the LP point violates no cut
     with pytest.raises(ValueError, match="max_rounds"):
         add_root_cuts(model, f, max_rounds=-1)
     with pytest.raises(ValueError, match="min_violation"):
@@ -413,7 +435,8 @@ def test_orientation_is_optional_and_changes_no_answer():
                 model.add_rows(cuts)
             model.undo()
             assert space.contains(a) and w @ a == pytest.approx((actions @ w).max(), abs=1e-9)
-    assert CompiledModel(f).h.getOptionValue("mip_pool_soft_limit")[1] == graphs.PATH_HIGHS_HINTS["mip_pool_soft_limit"]
+    pool = FAMILY_HIGHS_OPTIONS["cyclic_paths"]["mip_pool_soft_limit"]
+    assert CompiledModel(f).h.getOptionValue("mip_pool_soft_limit")[1] == pool
     assert cm.Cardinality(3, 1).formulation().solver_hints == {}
 
 
@@ -426,35 +449,43 @@ def test_solver_hints_survive_shifting_and_stacking():
     with_budget = paths.with_constraint(np.ones(24), "<=", 8).formulation()
     side = with_budget.solver_hints["side"]  # the rule names its base (oracles/mip/side_starts.py)
     assert side["space"] is paths and side["rows"] == paths.formulation().n_rows
-    others = {k: v for k, v in with_budget.solver_hints.items() if k != "side"}
-    assert others == {
-        "highs": graphs.PATH_HIGHS_HINTS,
-        "highs_positive_costs": graphs.PATH_POSITIVE_HIGHS_HINTS,
-        "root_cuts": {"skip_nonpositive": True},
-    }
+    assert with_budget.solver_hints["start"]["space"] is paths  # the start heuristic of the paths
+    others = {k: v for k, v in with_budget.solver_hints.items() if k not in ("side", "start")}
+    assert others == {"family": {"name": "cyclic_paths"}, "root_cuts": {"skip_nonpositive": True}}
+    assert highs_model_options(with_budget) == FAMILY_HIGHS_OPTIONS["cyclic_paths"]  # the oracle side's table
+    assert positive_cost_options(with_budget) == FAMILY_POSITIVE_COST_OPTIONS["cyclic_paths"]
+    assert highs_model_options(cm.Cardinality(3, 1).formulation()) == {}
     assert with_budget.aux_optional.sum() == 24
 
 
 def test_root_cuts_gate_is_by_space_size():
     small, large = cm.STPaths(_grid(5), 0, 24), cm.STPaths(_grid(8), 0, 63)
-    assert small.d < graphs.PATH_ROOT_CUTS_MIN_EDGES <= large.d
+    assert small.d < small.cuts_min_edges <= large.d
     assert not small.formulation().fractional_separators and large.formulation().fractional_separators
+    assert cm.STPaths(_grid(5), 0, 24, cuts_min_edges=small.d).formulation().fractional_separators
+    assert not cm.STPaths(_grid(8), 0, 63, cuts_min_edges=large.d + 1).formulation().fractional_separators
+    for key, bad in (("cuts_min_edges", -1), ("cuts_min_arcs", 2.5), ("oriented", 0), ("cuts_min_edges", True)):
+        with pytest.raises(ValueError, match=key):
+            cm.STPaths(_grid(3), 0, 8, **{key: bad})
 
 
 def test_directed_cyclic_paths_pass_the_gates_from_fewer_arcs():
-    """Digraphs with cycles get root cuts, starts and the positive-cost options from ``PATH_DIRECTED_MIN_ARCS``
-    arcs; undirected graphs and DAGs of the same size keep the general gates; answers match enumeration."""
+    """Digraphs with cycles get root cuts from ``cuts_min_arcs`` arcs (and starts from the ``highs`` backend's
+    ``path_start_min_arcs``); undirected graphs and DAGs of the same size keep the general gates; answers match
+    enumeration."""
     cyclic = cm.STPaths(_grid(4).to_directed(), 0, 15)  # 48 arcs
     undirected = cm.STPaths(_grid(5), 0, 24)  # 40 edges
     dag = cm.STPaths(nx.DiGraph([(u, v) for u, v in _grid(6).edges() if u < v]), 0, 35)  # 60 arcs
     tiny = cm.STPaths(_grid(3).to_directed(), 0, 8)  # 24 arcs
-    assert graphs.PATH_DIRECTED_MIN_ARCS <= min(cyclic.d, undirected.d, dag.d) < graphs.PATH_ROOT_CUTS_MIN_EDGES
-    assert tiny.d < graphs.PATH_DIRECTED_MIN_ARCS
+    assert cyclic.cuts_min_arcs <= min(cyclic.d, undirected.d, dag.d) < cyclic.cuts_min_edges
+    assert tiny.d < tiny.cuts_min_arcs
+    tuning = HighsTuning()
+    assert tuning.path_start_min_arcs <= min(cyclic.d, undirected.d, dag.d) < tuning.path_start_min_arms
     f = cyclic.formulation()
-    assert f.fractional_separators and f.solver_hints["start"]["space"] is cyclic
+    assert f.fractional_separators and _start_hint(f, tuning)["space"] is cyclic
     for other in (undirected, dag, tiny):
         g = other.formulation()
-        assert not g.fractional_separators and "start" not in g.solver_hints
+        assert not g.fractional_separators and _start_hint(g, tuning) is None
     highs, brute = cm.make_oracle(cyclic, "highs", verify=True), cm.make_oracle(cyclic, "enumerate")
     rng = np.random.default_rng(12)
     for _ in range(4):
@@ -479,3 +510,38 @@ def test_nonnegative_queries_relax_the_orientation_rows_and_restore_them():
         np.testing.assert_array_equal(cm.make_oracle(space, "highs").argmax(w), a)
         held = oracle.model().rows(0, oracle.model().base_rows)
         assert [(r.lb, r.ub) for r in held] == [(r.lb, r.ub) for r in rows]
+
+
+def test_formulation_options_are_keys_of_a_problem_file_space_table():
+    from cmab_milp.experiments.schema import ProblemError, Table
+    from cmab_milp.experiments.spaces import build_space
+
+    grid = {"generator": "grid_2d_graph", "args": [3, 3], "relabel": True}
+    paths = {"kind": "STPaths", "graph": grid, "source": 0, "target": 8}
+    space = build_space(Table({**paths, "oriented": False, "cuts_min_edges": 0}, "space", "demo.toml"))
+    assert not space.oriented and space.formulation().n_aux == 7  # the visit columns only
+    assert space.formulation().fractional_separators  # 12 edges, gate at 0
+    trees = build_space(Table({"kind": "SpanningTrees", "graph": grid, "sparse_cuts": False}, "space", "demo.toml"))
+    assert not trees.sparse_cuts and not trees.flow
+    assert build_space(Table(dict(paths), "space", "demo.toml")).oriented  # the file users write today
+    with pytest.raises(ProblemError, match=r"space\.oriented: oriented must be true or false"):
+        build_space(Table({**paths, "oriented": "no"}, "space", "demo.toml"))
+
+
+def test_formulation_options_survive_a_saved_learner(tmp_path):
+    spaces = [
+        cm.STPaths(_grid(3), 0, 8, oriented=False, cuts_min_edges=0),
+        cm.SpanningTrees(_grid(3), sparse_cuts=False, flow=True),
+        cm.GraphicMatroid(_grid(3), flow=True).with_budget(np.ones(12), 5),
+    ]
+    for space in spaces:
+        policy = cm.AROQ(space, 100, oracle="enumerate")
+        policy.save(tmp_path / "p.npz")
+        restored = cm.load_policy(tmp_path / "p.npz").space
+        for key in ("oriented", "flow", "sparse_cuts", "cuts_min_edges", "cuts_min_arcs"):
+            assert getattr(restored, key, None) == getattr(space, key, None), key
+        assert restored.formulation().n_aux == space.formulation().n_aux
+    plain = cm.STPaths(_grid(3), 0, 8)
+    cm.AROQ(plain, 100, oracle="enumerate").save(tmp_path / "plain.npz")
+    with zipfile.ZipFile(tmp_path / "plain.npz") as z:
+        assert b"options" not in z.read("header.npy")  # defaults: the file is as before

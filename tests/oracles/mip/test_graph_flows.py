@@ -12,8 +12,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import breadth_first_order, maximum_flow
 
-from cmab_milp.spaces import graph_cuts
-from cmab_milp.spaces.graph_cuts import _FLOW_INF, _FLOW_SCALE, _FlowNetwork
+from cmab_milp.oracles.mip import graph_cuts
+from cmab_milp.oracles.mip.graph_cuts import _FLOW_INF, _FLOW_SCALE, _FlowNetwork
 
 
 def _fresh(n, tails, heads, caps, source, sink):

@@ -20,14 +20,26 @@ import numpy as np
 import pytest
 
 import cmab_milp as cm
-import cmab_milp.spaces.graphs as graphs
 from cmab_milp.oracles.backends.highs_model import CompiledModel
 from cmab_milp.oracles.core.base import OracleError
 from cmab_milp.oracles.mip import starts as mip_starts
+from cmab_milp.oracles.mip.graph_cuts import separate_subtours_lp
 from cmab_milp.oracles.mip.graph_starts import PathStarts
+from cmab_milp.oracles.mip.options import positive_cost_options
 from cmab_milp.oracles.mip.starts import prepare_query, query_start, side_rows
 from cmab_milp.oracles.mip.tuning import HighsTuning
 from cmab_milp.spaces.formulation import Row, row_violation
+
+#: Starts on every s-t path space, however small (the ``highs`` backend's size gates at 0).
+STARTS = {"path_start_min_arms": 0}
+#: Root cuts on every s-t path space, however small (the space's size gate at 0).
+CUTS = {"cuts_min_edges": 0}
+
+
+def _starting(model: CompiledModel) -> CompiledModel:
+    """``model`` with the start heuristic on whatever its size."""
+    model.tuning = HighsTuning(**STARTS)
+    return model
 
 
 def _grid(n: int, m: int | None = None) -> nx.Graph:
@@ -219,13 +231,12 @@ def test_side_rows_reads_pairs_and_one_knapsack_row_and_refuses_the_rest():
     assert side_rows(two, 3) is None  # two knapsack rows
 
 
-def test_query_start_obeys_the_query_rows_and_skips_other_objectives(monkeypatch):
-    monkeypatch.setattr(graphs, "START_MIN_ARMS", 0)
+def test_query_start_obeys_the_query_rows_and_skips_other_objectives():
     rng = np.random.default_rng(5)
     space = cm.STPaths(_grid(4), 0, 15)
     actions = space.enumerate()
     formulation = space.formulation()
-    model = CompiledModel(formulation)
+    model = _starting(CompiledModel(formulation))
     for _ in range(5):
         w = -rng.uniform(0.1, 1.0, space.d)
         pairs = _adjacent_pairs(space, rng, 3)
@@ -241,19 +252,42 @@ def test_query_start_obeys_the_query_rows_and_skips_other_objectives(monkeypatch
 
 
 def test_no_start_below_the_size_gate():
-    small = cm.STPaths(_grid(3), 0, 8)
-    assert "start" not in small.formulation().solver_hints
-    assert "start" in cm.STPaths(_grid(8), 0, 63).formulation().solver_hints
+    small = cm.STPaths(_grid(3), 0, 8)  # 12 edges
+    large = cm.STPaths(_grid(8), 0, 63)  # 112 edges
+    w = -np.ones(small.d)
+    for space, tuning, started in (
+        (small, HighsTuning(), False),
+        (small, HighsTuning(path_start_min_arms=12), True),
+        (large, HighsTuning(), True),
+        (large, HighsTuning(path_start_min_arms=113), False),
+    ):
+        model = CompiledModel(space.formulation())
+        model.tuning = tuning
+        model.set_costs(-np.ones(space.d) if space is large else w)
+        assert (query_start(model, space.formulation()) is not None) == started
     assert "start" not in cm.SpanningTrees(_grid(8)).formulation().solver_hints  # trees: measured no gain
+    for bad in (-1, 1.5, True, "100"):
+        with pytest.raises(ValueError, match="path_start_min_arms"):
+            HighsTuning.of({"path_start_min_arms": bad})
+    with pytest.raises(ValueError, match="side_min_arms"):
+        cm.make_oracle(cm.Cardinality(4, 2), "highs", tuning={"side_min_arms": -2})
 
 
-def test_collected_candidate_cuts_are_valid_and_only_used_when_the_answer_is_no_action(monkeypatch):
-    monkeypatch.setattr(graphs, "START_MIN_ARMS", 0)
-    monkeypatch.setattr(graphs, "PATH_ROOT_CUTS_MIN_EDGES", 0)
-    space = cm.STPaths(_grid(4), 0, 1)
+def test_directed_cyclic_paths_pass_the_start_gate_from_the_arc_gate():
+    cyclic = cm.STPaths(_grid(3).to_directed(), 0, 8)  # 24 arcs with cycles
+    dag = cm.STPaths(nx.DiGraph([(u, v) for u, v in _grid(5).edges() if u < v]), 0, 24)  # 40 arcs, acyclic
+    for space, arcs, started in ((cyclic, 24, True), (cyclic, 25, False), (dag, 0, False)):
+        model = CompiledModel(space.formulation())
+        model.tuning = HighsTuning(path_start_min_arcs=arcs)
+        model.set_costs(-np.ones(space.d))
+        assert (query_start(model, space.formulation()) is not None) == started
+
+
+def test_collected_candidate_cuts_are_valid_and_only_used_when_the_answer_is_no_action():
+    space = cm.STPaths(_grid(4), 0, 1, **CUTS)
     actions = space.enumerate()
     formulation = space.formulation()
-    model = CompiledModel(formulation)
+    model = _starting(CompiledModel(formulation))
     square = {(10, 11), (11, 15), (14, 15), (10, 14)}
     w = np.array([5.0 if e in square else -3.0 for e in space.arms])  # a far square worth more than any detour
     model.set_costs(w)
@@ -277,19 +311,20 @@ def test_collected_candidate_cuts_are_valid_and_only_used_when_the_answer_is_no_
 
 
 # ------------------------------------------------------------------ queries against enumeration
-def _oracle_pair(space):
-    return cm.make_oracle(space, "highs", verify=True), cm.make_oracle(space, "enumerate")
+def _oracle_pair(space, tuning=None):
+    return cm.make_oracle(space, "highs", verify=True, tuning=tuning), cm.make_oracle(space, "enumerate")
 
 
 @pytest.mark.parametrize("sign", [1.0, -1.0, 0.0])
-def test_path_queries_with_starts_match_enumeration(sign, monkeypatch):
-    monkeypatch.setattr(graphs, "START_MIN_ARMS", 0)
-    monkeypatch.setattr(graphs, "PATH_ROOT_CUTS_MIN_EDGES", 0)
+def test_path_queries_with_starts_match_enumeration(sign):
     rng = np.random.default_rng(6)
     resource = rng.uniform(0.5, 1.5, 24)
-    spaces = [cm.STPaths(_grid(4), 0, 15), cm.STPaths(_grid(4), 0, 3).with_constraint(resource, "<=", 7.0)]
+    spaces = [
+        cm.STPaths(_grid(4), 0, 15, **CUTS),
+        cm.STPaths(_grid(4), 0, 3, **CUTS).with_constraint(resource, "<=", 7.0),
+    ]
     for space in spaces:
-        highs, brute = _oracle_pair(space)
+        highs, brute = _oracle_pair(space, STARTS)
         for _ in range(6):
             w = rng.uniform(0.1, 1.0, space.d) * sign if sign else rng.normal(size=space.d)
             query = {"weights": w, "forbid_pairs": _adjacent_pairs(space, rng, 2), "exclude": [int(rng.integers(24))]}
@@ -299,15 +334,13 @@ def test_path_queries_with_starts_match_enumeration(sign, monkeypatch):
                 assert w @ a == pytest.approx(w @ b, abs=1e-9)
 
 
-def test_starts_change_no_value_and_keep_answers_independent_of_history(monkeypatch):
-    monkeypatch.setattr(graphs, "START_MIN_ARMS", 0)
-    monkeypatch.setattr(graphs, "PATH_ROOT_CUTS_MIN_EDGES", 0)
-    space = cm.STPaths(_grid(5), 0, 24)
+def test_starts_change_no_value_and_keep_answers_independent_of_history():
+    space = cm.STPaths(_grid(5), 0, 24, **CUTS)
     rng = np.random.default_rng(7)
     queries = [{"weights": rng.uniform(0.1, 1.0, space.d)} for _ in range(3)]
     queries += [{"weights": -rng.uniform(0.1, 1.0, space.d), "forbid_pairs": _adjacent_pairs(space, rng)}]
-    fresh = [cm.make_oracle(space, "highs").argmax(**q) for q in queries]
-    busy = cm.make_oracle(space, "highs")
+    fresh = [cm.make_oracle(space, "highs", tuning=STARTS).argmax(**q) for q in queries]
+    busy = cm.make_oracle(space, "highs", tuning=STARTS)
     for q in reversed(queries):
         busy.argmax(**q)
     again = [busy.argmax(**q) for q in queries]
@@ -317,13 +350,11 @@ def test_starts_change_no_value_and_keep_answers_independent_of_history(monkeypa
         assert q["weights"] @ off.argmax(**q) == pytest.approx(q["weights"] @ a, abs=1e-9)
 
 
-def test_collection_switch_keeps_answers(monkeypatch):
-    monkeypatch.setattr(graphs, "START_MIN_ARMS", 0)
-    monkeypatch.setattr(graphs, "PATH_ROOT_CUTS_MIN_EDGES", 0)
-    space = cm.STPaths(_grid(4), 0, 15)
+def test_collection_switch_keeps_answers():
+    space = cm.STPaths(_grid(4), 0, 15, **CUTS)
     w = np.random.default_rng(8).uniform(0.1, 1.0, space.d)
-    on = cm.make_oracle(space, "highs").argmax(w)
-    off = cm.make_oracle(space, "highs", tuning={"candidate_cuts": False}).argmax(w)
+    on = cm.make_oracle(space, "highs", tuning=STARTS).argmax(w)
+    off = cm.make_oracle(space, "highs", tuning={**STARTS, "candidate_cuts": False}).argmax(w)
     assert w @ on == pytest.approx(w @ off, abs=1e-9)
 
 
@@ -354,7 +385,7 @@ def test_sparse_tree_rows_are_the_dense_rows_on_the_tree_hyperplane():
 def test_tree_separators_write_sparse_rows_only_on_the_hyperplane():
     space = cm.SpanningTrees(_grid(3))
     x_off = np.full(space.d, 0.9)  # sum 10.8 != 8
-    assert all(r.lb == -np.inf for r in space.separate_subtours_lp(x_off))
+    assert all(r.lb == -np.inf for r in separate_subtours_lp(space, x_off))
     cycle_heavy = np.zeros(space.d, bool)
     cycle_heavy[: space.n_nodes - 1] = True  # 8 edges of the 3x3 grid: they close a cycle
     for row in space.separate_cycles(cycle_heavy):
@@ -362,11 +393,10 @@ def test_tree_separators_write_sparse_rows_only_on_the_hyperplane():
 
 
 # ------------------------------------------------------------------ root cuts skipped for weights <= 0
-def test_root_cuts_skip_nonpositive_path_queries_only(monkeypatch):
-    monkeypatch.setattr(graphs, "PATH_ROOT_CUTS_MIN_EDGES", 0)
+def test_root_cuts_skip_nonpositive_path_queries_only():
     from cmab_milp.oracles.mip.root_cuts import add_root_cuts
 
-    space = cm.STPaths(_grid(4), 0, 3)
+    space = cm.STPaths(_grid(4), 0, 3, **CUTS)
     formulation = space.formulation()
     assert formulation.solver_hints["root_cuts"] == {"skip_nonpositive": True}
     model = CompiledModel(formulation)
@@ -380,8 +410,8 @@ def test_root_cuts_skip_nonpositive_path_queries_only(monkeypatch):
     from cmab_milp.oracles.mip.root_cuts import _nonpositive
 
     assert not _nonpositive(model, formulation)
-    monkeypatch.setattr(graphs, "ORIENTED_PATHS", False)
-    assert "root_cuts" not in cm.STPaths(_grid(4), 0, 3).formulation().solver_hints  # unoriented: s-t cuts needed
+    unoriented = cm.STPaths(_grid(4), 0, 3, oriented=False)
+    assert "root_cuts" not in unoriented.formulation().solver_hints  # unoriented: s-t cuts needed
     model.undo()
     model.set_costs(-np.ones(space.d))
     calls = []
@@ -424,9 +454,8 @@ def test_a_start_that_is_no_action_changes_no_answer():
 
 
 def test_positive_path_queries_run_with_their_own_options_and_restore_them(monkeypatch):
-    """``solver_hints["highs_positive_costs"]`` holds during a query with a positive weight only; answers agree."""
-    monkeypatch.setattr(graphs, "START_MIN_ARMS", 0)
-    monkeypatch.setattr(graphs, "PATH_ROOT_CUTS_MIN_EDGES", 0)
+    """The family's options for positive costs hold during a query with a positive weight only (unless the
+    ``positive_cost_options`` option is off); answers agree."""
     seen: list[bool] = []
     original = CompiledModel.solve
 
@@ -438,15 +467,20 @@ def test_positive_path_queries_run_with_their_own_options_and_restore_them(monke
     monkeypatch.setattr(CompiledModel, "solve", solve)
     rng = np.random.default_rng(11)
     directed = nx.DiGraph(_grid(3).to_directed())
-    for space in (cm.STPaths(_grid(4), 0, 15), cm.STPaths(directed, 0, 8)):
-        assert space.formulation().solver_hints["highs_positive_costs"] == graphs.PATH_POSITIVE_HIGHS_HINTS
-        highs, brute = _oracle_pair(space)
+    for space in (cm.STPaths(_grid(4), 0, 15, **CUTS), cm.STPaths(directed, 0, 8, **CUTS)):
+        assert positive_cost_options(space.formulation()) == {"mip_allow_restart": False}
+        highs, brute = _oracle_pair(space, STARTS)
         for weights, restarts in ((rng.uniform(0.1, 1.0, space.d), False), (-rng.uniform(0.1, 1.0, space.d), True)):
             seen.clear()
             a, b = highs.argmax(weights), brute.argmax(weights)
             assert weights @ a == pytest.approx(weights @ b, abs=1e-9)
             assert seen and set(seen) == {restarts}
         assert highs.model(True).h.getOptionValue("mip_allow_restart")[1] is True  # restored after the query
+        plain = cm.make_oracle(space, "highs", tuning={**STARTS, "positive_cost_options": False})
+        seen.clear()
+        weights = rng.uniform(0.1, 1.0, space.d)
+        assert weights @ plain.argmax(weights) == pytest.approx(weights @ brute.argmax(weights), abs=1e-9)
+        assert seen and set(seen) == {True}
 
 
 def test_query_options_are_restored_by_undo_and_refuse_unknown_names():
@@ -514,8 +548,7 @@ def test_fixed_edges_are_used_by_no_path_above_the_region_bound():
     assert forced_starts >= forced_trials // 2 and forced_fixed >= 3
 
 
-def test_fixing_is_skipped_for_longest_paths_two_forced_arms_and_other_parts(monkeypatch):
-    monkeypatch.setattr(graphs, "START_MIN_ARMS", 0)
+def test_fixing_is_skipped_for_longest_paths_two_forced_arms_and_other_parts():
     space = cm.STPaths(_grid(3, 4), 0, 3)  # along one side: the far rows are fixed out
     w = -np.ones(space.d)
     assert PathStarts.of(space).start_plan(w)[1] is not None
@@ -537,8 +570,6 @@ def test_fixing_is_skipped_for_longest_paths_two_forced_arms_and_other_parts(mon
 
 @pytest.mark.parametrize("directed", [False, True])
 def test_shortest_path_queries_with_fixing_match_enumeration(directed, monkeypatch):
-    monkeypatch.setattr(graphs, "START_MIN_ARMS", 0)
-    monkeypatch.setattr(graphs, "PATH_DIRECTED_MIN_ARCS", 0)
     fixes = []
     original = CompiledModel.fix_arms
 
@@ -553,7 +584,7 @@ def test_shortest_path_queries_with_fixing_match_enumeration(directed, monkeypat
     resource = rng.uniform(0.5, 1.5, d)
     spaces = [cm.STPaths(grid, 0, 15), cm.STPaths(grid, 0, 15).with_constraint(resource, "<=", 6.0)]
     for space in spaces:
-        highs, brute = _oracle_pair(space)
+        highs, brute = _oracle_pair(space, {**STARTS, "path_start_min_arcs": 0})
         for trial in range(8):
             w = -rng.uniform(0.1, 1.0, space.d)
             if trial >= 5:  # mixed signs: a few optimistic indices above 0

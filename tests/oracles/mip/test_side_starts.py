@@ -242,10 +242,13 @@ def queries(rng: np.random.Generator, d: int, n: int) -> list[dict]:
     return out
 
 
+#: The small spaces here are below the ``side_min_arms`` gate of ``HighsTuning``: let them have side plans anyway.
+SMALL = {"side_min_arms": 0}
+
+
 @pytest.fixture
 def small_spaces_get_plans(monkeypatch):
-    """The small spaces here are below SIDE_MIN_ARMS: let them have side plans anyway (and count the plans)."""
-    monkeypatch.setattr(mip_starts, "SIDE_MIN_ARMS", 0)
+    """Count the side plans made (the oracles of the tests that use it set :data:`SMALL`)."""
     made = []
     original = mip_starts.side_query_plan
 
@@ -263,7 +266,7 @@ def small_spaces_get_plans(monkeypatch):
 def test_highs_answers_restricted_queries_as_enumeration_does(name, cores, small_spaces_get_plans, monkeypatch):
     space = SPACES[name]()
     # the enumerated core, or HiGHS on the fixed model
-    highs = cm.make_oracle(space, "highs", verify=True, tuning={"solve_cores": cores})
+    highs = cm.make_oracle(space, "highs", verify=True, tuning={**SMALL, "solve_cores": cores})
     truth = cm.make_oracle(space, "enumerate")
     for q in queries(np.random.default_rng(3), space.d, 16):
         got, want = highs.argmax(**q), truth.argmax(**q)
@@ -278,10 +281,10 @@ def test_answers_do_not_depend_on_earlier_queries(name, small_spaces_get_plans):
     """The tie rule: one oracle asked a sequence, and a fresh oracle per query, give the same actions."""
     space = SPACES[name]()
     qs = queries(np.random.default_rng(5), space.d, 12)
-    long_lived = cm.make_oracle(space, "highs")
+    long_lived = cm.make_oracle(space, "highs", tuning=SMALL)
     answers = [long_lived.argmax(**q) for q in qs]
     for q, answer in zip(reversed(qs), reversed(answers), strict=True):
-        fresh = cm.make_oracle(space, "highs").argmax(**q)
+        fresh = cm.make_oracle(space, "highs", tuning=SMALL).argmax(**q)
         assert (fresh is None and answer is None) or (fresh == answer).all()
 
 
@@ -321,7 +324,9 @@ def test_a_fixing_that_empties_the_model_is_an_error_not_an_infeasible_answer():
 def test_side_plans_are_a_rule_of_the_space():
     """Small spaces, conflicting pairs alone, and intersections get no plan; a large budgeted space does."""
     rng = np.random.default_rng(2)
-    assert not mip_starts.side_rule_applies(cm.Cardinality(20, 3).with_budget(np.ones(20), 2).formulation())
+    small = cm.Cardinality(20, 3).with_budget(np.ones(20), 2).formulation()
+    assert not mip_starts.side_rule_applies(small)
+    assert mip_starts.side_rule_applies(small, min_arms=20) and not mip_starts.side_rule_applies(small, min_arms=21)
     pairs = [(k, k + 1) for k in range(0, 98, 2)]
     assert not mip_starts.side_rule_applies(cm.Cardinality(100, 5).with_conflicts(pairs).formulation())
     budget = cm.Cardinality(100, 5).with_budget(rng.uniform(0.5, 1.5, 100), 3)

@@ -35,13 +35,24 @@ def test_defaults_are_the_measured_choices_and_every_field_is_a_documented_switc
     off |= {"paths_both_points", "concave_plain_with_conflicts", "concave_reform_uniform", "root_cuts_nonpositive"}
     source = inspect.getsource(HighsTuning)
     off |= {"plus_presolve"}
+    sizes = {"path_start_min_arms": 100, "path_start_min_arcs": 40, "side_min_arms": 50}  # size gates
     for field in dataclasses.fields(HighsTuning):
-        if "read" in field.metadata:  # the norm searches' numbers: the default reads back as itself
+        if field.name in sizes:
+            assert getattr(defaults, field.name) == sizes[field.name], field.name
+        elif "read" in field.metadata:  # the norm searches' numbers: the default reads back as itself
             assert field.metadata["read"](field.name, getattr(defaults, field.name)) == getattr(defaults, field.name)
         else:
             assert getattr(defaults, field.name) is (field.name not in off), field.name
         documented = field.name in HighsTuning.__doc__ or "#: " in source.split(f"    {field.name}:")[0][-400:]
         assert documented, field.name
+
+
+def test_size_gates_are_non_negative_integers_set_from_a_problem_file():
+    entry = {"name": "A", "kind": "AROQ", "oracle": "highs", "tuning": {"side_min_arms": 0}}
+    (spec,) = parse_policies([Table(entry, "policies[0]", "f.toml")], "f.toml")
+    assert spec.oracle_for(cm.Cardinality(4, 2)).tuning.side_min_arms == 0
+    with pytest.raises(ProblemError, match="'side_min_arms' must be a whole number >= 0"):
+        parse_policies([Table({**entry, "tuning": {"side_min_arms": -1}}, "policies[0]", "f.toml")], "f.toml")
 
 
 def test_a_problem_file_sets_tuning_and_a_bad_one_is_refused_at_the_key():
@@ -59,7 +70,13 @@ def test_a_problem_file_sets_tuning_and_a_bad_one_is_refused_at_the_key():
 
 @pytest.mark.parametrize(
     "changes",
-    [{"prepare_queries": False}, {"candidate_cuts": False}, {"fix_arms": False}, {"side_starts": False}],
+    [
+        {"prepare_queries": False},
+        {"candidate_cuts": False},
+        {"fix_arms": False},
+        {"side_starts": False},
+        {"path_start_min_arcs": 1000, "side_min_arms": 1000},
+    ],
 )
 def test_each_mip_option_keeps_answers_of_the_same_value(changes):
     """Every option is exact either way: values agree with the defaults on restricted path and side-row queries."""
