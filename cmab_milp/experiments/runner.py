@@ -121,7 +121,7 @@ def run_job(problem: Problem, policy: str, seed: int) -> dict[str, Any]:
         result = cmab_milp.simulate(
             agent,
             env,
-            problem.horizon,
+            problem.steps,
             seed=seed,
             record=problem.curve_points,
             progress=job_reporter(str(Job(policy, seed))),  # rounds done, to the parent (None: no channel)
@@ -158,9 +158,12 @@ def _now() -> str:
 
 def _differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     parts = [k for k in ("space", "environment", "policies") if old.get(k) != new.get(k)]
-    for key in ("horizon", "rounds", "curve_points"):
-        if old.get("run", {}).get(key) != new["run"].get(key):
-            parts.append(f"run.{key} ({old.get('run', {}).get(key)} -> {new['run'].get(key)})")
+    old_run = dict(old.get("run", {}))
+    if "rounds" in old_run:  # a folder written before [run] steps: the same number under its former name
+        old_run.setdefault("steps", old_run.pop("rounds"))
+    for key in ("horizon", "steps", "curve_points"):
+        if old_run.get(key) != new["run"].get(key):
+            parts.append(f"run.{key} ({old_run.get(key)} -> {new['run'].get(key)})")
     return parts
 
 
@@ -230,8 +233,7 @@ def _save_job(out: Path, problem: Problem, job: Job, outcome: dict[str, Any]) ->
             "kind": spec.kind,
             "oracle": spec.oracle,
             "horizon": _horizon_of(problem, job.policy),
-            "rounds": problem.horizon,  # time steps played: the former name of "steps", kept for readers
-            "steps": problem.horizon,
+            "steps": problem.steps,
             "digest": problem.digest(),
             "totals": outcome["totals"],
             "rows": len(outcome["curve"]["t"]),
@@ -314,9 +316,8 @@ def summarise(problem: Problem, out_dir: str | Path, run_info: dict[str, Any] | 
             "file": problem.file,
             "title": problem.title,
             "digest": problem.digest(),
-            "horizon": "unknown" if problem.unknown_horizon else problem.horizon,
-            "rounds": problem.horizon,  # time steps played: the former name of "steps", kept for readers
-            "steps": problem.horizon,
+            "horizon": "unknown" if problem.horizon is None else problem.horizon,
+            "steps": problem.steps,
             "seeds": problem.seeds,
             "space": problem.space,
             "environment": problem.environment.get("kind"),
