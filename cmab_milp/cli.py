@@ -3,7 +3,8 @@
 Subcommands:
 
 - ``cmab-milp run PROBLEM.toml --out DIR [--steps N] [--seeds K] [--jobs J] [--resume]
-  [--no-plots] [--executor local|serial|dask://HOST:PORT] [--policies NAME,...]``: run a problem file (see
+  [--no-plots] [--executor local|serial|dask://HOST:PORT] [--policies NAME,...] [--progress-seconds S]``:
+  run a problem file (see
   :mod:`cmab_milp.experiments.problem` for the schema) and write ``DIR/summary.json``,
   per-job curves under ``DIR/runs/`` and the figures. ``--steps`` (or its first name
   ``--horizon``) sets the time steps each job plays, and with them a known horizon ``T``; with
@@ -56,6 +57,15 @@ def _positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
     return value
+
+
+def _progress_seconds(text: str) -> Any:
+    from .experiments.progress import ProgressOptions
+
+    try:
+        return ProgressOptions.every(float(text))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc).replace("line_seconds", "--progress-seconds")) from None
 
 
 def _error(message: str) -> int:
@@ -140,6 +150,13 @@ def _add_run(sub: Any) -> None:
         default="local",
         help="where jobs run: local (default: a process pool), serial, dask://HOST:PORT",
     )
+    p.add_argument(
+        "--progress-seconds",
+        type=_progress_seconds,
+        default=None,
+        metavar="S",
+        help="without a terminal, print each running job's steps at most every S seconds (default 10; 0: all)",
+    )
     p.set_defaults(handler=_run)
 
 
@@ -176,6 +193,7 @@ def _run(args: argparse.Namespace) -> int:
             resume=args.resume,
             plots=not args.no_plots,
             policies=[n.strip() for n in args.policies.split(",") if n.strip()] if args.policies else None,
+            progress=args.progress_seconds,
         )
     except RunInterrupted as exc:
         sys.stderr.write(f"cmab-milp: {exc}\n")

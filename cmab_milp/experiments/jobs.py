@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from .problem import Problem
-from .progress import job_reporter
+from .progress import ProgressOptions, job_reporter
 from .registry import load_plugins
 from .storage import CURVE_COLUMNS, contained, downsample, job_paths, read_json, write_curve, write_json
 
@@ -57,10 +57,13 @@ class Job:
         return f"{self.policy} seed {self.seed}"
 
 
-def run_job(problem: Problem, policy: str, seed: int) -> dict[str, Any]:
+def run_job(
+    problem: Problem, policy: str, seed: int, report_seconds: float = ProgressOptions.report_seconds
+) -> dict[str, Any]:
     """Build the space, environment and policy afresh, simulate, and return curves and totals.
 
-    Runs in a worker process: everything it needs is in the (picklable) problem.
+    Runs in a worker process: everything it needs is in the (picklable) problem. Its steps
+    go to the parent at most every ``report_seconds`` (:class:`~.progress.ProgressOptions`).
     Errors are returned (``{"error": traceback}``), not raised, so that the
     parent can report them with the job's name.
     """
@@ -78,7 +81,9 @@ def run_job(problem: Problem, policy: str, seed: int) -> dict[str, Any]:
             problem.steps,
             seed=seed,
             record=problem.curve_points,
-            progress=job_reporter(str(Job(policy, seed))),  # steps done, to the parent (None: no channel)
+            progress=job_reporter(
+                str(Job(policy, seed)), every=report_seconds
+            ),  # steps done, to the parent (None: no channel)
         )
         t = np.asarray(result.t)
         curve = {"t": t}

@@ -36,7 +36,7 @@ from .executors import open_executor
 from .jobs import Job, is_complete, now, run_job, save_job
 from .plots import save_figures
 from .problem import Problem
-from .progress import Progress, format_seconds
+from .progress import Progress, ProgressOptions, format_seconds
 from .storage import FolderBusy, FolderError, atomic_write_text, contained, lock_folder, read_json, write_json
 from .summary import METRICS, collect_curves, summarise
 
@@ -132,9 +132,11 @@ def run_problem(
     plots: bool = True,
     stream: TextIO | None = None,
     policies: Sequence[str] | None = None,
+    progress: ProgressOptions | None = None,
 ) -> dict[str, Any]:
     """Run every (policy, seed) job of ``problem`` into ``out_dir``; return the summary (:func:`_run_problem`).
 
+    ``progress`` says how often the running jobs' steps are reported (default :class:`~.progress.ProgressOptions`).
     The folder is locked while the run writes into it (:func:`~.storage.lock_folder`): a second
     run or ``--resume`` on the same folder at the same time is refused with :class:`RunError`.
     """
@@ -151,7 +153,15 @@ def run_problem(
         raise RunError(f"cannot write to --out {out}: {exc.strerror or exc}") from None
     try:
         return _run_problem(
-            problem, out, jobs=jobs, executor=executor, resume=resume, plots=plots, stream=stream, policies=policies
+            problem,
+            out,
+            jobs=jobs,
+            executor=executor,
+            resume=resume,
+            plots=plots,
+            stream=stream,
+            policies=policies,
+            progress=progress,
         )
     except RunError:
         if created and not any(out.iterdir()):  # refused before anything was written: leave no folder
@@ -172,6 +182,7 @@ def _run_problem(
     plots: bool = True,
     stream: TextIO | None = None,
     policies: Sequence[str] | None = None,
+    progress: ProgressOptions | None = None,
 ) -> dict[str, Any]:
     """Run every (policy, seed) job of ``problem`` into ``out_dir``; return the summary.
 
@@ -228,27 +239,30 @@ def _run_problem(
     failures: list[str] = []
     interrupted = False
     broken: str | None = None  # why the run stopped early: results not writable, executor lost
-    progress = Progress(len(todo), stream=stream, channel=getattr(runner, "progress_channel", None))
+    every = ProgressOptions() if progress is None else progress
+    channel = getattr(runner, "progress_channel", None)
+    shown = Progress(len(todo), stream=stream, channel=channel, line_seconds=every.line_seconds)
+    tasks = [(problem, job.policy, job.seed, every.report_seconds) for job in todo]
     try:
-        for index, outcome in runner.run(run_job, [(problem, job.policy, job.seed) for job in todo]):
+        for index, outcome in runner.run(run_job, tasks):
             job = todo[index]
             if "error" in outcome:
                 failures.append(str(job))
-                progress.note(f"job {job} failed:\n{outcome['error'].rstrip()}")
-                progress.advance(f"{job} FAILED", label=str(job))
+                shown.note(f"job {job} failed:\n{outcome['error'].rstrip()}")
+                shown.advance(f"{job} FAILED", label=str(job))
                 continue
             try:
                 save_job(out, problem, job, outcome)
             except (OSError, FolderError) as exc:
                 broken = f"cannot write the results of {job} to {out}: {getattr(exc, 'strerror', None) or exc}"
                 break
-            progress.advance(f"{job} ({outcome['job_seconds']:.1f} s)", label=str(job))
+            shown.advance(f"{job} ({outcome['job_seconds']:.1f} s)", label=str(job))
     except KeyboardInterrupt:
         interrupted = True
     except Exception as exc:  # the executor itself failed (a lost Dask cluster, a dead pool); jobs never raise
         broken = f"the executor {executor!r} failed: {type(exc).__name__}: {exc}"
     finally:
-        progress.close()
+        shown.close()
     try:
         runner.close(cancel=interrupted or broken is not None)
     except Exception as exc:  # closing a lost cluster may fail too; the run's outcome is already known
