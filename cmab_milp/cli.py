@@ -2,12 +2,14 @@
 
 Subcommands:
 
-- ``cmab-milp run PROBLEM.toml --out DIR [--horizon N] [--seeds K] [--jobs J] [--resume]
-  [--no-plots] [--executor local|serial|dask://HOST:PORT] [--policies NAME,...]``: run a problem file (see
+- ``cmab-milp run PROBLEM.toml --out DIR [--steps N] [--seeds K] [--jobs J] [--resume]
+  [--no-plots] [--executor local|serial|dask://HOST:PORT] [--policies NAME,...] [--progress-seconds S]``:
+  run a problem file (see
   :mod:`cmab_milp.experiments.problem` for the schema) and write ``DIR/summary.json``,
-  per-job curves under ``DIR/runs/`` and the figures. ``--horizon`` replaces a known
-  horizon; with ``[run] horizon = "unknown"`` it sets the time steps played (the policies are
-  still built with ``T=None``). Warnings about the file are printed first, one line each.
+  per-job curves under ``DIR/runs/`` and the figures. ``--steps`` (or its first name
+  ``--horizon``) sets the time steps each job plays, and with them a known horizon ``T``; with
+  ``[run] horizon = "unknown"`` the policies are still built with ``T=None``. Warnings about the
+  file are printed first, one line each.
 - ``cmab-milp validate PROBLEM.toml ...``: check problem files without running them (warnings,
   e.g. a policy's reward that differs from the environment's, go to stderr as ``warning: ...``).
 - ``cmab-milp plot DIR``: redraw the figures of a (possibly partial) run.
@@ -55,6 +57,15 @@ def _positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
     return value
+
+
+def _progress_seconds(text: str) -> Any:
+    from .experiments.progress import ProgressOptions
+
+    try:
+        return ProgressOptions.every(float(text))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc).replace("line_seconds", "--progress-seconds")) from None
 
 
 def _error(message: str) -> int:
@@ -119,9 +130,11 @@ def _add_run(sub: Any) -> None:
     p.add_argument("problem", help="problem file (TOML)")
     p.add_argument("--out", required=True, help="results folder (created if needed)")
     p.add_argument(
+        "--steps",
         "--horizon",
+        dest="steps",
         type=_positive_int,
-        help='override [run] horizon (T); with horizon = "unknown" it sets the time steps played instead',
+        help='time steps each job plays: overrides [run] horizon (T), or [run] steps with horizon = "unknown"',
     )
     p.add_argument("--seeds", type=_positive_int, help="override [run] seeds with seeds 0..K-1")
     p.add_argument("--jobs", type=_positive_int, default=os.cpu_count() or 1, help="parallel jobs (default: cores)")
@@ -136,6 +149,13 @@ def _add_run(sub: Any) -> None:
         "--executor",
         default="local",
         help="where jobs run: local (default: a process pool), serial, dask://HOST:PORT",
+    )
+    p.add_argument(
+        "--progress-seconds",
+        type=_progress_seconds,
+        default=None,
+        metavar="S",
+        help="without a terminal, print each running job's steps at most every S seconds (default 10; 0: all)",
     )
     p.set_defaults(handler=_run)
 
@@ -160,7 +180,7 @@ def _run(args: argparse.Namespace) -> int:
     name = args.executor.partition("://")[0]
     if name not in EXECUTORS:
         return _error(f"unknown executor {args.executor!r}; known: {', '.join(sorted(EXECUTORS))}")
-    problem = load_problem(args.problem, horizon=args.horizon, seeds=args.seeds)
+    problem = load_problem(args.problem, steps=args.steps, seeds=args.seeds)
     main_thread = threading.current_thread() is threading.main_thread()
     _SIGTERM.clear()
     previous = signal.signal(signal.SIGTERM, _on_sigterm) if main_thread else None
@@ -173,6 +193,7 @@ def _run(args: argparse.Namespace) -> int:
             resume=args.resume,
             plots=not args.no_plots,
             policies=[n.strip() for n in args.policies.split(",") if n.strip()] if args.policies else None,
+            progress=args.progress_seconds,
         )
     except RunInterrupted as exc:
         sys.stderr.write(f"cmab-milp: {exc}\n")

@@ -176,16 +176,16 @@ def test_full_disk_stops_the_run_and_resume_completes_it(
         written.append(path)
         real(path, curve)
 
-    import cmab_milp.experiments.runner as runner
+    import cmab_milp.experiments.jobs as jobs
 
-    monkeypatch.setattr(runner, "write_curve", fill_up)
+    monkeypatch.setattr(jobs, "write_curve", fill_up)
     assert run(tiny, out, "--no-plots") == 1
     err = capsys.readouterr().err
     line = err.strip().splitlines()[-1]
     assert "Traceback" not in err and "No space left on device" in line and "--resume" in line
     summary = json.loads((out / "summary.json").read_text())
     assert summary["complete"] is False and len(summary["missing_jobs"]) == 2
-    monkeypatch.setattr(runner, "write_curve", real)
+    monkeypatch.setattr(jobs, "write_curve", real)
     assert run(tiny, out, "--no-plots", "--resume") == 0
     assert json.loads((out / "summary.json").read_text())["complete"] is True
 

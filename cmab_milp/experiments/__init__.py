@@ -10,7 +10,8 @@ Modules: :mod:`.schema` (typed reading of TOML tables with key paths),
 :mod:`.kinds`, :mod:`.graphs`, :mod:`.spaces`, :mod:`.rules`, :mod:`.draws`),
 :mod:`.problem` (the schema and :class:`Problem`), :mod:`.policy_specs` (one
 ``[[policies]]`` entry and its oracle options), :mod:`.executors` (where jobs
-run), :mod:`.storage` (the results folder), :mod:`.progress`, :mod:`.runner`,
+run), :mod:`.storage` (the results folder), :mod:`.progress`, :mod:`.jobs` (one
+job: played, then recorded), :mod:`.summary` (``summary.json`` and the curves), :mod:`.runner`,
 :mod:`.plots`, :mod:`.compare` and :mod:`.compare_report` (``compare-oracles``).
 """
 

@@ -127,7 +127,7 @@ def record_queries(
     name = names[0] if policy is None else policy
     if name not in names:
         raise ValueError(f"policy {name!r} is not in {problem.file}; its policies: {', '.join(names)}")
-    T = problem.horizon if horizon is None else int(horizon)
+    T = problem.steps if horizon is None else int(horizon)
     if T < 1:
         raise ValueError(f"horizon must be >= 1, got {T}")
     spec = problem.policy(name)

@@ -3,7 +3,7 @@
 Each limit names what it bounds; a problem file raises (or lowers) any of them
 in its ``[run.limits]`` table, e.g. ``limits = { arms = 20000 }``. A few values
 have a ceiling no table can lift, because beyond it the run cannot be exact
-(``horizon`` above 2**50 rounds overflows integer and float64 counters).
+(``horizon``, the steps of a job, above 2**50 overflows integer and float64 counters).
 
 Example
 -------
@@ -91,14 +91,14 @@ class Limits:
         return value
 
 
-def check_counts(limits: Limits, top: Table, policy_tables: list[Table], run: tuple | None) -> bool:
+def check_counts(limits: Limits, top: Table, policy_tables: list[Table], seeds: list[int] | None) -> bool:
     """Refuse more ``[[policies]]`` than ``limits.policies``, or more jobs (policies x seeds) than ``limits.jobs``.
 
     Counted before any policy is read, so a file of 20,000 policies is refused at once. Returns True.
     """
     count = len(policy_tables)
     limits.check("policies", count, top.path("policies"), top.file, f"{count} policies")
-    if run is not None:
-        seeds = len(run[2])
-        limits.check("jobs", count * seeds, top.path("policies"), top.file, f"{count} policies x {seeds} seeds")
+    if seeds is not None:
+        jobs, what = count * len(seeds), f"{count} policies x {len(seeds)} seeds"
+        limits.check("jobs", jobs, top.path("policies"), top.file, what)
     return True

@@ -18,7 +18,7 @@ class of such a module may also be written ``"MODULE:Class"``.
 
 Sizes are checked before anything is built (:class:`~cmab_milp.experiments.limits.Limits`):
 arms ``d`` (and a graph's edges) <= 5,000, graph nodes <= 20,000, values per draw
-<= 10^6, explicit actions <= 10^5, horizon (or rounds) <= 10^8, seeds <= 1,000, curve points
+<= 10^6, explicit actions <= 10^5, steps per job <= 10^8, seeds <= 1,000, curve points
 <= 10,000, policies <= 100, jobs (policies x seeds) <= 10,000. A file that means it raises them
 in ``[run] limits`` (the horizon stops at 2^50). Arrays and tables nested more than 32 deep are
 refused at their key (:mod:`~cmab_milp.experiments.file_limits`).
@@ -114,10 +114,10 @@ Schema (every key not listed is refused)::
                                    #   a policy that needs hours; say its expected time in the description
 
     [run]
-    horizon = 100000               # T: told to the policies, and the rounds every job plays
+    horizon = 100000               # T: told to the policies, and the time steps every job plays
     # horizon = "unknown"          # or: every policy built with T=None ...
     # steps = 100000               #   ... and each job plays this many time steps (required then;
-                                   #   rounds = N is the key's former name)
+                                   #   rounds = N is the key's former name, still read)
     seeds = 10                     # a count (seeds 0..9) or an explicit array [3, 5, 8]
     panels = ["rounds", "queries", "regret", "runtime", "total_rounds"]   # optional
     curve_points = 200             # optional: points recorded per curve (log-spaced in t, default 200)
@@ -126,9 +126,13 @@ Schema (every key not listed is refused)::
 Unknown horizons: the curves of a policy built with ``T=None`` are recorded
 up to the rounds played, like the others; ``summary.json`` says per policy the
 horizon it was told (``policy_info.NAME.horizon``: T or ``"unknown"``).
-``--horizon N`` on the command line replaces a known horizon (T and rounds);
-with ``[run] horizon = "unknown"`` it replaces ``rounds`` (the policies still
-do not know it). ``--resume`` refuses a folder run with other rounds.
+The file is read once into a :class:`Problem`; downstream code reads its
+fields, never the file's tables. ``Problem.steps`` is the one number of time
+steps every job plays; ``Problem.horizon`` is the ``T`` told to the policies
+(``None`` when unknown). ``--steps N`` (or ``--horizon N``) on the command line
+sets the steps, and with them a known ``T``; with ``[run] horizon = "unknown"``
+the policies still do not know it. ``--resume`` refuses a folder run with
+other steps.
 
 Warnings (printed by ``validate`` and ``run``, one line each as
 ``warning: FILE: KEY: ...``, never errors): a policy whose reward differs from
@@ -152,8 +156,8 @@ Example
 ...     },
 ...     "demo.toml",
 ... )
->>> problem.seeds, problem.policies[0].oracle
-([0, 1], 'highs')
+>>> problem.steps, problem.horizon, problem.seeds, problem.policies[0].oracle
+(50, 50, [0, 1], 'highs')
 >>> parse_problem({"space": {}}, "demo.toml")  # every error at once, one line each
 Traceback (most recent call last):
 ...
@@ -169,6 +173,7 @@ import hashlib
 import json
 import tomllib
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -195,8 +200,8 @@ class Problem:
     space: dict[str, Any]
     environment: dict[str, Any]
     policies: list[PolicySpec]
-    #: Rounds played by every job: T for policies told the horizon, ``[run] rounds`` when it is unknown.
-    horizon: int
+    #: Time steps every job plays: ``[run] horizon`` (T), or ``[run] steps`` when the horizon is unknown.
+    steps: int
     seeds: list[int]
     panels: list[str] = field(default_factory=lambda: list(DEFAULT_PANELS))
     curve_points: int = 200
@@ -204,26 +209,31 @@ class Problem:
     limits: dict[str, int] = field(default_factory=dict)
     #: Trusted modules (``--plugin``) loaded when the problem was read; each job loads them again.
     plugins: tuple[str, ...] = ()
-    #: ``[run] horizon = "unknown"``: every policy is built with ``T=None`` and plays ``horizon`` rounds.
+    #: ``[run] horizon = "unknown"``: every policy is built with ``T=None`` and plays ``steps`` steps.
     unknown_horizon: bool = False
     #: Warnings found while validating (``FILE: KEY: message``), e.g. a policy's reward that differs
     #: from the environment's; not errors, and not part of the problem's identity.
     warnings: tuple[str, ...] = field(default=(), compare=False)
 
+    @property
+    def horizon(self) -> int | None:
+        """``T``, the horizon ``[run] horizon`` tells the policies (in steps); None when it is ``"unknown"``."""
+        return None if self.unknown_horizon else self.steps
+
     def policy_horizon(self, name: str) -> int | None:
         """The ``T`` the policy labelled ``name`` is built with: None when its horizon is unknown."""
         spec = self.policy(name)
-        return None if self.unknown_horizon or spec.horizon == "unknown" else self.horizon
+        return None if spec.horizon == "unknown" else self.horizon
 
     @property
     def horizon_text(self) -> str:
-        """The horizon as shown to people: ``T=1000``, ``T unknown, 1000 rounds`` or a mix."""
+        """The horizon as shown to people: ``T=1000``, ``T unknown, 1000 steps`` or a mix."""
         unknown = [p.name for p in self.policies if self.policy_horizon(p.name) is None]
         if not unknown:
-            return f"T={self.horizon}"
+            return f"T={self.steps}"
         if len(unknown) == len(self.policies):
-            return f"T unknown to the policies, {self.horizon} rounds"
-        return f"T={self.horizon} (unknown to {', '.join(unknown)})"
+            return f"T unknown to the policies, {self.steps} steps"
+        return f"T={self.steps} (unknown to {', '.join(unknown)})"
 
     @property
     def size_limits(self) -> Limits:
@@ -260,9 +270,9 @@ class Problem:
     # --------------------------------------------------------------- identity
     def to_dict(self) -> dict[str, Any]:
         """The resolved problem as JSON-able data (draws as their recipes, overrides applied)."""
-        run: dict[str, Any] = {"horizon": self.horizon}
+        run: dict[str, Any] = {"horizon": self.steps}
         if self.unknown_horizon:
-            run = {"horizon": "unknown", "rounds": self.horizon}
+            run = {"horizon": "unknown", "steps": self.steps}
         run |= {
             "seeds": self.seeds,
             "panels": self.panels,
@@ -280,38 +290,34 @@ class Problem:
 
     def digest(self) -> str:
         """A hash of everything that changes a job's numbers (not the seed list, title or panels)."""
+        return self._digest
+
+    @cached_property
+    def _digest(self) -> str:  # the fields are frozen: computed once, read by every job check of a run
         data = self.to_dict()
         key = {
             "space": data["space"],
             "environment": data["environment"],
             "policies": data["policies"],
-            "horizon": self.horizon,
+            "horizon": self.steps,  # the key's name of earlier results: their digests, and --resume, stay
             "curve_points": self.curve_points,
         }
         if self.unknown_horizon:  # only then, so that the digests of earlier results stay the same
             key["unknown_horizon"] = True
         return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
 
-    def with_run(self, horizon: int | None = None, seeds: list[int] | None = None) -> Problem:
-        """A copy with another horizon and/or seed list (re-validated).
-
-        With an unknown horizon, ``horizon`` is the number of rounds played (``[run] rounds``).
-        """
-        data = self.to_dict()
-        if horizon is not None:
-            data["run"]["rounds" if self.unknown_horizon else "horizon"] = horizon
-        if seeds is not None:
-            data["run"]["seeds"] = seeds
-        return parse_problem(data, self.file)
+    def with_run(self, steps: int | None = None, seeds: int | list[int] | None = None) -> Problem:
+        """A copy with other steps (and with them a known ``T``) and/or seeds, validated like the file."""
+        return parse_problem(self.to_dict(), self.file, steps=steps, seeds=seeds)
 
 
 # ------------------------------------------------------------------ parsing
-def load_problem(path: str | Path, *, horizon: int | None = None, seeds: int | list[int] | None = None) -> Problem:
-    """Read, validate and resolve a problem file; ``horizon`` / ``seeds`` override its ``[run]``.
+def load_problem(path: str | Path, *, steps: int | None = None, seeds: int | list[int] | None = None) -> Problem:
+    """Read, validate and resolve a problem file; ``steps`` / ``seeds`` override its ``[run]``.
 
-    ``horizon`` replaces a known ``[run] horizon``; with ``horizon = "unknown"`` it
-    replaces ``[run] rounds`` (the policies are still not told it). ``seeds`` is a count
-    (seeds ``0..seeds-1``) or a list. Raises
+    ``steps`` is the time steps each job plays: it replaces a known ``[run] horizon``
+    (T), and with ``horizon = "unknown"`` it replaces ``[run] steps`` (the policies are
+    still not told it). ``seeds`` is a count (seeds ``0..seeds-1``) or a list. Raises
     :class:`~cmab_milp.experiments.schema.ProblemError` for any mistake.
     """
     file = str(path)
@@ -326,23 +332,24 @@ def load_problem(path: str | Path, *, horizon: int | None = None, seeds: int | l
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ProblemError(file, "", f"not valid TOML: {exc}") from None
-    run = data.get("run")
-    if isinstance(run, dict):
-        if horizon is not None:  # a known horizon is replaced; an unknown one stays unknown, played this long
-            played = "steps" if "steps" in run else "rounds"  # time steps per job (rounds: the former key)
-            run[played if run.get("horizon") == "unknown" else "horizon"] = horizon
-        if seeds is not None:
-            run["seeds"] = seeds
-    return parse_problem(data, file)
+    return parse_problem(data, file, steps=steps, seeds=seeds)
 
 
-def parse_problem(data: dict[str, Any], file: str = "<problem>", *, build: bool = True) -> Problem:
-    """Validate a parsed problem (a dict as ``tomllib`` returns it).
+def parse_problem(
+    data: dict[str, Any],
+    file: str = "<problem>",
+    *,
+    build: bool = True,
+    steps: int | None = None,
+    seeds: int | list[int] | None = None,
+) -> Problem:
+    """Validate a parsed problem (a dict as ``tomllib`` returns it); ``steps`` / ``seeds`` as in :func:`load_problem`.
 
     The space, the environment and every policy are constructed once, so that
     their own checks run now rather than in the middle of a run. With
     ``build=False`` only the structure is read (what ``cmab-milp plot`` needs to
     redraw a results folder): no kind is looked up and nothing is constructed.
+    ``data`` is only read, never changed.
     """
     if not isinstance(data, dict):
         raise ProblemError(file, "", f"expected a table, got {describe(data)}")
@@ -368,9 +375,12 @@ def parse_problem(data: dict[str, Any], file: str = "<problem>", *, build: bool 
     run = attempt(top.table, "run")
     attempt(top.finish)
 
-    parsed_run = attempt(_parse_run, run) if run is not None else None
-    limits = parsed_run[0] if parsed_run is not None else Limits()
-    if policy_tables is not None and attempt(check_counts, limits, top, policy_tables, parsed_run) is None:
+    parsed_run = attempt(_parse_run, run, steps, seeds) if run is not None else None
+    limits = parsed_run.limits if parsed_run is not None else Limits()
+    if (
+        policy_tables is not None
+        and attempt(check_counts, limits, top, policy_tables, parsed_run and parsed_run.seeds) is None
+    ):
         policy_tables = None  # too many to check one by one
     policies = attempt(parse_policies, policy_tables, file, check_kinds=build) if policy_tables is not None else None
     space_data = attempt(plain, space_table.data, "space", file) if space_table is not None else None
@@ -384,7 +394,7 @@ def parse_problem(data: dict[str, Any], file: str = "<problem>", *, build: bool 
         if space is not None and policies is not None and parsed_run is not None:
             for k, spec in enumerate(policies):
                 table = Table(spec.to_dict(), join_key("policies", k), file)
-                T = None if parsed_run[5] or spec.horizon == "unknown" else parsed_run[1]
+                T = None if parsed_run.unknown_horizon or spec.horizon == "unknown" else parsed_run.steps
                 oracle = attempt(_oracle_of, spec, space, table)
                 if oracle is None:
                     continue
@@ -395,11 +405,21 @@ def parse_problem(data: dict[str, Any], file: str = "<problem>", *, build: bool 
     env_data = attempt(plain, env_table.data, "environment", file) if env_table is not None else None
     if errors:
         raise errors[0] if len(errors) == 1 else ProblemErrors(errors)
-    _, horizon, seeds, panels, curve_points, unknown = parsed_run
-    parts = {"file": file, "space": space_data, "environment": env_data, "policies": policies, "title": title}
-    run = {"horizon": horizon, "seeds": seeds, "panels": panels, "curve_points": curve_points}
-    found = {"plugins": tuple(plugins()), "warnings": tuple(warnings), "unknown_horizon": unknown}
-    return Problem(**parts, **run, **found, limits=limits.changed())
+    return Problem(
+        file=file,
+        space=space_data,
+        environment=env_data,
+        policies=policies,
+        title=title,
+        steps=parsed_run.steps,
+        unknown_horizon=parsed_run.unknown_horizon,
+        seeds=parsed_run.seeds,
+        panels=parsed_run.panels,
+        curve_points=parsed_run.curve_points,
+        limits=limits.changed(),
+        plugins=tuple(plugins()),
+        warnings=tuple(warnings),
+    )
 
 
 def _oracle_of(spec: PolicySpec, space: Any, table: Table) -> Any:
@@ -410,36 +430,53 @@ def _oracle_of(spec: PolicySpec, space: Any, table: Table) -> Any:
         raise table.error("oracle", str(exc)) from None
 
 
-def _parse_run(run: Table) -> tuple[Limits, int, list[int], list[str], int, bool]:
+@dataclass(frozen=True)
+class _Run:
+    """The ``[run]`` table, validated (overrides applied)."""
+
+    limits: Limits
+    steps: int
+    unknown_horizon: bool
+    seeds: list[int]
+    panels: list[str]
+    curve_points: int
+
+
+def _parse_run(run: Table, steps: int | None = None, seeds: int | list[int] | None = None) -> _Run:
+    """Read ``[run]``; ``steps`` / ``seeds`` (the command line's) stand in for the file's values, checked alike."""
     limits = Limits.from_table(run.table("limits", None))
-    unknown = run.raw("horizon") == "unknown"
-    steps = "steps" if "steps" in run else "rounds"  # time steps per job; "rounds" is the key's former name
+    told = run.raw("horizon", None)
+    unknown = told == "unknown"
     if "steps" in run and "rounds" in run:
         raise run.error("rounds", "the former name of steps: give steps = N only")
-    if unknown:  # the policies are built with T=None; the jobs play [run] steps
-        run.used.add("horizon")
-        if steps not in run:
-            raise run.error(
-                steps, 'horizon = "unknown" needs rounds = N or steps = N: how many time steps each job plays'
-            )
-        horizon = limits.check("horizon", run.integer(steps, minimum=1), run.path(steps), run.file)
-    else:
-        if isinstance(run.raw("horizon"), str):
-            raise run.error("horizon", f'expected a number of rounds or "unknown", got {run.raw("horizon")!r}')
-        if steps in run:
-            raise run.error(steps, 'only with horizon = "unknown"; with a known horizon each job plays T steps')
-        horizon = limits.check("horizon", run.integer("horizon", minimum=1), run.path("horizon"), run.file)
-    raw_seeds = run.raw("seeds")
+    key = "rounds" if "rounds" in run else "steps"  # time steps per job; "rounds" is the key's former name
+    if not unknown:
+        if key in run:
+            raise run.error(key, 'only with horizon = "unknown"; with a known horizon each job plays T steps')
+        key = "horizon"
+        if steps is None and told is None:
+            raise run.error(key, "missing required key")
+        if steps is None and isinstance(told, str):
+            raise run.error(key, f'expected a number of steps or "unknown", got {told!r}')
+    elif steps is None and key not in run:  # the policies are built with T=None; the jobs play [run] steps
+        raise run.error(key, 'horizon = "unknown" needs steps = N: how many time steps each job plays')
+    value = run.raw(key, None) if steps is None else steps  # an override stands in for the file's value
+    run.used.add(key)
+    played = limits.check("horizon", check_integer(value, run.path(key), run.file, minimum=1), run.path(key), run.file)
+    run.used.add("seeds")
+    raw_seeds = run.raw("seeds") if seeds is None else seeds
     if isinstance(raw_seeds, list):
         limits.check("seeds", len(raw_seeds), run.path("seeds"), run.file)
-        seeds = [check_integer(s, join_key(run.path("seeds"), k), run.file, minimum=0) for k, s in enumerate(raw_seeds)]
-        if not seeds:
+        seed_list = [
+            check_integer(s, join_key(run.path("seeds"), k), run.file, minimum=0) for k, s in enumerate(raw_seeds)
+        ]
+        if not seed_list:
             raise run.error("seeds", "needs at least one seed")
-        if len(set(seeds)) != len(seeds):
-            raise run.error("seeds", f"seeds must be distinct, got {seeds}")
+        if len(set(seed_list)) != len(seed_list):
+            raise run.error("seeds", f"seeds must be distinct, got {seed_list}")
     elif isinstance(raw_seeds, int) and not isinstance(raw_seeds, bool):
         count = check_integer(raw_seeds, run.path("seeds"), run.file, minimum=1)
-        seeds = list(range(limits.check("seeds", count, run.path("seeds"), run.file)))
+        seed_list = list(range(limits.check("seeds", count, run.path("seeds"), run.file)))
     else:
         raise run.error("seeds", f"expected a count or an array of seeds, got {describe(raw_seeds)}")
     panels = run.array("panels", list(DEFAULT_PANELS))
@@ -450,4 +487,4 @@ def _parse_run(run: Table) -> tuple[Limits, int, list[int], list[str], int, bool
     curve_points = run.integer("curve_points", 200, minimum=2)
     limits.check("curve_points", curve_points, run.path("curve_points"), run.file)
     run.finish()
-    return limits, horizon, seeds, list(panels), curve_points, unknown
+    return _Run(limits, played, unknown, seed_list, list(panels), curve_points)

@@ -3,13 +3,15 @@
 The parent process shows a ``tqdm`` bar of finished jobs on a terminal, with
 the running jobs' steps and estimated time left as its postfix; when the stream
 is not a terminal (a log file, CI) it prints one plain line per finished job and,
-once a job has run :data:`LINE_SECONDS` and then at most that often, one line per running job.
+once a job has run ``line_seconds`` and then at most that often, one line per running job.
 
 Inside a job, :func:`job_reporter` turns :func:`cmab_milp.simulate`'s
 ``progress(t, T)`` callback into messages on a *channel* (a queue the executor
 shares with its workers, see :func:`set_channel`), at most one every
-:data:`REPORT_SECONDS` per job, so a one-minute CUCB job is no longer a minute of
-silence. Executors without a channel (Dask) report finished jobs only.
+``report_seconds`` per job, so a one-minute CUCB job is no longer a minute of
+silence. Executors without a channel (Dask) report finished jobs only. Both
+intervals are the options of :class:`ProgressOptions` (``cmab-milp run
+--progress-seconds S``).
 
 Example
 -------
@@ -26,19 +28,48 @@ Example
 
 from __future__ import annotations
 
+import math
 import queue
 import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TextIO
 
-__all__ = ["LINE_SECONDS", "REPORT_SECONDS", "Progress", "format_seconds", "job_reporter", "set_channel"]
+__all__ = ["Progress", "ProgressOptions", "format_seconds", "job_reporter", "set_channel"]
 
-#: A running job reports its steps at most this often (seconds).
-REPORT_SECONDS = 1.0
-#: Without a terminal, a running job's line is printed at most this often (seconds).
-LINE_SECONDS = 10.0
+
+@dataclass(frozen=True)
+class ProgressOptions:
+    """How often a run reports the steps of its running jobs (seconds, finite, >= 0; 0: every message).
+
+    >>> ProgressOptions()
+    ProgressOptions(report_seconds=1.0, line_seconds=10.0)
+    >>> ProgressOptions.every(2.0), ProgressOptions.every(30.0).report_seconds
+    (ProgressOptions(report_seconds=1.0, line_seconds=2.0), 1.0)
+    >>> ProgressOptions(line_seconds=-1)
+    Traceback (most recent call last):
+    ...
+    ValueError: line_seconds must be a finite number of seconds >= 0, got -1
+    """
+
+    #: A running job sends its steps to the parent at most this often.
+    report_seconds: float = 1.0
+    #: Without a terminal, a running job's line is printed at most this often.
+    line_seconds: float = 10.0
+
+    def __post_init__(self) -> None:
+        for name in ("line_seconds", "report_seconds"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
+                raise ValueError(f"{name} must be a finite number of seconds >= 0, got {value!r}")
+
+    @classmethod
+    def every(cls, seconds: float) -> ProgressOptions:
+        """A line per running job at most every ``seconds``; jobs report at least that often."""
+        return cls(report_seconds=min(cls.report_seconds, seconds), line_seconds=seconds)
+
 
 _channel: Any = None  # where this process's jobs report: a queue, or None (no in-job progress)
 
@@ -52,11 +83,13 @@ def set_channel(channel: Any) -> None:
     _channel = channel
 
 
-def job_reporter(label: str, clock: Callable[[], float] = time.monotonic) -> Callable[[int, int], None] | None:
+def job_reporter(
+    label: str, clock: Callable[[], float] = time.monotonic, *, every: float = ProgressOptions.report_seconds
+) -> Callable[[int, int], None] | None:
     """A ``progress(t, T)`` callback for :func:`cmab_milp.simulate` that reports ``label``'s steps.
 
-    ``None`` when this process has no channel. The first call, the last round
-    and then at most one call every :data:`REPORT_SECONDS` send ``(label, t, T)``.
+    ``None`` when this process has no channel. The first call, the last step
+    and then at most one call every ``every`` seconds send ``(label, t, T)``.
 
     >>> sent = queue.SimpleQueue()
     >>> set_channel(sent)
@@ -74,7 +107,7 @@ def job_reporter(label: str, clock: Callable[[], float] = time.monotonic) -> Cal
 
     def report(t: int, T: int) -> None:
         now = clock()
-        if t >= T or now - last[0] >= REPORT_SECONDS:
+        if t >= T or now - last[0] >= every:
             last[0] = now
             try:
                 channel.put((label, int(t), int(T)))
@@ -100,7 +133,8 @@ class Progress:
     """Reports ``done / total`` jobs and the running jobs' steps on ``stream`` (stderr by default).
 
     ``channel``, if given, is drained every second for ``(label, t, T)``
-    messages of running jobs (see :func:`job_reporter`).
+    messages of running jobs (see :func:`job_reporter`). Without a terminal, a
+    running job's line is printed at most every ``line_seconds``.
     """
 
     def __init__(
@@ -110,8 +144,10 @@ class Progress:
         stream: TextIO | None = None,
         clock: Callable[[], float] = time.monotonic,
         channel: Any = None,
+        line_seconds: float = ProgressOptions.line_seconds,
     ):
         self.total = total
+        self.line_seconds = line_seconds
         self.done = 0
         self.stream = sys.stderr if stream is None else stream
         self.clock = clock
@@ -140,9 +176,9 @@ class Progress:
             now = self.clock()
             state = self.running.get(label)
             if state is None:
-                state = self.running[label] = [t, T, now, t, now]  # a line once it has run LINE_SECONDS
+                state = self.running[label] = [t, T, now, t, now]  # a line once it has run line_seconds
             state[0], state[1] = t, T
-            if not self.tty and now - state[4] >= LINE_SECONDS and t < T:
+            if not self.tty and now - state[4] >= self.line_seconds and t < T:
                 state[4] = now
                 self.stream.write(f"  {label}: {self._rounds(state, now)}\n")
                 self.stream.flush()

@@ -64,8 +64,9 @@ from ..spaces.graphs import GraphicMatroid, Matchings, SpanningTrees, STPaths
 from ..spaces.rules import ConflictSpace, ConstrainedSpace
 from ..spaces.sets import Cardinality, ExplicitActions, PartitionMatroid
 from .base import Policy, Stretch
+from .header_checks import check_header, check_ledger, check_params
 from .saved_files import MAX_BYTES, read_saved
-from .state_checks import check_header, check_ledger, check_params, check_state
+from .state_checks import check_state
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "load_policy", "policy_classes", "save_policy"]
 

@@ -331,7 +331,7 @@ def test_drawn_means_come_from_the_stated_seed_and_range(tmp_path: Path) -> None
 
 
 def test_overrides_replace_the_run_table(tmp_path: Path) -> None:
-    problem = load_problem(write(tmp_path, problem_text()), horizon=7, seeds=3)
+    problem = load_problem(write(tmp_path, problem_text()), steps=7, seeds=3)
     assert problem.horizon == 7 and problem.seeds == [0, 1, 2]
 
 

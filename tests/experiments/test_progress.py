@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from cmab_milp.cli import main
-from cmab_milp.experiments import progress as progress_module
-from cmab_milp.experiments.progress import Progress, job_reporter, set_channel
+from cmab_milp.experiments.progress import Progress, ProgressOptions, job_reporter, set_channel
 
 PROBLEM = """
 [space]
@@ -48,6 +47,43 @@ def test_job_reporter_sends_first_last_and_throttled_rounds() -> None:
     assert job_reporter("x") is None  # no channel: simulate gets no callback
 
 
+def test_the_report_interval_is_an_option_of_the_reporter() -> None:
+    sent: queue.SimpleQueue = queue.SimpleQueue()
+    set_channel(sent)
+    try:
+        for every, expected in ((0.0, [1, 2, 3, 4, 5]), (0.2, [1, 3, 4, 5]), (10.0, [1, 5])):
+            report = job_reporter("J", clock=iter([0.0, 0.1, 0.25, 0.5, 0.6]).__next__, every=every)
+            for t in (1, 2, 3, 4, 5):
+                report(t, 5)
+            assert [sent.get()[1] for _ in range(sent.qsize())] == expected, every
+    finally:
+        set_channel(None)
+
+
+@pytest.mark.parametrize(("line_seconds", "lines"), [(10.0, 1), (2.0, 2), (0.0, 5)])
+def test_the_line_interval_is_an_option_of_the_progress(line_seconds: float, lines: int) -> None:
+    """A job reporting at 0, 1, 3, 11 and 12 s: a line once line_seconds have passed since it was seen or last shown."""
+    stream = io.StringIO()
+    clock = iter([0.0, 0.0, 1.0, 3.0, 11.0, 12.0]).__next__
+    progress = Progress(1, stream=stream, clock=clock, line_seconds=line_seconds)
+    for t in (1, 2, 3, 4, 5):
+        progress.job("CUCB seed 0", t, 100)
+    assert stream.getvalue().count("  CUCB seed 0: ") == lines, stream.getvalue()
+
+
+def test_progress_options_are_checked_and_the_flag_sets_them(tmp_path: Path, capsys) -> None:
+    assert ProgressOptions() == ProgressOptions(report_seconds=1.0, line_seconds=10.0)  # today's intervals
+    assert ProgressOptions.every(0.0) == ProgressOptions(0.0, 0.0)
+    for bad in (-1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="line_seconds must be a finite number of seconds >= 0"):
+            ProgressOptions(line_seconds=bad)
+    path = tmp_path / "p.toml"
+    path.write_text(PROBLEM.format(oracle="enumerate", horizon=10, seeds=1))
+    with pytest.raises(SystemExit):
+        main(["run", str(path), "--out", str(tmp_path / "out"), "--progress-seconds", "-2"])
+    assert "--progress-seconds must be a finite number of seconds >= 0, got -2.0" in capsys.readouterr().err
+
+
 def test_late_messages_of_a_finished_job_are_ignored() -> None:
     channel: queue.SimpleQueue = queue.SimpleQueue()
     stream = io.StringIO()
@@ -60,14 +96,13 @@ def test_late_messages_of_a_finished_job_are_ignored() -> None:
 
 
 @pytest.mark.parametrize(("jobs", "seeds"), [(1, 1), (2, 2)], ids=["serial", "worker processes"])
-def test_a_run_prints_the_rounds_of_running_jobs(tmp_path: Path, monkeypatch, capsys, jobs: int, seeds: int) -> None:
-    # every message becomes a line (in the parent); the workers keep their 1 s throttle, so jobs last ~2 s
-    monkeypatch.setattr(progress_module, "LINE_SECONDS", 0.0)
-    monkeypatch.setattr(progress_module, "REPORT_SECONDS", 0.0)
+def test_a_run_prints_the_rounds_of_running_jobs(tmp_path: Path, capsys, jobs: int, seeds: int) -> None:
+    # every message becomes a line, and every step is a message: --progress-seconds 0
     horizon = 400 if jobs == 1 else 40_000
     path = tmp_path / "p.toml"
     path.write_text(PROBLEM.format(oracle="enumerate", horizon=horizon, seeds=seeds))
-    assert main(["run", str(path), "--out", str(tmp_path / "out"), "--jobs", str(jobs), "--no-plots"]) == 0
+    command = ["run", str(path), "--out", str(tmp_path / "out"), "--jobs", str(jobs), "--no-plots"]
+    assert main([*command, "--progress-seconds", "0"]) == 0
     err = capsys.readouterr().err
     lines = [line for line in err.splitlines() if line.startswith("  CUCB seed ")]
     assert lines, err

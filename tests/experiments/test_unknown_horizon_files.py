@@ -100,7 +100,8 @@ def test_per_policy_unknown_horizon_runs_next_to_known_t(tmp_path: Path) -> None
             truth = direct(kind, T, 3000, seed)
             csv_path, json_path = job_paths(out, name, seed)
             record, curve = read_json(json_path), read_curve(csv_path)
-            assert record["horizon"] == ("unknown" if T is None else T) and record["rounds"] == 3000
+            assert record["horizon"] == ("unknown" if T is None else T) and record["steps"] == 3000
+            assert "rounds" not in record  # one name for the steps played: "rounds" are the oracle's
             assert curve["t"][-1] == 3000
             assert record["totals"]["regret"] == pytest.approx(float(truth.regret[-1]))
             assert record["totals"]["queries"] == int(truth.queries[-1])
@@ -114,14 +115,21 @@ def test_per_policy_unknown_horizon_runs_next_to_known_t(tmp_path: Path) -> None
 def test_run_wide_unknown_horizon_plays_rounds_and_the_cli_horizon_sets_them(tmp_path: Path, capsys) -> None:
     path = write(tmp_path, UNKNOWN)
     assert main(["validate", str(path)]) == 0
-    assert "T unknown to the policies, 2000 rounds" in capsys.readouterr().out
+    assert "T unknown to the policies, 2000 steps" in capsys.readouterr().out
     out = tmp_path / "out"
     code = main(["run", str(path), "--out", str(out), "--jobs", "1", "--no-plots", "--horizon", "1500"])
     assert code == 0
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["problem"]["horizon"] == "unknown" and summary["problem"]["rounds"] == 1500
+    assert summary["problem"]["horizon"] == "unknown" and summary["problem"]["steps"] == 1500
+    assert "rounds" not in summary["problem"]
     stored = json.loads((out / "problem.json").read_text())["problem"]["run"]
-    assert stored["horizon"] == "unknown" and stored["rounds"] == 1500
+    assert stored == {
+        "horizon": "unknown",
+        "steps": 1500,
+        "seeds": [0, 1],
+        "panels": stored["panels"],
+        "curve_points": 200,
+    }
     for name, kind in (("AROQ", cm.AROQ), ("SROQ", cm.SROQ)):
         assert summary["policy_info"][name]["horizon"] == "unknown"
         truth = [direct(kind, None, 1500, seed) for seed in (0, 1)]
@@ -143,7 +151,7 @@ def test_resume_continues_an_unknown_horizon_run_and_refuses_other_rounds(tmp_pa
     assert second["policies"]["AROQ"] == first["policies"]["AROQ"]
     code = main(["run", str(path), "--out", str(out), "--jobs", "1", "--no-plots", "--resume", "--horizon", "900"])
     assert code == 2
-    assert "run.rounds (2000 -> 900)" in capsys.readouterr().err
+    assert "run.steps (2000 -> 900)" in capsys.readouterr().err
 
 
 def test_known_horizon_digests_are_unchanged_by_the_new_keys(tmp_path: Path) -> None:
@@ -174,16 +182,17 @@ def test_to_dict_round_trips_an_unknown_horizon(tmp_path: Path) -> None:
         assert [again.policy_horizon(p.name) for p in again.policies] == [
             problem.policy_horizon(p.name) for p in problem.policies
         ]
-        assert problem.with_run(horizon=700).horizon == 700
-        assert problem.with_run(horizon=700).unknown_horizon == problem.unknown_horizon
+        shorter = problem.with_run(steps=700)
+        assert shorter.steps == 700 and shorter.unknown_horizon == problem.unknown_horizon
+        assert shorter.horizon == (None if problem.unknown_horizon else 700)
 
 
 @pytest.mark.parametrize(
     ("run", "key", "message"),
     [
-        ('horizon = "unknown"\nseeds = 1', "run.rounds:", 'horizon = "unknown" needs rounds'),
+        ('horizon = "unknown"\nseeds = 1', "run.steps:", 'horizon = "unknown" needs steps'),
         ("horizon = 100\nrounds = 50\nseeds = 1", "run.rounds:", 'only with horizon = "unknown"'),
-        ('horizon = "later"\nseeds = 1', "run.horizon:", 'a number of rounds or "unknown"'),
+        ('horizon = "later"\nseeds = 1', "run.horizon:", 'a number of steps or "unknown"'),
         ('horizon = "unknown"\nrounds = 0\nseeds = 1', "run.rounds:", ">= 1"),
         ('horizon = "unknown"\nrounds = 1_000_000_000\nseeds = 1', "run.rounds:", "limit"),
     ],
@@ -267,7 +276,7 @@ def test_compare_oracles_records_an_unknown_horizon_policy_as_it_runs(tmp_path: 
 
 def test_the_shipped_anytime_file_puts_told_and_unknown_horizons_side_by_side(tmp_path: Path) -> None:
     path = Path(__file__).resolve().parents[2] / "problems" / "paper_linear_anytime.toml"
-    problem = load_problem(path, horizon=400, seeds=1)
+    problem = load_problem(path, steps=400, seeds=1)
     told = {p.name: problem.policy_horizon(p.name) for p in problem.policies}
     assert told == {"AROQ-CMAB": 400, "AROQ-CMAB-anytime": None, "SROQ-CMAB": 400, "SROQ-CMAB-anytime": None}
     data = problem.to_dict()
@@ -279,3 +288,73 @@ def test_the_shipped_anytime_file_puts_told_and_unknown_horizons_side_by_side(tm
     for name, kind in (("AROQ-CMAB-anytime", cm.AROQ), ("SROQ-CMAB-anytime", cm.SROQ)):
         truth = cm.simulate(kind(space, None, oracle="enumerate"), env, 400, seed=0)
         assert summary["policies"][name]["queries"]["mean"] == int(truth.queries[-1])
+
+
+def test_overrides_never_change_the_parsed_data_and_are_checked_like_the_file(tmp_path: Path) -> None:
+    base = {
+        "space": {"kind": "Cardinality", "d": 6, "m": 2},
+        "environment": {"kind": "BernoulliArms", "means": MEANS},
+        "policies": [{"name": "A", "kind": "AROQ", "oracle": "enumerate"}],
+    }
+    for run in ({"horizon": 100, "seeds": 2}, {"horizon": "unknown", "rounds": 100, "seeds": 2}):
+        data = json.loads(json.dumps({**base, "run": run}))
+        before = json.loads(json.dumps(data))
+        problem = parse_problem(data, "o.toml", steps=7, seeds=[4, 5])
+        assert data == before  # the dict as read stays as read: the overrides live in the Problem only
+        assert (problem.steps, problem.seeds) == (7, [4, 5])
+        assert problem.horizon == (7 if run["horizon"] == 100 else None)
+        assert problem.build_policy("A").T == problem.horizon
+        with pytest.raises(ProblemError, match=r"run\.seeds: seeds must be distinct"):
+            parse_problem(data, "o.toml", seeds=[1, 1])
+        key = "run.horizon" if run["horizon"] == 100 else "run.rounds"
+        with pytest.raises(ProblemError, match=key + ": must be >= 1"):
+            parse_problem(data, "o.toml", steps=0)
+        with pytest.raises(ProblemError, match=key + ": .*above the limit horizon"):
+            parse_problem(data, "o.toml", steps=10**9)
+
+
+def test_steps_and_its_former_names_give_the_same_problem(tmp_path: Path) -> None:
+    """``[run] rounds`` (documented as steps' former name) and ``--horizon`` (the flag's first name) keep working."""
+    steps = load_problem(write(tmp_path, UNKNOWN.replace("rounds = 2000", "steps = 2000"), "s.toml"))
+    rounds = load_problem(write(tmp_path, UNKNOWN, "r.toml"))
+    assert steps.steps == rounds.steps == 2000 and steps.digest() == rounds.digest()
+    for flag in ("--steps", "--horizon"):
+        out = tmp_path / flag.strip("-")
+        assert main(["run", str(tmp_path / "r.toml"), "--out", str(out), "--jobs", "1", "--no-plots", flag, "300"]) == 0
+        assert json.loads((out / "summary.json").read_text())["problem"]["steps"] == 300
+
+
+def test_a_folder_written_before_steps_had_one_name_still_resumes(tmp_path: Path, capsys) -> None:
+    """Results written when problem.json said ``run.rounds`` and every record carried ``rounds`` and ``steps``."""
+    path = write(tmp_path, UNKNOWN)
+    out = tmp_path / "out"
+    assert main(["run", str(path), "--out", str(out), "--jobs", "1", "--no-plots", "--policies", "AROQ"]) == 0
+    stored = read_json(out / "problem.json")
+    run = stored["problem"]["run"]
+    stored["problem"]["run"] = {"horizon": "unknown", "rounds": run.pop("steps"), **run}
+    (out / "problem.json").write_text(json.dumps(stored))
+    for seed in (0, 1):
+        record = read_json(job_paths(out, "AROQ", seed)[1])
+        (job_paths(out, "AROQ", seed)[1]).write_text(json.dumps({**record, "rounds": record["steps"]}))
+    capsys.readouterr()
+    assert main(["run", str(path), "--out", str(out), "--jobs", "1", "--no-plots", "--resume"]) == 0
+    assert "2 already complete" in capsys.readouterr().err
+    assert json.loads((out / "summary.json").read_text())["complete"] is True
+    (out / "problem.json").write_text(json.dumps(stored))
+    assert main(["run", str(path), "--out", str(out), "--resume", "--no-plots", "--steps", "900"]) == 2
+    assert "run.steps (2000 -> 900)" in capsys.readouterr().err
+
+
+def test_the_digest_of_an_unknown_horizon_is_the_hash_it_always_was(tmp_path: Path) -> None:
+    """Folders written before the one name resume: the digest still hashes the steps under "horizon"."""
+    problem = load_problem(write(tmp_path, UNKNOWN))
+    data = problem.to_dict()
+    key = {
+        "space": data["space"],
+        "environment": data["environment"],
+        "policies": data["policies"],
+        "horizon": 2000,
+        "curve_points": 200,
+        "unknown_horizon": True,
+    }
+    assert problem.digest() == hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]

@@ -73,7 +73,7 @@ def test_crew_file_models_a_correlated_10_by_12_assignment(capsys):
 
 
 def test_crew_file_runs_a_tiny_horizon(tmp_path):
-    problem = load_problem(CREW, horizon=12, seeds=1)
+    problem = load_problem(CREW, steps=12, seeds=1)
     data = problem.to_dict()
     data["policies"] = [p for p in data["policies"] if p["kind"] == "OLSUCBC"]  # the others warm up on 7,260 pairs
     names = [p["name"] for p in data["policies"]]  # OLS-UCB-C (exact, hours at T=10^5) runs on request only
@@ -91,7 +91,7 @@ def test_crew_file_runs_a_tiny_horizon(tmp_path):
 
 @pytest.mark.slow
 def test_crew_file_runs_every_policy_on_a_tiny_horizon(tmp_path):
-    problem = load_problem(CREW, horizon=12, seeds=1)
+    problem = load_problem(CREW, steps=12, seeds=1)
     names = [p.name for p in problem.policies]  # the exact OLS-UCB-C and AROQ-C run on request only
     summary = run_problem(
         problem, tmp_path, jobs=1, executor="serial", plots=False, stream=io.StringIO(), policies=names

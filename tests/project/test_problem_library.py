@@ -60,7 +60,7 @@ def test_file_documents_itself_validates_and_runs_a_tiny_horizon(name, tmp_path,
     assert text.startswith("#"), "each library file opens with a comment saying what it models"
     assert main(["validate", str(path)]) == 0
     assert "ok" in capsys.readouterr().out
-    problem = load_problem(path, horizon=12, seeds=1)
+    problem = load_problem(path, steps=12, seeds=1)
     if name in SLOW_SETUP:  # every job enumerates the space once: keep one policy
         data = problem.to_dict()
         data["policies"] = data["policies"][:1]

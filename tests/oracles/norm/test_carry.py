@@ -254,7 +254,7 @@ def test_ols_ucb_c_without_reuse_solves_every_round() -> None:
 
 
 def test_an_index_keeps_at_most_a_few_carries() -> None:
-    from cmab_milp.policies.covariance import _MAX_CARRIES, CovarianceIndex
+    from cmab_milp.policies.cov_index import _MAX_CARRIES, CovarianceIndex
 
     index = CovarianceIndex(12, reuse=0.5)
     oracle = cm.make_oracle(cm.Cardinality(12, 2), "enumerate")
