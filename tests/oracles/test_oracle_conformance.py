@@ -1,15 +1,20 @@
-"""One conformance kit that every oracle backend runs.
+"""One conformance kit that every registered oracle backend runs.
 
-Add a backend by adding its name to ``BACKENDS``. Each backend answers random
-linear queries (near-ties, negative weights, random include / exclude /
-forbid_pairs) on every family of ``instances.SPACES``; the truth is brute force
-over the enumerated actions, computed here in numpy.
+The backends come from the registry (:func:`cmab_milp.testing.registered_kinds`): a backend joins by
+being registered with :func:`cmab_milp.register_backend`, one that cannot run here (its solver is not
+installed) is skipped with the reason. Each answers random linear queries (near-ties, negative
+weights, random include / exclude / forbid_pairs) on every family of ``instances.SPACES``; the truth
+is brute force over the enumerated actions, computed here in numpy. A backend may decline
+(``UnsupportedQuery``) only what its capabilities declare it may.
 """
 
 from __future__ import annotations
 
-import importlib.util
+import os
+import subprocess
+import sys
 import zlib
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,39 +23,38 @@ from hypothesis import strategies as st
 from instances import SPACES
 
 import cmab_milp as cm
-from cmab_milp.oracles.core.registry import BACKENDS as REGISTRY
+from cmab_milp.oracles.core.registry import capabilities
+from cmab_milp.testing import registered_kinds
 
-BACKENDS = [
-    "highs",
-    "highs-milp",
-    "enumerate",
-    "combinatorial",
-    "auto",
-    "pulp:PULP_CBC_CMD",
-    "pulp:HiGHS",
-    "pulp:SCIP_PY",
-    "scip",
-]
-
-#: Backend variants: registry name plus options.
+#: Backend variants checked besides the registered backends: registry name plus options.
 VARIANTS = {"highs-milp": ("highs", {"lp_when_integral": False})}
 
-#: Backends allowed to decline a query with UnsupportedQuery.
-MAY_DECLINE = {"combinatorial"}
+#: Backends that build a new solver model or process per query: fewer queries, marked slow_backend.
+SLOW = ("pulp", "scip")
 
 
-def _available(backend: str) -> bool:
-    backend = VARIANTS.get(backend, (backend, {}))[0]
-    entry = REGISTRY[backend.split(":")[0]]
-    module = entry.target.split(":")[0] if isinstance(entry.target, str) else None
-    return entry.available() and (module is None or importlib.util.find_spec(module) is not None)
+def backend_params() -> list:
+    """Every registered backend (per usable solver) and the variants; those that cannot run here skip."""
+    kinds = [(kind.name, kind.unavailable) for kind in registered_kinds("backend")]
+    params = []
+    for name, unavailable in [*kinds, *((name, None) for name in VARIANTS)]:
+        marks = [] if unavailable is None else [pytest.mark.skip(reason=unavailable)]
+        if name.split(":")[0] in SLOW:
+            marks.append(pytest.mark.slow_backend)
+        params.append(pytest.param(name, marks=marks, id=name))
+    return params
 
 
-def _backend_param(name: str):
-    marks = [] if _available(name) else [pytest.mark.skip(reason=f"backend {name} not available")]
-    if name.startswith("pulp") or name == "scip":
-        marks.append(pytest.mark.slow_backend)
-    return pytest.param(name, marks=marks, id=name)
+def _named(names: list[str]) -> list:
+    """The params of ``names`` among the registered backends (each skips with its reason if it cannot run)."""
+    by_id = {param.id: param for param in backend_params()}
+    return [by_id[name] for name in names]
+
+
+def may_decline(backend: str, space: cm.ActionSpace, query: dict) -> bool:
+    """Whether the backend declares it may raise UnsupportedQuery for ``query`` on ``space``."""
+    caps = capabilities(VARIANTS.get(backend, (backend, {}))[0])
+    return caps.declines_some(space) or (bool(query.get("forbid_pairs")) and not caps.forbid_pairs)
 
 
 _ORACLES: dict[tuple[str, str], cm.Oracle] = {}
@@ -116,29 +120,29 @@ def check_answer(space: cm.ActionSpace, q: dict, answer, best: float | None) -> 
 
 
 @pytest.mark.parametrize("family", sorted(SPACES))
-@pytest.mark.parametrize("backend", [_backend_param(b) for b in BACKENDS])
+@pytest.mark.parametrize("backend", backend_params())
 def test_linear_queries_match_brute_force(backend: str, family: str) -> None:
+    if not capabilities(VARIANTS.get(backend, (backend, {}))[0]).linear:
+        pytest.skip(f"backend {backend!r} declares no linear queries")
     oracle = oracle_for(backend, family)
     space = oracle.space
     actions = space.enumerate()
     rng = np.random.default_rng(zlib.crc32(family.encode()))  # hash() of a str changes with every process
-    n_queries = 8 if backend.startswith(("pulp", "scip")) else 24
+    n_queries = 8 if backend.startswith(SLOW) else 24
     answered = 0
     for kind in range(n_queries):
         q = random_query(rng, space.d, kind)
         try:
             answer = oracle.argmax(**q)
         except cm.UnsupportedQuery:
-            assert backend in MAY_DECLINE
+            assert may_decline(backend, space, q), f"{backend} declined a query its capabilities declare: {q}"
             continue
         check_answer(space, q, answer, brute_force(actions, q))
         answered += 1
     assert oracle.ledger.queries >= answered
-    if backend not in MAY_DECLINE:
-        assert answered == n_queries
 
 
-@pytest.mark.parametrize("backend", [_backend_param(b) for b in ["highs", "auto", "enumerate"]])
+@pytest.mark.parametrize("backend", _named(["highs", "auto", "enumerate"]))
 def test_batch_matches_single_queries_and_counts_one_round(backend: str) -> None:
     oracle = cm.make_oracle(SPACES["spanning-trees"](), backend)
     rng = np.random.default_rng(1)
@@ -292,3 +296,46 @@ def test_restrictions_given_as_arrays_or_lists_mean_the_same(backend: str) -> No
     assert as_lists is not None and np.array_equal(as_lists, as_arrays)
     empty = oracle.argmax(w, include=np.array([], int), exclude=[], forbid_pairs=np.zeros((0, 2), int))
     assert np.array_equal(empty, oracle.argmax(w))
+
+
+# ------------------------------------------------------------------ a backend joins by being registered
+_PLUGIN = '''
+import numpy as np
+
+import cmab_milp as cm
+from cmab_milp.oracles.backends.enumerate import EnumerateOracle
+
+
+class Worst(EnumerateOracle):
+    """Brute force answering the worst admitted action: wrong on every query without ties."""
+
+    def _best(self, values, query):
+        mask = query.restrictions.mask(self.actions)
+        ok = np.ones(len(values), bool) if mask is None else mask
+        return None if not ok.any() else self.actions[int(np.argmin(np.where(ok, values, np.inf)))].copy()
+
+
+cm.register_backend("plugin_enum", EnumerateOracle)
+cm.register_backend("plugin_worst", Worst)
+cm.register_backend("plugin_missing", EnumerateOracle, requires=["no_such_solver_module"])
+'''
+
+
+def test_a_newly_registered_backend_joins_the_conformance_run(tmp_path) -> None:
+    """Registered from a plugin before collection (nothing edited here): the right backend passes, the
+    wrong one fails, the one whose solver is missing skips saying which module to install."""
+    (tmp_path / "conformance_plugin.py").write_text(_PLUGIN, encoding="utf-8")
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(root), os.environ.get("PYTHONPATH", "")]))
+    select = "test_linear_queries_match_brute_force and plugin_ and (cardinality-exact or paths-dag)"
+    command = [sys.executable, "-m", "pytest", __file__, "-p", "conformance_plugin", "-p", "no:cacheprovider"]
+    command += ["-n", "0"] if "xdist" in sys.modules else []
+    done = subprocess.run(
+        [*command, "-k", select, "-rA"], cwd=root, env=env, capture_output=True, text=True, timeout=300
+    )
+    out, test = done.stdout, Path(__file__).resolve().relative_to(root).as_posix()
+    for family in ("cardinality-exact", "paths-dag"):
+        assert f"PASSED {test}::test_linear_queries_match_brute_force[plugin_enum-{family}]" in out, out
+        assert f"FAILED {test}::test_linear_queries_match_brute_force[plugin_worst-{family}]" in out, out
+    assert "SKIPPED [2]" in out and "backend 'plugin_missing' needs no_such_solver_module, not installed" in out, out
+    assert "2 failed, 2 passed, 2 skipped" in out and done.returncode == 1, out

@@ -1,7 +1,10 @@
-"""One conformance kit every policy runs.
+"""One conformance kit every registered policy runs.
 
-A family joins by appending a :class:`Case` to ``CASES``: how to build the
-policy (any constants) and an environment it can run on. Every case is checked
+The policies come from the registry (:func:`cmab_milp.testing.registered_kinds`: the library's
+policy kinds and those registered with :func:`cmab_milp.experiments.register_kind`). ``CASES``
+adds variants: a :class:`Case` says how to build a policy (any constants), an environment it can
+run on and the bad input it must refuse; a registered policy without a case here runs on the
+environment :func:`cmab_milp.testing.policy_setup` fits to it. Every case is checked
 for: same seed -> same numbers; every played action feasible; queries and
 rounds counted by the oracle ledger; ``reset`` and ``clone`` start fresh; bulk
 play equal to round-by-round play; bad constructor input raising ``ValueError``;
@@ -20,6 +23,8 @@ import numpy as np
 import pytest
 
 import cmab_milp as cm
+from cmab_milp.policies.persistence import policy_classes
+from cmab_milp.testing import policy_setup, registered_kinds
 
 SPACE = cm.Cardinality(6, 2).with_constraint([1, 1, 0, 0, 0, 0], "<=", 1)
 MEANS = np.array([0.9, 0.85, 0.2, 0.4, 0.6, 0.1])
@@ -126,7 +131,21 @@ def case_id(case: Case) -> str:
     return f"{case.policy.__name__}[{consts}]-{type(case.make_env()).__name__}"
 
 
-pytestmark = pytest.mark.parametrize("case", CASES, ids=[case_id(c) for c in CASES])
+def registered_cases(cases: list[Case]) -> list:
+    """``cases``, then a default case for each registered policy they miss (skipped saying why if it cannot run)."""
+    params = [pytest.param(case, id=case_id(case)) for case in cases]
+    covered = {case.policy for case in cases}
+    for kind in registered_kinds("policy"):
+        if not kind.available:
+            params.append(pytest.param(None, marks=pytest.mark.skip(reason=kind.unavailable), id=kind.name))
+        elif kind.obj not in covered:
+            make_env, constants = policy_setup(kind.obj, SPACE)
+            case = Case(kind.obj, make_env, constants=constants)
+            params.append(pytest.param(case, id=case_id(case)))
+    return params
+
+
+pytestmark = pytest.mark.parametrize("case", registered_cases(CASES))
 
 
 def played_actions(result: cm.SimulationResult) -> np.ndarray:
@@ -261,6 +280,8 @@ def test_select_observe_replays_a_simulated_run(case, horizon):
 
 
 def test_a_saved_learner_continues_exactly(case, tmp_path):
+    if policy_classes().get(case.policy.__name__) is not case.policy:
+        pytest.skip(f"{case.policy.__name__}: only the library's policies can be saved (save_policy)")
     env = case.make_env()
     half = case.T // 2
     original, rng, queue = case.build(), np.random.default_rng(7), []

@@ -1,4 +1,4 @@
-"""The conformance kit ``cmab_milp.testing``: run on every backend, space family and policy; wrong ones caught."""
+"""The conformance kit ``cmab_milp.testing`` on every registered backend, space family and policy; wrong ones caught."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from cmab_milp.oracles.backends.enumerate import EnumerateOracle
 from cmab_milp.oracles.core.base import UnsupportedQuery
 from cmab_milp.oracles.core.registry import BACKENDS, Capabilities, register_backend
 from cmab_milp.spaces.formulation import Formulation, Row
-from cmab_milp.testing import ORACLE_CASES, check_oracle, check_policy, check_space, small_spaces
+from cmab_milp.testing import ORACLE_CASES, check_oracle, check_policy, check_space, registered_kinds, small_spaces
 
 #: Spaces for the backends that hand every solve to a new solver process or model (PuLP, SCIP).
 FEW = ("cardinality", "paths-cyclic", "matchings-perfect", "with-constraint", "explicit")
@@ -24,14 +24,13 @@ FEW = ("cardinality", "paths-cyclic", "matchings-perfect", "with-constraint", "e
 
 
 def _specs() -> list:
+    """Every registered backend, per usable solver (``registered_kinds``); one that cannot run here skips saying why."""
     specs = []
-    for name in cm.available_backends():
-        entry = BACKENDS[name]
-        solvers = entry.solvers() if entry.takes_solver else [None]
-        for solver in solvers or [None]:
-            spec = name if solver is None else f"{name}:{solver}"
-            slow = name in ("pulp", "scip")
-            specs.append(pytest.param(spec, marks=[pytest.mark.slow_backend] if slow else [], id=spec))
+    for kind in registered_kinds("backend"):
+        marks = [] if kind.available else [pytest.mark.skip(reason=kind.unavailable)]
+        if kind.name.split(":")[0] in ("pulp", "scip"):
+            marks.append(pytest.mark.slow_backend)
+        specs.append(pytest.param(kind.name, marks=marks, id=kind.name))
     return specs
 
 
@@ -272,6 +271,8 @@ POLICIES = [
     (cm.ESCB, {}),
     (cm.AROQESCB, {}),
 ]
+#: every registered policy kind runs, with its defaults when no variant above names it
+POLICIES += [(k.obj, {}) for k in registered_kinds("policy") if k.available and k.obj not in {p[0] for p in POLICIES}]
 
 
 @pytest.mark.parametrize(("cls", "constants"), POLICIES, ids=[p[0].__name__ for p in POLICIES])
