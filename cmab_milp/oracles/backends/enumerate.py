@@ -1,8 +1,9 @@
 """Brute force over ``space.enumerate()``, vectorised in numpy.
 
 The action matrix is enumerated once. Linear values are one matrix-vector
-product; quadratic forms use a padded index table (``n x m`` gathers of
-``M`` instead of ``n x d x d`` products).
+product; quadratic forms use a padded index table (``n x m x m`` gathers of
+``M`` instead of ``n x d x d`` products, and ``n x m`` when ``M`` is diagonal,
+as ESCB's and a diagonal covariance's are: the off-diagonal terms are zeros).
 
 Example
 -------
@@ -61,11 +62,27 @@ class EnumerateOracle(Oracle):
         return self._best(self._dense @ weights, query)
 
     def quadratic_forms(self, M: np.ndarray) -> np.ndarray:
-        """``a @ M @ a`` for every enumerated action."""
-        padded = np.zeros((self.d + 1, self.d + 1))
-        padded[: self.d, : self.d] = M
+        """``a @ M @ a`` for every enumerated action.
+
+        A diagonal ``M`` takes ``m`` gathers an action instead of ``m^2``, summed in the same order
+        (the terms left out are exact zeros), so the values are the same bits either way.
+
+        >>> import cmab_milp as cm
+        >>> oracle = EnumerateOracle(cm.Cardinality(3, 2))
+        >>> oracle.quadratic_forms(np.diag([1.0, 2.0, 4.0])).tolist()
+        [0.0, 1.0, 2.0, 4.0, 3.0, 5.0, 6.0]
+        """
         idx = self._index
         total = np.zeros(len(idx))
+        diagonal = np.diagonal(M)
+        if np.count_nonzero(M) == np.count_nonzero(diagonal):  # no entry off the diagonal
+            padded_diagonal = np.zeros(self.d + 1)
+            padded_diagonal[: self.d] = diagonal
+            for p in range(idx.shape[1]):
+                total += padded_diagonal[idx[:, p]]
+            return total
+        padded = np.zeros((self.d + 1, self.d + 1))
+        padded[: self.d, : self.d] = M
         for p in range(idx.shape[1]):
             total += padded[idx[:, p][:, None], idx].sum(axis=1)
         return total
