@@ -17,16 +17,12 @@
   path grown by detours through unvisited nodes;
 * :meth:`~PathStarts.repair` (:mod:`.path_repair`) turns an integer candidate of the degree model (a
   path plus disjoint cycles, which the lazy cuts reject) into a path: the
-  cycles spliced in, then detours. (On digraphs, both measured neutral in speed
-  on longest paths of 5x5- and 6x6-grid digraphs, 15 queries: their solves are
-  limited by the bound, not the incumbent; they give a time-limited query a
-  better answer.)
+  cycles spliced in, then detours.
 
 The answer is an action of the space that obeys the bounds and side rows it
 was given, or ``None``. It is only a start: the MILP proves or improves it, so
-a poor start costs time, never exactness. (Starts for trees, Kruskal's greedy
-repaired to the side rows, measured no faster on 20x20 grids and slower with a
-knapsack row: HiGHS's own heuristics find such trees at once.)
+a poor start costs time, never exactness. Trees get no start (HiGHS's own
+heuristics find them at once; what was tried: docs/performance.md, "Graphs").
 
 Example
 -------

@@ -32,7 +32,7 @@ row, or is ``None``. It is only a start: the MILP proves or improves it, so a
 poor start costs time, never exactness. It depends on the query alone (no
 randomness, no state), so the tie rule holds.
 
-Measured (``bench/side_rows.py``): see that module's docstring.
+Measured figures (``bench/side_rows.py``): docs/performance.md, sections "Oracles" and "Graphs".
 
 Example
 -------
@@ -102,7 +102,7 @@ def supported_base(space: ActionSpace) -> bool:
     if type(space) is STPaths:
         return bool(space.acyclic)  # cyclic: longest paths are NP-hard, no oracle for positive weights
     if type(space) is Matchings:
-        return bool(space.bipartite)  # general graphs: networkx's blossom, ~1 ms a call, too slow for a start
+        return bool(space.bipartite)  # general graphs: networkx's blossom is too slow for a start
     return type(space) in (Cardinality, PartitionMatroid, GraphicMatroid, SpanningTrees)
 
 
@@ -343,7 +343,7 @@ def _lp_multipliers(search: _Search) -> bool:
     """The optimal multipliers of several side rows: the duals of the LP relaxation, when the base's LP is integral.
 
     Then the Lagrangian dual equals that LP (the base polytope is its LP), so its row duals minimise the
-    Lagrangian bound (subgradient steps measured far from it: 24.5 against 22.6 on two knapsack rows).
+    Lagrangian bound (subgradient steps end farther from it: docs/performance.md, "Graphs").
     The LP starts cold: the multipliers depend on the query alone. Return whether it answered.
     """
     own = search.base.formulation()
