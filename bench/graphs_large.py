@@ -1,6 +1,6 @@
 """Restricted MILP queries on graphs with hundreds of edges: highs (root cuts on / off, flow rows) vs gurobi / scip.
 
-Measured figures and the ideas tried with this script: ``docs/performance.md`` (section "Oracles").
+Measured figures and the ideas tried with this script: ``docs/performance.md`` (section "Graphs").
 
 Run: ``.venv/bin/python bench/graphs_large.py [--quick] [--queries 5] [--time-limit 60] [--only trees]
 [--optimistic 0.03]`` (``--optimistic``: that share of the shortest-path queries' weights above 0, as UCB
@@ -33,83 +33,8 @@ Compile is the time to build the space's formulation and the solver's model.
 Prints a markdown table: compile, median and max query time, ratio of the
 medians to gurobi's.
 
-Measured on the shared 2-core machine (5 queries, seconds compile / median / max, one run each, noisy):
-the orientation columns of undirected paths (``oriented``; Gurobi gets them too, it compiles
-the same formulation):
-
-| family | highs before | highs now | highs-unoriented | gurobi now |
-|---|---|---|---|---|
-| shortest 17x17 + forbid_pairs | 24 s median | 0.12 / 0.039 / 0.061 | 20 s limit, all 5 | 0.020 / 0.037 |
-| shortest 17x17 + forbid_pairs + knapsack | 30 s limit | 0.011 / 0.155 / 0.83 | 20 s limit, all 5 | 0.070 / 0.12 |
-| longest 10x10 (rows relaxed for w >= 0) | 0.10 / 2.2 | 0.018 / 0.37 / 0.85 | 0.22 / 1.0 | 0.100 / 0.12 |
-| spanning trees 20x20 + knapsack | 2.5 median | 0.057 / 1.08 / 1.25 | - | 20 s limit, all 3 |
-
-(highs-noroot in the same run as the first two rows: 0.022 and 0.121 median.)
-
-Third round (MIP starts of paths: Dijkstra, Lagrangian for a knapsack row, detours;
-candidates of each lazy round repaired into the next round's start, and the cuts of
-every candidate HiGHS meets collected by its solution callback; no root cuts for path
-queries with weights <= 0; sparse spanning-tree subtour rows). One run, 9 queries,
-interleaved, seconds compile / median / max; ``highs-before`` is ``highs`` without them:
-
-| family | highs-before | highs now | gurobi | now / gurobi (median) |
-|---|---|---|---|---|
-| longest 10x10 | 0.006 / 1.091 / 5.79 | 0.018 / 0.403 / 2.31 | 0.223 / 0.50 | 1.81 (was 4.89) |
-| shortest 17x17 + forbid_pairs | 0.015 / 0.065 / 0.106 | 0.016 / 0.044 / 0.046 | 0.033 / 0.086 | 1.35 (was 1.98) |
-| shortest 17x17 + forbid + knapsack | 0.017 / 0.271 / 1.45 | 0.022 / 0.088 / 0.78 | 0.068 / 0.22 | 1.28 (was 3.97) |
-| spanning trees 20x20 + forbid_pairs | 0.016 / 0.245 / 0.67 | 0.032 / 0.208 / 0.45 | stopped (earlier runs) | ahead |
-| forests 20x20 + forbid_pairs | 0.010 / 0.136 / 1.44 | 0.059 / 0.209 / 1.48 | stopped (earlier runs) | ahead |
-| spanning trees 20x20 + knapsack | 0.021 / 0.866 / 1.78 | 0.018 / 0.663 / 1.22 | stopped (earlier runs) | ahead |
-
-(The tree rows are a second run, after the candidate hooks were limited to paths; forests
-run the same code in both variants, so their rows show the noise of the shared machine:
-in the first run they read 0.152 before and 0.144 now. Trees + knapsack in the first run:
-0.746 before, 0.441 now.)
-
-Fourth round (path queries with a positive weight run without HiGHS's restarts, a per-query
-option; reduced-cost fixing of shortest-path queries by the start's Lagrangian walk bounds;
-digraphs with cycles pass the root-cut and start gates from 40 arcs; the two digraph families
-added). One run, 15 queries, interleaved, seconds median / max:
-
-| family | highs-restarts | highs-nofix | highs now | gurobi | now / gurobi (median) |
-|---|---|---|---|---|---|
-| longest 10x10 | 0.280 / 1.685 | 0.306 / 1.428 | 0.288 / 1.450 | 0.128 / 0.394 | 2.25 |
-| longest 6x6 digraph | 3.03 / 22.3 | 2.25 / 20.7 | 2.18 / 23.0 | 0.160 / 1.117 | 13.6 |
-| shortest 17x17 + forbid_pairs | 0.007 / 0.009 | 0.035 / 0.046 | 0.008 / 0.010 | 0.027 / 0.044 | 0.30 |
-| same + knapsack | 0.034 / 1.017 | 0.088 / 0.701 | 0.034 / 0.960 | 0.060 / 0.186 | 0.57 |
-| its digraph + forbid + knapsack | 0.024 / 0.057 | 0.060 / 0.144 | 0.025 / 0.062 | 0.024 / 0.042 | 1.01 |
-
-After the start's Lagrangian search ran once instead of twice (a second run, shortest families,
-15 queries, ``highs-nofix`` / ``highs`` / ``gurobi``): + forbid_pairs 0.037 / 0.008 / 0.027
-(0.31x), + knapsack 0.076 / 0.019 / 0.053 (0.37x; slowest 0.80 s, Gurobi's 0.13 s), the
-digraph 0.055 / 0.017 / 0.027 (0.62x).
-
-With ``--optimistic 0.03`` (3% of the shortest-path weights above 0, as UCB indices of
-little-observed links are; the fixing bounds them by the sum of the positive parts; 15 queries,
-``highs-nofix`` / ``highs`` / ``gurobi`` medians): + forbid_pairs 0.069 / 0.044 / 0.042 (1.04x),
-+ knapsack 0.188 / 0.041 / 0.051 (0.81x), the digraph 0.118 / 0.038 / 0.027 (1.38x).
-
-(``highs-restarts`` has the fixing; ``highs-nofix`` has no restarts. An A/B of the restarts
-alone, 12 longest 10x10 queries interleaved: total 6.98 -> 5.32 s, slowest 1.87 -> 1.45 s.)
-Longest paths on the digraph stay 14x Gurobi: their LP with every connectivity cut is 6-12%
-above the optimum (~1% on the undirected grid), so each HiGHS solve branches (the final
-solve of one query: 921 nodes in 3.9 s, Gurobi 1,201 nodes in 0.64 s on the same model) and
-the lazy loop re-solves 13-19 times. Tried there and left out: entry rows ``x_uv <= x(delta_in(u)) - x_vu``,
-2-cycle and 4-cycle subtour rows at compile time, connectivity rows for integer cycles,
-the flow rows (median 2.1 s, slowest 5.7 s: better on the slowest, worse on the median
-and 3x slower on shortest paths), dives adding cuts at LP points below the root, HiGHS
-option sets (pseudo-cost reliability, node cuts, cut pool size, heuristics).
-The undirected knapsack family's slowest query: its start (Lagrangian, 20% below the
-optimum: a duality-gap path) fixes 104 of 544 edges; merging the last Lagrangian paths
-that fit and that do not found nothing better (left out).
-
-Tried and left out (measured, interleaved): tree MIP starts (Kruskal repaired to
-the side rows: no faster, slower with the knapsack row); connectivity rows instead
-of subtour rows for the cycles of integer path candidates (no fewer rounds);
-re-running the root cuts after each lazy round (they found nothing); stopping a
-HiGHS solve at its first rejected candidate (more rounds, slower); the flow rows
-(``highs-flow``); HiGHS options per family (``mip_allow_restart`` off: longest
-paths 25% faster on average but resource-constrained paths 2x slower).
+The figures this script measured, round by round, and the ideas tried with it and dropped:
+``docs/performance.md``, section "Graphs".
 """
 
 from __future__ import annotations

@@ -2,9 +2,9 @@
 
 The connectivity separators (:mod:`.graph_cuts`) ask one min cut per node of
 the same network (an LP point's arc values as capacities). ``scipy``'s
-``maximum_flow`` validates and rebuilds its sparse matrices on every call
-(1.1 ms per flow on a 10x10 grid, most of it not the flow); OR-Tools' C++
-``SimpleMaxFlow`` keeps the arcs and answers a flow in ~0.08 ms. Both engines
+``maximum_flow`` validates and rebuilds its sparse matrices on every call;
+OR-Tools' C++ ``SimpleMaxFlow`` keeps the arcs (the figures: docs/performance.md,
+"Graphs"). Both engines
 return the *minimal* source side of a minimum cut (the nodes the residual
 network reaches from the source), which is the same set for every maximum
 flow, so the cuts, and hence the answers, do not depend on the engine.

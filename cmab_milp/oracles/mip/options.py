@@ -38,7 +38,7 @@ __all__ = [
 #: Options applied to every HiGHS instance: silent, single-threaded (the
 #: scheduler is per OS thread; batches run one instance per thread), gaps and
 #: tolerances tight enough to separate indices that differ by ~1e-9, and the
-#: feasibility-jump heuristic off (it slows small MILPs 2-4x).
+#: feasibility-jump heuristic off (it slows small MILPs; docs/performance.md, "Graphs").
 HIGHS_OPTIONS: dict[str, object] = {
     "output_flag": False,
     "threads": 1,

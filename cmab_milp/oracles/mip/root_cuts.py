@@ -11,7 +11,7 @@ its relaxation is tighter.
 When the formulation has columns that only make integer points exact
 (``aux_exact_only``: the flow columns of trees, forests and paths), the rounds
 run on a separate LP of :meth:`~cmab_milp.spaces.formulation.Formulation.lp_core`
-(kept per model, ten times faster on a 20x20 grid), given the model's arm costs,
+(kept per model; docs/performance.md, "Graphs"), given the model's arm costs,
 arm bounds and query rows.
 
 A formulation may say that no round pays when every arm cost is <= 0

@@ -23,7 +23,7 @@ top-m, per-block top, Kruskal, assignment (bipartite matchings), DAG paths).
 :func:`side_plan` adds **reduced-cost fixing**: on cardinality and partition
 bases the flip bounds (:func:`flip_bounds`: the best Lagrangian value with one
 arm flipped, in closed form) fix every arm whose flip cannot reach the start's
-value; when at most :data:`CORE_ARMS` arms stay free, :func:`solve_core`
+value; when at most :data:`~.side_cores.CORE_ARMS` arms stay free, :func:`~.side_cores.solve_core`
 enumerates them, which with the fixing's bound proves the optimum (an exact
 method: the fixed-out actions are below the start, the rest are all tried).
 
@@ -32,7 +32,7 @@ row, or is ``None``. It is only a start: the MILP proves or improves it, so a
 poor start costs time, never exactness. It depends on the query alone (no
 randomness, no state), so the tie rule holds.
 
-Measured (``bench/side_rows.py``): see that module's docstring.
+Measured figures (``bench/side_rows.py``): docs/performance.md, sections "Oracles" and "Graphs".
 
 Example
 -------
@@ -59,6 +59,7 @@ from ..backends.combinatorial import _SOLVERS
 from ..backends.highs_model import CompiledModel
 from ..core.base import UnsupportedQuery
 from ..core.queries import LinearQuery, make_restrictions
+from .side_cores import CORE_ARMS, CORE_CELLS, flip_bounds, solve_core
 
 __all__ = [
     "BISECTION_STEPS",
@@ -85,11 +86,6 @@ SWAP_ROUNDS = 30
 #: Base-feasibility checks per exchange round before giving up on it.
 SWAP_TRIES = 64
 
-#: At most this many arms left free after fixing are enumerated instead of solving the MILP, and only while
-#: the table of subset sums (one row per objective, touched block and side row) has at most CORE_CELLS entries.
-#: Up to this size the enumeration beats HiGHS on the fixed model (docs/performance.md, "Oracles").
-CORE_ARMS = 18
-CORE_CELLS = 2**19
 #: Arms are fixed only when every action they exclude is this far (relative) below the start.
 FIX_MARGIN = 1e-7
 
@@ -106,7 +102,7 @@ def supported_base(space: ActionSpace) -> bool:
     if type(space) is STPaths:
         return bool(space.acyclic)  # cyclic: longest paths are NP-hard, no oracle for positive weights
     if type(space) is Matchings:
-        return bool(space.bipartite)  # general graphs: networkx's blossom, ~1 ms a call, too slow for a start
+        return bool(space.bipartite)  # general graphs: networkx's blossom is too slow for a start
     return type(space) in (Cardinality, PartitionMatroid, GraphicMatroid, SpanningTrees)
 
 
@@ -347,7 +343,7 @@ def _lp_multipliers(search: _Search) -> bool:
     """The optimal multipliers of several side rows: the duals of the LP relaxation, when the base's LP is integral.
 
     Then the Lagrangian dual equals that LP (the base polytope is its LP), so its row duals minimise the
-    Lagrangian bound (subgradient steps measured far from it: 24.5 against 22.6 on two knapsack rows).
+    Lagrangian bound (subgradient steps end farther from it: docs/performance.md, "Graphs").
     The LP starts cold: the multipliers depend on the query alone. Return whether it answered.
     """
     own = search.base.formulation()
@@ -454,110 +450,3 @@ def _fix(search: _Search, plan: SidePlan, margin: float) -> None:
         return
     plan.fixed = fixed
     plan.region_bound = float(flipped[fixed].max())
-
-
-def flip_bounds(
-    base: ActionSpace, reduced: np.ndarray, relaxed: np.ndarray, forced: np.ndarray, banned: np.ndarray
-) -> np.ndarray | None:
-    """Per arm, ``max over base actions b with b_j != relaxed_j of reduced @ b`` minus ``reduced @ relaxed``.
-
-    ``relaxed`` must be an optimum of ``reduced`` over the base under the arm bounds ``forced`` /
-    ``banned``; fixed arms get ``+inf`` (never fixed again), arms that cannot flip ``-inf``.
-    Closed forms for subsets of at most (or exactly) m arms and partition matroids; ``None`` for
-    other bases.
-
-    >>> flip_bounds(Cardinality(3, 1), np.array([3.0, 1.0, -1.0]), np.array([True, False, False]),
-    ...             np.zeros(3, bool), np.zeros(3, bool)).tolist()
-    [-2.0, -2.0, -4.0]
-    """
-    if type(base) is Cardinality:
-        groups, caps, exact = [np.arange(base.d)], [base.m], base.exact
-    elif type(base) is PartitionMatroid:
-        groups, caps, exact = [np.asarray(b) for b in base.blocks], list(base.capacities), False
-    else:
-        return None
-    out = np.full(base.d, np.inf)
-    for arms, cap in zip(groups, caps, strict=True):
-        free = arms[~forced[arms] & ~banned[arms]]
-        if not len(free):
-            continue
-        room = cap - int(relaxed[arms].sum())  # slots left in the group
-        chosen = free[relaxed[free]]
-        unchosen = free[~relaxed[free]]
-        best_out = float(reduced[unchosen].max()) if len(unchosen) else -np.inf
-        worst_in = float(reduced[chosen].min()) if len(chosen) else np.inf
-        # an arm taken out: the best arm left out takes its slot when that helps (or must: exactly m)
-        refill = best_out if exact else max(best_out, 0.0)
-        out[chosen] = refill - reduced[chosen]
-        # an arm put in: a free slot, else the weakest chosen free arm makes way (or none can: -inf)
-        if room > 0 and not exact:
-            out[unchosen] = reduced[unchosen]
-        else:
-            out[unchosen] = reduced[unchosen] - worst_in if len(chosen) else -np.inf
-    return out
-
-
-def solve_core(
-    base: ActionSpace,
-    weights: np.ndarray,
-    G: np.ndarray,
-    h: np.ndarray,
-    values: np.ndarray,
-    fixed: np.ndarray,
-    forced: np.ndarray,
-) -> np.ndarray | None:
-    """The best action of ``base`` with ``G a <= h`` whose arms ``fixed`` take ``values`` (``forced`` ones 1), by
-    enumerating the others; ``None`` when more than :data:`CORE_ARMS` are free, the base is no cardinality or
-    partition space, the table would pass :data:`CORE_CELLS`, or no action qualifies. Ties go to the first
-    in a fixed order (a function of the query).
-
-    >>> solve_core(Cardinality(4, 2), np.array([3.0, 2.0, 2.0, -1.0]), np.array([[2.0, 1.0, 1.0, 1.0]]),
-    ...            np.array([2.0]), np.zeros(4, bool), np.array([False, False, False, True]), np.zeros(4, bool))
-    array([False,  True,  True, False])
-    """
-    if type(base) is Cardinality:
-        groups, caps, exact = np.ones((1, base.d)), np.array([base.m], float), base.exact
-    elif type(base) is PartitionMatroid:
-        groups = np.zeros((len(base.blocks), base.d))
-        for k, block in enumerate(base.blocks):
-            groups[k, list(block)] = 1.0
-        groups, caps, exact = groups, np.asarray(base.capacities, float), False
-    else:
-        return None
-    free = np.flatnonzero(~fixed)
-    if len(free) > CORE_ARMS:
-        return None
-    template = (values & fixed) | forced
-    touched = groups[:, free].any(axis=1)  # the groups (blocks) a free arm is in
-    coefs = np.vstack([weights[free], groups[touched][:, free], G[:, free]])
-    if len(coefs) << len(free) > CORE_CELLS:
-        return None
-    start = np.concatenate([[0.0], groups[touched] @ template, G @ template])
-    table = _subset_sums(coefs, start)  # column b: the subset whose bit j holds free[j]
-    load, rows = table[1 : 1 + int(touched.sum())], table[1 + int(touched.sum()) :]
-    cap = caps[touched][:, None]
-    ok = (np.abs(load - cap) < 0.5).all(axis=0) if exact else (load <= cap + 0.5).all(axis=0)
-    if exact and not (groups[~touched] @ template == caps[~touched]).all():
-        return None
-    if len(h):
-        ok &= (rows <= (h + _TOL * (1.0 + np.abs(h)))[:, None]).all(axis=0)
-    if not ok.any():
-        return None
-    best = int(np.argmax(np.where(ok, table[0], -np.inf)))
-    action = template.copy()
-    action[free] = (best >> np.arange(len(free))) & 1 > 0
-    return action
-
-
-def _subset_sums(coefs: np.ndarray, start: np.ndarray) -> np.ndarray:
-    """``start + coefs @ s`` for every 0/1 vector ``s`` (column ``b``: ``s_j`` is bit ``j`` of ``b``), by doubling.
-
-    Elementwise only: numpy's matrix products on these shapes ran 0.1 to 37 ms on a loaded machine (BLAS threads).
-
-    >>> _subset_sums(np.array([[1.0, 10.0]]), np.array([0.5])).tolist()
-    [[0.5, 1.5, 10.5, 11.5]]
-    """
-    out = start[:, None]
-    for j in range(coefs.shape[1]):
-        out = np.concatenate([out, out + coefs[:, j : j + 1]], axis=1)
-    return out

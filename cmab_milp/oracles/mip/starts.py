@@ -2,7 +2,8 @@
 
 :func:`query_start` looks for the start heuristic a formulation names
 (``solver_hints["start"] = {"space": space, "rows": n}``: the s-t paths of
-:mod:`~cmab_milp.spaces.graphs` from 100 edges, whose heuristics live in
+:mod:`~cmab_milp.spaces.paths`, from the sizes ``path_start_min_arms`` / ``path_start_min_arcs`` of
+:class:`~.tuning.HighsTuning`; the heuristics live in
 :mod:`~cmab_milp.oracles.mip.graph_starts`), reads the query from the model (arm
 costs and bounds, and the side rows: the formulation's rows after the first
 ``n`` and the query's rows), and returns the heuristic's action when it obeys
@@ -27,10 +28,8 @@ certificate); when few arms stay free, their enumeration is the answer
 (``tuning.solve_cores``, :class:`~.tuning.HighsTuning`), checked by the certified solve against the bound the
 fixing and the enumeration prove, without a HiGHS run. Such models run without
 HiGHS's restarts and RINS/RENS (:data:`SIDE_HIGHS_OPTIONS`, set before their
-first query: a rule of the space alone). Measured in ``bench/side_rows.py``
-(ratio of medians to Gurobi, one run): Cardinality(200, 20) plus a knapsack row
-2.08x -> 0.51x, plus two 2.34x -> 0.76x, a partition matroid plus a knapsack row
-1.81x -> 0.91x.
+first query: a rule of the space alone). The figures (``bench/side_rows.py``):
+docs/performance.md, sections "Oracles" and "Graphs".
 
 A start changes no optimum: it is an action, and the MILP still proves the
 answer against its bound; a fixing excludes only actions its bound puts below
@@ -137,7 +136,7 @@ def prepare_query(model: CompiledModel, formulation: Formulation) -> None:
                         model.answer = SolveResult("optimal", plan.optimum.astype(float).tolist(), value, bound)
                 if tuning.side_cover_cuts:
                     _add_cover_cuts(model, formulation)
-        return  # (collecting candidate cuts on trees measured slower: 20x20 + forbid_pairs 0.19 -> 0.28 s median)
+        return  # (no candidate cuts on trees: slower where measured, docs/performance.md, "Graphs")
     start, fixed, region_bound = query_plan(model, formulation, fix=tuning.fix_arms)
     model.start = start
     if fixed is not None:
