@@ -21,16 +21,13 @@ the default; ``route="oracle"`` always asks ``argmax_norm``); its queries are
 counted in the oracle's ledger like the oracle's own. The ``"enumerate"``
 backend computes the full quadratic form per action instead, and the MILP
 routes solve a model: both are slower there (``docs/performance.md``). Beyond
-that size no faster exact route was found: through linear queries alone one
+that size the norm oracle is the exact route: through linear queries alone one
 cannot be exact, since the index is ``y + h(s)`` with ``y = mu @ a``,
 ``s = (1 / n) @ a`` and ``h`` concave, and its maximiser can lie strictly
 inside the convex hull of the points ``(s(a), y(a))`` (three single arms with
 ``(s, y) = (0.01, 1), (2, 0), (1, 0.4)`` and ``f' = 0.8``: the third wins and
-no linear objective selects it); a branch and bound on tangent bounds and a
-best-first listing of actions by a tangent linear index (Lawler) were both
-exact but slower than the norm oracle on ESCB's indices, whose competing
-actions are nearly tied by design (``Cardinality(20, 5)``: 225 ms a round
-against 14 ms).
+no linear objective selects it). Exact routes tried and dropped, with their
+figures: ``docs/performance.md``, "Baselines: CTS and ESCB".
 
 Rare-oracle versions. ESCB's index is the norm index
 of AROQ-C / SROQ-C with a diagonal matrix, so their schedules carry it; whether
