@@ -76,7 +76,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import cmab_milp as cm
 from cmab_milp.experiments import load_problem
 from cmab_milp.oracles import norm as norm_package
-from cmab_milp.oracles.core.base import OracleError, norm_objective
+from cmab_milp.oracles.core.base import OracleError
+from cmab_milp.oracles.core.queries import norm_objective
 from cmab_milp.oracles.norm import lifting as _lifting  # noqa: F401  (a variant's module: loaded)
 from cmab_milp.oracles.norm import plus_branch as _plus_branch  # noqa: F401  (likewise)
 from cmab_milp.oracles.norm import solver as norm_solver
