@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import cmab_milp as cm
 from cmab_milp.environments.correlated import CopulaNoise, PaperGaussianNoise
-from cmab_milp.oracles.core.base import NormQuery, norm_objective
+from cmab_milp.oracles.core.queries import NormQuery, norm_objective
 from cmab_milp.policies.covariance import CovarianceIndex
 
 NEEDS = ("sum", "outer", "pairs")

@@ -74,7 +74,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import cmab_milp as cm
 from cmab_milp.experiments import load_problem
-from cmab_milp.oracles.core.base import OracleError, norm_objective
+from cmab_milp.oracles.core.base import OracleError
+from cmab_milp.oracles.core.queries import norm_objective
 
 PROBLEM = Path(__file__).resolve().parents[1] / "problems" / "crew_matching.toml"
 

@@ -106,7 +106,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import cmab_milp as cm
-from cmab_milp.oracles.core.base import OracleError, norm_objective
+from cmab_milp.oracles.core.base import OracleError
+from cmab_milp.oracles.core.queries import norm_objective
 
 
 def _grid(n: int) -> nx.Graph:

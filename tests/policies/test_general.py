@@ -182,7 +182,19 @@ def test_a_support_that_does_not_match_the_environment_is_refused_at_the_first_f
         cm.simulate(policy, env, seed=0)
 
 
-FAMILY = ["space", "T", "oracle", "reward", "support", "discretise", "method", "C", "upper", "pessimistic"]
+FAMILY = [
+    "space",
+    "T",
+    "oracle",
+    "reward",
+    "support",
+    "discretise",
+    "method",
+    "C",
+    "upper",
+    "pessimistic",
+    "sample_budget",
+]
 
 
 @pytest.mark.parametrize(

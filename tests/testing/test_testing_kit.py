@@ -120,7 +120,7 @@ class CountsTwice(_Wrong):
 
 class WrongNorm(_Wrong):
     def _norm(self, query):  # ignores the square root term
-        return self._linear(cm.oracles.core.base.LinearQuery(query.mu, query.restrictions))
+        return self._linear(cm.oracles.core.queries.LinearQuery(query.mu, query.restrictions))
 
 
 class DeclinesNorm(_Wrong):

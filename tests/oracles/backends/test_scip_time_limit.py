@@ -64,7 +64,7 @@ def test_norm_query_shares_its_limit_across_resolves(solves, indefinite):
     answer = oracle.argmax_norm(mu, M, 0.3, 1)
     assert_shared(solves)
     exact = cm.make_oracle(space, "enumerate").argmax_norm(mu, M, 0.3, 1)
-    value = cm.oracles.core.base.norm_objective
+    value = cm.oracles.core.queries.norm_objective
     assert value(mu, M, 0.3, 1, answer) == pytest.approx(value(mu, M, 0.3, 1, exact), abs=1e-6)
 
 
@@ -114,5 +114,5 @@ def test_hard_norm_query_stops_near_its_limit():
     assert took < limit + 2.0, took  # SCIP checks its clock between nodes; the rest is model edits
     if answer is not None:  # finished in time: it must be the optimum
         highs = cm.make_oracle(space, "highs").argmax_norm(mu, M, 0.1, -1)
-        value = cm.oracles.core.base.norm_objective
+        value = cm.oracles.core.queries.norm_objective
         assert value(mu, M, 0.1, -1, answer) == pytest.approx(value(mu, M, 0.1, -1, highs), abs=1e-6)

@@ -14,7 +14,7 @@ import pytest
 
 import cmab_milp as cm
 from cmab_milp.oracles.backends.highs_model import LimitReached
-from cmab_milp.oracles.core.base import norm_objective
+from cmab_milp.oracles.core.queries import norm_objective
 from cmab_milp.oracles.norm import solver as norm_solver
 
 
