@@ -55,7 +55,8 @@ from typing import Any, TextIO
 import numpy as np
 
 from ..oracles import BACKENDS, Oracle, available_backends, check_backend_name, make_oracle
-from ..oracles.core.base import LinearQuery, UnsupportedQuery
+from ..oracles.core.base import UnsupportedQuery
+from ..oracles.core.queries import LinearQuery
 from .compare_report import build_report, save_plot
 
 __all__ = [

@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from ..oracles.core.base import LinearQuery, NormQuery, tolerance
+from ..oracles.core.base import tolerance
+from ..oracles.core.queries import LinearQuery, NormQuery
 
 __all__ = ["EXAMPLES", "build_report", "describe", "feasible", "save_plot"]
 

@@ -23,7 +23,8 @@ from cmab_milp.experiments.compare import (
 )
 from cmab_milp.oracles import BACKENDS
 from cmab_milp.oracles.backends.enumerate import EnumerateOracle
-from cmab_milp.oracles.core.base import LinearQuery, tolerance
+from cmab_milp.oracles.core.base import tolerance
+from cmab_milp.oracles.core.queries import LinearQuery
 
 MEANS = [0.1, 0.35, 0.5, 0.52, 0.7, 0.9]
 

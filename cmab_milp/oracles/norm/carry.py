@@ -70,8 +70,8 @@ from typing import Any
 
 import numpy as np
 
-from ..core.base import NormQuery, tolerance
-from ..core.queries import Carry, Restrictions
+from ..core.base import tolerance
+from ..core.queries import Carry, NormQuery, Restrictions
 from .lifting import quadratic_form_bounds
 
 __all__ = ["NormCarry", "check_reuse", "drift_bound"]

@@ -36,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..backends.highs_model import CompiledModel
-from ..core.base import NormQuery
+from ..core.queries import NormQuery
 
 __all__ = ["GradientCuts", "positive_definite", "well_scaled"]
 

@@ -81,8 +81,8 @@ import numpy as np
 from ...spaces import Matchings, STPaths
 from ..backends.combinatorial import _SOLVERS, prepare_fractional_matching, prepare_linear
 from ..backends.highs_model import LimitReached
-from ..core.base import NormQuery, OracleError
-from ..core.queries import Restrictions
+from ..core.base import OracleError
+from ..core.queries import NormQuery, Restrictions
 from ..mip.tuning import HighsTuning
 from .scaling import proven
 from .shifts import diagonal_shift

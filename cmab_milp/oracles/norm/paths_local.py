@@ -36,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...spaces import STPaths
-from ..core.base import NormQuery
+from ..core.queries import NormQuery
 
 __all__ = ["improve_path", "path_sequence"]
 

@@ -29,7 +29,8 @@ import scipy.sparse as sp
 from ...spaces import STPaths
 from ...spaces.formulation import Row
 from ..backends.highs_model import CompiledModel
-from ..core.base import NormQuery, OracleError
+from ..core.base import OracleError
+from ..core.queries import NormQuery
 from ..mip.tuning import HighsTuning
 
 __all__ = ["safe_bound"]

@@ -67,7 +67,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..core.base import NormQuery
+from ..core.queries import NormQuery
 from ..mip.tuning import HighsTuning
 from .gradient import positive_definite
 from .minus_branch import _EPS, _REL_GAP, _ROUND, LinearOracleBranch, _Node, quadratic_line_maximum

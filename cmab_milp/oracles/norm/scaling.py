@@ -28,7 +28,8 @@ import math
 import numpy as np
 
 from ...spaces import STPaths
-from ..core.base import NormQuery, tolerance
+from ..core.base import tolerance
+from ..core.queries import NormQuery
 
 __all__ = ["arms_bound", "proven", "unit_objective", "unit_scale"]
 

@@ -60,7 +60,8 @@ import numpy as np
 from ..._threads import blas_single_thread
 from ...spaces import Matchings
 from ..backends.highs_model import CompiledModel, LimitReached, SolveResult
-from ..core.base import LinearQuery, NormQuery, OracleError, tolerance
+from ..core.base import OracleError, tolerance
+from ..core.queries import LinearQuery, NormQuery
 from ..mip.root_cuts import add_root_cuts
 from ..mip.tuning import HighsTuning
 from .gradient import positive_definite, well_scaled

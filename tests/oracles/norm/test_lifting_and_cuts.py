@@ -11,7 +11,7 @@ import pytest
 from instances import SPACES, admitted, oracle_and_actions
 
 import cmab_milp as cm
-from cmab_milp.oracles.core.base import LinearQuery
+from cmab_milp.oracles.core.queries import LinearQuery
 from cmab_milp.oracles.norm.gradient import GradientCuts, positive_definite, well_scaled
 from cmab_milp.oracles.norm.lifting import Lifted
 from cmab_milp.oracles.norm.local_search import ascend

@@ -131,8 +131,7 @@ def test_prepared_linear_queries_give_the_solvers_action(space):
     """``prepare_linear`` (one restriction, many weights) returns exactly the action of the space's solver,
     ties included (integer weights, zeros and negatives), or ``None`` with it."""
     from cmab_milp.oracles.backends.combinatorial import _SOLVERS, prepare_linear
-    from cmab_milp.oracles.core.base import LinearQuery
-    from cmab_milp.oracles.core.queries import Restrictions
+    from cmab_milp.oracles.core.queries import LinearQuery, Restrictions
 
     rng = np.random.default_rng(space.d)
     solver = _SOLVERS[type(space)]
