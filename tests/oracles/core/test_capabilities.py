@@ -222,7 +222,7 @@ def test_recovery_enumeration_is_a_typed_highs_tuning_option() -> None:
     assert cm.make_oracle(space, "highs").tuning.recovery_enumeration == 200_000  # today's default
     assert cm.make_oracle(space, "highs", tuning={"recovery_enumeration": 10}).tuning.recovery_enumeration == 10
     for bad in (-1, 2.5, True, "10"):
-        with pytest.raises(ValueError, match=r"recovery_enumeration.*integer >= 0"):
+        with pytest.raises(ValueError, match=r"recovery_enumeration.*whole number >= 0"):
             cm.make_oracle(space, "highs", tuning={"recovery_enumeration": bad})
 
 
