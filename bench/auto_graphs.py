@@ -12,7 +12,7 @@ a backend that refuses the space, declines a query or stops at its time limit (`
 solve) is shown as ``-``. Printed per family: the seconds per backend, the backend ``auto`` routed to,
 ``auto / fastest`` (target: at most 2x) and whether every backend's answers agree in value.
 
-This measurement was a test (``tests/test_auto_planning.py``, the bench sizes under ``slow``: cases of
+This measurement was a test (``tests/oracles/core/test_auto.py``, the bench sizes under ``slow``: cases of
 134 s, 308 s and over 18 CPU-minutes); the test now checks only what ``auto`` picks. The figures:
 ``docs/performance.md``, "Oracle core and backends".
 """

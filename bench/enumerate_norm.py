@@ -5,7 +5,7 @@ Run: ``.venv/bin/python bench/enumerate_norm.py [--repeats R]``
 Per space: the seconds of one diagonal-``M`` norm query on ``enumerate`` (``m`` gathers an action),
 the same query with every action's full quadratic form (``m^2`` gathers, the path every ``M`` took
 before), and ``highs`` on the same query, side by side, interleaved, median of ``R``. The two
-enumeration paths give the same values bit for bit (``tests/test_enumerate_norm.py``). Figures:
+enumeration paths give the same values bit for bit (``tests/oracles/backends/test_enumerate_norm.py``). Figures:
 ``docs/performance.md``, "Oracle core and backends".
 """
 

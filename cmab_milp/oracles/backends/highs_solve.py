@@ -90,7 +90,7 @@ class HighsSolving:
         re-solved for many fast queries would run out of its limit; there the option is
         set to the run time so far plus the limit, and restored. The MIP solver already
         counts from its own start, so MILPs keep the option as it is
-        (``tests/test_highs_model.py`` holds both).
+        (``tests/oracles/backends/test_highs_model.py`` holds both).
         """
         h = self.h
         limit = self._time_limit

@@ -28,7 +28,7 @@ to its feasibility tolerance, so ``s`` may exceed ``sqrt(a @ M @ a)`` by about
 ``1e-9 / (2 s)``: norm answers are optimal to within roughly
 ``f * 1e-9 / (2 sqrt(a @ M @ a))`` plus the gap, not to the last bit, and two
 actions whose indices differ by less than that may be confused. On random
-instances every answer matched brute force (``tests/test_extra_solvers.py``). The returned
+instances every answer matched brute force (``tests/oracles/backends/test_gurobi_ortools.py``). The returned
 action's index is re-evaluated exactly in numpy and checked against SCIP's
 dual bound; an answer that misses the bound by more than :data:`NORM_SLACK`
 raises :class:`~cmab_milp.oracles.core.base.OracleError`.
