@@ -34,7 +34,10 @@ Schema (every key not listed is refused)::
                                    # ExplicitActions, Intersection) or a registered kind
     d = 20                         # the other keys are the constructor's parameters:
     m = 3                          #   d, m, exact / blocks, capacities / graph / source, target /
-                                   #   perfect / actions (an array of 0/1 rows)
+                                   #   perfect / actions (an array of 0/1 rows); graph spaces also take
+                                   #   their formulation options: flow (GraphicMatroid, SpanningTrees,
+                                   #   STPaths), sparse_cuts (SpanningTrees), oriented, cuts_min_edges,
+                                   #   cuts_min_arcs (STPaths)
     labels = ["red", "green", ...] # optional: one label per arm (strings; an integer only at its own
                                    #   position; an array is a tuple label). Graph arms also answer to
                                    #   their edge ["u", "v"].
