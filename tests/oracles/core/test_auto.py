@@ -82,63 +82,21 @@ def test_auto_hands_its_time_limit_on() -> None:
     assert auto.oracles and all(getattr(o, "time_limit", 7.0) == 7.0 for o in auto.oracles.values())
 
 
-def _news() -> cm.ActionSpace:
-    """The news space: 5 of 30 articles, at most 2 of a topic, conflicting pairs."""
-    space = cm.Cardinality(30, 5, exact=True).with_group(list(range(10)), at_most=2)
-    return space.with_conflicts([(i, i + 1) for i in range(10, 29, 2)])
+def _bench():
+    """``bench/auto_graphs.py``, loaded by path: the test checks the very families the bench measures."""
+    import importlib.util
+    from pathlib import Path
 
-
-def _rcsp(n: int, directed: bool) -> cm.ActionSpace:
-    g = grid(n)
-    r = np.random.default_rng(1).uniform(0.5, 1.5, g.number_of_edges())
-    space = cm.STPaths(g.to_directed() if directed else g, 0, n * n - 1)
-    index = {e: k for k, e in enumerate(g.edges())}
-    cost = np.array([r[index[(u, v)] if (u, v) in index else index[(v, u)]] for u, v in space.arms])
-    return space.with_constraint(cost, "<=", 0.75 * (2 * n - 2) + 0.25 * cost.sum() / len(cost) * (2 * n - 2))
-
-
-def _pairs(space: cm.ActionSpace, rng: np.random.Generator, k: int = 3) -> list[tuple[int, int]]:
-    pairs: list[tuple[int, int]] = []
-    while len(pairs) < k:
-        i, j = sorted(rng.choice(space.d, 2, replace=False).tolist())
-        if set(space.arms[i]) & set(space.arms[j]):
-            pairs.append((i, j))
-    return pairs
+    path = Path(__file__).resolve().parents[3] / "bench" / "auto_graphs.py"
+    spec = importlib.util.spec_from_file_location("auto_graphs_bench", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _families(big: bool) -> dict:
     """name -> (space builder, query maker(space, rng)); the bench's families, small unless ``big``."""
-    tree, path, rcsp, di = (20, 10, 17, 6) if big else (3, 3, 5, 3)
-
-    def normal(space, rng):
-        return {"weights": rng.normal(size=space.d)}
-
-    def restricted(space, rng):
-        return {"weights": rng.normal(size=space.d), "forbid_pairs": _pairs(space, rng)}
-
-    def longest(space, rng):
-        return {"weights": rng.uniform(0.1, 1.0, space.d)}
-
-    def shortest(space, rng):
-        return {"weights": -rng.uniform(0.1, 1.0, space.d), "forbid_pairs": _pairs(space, rng)}
-
-    knapsack = np.random.default_rng(2).uniform(0.5, 1.5, 2 * tree * (tree - 1))
-    return {
-        "spanning trees + forbid_pairs": (lambda: cm.SpanningTrees(grid(tree)), restricted),
-        "forests + forbid_pairs": (lambda: cm.GraphicMatroid(grid(tree)), restricted),
-        "spanning trees + knapsack": (
-            lambda: cm.SpanningTrees(grid(tree)).with_constraint(knapsack, "<=", 0.9 * (tree * tree - 1)),
-            normal,
-        ),
-        "longest paths": (lambda: cm.STPaths(grid(path), 0, path * path - 1), longest),
-        "longest paths + hop limit": (lambda: hop_limited(path, 6 * path if big else 6), longest),
-        "longest paths, digraph": (lambda: cm.STPaths(grid(di).to_directed(), 0, di * di - 1), longest),
-        "longest paths, digraph + hop limit": (lambda: hop_limited(di, 2 * di + 2, directed=True), longest),
-        "shortest paths + forbid_pairs": (lambda: cm.STPaths(grid(rcsp), 0, rcsp * rcsp - 1), shortest),
-        "shortest paths + forbid_pairs + knapsack": (lambda: _rcsp(rcsp, False), shortest),
-        "shortest paths, digraph + forbid_pairs + knapsack": (lambda: _rcsp(rcsp, True), shortest),
-        "news (cardinality + group + conflicts)": (_news, normal),
-    }
+    return _bench().families(big)
 
 
 def _first_answering(auto, shape: QueryShape, space: cm.ActionSpace) -> str:
