@@ -154,6 +154,8 @@ def describe(record: Any) -> str:
     if not isinstance(record, dict) or not isinstance(record.get("software"), dict):
         return "not recorded"
     software = ", ".join(f"{k} {v}" for k, v in record["software"].items() if k != "python")
+    if isinstance(record.get("from"), str):  # an older folder: the versions its summary recorded, no machine
+        software += f" (as {record['from']} records)"
     machine = record.get("machine")
     if not isinstance(machine, dict):
         return software

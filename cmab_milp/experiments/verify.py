@@ -310,15 +310,18 @@ def _summary_problems(folder: Path, problem: Problem) -> list[str]:
                 + ("runs" if mine is None else "summary")
             )
             continue
-        for metric, stats in mine.items():
-            for stat, value in stats.items() if isinstance(stats, dict) else [("value", stats)]:
-                other = (theirs.get(metric) or {}).get(stat)
-                if not _close(value, other):
-                    problems.append(
-                        f"summary.json does not match its runs: {name} {metric} {stat} is {value!r}, "
-                        f"the runs give {other!r}"
-                    )
-                    break
+        mismatch = next(
+            (
+                f"summary.json does not match its runs: {name} {metric} {stat} is {value!r}, the runs give "
+                f"{(theirs.get(metric) or {}).get(stat)!r}"
+                for metric, stats in mine.items()
+                for stat, value in (stats.items() if isinstance(stats, dict) else [("value", stats)])
+                if not _close(value, (theirs.get(metric) or {}).get(stat))
+            ),
+            None,
+        )
+        if mismatch is not None:  # the first statistic that differs, per policy
+            problems.append(mismatch)
     return problems[:3]
 
 
