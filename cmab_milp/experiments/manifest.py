@@ -191,6 +191,10 @@ def read_manifest(out: Path) -> dict[str, Any] | None:
         and all(isinstance(k, str) and isinstance(v, str) for k, v in manifest["files"].items())
         and isinstance(manifest.get("seeds"), list)
         and isinstance(manifest.get("jobs"), list)
+        and all(
+            isinstance(job, list) and len(job) == 2 and isinstance(job[0], str) and type(job[1]) is int
+            for job in manifest["jobs"]
+        )
     )
     if not ok:
         raise FolderError(f"{path} is damaged or not a cmab_milp manifest")

@@ -58,7 +58,7 @@ from .jobs import Job, run_job
 from .manifest import MANIFEST, changed_files, data_files, read_manifest, recorded_provenance, sha256_file
 from .problem import Problem, parse_problem
 from .schema import ProblemError
-from .storage import FolderBusy, FolderError, job_paths, lock_folder, read_curve, read_json, write_curve
+from .storage import FolderError, job_paths, read_curve, read_json, write_curve
 from .summary import summarise
 from .verify_report import RunCheck, VerifyReport, extras_difference, first_difference, totals_difference
 
@@ -93,17 +93,35 @@ def verify(
     folder = Path(path)
     if not folder.is_dir():
         raise VerifyError(f"{folder} is not a folder")
-    try:
-        lock = lock_folder(folder)  # no run is writing into it meanwhile (the lock writes nothing)
-    except FolderBusy as exc:
-        raise VerifyError(str(exc)) from None
-    except OSError:
-        lock = -1
+    lock = _shared_lock(folder)
     try:
         return _verify(folder, seeds, policies, jobs, executor, stream)
     finally:
         if lock >= 0:
             os.close(lock)
+
+
+def _shared_lock(folder: Path) -> int:
+    """A shared lock on the folder: no run writes into it meanwhile, other checks may read it (writes nothing).
+
+    Returns the descriptor to close (-1 where locks are not available or the folder cannot be opened).
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        return -1
+    try:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return -1
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise VerifyError(f"{folder} is in use by a cmab-milp run: check it once the run ends") from None
+    except OSError:
+        return fd
+    return fd
 
 
 def _verify(

@@ -340,3 +340,46 @@ def test_a_data_file_named_like_the_results_own_files_is_refused(tmp_path: Path,
     capsys.readouterr()
     assert _cli("run", str(tmp_path / "p.toml"), "--out", str(tmp_path / "out"), "--jobs", "1", "--no-plots") == 2
     assert "data file 'runs/cov.npy' would be copied onto the results folder's own runs" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------ re-runs, locks
+def test_a_re_run_that_fails_here_leaves_the_run_unchecked(folder: Path, capsys, monkeypatch) -> None:
+    import cmab_milp.experiments.verify as verify_module
+    from cmab_milp.experiments.jobs import run_job
+
+    def failing(problem, policy, seed, *rest):
+        if policy == "OLS":
+            return {"error": "Traceback (most recent call last):\nImportError: no solver here\n"}
+        return run_job(problem, policy, seed)
+
+    monkeypatch.setattr(verify_module, "run_job", failing)  # jobs=1: the re-runs run in this process
+    code, out, _ = _verify(folder, capsys)
+    assert code == 2
+    assert "OLS     0     failed     the re-run failed here: ImportError: no solver here" in out
+    assert "CUCB    0     identical" in out
+
+
+def test_parallel_re_runs_give_the_same_report(folder: Path) -> None:
+    serial, parallel = cm.verify(folder), cm.verify(folder, jobs=2)
+    assert [(r.policy, r.seed, r.status) for r in parallel.runs] == [(r.policy, r.seed, r.status) for r in serial.runs]
+    assert parallel.exit_code == 0
+
+
+def test_a_folder_a_run_is_writing_into_is_not_checked(folder: Path) -> None:
+    import fcntl
+    import os
+
+    from cmab_milp.experiments.storage import lock_folder
+
+    fd = lock_folder(folder)  # as `cmab-milp run` holds it
+    try:
+        with pytest.raises(ValueError, match="is in use by a cmab-milp run"):
+            cm.verify(folder)
+    finally:
+        os.close(fd)
+    shared = os.open(folder, os.O_RDONLY)
+    fcntl.flock(shared, fcntl.LOCK_SH)  # another check reading it at the same time
+    try:
+        assert cm.verify(folder, seeds=[0], policies=["CUCB"]).exit_code == 0
+    finally:
+        os.close(shared)
