@@ -97,7 +97,8 @@ def _blas() -> list[dict[str, Any]]:
     except ImportError:  # pragma: no cover - a declared dependency
         return []
     keep = ("user_api", "internal_api", "version", "architecture", "num_threads", "threading_layer", "prefix")
-    return [{k: entry[k] for k in keep if entry.get(k) is not None} for entry in threadpool_info()]
+    found = [{k: entry[k] for k in keep if entry.get(k) is not None} for entry in threadpool_info()]
+    return sorted(found, key=lambda e: tuple(str(e.get(k, "")) for k in keep))  # not the order they were loaded
 
 
 def _numpy_features() -> list[str]:
