@@ -53,6 +53,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, TextIO
 
+from cmab_milp.provenance import provenance, software_differences
+
 from .executors import open_executor
 from .jobs import Job, run_job
 from .manifest import MANIFEST, changed_files, data_files, read_manifest, recorded_provenance, sha256_file
@@ -132,8 +134,6 @@ def _verify(
     executor: str,
     stream: TextIO | None,
 ) -> VerifyReport:
-    from cmab_milp.provenance import provenance, software_differences
-
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"jobs must be a positive integer, got {jobs!r}")
     report = VerifyReport(str(folder), [], here=provenance())
@@ -410,7 +410,8 @@ def _compare(
     if edited:
         return check("edited", "; ".join(edited) + "; against the re-run: " + (difference or "the same numbers"))
     if difference is not None:
-        return check("differs", difference)
+        drift = software_differences(recorded, outcome.get("provenance") or {"software": {}})
+        return check("differs", difference + (f"; versions differ: {', '.join(drift)}" if drift else ""))
     return check("identical")
 
 

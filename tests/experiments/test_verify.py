@@ -383,3 +383,17 @@ def test_a_folder_a_run_is_writing_into_is_not_checked(folder: Path) -> None:
         assert cm.verify(folder, seeds=[0], policies=["CUCB"]).exit_code == 0
     finally:
         os.close(shared)
+
+
+def test_a_difference_under_other_versions_names_them(folder: Path) -> None:
+    """A run recorded with another numpy that the re-run does not reproduce: the difference and the versions."""
+    record = folder / "runs" / "CUCB" / "seed_1.json"
+    _rewrite_json(
+        record, lambda d: (d["provenance"]["software"].update(numpy="1.26.4"), d["totals"].update(regret=1.0))
+    )
+    (folder / MANIFEST).unlink()
+    report = cm.verify(folder, seeds=[1], policies=["CUCB"])
+    (check,) = report.runs
+    assert check.status == "differs" and report.exit_code == 1
+    assert check.detail.startswith("totals.regret differs (recorded 1.0, re-run ")
+    assert check.detail.endswith(f"; versions differ: numpy 1.26.4 -> {np.__version__}")
