@@ -55,6 +55,7 @@ _LAZY = {
     "NormCarry": "cmab_milp.oracles.norm.carry",
     "simulate": "cmab_milp.simulation",
     "SimulationResult": "cmab_milp.simulation",
+    "verify": "cmab_milp.experiments.verify",
 }
 
 

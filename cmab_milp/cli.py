@@ -15,6 +15,10 @@ Subcommands:
 - ``cmab-milp plot DIR``: redraw the figures of a (possibly partial) run.
 - ``cmab-milp compare-oracles PROBLEM.toml --out DIR``: replay a run's oracle queries on
   every backend and check they agree (:mod:`cmab_milp.experiments.compare`).
+- ``cmab-milp verify RESULTS [--seeds 0,3] [--policies NAME,...] [--jobs J]``: re-run a results
+  folder and report per run identical, or the first step and field that differ; exit 0 all
+  identical, 1 any differ (or the folder was edited), 2 it cannot be checked; writes nothing
+  into ``RESULTS`` (:mod:`cmab_milp.experiments.verify`).
 
 Every subcommand takes ``--plugin MODULE`` (repeatable: a module you trust,
 imported before the file is read, that registers its own kinds with
@@ -301,6 +305,12 @@ def _add_compare_oracles(sub: Any) -> None:
     add_command(sub)
 
 
+def _add_verify(sub: Any) -> None:
+    from .experiments.verify import add_command
+
+    add_command(sub)
+
+
 #: Subcommands: each adds its parser (and handler) to the subparsers object.
 COMMANDS: dict[str, Callable[[Any], None]] = {
     "run": _add_run,
@@ -308,6 +318,7 @@ COMMANDS: dict[str, Callable[[Any], None]] = {
     "plot": _add_plot,
     "compare-oracles": _add_compare_oracles,
     "topologies": _add_topologies,
+    "verify": _add_verify,
 }
 
 

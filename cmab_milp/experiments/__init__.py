@@ -12,7 +12,9 @@ Modules: :mod:`.schema` (typed reading of TOML tables with key paths),
 ``[[policies]]`` entry and its oracle options), :mod:`.executors` (where jobs
 run), :mod:`.storage` (the results folder), :mod:`.progress`, :mod:`.jobs` (one
 job: played, then recorded), :mod:`.summary` (``summary.json`` and the curves), :mod:`.runner`,
-:mod:`.plots`, :mod:`.compare` and :mod:`.compare_report` (``compare-oracles``).
+:mod:`.plots`, :mod:`.compare` and :mod:`.compare_report` (``compare-oracles``),
+:mod:`.manifest` (a results folder's data files and hashes), :mod:`.verify` and
+:mod:`.verify_report` (``cmab-milp verify``: a folder re-run and compared run by run).
 """
 
 from .builders import DRAWS, GENERATORS, register_draw, register_generator

@@ -68,6 +68,7 @@ def run_job(
     parent can report them with the job's name.
     """
     import cmab_milp
+    from cmab_milp.provenance import provenance
 
     started = time.perf_counter()
     try:
@@ -107,7 +108,13 @@ def run_job(
         ]
     except Exception:  # reported by the parent with the job's name; other jobs go on
         return {"error": traceback.format_exc()}
-    return {"curve": curve, "totals": totals, "job_seconds": time.perf_counter() - started, "extra_queries": extra}
+    return {
+        "curve": curve,
+        "totals": totals,
+        "job_seconds": time.perf_counter() - started,
+        "extra_queries": extra,
+        "provenance": provenance(),  # the worker's versions and machine (a Dask worker may be another machine)
+    }
 
 
 def json_label(label: Any) -> Any:
@@ -146,7 +153,7 @@ def save_job(out: Path, problem: Problem, job: Job, outcome: dict[str, Any]) -> 
     """Write a finished job's curve, then the record that marks it complete (both atomically)."""
     csv_path, json_path = job_paths(out, job.policy, job.seed)
     contained(out, csv_path)
-    write_curve(csv_path, outcome["curve"])  # the curve first: the JSON marks the job complete
+    curve_sha256 = write_curve(csv_path, outcome["curve"])  # the curve first: the JSON marks the job complete
     spec = problem.policy(job.policy)
     write_json(
         json_path,
@@ -160,10 +167,12 @@ def save_job(out: Path, problem: Problem, job: Job, outcome: dict[str, Any]) -> 
             "digest": problem.digest(),
             "totals": outcome["totals"],
             "rows": len(outcome["curve"]["t"]),
+            "curve_sha256": curve_sha256,  # cmab-milp verify: an edited or truncated curve file is told apart
             "job_seconds": outcome["job_seconds"],
             # queries beyond the schedule's, with the step and why (cmab_milp.policies.index)
             "extra_queries": outcome.get("extra_queries", []),
             "finished": now(),
+            "provenance": outcome.get("provenance"),  # versions and machine (cmab_milp.provenance)
             "complete": True,
         },
     )

@@ -34,6 +34,7 @@ from typing import Any, TextIO
 
 from .executors import open_executor
 from .jobs import Job, is_complete, now, run_job, save_job
+from .manifest import copy_data_files, version_differences, write_manifest
 from .plots import save_figures
 from .problem import Problem
 from .progress import Progress, ProgressOptions, format_seconds
@@ -113,12 +114,17 @@ def _check_folder(problem: Problem, out: Path, resume: bool) -> None:
 
 
 def _write_problem(problem: Problem, out: Path) -> None:
-    """The resolved problem, its digest and a copy of the problem file, in the results folder."""
+    """The resolved problem, its digest, a copy of the problem file and of each data file it read, in the folder.
+
+    With the data files beside it (:func:`~.manifest.copy_data_files`), ``out/problem.toml`` runs
+    from the folder alone.
+    """
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / "problem.json", {"digest": problem.digest(), "problem": problem.to_dict(), "file": problem.file})
     source = Path(problem.file)
-    if source.is_file():
+    if source.is_file() and (out / "problem.toml").resolve() != source.resolve():
         atomic_write_text(out / "problem.toml", source.read_text(encoding="utf-8"))
+    copy_data_files(problem, out)
 
 
 # ---------------------------------------------------------------------- run
@@ -215,6 +221,13 @@ def _run_problem(
         )
     all_jobs = [Job(name, seed) for seed in problem.seeds for name in names if name in chosen]
     todo = [job for job in all_jobs if not (resume and is_complete(out, problem, job))]
+    if resume:  # before any work: the versions the earlier runs were recorded with, where they differ
+        drift = version_differences(out, problem)
+        if drift:
+            stream.write(
+                f"note: {out}'s runs were recorded with other versions than this one's: {'; '.join(drift)}; "
+                "resumed runs use this one's (the same seed gives the same numbers for the same versions)\n"
+            )
     skipped = len(all_jobs) - len(todo)
     try:
         runner = open_executor(executor, min(workers, max(len(todo), 1)))
@@ -225,6 +238,9 @@ def _run_problem(
         with tempfile.TemporaryFile(dir=out):
             pass
         _write_problem(problem, out)
+    except FolderError as exc:
+        runner.close(cancel=True)
+        raise RunError(str(exc)) from None
     except OSError as exc:
         runner.close(cancel=True)
         raise RunError(f"cannot write to --out {out}: {exc.strerror or exc}") from None
@@ -282,6 +298,7 @@ def _run_problem(
     resume = f"finished jobs are saved, continue with --resume --out {out}"
     try:
         write_json(contained(out, out / "summary.json"), summary)
+        write_manifest(problem, out)  # hashes of what the run wrote: cmab-milp verify tells edits apart
         if plots and summary["policies"] and broken is None:
             save_figures(collect_curves(problem, out), problem.panels, out, problem.title)
     except (OSError, FolderError) as exc:

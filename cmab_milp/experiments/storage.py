@@ -4,9 +4,13 @@ Layout of ``DIR`` (one run of one problem file)::
 
     problem.toml                  the problem file as given
     problem.json                  the resolved problem (drawn values, overrides) and its digest
+    <data files>                  each data file the problem read (cov.npy, ...), at its path relative
+                                  to the problem file: the folder runs and verifies alone (.manifest)
     runs/<policy>/seed_<k>.csv    one job's curves: t, regret, queries, rounds, runtime, oracle_runtime
-    runs/<policy>/seed_<k>.json   its totals; written last, so it marks the job complete
+    runs/<policy>/seed_<k>.json   its totals, the curve's SHA-256, versions and machine (provenance);
+                                  written last, so it marks the job complete
     summary.json                  mean / std over seeds per policy (contract section 6)
+    manifest.json                 SHA-256 of every file above but the figures (.manifest); written last
     figure.png, panels/*.png      plots
 
 The run writing into the folder holds a lock on it (:func:`lock_folder`).
@@ -19,7 +23,8 @@ Example
 >>> import tempfile, numpy as np
 >>> folder = tempfile.mkdtemp()
 >>> curve = {name: np.arange(1.0, 4.0) for name in CURVE_COLUMNS}
->>> write_curve(Path(folder) / "c.csv", curve)
+>>> len(write_curve(Path(folder) / "c.csv", curve))  # its SHA-256, kept in the run's record
+64
 >>> read_curve(Path(folder) / "c.csv")["regret"].tolist()
 [1.0, 2.0, 3.0]
 """
@@ -27,6 +32,7 @@ Example
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import os
@@ -153,8 +159,8 @@ def downsample(t: np.ndarray, points: int) -> np.ndarray:
     return np.unique(np.geomspace(1, n, points).round().astype(np.int64) - 1)
 
 
-def write_curve(path: str | Path, curve: dict[str, np.ndarray]) -> None:
-    """A job's curves as CSV (integers exact, floats with 17 significant digits), atomically."""
+def write_curve(path: str | Path, curve: dict[str, np.ndarray]) -> str:
+    """A job's curves as CSV (integers exact, floats with 17 significant digits), atomically; returns its SHA-256."""
     columns = [np.asarray(curve[name]) for name in CURVE_COLUMNS]
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
@@ -163,7 +169,9 @@ def write_curve(path: str | Path, curve: dict[str, np.ndarray]) -> None:
         writer.writerow(
             int(v) if name in _INTEGER_COLUMNS else repr(float(v)) for name, v in zip(CURVE_COLUMNS, row, strict=True)
         )
-    atomic_write_text(path, buffer.getvalue())
+    text = buffer.getvalue()
+    atomic_write_text(path, text)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def read_curve(path: str | Path) -> dict[str, np.ndarray]:
