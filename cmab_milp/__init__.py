@@ -55,6 +55,13 @@ _LAZY = {
     "NormCarry": "cmab_milp.oracles.norm.carry",
     "simulate": "cmab_milp.simulation",
     "SimulationResult": "cmab_milp.simulation",
+    "LoggedFeedback": "cmab_milp.logged",
+    "offline_value": "cmab_milp.logged",
+    "OfflineValue": "cmab_milp.logged",
+    "replay": "cmab_milp.logged",
+    "ReplayResult": "cmab_milp.logged",
+    "LoggedEnvironment": "cmab_milp.logged",
+    "datasets": "cmab_milp.datasets",
 }
 
 
