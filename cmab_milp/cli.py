@@ -15,6 +15,8 @@ Subcommands:
 - ``cmab-milp plot DIR``: redraw the figures of a (possibly partial) run.
 - ``cmab-milp compare-oracles PROBLEM.toml --out DIR``: replay a run's oracle queries on
   every backend and check they agree (:mod:`cmab_milp.experiments.compare`).
+- ``cmab-milp evaluate PROBLEM.toml --log FILE --out DIR``: value every policy of a problem on a
+  log (off-policy estimators and replay; :mod:`cmab_milp.experiments.evaluate`).
 
 Every subcommand takes ``--plugin MODULE`` (repeatable: a module you trust,
 imported before the file is read, that registers its own kinds with
@@ -301,6 +303,12 @@ def _add_compare_oracles(sub: Any) -> None:
     add_command(sub)
 
 
+def _add_evaluate(sub: Any) -> None:
+    from .experiments.evaluate import add_command
+
+    add_command(sub)
+
+
 #: Subcommands: each adds its parser (and handler) to the subparsers object.
 COMMANDS: dict[str, Callable[[Any], None]] = {
     "run": _add_run,
@@ -308,6 +316,7 @@ COMMANDS: dict[str, Callable[[Any], None]] = {
     "plot": _add_plot,
     "compare-oracles": _add_compare_oracles,
     "topologies": _add_topologies,
+    "evaluate": _add_evaluate,
 }
 
 

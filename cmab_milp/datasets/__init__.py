@@ -13,7 +13,7 @@ import sys
 
 from .._lazy import lazy_names
 
-_LAZY = {"open_bandit": ".open_bandit", "OPEN_BANDIT_POSITIONS": ".open_bandit"}
+_LAZY = {"open_bandit": ".open_bandit"}
 
 __getattr__, __dir__ = lazy_names(globals(), __name__, _LAZY)
 

@@ -114,7 +114,7 @@ def read_columns(
         arms: Any = frame[arm_columns[0]].to_numpy()
     else:
         pairs = pd.MultiIndex.from_arrays([frame[c] for c in arm_columns])
-        arms = _PairColumn(pairs)
+        arms = PairColumn(pairs)
     roles = {"round": round, "arm": arm_columns[0] if len(arm_columns) == 1 else "/".join(arm_columns)}
     roles.update(wanted)
     names = RowNames(path.name, roles, None if parquet else 2)
@@ -128,7 +128,7 @@ def read_columns(
     return LogColumns(arrays, names)
 
 
-class _PairColumn:
+class PairColumn:
     """Two columns read as one column of ``(u, v)`` keys, factorised without building tuples row by row."""
 
     def __init__(self, pairs: Any):

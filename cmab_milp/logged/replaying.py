@@ -64,6 +64,9 @@ class ReplayResult(SimulationResult):
     logged_rounds: int = 0
     mode: str = "exact-match"
     reward: np.ndarray | None = None
+    #: The mean logged reward per accepted round, and its standard error (independent rounds).
+    mean_reward: float = float("nan")
+    reward_se: float = float("nan")
 
     @property
     def acceptance(self) -> float:
@@ -189,4 +192,6 @@ def replay(
         logged_rounds=log.n,
         mode="per-arm (full information)" if full else "exact-match",
         reward=np.cumsum(rewards[:accepted])[points],
+        mean_reward=float(rewards[:accepted].mean()),
+        reward_se=float(rewards[:accepted].std(ddof=1) / np.sqrt(accepted)) if accepted > 1 else float("inf"),
     )
