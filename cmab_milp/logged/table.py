@@ -73,7 +73,9 @@ def _probabilities(values: Any, role: str, problems: Problems, raw: np.ndarray |
     shown = np.asarray(values, dtype=object)
     problems.add(text, role, lambda k: f"{shown[k]!r} is not a number", f"non-numeric {role}")
     outside = ~text & ~((numbers > 0) & (numbers <= 1))
-    problems.add(outside, role, lambda k: f"probability {numbers[k]!r} is outside (0, 1]", f"{role} outside (0, 1]")
+    problems.add(
+        outside, role, lambda k: f"probability {float(numbers[k])!r} is outside (0, 1]", f"{role} outside (0, 1]"
+    )
     return numbers
 
 
@@ -210,7 +212,7 @@ class LoggedFeedback:
                 problems.fail(
                     k,
                     "action_propensity",
-                    f"{prop[k]!r} differs from the propensity on the round's other rows (one per logged action)",
+                    f"{float(prop[k])!r} differs from the propensity on the round's other rows (one per logged action)",
                     "action_propensity differs within a round",
                     np.isin(round_code, rc[differs]),
                 )
