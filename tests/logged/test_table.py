@@ -108,17 +108,17 @@ def test_missing_columns_say_did_you_mean_and_empty_files_are_refused(tmp_path):
         cm.LoggedFeedback.from_csv(path, labelled(), inclusion="prob")
     empty = tmp_path / "empty.csv"
     empty.write_text("")
-    with pytest.raises(ValueError, match="empty.csv: the log is empty"):
+    with pytest.raises(ValueError, match=r"empty\.csv: the log is empty"):
         cm.LoggedFeedback.from_csv(empty, labelled())
     header_only = write(tmp_path, [], name="header.csv")
-    with pytest.raises(ValueError, match="header.csv: the log is empty"):
+    with pytest.raises(ValueError, match=r"header\.csv: the log is empty"):
         cm.LoggedFeedback.from_csv(header_only, labelled())
     with pytest.raises(ValueError, match="no log file"):
         cm.LoggedFeedback.from_csv(tmp_path / "nothing.csv", labelled())
 
 
 def test_drop_mode_drops_whole_rounds_and_says_why(tmp_path):
-    rows = GOOD + ["3,a,abc,0.5", "3,b,1,0.5", "4,z,1,0.5", "5,a,1,0.5", "5,a,0,0.5", "6,a,1,0.5", "6,b,1,0.5"]
+    rows = [*GOOD, "3,a,abc,0.5", "3,b,1,0.5", "4,z,1,0.5", "5,a,1,0.5", "5,a,0,0.5", "6,a,1,0.5", "6,b,1,0.5"]
     rows += ["6,c,0,0.5"]
     path = write(tmp_path, rows)
     log = cm.LoggedFeedback.from_csv(path, labelled(), inclusion="p", on_bad_rows="drop")
