@@ -92,7 +92,7 @@ def test_exact_match_replay_accepts_the_rounds_whose_logged_action_the_policy_ch
 
 def test_a_known_horizon_stops_the_replay_and_cts_is_seeded():
     st = setting("cardinality", "uniform")
-    log, outcomes = st.draw(100, 0)
+    _, outcomes = st.draw(100, 0)
     full = full_information_log(st.space, outcomes)
     assert cm.replay(cm.CUCB(st.space, 30, oracle="enumerate"), full).accepted == 30
     a = cm.replay(cm.CTS(st.space, None, oracle="enumerate"), full, seed=3)
@@ -122,7 +122,7 @@ def test_logged_environment_means_and_outcomes_follow_the_log():
     arm = int(np.flatnonzero(st.actions[0])[0])
     assert set(env.support.tolist()) == {0.0, 1.0}
     assert stats.sum[arm] / 20000 == pytest.approx(env.means[arm], abs=4 * 0.5 / np.sqrt(20000))
-    best, value = env.optimal(st.space, "enumerate")
+    _, value = env.optimal(st.space, "enumerate")
     assert value == pytest.approx(np.sort(env.means)[-3:].sum())
     # the same seed, the same outcomes; policies run on it as on any environment
     r1 = cm.simulate(cm.CUCB(st.space, 500, oracle="enumerate"), cm.LoggedEnvironment(log), 500, seed=4)
