@@ -136,9 +136,10 @@ def open_bandit(
     outside = np.flatnonzero(~((propensity > 0) & (propensity <= 1)))
     if outside.size:
         k = int(outside[0])
+        value = frame["propensity_score"].iloc[k]
+        shown = repr(value) if isinstance(value, str) else str(value)
         raise ValueError(
-            f"{path.name}: {names.row(k)}, column 'propensity_score': "
-            f"{frame['propensity_score'].iloc[k]!r} is not a probability in (0, 1]"
+            f"{path.name}: {names.row(k)}, column 'propensity_score': {shown} is not a probability in (0, 1]"
         )
     log = LoggedFeedback(
         space,
