@@ -114,4 +114,5 @@ def build_logged_environment(
         env = LoggedEnvironment(log, prior=prior, seed=seed)
     except (ValueError, ImportError) as exc:
         raise table.error("file", str(exc)) from None
-    return env, {**table.data, "sha256": digest}
+    table.data["sha256"] = digest  # kept in the stored problem: a changed log is refused on a rebuild
+    return env, dict(table.data)
