@@ -36,7 +36,9 @@ from statistics import NormalDist
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
+from .._threads import blas_single_thread
 from .table import LoggedFeedback
 from .targets import Target, as_target
 
@@ -182,12 +184,12 @@ def pseudoinverse(target: Target, log: LoggedFeedback, notes: list[str]) -> tupl
     Swaminathan, Krishnamurthy, Agarwal, Dudik, Langford, Jose and Zitouni (2017), NeurIPS: off-policy
     evaluation for slate recommendation.
     """
-    counts = np.bincount(log.action_ids, minlength=len(log.actions)).astype(float)
-    acts = log.actions.astype(float)
-    gamma = (acts.T * counts) @ acts / log.n
+    played = sp.csr_matrix((np.ones(log.n_rows), (log.round_of_row, log.arm)), shape=(log.n, log.d))
+    gamma = (played.T @ played).toarray() / log.n
     r = log.round_rewards()
     b = np.bincount(log.arm, weights=r[log.round_of_row], minlength=log.d) / log.n
-    pinv = np.linalg.pinv(gamma, hermitian=True)
+    with blas_single_thread():  # a small matrix: one thread is faster on a busy machine, and the same everywhere
+        pinv = np.linalg.pinv(gamma, hermitian=True)
     q = target.inclusion
     g = pinv @ q
     if np.abs(gamma @ g - q).max() > 1e-8 * (1.0 + np.abs(q).max()):

@@ -35,6 +35,7 @@ import numpy as np
 
 from ..spaces.base import ActionSpace
 from .checks import Problems, RowNames, arm_codes, number_column
+from .feasibility import as_bool_actions, outside
 
 __all__ = ["LoggedFeedback"]
 
@@ -57,6 +58,21 @@ def factorize(values: Any) -> tuple[np.ndarray, list]:
         value = tuple(value) if isinstance(value, list | np.ndarray) else value
         codes[k] = table.setdefault(value, len(table))
     return codes, list(table)
+
+
+def distinct_actions(padded: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of ``padded`` (arm indices, ``-1`` padding) in order of first appearance, and each row's index.
+
+    >>> arms, inverse = distinct_actions(np.array([[0, 2], [1, -1], [0, 2]]))
+    >>> arms.tolist(), inverse.tolist()
+    ([[0, 2], [1, -1]], [0, 1, 0])
+    """
+    keys = np.ascontiguousarray(padded).view(np.dtype((np.void, padded.itemsize * padded.shape[1]))).ravel()
+    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    return padded[first[order]], rank[inverse.ravel()].astype(np.int64)
 
 
 def _missing(values: Any) -> np.ndarray:
@@ -243,21 +259,13 @@ class LoggedFeedback:
                     np.isin(round_code, rc[starts[short]]),
                 )
             return
-        width = int(sizes.max())
-        padded = np.full((starts.size, width), -1, np.int64)
-        position = np.arange(rows.size) - np.repeat(starts, sizes)
-        padded[np.repeat(np.arange(starts.size), sizes), position] = arm[rows]
-        keys = np.ascontiguousarray(padded).view(np.dtype((np.void, 8 * width))).ravel()
-        _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-        bad_distinct = []
-        for j, k in enumerate(first):
-            action = np.zeros(self.d, bool)
-            action[padded[k][padded[k] >= 0]] = True
-            if not self.space.contains(action):
-                bad_distinct.append(j)
-        if not bad_distinct:
+        padded = np.full((starts.size, int(sizes.max())), -1, np.int64)
+        padded[np.repeat(np.arange(starts.size), sizes), np.arange(rows.size) - np.repeat(starts, sizes)] = arm[rows]
+        distinct, inverse = distinct_actions(padded)
+        bad_distinct = np.flatnonzero(outside(self.space, distinct))
+        if not bad_distinct.size:
             return
-        bad_round = np.isin(inverse.ravel(), bad_distinct)
+        bad_round = np.isin(inverse, bad_distinct)
         j = int(np.flatnonzero(bad_round)[0])
         labels = [self.space.label_of(int(a)) for a in padded[j][padded[j] >= 0]]
         hint = (
@@ -288,16 +296,10 @@ class LoggedFeedback:
     @cached_property
     def _distinct(self) -> tuple[np.ndarray, np.ndarray]:
         """The distinct logged actions ``(k, d)`` and each round's index among them."""
-        sizes = np.diff(self.offsets)
-        width = int(sizes.max())
-        padded = np.full((self.n, width), -1, np.int64)
+        padded = np.full((self.n, int(np.diff(self.offsets).max())), -1, np.int64)
         padded[self.round_of_row, np.arange(self.n_rows) - self.offsets[self.round_of_row]] = self.arm
-        keys = np.ascontiguousarray(padded).view(np.dtype((np.void, 8 * width))).ravel()
-        _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-        actions = np.zeros((first.size, self.d), bool)
-        for j, k in enumerate(first):
-            actions[j, padded[k][padded[k] >= 0]] = True
-        return actions, inverse.ravel().astype(np.int64)
+        distinct, inverse = distinct_actions(padded)
+        return as_bool_actions(distinct, self.d), inverse
 
     @property
     def actions(self) -> np.ndarray:
