@@ -52,32 +52,32 @@ def outside(space: ActionSpace, arms: np.ndarray) -> np.ndarray:
     """For each row of ``arms`` (``(k, w)`` arm indices, ``-1``: padding), whether it is not an action of ``space``."""
     if len(arms) == 0:
         return np.zeros(0, bool)
-    actions = arms
     try:
         formulation = space.formulation()
     except Exception:  # a space without a linear model: its own test, action by action
-        return _one_by_one(space, actions)
+        return _one_by_one(space, arms)
     matrix, lb, ub = formulation.matrix()
     arms_only = np.asarray(matrix[:, space.d :].getnnz(axis=1) == 0).ravel() if formulation.n_aux else None
     if arms_only is not None:
         matrix, lb, ub = matrix[arms_only][:, : space.d], lb[arms_only], ub[arms_only]
-    activity = None
+    refused = np.zeros(len(arms), bool)
     if matrix.shape[0]:
         valid = arms >= 0
         rows = np.nonzero(valid)[0]
         chosen = sp.csr_matrix((np.ones(rows.size), (rows, arms[valid])), shape=(len(arms), space.d))
-        activity = (chosen @ matrix.T.tocsc()).toarray()
-    refused = (
-        np.zeros(len(actions), bool)
-        if activity is None
-        else ((activity < lb - TOLERANCE) | (activity > ub + TOLERANCE)).any(axis=1)
-    )
+        activity = (chosen @ matrix.T.tocsc()).tocsr()  # sparse: most rows do not touch most actions
+        over = activity.data > ub[activity.indices] + TOLERANCE
+        under = activity.data < lb[activity.indices] - TOLERANCE
+        refused[np.repeat(np.arange(len(arms)), np.diff(activity.indptr))[over | under]] = True
+        for r in np.flatnonzero((lb > TOLERANCE) | (ub < -TOLERANCE)):  # rows that an absent entry (0) violates
+            column = activity[:, [r]].toarray().ravel()
+            refused |= (column < lb[r] - TOLERANCE) | (column > ub[r] + TOLERANCE)
     exact = formulation.n_aux == 0 and not formulation.separators
     if not exact:
         rest = np.flatnonzero(~refused)
-        refused[rest] = _one_by_one(space, actions[rest])
+        refused[rest] = _one_by_one(space, arms[rest])
         return refused
-    probe = np.linspace(0, len(actions) - 1, min(CROSS_CHECKED, len(actions))).astype(int)
-    if not np.array_equal(refused[probe], _one_by_one(space, actions[probe])):
-        return _one_by_one(space, actions)
+    probe = np.linspace(0, len(arms) - 1, min(CROSS_CHECKED, len(arms))).astype(int)
+    if not np.array_equal(refused[probe], _one_by_one(space, arms[probe])):
+        return _one_by_one(space, arms)
     return refused

@@ -67,12 +67,23 @@ def distinct_actions(padded: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     >>> arms.tolist(), inverse.tolist()
     ([[0, 2], [1, -1]], [0, 1, 0])
     """
-    keys = np.ascontiguousarray(padded).view(np.dtype((np.void, padded.itemsize * padded.shape[1]))).ravel()
+    width = padded.shape[1]
+    base = int(padded.max()) + 2
+    if base**width < 2**62:  # each row as one integer in base d + 1: a fast integer sort
+        keys = (padded + 1) @ (base ** np.arange(width, dtype=np.int64))
+    else:
+        keys = np.ascontiguousarray(padded).view(np.dtype((np.void, padded.itemsize * width))).ravel()
     _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
     order = np.argsort(first, kind="stable")
     rank = np.empty_like(order)
     rank[order] = np.arange(order.size)
     return padded[first[order]], rank[inverse.ravel()].astype(np.int64)
+
+
+def _item(values: Any, k: int) -> Any:
+    """Row ``k`` of a column as given (for messages: the value the user wrote)."""
+    value = values[k]
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def _missing(values: Any) -> np.ndarray:
@@ -86,8 +97,7 @@ def _missing(values: Any) -> np.ndarray:
 
 def _probabilities(values: Any, role: str, problems: Problems, raw: np.ndarray | None = None) -> np.ndarray:
     numbers, text = number_column(values)
-    shown = np.asarray(values, dtype=object)
-    problems.add(text, role, lambda k: f"{shown[k]!r} is not a number", f"non-numeric {role}")
+    problems.add(text, role, lambda k: f"{_item(values, k)!r} is not a number", f"non-numeric {role}")
     outside = ~text & ~((numbers > 0) & (numbers <= 1))
     problems.add(
         outside, role, lambda k: f"probability {float(numbers[k])!r} is outside (0, 1]", f"{role} outside (0, 1]"
@@ -160,8 +170,7 @@ class LoggedFeedback:
             arm < 0, "arm", lambda k: unknown.get(int(codes[k]), "the arm is missing"), "unknown or missing arm"
         )
         reward, text = number_column(rewards)
-        shown_rewards = np.asarray(rewards, dtype=object)
-        problems.add(text, "reward", lambda k: f"{shown_rewards[k]!r} is not a number", "non-numeric reward")
+        problems.add(text, "reward", lambda k: f"{_item(rewards, k)!r} is not a number", "non-numeric reward")
         problems.add(
             ~text & ~np.isfinite(reward), "reward", lambda k: f"{reward[k]} is not a finite number", "NaN or inf reward"
         )
@@ -182,8 +191,10 @@ class LoggedFeedback:
         self.dropped: dict[str, int] = problems.dropped_rounds(round_code)
         if rows.size == 0:
             raise ValueError(f"{names.source}: every round was dropped ({self._dropped_text()})")
-        used, self.round_of_row = np.unique(round_code[rows], return_inverse=True)
-        self.round_of_row = self.round_of_row.astype(np.int64)
+        sorted_codes = round_code[rows]  # non-decreasing: rows are sorted by round
+        first = np.r_[True, sorted_codes[1:] != sorted_codes[:-1]]
+        used = sorted_codes[first]
+        self.round_of_row = np.cumsum(first, dtype=np.int64) - 1
         #: The original id of each round, in order.
         self.round_ids = np.asarray(round_ids, dtype=object)[used]
         self.n = int(used.size)
@@ -203,8 +214,11 @@ class LoggedFeedback:
         self, rows: np.ndarray, round_code: np.ndarray, arm: np.ndarray, prop: np.ndarray | None, problems: Problems
     ) -> np.ndarray:
         """``rows`` sorted by (round, arm), after the checks that need the sort: duplicates, actions, propensities."""
-        rows = rows[np.lexsort((arm[rows], round_code[rows]))]
         rc, ar = round_code[rows], arm[rows]
+        step_r, step_a = np.diff(rc), np.diff(ar)
+        if not ((step_r >= 0).all() and ((step_r > 0) | (step_a > 0)).all()):  # logs are usually sorted already
+            order = np.argsort(rc * (self.d + 1) + ar, kind="stable")
+            rows, rc, ar = rows[order], rc[order], ar[order]
         same_round = rc[1:] == rc[:-1]
         duplicate = np.zeros(rows.size, bool)
         duplicate[1:] = same_round & (ar[1:] == ar[:-1])
