@@ -106,8 +106,8 @@ def arm_codes(space: Any, keys: Sequence[Any], codes: np.ndarray) -> tuple[np.nd
         try:
             lookup[j] = space.arm_index(key, "arm")
         except (ValueError, TypeError):
-            shown = [str(label) for label in labels.display]
-            near = close_names(str(key), shown, n=3)
+            by_text = {str(label): label for label in labels.display}
+            near = [by_text[text] for text in close_names(str(key), list(by_text), n=3)]
             hint = f"; did you mean {', '.join(repr(n) for n in near)}?" if near else ""
             unknown[j] = f"unknown arm {key!r} (the space's arms are indices 0..{space.d - 1} or its labels){hint}"
     return lookup[codes], {j: unknown[j] for j in unknown}

@@ -9,9 +9,11 @@ Two ways, chosen by the log:
   ``select()``\\ s it and ``observe()``\\ s the logged outcomes; otherwise the
   round is skipped and the policy is left as it was. The accepted rounds are
   distributed as a run against the true problem when the logging policy was
-  uniform over the actions (independent of the past), so the curves estimate
-  the policy's behaviour on ``accepted`` rounds; expect an acceptance rate near
-  ``1 / (number of actions)``.
+  uniform over the policy's actions (independent of the past), so the curves
+  estimate the policy's behaviour on ``accepted`` rounds; expect an acceptance
+  rate near ``1 / (number of actions)``. A policy that proposes an action the
+  log never plays (a smaller action than any logged one, say) can never be
+  accepted again: the replay stops there and says so in ``result.stopped``.
 * **per-arm replay**, for a full-information log (every arm's outcome every
   round): every round is accepted; the policy plays its choice and observes
   the logged outcomes of the arms it chose.
@@ -64,6 +66,8 @@ class ReplayResult(SimulationResult):
     logged_rounds: int = 0
     mode: str = "exact-match"
     reward: np.ndarray | None = None
+    #: Why an exact-match replay stopped before the end of the log ("" when it did not).
+    stopped: str = ""
     #: The mean logged reward per accepted round, and its standard error (independent rounds).
     mean_reward: float = float("nan")
     reward_se: float = float("nan")
@@ -137,6 +141,8 @@ def replay(
     played: list[tuple[int, np.ndarray]] | None = [] if trace else None
     logged_ids = None if full else log.action_ids
     logged_keys = None if full else [a.tobytes() for a in log.actions]
+    ever_logged = set() if full else set(logged_keys)
+    stopped = ""
     accepted = 0
     start = time.perf_counter()
     for t in range(log.n):
@@ -145,7 +151,15 @@ def replay(
         if full:
             action = policy.select()
         else:
-            if policy.act().tobytes() != logged_keys[logged_ids[t]]:
+            proposal = policy.act().tobytes()
+            if proposal != logged_keys[logged_ids[t]]:
+                if proposal not in ever_logged:  # it waits for an action no round holds: nothing more to accept
+                    labels = log.space.labels_of(np.frombuffer(proposal, dtype=bool))
+                    stopped = (
+                        f"{policy.name} chose {labels}, an action the log never plays, after {accepted:,} accepted "
+                        f"rounds (at logged round {t:,}): exact-match replay needs a log over the policy's actions"
+                    )
+                    break
                 continue
             action = policy.select()
         y = log.outcomes(t)
@@ -160,7 +174,8 @@ def replay(
     wall = time.perf_counter() - start
     if accepted == 0:
         raise ValueError(
-            f"{policy.name} never chose a logged action in {log.n:,} rounds: nothing to replay "
+            stopped.replace(" after 0 accepted rounds", "")
+            or f"{policy.name} never chose a logged action in {log.n:,} rounds: nothing to replay "
             "(exact-match replay needs a log whose actions cover the policy's choices, e.g. uniform logging)"
         )
     points = record_points(accepted, record) - 1
@@ -191,6 +206,7 @@ def replay(
         accepted=accepted,
         logged_rounds=log.n,
         mode="per-arm (full information)" if full else "exact-match",
+        stopped=stopped,
         reward=np.cumsum(rewards[:accepted])[points],
         mean_reward=float(rewards[:accepted].mean()),
         reward_se=float(rewards[:accepted].std(ddof=1) / np.sqrt(accepted)) if accepted > 1 else float("inf"),

@@ -40,6 +40,16 @@ from .feasibility import as_bool_actions, outside
 __all__ = ["LoggedFeedback"]
 
 
+def _one_dimensional(values: Any) -> Any:
+    """``values`` as a 1-D array: a list of tuples (edges) or a 2-D array becomes an object array of tuples."""
+    if isinstance(values, np.ndarray) and values.ndim == 1:
+        return values
+    if isinstance(values, np.ndarray) and values.ndim == 2:
+        values = values.tolist()
+    items = [tuple(v) if isinstance(v, list | np.ndarray) else v for v in values]
+    return np.fromiter(items, dtype=object, count=len(items))
+
+
 def factorize(values: Any) -> tuple[np.ndarray, list]:
     """Codes of ``values`` in order of first appearance, and the distinct values in that order."""
     if hasattr(values, "factorize") and not hasattr(values, "dtype"):  # two columns read as (u, v) keys
@@ -49,7 +59,7 @@ def factorize(values: Any) -> tuple[np.ndarray, list]:
     except ImportError:
         pd = None
     if pd is not None:
-        codes, uniques = pd.factorize(np.asarray(values, dtype=object) if isinstance(values, list) else values)
+        codes, uniques = pd.factorize(_one_dimensional(values))
         return np.asarray(codes, np.int64), list(uniques)
     table: dict[Any, int] = {}
     codes = np.empty(len(values), np.int64)

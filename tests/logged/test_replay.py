@@ -140,3 +140,16 @@ def test_logged_environment_weights_by_inverse_inclusion_and_needs_a_prior_for_u
     np.testing.assert_allclose(env.means, [1 / 3, 0.5, 0.2])
     draws = np.array([env.sample(np.array([True, False, False]))[0] for _ in range(3000)])
     assert set(draws.tolist()) == {0.0, 1.0} and abs(draws.mean() - 1 / 3) < 4 * np.sqrt(2 / 9 / 3000)
+
+
+def test_exact_match_replay_stops_when_the_policy_wants_an_action_the_log_never_plays():
+    space = cm.ExplicitActions([[1, 1, 0, 0], [0, 0, 1, 1]])
+    log = cm.LoggedFeedback(space, [0, 0, 1, 1, 2, 2], [0, 1, 0, 1, 0, 1], [1.0, 0.0, 1.0, 1.0, 0.0, 0.0])
+    means = [0.5, 0.5, 0.9, 0.9]
+    # CUCB first tries an action of unobserved arms; once {0, 1} is observed it wants {2, 3}, which no round
+    # holds: nothing can ever be accepted again
+    result = cm.replay(cm.CUCB(space, None, oracle="enumerate"), log, means=means)
+    assert result.accepted == 1 and "chose [2, 3], an action the log never plays" in result.stopped
+    only_the_other = cm.LoggedFeedback(space, [0, 0], [2, 3], [1.0, 0.0])  # the first choice is never logged
+    with pytest.raises(ValueError, match=r"CUCB chose \[0, 1\], an action the log never plays"):
+        cm.replay(cm.CUCB(space, None, oracle="enumerate"), only_the_other, means=means)

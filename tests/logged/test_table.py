@@ -48,6 +48,13 @@ def test_graph_spaces_take_edges_and_from_csv_reads_two_columns(tmp_path):
         cm.LoggedFeedback.from_csv(bad, space, arm=("u", "v"))
 
 
+def test_arrays_take_edges_as_tuples_lists_or_a_two_column_array():
+    space = cm.Matchings(nx.complete_bipartite_graph(2, 2))
+    for arms in ([(0, 2), (1, 3), (3, 0)], [[0, 2], [1, 3], [3, 0]], np.array([[0, 2], [1, 3], [3, 0]])):
+        log = cm.LoggedFeedback(space, [0, 0, 1], arms, [1.0, 0.0, 1.0])
+        assert [space.label_of(int(a)) for a in log.arm] == [(0, 2), (1, 3), (0, 3)]
+
+
 def test_full_information_logs_hold_every_arm_every_round():
     space = cm.Cardinality(3, 1, exact=True)
     rounds, arms = np.nonzero(np.ones((4, 3)))
