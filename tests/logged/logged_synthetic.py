@@ -39,30 +39,29 @@ SPACES = {"cardinality": cardinality, "matching": matching, "paths": paths}
 
 @dataclass
 class Setting:
-    """A space, its actions, a logging distribution over them, and per-arm means."""
+    """A space, its actions, logging distributions over them (one per phase of the log), and per-arm means."""
 
     space: cm.ActionSpace
     actions: np.ndarray
-    logging: np.ndarray
+    logging: np.ndarray  # (phases, number of actions): the log's rounds are split evenly between phases
     means: np.ndarray
-
-    @property
-    def inclusion(self) -> np.ndarray:
-        return self.logging @ self.actions
 
     def draw(self, rounds: int, seed: int) -> tuple[cm.LoggedFeedback, np.ndarray]:
         """A log of ``rounds`` rounds and the full outcome table it was cut from."""
         rng = np.random.default_rng(seed)
-        chosen = rng.choice(len(self.actions), rounds, p=self.logging)
+        phase = np.arange(rounds) * len(self.logging) // rounds
+        cumulative = np.cumsum(self.logging, axis=1)[phase]
+        chosen = np.minimum((rng.random(rounds)[:, None] > cumulative).sum(axis=1), len(self.actions) - 1)
         outcomes = (rng.random((rounds, self.space.d)) < self.means).astype(float)
         r, a = np.nonzero(self.actions[chosen])
+        inclusion = self.logging @ self.actions  # (phases, d)
         log = cm.LoggedFeedback(
             self.space,
             r,
             a,
             outcomes[r, a],
-            inclusion=self.inclusion[a],
-            action_propensity=self.logging[chosen][r],
+            inclusion=inclusion[phase[r], a],
+            action_propensity=self.logging[phase[r], chosen[r]],
         )
         return log, outcomes
 
@@ -71,10 +70,9 @@ def setting(space_name: str, logging: str) -> Setting:
     space = SPACES[space_name]()
     actions = space.enumerate()
     k = len(actions)
-    if logging == "uniform":
-        probs = np.full(k, 1.0 / k)
-    else:  # every action possible, some three times as likely as others
-        probs = np.linspace(1.0, 3.0, k)
-        probs /= probs.sum()
+    uniform = np.full(k, 1.0 / k)
+    skewed = np.linspace(1.0, 3.0, k)  # every action possible, some three times as likely as others
+    skewed /= skewed.sum()
+    probs = {"uniform": [uniform], "nonuniform": [skewed], "drifting": [uniform, skewed[::-1], skewed]}[logging]
     means = np.linspace(0.15, 0.85, space.d)
-    return Setting(space, actions, probs, means)
+    return Setting(space, actions, np.array(probs), means)

@@ -113,7 +113,7 @@ def test_a_logged_environment_runs_like_any_other(problem, tmp_path, capsys):
     assert main(["validate", str(problem)]) == 0
     assert "logged" in capsys.readouterr().out
     out = tmp_path / "run"
-    assert main(["run", str(problem), "--out", str(out), "--no-plots"]) == 0
+    assert main(["run", str(problem), "--out", str(out), "--no-plots", "--executor", "serial"]) == 0
     stored = json.loads((out / "problem.json").read_text())
     assert len(stored["problem"]["environment"]["sha256"]) == 64
 
