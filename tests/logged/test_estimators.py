@@ -2,9 +2,9 @@
 
 The acceptance check (slow): on cardinality, matching and path spaces, under uniform, non-uniform and
 drifting logging (three phases with different distributions, so an arm's inclusion changes within the
-log and the per-arm estimators differ), each estimator's 95% interval covers the true value ``pi @ means`` in at least 92 of 100
-seeds and its mean error over the seeds is within 3 standard errors of 0. The default run checks a
-smaller version (25 seeds, shorter logs) with the proportional bound.
+log and the per-arm estimators differ), each estimator's 95% interval covers the true value
+``pi @ means`` in at least 92 of 100 seeds and its mean error over the seeds is within 3 standard
+errors of 0. The default run checks a smaller version (25 seeds, shorter logs) with binomial bounds.
 """
 
 from __future__ import annotations
