@@ -56,6 +56,13 @@ _LAZY = {
     "simulate": "cmab_milp.simulation",
     "SimulationResult": "cmab_milp.simulation",
     "verify": "cmab_milp.experiments.verify",
+    "LoggedFeedback": "cmab_milp.logged",
+    "offline_value": "cmab_milp.logged",
+    "OfflineValue": "cmab_milp.logged",
+    "replay": "cmab_milp.logged",
+    "ReplayResult": "cmab_milp.logged",
+    "LoggedEnvironment": "cmab_milp.logged",
+    "datasets": "cmab_milp.datasets",
 }
 
 

@@ -19,6 +19,8 @@ Subcommands:
   folder and report per run identical, or the first step and field that differ; exit 0 all
   identical, 1 any differ (or the folder was edited), 2 it cannot be checked; writes nothing
   into ``RESULTS`` (:mod:`cmab_milp.experiments.verify`).
+- ``cmab-milp evaluate PROBLEM.toml --log FILE --out DIR``: value every policy of a problem on a
+  log (off-policy estimators and replay; :mod:`cmab_milp.experiments.evaluate`).
 
 Every subcommand takes ``--plugin MODULE`` (repeatable: a module you trust,
 imported before the file is read, that registers its own kinds with
@@ -311,6 +313,12 @@ def _add_verify(sub: Any) -> None:
     add_command(sub)
 
 
+def _add_evaluate(sub: Any) -> None:
+    from .experiments.evaluate import add_command
+
+    add_command(sub)
+
+
 #: Subcommands: each adds its parser (and handler) to the subparsers object.
 COMMANDS: dict[str, Callable[[Any], None]] = {
     "run": _add_run,
@@ -319,6 +327,7 @@ COMMANDS: dict[str, Callable[[Any], None]] = {
     "compare-oracles": _add_compare_oracles,
     "topologies": _add_topologies,
     "verify": _add_verify,
+    "evaluate": _add_evaluate,
 }
 
 

@@ -49,6 +49,7 @@ from .kinds import (
     space_kinds,
 )
 from .limits import Limits
+from .logged_env import LOGGED_KIND, build_logged_environment
 from .matrices import MATRIX_KEYS, matrix_value
 from .rules import _arm, _arm_error, _arm_vector
 from .schema import ProblemError, Table, check_number, join_key
@@ -153,6 +154,8 @@ def build_environment(table: Table, space: Any, limits: Limits | None = None) ->
     values: every rebuild draws the same values from the stated seed).
     """
     limits = Limits() if limits is None else limits
+    if table.data.get("kind") == LOGGED_KIND:  # means and outcomes from a log file (experiments/logged_env.py)
+        return build_logged_environment(table, space, limits)
     cls = _resolve_class(table, "kind", environment_kinds(), "environment kind", "environment")
     names, var_keyword = _parameters(cls)
     kwargs: dict[str, Any] = {}

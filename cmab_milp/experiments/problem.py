@@ -101,6 +101,9 @@ Schema (every key not listed is refused)::
     # cov = { file = "cov.npy" }   # or from a data file beside this one (.npy without pickle, or .csv),
                                    #   factors = ..., shared = [{ arms = [...], variance = v }]; the parts
                                    #   add up (see experiments/matrices.py)
+    # kind = "logged"              # or: arms drawn from a log file beside this one (CSV or Parquet),
+    # file = "clicks.csv"          #   columns round / arm / reward (inclusion = "p" optional), see
+                                   #   experiments/logged_env.py
 
     [[policies]]                   # one table per compared policy
     name = "AROQ"                  # label in plots and results (letters, digits, _ . + -)

@@ -18,6 +18,11 @@ EXPECTED = {
     "02_solver_swap.ipynb": ["all agree: True", "all agree: False", "'problem': 'suboptimal'"],
     "03_covariance_and_general_rewards.ipynb": ["OLS-UCB-C", "AROQ-GR", "SROQ-GR"],
     "04_online.ipynb": ["pending 75", "refused: action", "restored continues identically: True", "AROQ T=None"],
+    "05_logged_data.ipynb": [
+        "refused: bad_log.csv: line 300002, column 'ad/slot'",
+        "decision: deploy",
+        "SROQ  accepted",
+    ],
 }
 
 
