@@ -5,7 +5,7 @@ actions are feasible (:meth:`ActionSpace.contains`), can list them
 (:meth:`ActionSpace.enumerate`, capped), and declares a mixed-integer linear
 :class:`~cmab_milp.spaces.formulation.Formulation` that model-based oracles
 compile. Arms are accepted by index or by label (:mod:`.labels`) wherever an
-arm is asked for; side rules (:mod:`.rules`) make new spaces.
+arm is asked for; side rules (:mod:`~cmab_milp.spaces.rules`) make new spaces.
 
 Example
 -------
