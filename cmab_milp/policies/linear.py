@@ -105,8 +105,29 @@ class LinearIndex(Index):
 class CUCB(EveryRound):
     """CUCB: the UCB argmax of eq. (1) at every round (the baseline, ``T`` oracle queries).
 
-    Parameters: ``space``, ``T``, ``oracle``, ``C`` (module docstring).
+    Parameters
+    ----------
+    space : ActionSpace
+    T : int or None
+        The horizon (``None``: unknown; the radius uses ``log t`` either way).
+    oracle : str or Oracle
+        A backend name for :func:`~cmab_milp.make_oracle`, or an oracle (default ``"highs"``).
+    C : float > 0
+        The exploration constant of the radius ``sqrt(C log t / n_i)`` (default 1.5).
 
+    References
+    ----------
+    Wei Chen, Yajun Wang, Yang Yuan. *Combinatorial multi-armed bandit: general framework and
+    applications*. ICML 2013 (CUCB).
+
+    Branislav Kveton, Zheng Wen, Azin Ashkan, Csaba Szepesvári. *Tight regret bounds for
+    stochastic combinatorial semi-bandits*. AISTATS 2015.
+
+    Jung-hun Kim, Milan Vojnović, Min-hwan Oh. *Oracle-Efficient Combinatorial Semi-Bandits*.
+    NeurIPS 2025, arXiv:2510.21431: eq. (1), the baseline of Table 1 and Figure 2.
+
+    Examples
+    --------
     >>> import cmab_milp as cm
     >>> CUCB(cm.Cardinality(3, 1), 10, oracle="enumerate", C=2.0).params
     {'C': 2.0}
@@ -143,6 +164,14 @@ class AROQ(AdaptiveEpochs):
     With ``T=None`` the epoch threshold uses ``t ln t`` in place of ``T``
     (:mod:`cmab_milp.policies.anytime`).
 
+    References
+    ----------
+    Jung-hun Kim, Milan Vojnović, Min-hwan Oh. *Oracle-Efficient Combinatorial Semi-Bandits*.
+    NeurIPS 2025, arXiv:2510.21431: Algorithm 1 (Section 3.1, Theorem 1; Lemma 1 bounds
+    the queries), Algorithm 5 (Appendix A.3, Theorem 7).
+
+    Examples
+    --------
     >>> import cmab_milp as cm
     >>> AROQ(cm.Cardinality(3, 1), 10, oracle="enumerate", alpha=0.5).alpha
     0.5
@@ -194,6 +223,14 @@ class SROQ(ScheduledElimination):
     ``256, 4096, 262144, ...`` (:mod:`cmab_milp.policies.anytime`), each a fresh
     grid and elimination that keeps the statistics.
 
+    References
+    ----------
+    Jung-hun Kim, Milan Vojnović, Min-hwan Oh. *Oracle-Efficient Combinatorial Semi-Bandits*.
+    NeurIPS 2025, arXiv:2510.21431: Algorithm 2 (Section 3.2, Theorem 2; Appendix A.1
+    for the parallel queries of an epoch).
+
+    Examples
+    --------
     >>> import cmab_milp as cm
     >>> SROQ(cm.Cardinality(3, 1), 10**5, oracle="enumerate").grid.tolist()
     [1, 380, 7422, 32802, 68959]
