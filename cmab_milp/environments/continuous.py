@@ -56,6 +56,11 @@ class BetaArms(Environment):
     nodes : int
         Gauss-Jacobi nodes per arm for rewards other than linear and max.
     seed : int or None
+
+    Examples
+    --------
+    >>> BetaArms([2, 1], [2, 3], reward="linear", seed=0).expected_reward([1, 1])  # 2/4 + 1/4
+    0.75
     """
 
     support = None

@@ -80,7 +80,15 @@ def check_arm(i: Any, d: int, what: str = "arm") -> int:
 
 
 class EmptySpaceError(ValueError):
-    """A space (with its side rules) has no action; the message names the rules that empty it."""
+    """A space (with its side rules) has no action; the message names the rules that empty it.
+
+    >>> from cmab_milp import Cardinality
+    >>> try:
+    ...     Cardinality(3, 2).with_conflicts([(0, 1)]).with_at_least(2, [0, 1]).m
+    ... except EmptySpaceError as exc:
+    ...     print(exc)
+    no action satisfies conflicts [(0, 1)] together with at least 2 of [0, 1] in Cardinality(d=3, m=2)
+    """
 
 
 class ActionSpace(ABC):

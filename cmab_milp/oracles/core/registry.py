@@ -113,6 +113,11 @@ class Capabilities:
         The typed record of its ``tuning=`` option (a class whose ``of(value)`` reads
         ``None``, a record or a mapping of its fields, ``ValueError`` otherwise), e.g.
         :class:`~cmab_milp.oracles.mip.tuning.HighsTuning`; ``None``: no such option.
+
+    Examples
+    --------
+    >>> capabilities("highs").norm, capabilities("ortools").norm, capabilities("ortools").requires
+    (True, False, ('ortools',))
     """
 
     linear: bool = True
