@@ -60,14 +60,30 @@ nitpick_ignore_regex = [
 # --- the look
 html_theme = "pydata_sphinx_theme"
 html_title = "cmab_milp"
-html_static_path: list[str] = []
+html_static_path = ["_static"]
+html_css_files = ["custom.css"]
 html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,
-    "header_links_before_dropdown": 8,
+    "header_links_before_dropdown": 6,
     "secondary_sidebar_items": ["page-toc"],
 }
-html_sidebars = {"index": [], "changelog": []}
+# Pages without sub-pages get the full width (no empty "Section Navigation" column).
+html_sidebars = {
+    page: []
+    for page in (
+        "index",
+        "getting-started",
+        "extending",
+        "problem-files",
+        "gallery",
+        "performance",
+        "benchmarks",
+        "references",
+        "glossary",
+        "changelog",
+    )
+}
 copybutton_prompt_text = r">>> |\.\.\. |\$ "
 copybutton_prompt_is_regexp = True
 
@@ -101,7 +117,7 @@ def _exists(dotted: str) -> bool:
     for cut in range(len(parts), 0, -1):
         try:
             obj = importlib.import_module(".".join(parts[:cut]))
-        except Exception:  # noqa: BLE001 - any failure: try a shorter module path
+        except Exception:  # any failure: try a shorter module path
             continue
         try:
             for name in parts[cut:]:
@@ -158,7 +174,7 @@ def resolve_in_code(app, env, node: pending_xref, contnode: nodes.Element):
         near = [item for item in found if item[0].startswith(module.rsplit(".", 1)[0] + ".")]
         found = near or found
     if len(found) == 1 or (found and len({obj.docname for _, obj in found}) == 1):
-        name, obj = found[0]
+        name = found[0][0]
         return domain.resolve_xref(env, node["refdoc"], app.builder, role, name, node, contnode)
     if any(_exists(name) for name in _candidates(target, module, node.get("py:class"))):
         return contnode  # a real object the site does not render: plain text, no warning
@@ -227,8 +243,19 @@ class BackendCapabilities(Directive):
     """``.. backend-capabilities::``: the table of every registered backend's declared capabilities."""
 
     def run(self):
-        header = ["backend", "argmax", "argmax_norm", "distribution", "forbid_pairs", "gap=", "time_limit=",
-                  "exact", "picked by auto", "needs", "spaces"]
+        header = [
+            "backend",
+            "argmax",
+            "argmax_norm",
+            "distribution",
+            "forbid_pairs",
+            "gap=",
+            "time_limit=",
+            "exact",
+            "picked by auto",
+            "needs",
+            "spaces",
+        ]
         lines = [".. list-table::", "   :header-rows: 1", ""]
         for row in [header, *capability_rows()]:
             lines.append("   * - " + row[0])

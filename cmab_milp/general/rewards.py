@@ -372,8 +372,7 @@ class CallableReward(Reward):
         Assumption 2's constant ``C`` (``|f(a, y) - f(a, y')| <= C sum_{i in a} |y_i - y'_i|``):
         Algorithm 8 then uses ``s = ceil(C sqrt(m T))`` intervals instead of the guess ``C = 1``.
         The policies check it on random outcome pairs (:func:`check_lipschitz`).
-
-    Both constants must be finite numbers > 0 (or ``None``).
+        Both constants must be finite numbers > 0 (or ``None``).
 
     >>> r = CallableReward(lambda a, y: y[:, a].min(axis=1), name="min", bound=1.0, lipschitz=1.0)
     >>> r.realised(np.array([True, True]), np.array([[0.2, 0.7]])).tolist()

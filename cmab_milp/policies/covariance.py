@@ -187,6 +187,8 @@ class AROQCov(_CovarianceFamily, AdaptiveEpochs):
         in 78 s instead of 268 s (33 solves for 3,877 updates), regret 48,795 instead of 46,294 (a carried
         answer is proven within 5% like a solved one, but it is an older action).
 
+    Notes
+    -----
     Attributes after a run: ``epochs`` (``tau_ij``, Lemma 5 bounds each by
     ``log2(T m) + 2``), ``updates`` (oracle consultations after the warm-up),
     ``warmup_rounds``, ``warmup_queries``.
@@ -282,6 +284,8 @@ class SROQCov(_CovarianceFamily, ScheduledElimination):
         oracle's tolerance), far fewer queries on large spaces, one more
         adaptivity round per epoch. Default ``False`` (the paper's count).
 
+    Notes
+    -----
     Attributes after a run: ``grid``, ``active`` (surviving arms),
     ``active_pairs``, ``forbidden`` (eliminated pairs of surviving arms) and
     ``history`` (per epoch: start, survivors, surviving pairs, phase lengths;

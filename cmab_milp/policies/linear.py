@@ -161,6 +161,8 @@ class AROQ(AdaptiveEpochs):
         1.0 for an exact oracle). Algorithm 5 needs no factor up front, so the
         measured one is used: after a run it covers every answer of the run.
 
+    Notes
+    -----
     With ``T=None`` the epoch threshold uses ``t ln t`` in place of ``T``
     (:mod:`cmab_milp.policies.anytime`).
 
@@ -219,6 +221,8 @@ class SROQ(ScheduledElimination):
         Number of epochs (default ``max(2, ceil(log2(log2(T))))``; with
         ``T=None``, per phase, of the phase's horizon guess).
 
+    Notes
+    -----
     With ``T=None`` the run is a sequence of phases, one per horizon guess
     ``256, 4096, 262144, ...`` (:mod:`cmab_milp.policies.anytime`), each a fresh
     grid and elimination that keeps the statistics.

@@ -290,12 +290,14 @@ class Policy(ABC):
             ``{arm: outcome}`` over exactly the played arms (an arm is its index,
             or its label in ``space.arms``, e.g. an edge ``(u, v)``).
 
-        Raises ``ValueError`` (and changes nothing) for an action not outstanding,
-        a missing or non-finite outcome of a played arm, an outcome of magnitude
-        above :data:`MAX_OUTCOME` (``1e100``: refused, so that every statistic --
-        sums, sums of squares and products over up to ``2**53`` rounds -- stays
-        finite), or an outcome the policy's model excludes (e.g. off a
-        general-reward policy's support).
+        Raises
+        ------
+        ValueError
+            (changing nothing) An action not outstanding, a missing or non-finite outcome of
+            a played arm, an outcome of magnitude above :data:`MAX_OUTCOME` (``1e100``: refused,
+            so that every statistic -- sums, sums of squares and products over up to ``2**53``
+            rounds -- stays finite), or an outcome the policy's model excludes (e.g. off a
+            general-reward policy's support).
         """
         a = as_action(action, self.d)
         key = a.tobytes()

@@ -206,7 +206,7 @@ class Oracle:
     Built by :func:`~cmab_milp.make_oracle`; every backend answers the same methods:
     :meth:`argmax` (linear weights), :meth:`argmax_norm` (the covariance-adaptive index) and
     :meth:`argmax_batch` (independent queries as one adaptivity round), each optimal within
-    ``1e-9 * (1 + |optimum|)``. :attr:`ledger` counts the queries, rounds and seconds.
+    ``1e-9 * (1 + |optimum|)``. ``oracle.ledger`` (a :class:`Ledger`) counts the queries, rounds and seconds.
 
     Subclasses implement :meth:`_linear` and, where supported, :meth:`_norm`;
     both receive validated queries and return a bool action or ``None``.
