@@ -153,7 +153,8 @@ class AROQ(AdaptiveEpochs):
     Parameters
     ----------
     space, T, oracle, C
-        See the module docstring.
+        As for :class:`CUCB`: the space, the horizon (``None``: unknown), the backend and the
+        exploration constant (default 1.5).
     alpha : float in (0, 1], ``"proven"`` or None
         Approximation factor of ``oracle`` (default 1: exact). ``"proven"``
         (or ``None``): the ratio the oracle proves, read as its
@@ -216,7 +217,7 @@ class SROQ(ScheduledElimination):
     Parameters
     ----------
     space, T, oracle, C
-        See the module docstring (the radius uses ``log T``).
+        As for :class:`CUCB` (the radius uses ``log T``).
     M : int >= 1, optional
         Number of epochs (default ``max(2, ceil(log2(log2(T))))``; with
         ``T=None``, per phase, of the phase's horizon guess).
