@@ -206,7 +206,9 @@ def skip_public_on_module_pages(app, what, name, obj, skip, options):
 
 
 # --- the capability table of the oracle backends, from their declarations ------------------------------
-from docutils.parsers.rst import Directive  # noqa: E402
+from typing import ClassVar  # noqa: E402
+
+from docutils.parsers.rst import Directive, directives  # noqa: E402
 from docutils.statemachine import StringList  # noqa: E402
 
 
@@ -214,50 +216,42 @@ def _mark(flag: bool) -> str:
     return "yes" if flag else "no"
 
 
-def capability_rows() -> list[list[str]]:
-    """One row per registered backend, read from its declared ``Capabilities`` (not from what is installed)."""
+def capability_rows(distribution: bool) -> list[list[str]]:
+    """One row per registered backend of the kind asked, from its declared ``Capabilities`` (not what is installed)."""
     from cmab_milp.oracles.core.registry import BACKENDS
 
     rows = []
     for name, backend in BACKENDS.items():
         caps = backend.capabilities
-        rows.append(
-            [
-                f"``{name}``" + (" (``:SOLVER``)" if caps.takes_solver else ""),
-                _mark(caps.linear),
-                _mark(caps.norm),
-                _mark(caps.distribution),
-                _mark(caps.forbid_pairs),
-                _mark(caps.approximate),
-                _mark(caps.time_limit),
-                _mark(caps.exact),
-                _mark(caps.cost is not None),
-                ", ".join(f"``{module}``" for module in caps.requires) or "(core)",
-                caps.spaces or "every space",
-            ]
-        )
+        if caps.distribution != distribution:
+            continue
+        first = [f"``{name}``" + (" (``:SOLVER``)" if caps.takes_solver else "")]
+        answers = [] if distribution else [_mark(caps.linear), _mark(caps.norm)]
+        rest = [
+            _mark(caps.forbid_pairs),
+            _mark(caps.approximate),
+            _mark(caps.time_limit),
+            _mark(caps.exact),
+            _mark(caps.cost is not None),
+            ", ".join(f"``{module}``" for module in caps.requires) or "(core)",
+            caps.spaces or "every space",
+        ]
+        rows.append(first + answers + rest)
     return rows
 
 
 class BackendCapabilities(Directive):
-    """``.. backend-capabilities::``: the table of every registered backend's declared capabilities."""
+    """``.. backend-capabilities::`` (option ``:distribution:``): a table of the registered backends' declarations."""
+
+    option_spec: ClassVar[dict] = {"distribution": directives.flag}
 
     def run(self):
-        header = [
-            "backend",
-            "argmax",
-            "argmax_norm",
-            "distribution",
-            "forbid_pairs",
-            "gap=",
-            "time_limit=",
-            "exact",
-            "picked by auto",
-            "needs",
-            "spaces",
-        ]
+        distribution = "distribution" in self.options
+        answers = [] if distribution else ["argmax", "argmax_norm"]
+        tail = ["forbid_pairs", "gap=", "time_limit=", "exact", "picked by auto", "needs", "spaces"]
+        header = ["backend", *answers, *tail]
         lines = [".. list-table::", "   :header-rows: 1", ""]
-        for row in [header, *capability_rows()]:
+        for row in [header, *capability_rows(distribution)]:
             lines.append("   * - " + row[0])
             lines.extend("     - " + cell for cell in row[1:])
         node = nodes.container()
