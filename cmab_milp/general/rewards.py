@@ -1,5 +1,8 @@
 """Monotone reward functions ``r(a, y)`` and their exact expectations under independent arms.
 
+Algorithm, theorem, lemma and equation numbers are those of Kim, Vojnović and Oh,
+*Oracle-Efficient Combinatorial Semi-Bandits*, NeurIPS 2025 (arXiv:2510.21431).
+
 A reward maps an action ``a`` (bool, shape ``(d,)``) and outcomes ``y`` (shape
 ``(n, d)``, values in ``[0, 1]``) to ``n`` rewards. Expectations are taken
 under a *product* of per-arm distributions given as a probability matrix

@@ -1,5 +1,8 @@
 """The covariance-adaptive family: OLS-UCB-C, AROQ-C (Algorithm 3) and SROQ-C (Algorithm 4).
 
+Algorithm, theorem, lemma and equation numbers are those of Kim, Vojnović and Oh,
+*Oracle-Efficient Combinatorial Semi-Bandits*, NeurIPS 2025 (arXiv:2510.21431).
+
 All three share :class:`~cmab_milp.policies.cov_index.CovarianceIndex`, the
 norm index of eqs. (3)-(4) (its radii ``f_t`` and ``h_t`` are documented there).
 

@@ -1,5 +1,8 @@
 """The general-reward family: SDCB, AROQ-GR (Algorithm 6) and SROQ-GR (Algorithm 7).
 
+Algorithm, theorem, lemma and equation numbers are those of Kim, Vojnović and Oh,
+*Oracle-Efficient Combinatorial Semi-Bandits*, NeurIPS 2025 (arXiv:2510.21431).
+
 All three share :class:`DistributionIndex`: per arm, the empirical distribution
 of its outcomes on an outcome grid; the UCB of an action is its expected reward
 under the product of *optimistic* distributions (empirical CDF lowered by

@@ -1,5 +1,8 @@
 """The worst-case linear family: CUCB, AROQ (Algorithms 1 and 5) and SROQ (Algorithm 2).
 
+Algorithm, theorem, lemma and equation numbers are those of Kim, Vojnović and Oh,
+*Oracle-Efficient Combinatorial Semi-Bandits*, NeurIPS 2025 (arXiv:2510.21431).
+
 All three share :class:`LinearIndex`, the UCB/LCB of eqs. (1)-(2) with the
 empirical *mean* ``mu_hat_i = sum of outcomes / n_i``:
 ``mu_hat_i +- sqrt(C log t / n_i)`` per arm, summed over the arms of an action,

@@ -1,5 +1,8 @@
 """The pair-unit steps of the scheduled elimination (Algorithm 4, SROQ-C).
 
+Algorithm, theorem, lemma and equation numbers are those of Kim, Vojnović and Oh,
+*Oracle-Efficient Combinatorial Semi-Bandits*, NeurIPS 2025 (arXiv:2510.21431).
+
 :class:`PairSteps` is a mixin of
 :class:`~cmab_milp.policies.schedules.ScheduledElimination`: with pair units,
 step 3 of an epoch keeps the pairs of surviving arms whose representative's UCB

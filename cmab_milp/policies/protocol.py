@@ -1,5 +1,8 @@
 """The policy protocol: :class:`Policy` (plan / update, select / observe, save) and :class:`Stretch`.
 
+Algorithm, theorem, lemma and equation numbers are those of Kim, Vojnović and Oh,
+*Oracle-Efficient Combinatorial Semi-Bandits*, NeurIPS 2025 (arXiv:2510.21431).
+
 Bulk play
 ---------
 :meth:`Policy.plan` returns a :class:`Stretch`: a cycle of actions and a number
