@@ -111,8 +111,11 @@ _KINDS = {
 }
 
 
-def _exists(dotted: str) -> bool:
-    """True when ``dotted`` names a module or an attribute chain reachable by import."""
+_MISSING = object()
+
+
+def _lookup(dotted: str) -> object:
+    """The module or attribute chain ``dotted`` names (reachable by import), else ``_MISSING``."""
     parts = dotted.split(".")
     for cut in range(len(parts), 0, -1):
         try:
@@ -123,9 +126,15 @@ def _exists(dotted: str) -> bool:
             for name in parts[cut:]:
                 obj = getattr(obj, name)
         except AttributeError:
-            return False
-        return True
-    return False
+            return _MISSING
+        return obj
+    return _MISSING
+
+
+def _home_name(obj: object) -> str | None:
+    """Where ``obj`` is defined (``module.qualname``), for a name re-exported elsewhere."""
+    module, qualname = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
+    return f"{module}.{qualname}" if isinstance(module, str) and isinstance(qualname, str) else None
 
 
 def _home_module(module: str | None, klass: str | None) -> str | None:
@@ -176,7 +185,13 @@ def resolve_in_code(app, env, node: pending_xref, contnode: nodes.Element):
     if len(found) == 1 or (found and len({obj.docname for _, obj in found}) == 1):
         name = found[0][0]
         return domain.resolve_xref(env, node["refdoc"], app.builder, role, name, node, contnode)
-    if any(_exists(name) for name in _candidates(target, module, node.get("py:class"))):
+    for name in _candidates(target, module, node.get("py:class")):
+        obj = _lookup(name)
+        if obj is _MISSING:
+            continue
+        home = _home_name(obj)
+        if home in domain.objects:  # a re-exported name: link to where it is documented
+            return domain.resolve_xref(env, node["refdoc"], app.builder, role, home, node, contnode)
         return contnode  # a real object the site does not render: plain text, no warning
     return None
 

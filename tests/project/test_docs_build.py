@@ -84,3 +84,21 @@ def test_notebooks_render_with_their_outputs_and_figures(built_site: Path) -> No
         assert "cell_output" in html, path.name
     quickstart = (built_site / "notebooks" / "01_quickstart.html").read_text(encoding="utf-8")
     assert "<img" in quickstart  # its stored figure
+
+
+@pytest.mark.slow
+def test_pages_render_in_headless_chromium(built_site: Path, tmp_path: Path) -> None:
+    """docs/screenshots.py renders the Getting-started and API pages a reader opens first."""
+    import importlib.util
+    import shutil
+
+    if not any(shutil.which(name) for name in ("chromium", "chromium-browser", "google-chrome")):
+        pytest.skip("no chromium binary (Debian: apt-get install chromium)")
+    spec = importlib.util.spec_from_file_location("screenshots", ROOT / "docs" / "screenshots.py")
+    screenshots = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(screenshots)
+    for page in ("getting-started.html", "api/index.html", "api/generated/cmab_milp.make_oracle.html"):
+        image = screenshots.screenshot(page, site=built_site, out=tmp_path)
+        assert image.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and image.stat().st_size > 20_000, page
+    with pytest.raises(ValueError, match="build the site first"):
+        screenshots.screenshot("no-such-page.html", site=built_site, out=tmp_path)
