@@ -102,3 +102,22 @@ def test_pages_render_in_headless_chromium(built_site: Path, tmp_path: Path) -> 
         assert image.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and image.stat().st_size > 20_000, page
     with pytest.raises(ValueError, match="build the site first"):
         screenshots.screenshot("no-such-page.html", site=built_site, out=tmp_path)
+
+
+def test_the_reference_resolver_finds_only_names_the_code_has() -> None:
+    """docs/conf.py lets a reference stand only when the name exists in the code: a misspelt one stays broken."""
+    import importlib.util
+
+    _require_docs_extra()
+    spec = importlib.util.spec_from_file_location("docs_conf", ROOT / "docs" / "conf.py")
+    conf = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(conf)
+    # relative to the module of the page that documents a public name (cmab_milp.AROQCov lives in policies.covariance)
+    names = conf._candidates("schedules.shared_cover", "cmab_milp", "AROQCov")
+    assert "cmab_milp.policies.schedules.shared_cover" in names
+    found = [name for name in names if conf._lookup(name) is not conf._MISSING]
+    assert found and conf._home_name(conf._lookup(found[0])) == "cmab_milp.policies.warmup.shared_cover"
+    misspelt = conf._candidates("schedules.shared_covr", "cmab_milp", "AROQCov")
+    assert all(conf._lookup(name) is conf._MISSING for name in misspelt)
+    assert conf._lookup("cmab_milp.Cardinality.with_conflicts") is not conf._MISSING
+    assert conf._lookup("cmab_milp.Cardinality.with_conflict") is conf._MISSING
