@@ -1,5 +1,8 @@
 """Independent Beta-distributed arms with a monotone reward: continuous outcomes (Appendix A.10).
 
+Algorithm, theorem, lemma and equation numbers are those of Kim, Vojnović and Oh,
+*Oracle-Efficient Combinatorial Semi-Bandits*, NeurIPS 2025 (arXiv:2510.21431).
+
 Policies learn these through Algorithm 8's discretisation (``discretise=True``
 on SDCB / AROQ-GR / SROQ-GR). Expected rewards are computed numerically
 exactly, never sampled:
@@ -56,6 +59,11 @@ class BetaArms(Environment):
     nodes : int
         Gauss-Jacobi nodes per arm for rewards other than linear and max.
     seed : int or None
+
+    Examples
+    --------
+    >>> BetaArms([2, 1], [2, 3], reward="linear", seed=0).expected_reward([1, 1])  # 2/4 + 1/4
+    0.75
     """
 
     support = None

@@ -77,6 +77,16 @@ class DiscreteArms(Environment):
         The sorted values (``hist`` statistics count them in this order).
     pmf : ndarray (d, len(values))
         ``probs`` with columns in the order of ``support``.
+
+    Examples
+    --------
+    K-MAX of two arms, one of them 0.2 or 1 with equal odds, the other always 0.2:
+    the expected maximum is exact, ``0.5 * 0.2 + 0.5 * 1.0``.
+
+    >>> import cmab_milp as cm
+    >>> env = DiscreteArms([0.2, 1.0], [[0.5, 0.5], [1.0, 0.0]], reward="max", seed=0)
+    >>> env.expected_reward([1, 1]), env.optimal(cm.Cardinality(2, 1))[1]
+    (0.6, 0.6)
     """
 
     _exact_needs = frozenset({"sum", "hist", "pairs"})

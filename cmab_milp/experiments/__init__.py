@@ -7,7 +7,8 @@ Modules: :mod:`.schema` (typed reading of TOML tables with key paths),
 :mod:`.registry` (what a file may name: kinds, ``--plugin`` modules),
 :mod:`.limits` (sizes checked before any work),
 :mod:`.builders` (spaces, graphs, environments, policies from tables; split into
-:mod:`.kinds`, :mod:`.graphs`, :mod:`.spaces`, :mod:`.rules`, :mod:`.draws`),
+:mod:`.kinds`, :mod:`~cmab_milp.experiments.graphs`, :mod:`~cmab_milp.experiments.spaces`,
+:mod:`~cmab_milp.experiments.rules`, :mod:`.draws`),
 :mod:`.problem` (the schema and :class:`Problem`), :mod:`.policy_specs` (one
 ``[[policies]]`` entry and its oracle options), :mod:`.executors` (where jobs
 run), :mod:`.storage` (the results folder), :mod:`.progress`, :mod:`.jobs` (one

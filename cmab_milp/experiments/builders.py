@@ -14,7 +14,8 @@ here. A constructor's ``ValueError`` is re-raised as a
 
 This module builds environments and policies and re-exports the rest from the
 modules with one job each: :mod:`.kinds` (class lookup, constructor calls),
-:mod:`.graphs`, :mod:`.spaces`, :mod:`.rules` (side rules, arm lookups) and
+:mod:`~cmab_milp.experiments.graphs`, :mod:`~cmab_milp.experiments.spaces`,
+:mod:`~cmab_milp.experiments.rules` (side rules, arm lookups) and
 :mod:`.draws`.
 
 Example

@@ -1,5 +1,8 @@
 """General (non-linear) monotone rewards learned through per-arm outcome distributions.
 
+Algorithm, theorem, lemma and equation numbers are those of Kim, Vojnović and Oh,
+*Oracle-Efficient Combinatorial Semi-Bandits*, NeurIPS 2025 (arXiv:2510.21431).
+
 Section 5 and Appendix A.7-A.10 of the paper: rewards and their exact
 expectations (:mod:`.rewards`), the outcome grid and Algorithm 8's
 discretisation (:mod:`.grid`), optimistic / pessimistic distributions

@@ -1,5 +1,8 @@
 """Empirical, optimistic and pessimistic per-arm distributions (Appendix A.7).
 
+Algorithm, theorem, lemma and equation numbers are those of Kim, Vojnović and Oh,
+*Oracle-Efficient Combinatorial Semi-Bandits*, NeurIPS 2025 (arXiv:2510.21431).
+
 Each arm's observations are a row of counts over an
 :class:`~cmab_milp.general.grid.OutcomeGrid`. With ``w_i = sqrt(C ln t / n_i)``
 (the DKW radius of Lemma 10):

@@ -1,5 +1,8 @@
 """The finite set of outcome values that per-arm distributions live on.
 
+Algorithm, theorem, lemma and equation numbers are those of Kim, Vojnović and Oh,
+*Oracle-Efficient Combinatorial Semi-Bandits*, NeurIPS 2025 (arXiv:2510.21431).
+
 Every distribution in :mod:`cmab_milp.general` is a probability vector over one
 shared, sorted :class:`OutcomeGrid`. When the values are multiples of a common
 step ``1/q`` (``q`` up to :data:`MAX_DENOMINATOR`), sums of outcomes stay on

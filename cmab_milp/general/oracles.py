@@ -1,5 +1,8 @@
 """Oracles for distribution indices: maximise ``E[r(a, Y)]`` with ``Y_i ~ pmf[i]`` independent.
 
+Algorithm, theorem, lemma and equation numbers are those of Kim, Vojnović and Oh,
+*Oracle-Efficient Combinatorial Semi-Bandits*, NeurIPS 2025 (arXiv:2510.21431).
+
 A :class:`DistributionOracle` is an :class:`~cmab_milp.oracles.core.base.Oracle`:
 it keeps the same :class:`~cmab_milp.oracles.core.base.Ledger`, honours the same
 ``include`` / ``exclude`` / ``forbid_pairs`` restrictions, answers batches

@@ -1,5 +1,8 @@
 """Monotone reward functions ``r(a, y)`` and their exact expectations under independent arms.
 
+Algorithm, theorem, lemma and equation numbers are those of Kim, Vojnović and Oh,
+*Oracle-Efficient Combinatorial Semi-Bandits*, NeurIPS 2025 (arXiv:2510.21431).
+
 A reward maps an action ``a`` (bool, shape ``(d,)``) and outcomes ``y`` (shape
 ``(n, d)``, values in ``[0, 1]``) to ``n`` rewards. Expectations are taken
 under a *product* of per-arm distributions given as a probability matrix
@@ -372,8 +375,7 @@ class CallableReward(Reward):
         Assumption 2's constant ``C`` (``|f(a, y) - f(a, y')| <= C sum_{i in a} |y_i - y'_i|``):
         Algorithm 8 then uses ``s = ceil(C sqrt(m T))`` intervals instead of the guess ``C = 1``.
         The policies check it on random outcome pairs (:func:`check_lipschitz`).
-
-    Both constants must be finite numbers > 0 (or ``None``).
+        Both constants must be finite numbers > 0 (or ``None``).
 
     >>> r = CallableReward(lambda a, y: y[:, a].min(axis=1), name="min", bound=1.0, lipschitz=1.0)
     >>> r.realised(np.array([True, True]), np.array([[0.2, 0.7]])).tolist()

@@ -1,5 +1,8 @@
 """Unknown horizons (``T=None``): an anytime epoch threshold and a squaring schedule of horizon guesses.
 
+Algorithm, theorem, lemma and equation numbers are those of Kim, Vojnović and Oh,
+*Oracle-Efficient Combinatorial Semi-Bandits*, NeurIPS 2025 (arXiv:2510.21431).
+
 Every policy accepts ``T=None``. The every-round baselines (CUCB, OLS-UCB-C,
 SDCB) and AROQ-C's pair epochs never needed ``T`` (their radii use ``log t``,
 AROQ-C's epochs double); the rest is handled in two ways.

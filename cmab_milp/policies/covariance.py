@@ -1,5 +1,8 @@
 """The covariance-adaptive family: OLS-UCB-C, AROQ-C (Algorithm 3) and SROQ-C (Algorithm 4).
 
+Algorithm, theorem, lemma and equation numbers are those of Kim, Vojnović and Oh,
+*Oracle-Efficient Combinatorial Semi-Bandits*, NeurIPS 2025 (arXiv:2510.21431).
+
 All three share :class:`~cmab_milp.policies.cov_index.CovarianceIndex`, the
 norm index of eqs. (3)-(4) (its radii ``f_t`` and ``h_t`` are documented there).
 
@@ -121,6 +124,17 @@ class OLSUCBC(_CovarianceFamily, EveryRound):
     (:mod:`~cmab_milp.oracles.norm.carry`); ``None``: every round solved at ``norm_gap``. An exact
     oracle answers every round exactly whatever ``reuse`` is.
 
+    References
+    ----------
+    Julien Zhou, Pierre Gaillard, Thibaud Rahier, Houssam Zenati, Julyan Arbel. *Towards
+    efficient and optimal covariance-adaptive algorithms for combinatorial semi-bandits*.
+    NeurIPS 2024 (OLS-UCB-C).
+
+    Jung-hun Kim, Milan Vojnović, Min-hwan Oh. *Oracle-Efficient Combinatorial Semi-Bandits*.
+    NeurIPS 2025, arXiv:2510.21431: eq. (3), the baseline of Section 4 and Figure 3.
+
+    Examples
+    --------
     >>> import cmab_milp as cm
     >>> OLSUCBC(cm.Cardinality(3, 1), 10, oracle="enumerate").params
     {'C': 1.5, 'f_scale': 1.0, 'h_scale': 1.0, 'reuse': 0.5}
@@ -176,10 +190,20 @@ class AROQCov(_CovarianceFamily, AdaptiveEpochs):
         in 78 s instead of 268 s (33 solves for 3,877 updates), regret 48,795 instead of 46,294 (a carried
         answer is proven within 5% like a solved one, but it is an older action).
 
+    Notes
+    -----
     Attributes after a run: ``epochs`` (``tau_ij``, Lemma 5 bounds each by
     ``log2(T m) + 2``), ``updates`` (oracle consultations after the warm-up),
     ``warmup_rounds``, ``warmup_queries``.
 
+    References
+    ----------
+    Jung-hun Kim, Milan Vojnović, Min-hwan Oh. *Oracle-Efficient Combinatorial Semi-Bandits*.
+    NeurIPS 2025, arXiv:2510.21431: Algorithm 3 (Section 4.1, Theorem 3; Lemma 5
+    bounds the queries).
+
+    Examples
+    --------
     >>> import math
     >>> import cmab_milp as cm
     >>> policy = AROQCov(cm.Cardinality(4, 2), 10**5, oracle="enumerate")
@@ -263,11 +287,20 @@ class SROQCov(_CovarianceFamily, ScheduledElimination):
         oracle's tolerance), far fewer queries on large spaces, one more
         adaptivity round per epoch. Default ``False`` (the paper's count).
 
+    Notes
+    -----
     Attributes after a run: ``grid``, ``active`` (surviving arms),
     ``active_pairs``, ``forbidden`` (eliminated pairs of surviving arms) and
     ``history`` (per epoch: start, survivors, surviving pairs, phase lengths;
     with ``prune``: pair queries asked and skipped).
 
+    References
+    ----------
+    Jung-hun Kim, Milan Vojnović, Min-hwan Oh. *Oracle-Efficient Combinatorial Semi-Bandits*.
+    NeurIPS 2025, arXiv:2510.21431: Algorithm 4 (Section 4.2, Theorem 4).
+
+    Examples
+    --------
     >>> import cmab_milp as cm
     >>> SROQCov(cm.Cardinality(4, 2), 1000, oracle="enumerate").grid.tolist()  # warm-up: rounds 1-10
     [11, 39, 248, 626]

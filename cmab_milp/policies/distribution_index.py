@@ -1,5 +1,8 @@
 """The general-reward family's index: per-arm outcome histograms, optimistic / pessimistic expected rewards.
 
+Algorithm, theorem, lemma and equation numbers are those of Kim, Vojnović and Oh,
+*Oracle-Efficient Combinatorial Semi-Bandits*, NeurIPS 2025 (arXiv:2510.21431).
+
 Its three layouts (given support, Algorithm 8's intervals, a learned support) are described in
 :mod:`cmab_milp.policies.general`, which builds it.
 """

@@ -1,5 +1,8 @@
 """The general-reward family: SDCB, AROQ-GR (Algorithm 6) and SROQ-GR (Algorithm 7).
 
+Algorithm, theorem, lemma and equation numbers are those of Kim, Vojnović and Oh,
+*Oracle-Efficient Combinatorial Semi-Bandits*, NeurIPS 2025 (arXiv:2510.21431).
+
 All three share :class:`DistributionIndex`: per arm, the empirical distribution
 of its outcomes on an outcome grid; the UCB of an action is its expected reward
 under the product of *optimistic* distributions (empirical CDF lowered by
@@ -357,6 +360,16 @@ class SDCB(_GeneralReward, EveryRound):
     Parameters: see the module docstring (``reward``, ``support``, ``discretise``, ``method``, ``C``,
     ``upper``, ``pessimistic``, ``oracle``).
 
+    References
+    ----------
+    Wei Chen, Wei Hu, Fu Li, Jian Li, Yu Liu, Pinyan Lu. *Combinatorial multi-armed bandit with
+    general reward functions*. NeurIPS 2016 (SDCB).
+
+    Jung-hun Kim, Milan Vojnović, Min-hwan Oh. *Oracle-Efficient Combinatorial Semi-Bandits*.
+    NeurIPS 2025, arXiv:2510.21431: the baseline of Section 5 and Figure 4.
+
+    Examples
+    --------
     >>> import cmab_milp as cm
     >>> SDCB(cm.Cardinality(3, 1), 10, oracle="enumerate", support=[0.0, 1.0]).oracle.name
     'distribution:enumerate'
@@ -371,6 +384,14 @@ class AROQGR(_GeneralReward, AdaptiveEpochs):
     ``alpha < 1`` with an approximate oracle (``oracle="greedy"``) is Algorithm 5's
     form; ``alpha=None`` (default) takes the oracle's own factor (1 when exact).
 
+    References
+    ----------
+    Jung-hun Kim, Milan Vojnović, Min-hwan Oh. *Oracle-Efficient Combinatorial Semi-Bandits*.
+    NeurIPS 2025, arXiv:2510.21431: Algorithm 6 (Section 5, Appendix A.7.1, Theorem 5),
+    Algorithm 8 (Appendix A.10) for continuous outcomes.
+
+    Examples
+    --------
     >>> import cmab_milp as cm
     >>> AROQGR(cm.Cardinality(4, 2), 100, oracle="greedy", reward="max", support=[0.5, 1.0]).alpha
     0.6321205588285577
@@ -393,6 +414,13 @@ class SROQGR(_GeneralReward, ScheduledElimination):
     representatives (``include=[i]``) and the max-LCB query run in one batch.
     The LCB is the only use of ``pessimistic`` in the family.
 
+    References
+    ----------
+    Jung-hun Kim, Milan Vojnović, Min-hwan Oh. *Oracle-Efficient Combinatorial Semi-Bandits*.
+    NeurIPS 2025, arXiv:2510.21431: Algorithm 7 (Section 5, Appendix A.7.2, Theorem 6).
+
+    Examples
+    --------
     >>> import cmab_milp as cm
     >>> len(SROQGR(cm.Cardinality(3, 1), 10**5, oracle="enumerate", support=[0.0, 1.0]).grid)
     5

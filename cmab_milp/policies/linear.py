@@ -1,5 +1,8 @@
 """The worst-case linear family: CUCB, AROQ (Algorithms 1 and 5) and SROQ (Algorithm 2).
 
+Algorithm, theorem, lemma and equation numbers are those of Kim, Vojnović and Oh,
+*Oracle-Efficient Combinatorial Semi-Bandits*, NeurIPS 2025 (arXiv:2510.21431).
+
 All three share :class:`LinearIndex`, the UCB/LCB of eqs. (1)-(2) with the
 empirical *mean* ``mu_hat_i = sum of outcomes / n_i``:
 ``mu_hat_i +- sqrt(C log t / n_i)`` per arm, summed over the arms of an action,
@@ -105,8 +108,29 @@ class LinearIndex(Index):
 class CUCB(EveryRound):
     """CUCB: the UCB argmax of eq. (1) at every round (the baseline, ``T`` oracle queries).
 
-    Parameters: ``space``, ``T``, ``oracle``, ``C`` (module docstring).
+    Parameters
+    ----------
+    space : ActionSpace
+    T : int or None
+        The horizon (``None``: unknown; the radius uses ``log t`` either way).
+    oracle : str or Oracle
+        A backend name for :func:`~cmab_milp.make_oracle`, or an oracle (default ``"highs"``).
+    C : float > 0
+        The exploration constant of the radius ``sqrt(C log t / n_i)`` (default 1.5).
 
+    References
+    ----------
+    Wei Chen, Yajun Wang, Yang Yuan. *Combinatorial multi-armed bandit: general framework and
+    applications*. ICML 2013 (CUCB).
+
+    Branislav Kveton, Zheng Wen, Azin Ashkan, Csaba Szepesvári. *Tight regret bounds for
+    stochastic combinatorial semi-bandits*. AISTATS 2015.
+
+    Jung-hun Kim, Milan Vojnović, Min-hwan Oh. *Oracle-Efficient Combinatorial Semi-Bandits*.
+    NeurIPS 2025, arXiv:2510.21431: eq. (1), the baseline of Table 1 and Figure 2.
+
+    Examples
+    --------
     >>> import cmab_milp as cm
     >>> CUCB(cm.Cardinality(3, 1), 10, oracle="enumerate", C=2.0).params
     {'C': 2.0}
@@ -132,7 +156,8 @@ class AROQ(AdaptiveEpochs):
     Parameters
     ----------
     space, T, oracle, C
-        See the module docstring.
+        As for :class:`CUCB`: the space, the horizon (``None``: unknown), the backend and the
+        exploration constant (default 1.5).
     alpha : float in (0, 1], ``"proven"`` or None
         Approximation factor of ``oracle`` (default 1: exact). ``"proven"``
         (or ``None``): the ratio the oracle proves, read as its
@@ -140,9 +165,19 @@ class AROQ(AdaptiveEpochs):
         1.0 for an exact oracle). Algorithm 5 needs no factor up front, so the
         measured one is used: after a run it covers every answer of the run.
 
+    Notes
+    -----
     With ``T=None`` the epoch threshold uses ``t ln t`` in place of ``T``
     (:mod:`cmab_milp.policies.anytime`).
 
+    References
+    ----------
+    Jung-hun Kim, Milan Vojnović, Min-hwan Oh. *Oracle-Efficient Combinatorial Semi-Bandits*.
+    NeurIPS 2025, arXiv:2510.21431: Algorithm 1 (Section 3.1, Theorem 1; Lemma 1 bounds
+    the queries), Algorithm 5 (Appendix A.3, Theorem 7).
+
+    Examples
+    --------
     >>> import cmab_milp as cm
     >>> AROQ(cm.Cardinality(3, 1), 10, oracle="enumerate", alpha=0.5).alpha
     0.5
@@ -185,15 +220,25 @@ class SROQ(ScheduledElimination):
     Parameters
     ----------
     space, T, oracle, C
-        See the module docstring (the radius uses ``log T``).
+        As for :class:`CUCB` (the radius uses ``log T``).
     M : int >= 1, optional
         Number of epochs (default ``max(2, ceil(log2(log2(T))))``; with
         ``T=None``, per phase, of the phase's horizon guess).
 
+    Notes
+    -----
     With ``T=None`` the run is a sequence of phases, one per horizon guess
     ``256, 4096, 262144, ...`` (:mod:`cmab_milp.policies.anytime`), each a fresh
     grid and elimination that keeps the statistics.
 
+    References
+    ----------
+    Jung-hun Kim, Milan Vojnović, Min-hwan Oh. *Oracle-Efficient Combinatorial Semi-Bandits*.
+    NeurIPS 2025, arXiv:2510.21431: Algorithm 2 (Section 3.2, Theorem 2; Appendix A.1
+    for the parallel queries of an epoch).
+
+    Examples
+    --------
     >>> import cmab_milp as cm
     >>> SROQ(cm.Cardinality(3, 1), 10**5, oracle="enumerate").grid.tolist()
     [1, 380, 7422, 32802, 68959]

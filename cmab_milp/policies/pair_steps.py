@@ -1,5 +1,8 @@
 """The pair-unit steps of the scheduled elimination (Algorithm 4, SROQ-C).
 
+Algorithm, theorem, lemma and equation numbers are those of Kim, Vojnović and Oh,
+*Oracle-Efficient Combinatorial Semi-Bandits*, NeurIPS 2025 (arXiv:2510.21431).
+
 :class:`PairSteps` is a mixin of
 :class:`~cmab_milp.policies.schedules.ScheduledElimination`: with pair units,
 step 3 of an epoch keeps the pairs of surviving arms whose representative's UCB
@@ -24,7 +27,7 @@ class PairSteps:
     ) -> tuple[dict[tuple[int, int], np.ndarray | None], list[tuple[int, int]]]:
         """Which pair representatives ``prune`` knows without asking, and which it asks.
 
-        For each pair of :attr:`active_pairs` whose arms both survived this
+        For each pair of ``active_pairs`` whose arms both survived this
         epoch's arm elimination (step 3 looks at no other pair), the answer is
         known when
 
@@ -39,7 +42,7 @@ class PairSteps:
           does (answer ``None``).
 
         Returns the known answers by pair and the pairs to ask, in
-        :attr:`active_pairs` order.
+        ``active_pairs`` order.
         """
         together = None if self.cover is None else (self.cover.T.astype(np.int64) @ self.cover) > 0
         covering = not self._unseen(eliminated).any()
@@ -65,7 +68,7 @@ class PairSteps:
         forbid: tuple[tuple[int, int], ...],
         arm_reps: dict[int, np.ndarray | None],
     ) -> tuple[list[np.ndarray | None], int, int]:
-        """Pair representatives aligned with :attr:`active_pairs` (``None`` where unused), asked in one batch."""
+        """Pair representatives aligned with ``active_pairs`` (``None`` where unused), asked in one batch."""
         known, ask = self.pair_plan(eliminated, arm_reps)
         skipped = len(known)
         if ask:

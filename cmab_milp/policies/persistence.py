@@ -378,13 +378,26 @@ def load_policy(path: str | os.PathLike, *, oracle: str | Oracle | None = None, 
         take; checked from the archive's directory and the arrays' headers before
         anything is decompressed (default :data:`~.saved_files.MAX_BYTES`, 2 GiB).
 
+    Returns
+    -------
+    Policy
+        The saved learner, continuing exactly as the original would.
+
+    Raises
+    ------
+    ValueError
+        One line naming the field, for a file of another format or version, or a damaged one.
+
+    Notes
+    -----
     The file is checked before it is read (a regular file; known members only;
     sizes as declared; :mod:`.saved_files`), and the state after it is decoded,
     with the rules the constructor, ``select`` and ``observe`` keep
     (:mod:`.state_checks`): a file that loads holds a learner the library could
-    have written. Raises ``ValueError``, one line naming the field, for a file of
-    another format or version, or a damaged one.
+    have written.
 
+    Examples
+    --------
     >>> import os, tempfile
     >>> import cmab_milp as cm
     >>> path = os.path.join(tempfile.mkdtemp(), "cucb.npz")

@@ -1,5 +1,8 @@
 """The policy protocol: :class:`Policy` (plan / update, select / observe, save) and :class:`Stretch`.
 
+Algorithm, theorem, lemma and equation numbers are those of Kim, Vojnović and Oh,
+*Oracle-Efficient Combinatorial Semi-Bandits*, NeurIPS 2025 (arXiv:2510.21431).
+
 Bulk play
 ---------
 :meth:`Policy.plan` returns a :class:`Stretch`: a cycle of actions and a number
@@ -290,12 +293,14 @@ class Policy(ABC):
             ``{arm: outcome}`` over exactly the played arms (an arm is its index,
             or its label in ``space.arms``, e.g. an edge ``(u, v)``).
 
-        Raises ``ValueError`` (and changes nothing) for an action not outstanding,
-        a missing or non-finite outcome of a played arm, an outcome of magnitude
-        above :data:`MAX_OUTCOME` (``1e100``: refused, so that every statistic --
-        sums, sums of squares and products over up to ``2**53`` rounds -- stays
-        finite), or an outcome the policy's model excludes (e.g. off a
-        general-reward policy's support).
+        Raises
+        ------
+        ValueError
+            (changing nothing) An action not outstanding, a missing or non-finite outcome of
+            a played arm, an outcome of magnitude above :data:`MAX_OUTCOME` (``1e100``: refused,
+            so that every statistic -- sums, sums of squares and products over up to ``2**53``
+            rounds -- stays finite), or an outcome the policy's model excludes (e.g. off a
+            general-reward policy's support).
         """
         a = as_action(action, self.d)
         key = a.tobytes()

@@ -1,5 +1,8 @@
 """When to ask the oracle: the paper's three schedules, shared by every family.
 
+Algorithm, theorem, lemma and equation numbers are those of Kim, Vojnović and Oh,
+*Oracle-Efficient Combinatorial Semi-Bandits*, NeurIPS 2025 (arXiv:2510.21431).
+
 Each schedule is an :class:`~cmab_milp.policies.base.IndexPolicy` that leaves
 the estimator and its queries to :meth:`make_index`:
 

@@ -1,5 +1,8 @@
 """Warm-up covers: actions that hold every arm or pair, found with few oracle queries.
 
+Algorithm, theorem, lemma and equation numbers are those of Kim, Vojnović and Oh,
+*Oracle-Efficient Combinatorial Semi-Bandits*, NeurIPS 2025 (arXiv:2510.21431).
+
 The covariance-adaptive policies start by playing, for every unit (an arm, or a
 pair ``(i, j)``), some action that holds it (Algorithm 3's and 4's warm-up).
 :func:`unit_cover` asks one query per unit in one batch (one adaptivity round);

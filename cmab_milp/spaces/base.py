@@ -5,7 +5,7 @@ actions are feasible (:meth:`ActionSpace.contains`), can list them
 (:meth:`ActionSpace.enumerate`, capped), and declares a mixed-integer linear
 :class:`~cmab_milp.spaces.formulation.Formulation` that model-based oracles
 compile. Arms are accepted by index or by label (:mod:`.labels`) wherever an
-arm is asked for; side rules (:mod:`.rules`) make new spaces.
+arm is asked for; side rules (:mod:`~cmab_milp.spaces.rules`) make new spaces.
 
 Example
 -------
@@ -80,7 +80,15 @@ def check_arm(i: Any, d: int, what: str = "arm") -> int:
 
 
 class EmptySpaceError(ValueError):
-    """A space (with its side rules) has no action; the message names the rules that empty it."""
+    """A space (with its side rules) has no action; the message names the rules that empty it.
+
+    >>> from cmab_milp import Cardinality
+    >>> try:
+    ...     Cardinality(3, 2).with_conflicts([(0, 1)]).with_at_least(2, [0, 1]).m
+    ... except EmptySpaceError as exc:
+    ...     print(exc)
+    no action satisfies conflicts [(0, 1)] together with at least 2 of [0, 1] in Cardinality(d=3, m=2)
+    """
 
 
 class ActionSpace(ABC):

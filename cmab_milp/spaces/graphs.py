@@ -58,9 +58,18 @@ __all__ = ["GraphicMatroid", "Matchings", "STPaths", "SpanningTrees"]
 class GraphicMatroid(_GraphSpace):
     """Forests (acyclic edge sets) of an undirected graph.
 
-    ``flow=True`` adds single-commodity flow rows on extra columns (every integer point is then a forest
-    without lazy cuts); off by default (slower where measured: docs/performance.md, "Graphs").
+    Parameters
+    ----------
+    graph : networkx.Graph
+        Arm ``k`` is ``list(graph.edges())[k]``; edges are also accepted by their ``(u, v)`` label.
+    flow : bool
+        Adds single-commodity flow rows on extra columns (every integer point is then a forest
+        without lazy cuts); off by default (slower where measured: docs/performance.md, "Graphs").
+    labels : iterable of hashables, optional
+        Names replacing the edge labels.
 
+    Examples
+    --------
     >>> import networkx as nx
     >>> GraphicMatroid(nx.complete_graph(3)).m
     2
@@ -173,6 +182,17 @@ class SpanningTrees(_GraphSpace):
 class Matchings(_GraphSpace):
     """Matchings of an undirected graph (perfect matchings if ``perfect``).
 
+    Parameters
+    ----------
+    graph : networkx.Graph
+        Undirected, bipartite or general; arm ``k`` is ``list(graph.edges())[k]``.
+    perfect : bool
+        Only perfect matchings (``ValueError`` if the graph has none).
+    labels : iterable of hashables, optional
+        Names replacing the edge labels.
+
+    Examples
+    --------
     >>> import networkx as nx
     >>> len(Matchings(nx.complete_graph(4), perfect=True).enumerate())
     3

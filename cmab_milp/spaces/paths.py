@@ -59,6 +59,19 @@ __all__ = ["STPaths"]
 class STPaths(_GraphSpace):
     """Simple paths from ``source`` to ``target`` (directed if the graph is).
 
+    Parameters
+    ----------
+    graph : networkx.Graph or networkx.DiGraph
+        Cycles allowed (simple paths are enforced by lazily separated cuts); arm ``k`` is
+        ``list(graph.edges())[k]``.
+    source, target : node labels
+        Nodes of ``graph`` (``ValueError`` naming the close ones otherwise).
+    labels : iterable of hashables, optional
+        Names replacing the edge labels. The formulation options (``oriented``, ``flow``,
+        ``cuts_min_edges``, ``cuts_min_arcs``) change the model, never the actions.
+
+    Examples
+    --------
     >>> import networkx as nx
     >>> g = nx.DiGraph([(0, 1), (1, 2), (0, 2), (2, 0)])
     >>> sorted(STPaths(g, 0, 2).enumerate().astype(int).tolist())

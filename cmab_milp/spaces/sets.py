@@ -39,6 +39,22 @@ def _subsets(arms: Sequence[int], sizes: Sequence[int]) -> Iterator[tuple[int, .
 class Cardinality(ActionSpace):
     """Subsets of at most ``m`` of ``d`` arms (exactly ``m`` if ``exact``).
 
+    Parameters
+    ----------
+    d, m : int
+        Arms ``0..d-1``; at most (or exactly) ``m <= d`` of them per action.
+    exact : bool
+        Exactly ``m`` arms (default: at most ``m``).
+    labels : iterable of hashables, optional
+        A name per arm, accepted wherever an arm index is (``include``, rules, ``observe``).
+
+    Raises
+    ------
+    ValueError
+        ``d`` or ``m`` not a positive integer, or ``m > d``.
+
+    Examples
+    --------
     >>> import numpy as np
     >>> Cardinality(3, 2).contains(np.array([1, 1, 1], bool))
     False
@@ -84,8 +100,22 @@ class Cardinality(ActionSpace):
 class PartitionMatroid(ActionSpace):
     """At most ``capacities[k]`` arms from block ``k``; the blocks partition ``range(d)``.
 
-    With ``labels``, blocks may name arms by label.
+    Parameters
+    ----------
+    blocks : sequence of sequences of arms
+        A partition of ``range(d)`` (with ``labels``, blocks may name arms by label).
+    capacities : sequence of int
+        ``capacities[k]``: the most arms an action takes from block ``k``.
+    labels : iterable of hashables, optional
+        A name per arm.
 
+    Raises
+    ------
+    ValueError
+        Blocks that do not partition ``range(d)``, or one capacity per block missing.
+
+    Examples
+    --------
     >>> PartitionMatroid([[0, 1], [2]], [1, 1]).m
     2
     >>> PartitionMatroid([["ann", "bob"], ["cy"]], [1, 1], labels=["ann", "bob", "cy"]).blocks
@@ -172,6 +202,20 @@ class PartitionMatroid(ActionSpace):
 class ExplicitActions(ActionSpace):
     """Exactly the rows of a 2-D 0/1 array (duplicate rows are kept once).
 
+    Parameters
+    ----------
+    actions : 2-D array of 0/1 (or bool), shape (n, d)
+        The feasible actions, one per row.
+    labels : iterable of hashables, optional
+        A name per arm.
+
+    Raises
+    ------
+    ValueError
+        An empty array, not 2-D, or entries other than 0 and 1.
+
+    Examples
+    --------
     >>> space = ExplicitActions([[1, 0, 1], [0, 1, 0]])
     >>> space.d, space.m
     (3, 2)

@@ -13,7 +13,7 @@ fixed to 1 (the return; a separate node, so a graph arc ``t -> s`` is not
 confused with it), and every arc into ``s`` or out of ``t`` fixed to 0 (a
 simple s-t path uses none). The space's side rows (``with_constraint``,
 ``with_budget``, ...) are added over the arm literals; rows with fractional
-coefficients are relaxed as in :mod:`.ortools_backend`, which also scales the
+coefficients are relaxed as in :mod:`~cmab_milp.oracles.backends.ortools`, which also scales the
 weights to integers and states the rounding certificate.
 
 Example

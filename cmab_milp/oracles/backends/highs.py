@@ -30,7 +30,7 @@ HiGHS adapter): the solution must be integral, obey the restrictions, and its
 value recomputed in numpy must match the solver's bound within the contract's
 tolerance. Otherwise :class:`~cmab_milp.oracles.core.base.OracleError`. With
 ``gap=`` (the certified approximate mode) an answer the bound does not prove
-optimal is returned with its proven ratio (:attr:`~.base.Oracle.proven_ratio`).
+optimal is returned with its proven ratio (:attr:`~cmab_milp.Oracle.proven_ratio`).
 
 Example
 -------

@@ -58,7 +58,7 @@ class AutoOracle(Oracle):
         Largest action count for which norm queries may be enumerated.
     time_limit:
         Seconds per query, handed to every backend it routes to that takes one
-        (a query past it raises :class:`~cmab_milp.LimitReached`).
+        (a query past it raises :class:`~cmab_milp.oracles.core.base.LimitReached`).
     plan_share:
         Planning (counting the actions for the enumeration's estimate) may cost at
         most this share of the cheapest sure candidate's estimated seconds per linear

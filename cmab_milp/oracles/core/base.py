@@ -59,11 +59,29 @@ __all__ = [
 
 
 class UnsupportedQuery(Exception):
-    """A backend cannot answer this query exactly (e.g. combinatorial + forbid_pairs)."""
+    """A backend cannot answer this query exactly (e.g. combinatorial + forbid_pairs).
+
+    Raised by a specialised backend (``combinatorial``) for a query it declares but cannot answer
+    exactly on this space; ``auto`` then asks the next fitting backend.
+
+    >>> import networkx as nx, cmab_milp as cm
+    >>> oracle = cm.make_oracle(cm.SpanningTrees(nx.cycle_graph(4)), "combinatorial")
+    >>> oracle.argmax([1, 1, 1, 1], forbid_pairs=[(0, 1)])
+    Traceback (most recent call last):
+    cmab_milp.oracles.core.base.UnsupportedQuery: ...
+    """
 
 
 class OracleError(RuntimeError):
-    """The solver failed, hit a limit or returned an answer that does not check out."""
+    """The solver failed, hit a limit or returned an answer that does not check out.
+
+    Every backend returns a proven optimum, a proven ``None``, or raises this error naming the
+    solver status: a stop on a time limit (:class:`LimitReached`) or numerical trouble is never
+    reported as ``None`` nor as a silent suboptimum.
+
+    >>> issubclass(LimitReached, OracleError)
+    True
+    """
 
 
 class LimitReached(OracleError):
@@ -185,8 +203,23 @@ def tolerance(value: float) -> float:
 class Oracle:
     """Exact restricted argmax over the actions of ``space``.
 
+    Built by :func:`~cmab_milp.make_oracle`; every backend answers the same methods:
+    :meth:`argmax` (linear weights), :meth:`argmax_norm` (the covariance-adaptive index) and
+    :meth:`argmax_batch` (independent queries as one adaptivity round), each optimal within
+    ``1e-9 * (1 + |optimum|)``. ``oracle.ledger`` (a :class:`Ledger`) counts the queries, rounds and seconds.
+
     Subclasses implement :meth:`_linear` and, where supported, :meth:`_norm`;
     both receive validated queries and return a bool action or ``None``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import cmab_milp as cm
+    >>> oracle = cm.make_oracle(cm.Cardinality(4, 2), "enumerate")
+    >>> oracle.argmax(np.array([0.3, -1.0, 0.9, 0.1]), exclude=[2]).nonzero()[0].tolist()
+    [0, 3]
+    >>> oracle.ledger.queries, oracle.ledger.rounds
+    (1, 1)
     """
 
     name = "oracle"
@@ -217,7 +250,36 @@ class Oracle:
     def argmax(
         self, weights: Any, include: Arms = (), exclude: Arms = (), forbid_pairs: Pairs = ()
     ) -> np.ndarray | None:
-        """An action maximising ``weights @ a`` under the restrictions, or ``None``."""
+        """An action maximising ``weights @ a`` under the restrictions, or ``None``.
+
+        Parameters
+        ----------
+        weights : array of shape (d,)
+            Finite weights, any sign.
+        include, exclude : sequence of arms
+            Arms every returned action must hold / must not hold (indices or the space's labels).
+        forbid_pairs : sequence of (arm, arm)
+            Pairs never both in the returned action.
+
+        Returns
+        -------
+        ndarray of bool, shape (d,), or None
+            An optimal action within ``1e-9 * (1 + |optimum|)``, or ``None`` when no action of the
+            space satisfies the restrictions.
+
+        Raises
+        ------
+        ValueError, UnsupportedQuery, OracleError
+            Bad weights or an unknown arm; a query a specialised backend cannot answer exactly; a
+            failed or stopped solve.
+
+        Examples
+        --------
+        >>> import cmab_milp as cm
+        >>> oracle = cm.make_oracle(cm.Cardinality(3, 2), "enumerate")
+        >>> oracle.argmax([0.5, 0.2, 0.9], include=[1]).tolist(), oracle.argmax([0.5, 0.2, 0.9]).tolist()
+        ([False, True, True], [True, False, True])
+        """
         return self.answer_timed(self.linear_query(weights, include, exclude, forbid_pairs))
 
     def argmax_norm(
@@ -235,9 +297,46 @@ class Oracle:
     ) -> np.ndarray | None:
         """An action maximising ``mu @ a + sign * f * sqrt(max(a @ M @ a, 0))``, or ``None``.
 
-        ``hints``: optional 0/1 vectors of length ``d`` a backend may start from (see :class:`NormQuery`).
-        ``carry``: an optional :class:`~cmab_milp.oracles.norm.carry.NormCarry` of a sequence of queries
-        (used by the certified approximate mode only).
+        The covariance-adaptive index of Algorithms 3 and 4 of Kim, Vojnović and Oh (2025),
+        :math:`\\langle a, \\hat\\mu\\rangle \\pm f \\sqrt{a^\\top M a}`, answered exactly for both signs and
+        any symmetric ``M`` (the quadratic form may be negative for some actions: it is clipped at 0).
+
+        Parameters
+        ----------
+        mu, M, f : array (d,), symmetric array (d, d), float >= 0
+            The linear part, the matrix and the width factor.
+        sign : {+1, -1}
+            ``+1`` for an upper confidence index, ``-1`` for a lower one.
+        include, exclude, forbid_pairs
+            Restrictions, as for :meth:`argmax`.
+        hints, carry : optional
+            0/1 vectors a backend may start from (:class:`NormQuery`); a
+            :class:`~cmab_milp.oracles.norm.carry.NormCarry` (the certified approximate mode only).
+
+        Returns
+        -------
+        ndarray of bool, shape (d,), or None
+            An optimal action (within the backend's declared norm tolerance), or ``None``.
+
+        Raises
+        ------
+        ValueError, OracleError
+            Bad input (``M`` not symmetric, ``f < 0``, ``sign`` not +1 or -1); a failed or stopped solve.
+
+        References
+        ----------
+        Jung-hun Kim, Milan Vojnović, Min-hwan Oh. *Oracle-Efficient Combinatorial Semi-Bandits*.
+        NeurIPS 2025 (arXiv:2510.21431), Section 4 (the index of Algorithms 3 and 4).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import cmab_milp as cm
+        >>> oracle = cm.make_oracle(cm.Cardinality(3, 2), "enumerate")
+        >>> oracle.argmax_norm([0.5, 0.4, 0.1], np.eye(3), 1.0).tolist()  # 0.9 + sqrt(2) beats 0.5 + 1
+        [True, True, False]
+        >>> oracle.argmax_norm([0.5, 0.4, 0.1], np.eye(3), 1.0, sign=-1).tolist()  # a lower bound: the empty action
+        [False, False, False]
         """
         query = self.norm_query(mu, M, f, sign, include, exclude, forbid_pairs, hints=hints, carry=carry)
         return self.answer_timed(query)
@@ -254,6 +353,17 @@ class Oracle:
 
         Each query is a dict of :meth:`argmax` / :meth:`argmax_norm` keyword
         arguments plus ``kind="linear"`` (default) or ``kind="norm"``.
+
+        The answers come in the order of ``queries``; the ledger counts ``len(queries)`` queries, one round.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import cmab_milp as cm
+        >>> oracle = cm.make_oracle(cm.Cardinality(3, 1), "enumerate")
+        >>> answers = oracle.argmax_batch([{"weights": [1, 2, 3]}, {"weights": [1, 2, 3], "exclude": [2]}])
+        >>> [a.nonzero()[0].tolist() for a in answers], oracle.ledger.queries, oracle.ledger.rounds
+        ([[2], [1]], 2, 1)
         """
         parsed = [self._parse_batch_entry(k, q) for k, q in enumerate(queries)]
         start = time.perf_counter()

@@ -113,6 +113,11 @@ class Capabilities:
         The typed record of its ``tuning=`` option (a class whose ``of(value)`` reads
         ``None``, a record or a mapping of its fields, ``ValueError`` otherwise), e.g.
         :class:`~cmab_milp.oracles.mip.tuning.HighsTuning`; ``None``: no such option.
+
+    Examples
+    --------
+    >>> capabilities("highs").norm, capabilities("ortools").norm, capabilities("ortools").requires
+    (True, False, ('ortools',))
     """
 
     linear: bool = True
@@ -352,7 +357,11 @@ for _name, _target, _description, _caps in _BUILT_IN:
 
 # ------------------------------------------------------------ look-ups
 def available_backends() -> list[str]:
-    """Names of registered backends whose required modules are installed."""
+    """Names of registered backends whose required modules are installed.
+
+    >>> {"highs", "enumerate", "combinatorial", "auto"} <= set(available_backends())
+    True
+    """
     return [name for name, b in BACKENDS.items() if b.available()]
 
 
@@ -423,13 +432,33 @@ def _check_approximate(name: str, solver: str | None, caps: Capabilities, gap: A
 def make_oracle(space: ActionSpace, backend: str | Oracle = "highs", **options: Any) -> Oracle:
     """Build an oracle for ``space``, refusing an unfit backend before any work.
 
-    ``backend`` is a registered name, ``"name:SOLVER"`` for backends that take a
-    solver (``"pulp:PULP_CBC_CMD"``), or an existing :class:`Oracle` (returned
-    as is after checking it answers for this space). Unknown names or options,
-    missing modules and spaces the backend does not accept raise ``ValueError``.
-    ``workers=n`` (every backend) sets the threads of ``argmax_batch``.
+    Parameters
+    ----------
+    space : ActionSpace
+    backend : str or Oracle
+        A registered name (:func:`available_backends`), ``"name:SOLVER"`` for backends that take
+        a solver (``"pulp:PULP_CBC_CMD"``), or an existing :class:`Oracle` (returned as is after
+        checking it answers for this space).
+    **options
+        The backend's options (its :class:`Capabilities`): ``gap=``, ``norm_gap=``,
+        ``time_limit=`` where declared; ``workers=n`` (every backend) sets the threads of
+        ``argmax_batch``.
 
+    Returns
+    -------
+    Oracle
+
+    Raises
+    ------
+    ValueError
+        An unknown name or option, a missing module, or a space the backend does not accept.
+
+    Examples
+    --------
+    >>> import numpy as np
     >>> import cmab_milp as cm
+    >>> make_oracle(cm.Cardinality(4, 2), "highs").argmax(np.array([0.1, 0.5, 0.2, 0.9])).nonzero()[0].tolist()
+    [1, 3]
     >>> try:
     ...     make_oracle(cm.Cardinality(4, 2).with_constraint([1, 1, 1, 1], "<=", 1), "combinatorial")
     ... except ValueError as exc:

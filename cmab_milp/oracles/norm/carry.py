@@ -142,6 +142,10 @@ class NormCarry(Carry):
     ``reuse`` (in ``[0, 1)``): the share of the oracle's ``norm_gap`` left for the
     drift; each solve aims at ``(1 - reuse) * norm_gap``. ``solved`` and ``reused``
     count the queries of each kind.
+
+    >>> carry = NormCarry(reuse=0.25)
+    >>> carry.reuse, carry.solved, carry.reused
+    (0.25, 0, 0)
     """
 
     def __init__(self, reuse: float = 0.5):
