@@ -105,7 +105,8 @@ Schema (every key not listed is refused)::
     [[policies]]                   # one table per compared policy
     name = "AROQ"                  # label in plots and results (letters, digits, _ . + -)
     kind = "AROQ"                  # any class of cmab_milp.policies, or a registered kind
-    oracle = "highs"               # oracle backend (default "highs"): see cm.available_backends()
+    oracle = "highs"               # oracle backend (default: the kind's own Python default, "highs" for
+                                   #   the paper's nine, "auto" for CTS, ESCB, AROQESCB): cm.available_backends()
     gap = 0.01                     # optional: the certified approximate mode, make_oracle(..., gap=0.01)
                                    #   (a backend that takes it; the run reports alpha-regret with the
                                    #   ratio the oracle proved); norm_gap = 0.01: the same for norm
