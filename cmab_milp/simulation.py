@@ -67,6 +67,24 @@ class SimulationResult:
     alpha_regret: np.ndarray | None = None
     info: dict[str, Any] = field(default_factory=dict)
 
+    def plot(
+        self, panels: Sequence[str] = ("regret", "queries", "rounds", "runtime"), title: str = "", path: Any = None
+    ):
+        """This run's curves in the CLI's figure style: a matplotlib ``Figure`` (saved to ``path`` if given).
+
+        Several runs (seeds, policies) in one figure: :func:`cmab_milp.plot_results`. ``panels`` are
+        names of :data:`cmab_milp.figures.PANELS`.
+
+        >>> import cmab_milp as cm
+        >>> env = cm.BernoulliArms([0.1, 0.3, 0.6, 0.8], seed=0)
+        >>> result = cm.simulate(cm.CUCB(cm.Cardinality(4, 2), 200, oracle="enumerate"), env, 200)
+        >>> [ax.get_title() for ax in result.plot(["regret"]).axes]
+        ['(a) regret']
+        """
+        from .figures import plot_results
+
+        return plot_results([self], panels, title, path)
+
     def __repr__(self) -> str:
         """A one-line summary (the curves are in the fields: ``result.regret`` ...).
 
