@@ -193,7 +193,7 @@ def _validate(args: argparse.Namespace) -> int:
             sys.stderr.write(f"warning: {warning}\n")
         print(
             f"{path}: ok ({problem.space['kind']} d={space.d}, {problem.environment['kind']}, "
-            f"policies {names}, {problem.horizon_text}, {len(problem.seeds)} seeds)"
+            f"policies {names}, {problem.horizon_text}, {len(problem.seeds)} seed{'s' * (len(problem.seeds) != 1)})"
         )
     return 0
 
