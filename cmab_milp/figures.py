@@ -21,6 +21,8 @@ Example
 
 from __future__ import annotations
 
+import functools
+import io
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -223,10 +225,26 @@ def _legend_handles(curves: Mapping[str, PolicyCurves]) -> tuple[list, list[str]
     return handles, labels
 
 
-def make_figure(curves: Mapping[str, PolicyCurves], panels: Sequence[str], title: str = "") -> Any:
-    """One matplotlib ``Figure`` holding the named panels side by side, with a shared legend."""
+@functools.cache
+def _shown_figure_class() -> type:
+    """A matplotlib ``Figure`` that shows itself in a notebook (its PNG), with no pyplot state needed."""
     from matplotlib.figure import Figure
 
+    class ShownFigure(Figure):
+        def _repr_png_(self) -> bytes:
+            from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+            if not isinstance(self.canvas, FigureCanvasAgg):
+                FigureCanvasAgg(self)
+            buffer = io.BytesIO()
+            self.savefig(buffer, format="png", dpi=100)
+            return buffer.getvalue()
+
+    return ShownFigure
+
+
+def make_figure(curves: Mapping[str, PolicyCurves], panels: Sequence[str], title: str = "") -> Any:
+    """One matplotlib ``Figure`` holding the named panels side by side, with a shared legend."""
     if not curves:
         raise ValueError("no curves to plot")
     unknown = [p for p in panels if p not in PANELS]
@@ -235,7 +253,7 @@ def make_figure(curves: Mapping[str, PolicyCurves], panels: Sequence[str], title
     n = len(panels)
     cols = n if n <= 3 else (n + 1) // 2 if n <= 6 else 4
     rows = -(-n // cols)
-    figure = Figure(figsize=(4.2 * cols, 3.4 * rows + 0.6), layout="constrained")
+    figure = _shown_figure_class()(figsize=(4.2 * cols, 3.4 * rows + 0.6), layout="constrained")
     axes = figure.subplots(rows, cols, squeeze=False).ravel()
     for k, name in enumerate(panels):
         _draw_panel(axes[k], chr(ord("a") + k), PANELS[name], curves)

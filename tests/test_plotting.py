@@ -52,3 +52,9 @@ def test_a_mapping_names_the_curves_and_bad_input_is_refused() -> None:
         cm.plot_results(runs(seeds=(0,), T=300) + runs(seeds=(1,), T=200))
     with pytest.raises(ValueError, match="unknown panels"):
         runs(seeds=(0,))[0].plot(["regrets"])
+
+
+def test_the_figure_shows_itself_in_a_notebook() -> None:
+    """A notebook displays an object through ``_repr_png_``: no pyplot or inline backend needed."""
+    png = runs(seeds=(0,))[0].plot(["regret"])._repr_png_()
+    assert png[:4] == b"\x89PNG" and len(png) > 1000
