@@ -50,14 +50,11 @@ Schema (every key not listed is refused)::
     relabel = false                #   true: nodes renamed 0..n-1 in networkx's node order; default:
                                    #   node labels as given (grid cells stay [i, j])
     directed = false               #   true: a DiGraph, each edge oriented as listed
-    # edges = [[0, 1], [1, 2]]     # ... or an explicit edge list (relabel defaults to false); an edge
-                                   #   may carry attributes: ["A", "B", { km = 10, kind = "fibre" }]
-                                   # arm k is list(graph.edges())[k]: networkx's order, which for
-                                   # undirected graphs follows the nodes (in the order they first
-                                   # appear), not the order written; an undirected edge's label is
-                                   # (u, v) with u the node that appears first, so ["B", "A"] written
-                                   # after ["A", "C"] is the arm ("A", "B"). Name arms by edge instead
-                                   # of by position (below); load_problem(f).build_space().arms lists them
+    # edges = [[0, 1], [1, 2]]     # ... or an explicit edge list (relabel defaults to false); an edge may
+                                   #   carry attributes: ["A", "B", { km = 10 }]. Arm k is list(graph.edges())[k]:
+                                   #   networkx lists edges node by node (first-appearance order), not as written,
+                                   #   and labels an undirected edge (u, v) with u the node seen first (["B", "A"]
+                                   #   after ["A", "C"] is arm ("A", "B")); name arms by edge (below) to not care
     # topohub = "topozoo/Abilene"  # ... or a topology of topohub's catalogue (optional extra "routing";
                                    #   its data ships with the package, nothing is downloaded): nodes keep
                                    #   their names, edges their attributes (see environment.means below);
@@ -80,11 +77,10 @@ Schema (every key not listed is refused)::
     [[space.groups]]               # at least / at most so many arms of a group (with_group)
     arms = ["red", "green"]
     at_least = 1                   #   at_least and/or at_most
-    # TOML table keys are always strings: a table { ... } names arms by string label or by edge
-    # name "u-v" ({ "A-B" = 2 }: the edge between nodes "A" and "B", either way round; "3-7" for
-    # integer nodes). Per-arm numbers (coeffs, costs, means, a diagonal) may also be [u, v, value]
-    # rows, [["A", "B", 2], ["B", "C", 1]], or an edge attribute, { attribute = "km", scale = 0.1 }
-    # (experiments/arm_values.py). For indices use the array forms (arms = [...] with weights / costs).
+    # TOML table keys are strings: a table names arms by label or edge name "u-v" ({ "A-B" = 2 }, either way
+    # round; "3-7" for integer nodes). Per-arm numbers (coeffs, costs, means, a diagonal) may also be
+    # [u, v, value] rows or an edge attribute, { attribute = "km", scale = 0.1 } (experiments/arm_values.py).
+    # For indices use the array forms (arms = [...] with weights / costs).
 
     # kind = "Intersection" takes [[space.parts]] (each a space table) instead (and labels, rules).
 
@@ -105,8 +101,7 @@ Schema (every key not listed is refused)::
     width = 0.5                    # the other keys are the constructor's parameters; any value
                                    # may be a { draw = ... } table (see builders.DRAWS), stored as
                                    # this recipe and drawn again from its seed on every rebuild
-    # cov = { diagonal = 0.0025 }  # a d x d diagonal matrix: a number, d numbers, { label = x },
-                                   #   { "A-B" = x }, [u, v, x] rows or { attribute = "jitter" }
+    # cov = { diagonal = 0.0025 }  # a d x d diagonal matrix: a number, or per arm numbers as for means
                                    #   (its d^2 entries count against the limit of values per draw)
     # cov = { file = "cov.npy" }   # or from a data file beside this one (.npy without pickle, or .csv),
                                    #   factors = ..., shared = [{ arms = [...], variance = v }]; the parts
@@ -115,8 +110,7 @@ Schema (every key not listed is refused)::
     [[policies]]                   # one table per compared policy
     name = "AROQ"                  # label in plots and results (letters, digits, _ . + -)
     kind = "AROQ"                  # any class of cmab_milp.policies, or a registered kind
-    oracle = "highs"               # oracle backend (default: the kind's own Python default, "highs" for
-                                   #   the paper's nine, "auto" for CTS, ESCB, AROQESCB): cm.available_backends()
+    oracle = "highs"               # oracle backend (default: the kind's Python default, "highs" or "auto")
     gap = 0.01                     # optional: the certified approximate mode, make_oracle(..., gap=0.01)
                                    #   (a backend that takes it; the run reports alpha-regret with the
                                    #   ratio the oracle proved); norm_gap = 0.01: the same for norm

@@ -27,7 +27,8 @@ def test_recorded_queries_replay_on_two_backends(tmp_path: Path) -> None:
     problem_file = tmp_path / "p.toml"
     problem_file.write_text(
         '[space]\nkind = "Cardinality"\nd = 5\nm = 2\n[environment]\nkind = "BernoulliArms"\n'
-        'means = [0.1, 0.2, 0.3, 0.4, 0.5]\n[[policies]]\nname = "CUCB"\nkind = "CUCB"\n[run]\nhorizon = 30\nseeds = 1\n'
+        'means = [0.1, 0.2, 0.3, 0.4, 0.5]\n[[policies]]\nname = "CUCB"\nkind = "CUCB"\n'
+        "[run]\nhorizon = 30\nseeds = 1\n"
     )
     space, queries, _facts = experiments.record_queries(experiments.load_problem(problem_file))
     report = experiments.compare_backends(space, queries, ["highs", "enumerate"])
