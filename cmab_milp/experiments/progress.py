@@ -85,10 +85,11 @@ def set_channel(channel: Any) -> None:
 
 def job_reporter(
     label: str, clock: Callable[[], float] = time.monotonic, *, every: float = ProgressOptions.report_seconds
-) -> Callable[[int, int], None] | None:
+) -> Callable[[int, int], None] | bool:
     """A ``progress(t, T)`` callback for :func:`cmab_milp.simulate` that reports ``label``'s steps.
 
-    ``None`` when this process has no channel. The first call, the last step
+    ``False`` (no progress at all: not ``simulate``'s own bar, which would cut through the run's)
+    when this process has no channel. The first call, the last step
     and then at most one call every ``every`` seconds send ``(label, t, T)``.
 
     >>> sent = queue.SimpleQueue()
@@ -102,7 +103,7 @@ def job_reporter(
     """
     channel = _channel
     if channel is None:
-        return None
+        return False
     last = [-float("inf")]
 
     def report(t: int, T: int) -> None:
