@@ -4,7 +4,9 @@ Run: ``.venv/bin/python bench/auto_graphs.py [--quick] [--families SUBSTRING] [-
 
 The families of ``bench/graphs_large.py`` with and without side rows (trees and forests with
 ``forbid_pairs`` or a knapsack row, longest and shortest s-t paths, hop limits, digraphs) and the
-news space (cardinality, a group limit, conflicts). ``--quick`` uses small sizes (3x3 to 5x5 grids),
+news space (cardinality, a group limit, conflicts), and small spaces with rules of every family (the ads and
+routing problems of issue 39; measure these with ``--families small --queries 400``, a CUCB run's count).
+``--quick`` uses small sizes (3x3 to 5x5 grids),
 the default the bench's sizes (20x20 trees, 10x10 and 17x17 path grids, 6x6 digraphs). For each family,
 ``auto`` and every installed exact backend build a fresh oracle and answer the same ``N`` queries (first
 query and model building included: what a user of ``auto`` pays), in interleaved repeats, best of ``R``;
@@ -73,6 +75,51 @@ def conflicting_pairs(space: cm.ActionSpace, rng: np.random.Generator, k: int = 
     return pairs
 
 
+def ads() -> cm.ActionSpace:
+    """12 ads in 4 slots (matchings of K(12, 4)), ads 0 and 1 exclusive, a budget: 7,669 actions (issue 39)."""
+    space = cm.Matchings(nx.complete_bipartite_graph(12, 4))
+    exclusive = [1.0 if ad in (0, 1) else 0.0 for ad, _ in space.arms]
+    price = [1.0 + ad for ad, _ in space.arms]
+    return space.with_constraint(exclusive, "<=", 1).with_budget(price, 23)
+
+
+def routing() -> cm.ActionSpace:
+    """s-t paths of a 20-node, 35-link network, at most 6 hops, link (0, 15) excluded: 13 paths (issue 39)."""
+    space = cm.STPaths(nx.gnm_random_graph(20, 35, seed=25), 0, 19).with_constraint(np.ones(35), "<=", 6)
+    return space.with_constraint({(0, 15): 1.0}, "==", 0)
+
+
+def small_constrained() -> dict[str, Callable[[], cm.ActionSpace]]:
+    """Small spaces with rules, one per family (the same at every size): enumeration should win on each."""
+
+    def uniform(n: int) -> np.ndarray:  # each build draws the same numbers
+        return np.random.default_rng(3).uniform(0.5, 1.5, n)
+
+    return {
+        "small: ads (matchings + conflict row + budget)": ads,
+        "small: routing (paths, hop limit, one link excluded)": routing,
+        "small: spanning trees 3x4 + conflicts + budget": lambda: (
+            cm.SpanningTrees(nx.convert_node_labels_to_integers(nx.grid_2d_graph(3, 4)))
+            .with_conflicts([(0, 1), (4, 9)])
+            .with_budget(uniform(17), 10.0)
+        ),
+        "small: forests of K5 + conflicts": lambda: cm.GraphicMatroid(nx.complete_graph(5)).with_conflicts(
+            [(0, 9), (2, 5)]
+        ),
+        "small: partition matroid + conflicts + budget": lambda: (
+            cm.PartitionMatroid([list(range(k, k + 5)) for k in range(0, 20, 5)], [2, 2, 2, 2])
+            .with_conflicts([(0, 5), (6, 11)])
+            .with_budget(uniform(20), 5.0)
+        ),
+        "small: perfect matchings of K8 + conflicts": lambda: cm.Matchings(
+            nx.complete_graph(8), perfect=True
+        ).with_conflicts([(0, 27)]),
+        "small: cardinality + a side row of mixed signs": lambda: cm.Cardinality(16, 3).with_constraint(
+            np.random.default_rng(3).normal(size=16), "<=", 0.5
+        ),
+    }
+
+
 Family = tuple[Callable[[], cm.ActionSpace], Callable[[cm.ActionSpace, np.random.Generator], dict]]
 
 
@@ -108,6 +155,7 @@ def families(big: bool) -> dict[str, Family]:
         "shortest paths + forbid_pairs + knapsack": (lambda: rcsp(rc, False), shortest),
         "shortest paths, digraph + forbid_pairs + knapsack": (lambda: rcsp(rc, True), shortest),
         "news (cardinality + group + conflicts)": (news, normal),
+        **{name: (build, longest) for name, build in small_constrained().items()},
     }
 
 

@@ -12,7 +12,7 @@ rare-oracle policies (AROQ / SROQ families) and their every-round baselines.
 """
 
 from . import _registrations  # noqa: F401 - the registry lines of the dist_* backends (general rewards)
-from ._lazy import lazy_names
+from ._lazy import lazy_names as _lazy_names
 from .oracles import (
     Ledger,
     Oracle,
@@ -63,10 +63,11 @@ _LAZY = {
     "ReplayResult": "cmab_milp.logged",
     "LoggedEnvironment": "cmab_milp.logged",
     "datasets": "cmab_milp.datasets",
+    "plot_results": "cmab_milp.figures",
 }
 
 
-__getattr__, __dir__ = lazy_names(globals(), __name__, _LAZY)
+__getattr__, __dir__ = _lazy_names(globals(), __name__, _LAZY)
 
 
 __all__ = [

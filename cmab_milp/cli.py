@@ -42,7 +42,6 @@ Example
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import signal
 import sys
@@ -79,55 +78,22 @@ def _error(message: str) -> int:
     return 2
 
 
-def _mean_std(mean: float, std: float) -> str:
-    """``mean ± std`` in one format: both with the decimals that give the mean 4 significant digits.
-
-    >>> _mean_std(3220.4, 391.6), _mean_std(45.8, 3.214), _mean_std(0.24681, 0.0751), _mean_std(0.0, 0.0)
-    ('3,220 ± 392', '45.80 ± 3.21', '0.2468 ± 0.0751', '0 ± 0')
-    """
-    size = abs(mean)
-    decimals = 0 if size >= 1000 or size == 0 else min(6, max(0, 3 - math.floor(math.log10(size))))
-    return f"{mean:,.{decimals}f} ± {std:,.{decimals}f}"
-
-
 def _print_summary(summary: dict[str, Any]) -> None:
-    """The per-policy table of a run; with ``alpha-regret`` and ``alpha`` columns when some policy ran an approximate
-    oracle (Algorithm 5: ``-`` for the exact ones).
+    """The per-policy table of a run, with each row's seed count and what did not run
+    (:func:`cmab_milp.experiments.summary_table.summary_table`).
 
     >>> same = {"mean": 1200, "std": 0}
     >>> exact = dict.fromkeys(("regret", "queries", "rounds", "wall_seconds", "oracle_seconds"), same)
     >>> approximate = {**exact, "alpha_regret": {"mean": 1000, "std": 0}, "alpha": {"mean": 0.95, "std": 0}}
     >>> _print_summary({"policies": {"A": exact, "B": approximate}})
     mean ± standard deviation over seeds
-    policy  regret     queries    rounds     wall s     oracle s   alpha-regret  alpha
-    A       1,200 ± 0  1,200 ± 0  1,200 ± 0  1,200 ± 0  1,200 ± 0  -             -
-    B       1,200 ± 0  1,200 ± 0  1,200 ± 0  1,200 ± 0  1,200 ± 0  1,000 ± 0     0.9500 ± 0.0000
+    policy  n  regret     queries    rounds     wall s     oracle s   alpha-regret  alpha
+    A       ?  1,200 ± 0  1,200 ± 0  1,200 ± 0  1,200 ± 0  1,200 ± 0  -             -
+    B       ?  1,200 ± 0  1,200 ± 0  1,200 ± 0  1,200 ± 0  1,200 ± 0  1,000 ± 0     0.9500 ± 0.0000
     """
-    extra = [m for m in ("alpha_regret", "alpha") if any(m in stats for stats in summary["policies"].values())]
-    rows = [("policy", "regret", "queries", "rounds", "wall s", "oracle s", *(m.replace("_", "-") for m in extra))]
-    notes = []
-    for name, stats in summary["policies"].items():
-        cell = {m: _mean_std(stats[m]["mean"], stats[m]["std"]) for m in stats}
-        rows.append(
-            (
-                name,
-                cell["regret"],
-                cell["queries"],
-                cell["rounds"],
-                cell["wall_seconds"],
-                cell["oracle_seconds"],
-                *(cell.get(m, "-") for m in extra),
-            )
-        )
-        seeds = len(summary.get("policy_info", {}).get(name, {}).get("seeds", []))
-        if seeds > 1 and stats["regret"]["std"] == 0:
-            notes.append(f"note: {name}'s regret is the same on all {seeds} seeds (exactly equal, not rounded)")
-    print("mean ± standard deviation over seeds")
-    widths = [max(len(r[k]) for r in rows) for k in range(len(rows[0]))]
-    for row in rows:
-        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
-    for note in notes:
-        print(note)
+    from .experiments.summary_table import summary_table
+
+    print(summary_table(summary))
 
 
 # ---------------------------------------------------------------- commands
@@ -233,7 +199,7 @@ def _validate(args: argparse.Namespace) -> int:
             sys.stderr.write(f"warning: {warning}\n")
         print(
             f"{path}: ok ({problem.space['kind']} d={space.d}, {problem.environment['kind']}, "
-            f"policies {names}, {problem.horizon_text}, {len(problem.seeds)} seeds)"
+            f"policies {names}, {problem.horizon_text}, {len(problem.seeds)} seed{'s' * (len(problem.seeds) != 1)})"
         )
     return 0
 

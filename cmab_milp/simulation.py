@@ -21,6 +21,7 @@ Example
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -73,6 +74,24 @@ class SimulationResult:
     alpha: float = 1.0
     alpha_regret: np.ndarray | None = None
     info: dict[str, Any] = field(default_factory=dict)
+
+    def plot(
+        self, panels: Sequence[str] = ("regret", "queries", "rounds", "runtime"), title: str = "", path: Any = None
+    ):
+        """This run's curves in the CLI's figure style: a matplotlib ``Figure`` (saved to ``path`` if given).
+
+        Several runs (seeds, policies) in one figure: :func:`cmab_milp.plot_results`. ``panels`` are
+        names of :data:`cmab_milp.figures.PANELS`.
+
+        >>> import cmab_milp as cm
+        >>> env = cm.BernoulliArms([0.1, 0.3, 0.6, 0.8], seed=0)
+        >>> result = cm.simulate(cm.CUCB(cm.Cardinality(4, 2), 200, oracle="enumerate"), env, 200)
+        >>> [ax.get_title() for ax in result.plot(["regret"]).axes]
+        ['(a) regret']
+        """
+        from .figures import plot_results
+
+        return plot_results([self], panels, title, path)
 
     def __repr__(self) -> str:
         """A one-line summary (the curves are in the fields: ``result.regret`` ...).
@@ -142,6 +161,24 @@ def run_alpha(policy: Policy) -> tuple[float, bool]:
     return (declared if declared < 1.0 else proven), approximate
 
 
+#: Seconds a run lasts on a terminal before ``simulate``'s default progress bar appears.
+PROGRESS_DELAY = 2.0
+
+
+def _is_delay(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and np.isfinite(value) and value >= 0
+
+
+def default_progress(stream: Any) -> float | None:
+    """What ``simulate(progress=None)`` shows on ``stream``: a bar after :data:`PROGRESS_DELAY` s on a terminal.
+
+    >>> import io
+    >>> default_progress(io.StringIO()) is None
+    True
+    """
+    return PROGRESS_DELAY if bool(getattr(stream, "isatty", lambda: False)()) else None
+
+
 def simulate(
     policy: Policy,
     env: Environment,
@@ -152,7 +189,7 @@ def simulate(
     bulk: bool = True,
     exact_stats: bool = False,
     optimum: tuple[np.ndarray, float] | None = None,
-    progress: Callable[[int, int], None] | bool | None = None,
+    progress: Callable[[int, int], None] | bool | float | None = None,
     trace: bool = False,
 ) -> SimulationResult:
     """Play ``T`` time steps of ``policy`` against ``env``; return a :class:`SimulationResult`.
@@ -178,9 +215,12 @@ def simulate(
     optimum : (action, value), optional
         The optimal action and its expected reward, if already known
         (default: ``env.optimal(policy.space)``).
-    progress : callable or bool, optional
-        ``True``: a ``tqdm`` bar of the time steps played on stderr (as ``cmab-milp run`` shows);
-        a callable is called as ``progress(t, T)`` after each stretch.
+    progress : callable, bool or float, optional
+        ``None`` (default): on a terminal, a ``tqdm`` bar of the time steps played on stderr once the
+        run has lasted :data:`PROGRESS_DELAY` seconds (2 s; a short run prints nothing; a notebook or a
+        log file gets no bar: pass ``True``). ``True``: the bar from the start; a number ``s``: the bar
+        once the run has lasted ``s`` seconds; ``False``: none; a callable is called as
+        ``progress(t, T)`` after each stretch.
     trace : bool
         Keep every stretch played as ``result.info["trace"]``: a list of
         ``(first_step, steps, actions)`` (for tests and inspection; memory
@@ -222,8 +262,12 @@ def simulate(
     T = int(T)
     if policy.T is not None and T > policy.T:
         raise ValueError(f"T={T} exceeds the horizon the policy was built for ({policy.T})")
-    if not (progress is None or isinstance(progress, bool) or callable(progress)):
-        raise ValueError(f"progress must be True, False, None or a callable progress(t, T), got {progress!r}")
+    if not (progress is None or isinstance(progress, bool) or callable(progress) or _is_delay(progress)):
+        raise ValueError(
+            f"progress must be True, False, None, seconds >= 0 or a callable progress(t, T), got {progress!r}"
+        )
+    if progress is None:
+        progress = default_progress(sys.stderr)
     if isinstance(record, (int, np.integer)):
         points = record_points(T, int(record))
     else:
@@ -233,10 +277,12 @@ def simulate(
         points = np.union1d(points, [T])
 
     best_value = float(optimum[1]) if optimum is not None else env.optimal(policy.space)[1]
-    if progress is True:
+    if progress is True or _is_delay(progress):
         from tqdm import tqdm
 
-        with tqdm(total=T, unit="step", desc=policy.name, dynamic_ncols=True, unit_scale=True) as bar:
+        delay = 0.0 if progress is True else float(progress)
+        bar_options = {"unit": "step", "desc": policy.name, "dynamic_ncols": True, "unit_scale": True}
+        with tqdm(total=T, file=sys.stderr, delay=delay, **bar_options) as bar:
             return simulate(
                 policy,
                 env,
@@ -249,7 +295,7 @@ def simulate(
                 progress=lambda t, _T: bar.update(t - bar.n),
                 trace=trace,
             )
-    if progress is False:
+    if progress is False or progress is None:
         progress = None
     rng = np.random.default_rng(seed)
     policy.start_run(seed)

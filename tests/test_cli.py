@@ -314,7 +314,7 @@ def test_summary_table_uses_one_number_format_and_notes_equal_seeds(tmp_path: Pa
     assert run(path, tmp_path / "out", "--policies", "CUCB") == 0
     lines = capsys.readouterr().out.splitlines()
     row = next(line for line in lines if line.startswith("CUCB"))
-    cells = [c for c in row.split("  ") if c.strip()][1:]
+    cells = [c for c in row.split("  ") if c.strip()][2:]  # after the name and the seed count
     for cell in cells:
         mean, std = cell.strip().split(" ± ")
         decimals = [len(x.partition(".")[2]) for x in (mean, std)]

@@ -13,12 +13,14 @@ Modules: :mod:`.schema` (typed reading of TOML tables with key paths),
 ``[[policies]]`` entry and its oracle options), :mod:`.executors` (where jobs
 run), :mod:`.storage` (the results folder), :mod:`.progress`, :mod:`.jobs` (one
 job: played, then recorded), :mod:`.summary` (``summary.json`` and the curves), :mod:`.runner`,
-:mod:`.plots`, :mod:`.compare` and :mod:`.compare_report` (``compare-oracles``),
-:mod:`.manifest` (a results folder's data files and hashes), :mod:`.verify` and
+:mod:`.plots`, :mod:`.compare` and :mod:`.compare_report` (``compare-oracles``; its Python face:
+:func:`record_queries`, :func:`candidate_backends`, :func:`compare_backends`, :func:`save_plot`,
+:func:`compare_oracles`), :mod:`.manifest` (a results folder's data files and hashes), :mod:`.verify` and
 :mod:`.verify_report` (``cmab-milp verify``: a folder re-run and compared run by run).
 """
 
 from .builders import DRAWS, GENERATORS, register_draw, register_generator
+from .compare import candidate_backends, compare_backends, compare_oracles, record_queries, save_plot
 from .executors import EXECUTORS, open_executor, register_executor
 from .limits import Limits
 from .plots import DEFAULT_PANELS, PANELS, Panel, PolicyCurves, make_figure, save_figures
@@ -54,17 +56,22 @@ __all__ = [
     "RunError",
     "RunFailed",
     "RunInterrupted",
+    "candidate_backends",
     "collect_curves",
+    "compare_backends",
+    "compare_oracles",
     "load_plugins",
     "load_problem",
     "make_figure",
     "open_executor",
     "parse_problem",
+    "record_queries",
     "register_draw",
     "register_executor",
     "register_generator",
     "register_kind",
     "run_problem",
     "save_figures",
+    "save_plot",
     "summarise",
 ]

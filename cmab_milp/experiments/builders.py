@@ -35,9 +35,9 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-import networkx as nx
 import numpy as np
 
+from .arm_values import arm_values, is_edge_rows
 from .draws import DRAWS, register_draw, resolve_parameter
 from .graphs import GENERATORS, GraphGenerator, build_graph, register_generator
 from .kinds import (
@@ -52,7 +52,7 @@ from .kinds import (
 from .limits import Limits
 from .logged_env import LOGGED_KIND, build_logged_environment
 from .matrices import MATRIX_KEYS, matrix_value
-from .rules import _arm, _arm_error, _arm_vector
+from .rules import _arm_vector
 from .schema import ProblemError, Table, check_number, join_key
 from .spaces import build_space
 
@@ -88,41 +88,6 @@ def _bad_entry(value: Any, key: str) -> str | None:
     return None
 
 
-def _graph_of(space: Any) -> nx.Graph | None:
-    """The graph a space's arms are the edges of (through side rules), or None."""
-    while space is not None:
-        graph = getattr(space, "graph", None)
-        if isinstance(graph, nx.Graph):
-            return graph
-        space = getattr(space, "parent", None)
-    return None
-
-
-def _edge_means(table: Table, space: Any) -> list[float]:
-    """``{ edge_attribute = "dist", scale = a, offset = b }``: mean of arm (u, v) = offset + scale * attribute."""
-    attribute = table.string("edge_attribute")
-    scale, offset = table.number("scale", 1.0), table.number("offset", 0.0)
-    table.finish()
-    graph = _graph_of(space)
-    edges = space.arm_labels.edges
-    if graph is None or edges is None:
-        raise table.error("edge_attribute", "needs a space whose arms are the edges of a graph ([space.graph])")
-    path = attribute.split(".")  # "ecmp_fwd.uni": a nested attribute
-    out = []
-    for u, v in edges:
-        value: Any = graph.edges[u, v]
-        for part in path:
-            value = value.get(part) if isinstance(value, dict) else None
-        if isinstance(value, bool) or not isinstance(value, int | float) or not np.isfinite(value):
-            known = ", ".join(sorted(k for k, x in graph.edges[u, v].items() if isinstance(x, int | float | dict)))
-            raise table.error(
-                "edge_attribute",
-                f"edge {(u, v)!r} has no number {attribute!r}" + (f" (its attributes: {known})" if known else ""),
-            )
-        out.append(offset + scale * float(value))
-    return out
-
-
 def _diagonal(table: Table, space: Any, limits: Limits) -> list[list[float]]:
     """``{ diagonal = x }``: a d x d diagonal matrix (e.g. ``cov``): x a number, d numbers or ``{ label = x }``."""
     limits.check("draw_size", space.d * space.d, table.key, table.file, f"a {space.d} x {space.d} matrix, which")
@@ -135,17 +100,9 @@ def _diagonal(table: Table, space: Any, limits: Limits) -> list[list[float]]:
     return np.diag(values).tolist()
 
 
-def _means_table(value: dict, key: str, file: str, space: Any) -> list[float]:
-    """``means`` given as a table: ``{ edge_attribute = ... }`` or one mean per arm label ``{ "a" = 0.3, ... }``."""
-    if "edge_attribute" in value:
-        return _edge_means(Table(dict(value), key, file), space)
-    for label, mean in value.items():
-        _arm(space, label, join_key(key, label), file)
-        check_number(mean, join_key(key, label), file)
-    try:
-        return space.arm_vector(value, default=None, what=key).tolist()
-    except ValueError as exc:
-        raise _arm_error(exc, key, file) from None
+def _means_table(value: Any, key: str, file: str, space: Any) -> list[float]:
+    """``means`` by arm: ``{ "A-B" = 0.3, ... }``, ``[u, v, mean]`` rows or ``{ attribute = "km", ... }``."""
+    return arm_values(value, key, file, space, None)
 
 
 def build_environment(table: Table, space: Any, limits: Limits | None = None) -> tuple[Any, dict[str, Any]]:
@@ -165,7 +122,7 @@ def build_environment(table: Table, space: Any, limits: Limits | None = None) ->
             continue
         if key not in names and not var_keyword:
             raise table.error(key, f"unknown parameter of {cls.__name__} (it takes: {', '.join(names)})")
-        if key == "means" and isinstance(value, dict) and "draw" not in value:
+        if key == "means" and ((isinstance(value, dict) and "draw" not in value) or is_edge_rows(value)):
             kwargs[key] = _means_table(value, table.path(key), table.file, space)
         elif isinstance(value, dict) and any(k in value for k in MATRIX_KEYS):
             # a data file, factors or shared shocks (+ diagonal); stored with each file's SHA-256

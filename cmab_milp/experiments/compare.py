@@ -145,7 +145,7 @@ def record_queries(
     else:
         recorder = RecordingOracle(oracle if isinstance(oracle, Oracle) else make_oracle(space, oracle))
         agent = build_policy(table, spec.kind, space, told, recorder, dict(spec.constants))
-    result = simulate(agent, env, T, seed=seed)
+    result = simulate(agent, env, T, seed=seed, progress=False)  # the command prints its own lines
     recorder.close()
     facts = {
         "policy": name,

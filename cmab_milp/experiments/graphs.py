@@ -15,7 +15,7 @@ import networkx as nx
 
 from .limits import Limits
 from .registry import check_name
-from .schema import ProblemError, Table, _int_list, check_integer, check_number, describe, join_key
+from .schema import ProblemError, Table, _int_list, check_integer, check_number, describe, join_key, plain
 
 
 # -------------------------------------------------------------------- graphs
@@ -315,7 +315,9 @@ def build_graph(table: Table, limits: Limits | None = None) -> tuple[nx.Graph, d
     """A networkx graph from ``generator`` (+ ``args``, ``kwargs``) or ``edges``.
 
     Returns the graph and the map from original node labels to the labels in
-    the graph (the identity unless ``relabel``). ``directed = true`` orients each
+    the graph (the identity unless ``relabel``). An edge of ``edges`` is ``[u, v]`` or
+    ``[u, v, { km = 10 }]`` (its attributes, read by ``means = { attribute = "km" }``,
+    :mod:`~cmab_milp.experiments.arm_values`). ``directed = true`` orients each
     edge as written (edge lists) or as networkx lists it (generators). A
     generator is one of :data:`GENERATORS`; its size is checked against
     ``limits`` before it runs.
@@ -355,9 +357,18 @@ def build_graph(table: Table, limits: Limits | None = None) -> tuple[nx.Graph, d
         edges = []
         for k, edge in enumerate(raw_edges):
             key = join_key(table.path("edges"), k)
-            if not isinstance(edge, list) or len(edge) != 2:
-                raise ProblemError(file, key, f"an edge is a pair [u, v], got {describe(edge)}")
-            edges.append((_node(edge[0], join_key(key, 0), file), _node(edge[1], join_key(key, 1), file)))
+            if (
+                not isinstance(edge, list)
+                or len(edge) not in (2, 3)
+                or (len(edge) == 3 and not isinstance(edge[2], dict))
+            ):
+                raise ProblemError(
+                    file, key, f"an edge is [u, v] or [u, v, {{ attribute = value, ... }}], got {describe(edge)}"
+                )
+            u, v = _node(edge[0], join_key(key, 0), file), _node(edge[1], join_key(key, 1), file)
+            if len(edge) == 3:
+                attributes[(u, v)] = _edge_attributes(edge[2], join_key(key, 2), file)
+            edges.append((u, v))
         relabel = table.boolean("relabel", False)
         nodes = list(dict.fromkeys(v for e in edges for v in e))
     table.finish()
@@ -366,6 +377,11 @@ def build_graph(table: Table, limits: Limits | None = None) -> tuple[nx.Graph, d
     out.add_nodes_from(labels[v] for v in nodes)
     out.add_edges_from((labels[u], labels[v], attributes.get((u, v), {})) for u, v in edges)
     return out, labels
+
+
+def _edge_attributes(value: dict, key: str, file: str) -> dict[str, Any]:
+    """An edge's attributes, ``{ km = 10, kind = "fibre" }`` (numbers, strings, booleans, arrays, tables)."""
+    return plain(value, key, file)
 
 
 def _topohub_graph(table: Table, limits: Limits) -> nx.Graph:

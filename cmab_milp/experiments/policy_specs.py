@@ -34,6 +34,7 @@ A backend that takes no such option is refused at the key, before any work.
 
 from __future__ import annotations
 
+import inspect
 import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -104,6 +105,23 @@ def parse_policies(tables: list[Table], file: str, *, check_kinds: bool = True) 
     return specs
 
 
+def default_oracle(cls: type | None) -> str:
+    """The oracle a policy kind gets when its entry names none: its class's own default, as in Python.
+
+    ``CTS``, ``ESCB`` and ``AROQESCB`` default to ``"auto"``, the paper's nine to ``"highs"`` (contract
+    sections 4 and 8); a class without a string default (or an unknown kind) gets ``"highs"``.
+
+    >>> import cmab_milp as cm
+    >>> default_oracle(cm.CTS), default_oracle(cm.CUCB)
+    ('auto', 'highs')
+    """
+    try:
+        default = inspect.signature(cls).parameters["oracle"].default if cls is not None else None
+    except (KeyError, TypeError, ValueError):
+        default = None
+    return default if isinstance(default, str) else "highs"
+
+
 def _parse_policy(table: Table, k: int, seen: dict[str, int], check_kinds: bool = True) -> PolicySpec:
     file = table.file
     errors: list[ProblemError] = []
@@ -116,15 +134,22 @@ def _parse_policy(table: Table, k: int, seen: dict[str, int], check_kinds: bool 
         seen[name] = k
     except ProblemError as exc:  # the kind and the oracle are still checked
         errors.append(exc)
+    cls = None
     try:
         kind = table.string("kind")
         # the class is looked up now, so that a wrong kind is reported with the file's other mistakes
+        kind_table = Table({"kind": kind}, table.key, file)
         if check_kinds:
-            _resolve_class(Table({"kind": kind}, table.key, file), "kind", policy_kinds(), "policy kind", "policy")
+            cls = _resolve_class(kind_table, "kind", policy_kinds(), "policy kind", "policy")
+        else:  # still the class's default oracle when it resolves (a plug-in's may not be loaded)
+            try:
+                cls = _resolve_class(kind_table, "kind", policy_kinds(), "policy kind", "policy")
+            except ProblemError:
+                cls = None
     except ProblemError as exc:
         errors.append(exc)
     try:
-        oracle = table.string("oracle", "highs")
+        oracle = table.string("oracle", default_oracle(cls))
         _, _, solver = oracle.partition(":")
         try:
             if solver:

@@ -50,9 +50,11 @@ Schema (every key not listed is refused)::
     relabel = false                #   true: nodes renamed 0..n-1 in networkx's node order; default:
                                    #   node labels as given (grid cells stay [i, j])
     directed = false               #   true: a DiGraph, each edge oriented as listed
-    # edges = [[0, 1], [1, 2]]     # ... or an explicit edge list (relabel defaults to false)
-                                   # arm k is list(graph.edges())[k]: networkx's order, which for
-                                   # undirected graphs follows the nodes, not the order written
+    # edges = [[0, 1], [1, 2]]     # ... or an explicit edge list (relabel defaults to false); an edge may
+                                   #   carry attributes: ["A", "B", { km = 10 }]. Arm k is list(graph.edges())[k]:
+                                   #   networkx lists edges node by node (first-appearance order), not as written,
+                                   #   and labels an undirected edge (u, v) with u the node seen first (["B", "A"]
+                                   #   after ["A", "C"] is arm ("A", "B")); name arms by edge (below) to not care
     # topohub = "topozoo/Abilene"  # ... or a topology of topohub's catalogue (optional extra "routing";
                                    #   its data ships with the package, nothing is downloaded): nodes keep
                                    #   their names, edges their attributes (see environment.means below);
@@ -75,8 +77,10 @@ Schema (every key not listed is refused)::
     [[space.groups]]               # at least / at most so many arms of a group (with_group)
     arms = ["red", "green"]
     at_least = 1                   #   at_least and/or at_most
-    # TOML table keys are always strings: a table { ... } names arms by string label only. For
-    # indices, integer labels or edges, use the array forms (arms = [...] with weights / costs).
+    # TOML table keys are strings: a table names arms by label or edge name "u-v" ({ "A-B" = 2 }, either way
+    # round; "3-7" for integer nodes). Per-arm numbers (coeffs, costs, means, a diagonal) may also be
+    # [u, v, value] rows or an edge attribute, { attribute = "km", scale = 0.1 } (experiments/arm_values.py).
+    # For indices use the array forms (arms = [...] with weights / costs).
 
     # kind = "Intersection" takes [[space.parts]] (each a space table) instead (and labels, rules).
 
@@ -88,15 +92,16 @@ Schema (every key not listed is refused)::
                                    #   integers (low, high, both included), normal (mean, std),
                                    #   dirichlet (alpha: one probability row per arm), choice
                                    #   (values, optional p and replace)
-    # means = { red = 0.1, green = 0.5, ... }   # or by string label: every arm must be given
-    # means = { edge_attribute = "dist", scale = -0.00025, offset = -0.05 }
+    # means = { red = 0.1, green = 0.5, ... }   # or by string label or edge name ("A-B"), or as
+                                   #   [u, v, mean] rows: every arm must be given
+    # means = { attribute = "dist", scale = -0.00025, offset = -0.05 }   (edge_attribute: the same)
                                    #   or from the graph's edges: offset + scale * attribute per arm
                                    #   (a nested attribute as "ecmp_fwd.uni"); topohub edges carry
                                    #   "dist" (km) and the utilisations "ecmp_fwd" / "ecmp_bwd"
     width = 0.5                    # the other keys are the constructor's parameters; any value
                                    # may be a { draw = ... } table (see builders.DRAWS), stored as
                                    # this recipe and drawn again from its seed on every rebuild
-    # cov = { diagonal = 0.0025 }  # a d x d diagonal matrix: a number, d numbers or { label = x }
+    # cov = { diagonal = 0.0025 }  # a d x d diagonal matrix: a number, or per arm numbers as for means
                                    #   (its d^2 entries count against the limit of values per draw)
     # cov = { file = "cov.npy" }   # or from a data file beside this one (.npy without pickle, or .csv),
                                    #   factors = ..., shared = [{ arms = [...], variance = v }]; the parts
@@ -108,7 +113,7 @@ Schema (every key not listed is refused)::
     [[policies]]                   # one table per compared policy
     name = "AROQ"                  # label in plots and results (letters, digits, _ . + -)
     kind = "AROQ"                  # any class of cmab_milp.policies, or a registered kind
-    oracle = "highs"               # oracle backend (default "highs"): see cm.available_backends()
+    oracle = "highs"               # oracle backend (default: the kind's Python default, "highs" or "auto")
     gap = 0.01                     # optional: the certified approximate mode, make_oracle(..., gap=0.01)
                                    #   (a backend that takes it; the run reports alpha-regret with the
                                    #   ratio the oracle proved); norm_gap = 0.01: the same for norm

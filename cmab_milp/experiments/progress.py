@@ -85,10 +85,11 @@ def set_channel(channel: Any) -> None:
 
 def job_reporter(
     label: str, clock: Callable[[], float] = time.monotonic, *, every: float = ProgressOptions.report_seconds
-) -> Callable[[int, int], None] | None:
+) -> Callable[[int, int], None] | bool:
     """A ``progress(t, T)`` callback for :func:`cmab_milp.simulate` that reports ``label``'s steps.
 
-    ``None`` when this process has no channel. The first call, the last step
+    ``False`` (no progress at all: not ``simulate``'s own bar, which would cut through the run's)
+    when this process has no channel. The first call, the last step
     and then at most one call every ``every`` seconds send ``(label, t, T)``.
 
     >>> sent = queue.SimpleQueue()
@@ -102,7 +103,7 @@ def job_reporter(
     """
     channel = _channel
     if channel is None:
-        return None
+        return False
     last = [-float("inf")]
 
     def report(t: int, T: int) -> None:
@@ -134,7 +135,9 @@ class Progress:
 
     ``channel``, if given, is drained every second for ``(label, t, T)``
     messages of running jobs (see :func:`job_reporter`). Without a terminal, a
-    running job's line is printed at most every ``line_seconds``.
+    running job's line is printed at most every ``line_seconds``. A job's time
+    left is its steps left at the rate of its last ``rate_seconds`` (a job whose
+    steps slow down, or speed up, is not judged by its start).
     """
 
     def __init__(
@@ -145,16 +148,19 @@ class Progress:
         clock: Callable[[], float] = time.monotonic,
         channel: Any = None,
         line_seconds: float = ProgressOptions.line_seconds,
+        rate_seconds: float = 30.0,
     ):
         self.total = total
         self.line_seconds = line_seconds
+        #: The time left is estimated from the steps of the last ``rate_seconds`` (the recent rate).
+        self.rate_seconds = rate_seconds
         self.done = 0
         self.stream = sys.stderr if stream is None else stream
         self.clock = clock
         self.channel = channel
         self.start = clock()
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
-        #: Running jobs: label -> (t, T, first time seen, t then, last line printed).
+        #: Running jobs: label -> (t, T, first time seen, t then, last line printed, recent (time, t) samples).
         self.running: dict[str, list[float]] = {}
         self.finished: set[str] = set()  # late messages of these jobs are ignored
         self._lock = threading.Lock()
@@ -176,8 +182,12 @@ class Progress:
             now = self.clock()
             state = self.running.get(label)
             if state is None:
-                state = self.running[label] = [t, T, now, t, now]  # a line once it has run line_seconds
+                state = self.running[label] = [t, T, now, t, now, [(now, t)]]  # a line once it has run line_seconds
             state[0], state[1] = t, T
+            samples = state[5]
+            samples.append((now, t))
+            while len(samples) > 2 and samples[1][0] <= now - self.rate_seconds:
+                samples.pop(0)  # keep one sample at or before the window's start
             if not self.tty and now - state[4] >= self.line_seconds and t < T:
                 state[4] = now
                 self.stream.write(f"  {label}: {self._rounds(state, now)}\n")
@@ -185,10 +195,11 @@ class Progress:
             elif self._bar is not None:
                 self._bar.set_postfix_str(self._postfix(now), refresh=False)
 
-    def _rounds(self, state: list[float], now: float) -> str:
-        t, T, since, t0 = state[0], state[1], state[2], state[3]
+    def _rounds(self, state: list, now: float) -> str:
+        t, T = state[0], state[1]
+        since, t0 = state[5][0]  # the oldest sample in the window: the rate of the last rate_seconds
         text = f"{int(t):,}/{int(T):,} steps ({100 * t / max(T, 1):.0f}%)"
-        rate = (t - t0) / (now - since) if now > since and t > t0 else 0.0  # since this job was first seen
+        rate = (t - t0) / (now - since) if now > since and t > t0 else 0.0
         if rate > 0 and t < T:
             text += f", ~{format_seconds((T - t) / rate)} left"
         return text

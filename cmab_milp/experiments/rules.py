@@ -10,34 +10,14 @@ from collections.abc import Callable
 from typing import Any
 
 from ..spaces.base import EmptySpaceError
+from .arm_values import arm_index, arm_values
 from .kinds import _construct
 from .schema import ProblemError, ProblemErrors, Table, check_number, describe, join_key
 
 _SENSES = ("<=", ">=", "==")
 
 
-def _arm_error(exc: ValueError, key: str, file: str) -> ProblemError:
-    """A space's arm-lookup ``ValueError`` (whose message starts with ``key``) as a :class:`ProblemError` at ``key``."""
-    message = str(exc)
-    if message.startswith(f"{key}: "):
-        message = message[len(key) + 2 :]
-    elif message.startswith(key):
-        message = message[len(key) :].lstrip(": ")
-    return ProblemError(file, key, message)
-
-
-def _arm(space: Any, value: Any, key: str, file: str) -> int:
-    """The index of the arm ``value`` names: an integer index, a string label or an edge ``[u, v]``."""
-    if isinstance(value, float) or isinstance(value, dict):
-        raise ProblemError(file, key, f"an arm is an integer index, a label or an edge [u, v], got {describe(value)}")
-    try:
-        return space.arm_index(value, key)
-    except ValueError as exc:
-        error = _arm_error(exc, key, file)
-        if isinstance(value, str) and value.strip().lstrip("-").isdigit():  # a TOML table key is a string
-            hint = f"; {value!r} is a string, not the index {int(value)}: give indices in an array"
-            error = ProblemError(file, key, error.message + hint)
-        raise error from None
+_arm = arm_index  # the names this module's users import
 
 
 def _arms(table: Table, space: Any, name: str = "arms") -> list[int]:
@@ -54,23 +34,10 @@ def _numbers(table: Table, name: str, default: Any = None) -> list[float]:
 
 
 def _arm_vector(table: Table, space: Any, name: str) -> list[float]:
-    """``table[name]`` as one number per arm: an array of ``d`` numbers or a table ``{ "label" = x }``."""
-    raw = table.raw(name)
-    key, file = table.path(name), table.file
-    if isinstance(raw, dict):
-        for label, value in raw.items():
-            _arm(space, label, join_key(key, label), file)
-            check_number(value, join_key(key, label), file)
-        try:
-            return space.arm_vector(raw, default=0.0, what=key).tolist()
-        except ValueError as exc:
-            raise _arm_error(exc, key, file) from None
-    if not isinstance(raw, list):
-        raise table.error(name, f"expected {space.d} numbers or a table {{ label = number }}, got {describe(raw)}")
-    values = _numbers(table, name)
-    if len(values) != space.d:
-        raise table.error(name, f"needs one number per arm: d={space.d}, got {len(values)}")
-    return values
+    """``table[name]`` as one number per arm (arms left out: 0); the forms: :func:`~.arm_values.arm_values`."""
+    value = arm_values(table.raw(name), table.path(name), table.file, space, 0.0)
+    table.used.add(name)
+    return value
 
 
 def _listed_vector(table: Table, space: Any, values_name: str, default: float | None) -> list[float]:

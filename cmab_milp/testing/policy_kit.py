@@ -125,7 +125,7 @@ def check_policy(
 
     where = f"space {space!r}, backend {backend!r}, T={T}, seed={seed}"
     policy = build()
-    first = simulate(policy, env(), T, seed=seed, trace=True)
+    first = simulate(policy, env(), T, seed=seed, trace=True, progress=False)
     if cases.wanted("feasible"):
         played = _played(first)
         if len(played) != T:
@@ -152,18 +152,18 @@ def check_policy(
                 cases.fail("ledger", where, f"the {curve} curve decreases")
         cases.passed("ledger")
     if cases.wanted("same_seed"):
-        differs = _same_run(first, simulate(build(), env(), T, seed=seed, trace=True))
+        differs = _same_run(first, simulate(build(), env(), T, seed=seed, trace=True, progress=False))
         if differs:
             cases.fail("same_seed", where, f"two fresh policies, same seed: {differs}")
         cases.passed("same_seed")
     if cases.wanted("reuse"):
-        differs = _same_run(first, simulate(policy, env(), T, seed=seed, trace=True))
+        differs = _same_run(first, simulate(policy, env(), T, seed=seed, trace=True, progress=False))
         if differs:
             cases.fail("reuse", where, f"the policy object simulated again with the same seed: {differs}")
         cases.passed("reuse")
     if cases.wanted("bulk"):
-        bulk = simulate(build(), env(), T, seed=seed + 1, trace=True, record=T)
-        single = simulate(build(), env(), T, seed=seed + 1, trace=True, record=T, bulk=False)
+        bulk = simulate(build(), env(), T, seed=seed + 1, trace=True, record=T, progress=False)
+        single = simulate(build(), env(), T, seed=seed + 1, trace=True, record=T, bulk=False, progress=False)
         differs = _same_run(bulk, single)
         if differs:
             cases.fail("bulk", where, f"bulk play vs round-by-round play (bulk=False): {differs}")

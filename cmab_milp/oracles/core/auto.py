@@ -12,9 +12,10 @@ so the same query gets the same backend (and the same answer) every run.
 
 A cost model is ``cost(space, shape, facts) -> seconds`` (``math.inf``: cannot
 answer; :mod:`~cmab_milp.oracles.core.auto_costs`). :class:`~.auto_facts.SpaceFacts`
-gives it the action count, found by enumerating at most as many actions as could
-still beat the cheapest sure candidate (and at most ``enumerate_cap`` /
-``norm_enumerate_cap``).
+gives it the action count, found by a search the side rules prune
+(:mod:`cmab_milp.spaces.tally`), stopped past as many actions as could still beat
+the cheapest sure candidate (and at most ``enumerate_cap`` / ``norm_enumerate_cap``).
+:meth:`AutoOracle.explain` says what was counted and how each query shape was ranked.
 
 Example
 -------
@@ -47,6 +48,15 @@ _FREE_LINEAR = QueryShape("linear")
 __all__ = ["AutoOracle"]
 
 
+def _describe(shape: QueryShape) -> str:
+    """``"linear queries with exclude"``: a query shape in words."""
+    kind = "linear queries" if shape.kind == "linear" else f"norm queries (sign {shape.sign:+d})"
+    parts = [name for name in ("include", "exclude", "forbid_pairs") if getattr(shape, name)]
+    if shape.positive:
+        parts.append("mostly positive weights")
+    return kind + (" with " + ", ".join(parts) if parts else "")
+
+
 class AutoOracle(Oracle):
     """Dispatch each query to the cheapest capable exact backend (see module docstring).
 
@@ -61,11 +71,14 @@ class AutoOracle(Oracle):
         (a query past it raises :class:`~cmab_milp.oracles.core.base.LimitReached`).
     plan_share:
         Planning (counting the actions for the enumeration's estimate) may cost at
-        most this share of the cheapest sure candidate's estimated seconds per linear
-        query (``0``: never enumerate to count).
+        most this share of the cheapest sure candidate's estimated seconds for
+        ``plan_queries`` linear queries (``0``: never count).
     norm_plan_share:
-        The same for norm queries. With shares of at most 0.5 and estimates within 2x, ``auto``'s
-        first query costs at most ~2x the cheapest candidate's.
+        The same for norm queries.
+    plan_queries:
+        The queries planning is paid for by (default 200: a learning run asks one a step).
+        With a share of 0.25 and estimates within 2x, ``auto``'s first 200 queries cost at
+        most ~1.5x the cheapest candidate's; a single first query may cost more.
     """
 
     name = "auto"
@@ -78,11 +91,14 @@ class AutoOracle(Oracle):
         time_limit: float | None = None,
         plan_share: float = 0.25,
         norm_plan_share: float = 0.5,
+        plan_queries: int = 200,
     ):
         super().__init__(space)
         for label, cap in (("enumerate_cap", enumerate_cap), ("norm_enumerate_cap", norm_enumerate_cap)):
             if isinstance(cap, bool) or not isinstance(cap, (int, np.integer)) or cap < 0:
                 raise ValueError(f"{label} must be an integer >= 0, got {cap!r}")
+        if isinstance(plan_queries, bool) or not isinstance(plan_queries, (int, np.integer)) or plan_queries < 1:
+            raise ValueError(f"plan_queries must be an integer >= 1, got {plan_queries!r}")
         for label, share in (("plan_share", plan_share), ("norm_plan_share", norm_plan_share)):
             if isinstance(share, bool) or not isinstance(share, Real) or not 0.0 <= share <= 1e6:
                 raise ValueError(f"{label} must be a number in [0, 1e6], got {share!r}")
@@ -91,7 +107,9 @@ class AutoOracle(Oracle):
         self.plan_share = float(plan_share)
         self.enumerate_cap = int(enumerate_cap)
         self.norm_enumerate_cap = int(norm_enumerate_cap)
-        self.facts = SpaceFacts(space, {"linear": self.enumerate_cap, "norm": self.norm_enumerate_cap}, self.plan_share)
+        self.plan_queries = int(plan_queries)
+        caps = {"linear": self.enumerate_cap, "norm": self.norm_enumerate_cap}
+        self.facts = SpaceFacts(space, caps, self.plan_share, self.plan_queries)
         #: Whether a linear query's shape records the sign of its weights (s-t paths with cycles).
         self._signed = cyclic_paths_base(space) is not None
         self.oracles: dict[str, Oracle] = {}
@@ -118,7 +136,7 @@ class AutoOracle(Oracle):
         return out
 
     def plan(self, shape: QueryShape) -> list[str]:
-        """Backends for queries of ``shape``, cheapest first (estimated; cached per shape)."""
+        """Backends for queries of ``shape``, cheapest first (estimated; cached per shape; why: :meth:`explain`)."""
         ranked = self._plans.get(shape)
         if ranked is not None:
             return ranked
@@ -148,6 +166,48 @@ class AutoOracle(Oracle):
         """Estimated seconds per query of ``shape`` for each candidate (``inf``: cannot or too costly)."""
         self.plan(shape)
         return dict(self._costs[shape])
+
+    def explain(self) -> str:
+        """Why ``auto`` routes as it does: the actions counted, and per planned query shape the ranking.
+
+        >>> import cmab_milp as cm
+        >>> space = cm.Cardinality(6, 2).with_budget([1, 1, 1, 2, 2, 2], 3)
+        >>> oracle = cm.make_oracle(space, "auto")
+        >>> print(oracle.explain())
+        nothing planned yet (plans are made at the first query of each shape)
+        >>> _ = oracle.argmax([0.1, 0.2, 0.3, 0.4, 0.5, 0.6])
+        >>> print(oracle.explain().splitlines()[0])
+        actions: 19, counted with the rules pruning the search (19 partial actions visited)
+        """
+        if not self._plans:
+            return "nothing planned yet (plans are made at the first query of each shape)"
+        lines = [self._counted()]
+        for shape, ranked in self._plans.items():
+            costs = self._costs[shape]
+            order = " < ".join(f"{name} {1e3 * costs[name]:.3g} ms" for name in ranked) or "no candidate"
+            refused = sorted(n for n, c in costs.items() if not math.isfinite(c))
+            tail = f"; not candidates here: {', '.join(refused)}" if refused else ""
+            lines.append(f"{_describe(shape)}: {order} (estimated per query){tail}")
+        return "\n".join(lines)
+
+    def _counted(self) -> str:
+        facts = self.facts
+        if facts.actions is not None:
+            seen = facts.tallied.visits if facts.tallied is not None and facts.tallied.status == "exact" else None
+            how = (
+                f"counted with the rules pruning the search ({seen:,} partial actions visited)"
+                if seen is not None
+                else "counted by filtering the base family's actions"
+            )
+            return f"actions: {len(facts.actions):,}, {how}"
+        if facts._more_than >= 0:
+            return (
+                f"actions: more than {facts._more_than:,}, the most that enumeration could answer faster than "
+                "the cheapest sure backend (not enumerated)"
+            )
+        if facts._visits_over >= 0:
+            return f"actions: not counted; the counting search stopped after {facts._visits_over:,} partial actions"
+        return "actions: not counted (no candidate's estimate needed the count, or enumeration could not win)"
 
     def _oracle(self, name: str) -> Oracle:
         oracle = self.oracles.get(name)

@@ -28,6 +28,7 @@ __all__ = ["combinatorial_cost", "enumerate_cost", "highs_cost", "ortools_cost",
 # Seconds per query, fitted on bench/auto_dispatch.py (the fit and its figures: docs/performance.md).
 _ENUM_BASE, _ENUM_ENTRY, _ENUM_GATHER = 5e-6, 1.5e-9, 5e-9
 _HIGHS_LP, _HIGHS_MILP, _HIGHS_PER_ENTRY = 1e-4, 3e-4, 5e-6
+_HIGHS_SIDE_MILP = 2e-3  # a MILP over a family plus side rules (budgets, conflicts, groups): 2-7 ms measured (issue 39)
 _HIGHS_ROOT_ROUNDS = 0.012  # LP cut rounds before a MILP with fractional separators (trees, forests)
 _HIGHS_NORM = 0.1  # an exact norm query on 30 arms (secants, cuts: many MILP solves), growing as d^1.5
 
@@ -61,7 +62,7 @@ def highs_cost(space: ActionSpace, shape: QueryShape, facts: SpaceFacts) -> floa
         return _longest_path_seconds(base, "highs", _has_rules(space))
     if shape.kind == "linear":
         lp = integral and not shape.forbid_pairs
-        base = _HIGHS_LP if lp else _HIGHS_MILP
+        base = _HIGHS_LP if lp else (_HIGHS_SIDE_MILP if _has_rules(space) else _HIGHS_MILP)
         rounds = _HIGHS_ROOT_ROUNDS if not lp and facts.root_cuts() else 0.0
         return factor * (base + _HIGHS_PER_ENTRY * size) + rounds
     return _HIGHS_NORM * (facts.d / 30.0) ** 1.5

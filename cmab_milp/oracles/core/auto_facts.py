@@ -1,9 +1,10 @@
 """What ``auto``'s cost models may know: the shape of a query and facts about the space.
 
 :class:`QueryShape` is a query reduced to what decides its cost (kind, sign, which restrictions are
-present). :class:`SpaceFacts` answers questions about the space, counting its actions by enumeration
-only within a work budget (at most as many visits as the cheapest sure backend's estimated seconds
-pay for), so planning never costs more than a share of the query it plans.
+present). :class:`SpaceFacts` answers questions about the space, counting its actions by a pruned
+enumeration (:mod:`cmab_milp.spaces.tally`) only within a work budget (a share of what the cheapest sure
+backend's first ``plan_queries`` queries are estimated to cost), so planning costs at most a share of the
+queries it plans for.
 
 Example
 -------
@@ -23,6 +24,7 @@ import numpy as np
 
 from ...spaces import ExplicitActions, Matchings
 from ...spaces.base import ActionSpace
+from ...spaces.tally import Tally, tally
 from .queries import LinearQuery, NormQuery
 
 __all__ = ["QueryShape", "SpaceFacts", "cyclic_paths_base", "enumeration_base"]
@@ -30,6 +32,7 @@ __all__ = ["QueryShape", "SpaceFacts", "cyclic_paths_base", "enumeration_base"]
 # Seconds per unit of planning work, fitted on bench/auto_dispatch.py (see docs/performance.md).
 _ENUM_VISIT, _ENUM_VISIT_ARM = 1e-6, 1.2e-7  # planning: seconds per candidate an enumeration visits (+ per arm)
 _SEARCH_VISIT = 5e-6  # planning: seconds per partial path of the counting search on s-t paths
+_TALLY_VISIT = 5e-6  # planning: seconds per partial action the pruned count (spaces.tally) visits
 
 
 @dataclass(frozen=True)
@@ -58,13 +61,13 @@ class SpaceFacts:
 
     ``budget`` is the estimated cost of the cheapest candidate sure to answer:
     a model should not probe (count) beyond what could beat it. Counting is
-    bounded: the enumeration may visit at most as many candidates as
-    ``plan_share * budget`` seconds pay for (:data:`_ENUM_VISIT` each), and it
-    runs only when that bound holds *before* it starts (see :meth:`count`).
+    bounded: the pruned search may visit at most as many partial actions as
+    ``plan_share * budget * plan_queries`` seconds pay for (see :meth:`count`).
     """
 
-    def __init__(self, space: ActionSpace, caps: dict[str, int], plan_share: float = 0.25):
+    def __init__(self, space: ActionSpace, caps: dict[str, int], plan_share: float = 0.25, plan_queries: int = 200):
         self.space = space
+        self.plan_queries = plan_queries
         self.d = space.d
         self.caps = caps
         self.plan_share = plan_share
@@ -76,9 +79,11 @@ class SpaceFacts:
         self.actions: np.ndarray | None = None
         self._more_than = -1  # the space is known to have more than this many actions
         self._visits_over = -1  # enumerating would visit more than this many candidates
+        #: The last count's outcome (what ``auto`` reports on why it chose).
+        self.tallied: Tally | None = None
 
     def visit_cap(self) -> int:
-        """Most candidates an enumeration may visit now: ``plan_share * budget`` seconds' worth."""
+        """Most candidates the old filtering count may visit now: ``plan_share * budget`` seconds' worth."""
         if not math.isfinite(self.budget):
             return 0
         per_visit = _ENUM_VISIT + _ENUM_VISIT_ARM * self.d
@@ -87,12 +92,13 @@ class SpaceFacts:
     def count(self, limit: int) -> int | None:
         """The number of actions if it is at most ``limit``, else (or while not probing) ``None``.
 
-        Bounded work, never an open-ended enumeration: the space is split into a
-        base family and its side rules (:func:`enumeration_base`); the base is
-        enumerated with a cap of :meth:`visit_cap` candidates (a family where every
-        partial choice completes to an action stops after ``cap + 1`` of them; any
-        other is enumerated only when its closed-form count bound is within the
-        cap), then the rules filter the base's actions.
+        Bounded work, never an open-ended enumeration: :func:`~cmab_milp.spaces.tally.tally` lists the
+        actions with the side rules pruning the search, visiting at most ``8 * share * limit`` partial
+        actions (on most families about one per action) and at most what ``share`` of ``plan_queries``
+        queries of the cheapest sure backend pays for (its estimate ``budget``; :data:`_TALLY_VISIT` a
+        visit): the count is paid for by the run it speeds up, and the enumerate backend then reads the
+        actions found. Spaces it does not know (intersections, plug-ins) are counted by filtering
+        their base family's actions under a visit cap paid for by ``share * budget`` (:meth:`_filtered`).
         """
         if self.actions is not None:
             return len(self.actions) if len(self.actions) <= limit else None
@@ -101,6 +107,32 @@ class SpaceFacts:
         if not self.probe:
             self.wanted = True
             return None
+        visits = int(8 * self.share * limit)  # a few times the actions that could pay: the search stops there
+        if math.isfinite(self.budget):  # and within plan_share of plan_queries queries of the cheapest sure backend
+            visits = min(visits, int(self.share * self.budget * self.plan_queries / _TALLY_VISIT))
+        if visits <= 0 or visits <= self._visits_over:
+            return None
+        found = tally(self.space, limit, visits)
+        self.tallied = found
+        if found.status == "over":
+            self._more_than = max(self._more_than, limit)
+            return None
+        if found.status == "unknown":
+            if found.visits == 0:  # a family the search does not know
+                return self._filtered(limit)
+            self._visits_over = max(self._visits_over, visits)
+            return None
+        self._keep(found.actions)
+        return len(found.actions)
+
+    def _keep(self, actions: np.ndarray) -> None:
+        """Keep the actions counted; the space's own enumeration then returns them (same rows, same order)."""
+        self.actions = actions
+        if not isinstance(self.space, ExplicitActions):
+            self.space.__dict__.setdefault("_enum_cache", {})["all"] = actions
+
+    def _filtered(self, limit: int) -> int | None:
+        """The count by filtering the base family's actions (for spaces :func:`tally` does not know)."""
         visits = self.visit_cap()
         if visits <= self._visits_over:
             return None
