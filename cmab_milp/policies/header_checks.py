@@ -32,6 +32,8 @@ from .state_checks import _MAX_INT, _fail, _kind
 __all__ = ["check_header", "check_ledger", "check_params", "fresh_bytes"]
 
 _HEADER_KEYS = {"format", "version", "policy", "T", "params", "space", "oracle", "ledger", "state"}
+#: Keys a header may hold or not: files saved before versions were recorded have no ``provenance``.
+_OPTIONAL_KEYS = {"provenance"}
 
 
 def _space_d(data: Any, arrays: Mapping[str, np.ndarray], where: str = "space") -> int:
@@ -104,14 +106,28 @@ def fresh_bytes(cls: type, d: int, T: int | None) -> float:
     return a + b * d + c * d * d
 
 
+def _check_provenance(record: Any) -> None:
+    """``provenance`` is an object whose ``software`` maps package names to version strings."""
+    if not isinstance(record, Mapping):
+        raise _fail("provenance", f"expected an object, got {_kind(record)}")
+    software = record.get("software", {})
+    if not isinstance(software, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) and len(k) <= 100 and len(v) <= 100 for k, v in software.items()
+    ):
+        raise _fail("provenance.software", "expected an object of package names and version strings")
+
+
 def check_header(header: Mapping[str, Any], arrays: Mapping[str, np.ndarray], max_bytes: int, cls: type) -> int:
     """The header's sections have their types; the arms match ``in_flight``; the rebuilt learner fits ``max_bytes``.
 
     Returns the number of arms. Runs before anything of the size the header states is built.
     """
-    if set(header) != _HEADER_KEYS:
-        extra = sorted(set(header) ^ _HEADER_KEYS)
+    keys = set(header) - _OPTIONAL_KEYS
+    if keys != _HEADER_KEYS:
+        extra = sorted(keys ^ _HEADER_KEYS)
         raise _fail(extra[0], "unexpected" if extra[0] in header else "missing")
+    if "provenance" in header:
+        _check_provenance(header["provenance"])
     T = header["T"]
     if T is not None and (_kind(T) != "int" or not 1 <= T <= MAX_HORIZON):
         raise _fail("T", f"a horizon is null or an integer in [1, 2**53], got {T!r:.40}")

@@ -11,7 +11,8 @@ A saved policy is one ``.npz`` file (a zip archive, read with
   object), the oracle ledger's counts, and the learner's ``state``: round,
   horizon guess, outstanding selections, schedule (epochs, grid, survivors,
   held action, planned stretch) and index statistics (counts, sums, pair
-  sums, histograms);
+  sums, histograms); and ``provenance`` (the versions of the library, numpy,
+  the solvers and the machine that saved it: :func:`cmab_milp.provenance.provenance`);
 * ``a0``, ``a1``, ...: the arrays the JSON refers to as ``{"__array__": "aK"}``.
 
 JSON values that are not plain JSON are tagged: ``{"__tuple__": [...]}``,
@@ -23,7 +24,10 @@ the space kind are looked up in fixed tables of the library's own classes, a
 reward must be a name of :func:`~cmab_milp.general.rewards.make_reward`, and
 the oracle is rebuilt with :func:`~cmab_milp.make_oracle` from a registered
 backend name (or given as ``oracle=``). A file of another format version, or
-a damaged one, is refused with ``ValueError``. Saving writes a temporary file
+a damaged one, is refused with ``ValueError``. A file saved with other versions
+of the library or its solvers (or before versions were recorded) is still read;
+when the recorded versions differ from this process's, :func:`load_policy` says
+which with a :class:`SavedVersionsWarning` before the learner is rebuilt. Saving writes a temporary file
 in the target's folder, fsyncs it and renames it over the target
 (``os.replace``), so a crash leaves either the old file or the new one.
 
@@ -52,6 +56,7 @@ import inspect
 import json
 import os
 import tempfile
+import warnings
 import zipfile
 from collections.abc import Callable
 from typing import Any
@@ -59,6 +64,7 @@ from typing import Any
 import numpy as np
 
 from ..oracles import Oracle, available_backends
+from ..provenance import provenance, software_differences
 from ..spaces.base import ActionSpace, Intersection
 from ..spaces.graphs import GraphicMatroid, Matchings, SpanningTrees, STPaths
 from ..spaces.rules import ConflictSpace, ConstrainedSpace
@@ -68,7 +74,7 @@ from .header_checks import check_header, check_ledger, check_params
 from .saved_files import MAX_BYTES, read_saved
 from .state_checks import check_state
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "load_policy", "policy_classes", "save_policy"]
+__all__ = ["FORMAT", "FORMAT_VERSION", "SavedVersionsWarning", "load_policy", "policy_classes", "save_policy"]
 
 FORMAT = "cmab_milp.policy"
 FORMAT_VERSION = 1
@@ -314,6 +320,10 @@ def _oracle_data(policy: Policy) -> dict:
 
 
 # ------------------------------------------------------------------ save / load
+class SavedVersionsWarning(UserWarning):
+    """A saved learner was written by other versions of the library or its solvers (named in the message)."""
+
+
 def save_policy(policy: Policy, path: str | os.PathLike) -> None:
     """Write ``policy`` to ``path`` atomically (module docstring: the format)."""
     classes = policy_classes()
@@ -335,6 +345,7 @@ def save_policy(policy: Policy, path: str | os.PathLike) -> None:
         "oracle": _oracle_data(policy),
         "ledger": {"queries": ledger.queries, "rounds": ledger.rounds, "seconds": ledger.seconds},
         "state": {k: encode(v, f"state {k}") for k, v in policy.get_state().items()},
+        "provenance": provenance(),
     }
     blob = np.frombuffer(json.dumps(header).encode("utf-8"), dtype=np.uint8)
     target = os.path.abspath(os.fspath(path))
@@ -418,6 +429,14 @@ def load_policy(path: str | os.PathLike, *, oracle: str | Oracle | None = None, 
     if type(version) is not int or version != FORMAT_VERSION:
         raise ValueError(
             f"{where} has policy format version {version!r:.40}; this cmab_milp reads version {FORMAT_VERSION}"
+        )
+    drift = software_differences(header.get("provenance"), provenance())
+    if drift:
+        warnings.warn(
+            f"{where} was saved with other versions ({', '.join(drift)}): it is read as saved, but its "
+            "continuation may differ from the original's where those versions compute differently",
+            SavedVersionsWarning,
+            stacklevel=2,
         )
     try:
         policy = _restore(header, arrays, oracle, max_bytes)
