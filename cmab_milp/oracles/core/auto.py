@@ -7,14 +7,22 @@ model. For each query shape (kind, sign, which restrictions are present) it
 ranks them by estimated seconds per query, once, and asks the cheapest; a
 candidate that may decline (the combinatorial algorithms on cyclic s-t paths)
 passes the query on to the next one with :class:`~cmab_milp.UnsupportedQuery`.
-The ranking depends on the space and the query shape only, never on timings,
-so the same query gets the same backend (and the same answer) every run.
+The ranking depends on the space, the query shape and how many queries of that
+shape came before, never on timings, so the same queries get the same backends
+(and the same answers) every run.
 
 A cost model is ``cost(space, shape, facts) -> seconds`` (``math.inf``: cannot
 answer; :mod:`~cmab_milp.oracles.core.auto_costs`). :class:`~.auto_facts.SpaceFacts`
 gives it the action count, found by enumerating at most as many actions as could
 still beat the cheapest sure candidate (and at most ``enumerate_cap`` /
 ``norm_enumerate_cap``).
+
+Counting is planning work bounded by a share of one query (``plan_share``), so a
+count that stopped at that bound (thousands of s-t paths behind slow lazy-cut
+queries: GEANT's 17,023) is tried again as queries are answered, each time with
+``replan_share`` times the seconds the queries have cost so far (by the
+estimates, doubling between tries): a one-time enumeration is paid for once the
+queries it would speed up have cost as much (ski rental).
 
 Example
 -------
@@ -66,6 +74,11 @@ class AutoOracle(Oracle):
     norm_plan_share:
         The same for norm queries. With shares of at most 0.5 and estimates within 2x, ``auto``'s
         first query costs at most ~2x the cheapest candidate's.
+    replan_share:
+        A count stopped at its work bound is tried again, with planning allowed this share of the
+        estimated seconds that queries have cost on backends that never decline (the allowance
+        doubling between tries): counts that never pay cost at most ``2 * replan_share`` times those
+        queries. ``0``: never again.
     """
 
     name = "auto"
@@ -78,17 +91,20 @@ class AutoOracle(Oracle):
         time_limit: float | None = None,
         plan_share: float = 0.25,
         norm_plan_share: float = 0.5,
+        replan_share: float = 0.5,
     ):
         super().__init__(space)
         for label, cap in (("enumerate_cap", enumerate_cap), ("norm_enumerate_cap", norm_enumerate_cap)):
             if isinstance(cap, bool) or not isinstance(cap, (int, np.integer)) or cap < 0:
                 raise ValueError(f"{label} must be an integer >= 0, got {cap!r}")
-        for label, share in (("plan_share", plan_share), ("norm_plan_share", norm_plan_share)):
+        shares = (("plan_share", plan_share), ("norm_plan_share", norm_plan_share), ("replan_share", replan_share))
+        for label, share in shares:
             if isinstance(share, bool) or not isinstance(share, Real) or not 0.0 <= share <= 1e6:
                 raise ValueError(f"{label} must be a number in [0, 1e6], got {share!r}")
         self.norm_plan_share = float(norm_plan_share)
         self.time_limit = check_time_limit(time_limit)
         self.plan_share = float(plan_share)
+        self.replan_share = float(replan_share)
         self.enumerate_cap = int(enumerate_cap)
         self.norm_enumerate_cap = int(norm_enumerate_cap)
         self.facts = SpaceFacts(space, {"linear": self.enumerate_cap, "norm": self.norm_enumerate_cap}, self.plan_share)
@@ -98,6 +114,9 @@ class AutoOracle(Oracle):
         self._plans: dict[QueryShape, list[str]] = {}
         self._costs: dict[QueryShape, dict[str, float]] = {}
         self._methods: dict[QueryShape, list[list]] = {}
+        #: [estimated seconds queries cost on sure backends while a count stopped at its bound, the sum at
+        #: which to count again, the planning seconds allowed].
+        self._ledger = [0.0, math.inf, 0.0]
         self._lock = threading.RLock()
         self.routes: Counter[str] = Counter()
 
@@ -130,19 +149,32 @@ class AutoOracle(Oracle):
     def _rank(self, shape: QueryShape) -> list[str]:
         candidates = self._candidates(shape)
         facts = self.facts
-        facts.budget, facts.probe, facts.wanted = math.inf, False, False
+        facts.budget, facts.probe, facts.wanted, facts.undecided = math.inf, False, False, False
         facts.share = self.plan_share if shape.kind == "linear" else self.norm_plan_share
+        facts.allowance = 0.0
         costs = {name: float(cost(self.space, shape, facts)) for name, cost, _ in candidates}
         if facts.wanted:  # a model needs the action count: probe only as far as could beat the sure best
             sure = [costs[name] for name, _, declines in candidates if not declines]
-            facts.budget, facts.probe = min(sure, default=math.inf), True
+            facts.budget, facts.probe, facts.allowance = min(sure, default=math.inf), True, self._ledger[2]
             if self.time_limit is not None:  # planning keeps within a tenth of the query's limit
                 facts.budget = min(facts.budget, 0.1 * self.time_limit / max(facts.share, 1e-12))
+                facts.allowance = min(facts.allowance, 0.1 * self.time_limit)
             costs = {name: float(cost(self.space, shape, facts)) for name, cost, _ in candidates}
-            facts.probe = False
+            if facts.undecided and self.replan_share > 0:  # stopped at its bound: again at twice the work
+                self._ledger[1] = min(self._ledger[1], 2.0 * facts.work() / self.replan_share)
+            facts.probe, facts.allowance = False, 0.0
         order = {name: k for k, (name, _, _) in enumerate(candidates)}
         self._costs[shape] = costs
         return sorted((n for n, c in costs.items() if math.isfinite(c)), key=lambda n: (costs[n], order[n]))
+
+    def _replan(self) -> None:
+        """Plan every shape again (when next asked) with planning allowed ``replan_share`` x what queries cost."""
+        with self._lock:
+            ledger = self._ledger
+            if ledger[0] < ledger[1]:  # another thread re-planned first
+                return
+            ledger[1], ledger[2] = math.inf, self.replan_share * ledger[0]
+            self._plans, self._methods = {}, {}
 
     def estimates(self, shape: QueryShape) -> dict[str, float]:
         """Estimated seconds per query of ``shape`` for each candidate (``inf``: cannot or too costly)."""
@@ -171,17 +203,23 @@ class AutoOracle(Oracle):
     # The per-query path (CUCB asks ~10^5 linear queries a run): one dict look-up of the
     # shape's routes (backend name, bound method), then the first route that answers.
     def _routes_for(self, shape: QueryShape) -> list[list]:
-        """``[name, bound method or None]`` per planned backend; oracles are built when first asked."""
+        """``[name, bound method or None, seconds to enter in the ledger]`` per planned backend; oracles are
+        built when first asked. The seconds are the estimate of a sure backend while counting may be tried
+        again, else 0."""
         routes = self._methods.get(shape)
         if routes is None:
-            routes = [[name, None] for name in self.plan(shape)]
+            plan = self.plan(shape)
+            recount = math.isfinite(self._ledger[1])
+            sure = {name: not BACKENDS[name].capabilities.declines_some(self.space) for name in plan}
+            costs = self._costs[shape]
+            routes = [[name, None, costs[name] if recount and sure[name] else 0.0] for name in plan]
             self._methods[shape] = routes
         return routes
 
     def _dispatch(self, query: LinearQuery | NormQuery, shape: QueryShape) -> np.ndarray | None:
         declined = []
         for route in self._methods.get(shape) or self._routes_for(shape):
-            name, method = route
+            name, method, seconds = route
             if method is None:
                 method = route[1] = getattr(self._oracle(name), "_linear" if shape.kind == "linear" else "_norm")
             try:
@@ -190,6 +228,11 @@ class AutoOracle(Oracle):
                 declined.append(f"{name}: {exc}")
                 continue
             self.routes[name] += 1
+            if seconds:  # a count stopped at its bound: tried again once the queries have cost enough
+                ledger = self._ledger
+                ledger[0] += seconds
+                if ledger[0] >= ledger[1]:
+                    self._replan()
             return answer
         raise UnsupportedQuery("no registered exact backend answers this query" + "".join(f"; {d}" for d in declined))
 

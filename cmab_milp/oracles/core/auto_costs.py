@@ -56,8 +56,8 @@ def highs_cost(space: ActionSpace, shape: QueryShape, facts: SpaceFacts) -> floa
     """
     size, integral, separators = facts.formulation_size()
     factor = 3.0 if separators else 1.0
-    base = cyclic_paths_base(space) if shape.positive else None
-    if base is not None:  # longest-path-like queries on cyclic s-t paths: a branching MILP per cut round
+    base = cyclic_paths_base(space) if shape.positive or shape.mixed else None
+    if base is not None:  # queries with weights > 0 on cyclic s-t paths: a branching MILP per cut round
         return _longest_path_seconds(base, "highs", _has_rules(space))
     if shape.kind == "linear":
         lp = integral and not shape.forbid_pairs

@@ -43,13 +43,18 @@ class QueryShape:
     forbid_pairs: bool = False
     #: Most weights are > 0 (a longest-path-like query); read only where the sign decides (s-t paths).
     positive: bool = False
+    #: Some weight is > 0, but not most: on cyclic s-t paths no shortest-path algorithm answers it and a MILP
+    #: needs its lazy cycle cuts (as for ``positive``); read only where the sign decides.
+    mixed: bool = False
 
     @staticmethod
     def of(query: LinearQuery | NormQuery, signed: bool = False) -> QueryShape:
         r = query.restrictions
         if isinstance(query, LinearQuery):
-            positive = signed and 2 * int(np.count_nonzero(query.weights > 0.0)) > len(query.weights)
-            return QueryShape("linear", 1, bool(r.include), bool(r.exclude), bool(r.forbid_pairs), positive)
+            above = int(np.count_nonzero(query.weights > 0.0)) if signed else 0
+            positive = 2 * above > len(query.weights)
+            args = (bool(r.include), bool(r.exclude), bool(r.forbid_pairs), positive, 0 < above and not positive)
+            return QueryShape("linear", 1, *args)
         return QueryShape("norm", query.sign, bool(r.include), bool(r.exclude), bool(r.forbid_pairs))
 
 
@@ -71,18 +76,24 @@ class SpaceFacts:
         #: The share of ``budget`` the current count may spend (``plan_share``, or the norm one while ranking norms).
         self.share = plan_share
         self.budget = math.inf
+        #: Seconds of planning work allowed whatever ``budget`` says (``auto`` raises it as queries are answered).
+        self.allowance = 0.0
         self.probe = False
         self.wanted = False
+        #: The last :meth:`count` stopped at its work bound, not at an answer (more work could still tell).
+        self.undecided = False
         self.actions: np.ndarray | None = None
         self._more_than = -1  # the space is known to have more than this many actions
         self._visits_over = -1  # enumerating would visit more than this many candidates
 
+    def work(self) -> float:
+        """Seconds of planning the current count may spend: ``share * budget``, or ``allowance`` if more."""
+        share = self.share * self.budget if math.isfinite(self.budget) else 0.0
+        return max(share, self.allowance, 0.0)
+
     def visit_cap(self) -> int:
-        """Most candidates an enumeration may visit now: ``plan_share * budget`` seconds' worth."""
-        if not math.isfinite(self.budget):
-            return 0
-        per_visit = _ENUM_VISIT + _ENUM_VISIT_ARM * self.d
-        return int(max(self.share * self.budget, 0.0) / per_visit)
+        """Most candidates an enumeration may visit now: :meth:`work` seconds' worth."""
+        return int(self.work() / (_ENUM_VISIT + _ENUM_VISIT_ARM * self.d))
 
     def count(self, limit: int) -> int | None:
         """The number of actions if it is at most ``limit``, else (or while not probing) ``None``.
@@ -94,6 +105,7 @@ class SpaceFacts:
         other is enumerated only when its closed-form count bound is within the
         cap), then the rules filter the base's actions.
         """
+        self.undecided = False
         if self.actions is not None:
             return len(self.actions) if len(self.actions) <= limit else None
         if limit <= self._more_than:
@@ -102,22 +114,33 @@ class SpaceFacts:
             self.wanted = True
             return None
         visits = self.visit_cap()
+        self.undecided = True  # until the count below ends in an answer
         if visits <= self._visits_over:
             return None
         base, rules = enumeration_base(self.space)
         bound = base.count_upper_bound()
         cap = visits if bound is None else min(visits, int(bound))
         if not _stops_at_cap(base) and (bound is None or bound > visits):
-            searches = int(max(self.share * self.budget, 0.0) / _SEARCH_VISIT)
-            if not _search_within(base, searches, limit):  # s-t paths: a counting search, stopped at its caps
+            searches = int(self.work() / _SEARCH_VISIT)
+            outcome = _search_outcome(base, searches, limit)  # s-t paths: a counting search, stopped at its caps
+            if outcome != "done":
+                if outcome == "paths":  # more base paths than the limit: no more work counts this space
+                    self.undecided = False
+                    if not rules:
+                        self._more_than = max(self._more_than, limit)
                 self._visits_over = max(self._visits_over, visits)
                 return None
             cap = searches  # the search visited every path, and at most this many partial paths
         try:
             found = base.enumerate(cap)
         except ValueError:  # more than cap (or none: an empty base is not counted here)
+            if cap >= limit and (bound is None or bound > cap):  # more base actions than the limit: as above
+                self.undecided = False
+                if not rules:
+                    self._more_than = max(self._more_than, limit)
             self._visits_over = max(self._visits_over, visits)
             return None
+        self.undecided = False
         if rules:
             keep = [a for a in found if all(rule._satisfied(a) for rule in rules)]
             if not keep:
@@ -179,7 +202,7 @@ def _stops_at_cap(space: ActionSpace) -> bool:
 def _search_within(space: ActionSpace, visits: int, paths: int | None = None) -> bool:
     """Whether enumerating ``space`` (s-t paths) visits at most ``visits`` partial paths (and finds at most
     ``paths`` s-t paths): a depth-first search of the simple paths from ``s``, stopped as soon as either
-    is exceeded (bounded work, either way).
+    is exceeded (bounded work, either way); see :func:`_search_outcome`.
 
     >>> import networkx as nx
     >>> import cmab_milp as cm
@@ -187,17 +210,35 @@ def _search_within(space: ActionSpace, visits: int, paths: int | None = None) ->
     >>> _search_within(space, 100), _search_within(space, 10)
     (True, False)
     """
+    return _search_outcome(space, visits, paths) == "done"
+
+
+def _search_outcome(space: ActionSpace, visits: int, paths: int | None = None) -> str:
+    """How the search of :func:`_search_within` ends: ``"done"`` (every path found within both caps),
+    ``"paths"`` (more than ``paths`` s-t paths: a fact about the space) or ``"visits"`` (stopped at the work
+    cap, or not s-t paths).
+
+    >>> import networkx as nx
+    >>> import cmab_milp as cm
+    >>> space = cm.STPaths(nx.convert_node_labels_to_integers(nx.grid_2d_graph(3, 3)), 0, 8)
+    >>> _search_outcome(space, 100, 5), _search_outcome(space, 10), _search_outcome(space, 100)
+    ('paths', 'visits', 'done')
+    """
     from ...spaces import STPaths
 
     if type(space) is not STPaths:
-        return False
+        return "visits"
     succ: list[list[int]] = [[] for _ in range(space.n_nodes)]
     for u, v in zip(space.tail.tolist(), space.head.tolist(), strict=True):
         succ[u].append(v)
         if not space.directed:
             succ[v].append(u)
-    if _shortest_paths(succ, space.s, space.t) > min(visits, most := math.inf if paths is None else paths):
-        return False  # a lower bound on the paths already passes a cap: no search
+    most = math.inf if paths is None else paths
+    fewest = _shortest_paths(succ, space.s, space.t)  # a lower bound on the paths: past a cap, no search
+    if fewest > most:
+        return "paths"
+    if fewest > visits:
+        return "visits"
     on_path = [False] * space.n_nodes
     count = found = 0
     stack = [(space.s, 0)]
@@ -207,7 +248,7 @@ def _search_within(space: ActionSpace, visits: int, paths: int | None = None) ->
         if node == space.t and k == 0:
             found += 1
             if found > most:
-                return False
+                return "paths"
         if node == space.t or k == len(succ[node]):
             stack.pop()
             on_path[node] = False
@@ -217,10 +258,10 @@ def _search_within(space: ActionSpace, visits: int, paths: int | None = None) ->
         if not on_path[nxt]:
             count += 1
             if count > visits:
-                return False
+                return "visits"
             on_path[nxt] = True
             stack.append((nxt, 0))
-    return True
+    return "done"
 
 
 def _shortest_paths(succ: list[list[int]], s: int, t: int) -> int:
