@@ -217,6 +217,9 @@ class AutoOracle(Oracle):
         return routes
 
     def _dispatch(self, query: LinearQuery | NormQuery, shape: QueryShape) -> np.ndarray | None:
+        ledger = self._ledger
+        if ledger[0] >= ledger[1]:  # the queries so far paid for counting again: this query plans first
+            self._replan()
         declined = []
         for route in self._methods.get(shape) or self._routes_for(shape):
             name, method, seconds = route
@@ -229,10 +232,7 @@ class AutoOracle(Oracle):
                 continue
             self.routes[name] += 1
             if seconds:  # a count stopped at its bound: tried again once the queries have cost enough
-                ledger = self._ledger
                 ledger[0] += seconds
-                if ledger[0] >= ledger[1]:
-                    self._replan()
             return answer
         raise UnsupportedQuery("no registered exact backend answers this query" + "".join(f"; {d}" for d in declined))
 
