@@ -46,6 +46,7 @@ import numpy as np
 
 from ...spaces.base import ActionSpace
 from .auto_facts import QueryShape, SpaceFacts, cyclic_paths_base
+from .auto_unique import unique_linear, unique_norm
 from .base import Oracle, UnsupportedQuery, check_time_limit
 from .queries import _NO_RESTRICTIONS, LinearQuery, NormQuery
 from .registry import BACKENDS, _resolve, make_oracle
@@ -117,6 +118,10 @@ class AutoOracle(Oracle):
         #: [estimated seconds queries cost on sure backends while a count stopped at its bound, the sum at
         #: which to count again, the planning seconds allowed].
         self._ledger = [0.0, math.inf, 0.0]
+        #: Shapes whose plan enumerates only thanks to queries before (a fresh plan would not): there the
+        #: enumeration answers only queries no exact backend could answer otherwise (:mod:`.auto_unique`).
+        self._deferred: dict[QueryShape, bool] = {}
+        self._enumerated_dense: np.ndarray | None = None
         self._lock = threading.RLock()
         self.routes: Counter[str] = Counter()
 
@@ -163,9 +168,34 @@ class AutoOracle(Oracle):
             if facts.undecided and self.replan_share > 0:  # stopped at its bound: again at twice the work
                 self._ledger[1] = min(self._ledger[1], 2.0 * facts.work() / self.replan_share)
             facts.probe, facts.allowance = False, 0.0
+        self._deferred[shape] = math.isfinite(costs.get("enumerate", math.inf)) and not self._fresh_enumerates(
+            shape, candidates
+        )
         order = {name: k for k, (name, _, _) in enumerate(candidates)}
         self._costs[shape] = costs
         return sorted((n for n, c in costs.items() if math.isfinite(c)), key=lambda n: (costs[n], order[n]))
+
+    def _fresh_enumerates(self, shape: QueryShape, candidates: list) -> bool:
+        """Whether a fresh oracle's plan for ``shape`` (no queries before, no allowance) would enumerate too."""
+        facts = self.facts
+        if facts.needed_work is None:
+            return False
+        budget = min(self._first_costs(shape, candidates).values(), default=math.inf)
+        if self.time_limit is not None:
+            budget = min(budget, 0.1 * self.time_limit / max(facts.share, 1e-12))
+        if not math.isfinite(budget) or facts.needed_work > facts.share * budget:
+            return False
+        facts.budget = budget  # the per-query comparison enumeration's estimate makes with that budget
+        try:
+            cost = dict((name, c) for name, c, _ in candidates)["enumerate"]
+            return math.isfinite(cost(self.space, shape, facts))
+        finally:
+            facts.budget = math.inf
+
+    def _first_costs(self, shape: QueryShape, candidates: list) -> dict[str, float]:
+        """The estimates of the sure candidates other than enumeration (those that never decline)."""
+        sure = [(name, cost) for name, cost, declines in candidates if not declines and name != "enumerate"]
+        return {name: float(cost(self.space, shape, self.facts)) for name, cost in sure}
 
     def _replan(self) -> None:
         """Plan every shape again (when next asked) with planning allowed ``replan_share`` x what queries cost."""
@@ -224,7 +254,7 @@ class AutoOracle(Oracle):
         for route in self._methods.get(shape) or self._routes_for(shape):
             name, method, seconds = route
             if method is None:
-                method = route[1] = getattr(self._oracle(name), "_linear" if shape.kind == "linear" else "_norm")
+                method = route[1] = self._method(name, shape)
             try:
                 answer = method(query)
             except UnsupportedQuery as exc:
@@ -235,6 +265,19 @@ class AutoOracle(Oracle):
                 ledger[0] += seconds
             return answer
         raise UnsupportedQuery("no registered exact backend answers this query" + "".join(f"; {d}" for d in declined))
+
+    def _method(self, name: str, shape: QueryShape):
+        """The bound method answering ``shape``'s queries on backend ``name`` (deferring on enumeration)."""
+        oracle = self._oracle(name)
+        if name != "enumerate" or not self._deferred.get(shape):
+            return getattr(oracle, "_linear" if shape.kind == "linear" else "_norm")
+        actions = oracle.actions
+        if self._enumerated_dense is None or len(self._enumerated_dense) != len(actions):
+            self._enumerated_dense = actions.astype(np.float64)
+        dense = self._enumerated_dense
+        if shape.kind == "linear":
+            return lambda query: unique_linear(actions, dense, query)
+        return lambda query: unique_norm(actions, dense, oracle.quadratic_forms(query.M), query)
 
     def _linear(self, query: LinearQuery) -> np.ndarray | None:
         r = query.restrictions
@@ -256,6 +299,7 @@ class AutoOracle(Oracle):
         state = super().__getstate__()
         del state["_lock"]  # locks do not pickle; a copy gets its own
         state["_methods"] = {}  # bound methods: rebuilt on first use
+        state["_enumerated_dense"] = None  # a cache
         return state
 
     def __setstate__(self, state: dict) -> None:

@@ -82,6 +82,9 @@ class SpaceFacts:
         self.wanted = False
         #: The last :meth:`count` stopped at its work bound, not at an answer (more work could still tell).
         self.undecided = False
+        #: Once counted: the planning seconds (:meth:`work`) with which a first count would have succeeded
+        #: (what a fresh oracle's plan needs to enumerate; ``auto`` compares it with each shape's share).
+        self.needed_work: float | None = None
         self.actions: np.ndarray | None = None
         self._more_than = -1  # the space is known to have more than this many actions
         self._visits_over = -1  # enumerating would visit more than this many candidates
@@ -91,9 +94,12 @@ class SpaceFacts:
         share = self.share * self.budget if math.isfinite(self.budget) else 0.0
         return max(share, self.allowance, 0.0)
 
+    def _per_visit(self) -> float:
+        return _ENUM_VISIT + _ENUM_VISIT_ARM * self.d
+
     def visit_cap(self) -> int:
         """Most candidates an enumeration may visit now: :meth:`work` seconds' worth."""
-        return int(self.work() / (_ENUM_VISIT + _ENUM_VISIT_ARM * self.d))
+        return int(self.work() / self._per_visit())
 
     def count(self, limit: int) -> int | None:
         """The number of actions if it is at most ``limit``, else (or while not probing) ``None``.
@@ -120,9 +126,10 @@ class SpaceFacts:
         base, rules = enumeration_base(self.space)
         bound = base.count_upper_bound()
         cap = visits if bound is None else min(visits, int(bound))
+        needed = None
         if not _stops_at_cap(base) and (bound is None or bound > visits):
             searches = int(self.work() / _SEARCH_VISIT)
-            outcome = _search_outcome(base, searches, limit)  # s-t paths: a counting search, stopped at its caps
+            outcome, used = _search(base, searches, limit)  # s-t paths: a counting search, stopped at its caps
             if outcome != "done":
                 if outcome == "paths":  # more base paths than the limit: no more work counts this space
                     self.undecided = False
@@ -131,6 +138,8 @@ class SpaceFacts:
                 self._visits_over = max(self._visits_over, visits)
                 return None
             cap = searches  # the search visited every path, and at most this many partial paths
+            # a count succeeds with as much work as this search used, or as visiting the bound's candidates
+            needed = min(used * _SEARCH_VISIT, math.inf if bound is None else bound * self._per_visit())
         try:
             found = base.enumerate(cap)
         except ValueError:  # more than cap (or none: an empty base is not counted here)
@@ -141,6 +150,9 @@ class SpaceFacts:
             self._visits_over = max(self._visits_over, visits)
             return None
         self.undecided = False
+        if needed is None:  # enumerated under the visit cap: as many visits as it took (or the bound allowed)
+            needed = (len(found) if _stops_at_cap(base) else int(bound)) * self._per_visit()
+        self.needed_work = needed
         if rules:
             keep = [a for a in found if all(rule._satisfied(a) for rule in rules)]
             if not keep:
@@ -223,11 +235,18 @@ def _search_outcome(space: ActionSpace, visits: int, paths: int | None = None) -
     >>> space = cm.STPaths(nx.convert_node_labels_to_integers(nx.grid_2d_graph(3, 3)), 0, 8)
     >>> _search_outcome(space, 100, 5), _search_outcome(space, 10), _search_outcome(space, 100)
     ('paths', 'visits', 'done')
+    >>> _search(space, 100)  # and the partial paths it visited
+    ('done', 50)
     """
+    return _search(space, visits, paths)[0]
+
+
+def _search(space: ActionSpace, visits: int, paths: int | None = None) -> tuple[str, int]:
+    """:func:`_search_outcome` and the number of partial paths the search visited."""
     from ...spaces import STPaths
 
     if type(space) is not STPaths:
-        return "visits"
+        return "visits", 0
     succ: list[list[int]] = [[] for _ in range(space.n_nodes)]
     for u, v in zip(space.tail.tolist(), space.head.tolist(), strict=True):
         succ[u].append(v)
@@ -236,9 +255,9 @@ def _search_outcome(space: ActionSpace, visits: int, paths: int | None = None) -
     most = math.inf if paths is None else paths
     fewest = _shortest_paths(succ, space.s, space.t)  # a lower bound on the paths: past a cap, no search
     if fewest > most:
-        return "paths"
+        return "paths", 0
     if fewest > visits:
-        return "visits"
+        return "visits", 0
     on_path = [False] * space.n_nodes
     count = found = 0
     stack = [(space.s, 0)]
@@ -248,7 +267,7 @@ def _search_outcome(space: ActionSpace, visits: int, paths: int | None = None) -
         if node == space.t and k == 0:
             found += 1
             if found > most:
-                return "paths"
+                return "paths", count
         if node == space.t or k == len(succ[node]):
             stack.pop()
             on_path[node] = False
@@ -258,10 +277,10 @@ def _search_outcome(space: ActionSpace, visits: int, paths: int | None = None) -
         if not on_path[nxt]:
             count += 1
             if count > visits:
-                return "visits"
+                return "visits", count
             on_path[nxt] = True
             stack.append((nxt, 0))
-    return "done"
+    return "done", count
 
 
 def _shortest_paths(succ: list[list[int]], s: int, t: int) -> int:
