@@ -22,7 +22,10 @@ count that stopped at that bound (thousands of s-t paths behind slow lazy-cut
 queries: GEANT's 17,023) is tried again as queries are answered, each time with
 ``replan_share`` times the seconds the queries have cost so far (by the
 estimates, doubling between tries): a one-time enumeration is paid for once the
-queries it would speed up have cost as much (ski rental).
+queries it would speed up have cost as much (ski rental). Such an enumeration,
+which a fresh oracle would not make, answers only optima unique by twice the
+contract's tolerance (:mod:`~cmab_milp.oracles.core.auto_unique`): ties go on
+to the backend the fresh plan asks, so an answer depends on the query only.
 
 Example
 -------
