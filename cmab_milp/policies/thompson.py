@@ -58,7 +58,7 @@ from ..spaces.base import ActionSpace, as_action
 from .base import Index, check_positive
 from .schedules import EveryRound
 
-__all__ = ["CTS", "PRIORS", "PosteriorIndex", "outcome_coins"]
+__all__ = ["CTS", "PRIORS", "PosteriorIndex", "coin_rows", "outcome_coins"]
 
 #: The posteriors CTS samples from.
 PRIORS = ("beta", "gaussian")
