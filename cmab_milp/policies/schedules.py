@@ -232,7 +232,7 @@ class AdaptiveEpochs(EpochSchedule):
         """
         if self.unit == "pair":
             return 1 + 2 * self.previous
-        scale = self.T if self.T is not None else anytime_scale(self.t)
+        scale = self.T if self.T is not None else anytime_scale(self.t, self.params.get("anytime_log_power", 1.0))
         if isinstance(scale, int) and scale * self.m * int(self.previous.max(initial=0)) >= 2**63:
             # T m |T_i| past int64 (horizons near 2**50): the same value in floating point, without overflow
             return 1.0 + np.sqrt(float(scale * self.m) * (self.previous / self.d))

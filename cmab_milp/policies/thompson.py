@@ -47,7 +47,7 @@ Example
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -58,7 +58,7 @@ from ..spaces.base import ActionSpace, as_action
 from .base import Index, check_positive
 from .schedules import EveryRound
 
-__all__ = ["CTS", "PRIORS", "PosteriorIndex", "outcome_coins"]
+__all__ = ["CTS", "PRIORS", "PosteriorIndex", "coin_rows", "outcome_coins"]
 
 #: The posteriors CTS samples from.
 PRIORS = ("beta", "gaussian")
@@ -77,6 +77,34 @@ def _mix(x: int) -> int:
 def _coins(stream: np.ndarray, t: int, arms: Sequence[int]) -> list[float]:
     base = _mix(_mix(int(stream[0]) ^ (int(t) & _MASK64)) ^ int(stream[1]))
     return [(_mix((base + (i + 1) * 0x9E3779B97F4A7C15) & _MASK64) >> 11) * 2.0**-53 for i in arms]
+
+
+_U64 = np.uint64
+_MIX1, _MIX2, _GOLDEN = _U64(0xBF58476D1CE4E5B9), _U64(0x94D049BB133111EB), _U64(0x9E3779B97F4A7C15)
+
+
+def _mix_array(x: np.ndarray) -> np.ndarray:
+    """:func:`_mix` on every entry of a uint64 array (numpy's uint64 products wrap mod 2^64, as the masks do)."""
+    x = x ^ (x >> _U64(30))
+    x *= _MIX1
+    x ^= x >> _U64(27)
+    x *= _MIX2
+    return x ^ (x >> _U64(31))
+
+
+def coin_rows(stream: np.ndarray, rounds: np.ndarray, d: int) -> np.ndarray:
+    """``outcome_coins(stream, t, range(d))`` for each round ``t`` of ``rounds``, as a ``(len(rounds), d)`` array.
+
+    The same numbers as :func:`outcome_coins`, computed for many rounds at once (uint64 arithmetic in numpy).
+
+    >>> stream = np.array([1, 2], np.uint64)
+    >>> bool((coin_rows(stream, np.array([5, 9]), 4)[1] == outcome_coins(stream, 9, range(4))).all())
+    True
+    """
+    t = np.asarray(rounds, np.int64).astype(_U64)
+    base = _mix_array(_mix_array(_U64(stream[0]) ^ t) ^ _U64(stream[1]))
+    arms = np.arange(1, d + 1, dtype=_U64) * _GOLDEN  # (i + 1) * golden mod 2^64
+    return (_mix_array(base[:, None] + arms[None, :]) >> _U64(11)).astype(np.float64) * 2.0**-53
 
 
 def outcome_coins(stream: np.ndarray, t: int, arms: Sequence[int]) -> np.ndarray:
@@ -119,6 +147,12 @@ class PosteriorIndex(Index):
         self.stream = _stream(None) if stream is None else np.asarray(stream, np.uint64).copy()
         self._everyone = np.ones(d, bool)
         self._shape, self._gamma = np.empty(2 * d), np.empty(2 * d)  # buffers of the Beta draws
+        self._alpha, self._beta = self._shape[:d], self._shape[d:]
+        self._gamma_a, self._gamma_b = self._gamma[:d], self._gamma[d:]
+        #: Coins of the rounds ``_coin_start`` to ``_coin_start + len(_coin_block) - 1`` (a cache of
+        #: :func:`coin_rows`: a pure function of the stream, not state).
+        self._coin_block: np.ndarray | None = None
+        self._coin_start = 0
         super().__init__(d)
 
     def reset(self) -> None:
@@ -126,6 +160,24 @@ class PosteriorIndex(Index):
         self.sums = np.zeros(self.d)
         self.successes = np.zeros(self.d)
         self.rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence([int(w) for w in self.stream])))
+
+    def set_state(self, state: Mapping[str, Any]) -> None:
+        super().set_state(state)
+        self._coin_block = None  # the stream may have changed: its coins too
+
+    def coin_row(self, t: int) -> np.ndarray:
+        """The coins of every arm for the outcomes of round ``t`` (``outcome_coins(stream, t, range(d))``).
+
+        Computed for a block of rounds at once (about 4,096 coins) and cached: CTS asks round after round.
+        """
+        block, start = self._coin_block, self._coin_start
+        if block is not None and start <= t < start + len(block):
+            return block[t - start]
+        if block is not None and t < start:  # a late outcome of an earlier round: that row alone
+            return coin_rows(self.stream, np.array([t]), self.d)[0]
+        rounds = max(1, 4096 // self.d)
+        self._coin_block, self._coin_start = coin_rows(self.stream, np.arange(t, t + rounds), self.d), t
+        return self._coin_block[0]
 
     @property
     def observed(self) -> np.ndarray:
@@ -191,16 +243,23 @@ class PosteriorIndex(Index):
         return mean, std
 
     def sample(self) -> np.ndarray:
-        """One draw of every arm's mean from its posterior (unobserved Gaussian arms: their mean 0, unused)."""
+        """One draw of every arm's mean from its posterior (unobserved Gaussian arms: their mean 0, unused).
+
+        Beta: ``2 d`` standard gammas in one call, arms' ``alpha`` then their ``beta`` (the draw order
+        every version of CTS used); Gaussian: ``d`` standard normals.
+        """
         if self.prior == "beta":  # Beta(a, b) = G_a / (G_a + G_b), two standard gammas (what rng.beta does, faster)
-            d = self.d
-            self._shape[:d] = 1.0 + self.successes
-            self._shape[d:] = 1.0 + self.counts - self.successes
-            g = self.rng.standard_gamma(self._shape, out=self._gamma)
-            return g[:d] / (g[:d] + g[d:])
-        mean, std = self.posterior()
+            np.add(self.successes, 1.0, out=self._alpha)
+            np.subtract(self.counts, self.successes, out=self._beta)
+            self._beta += 1.0
+            self.rng.standard_gamma(self._shape, out=self._gamma)
+            g = self._gamma_a
+            return g / (g + self._gamma_b)
+        seen = self.counts > 0
+        mean = np.divide(self.sums, self.counts, out=np.zeros(self.d), where=seen)
+        scale = np.divide(self.sigma, np.sqrt(self.counts), out=np.zeros(self.d), where=seen)  # 0: unobserved
         z = self.rng.standard_normal(self.d)
-        return mean + np.where(np.isfinite(std), std, 0.0) * z
+        return mean + scale * z
 
     def query(self, t: int, sign: int, include: Sequence[int] = (), exclude: Sequence[int] = ()) -> dict:
         if sign < 0:
@@ -280,14 +339,17 @@ class CTS(EveryRound):
     def _learn(self, stats: FeedbackStats) -> None:
         index = self.index
         if index.prior == "beta":
-            if stats.rounds == 1:  # (the hot path: plain lists for the few played arms)
-                played = np.flatnonzero(stats.counts).tolist()
-                ys = stats.sum[played].tolist()
-                if ys and (min(ys) < 0.0 or max(ys) > 1.0):
+            if stats.rounds == 1:  # (the hot path: whole-vector operations, the coins of a cached block)
+                y = stats.sum  # the outcome of each played arm, 0 elsewhere (where no coin, in [0, 1), is below)
+                if self.d <= 64:  # a short list's min and max cost less than numpy's reductions
+                    ys = y.tolist()
+                    low, high = min(ys), max(ys)
+                else:
+                    low, high = y.min(), y.max()
+                if low < 0.0 or high > 1.0:
                     index.check_outcomes(stats)  # raises, naming the arm
                 t = self.t if self._coin_round is None else self._coin_round
-                coins = _coins(index.stream, t, played)
-                index.successes[played] += [float(u < y) for u, y in zip(coins, ys, strict=True)]
+                index.successes += index.coin_row(t) < y
                 index.update(stats)
                 return
             index.check_outcomes(stats)

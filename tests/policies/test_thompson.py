@@ -181,3 +181,58 @@ def test_regret_is_sublinear_and_below_cucbs() -> None:
     cucb = _regret(cm.CUCB, env, 4000, seeds, oracle="auto")
     assert late < 2.0 * early  # 4x the rounds, under 2x the regret
     assert late < 0.5 * cucb
+
+
+def _reference_cts(policy: cm.CTS, rounds: int, outcomes: np.random.Generator) -> list[np.ndarray]:
+    """CTS written out round by round (the Beta draws and coins every version used) beside ``policy``.
+
+    Per round: ``2 d`` standard gammas with shapes ``[1 + S, 1 + n - S]`` from the learner's generator,
+    ``theta = G_a / (G_a + G_b)``, the top ``m`` arms of ``theta`` (``Cardinality``), then each played
+    arm's outcome ``y`` counts as a success when its coin ``outcome_coins(stream, t, [i])`` is below ``y``.
+    Returns the actions where the reference and the policy agree; the test asserts they always do.
+    """
+    d, m = policy.d, policy.space.m
+    stream = policy.index.stream
+    rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence([int(w) for w in stream])))
+    successes, counts = np.zeros(d), np.zeros(d)
+    agreed = []
+    for t in range(1, rounds + 1):
+        g = rng.standard_gamma(np.concatenate([1.0 + successes, 1.0 + counts - successes]))
+        theta = g[:d] / (g[:d] + g[d:])
+        expected = np.zeros(d, bool)
+        expected[np.argsort(-theta, kind="stable")[:m]] = True
+        action = policy.select()
+        assert np.array_equal(action, expected), t
+        y = np.where(action, outcomes.uniform(size=d), np.nan)
+        for i in np.flatnonzero(action).tolist():
+            successes[i] += float(outcome_coins(stream, t, [i])[0] < y[i])
+            counts[i] += 1
+        policy.observe(action, y)
+        agreed.append(action)
+    assert np.array_equal(policy.index.successes, successes)
+    return agreed
+
+
+def test_cts_draws_are_the_reference_draws_round_by_round() -> None:
+    """The vectorised sampling and cached coins give the very draws of the round-by-round definition."""
+    policy = cm.CTS(cm.Cardinality(12, 4), None, oracle="enumerate", seed=21)
+    assert len(_reference_cts(policy, 400, np.random.default_rng(8))) == 400
+
+
+def test_coin_rows_are_outcome_coins_for_any_stream_and_round() -> None:
+    from cmab_milp.policies.thompson import coin_rows
+
+    for words in ([0, 0], [2**64 - 1, 2**63 + 5], [123, 456]):
+        stream = np.array(words, np.uint64)
+        rounds = np.array([0, 1, 17, 10**6, 2**40])
+        rows = coin_rows(stream, rounds, 30)
+        for row, t in zip(rows, rounds.tolist(), strict=True):
+            assert np.array_equal(row, outcome_coins(stream, t, range(30)))
+
+
+def test_late_outcomes_of_rounds_before_the_cached_coins_use_their_own_round() -> None:
+    """A cached block of coins starts at a later round: an earlier round's outcome still gets its own coins."""
+    index = PosteriorIndex(5, stream=np.array([3, 9], np.uint64))
+    late = index.coin_row(500)  # caches rounds 500 onwards
+    assert np.array_equal(index.coin_row(7), outcome_coins(index.stream, 7, range(5)))
+    assert np.array_equal(late, outcome_coins(index.stream, 500, range(5)))

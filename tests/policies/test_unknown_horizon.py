@@ -138,3 +138,33 @@ def test_unknown_horizon_targets_in_the_figure_2_setting():
         regret = np.mean([r.regret[-1] for r in unknown]) / np.mean([r.regret[-1] for r in known])
         queries = np.mean([r.queries[-1] for r in unknown]) / np.mean([r.queries[-1] for r in known])
         assert regret <= 1.5 and queries <= 4, (cls.name, regret, queries)
+
+
+def test_aroq_anytime_log_power_sets_the_threshold_scale():
+    """``g(t) = t max(1, ln t)^p``: the threshold of a run with ``p = 0.5`` is that closed form, and ``p``
+    survives a save and load; the default (``p = 1``) leaves ``params`` as before."""
+    policy = cm.AROQ(SPACE, None, oracle="enumerate", anytime_log_power=0.5)
+    cm.simulate(policy, env(), 500, seed=0)
+    g = policy.t * math.sqrt(math.log(policy.t))
+    assert np.allclose(policy.thresholds(), 1 + np.sqrt(g * policy.m * policy.previous / policy.d))
+    assert policy.params["anytime_log_power"] == 0.5
+    assert "anytime_log_power" not in cm.AROQ(SPACE, None, oracle="enumerate").params
+    assert policy.clone().params == policy.params
+    assert anytime_scale(100, 0.0) == 100 and anytime_scale(100, 0.5) == pytest.approx(100 * math.log(100) ** 0.5)
+
+
+def test_aroq_with_a_smaller_anytime_scale_asks_more_but_holds_less():
+    """Shorter late epochs: at least as many queries as ``p = 1`` on the same run (the thresholds are
+    pointwise smaller), still far fewer than one a round."""
+    T = 20000
+    runs = {
+        p: cm.simulate(cm.AROQ(SPACE, None, oracle="enumerate", anytime_log_power=p), env(), T, seed=2)
+        for p in (1.0, 0.5)
+    }
+    assert runs[1.0].queries[-1] <= runs[0.5].queries[-1] < T / 50
+
+
+@pytest.mark.parametrize("bad", [-0.5, float("inf"), "half", True])
+def test_aroq_anytime_log_power_refuses_bad_values(bad):
+    with pytest.raises(ValueError, match="anytime_log_power"):
+        cm.AROQ(SPACE, None, oracle="enumerate", anytime_log_power=bad)

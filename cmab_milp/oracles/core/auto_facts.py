@@ -46,13 +46,18 @@ class QueryShape:
     forbid_pairs: bool = False
     #: Most weights are > 0 (a longest-path-like query); read only where the sign decides (s-t paths).
     positive: bool = False
+    #: Some weight is > 0, but not most: on cyclic s-t paths no shortest-path algorithm answers it and a MILP
+    #: needs its lazy cycle cuts (as for ``positive``); read only where the sign decides.
+    mixed: bool = False
 
     @staticmethod
     def of(query: LinearQuery | NormQuery, signed: bool = False) -> QueryShape:
         r = query.restrictions
         if isinstance(query, LinearQuery):
-            positive = signed and 2 * int(np.count_nonzero(query.weights > 0.0)) > len(query.weights)
-            return QueryShape("linear", 1, bool(r.include), bool(r.exclude), bool(r.forbid_pairs), positive)
+            above = int(np.count_nonzero(query.weights > 0.0)) if signed else 0
+            positive = 2 * above > len(query.weights)
+            args = (bool(r.include), bool(r.exclude), bool(r.forbid_pairs), positive, 0 < above and not positive)
+            return QueryShape("linear", 1, *args)
         return QueryShape("norm", query.sign, bool(r.include), bool(r.exclude), bool(r.forbid_pairs))
 
 
@@ -65,9 +70,17 @@ class SpaceFacts:
     ``plan_share * budget * plan_queries`` seconds pay for (see :meth:`count`).
     """
 
-    def __init__(self, space: ActionSpace, caps: dict[str, int], plan_share: float = 0.25, plan_queries: int = 200):
+    def __init__(
+        self,
+        space: ActionSpace,
+        caps: dict[str, int],
+        plan_share: float = 0.25,
+        plan_queries: int = 200,
+        count_visits: int = 64,
+    ):
         self.space = space
         self.plan_queries = plan_queries
+        self.count_visits = count_visits
         self.d = space.d
         self.caps = caps
         self.plan_share = plan_share
@@ -93,9 +106,10 @@ class SpaceFacts:
         """The number of actions if it is at most ``limit``, else (or while not probing) ``None``.
 
         Bounded work, never an open-ended enumeration: :func:`~cmab_milp.spaces.tally.tally` lists the
-        actions with the side rules pruning the search, visiting at most ``8 * share * limit`` partial
-        actions (on most families about one per action) and at most what ``share`` of ``plan_queries``
-        queries of the cheapest sure backend pays for (its estimate ``budget``; :data:`_TALLY_VISIT` a
+        actions with the side rules pruning the search, visiting at most ``count_visits * share * limit``
+        partial actions (on most families about one per action, on s-t paths about 14) and at most what
+        ``share`` of ``plan_queries`` queries of the cheapest sure backend pays for (its estimate ``budget``;
+        :data:`_TALLY_VISIT` a
         visit): the count is paid for by the run it speeds up, and the enumerate backend then reads the
         actions found. Spaces it does not know (intersections, plug-ins) are counted by filtering
         their base family's actions under a visit cap paid for by ``share * budget`` (:meth:`_filtered`).
@@ -107,7 +121,7 @@ class SpaceFacts:
         if not self.probe:
             self.wanted = True
             return None
-        visits = int(8 * self.share * limit)  # a few times the actions that could pay: the search stops there
+        visits = int(self.count_visits * self.share * limit)  # a few visits per action that could pay
         if math.isfinite(self.budget):  # and within plan_share of plan_queries queries of the cheapest sure backend
             visits = min(visits, int(self.share * self.budget * self.plan_queries / _TALLY_VISIT))
         if visits <= 0 or visits <= self._visits_over:
