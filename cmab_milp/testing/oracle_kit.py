@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import pickle
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -27,6 +28,7 @@ ORACLE_CASES = (
     "determinism",
     "batch",
     "ledger",
+    "pickling",
 )
 
 
@@ -194,6 +196,40 @@ def _oracle_cases_on(judge: _OracleJudge, rng: np.random.Generator, fresh: Calla
         _invalid(judge)
     if cases.wanted("determinism") or cases.wanted("batch"):
         _determinism(judge, rng, fresh)
+    if cases.wanted("pickling"):
+        _pickling(judge, rng, fresh)
+
+
+def _pickling(judge: _OracleJudge, rng: np.random.Generator, fresh: Callable[[], Oracle]) -> None:
+    """A pickled oracle, new and after some queries, unpickles to one that answers the same."""
+    d, where = judge.space.d, judge.where()
+    if "<locals>" in type(judge.oracle).__qualname__:
+        return judge.cases.skip("pickling", "the oracle's class is defined in a function (pickle needs a module's)")
+    queries = [{"weights": w} for w in (-np.linspace(0.1, 1.0, d), rng.normal(size=d), rng.integers(0, 3, d) / 2.0)]
+    new = fresh()
+    try:
+        copies = {"a new oracle": _pickled(judge, new, "a new oracle")}
+    finally:
+        new.close()
+    if all(judge.ask("pickling", "linear", q)[0] for q in queries):
+        copies["an oracle after queries"] = _pickled(judge, judge.oracle, "an oracle after queries")
+        for said, copy in copies.items():
+            for q in queries:
+                a, b = judge.ask("pickling", "linear", q)[1], _ask(copy, "linear", q)
+                if not _same(a, b):
+                    judge.cases.fail(
+                        "pickling", where, f"{describe(q)}: {action_str(a)}, {said} unpickled {action_str(b)}"
+                    )
+            copy.close()
+        judge.cases.passed("pickling")
+
+
+def _pickled(judge: _OracleJudge, oracle: Oracle, said: str) -> Oracle:
+    try:
+        return pickle.loads(pickle.dumps(oracle))
+    except Exception as exc:  # any failure to pickle is the finding
+        judge.cases.fail("pickling", judge.where(), f"{said} does not pickle: {type(exc).__name__}: {exc}")
+        raise  # pragma: no cover - fail raises
 
 
 def _infeasible(judge: _OracleJudge, rng: np.random.Generator, pairs: bool) -> None:

@@ -286,6 +286,16 @@ class OrtoolsOracle(ModelOracle):
         self._relaxed: list[Row] = []
         self._base = self._compile(form)
 
+    def __getstate__(self) -> dict:
+        state = super().__getstate__()
+        del state["_base"], state["_relaxed"]  # a CpModel does not pickle: compiled again on unpickling
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        super().__setstate__(state)
+        self._relaxed = []
+        self._base = self._compile(self.formulation)
+
     def _compile(self, form: Formulation):
         from ortools.sat.python import cp_model
 
