@@ -351,6 +351,15 @@ def _check_parameters(parameters: dict[str, object] | None) -> dict[str, object]
             setattr(probe, key, value)
         except (AttributeError, TypeError, ValueError) as exc:
             raise ValueError(f"bad CP-SAT parameter {key}={value!r}: {exc}") from None
+    from ortools.sat.python import cp_model
+
+    solver, model = cp_model.CpSolver(), cp_model.CpModel()  # CP-SAT's own ranges: it checks them at a solve
+    for key, value in parameters.items():
+        setattr(solver.parameters, key, value)
+    solver.parameters.catch_sigint_signal = False
+    model.new_bool_var("x")
+    if solver.solve(model) == cp_model.MODEL_INVALID:  # its message names the parameter
+        raise ValueError(f"bad CP-SAT parameters {parameters}: {solver.response_proto.solution_info}")
     return dict(parameters)
 
 

@@ -109,6 +109,10 @@ class Capabilities:
         ``cost(space, shape, facts) -> float``: estimated seconds per query
         (``math.inf``: cannot answer), see :mod:`cmab_milp.oracles.core.auto_costs`;
         ``None``: ``auto`` never picks this backend.
+    ranges:
+        ``(option, low, high, what)`` records: the values its solver accepts for an option it passes on
+        (``what`` names the solver's parameter), refused by :func:`make_oracle` and problem-file validation
+        (SCIP's ``limits/time`` takes at most 1e20 seconds).
     tuning:
         The typed record of its ``tuning=`` option (a class whose ``of(value)`` reads
         ``None``, a record or a mapping of its fields, ``ValueError`` otherwise), e.g.
@@ -135,6 +139,7 @@ class Capabilities:
     options: tuple[str, ...] | None = None
     cost: str | Callable[..., float] | None = None
     tuning: str | type | None = None
+    ranges: tuple[tuple[str, float, float, str], ...] = ()
 
     def accepts_space(self, space: ActionSpace) -> bool:
         """Whether this backend takes ``space``."""
@@ -158,6 +163,18 @@ class Capabilities:
         if record is None:
             raise ValueError("this backend takes no tuning option")
         return record.of(value)
+
+    def out_of_range(self, options: dict[str, Any]) -> tuple[str, str] | None:
+        """``(key, why)`` for the first option whose value the solver does not accept (see ``ranges``), else None.
+
+        >>> capabilities("scip").out_of_range({"time_limit": 1e21})
+        ('time_limit', "1e+21 is out of the range [0, 1e+20] of SCIP's limits/time")
+        """
+        for key, low, high, what in self.ranges:
+            value = options.get(key)
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and not low <= value <= high:
+                return key, f"{value!r} is out of the range [{low:g}, {high:g}] of {what}"
+        return None
 
     def missing_modules(self) -> list[str]:
         return [mod for mod in self.requires if importlib.util.find_spec(mod) is None]
@@ -243,6 +260,7 @@ def register_backend(
 # ------------------------------------------------- built-in declarations
 _PKG = "cmab_milp.oracles.backends"
 _COSTS = "cmab_milp.oracles.core.auto_costs"
+_SCIP_TIME = ("time_limit", 0.0, 1e20, "SCIP's limits/time")
 #: The built-in backends: name, ``module:Class`` under ``cmab_milp.oracles.backends`` (``auto`` under
 #: ``core``), description, capabilities. Named by strings: the core imports no backend.
 _BUILT_IN: list[tuple[str, str, str, Capabilities]] = [
@@ -302,7 +320,11 @@ _BUILT_IN: list[tuple[str, str, str, Capabilities]] = [
         "auto",
         "cmab_milp.oracles.core.auto:AutoOracle",
         "fastest exact method per query",
-        Capabilities(time_limit=True, spaces="every space (it picks among the backends that accept it)"),
+        Capabilities(
+            time_limit=True,
+            spaces="every space (it picks among the backends that accept it)",
+            ranges=(_SCIP_TIME,),  # it may hand its time limit to the scip backend
+        ),
     ),
     (
         "scip",
@@ -315,6 +337,7 @@ _BUILT_IN: list[tuple[str, str, str, Capabilities]] = [
             norm_tolerance=1e-6,
             requires=("pyscipopt",),
             cost=f"{_COSTS}:scip_cost",
+            ranges=(_SCIP_TIME,),
         ),
     ),
     (
@@ -452,6 +475,9 @@ def make_oracle(space: ActionSpace, backend: str | Oracle = "highs", **options: 
     workers = check_workers(options.pop("workers", None))
     if options.get("gap") is not None:
         _check_approximate(name, solver, caps, options["gap"])
+    refused = caps.out_of_range(options)
+    if refused is not None:
+        raise ValueError(f"backend {name!r} option {refused[0]}: {refused[1]}")
     if options.get("tuning") is not None and caps.tuning is not None:
         options["tuning"] = caps.check_tuning(options["tuning"])  # unknown names, bad values: refused here
     if solver:
