@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ...spaces.base import ActionSpace
-from .base import Oracle, check_gap, check_workers
+from .base import Oracle, check_gap, check_time_limit, check_workers
 
 __all__ = [
     "BACKENDS",
@@ -475,6 +475,8 @@ def make_oracle(space: ActionSpace, backend: str | Oracle = "highs", **options: 
     workers = check_workers(options.pop("workers", None))
     if options.get("gap") is not None:
         _check_approximate(name, solver, caps, options["gap"])
+    if caps.time_limit and "time_limit" in options:
+        options["time_limit"] = check_time_limit(options["time_limit"])  # its type first, then the solver's range
     refused = caps.out_of_range(options)
     if refused is not None:
         raise ValueError(f"backend {name!r} option {refused[0]}: {refused[1]}")
