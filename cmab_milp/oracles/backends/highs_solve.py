@@ -221,8 +221,9 @@ class HighsSolving:
                     model._pending.update(dict.fromkeys(cuts))
 
         self.h.setCallback(callback, None)
-        for kind in (found, kinds.kCallbackMipInterrupt, kinds.kCallbackSimplexInterrupt, kinds.kCallbackIpmInterrupt):
-            self.h.startCallback(kind)
+        self.h.startCallback(found)
+        if self.integer:  # an LP run is short: a Ctrl-C during it is raised when it ends (checks cost ~5% there)
+            self.h.startCallback(kinds.kCallbackMipInterrupt)
         self._callbacks_on = True
 
     def separate(self, values, chosen) -> list[Row]:

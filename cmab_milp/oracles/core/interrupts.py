@@ -7,18 +7,20 @@ if its time limit were reached). Every solver call of the backends runs inside :
 
 * the solvers are told not to catch SIGINT themselves (SCIP ``misc/catchctrlc``, CP-SAT
   ``catch_sigint_signal``), so Python's handler sees it;
-* in the main thread (Python's SIGINT handler the default one), a SIGINT is noticed at once: Python's
-  wakeup fd is a pipe that a watcher thread reads (the byte is forwarded to a wakeup fd set before,
-  e.g. an event loop's), and the watcher calls the ``stop`` of every solve running (HiGHS's interrupt
-  callback, SCIP ``interruptSolve``, Gurobi ``terminate``, CP-SAT ``stop_search``); Python's handler is
-  replaced for the call by one that only records the signal, so that no ``KeyboardInterrupt`` is raised
-  inside a solver's callback (which the solver would swallow as an error);
+* from the main thread's first solve (Python's SIGINT handler then the default one), a SIGINT is
+  noticed at once: Python's wakeup fd is a pipe that a watcher thread reads (the bytes are forwarded
+  to a wakeup fd set before, e.g. an event loop's), and the watcher calls the ``stop`` of every solve
+  running (HiGHS's interrupt callback, SCIP ``interruptSolve``, Gurobi ``terminate``, CP-SAT
+  ``stop_search``). Python's handler becomes one that raises ``KeyboardInterrupt`` as the default one
+  does, except during a solve of the main thread, where it only counts the signal (a
+  ``KeyboardInterrupt`` raised inside a solver's callback would be swallowed by the solver as an
+  error). Both stay in place: setting them around each solve cost ~25 us a solve;
 * when a SIGINT arrived during the call (or :func:`stop_all` stopped it), leaving the block raises
   ``KeyboardInterrupt``, whatever the solver returned: never an ``OracleError`` nor a time limit;
 * in other threads (the workers of ``argmax_batch``) nothing is installed: the main thread, waiting for
   their answers, gets the ``KeyboardInterrupt`` and calls :func:`stop_all`.
 
-A SIGINT handler other than Python's default one (the user's) is left alone: the solve is not stopped.
+A SIGINT handler of the user's, set before the first solve, is left alone: solves are not stopped then.
 
 >>> with stoppable(lambda: None) as solve:
 ...     pass
@@ -41,7 +43,7 @@ _lock = threading.Lock()
 _active: set[stoppable] = set()  # the solves running now, in every thread
 _sigints = 0  # SIGINTs recorded while the main thread was in a solve
 _depth = 0  # blocks of the main thread open now (nested solves count once)
-_saved: tuple[Any, int] | None = None  # the main thread's handler and wakeup fd, restored by its outermost block
+_installed = False  # the recording handler and the wakeup pipe are in place (from the main thread's first solve)
 _pipe: tuple[int, int] | None = None  # (read, write) ends of the watcher's wakeup pipe
 _forward = -1  # the wakeup fd set before ours: what the watcher reads is written on to it
 _halting = 0  # open blocks of :func:`halting`: a solve starting then is stopped before it starts
@@ -78,7 +80,7 @@ class stoppable:  # a context manager, named like one
         with _lock:
             _active.discard(self)
         if self._main:
-            _unlisten()  # first: a SIGINT still pending now meets Python's own handler
+            _unlisten()  # first: a SIGINT still pending now raises KeyboardInterrupt itself
             if _sigints != self._sigints:
                 self.stopped = True
         if self.stopped and not isinstance(value, KeyboardInterrupt):
@@ -116,8 +118,12 @@ def halting() -> Iterator[None]:
 
 
 def _record(signum: int, frame: Any) -> None:
-    """The main thread's SIGINT handler during a solve: count it (the watcher stops the solves; no exception)."""
+    """Python's SIGINT handler once the main thread has solved: the default one's ``KeyboardInterrupt`` outside
+    solves; during a solve of the main thread only counted (the watcher stops the solve and the block raises
+    when it ends), so that no ``KeyboardInterrupt`` is raised inside a solver's callback, which swallows it."""
     global _sigints
+    if not _depth:
+        raise KeyboardInterrupt
     _sigints += 1
 
 
@@ -140,49 +146,41 @@ def _watch(read_end: int) -> None:
 
 
 def _listen() -> bool:
-    """Install the recording handler and the wakeup pipe (outermost block only); False: left alone."""
-    global _depth, _saved, _pipe, _forward
-    if _depth:
-        _depth += 1
-        return True
-    handler = signal.getsignal(signal.SIGINT)
-    if handler is not signal.default_int_handler:
-        return False
-    if _pipe is None:
-        read_end, write_end = os.pipe()
-        os.set_blocking(write_end, False)
-        _pipe = (read_end, write_end)
-        threading.Thread(target=_watch, args=(read_end,), name="cmab-milp-sigint", daemon=True).start()
-    try:
-        previous = signal.set_wakeup_fd(_pipe[1], warn_on_full_buffer=False)
-    except ValueError:  # pragma: no cover - not the main thread of the main interpreter
-        return False
-    _forward = previous
-    signal.signal(signal.SIGINT, _record)
-    _saved = (handler, previous)
-    _depth = 1
+    """Count a block of the main thread; the first one installs the watcher (False: a handler of the user's)."""
+    global _depth, _installed, _pipe, _forward
+    if not _installed:
+        if signal.getsignal(signal.SIGINT) not in (signal.default_int_handler, _record):
+            return False
+        if _pipe is None:
+            read_end, write_end = os.pipe()
+            os.set_blocking(write_end, False)
+            _pipe = (read_end, write_end)
+            threading.Thread(target=_watch, args=(read_end,), name="cmab-milp-sigint", daemon=True).start()
+        try:
+            previous = signal.set_wakeup_fd(_pipe[1], warn_on_full_buffer=False)
+        except ValueError:  # pragma: no cover - not the main thread of the main interpreter
+            return False
+        _forward = -1 if previous == _pipe[1] else previous
+        signal.signal(signal.SIGINT, _record)  # kept: setting handlers per solve cost ~25 us a solve
+        _installed = True
+    _depth += 1
     return True
 
 
 def _unlisten() -> None:
-    global _depth, _saved, _forward
+    global _depth
     _depth -= 1
-    if _depth or _saved is None:
-        return
-    handler, previous = _saved
-    _saved = None
-    signal.signal(signal.SIGINT, handler)
-    signal.set_wakeup_fd(previous)
-    _forward = -1
 
 
 def _after_fork() -> None:
     """A forked child has no watcher thread: it makes its own pipe when it first solves."""
-    global _pipe, _depth, _saved, _forward, _MAIN, _lock, _halting
+    global _pipe, _depth, _installed, _forward, _MAIN, _lock, _halting
     if _pipe is not None:
         for end in _pipe:
             os.close(end)
-    _pipe, _depth, _saved, _forward = None, 0, None, -1
+    _pipe, _depth, _installed, _forward = None, 0, False, -1
+    with contextlib.suppress(ValueError):  # forked from another thread: the child's first solve sets it
+        signal.set_wakeup_fd(-1)
     _lock = threading.Lock()
     _halting = 0
     _MAIN = threading.main_thread().ident

@@ -136,26 +136,50 @@ def test_no_solve_starts_while_halting() -> None:
 
 
 @posix
-def test_sigint_in_a_solve_of_the_main_thread_is_heard_and_the_handler_restored() -> None:
-    before = signal.getsignal(signal.SIGINT)
-    wakeup = signal.set_wakeup_fd(-1)
-    signal.set_wakeup_fd(wakeup)
+def test_sigint_in_a_solve_of_the_main_thread_is_heard_and_outside_solves_raises_as_before() -> None:
     heard = threading.Event()
     with pytest.raises(KeyboardInterrupt), stoppable(heard.set):
         os.kill(os.getpid(), signal.SIGINT)
-        assert heard.wait(5)  # the watcher called the stop while this thread waited (not in Python's handler)
-    assert signal.getsignal(signal.SIGINT) is before
-    assert signal.set_wakeup_fd(wakeup) == wakeup
+        assert heard.wait(5)  # the watcher called the stop while this thread waited (no exception in here)
+    with pytest.raises(KeyboardInterrupt):  # outside a solve: Python's default behaviour
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(5)
 
 
 @posix
-def test_a_custom_sigint_handler_is_left_alone() -> None:
+def test_sigint_bytes_reach_a_wakeup_fd_set_before() -> None:
+    """An event loop's wakeup fd, set before the first solve, still gets the signals (the watcher forwards)."""
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    saved = (interrupts._installed, interrupts._forward, signal.getsignal(signal.SIGINT))
+    interrupts._installed = False
+    previous = signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
+    try:
+        with pytest.raises(KeyboardInterrupt), stoppable(lambda: None):
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.2)
+        assert os.read(read_end, 16) == bytes([signal.SIGINT])
+    finally:
+        signal.set_wakeup_fd(previous)
+        interrupts._installed, interrupts._forward = saved[:2]
+        signal.signal(signal.SIGINT, saved[2])
+        os.close(read_end)
+        os.close(write_end)
+
+
+@posix
+def test_a_custom_sigint_handler_set_before_the_first_solve_is_left_alone() -> None:
     calls: list[int] = []
+    saved = interrupts._installed
+    interrupts._installed = False  # as in a process whose first solve comes after the user's handler
+    wakeup = signal.set_wakeup_fd(-1)
     previous = signal.signal(signal.SIGINT, lambda signum, frame: calls.append(signum))
     try:
         with stoppable(lambda: None) as solve:
             os.kill(os.getpid(), signal.SIGINT)
             time.sleep(0.05)
-        assert calls == [signal.SIGINT] and not solve.stopped
+        assert calls == [signal.SIGINT] and not solve.stopped and not interrupts._installed
     finally:
         signal.signal(signal.SIGINT, previous)
+        signal.set_wakeup_fd(wakeup)
+        interrupts._installed = saved
