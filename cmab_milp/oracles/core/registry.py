@@ -28,12 +28,13 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import inspect
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ...spaces.base import ActionSpace
-from .base import Oracle, check_gap, check_time_limit, check_workers
+from .base import Oracle, check_gap, check_workers
 
 __all__ = [
     "BACKENDS",
@@ -110,9 +111,8 @@ class Capabilities:
         (``math.inf``: cannot answer), see :mod:`cmab_milp.oracles.core.auto_costs`;
         ``None``: ``auto`` never picks this backend.
     ranges:
-        ``(option, low, high, what)`` records: the values its solver accepts for an option it passes on
-        (``what`` names the solver's parameter), refused by :func:`make_oracle` and problem-file validation
-        (SCIP's ``limits/time`` takes at most 1e20 seconds).
+        ``(option, low, high, what)``: the values its solver takes for an option it passes on (``what`` names
+        the solver's parameter), checked by :func:`make_oracle` and problem-file validation.
     tuning:
         The typed record of its ``tuning=`` option (a class whose ``of(value)`` reads
         ``None``, a record or a mapping of its fields, ``ValueError`` otherwise), e.g.
@@ -167,13 +167,17 @@ class Capabilities:
     def out_of_range(self, options: dict[str, Any]) -> tuple[str, str] | None:
         """``(key, why)`` for the first option whose value the solver does not accept (see ``ranges``), else None.
 
+        Only finite numbers are compared (other values are the backend's own checks to refuse).
+
         >>> capabilities("scip").out_of_range({"time_limit": 1e21})
-        ('time_limit', "1e+21 is out of the range [0, 1e+20] of SCIP's limits/time")
+        ('time_limit', "1e+21 is above 1e+20, the largest value of SCIP's limits/time")
         """
         for key, low, high, what in self.ranges:
             value = options.get(key)
-            if isinstance(value, (int, float)) and not isinstance(value, bool) and not low <= value <= high:
-                return key, f"{value!r} is out of the range [{low:g}, {high:g}] of {what}"
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+                if not low <= value <= high:
+                    side = ("above", high, "largest") if value > high else ("below", low, "smallest")
+                    return key, f"{value!r} is {side[0]} {side[1]:g}, the {side[2]} value of {what}"
         return None
 
     def missing_modules(self) -> list[str]:
@@ -260,7 +264,7 @@ def register_backend(
 # ------------------------------------------------- built-in declarations
 _PKG = "cmab_milp.oracles.backends"
 _COSTS = "cmab_milp.oracles.core.auto_costs"
-_SCIP_TIME = ("time_limit", 0.0, 1e20, "SCIP's limits/time")
+_SCIP_TIME = ("time_limit", -math.inf, 1e20, "SCIP's limits/time")  # (<= 0: refused by every backend's own check)
 #: The built-in backends: name, ``module:Class`` under ``cmab_milp.oracles.backends`` (``auto`` under
 #: ``core``), description, capabilities. Named by strings: the core imports no backend.
 _BUILT_IN: list[tuple[str, str, str, Capabilities]] = [
@@ -475,8 +479,6 @@ def make_oracle(space: ActionSpace, backend: str | Oracle = "highs", **options: 
     workers = check_workers(options.pop("workers", None))
     if options.get("gap") is not None:
         _check_approximate(name, solver, caps, options["gap"])
-    if caps.time_limit and "time_limit" in options:
-        options["time_limit"] = check_time_limit(options["time_limit"])  # its type first, then the solver's range
     refused = caps.out_of_range(options)
     if refused is not None:
         raise ValueError(f"backend {name!r} option {refused[0]}: {refused[1]}")
