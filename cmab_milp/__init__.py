@@ -15,6 +15,7 @@ from . import _registrations  # noqa: F401 - the registry lines of the dist_* ba
 from ._lazy import lazy_names as _lazy_names
 from .oracles import (
     Ledger,
+    LimitReached,
     Oracle,
     OracleError,
     UnsupportedQuery,
@@ -77,6 +78,7 @@ __all__ = [
     "GraphicMatroid",
     "Intersection",
     "Ledger",
+    "LimitReached",
     "Matchings",
     "Oracle",
     "OracleError",

@@ -198,6 +198,9 @@ def _oracle_options(table: Table, oracle: str) -> dict[str, Any]:
                 key, f"backend {oracle!r} takes no {key} option (its options: {', '.join(known) or 'none'})"
             )
         options[key] = value
+    refused = BACKENDS[oracle.partition(":")[0]].capabilities.out_of_range(options)
+    if refused is not None:  # beyond what the backend's solver accepts (SCIP: time limits up to 1e20 s)
+        raise table.error(refused[0], f"backend {oracle!r}: {refused[1]}")
     if "tuning" in table:
         data = table.table("tuning").data
         caps = BACKENDS[oracle.partition(":")[0]].capabilities

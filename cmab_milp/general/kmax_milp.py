@@ -69,6 +69,15 @@ class KMaxMilp:
         """Drop every thread's model (answers do not depend on them: each query's rows are removed after it)."""
         self._local = threading.local()
 
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state.pop("_local", None)  # the HiGHS models stay with their threads
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._local = threading.local()
+
     def _model(self) -> CompiledModel:
         model = getattr(self._local, "model", None)
         if model is not None:

@@ -12,7 +12,7 @@ Layout (imports point down this list only; ``tests/project/test_import_layers.py
 * ``backends/highs.py``, the ``highs`` oracle, sits on top: it answers norm queries through :mod:`.norm`.
 """
 
-from .core.base import Ledger, Oracle, OracleError, UnsupportedQuery
+from .core.base import Ledger, LimitReached, Oracle, OracleError, UnsupportedQuery
 from .core.queries import norm_objective
 from .core.registry import (
     BACKENDS,
@@ -28,6 +28,7 @@ __all__ = [
     "BACKENDS",
     "Capabilities",
     "Ledger",
+    "LimitReached",
     "Oracle",
     "OracleError",
     "UnsupportedQuery",

@@ -41,7 +41,7 @@ Example
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Iterator
+from collections.abc import Hashable, Iterable, Iterator, Sequence
 from math import comb
 from typing import Any
 
@@ -50,6 +50,7 @@ import numpy as np
 
 from .formulation import Formulation, NamedSeparator, Row
 from .graph_base import _flag, _GraphSpace
+from .graph_presolve import unusable_matching_arms
 from .paths import STPaths
 
 __all__ = ["GraphicMatroid", "Matchings", "STPaths", "SpanningTrees"]
@@ -246,4 +247,17 @@ class Matchings(_GraphSpace):
             incident = np.flatnonzero((self.tail == v) | (self.head == v))
             lb = 1.0 if self.perfect else -np.inf
             rows.append(Row(tuple(int(k) for k in incident), (1.0,) * len(incident), lb, 1.0))
+        fixed = np.flatnonzero(self.unusable_arms())
+        if len(fixed):  # presolved by the graph: edges in no perfect matching, forced to 0 by one row
+            rows.append(Row(tuple(int(k) for k in fixed), (1.0,) * len(fixed), -np.inf, 0.0))
         return Formulation(d=self.d, rows=rows, integral_lp=self.bipartite)
+
+    def unusable_arms(self, budgets: Sequence[tuple[np.ndarray, float]] = ()) -> np.ndarray:
+        """A mask of the edges in no action: for perfect matchings of a bipartite graph, the edges in no perfect
+        matching (:func:`~.graph_presolve.unusable_matching_arms`); none otherwise (budgets are not read).
+
+        >>> import networkx as nx
+        >>> Matchings(nx.path_graph(4), perfect=True).unusable_arms().tolist()  # the middle edge leaves 0 and 3 alone
+        [False, True, False]
+        """
+        return self._memo("_unusable", lambda: unusable_matching_arms(self))

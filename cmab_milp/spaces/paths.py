@@ -41,7 +41,7 @@ ValueError: flow must be true or false, got 'yes'
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Iterator
+from collections.abc import Hashable, Iterable, Iterator, Sequence
 from itertools import pairwise
 from typing import Any
 
@@ -52,6 +52,7 @@ from .._names import close_names, shown_names
 from .base import as_action
 from .formulation import Formulation, NamedSeparator, Row
 from .graph_base import _count, _flag, _GraphSpace
+from .graph_presolve import unusable_path_arms
 
 __all__ = ["STPaths"]
 
@@ -281,12 +282,28 @@ class STPaths(_GraphSpace):
                 demand = {v: (0.0, (z,), (1.0,)) for v, z in visit.items()}
                 demand[self.t] = (1.0, (), ())
                 self._add_flow(f, self.s, float(self.n_nodes - 1), demand)
+        fixed = np.flatnonzero(self.unusable_arms())
+        if len(fixed):  # presolved by the graph: arcs no simple s-t path uses (one row, forcing them all to 0)
+            f.rows.append(Row(tuple(int(k) for k in fixed), (1.0,) * len(fixed), -np.inf, 0.0))
         if self.directed or self._oriented:  # the rows hold every s-t cut (unoriented: s-t cuts needed)
             f.solver_hints["root_cuts"] = {"skip_nonpositive": True}  # a query with weights <= 0 gains from no cut
         # the start heuristic of every path space (the highs backend decides from which size: HighsTuning);
         # rows added after this point are side rows to it
         f.solver_hints["start"] = {"space": self, "rows": f.n_rows}
         return f
+
+    def unusable_arms(self, budgets: Sequence[tuple[np.ndarray, float]] = ()) -> np.ndarray:
+        """A mask of the arms in no action (also under budget rows ``(c, b)``: ``c @ a <= b``, ``c >= 0``).
+
+        See :mod:`.graph_presolve`; the formulation fixes them to 0 (the rule spaces, under their budgets).
+
+        >>> import networkx as nx
+        >>> STPaths(nx.Graph([(0, 1), (1, 2), (1, 3)]), 0, 2).unusable_arms().tolist()  # (1, 3): a pendant edge
+        [False, False, True]
+        """
+        if not budgets:
+            return self._memo("_unusable", lambda: unusable_path_arms(self))
+        return unusable_path_arms(self, budgets)
 
     def _add_orientation(self, f: Formulation) -> None:
         """Orient the chosen edges: a unit of flow from ``s`` to ``t`` on them (``d`` columns, ``d + n`` rows).

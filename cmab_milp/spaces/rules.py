@@ -31,6 +31,7 @@ import numpy as np
 
 from .base import ActionSpace
 from .formulation import Formulation, Row
+from .graph_presolve import budgets_of
 from .labels import ArmLabels
 from .solve import best_action
 
@@ -96,7 +97,23 @@ class RuleSpace(ActionSpace):
         out.solver_hints.setdefault("side", {"space": self.parent, "rows": out.n_rows})
         out.rows.extend(self._rows())
         out.integral_lp = False
+        out.rows.extend(self._presolved())
         return out
+
+    def _presolved(self) -> list[Row]:
+        """One row fixing to 0 the arms the base's graph rules out under this rule's budget rows (a hop limit;
+        :mod:`.graph_presolve`) and not already under the parents'; none for other rules and spaces."""
+        base, below, mine = self.parent, [], self._rows()
+        while isinstance(base, RuleSpace):
+            below = [*base._rows(), *below]
+            base = base.parent
+        unusable = getattr(base, "unusable_arms", None)
+        budgets = budgets_of(mine, self.d)
+        if unusable is None or not budgets:
+            return []
+        before = budgets_of(below, self.d)
+        fixed = np.flatnonzero(unusable([*before, *budgets]) & ~unusable(before))
+        return [Row(tuple(int(k) for k in fixed), (1.0,) * len(fixed), -np.inf, 0.0)] if len(fixed) else []
 
     def _on(self, parent: ActionSpace) -> RuleSpace:
         """This rule applied to another parent (same arms); caches are not shared."""
@@ -178,6 +195,9 @@ class ConflictSpace(RuleSpace):
 
     def _rows(self) -> list[Row]:
         return [Row((i, j), (1.0, 1.0), -np.inf, 1.0) for i, j in self.pairs]
+
+    def _presolved(self) -> list[Row]:
+        return []  # a pair rules out no arm alone (and its rows are no budgets worth a shortest-path pass each)
 
 
 def group_rule(parent: ActionSpace, group: Any, at_least: int | None, at_most: int | None) -> ActionSpace:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import itertools
+import pickle
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -27,6 +29,7 @@ ORACLE_CASES = (
     "determinism",
     "batch",
     "ledger",
+    "pickling",
 )
 
 
@@ -194,6 +197,38 @@ def _oracle_cases_on(judge: _OracleJudge, rng: np.random.Generator, fresh: Calla
         _invalid(judge)
     if cases.wanted("determinism") or cases.wanted("batch"):
         _determinism(judge, rng, fresh)
+    if cases.wanted("pickling"):
+        _pickling(judge, rng, fresh)
+
+
+def _pickling(judge: _OracleJudge, rng: np.random.Generator, fresh: Callable[[], Oracle]) -> None:
+    """A pickled oracle, new and after queries, unpickles to one answering the same."""
+    d, where, cls = judge.space.d, judge.where(), type(judge.oracle)
+    found = sys.modules.get(cls.__module__)  # pickle finds a class by module and name
+    for part in cls.__qualname__.split("."):
+        found = getattr(found, part, None)
+    if found is not cls:
+        return judge.cases.skip("pickling", f"the oracle's class {cls.__qualname__} cannot be imported by name")
+    queries = [{"weights": w} for w in (-np.linspace(0.1, 1.0, d), rng.normal(size=d), rng.integers(0, 3, d) / 2.0)]
+    copies = {"a new oracle": _pickled(judge, fresh(), "a new oracle")}  # (never asked: no threads to close)
+    if all(judge.ask("pickling", "linear", q)[0] for q in queries):
+        copies["an oracle after queries"] = _pickled(judge, judge.oracle, "an oracle after queries")
+        for said, copy in copies.items():
+            for q in queries:
+                a, b = judge.ask("pickling", "linear", q)[1], _ask(copy, "linear", q)
+                if not _same(a, b):
+                    judge.cases.fail(
+                        "pickling", where, f"{describe(q)}: {action_str(a)}, {said} unpickled {action_str(b)}"
+                    )
+            copy.close()
+        judge.cases.passed("pickling")
+
+
+def _pickled(judge: _OracleJudge, oracle: Oracle, said: str) -> Oracle:  # type: ignore[return]
+    try:
+        return pickle.loads(pickle.dumps(oracle))
+    except Exception as exc:  # any failure to pickle is the finding (fail raises)
+        judge.cases.fail("pickling", judge.where(), f"{said} does not pickle: {type(exc).__name__}: {exc}")
 
 
 def _infeasible(judge: _OracleJudge, rng: np.random.Generator, pairs: bool) -> None:

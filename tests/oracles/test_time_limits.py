@@ -52,3 +52,10 @@ def test_the_limit_is_restored_after_a_query() -> None:
     assert oracle.model(integer=True)._time_limit == LIMIT
     shortest = oracle.argmax(-np.ones(space.d))  # easy: answered under the restored limit
     assert shortest.sum() == 14
+
+
+def test_limit_reached_is_exported_with_the_other_public_exceptions() -> None:
+    """``cm.LimitReached`` is the class the backends raise, an ``OracleError``, listed in ``__all__``."""
+    assert cm.LimitReached is LimitReached and cm.oracles.LimitReached is LimitReached
+    assert issubclass(cm.LimitReached, cm.OracleError)
+    assert {"LimitReached", "OracleError", "UnsupportedQuery"} <= set(cm.__all__)

@@ -11,7 +11,8 @@ formulation), one self-loop literal per node other than ``s`` and ``t``
 ("not visited"), an extra node ``r`` with the arcs ``t -> r`` and ``r -> s``
 fixed to 1 (the return; a separate node, so a graph arc ``t -> s`` is not
 confused with it), and every arc into ``s`` or out of ``t`` fixed to 0 (a
-simple s-t path uses none). The space's side rows (``with_constraint``,
+simple s-t path uses none), as every arc the graph rules out under the side rows' budgets
+(:meth:`~cmab_milp.spaces.paths.STPaths.unusable_arms`). The space's side rows (``with_constraint``,
 ``with_budget``, ...) are added over the arm literals; rows with fractional
 coefficients are relaxed as in :mod:`~cmab_milp.oracles.backends.ortools`, which also scales the
 weights to integers and states the rounding certificate.
@@ -38,6 +39,7 @@ from typing import Any
 
 from ...spaces.base import ActionSpace
 from ...spaces.formulation import Row
+from ...spaces.graph_presolve import budgets_of
 
 __all__ = ["circuit_model", "side_rows"]
 
@@ -67,10 +69,12 @@ def circuit_model(space: ActionSpace) -> Any | None:
     """
     from ...spaces import STPaths
 
-    base, _ = side_rows(space)
+    base, rows = side_rows(space)
     if type(base) is not STPaths or not base.directed:
         return None
     from ortools.sat.python import cp_model
+
+    unusable = base.unusable_arms(budgets_of(rows, base.d))  # the graph's presolve (a hop limit among the budgets)
 
     model = cp_model.CpModel()
     arcs = [model.new_bool_var(f"a{i}") for i in range(base.d)]
@@ -78,7 +82,7 @@ def circuit_model(space: ActionSpace) -> Any | None:
     circuit: list[tuple[int, int, Any]] = []
     for k, lit in enumerate(arcs):
         u, v = int(base.tail[k]), int(base.head[k])
-        if v == s or u == t or u == v:  # never on a simple s-t path
+        if v == s or u == t or u == v or unusable[k]:  # never on a simple s-t path (within the budgets)
             model.add(lit == 0)
         else:
             circuit.append((u, v, lit))

@@ -59,6 +59,7 @@ import numpy as np
 from ...spaces.base import ActionSpace
 from ...spaces.formulation import Formulation, Row
 from ..core.base import OracleError
+from ..core.interrupts import stoppable
 from ..core.model import ModelBase, SolveResult
 from ..core.model_oracle import ModelOracle
 from ..core.queries import NormQuery
@@ -228,16 +229,22 @@ class _GurobiModel(ModelBase):
         return SolveResult(mapped, values, float(model.ObjVal), float(model.ObjBound), message)
 
     def _optimize(self) -> None:
+        """``optimize``; Ctrl-C raises ``KeyboardInterrupt``: heard by :mod:`~cmab_milp.oracles.core.interrupts`
+        (which calls ``terminate``) or by Gurobi's own SIGINT handler, which ends the solve as ``INTERRUPTED``
+        (status 11: only ``terminate`` or a SIGINT end a solve so)."""
         gp = self.gp
         try:
-            if self.formulation.separators:
-                self.model.optimize(self._lazy_callback)
-            else:
-                self.model.optimize()
+            with stoppable(self.model.terminate):
+                if self.formulation.separators:
+                    self.model.optimize(self._lazy_callback)
+                else:
+                    self.model.optimize()
         except gp.GurobiError as exc:
             if exc.errno == gp.GRB.Error.SIZE_LIMIT_EXCEEDED:
                 raise OracleError(f"{_LICENCE} (200 variables with a quadratic row): {exc}") from None
             raise OracleError(f"Gurobi failed: {exc}") from None
+        if self.model.Status == gp.GRB.INTERRUPTED:
+            raise KeyboardInterrupt
 
     def _lazy_callback(self, model, where) -> None:
         if where != self.gp.GRB.Callback.MIPSOL:
@@ -268,6 +275,10 @@ class GurobiOracle(ModelOracle):
 
     name = "gurobi"
     norm_slack = NORM_SLACK
+    #: Batches run one query at a time unless ``workers=n`` is given: Gurobi installs a SIGINT handler of its own
+    #: for each ``optimize`` and restores the one it found, so optimizes of several threads at once leave one of
+    #: theirs in place, which swallowed the next Ctrl-C (tests/oracles/core/test_interrupts.py).
+    workers = 1
 
     def __init__(
         self, space: ActionSpace, time_limit: float | None = None, verify: bool = False, gap: float | None = None

@@ -120,6 +120,7 @@ class CompiledModel(HighsSolving, ModelBase):
         self._query_saved: dict[str, object] = {}
         self._watch = False
         self._callbacks_on = False
+        self._stop_asked = False  # Ctrl-C: the interrupt callbacks stop the run (HighsSolving._ask_stop)
         self._status = {self._optimal: "optimal", highspy.HighsModelStatus.kInfeasible: "infeasible"}
 
     # ------------------------------------------------------------- editing

@@ -31,6 +31,7 @@ import numpy as np
 
 from ...spaces.formulation import Row
 from ..core.base import LimitReached, OracleError
+from ..core.interrupts import stoppable
 from ..core.model import SolveResult
 from ..mip.options import HIGHS_OPTIONS
 
@@ -91,16 +92,28 @@ class HighsSolving:
         set to the run time so far plus the limit, and restored. The MIP solver already
         counts from its own start, so MILPs keep the option as it is
         (``tests/oracles/backends/test_highs_model.py`` holds both).
+
+        Ctrl-C stops the run through HiGHS's interrupt callbacks and raises ``KeyboardInterrupt``
+        (:mod:`~cmab_milp.oracles.core.interrupts`).
         """
         h = self.h
+        if not self._callbacks_on:
+            self._start_callbacks()
+        self._stop_asked = False
         limit = self._time_limit
         if limit is None or not lp:
-            return h.run()
+            with stoppable(self._ask_stop):
+                return h.run()
         h.setOptionValue("time_limit", h.getRunTime() + limit)
         try:
-            return h.run()
+            with stoppable(self._ask_stop):
+                return h.run()
         finally:
             h.setOptionValue("time_limit", limit)
+
+    def _ask_stop(self) -> None:
+        """Stop the run under way (called from another thread): its interrupt callbacks read the flag."""
+        self._stop_asked = True
 
     def run_relaxation(self) -> np.ndarray | None:
         """One run as the options stand (use inside ``options({"solve_relaxation": True})``).
@@ -139,8 +152,6 @@ class HighsSolving:
         if self.integer and cold and self.start is not None:
             h.setSolution(self.d, self.arm_idx, self.start.astype(float))
         watch = self.integer and self.candidate_cuts is not None
-        if watch and not self._callbacks_on:
-            self._start_callbacks()
         self._pending = {}
         self._watch = watch
         run_status = self._run(lp=not self.integer)
@@ -191,20 +202,28 @@ class HighsSolving:
         return abs(value - objective) > 1e-9 * (1.0 + abs(objective))
 
     def _start_callbacks(self) -> None:
-        """Watch the integer candidates of MILP solves (HiGHS has no lazy-constraint callback: it cannot be told
-        to reject one, but their cuts can join the next round of the cut loop)."""
+        """The callbacks of every run: HiGHS's interrupt checks (stopped on Ctrl-C, see :meth:`_ask_stop`), and
+        the integer candidates of MILP solves while ``_watch`` (HiGHS has no lazy-constraint callback: it cannot
+        be told to reject one, but their cuts can join the next round of the cut loop)."""
         kinds = self._hs.cb.HighsCallbackType
+        found = kinds.kCallbackMipSolution
         owner = weakref.ref(self)  # HiGHS holds the callback: no reference cycle through it
 
         def callback(kind, message, data_out, data_in, user_data) -> None:
             model = owner()
-            if model is not None and model._watch:
+            if model is None:
+                return
+            if kind != found:
+                data_in.user_interrupt = model._stop_asked  # HiGHS keeps the value between runs: set it each time
+            elif model._watch:
                 cuts = model.candidate_cuts(data_out.mip_solution)
                 if cuts:
                     model._pending.update(dict.fromkeys(cuts))
 
         self.h.setCallback(callback, None)
-        self.h.startCallback(kinds.kCallbackMipSolution)
+        self.h.startCallback(found)
+        if self.integer:  # an LP run is short: a Ctrl-C during it is raised when it ends (checks cost ~5% there)
+            self.h.startCallback(kinds.kCallbackMipInterrupt)
         self._callbacks_on = True
 
     def separate(self, values, chosen) -> list[Row]:

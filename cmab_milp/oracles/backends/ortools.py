@@ -67,6 +67,7 @@ import numpy as np
 from ...spaces.base import ActionSpace
 from ...spaces.formulation import Formulation, Row
 from ..core.base import UnsupportedQuery
+from ..core.interrupts import stoppable
 from ..core.model import ModelBase, SolveResult
 from ..core.model_oracle import ModelOracle
 from ..core.queries import NormQuery
@@ -221,7 +222,11 @@ class _CpSatModel(ModelBase):
             setattr(params, key, value)
         if self.time_limit is not None:
             params.max_time_in_seconds = self.time_limit
-        status = solver.solve(model)
+        # Ctrl-C is Python's: CP-SAT's own handler ended the solve as if on its time limit and left SIGINT's
+        # handler at SIG_DFL (the next Ctrl-C killed Python); core.interrupts stops it and raises KeyboardInterrupt
+        params.catch_sigint_signal = False
+        with stoppable(solver.stop_search):
+            status = solver.solve(model)
         if status == cp_model.INFEASIBLE:
             return SolveResult("infeasible")
         message = f"CP-SAT status {solver.status_name(status)!r}"
@@ -281,6 +286,16 @@ class OrtoolsOracle(ModelOracle):
         self._relaxed: list[Row] = []
         self._base = self._compile(form)
 
+    def __getstate__(self) -> dict:
+        state = super().__getstate__()
+        del state["_base"], state["_relaxed"]  # a CpModel does not pickle: compiled again on unpickling
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        super().__setstate__(state)
+        self._relaxed = []
+        self._base = self._compile(self.formulation)
+
     def _compile(self, form: Formulation):
         from ortools.sat.python import cp_model
 
@@ -330,12 +345,21 @@ def _check_parameters(parameters: dict[str, object] | None) -> dict[str, object]
 
     probe = sat_parameters_pb2.SatParameters()
     for key, value in parameters.items():
-        if key in ("num_workers", "random_seed", "max_time_in_seconds"):
-            raise ValueError(f"CP-SAT parameter {key!r} is set by the backend (the tie rule, time_limit)")
+        if key in ("num_workers", "random_seed", "max_time_in_seconds", "catch_sigint_signal"):
+            raise ValueError(f"CP-SAT parameter {key!r} is set by the backend (the tie rule, time_limit, Ctrl-C)")
         try:
             setattr(probe, key, value)
         except (AttributeError, TypeError, ValueError) as exc:
             raise ValueError(f"bad CP-SAT parameter {key}={value!r}: {exc}") from None
+    from ortools.sat.python import cp_model
+
+    solver, model = cp_model.CpSolver(), cp_model.CpModel()  # CP-SAT's own ranges: it checks them at a solve
+    for key, value in parameters.items():
+        setattr(solver.parameters, key, value)
+    solver.parameters.catch_sigint_signal = False
+    model.new_bool_var("x")
+    if solver.solve(model) == cp_model.MODEL_INVALID:  # its message names the parameter
+        raise ValueError(f"bad CP-SAT parameters {parameters}: {solver.response_proto.solution_info}")
     return dict(parameters)
 
 

@@ -60,6 +60,7 @@ from pathlib import Path
 import numpy as np
 
 from ...spaces.formulation import Formulation, Row
+from ..core.interrupts import stoppable
 from ..core.model import ModelBase, SolveResult
 from ..core.model_oracle import ModelOracle
 from ..core.queries import LinearQuery, NormQuery
@@ -110,6 +111,9 @@ class _ScipModel(ModelBase):
         # The tie rule: SCIP keeps solutions of earlier solves across freeTransform and starts
         # from them, so a tied query's answer depended on the history; keep none.
         model.setParam("limits/maxorigsol", 0)
+        # Ctrl-C is Python's (SCIP's own handler reported it as status 'userinterrupt', and one installed by a
+        # batch's threads at once could outlive them): core.interrupts stops the solve and raises KeyboardInterrupt
+        model.setParam("misc/catchctrlc", False)
         if time_limit is not None:
             model.setParam("limits/time", float(time_limit))
         self.cols = [model.addVar(f"a{i}", vtype="B") for i in range(formulation.d)]
@@ -217,8 +221,9 @@ class _ScipModel(ModelBase):
                 )
             model.setParam("limits/time", left)
         self.solved = True
-        # optimizeNogil lets the models of a batch's worker threads run in parallel
-        getattr(model, "optimizeNogil", model.optimize)()
+        # optimizeNogil lets the models of a batch's worker threads run in parallel (and Ctrl-C be heard)
+        with stoppable(model.interruptSolve):
+            getattr(model, "optimizeNogil", model.optimize)()
         status = model.getStatus()
         mapped = _STATUS.get(status, "error")
         message = f"SCIP status {status!r}"

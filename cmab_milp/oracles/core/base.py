@@ -31,6 +31,7 @@ import numpy as np
 
 from ..._threads import blas_single_thread
 from ...spaces.base import ActionSpace
+from .interrupts import halting
 from .queries import (
     _FLOAT64,
     _NO_RESTRICTIONS,
@@ -371,7 +372,11 @@ class Oracle:
             answers = [self._answer(q) for q in parsed]
         else:  # BLAS on one thread, set here: OpenBLAS takes the setting from the caller's thread only
             with blas_single_thread():
-                answers = list(self._executor().map(self._answer, parsed))
+                try:
+                    answers = list(self._executor().map(self._answer, parsed))
+                except KeyboardInterrupt:  # Ctrl-C reached this thread: stop the workers' solves too
+                    self._stop_workers()
+                    raise
         self.ledger.record(len(parsed), time.perf_counter() - start)
         return answers
 
@@ -463,6 +468,19 @@ class Oracle:
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self.max_workers(), thread_name_prefix=f"{self.name}-oracle")
         return self._pool
+
+    def _stop_workers(self, seconds: float = 2.0) -> None:
+        """After a Ctrl-C: queued queries dropped, the solves under way stopped (they end raising
+        ``KeyboardInterrupt`` in their threads), the threads waited for at most ``seconds`` (a solver
+        stops within ~0.1 s; a solve without a stop, PuLP's, runs on in its thread until it ends)."""
+        pool, self._pool = self._pool, None
+        if pool is None:
+            return
+        with halting():
+            pool.shutdown(wait=False, cancel_futures=True)
+            deadline = time.perf_counter() + seconds
+            for thread in list(getattr(pool, "_threads", ())):
+                thread.join(max(0.0, deadline - time.perf_counter()))
 
     def reset(self) -> None:
         """Make this oracle behave as freshly built: drop the per-thread models and the worker threads.

@@ -28,6 +28,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import inspect
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -109,6 +110,9 @@ class Capabilities:
         ``cost(space, shape, facts) -> float``: estimated seconds per query
         (``math.inf``: cannot answer), see :mod:`cmab_milp.oracles.core.auto_costs`;
         ``None``: ``auto`` never picks this backend.
+    ranges:
+        ``(option, low, high, what)``: the values its solver takes for an option it passes on (``what`` names
+        the solver's parameter), checked by :func:`make_oracle` and problem-file validation.
     tuning:
         The typed record of its ``tuning=`` option (a class whose ``of(value)`` reads
         ``None``, a record or a mapping of its fields, ``ValueError`` otherwise), e.g.
@@ -140,6 +144,7 @@ class Capabilities:
     options: tuple[str, ...] | None = None
     cost: str | Callable[..., float] | None = None
     tuning: str | type | None = None
+    ranges: tuple[tuple[str, float, float, str], ...] = ()
 
     def accepts_space(self, space: ActionSpace) -> bool:
         """Whether this backend takes ``space``."""
@@ -163,6 +168,22 @@ class Capabilities:
         if record is None:
             raise ValueError("this backend takes no tuning option")
         return record.of(value)
+
+    def out_of_range(self, options: dict[str, Any]) -> tuple[str, str] | None:
+        """``(key, why)`` for the first option whose value the solver does not accept (see ``ranges``), else None.
+
+        Only finite numbers are compared (other values are the backend's own checks to refuse).
+
+        >>> capabilities("scip").out_of_range({"time_limit": 1e21})
+        ('time_limit', "1e+21 is above 1e+20, the largest value of SCIP's limits/time")
+        """
+        for key, low, high, what in self.ranges:
+            value = options.get(key)
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+                if not low <= value <= high:
+                    side = ("above", high, "largest") if value > high else ("below", low, "smallest")
+                    return key, f"{value!r} is {side[0]} {side[1]:g}, the {side[2]} value of {what}"
+        return None
 
     def missing_modules(self) -> list[str]:
         return [mod for mod in self.requires if importlib.util.find_spec(mod) is None]
@@ -248,6 +269,7 @@ def register_backend(
 # ------------------------------------------------- built-in declarations
 _PKG = "cmab_milp.oracles.backends"
 _COSTS = "cmab_milp.oracles.core.auto_costs"
+_SCIP_TIME = ("time_limit", -math.inf, 1e20, "SCIP's limits/time")  # (<= 0: refused by every backend's own check)
 #: The built-in backends: name, ``module:Class`` under ``cmab_milp.oracles.backends`` (``auto`` under
 #: ``core``), description, capabilities. Named by strings: the core imports no backend.
 _BUILT_IN: list[tuple[str, str, str, Capabilities]] = [
@@ -307,7 +329,11 @@ _BUILT_IN: list[tuple[str, str, str, Capabilities]] = [
         "auto",
         "cmab_milp.oracles.core.auto:AutoOracle",
         "fastest exact method per query",
-        Capabilities(time_limit=True, spaces="every space (it picks among the backends that accept it)"),
+        Capabilities(
+            time_limit=True,
+            spaces="every space (it picks among the backends that accept it)",
+            ranges=(_SCIP_TIME,),  # it may hand its time limit to the scip backend
+        ),
     ),
     (
         "scip",
@@ -320,6 +346,7 @@ _BUILT_IN: list[tuple[str, str, str, Capabilities]] = [
             norm_tolerance=1e-6,
             requires=("pyscipopt",),
             cost=f"{_COSTS}:scip_cost",
+            ranges=(_SCIP_TIME,),
         ),
     ),
     (
@@ -481,6 +508,9 @@ def make_oracle(space: ActionSpace, backend: str | Oracle = "highs", **options: 
     workers = check_workers(options.pop("workers", None))
     if options.get("gap") is not None:
         _check_approximate(name, solver, caps, options["gap"])
+    refused = caps.out_of_range(options)
+    if refused is not None:
+        raise ValueError(f"backend {name!r} option {refused[0]}: {refused[1]}")
     if options.get("tuning") is not None and caps.tuning is not None:
         options["tuning"] = caps.check_tuning(options["tuning"])  # unknown names, bad values: refused here
     if solver:

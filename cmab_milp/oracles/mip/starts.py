@@ -98,6 +98,8 @@ def side_rows(rows: list[Row], d: int) -> tuple[list[tuple[int, int]], tuple[np.
     for row in rows:
         if any(c >= d for c in row.cols) or row.lb > 0.0:
             return None
+        if row.ub == 0.0 and min(row.coefs, default=0.0) > 0.0:
+            continue  # arms fixed to 0 (the graph's presolve under a budget: the starts obey it; _obeys checks)
         if len(row.cols) == 2 and row.coefs == (1.0, 1.0) and row.ub == 1.0:
             pairs.append((row.cols[0], row.cols[1]))
         elif knapsack is None and min(row.coefs, default=0.0) >= 0.0 and math.isfinite(row.ub):
