@@ -24,7 +24,7 @@ def _grid_paths(n: int) -> cm.STPaths:
 @pytest.mark.skipif("ortools" not in available_backends(), reason="needs ortools")
 def test_auto_pickles_after_sending_a_query_to_cp_sat() -> None:
     space = _grid_paths(5)
-    oracle = cm.make_oracle(space, "auto")
+    oracle = cm.make_oracle(space, "auto", enumerate_cap=0)  # its 8,512 paths would be enumerated otherwise
     w = np.random.default_rng(0).uniform(0.1, 1.0, space.d)  # a longest path on a cyclic digraph: CP-SAT's
     first = oracle.argmax(w)
     assert oracle.routes.get("ortools") == 1
