@@ -1,8 +1,10 @@
 """Brute force over ``space.enumerate()``, vectorised in numpy.
 
-The action matrix is enumerated once. Linear values are one matrix-vector
-product; quadratic forms use a padded index table (``n x m x m`` gathers of
-``M`` instead of ``n x d x d`` products, and ``n x m`` when ``M`` is diagonal,
+The action matrix is enumerated once, with a padded index table of each action's arms.
+Linear values are ``m`` gathers summed slot by slot (arm order, left to right: the bits of
+:func:`cmab_milp.portable.selected_sums`, on every machine; a BLAS product's last bits depend on
+the CPU's kernel and decide among near-ties); quadratic forms use the same table (``n x m x m``
+gathers of ``M`` instead of ``n x d x d`` products, and ``n x m`` when ``M`` is diagonal,
 as ESCB's and a diagonal covariance's are: the off-diagonal terms are zeros).
 
 Example
@@ -20,6 +22,7 @@ import math
 
 import numpy as np
 
+from ...portable import gathered_sums
 from ...spaces.base import ActionSpace
 from ..core.base import Oracle
 from ..core.queries import LinearQuery, NormQuery
@@ -35,7 +38,7 @@ class EnumerateOracle(Oracle):
     def __init__(self, space: ActionSpace, max_actions: int | None = None):
         super().__init__(space)
         self.actions = space.enumerate(max_actions)
-        self._dense = self.actions.astype(np.float64)
+        self._dense = self.actions.astype(np.float64)  # for callers (tests, benches) that take products themselves
         sizes = self.actions.sum(axis=1)
         width = max(1, int(sizes.max()) if len(sizes) else 1)
         # padded index table: unused slots point at a dummy arm d
@@ -59,7 +62,18 @@ class EnumerateOracle(Oracle):
         top = float(np.abs(weights).max(initial=0.0))
         if top > 2.0**900:  # sums of weights near 1e308 overflow: scale by a power of 2 (exact, no tie changes)
             weights = np.ldexp(weights, -math.frexp(top)[1])
-        return self._best(self._dense @ weights, query)
+        return self._best(self.linear_values(weights), query)
+
+    def linear_values(self, weights: np.ndarray) -> np.ndarray:
+        """``weights @ a`` for every enumerated action, summed in arm order (the same bits on every machine).
+
+        >>> import cmab_milp as cm
+        >>> EnumerateOracle(cm.Cardinality(3, 2)).linear_values(np.array([1.0, 2.0, 4.0])).tolist()
+        [0.0, 1.0, 2.0, 4.0, 3.0, 5.0, 6.0]
+        """
+        padded = np.zeros(self.d + 1)
+        padded[: self.d] = weights
+        return gathered_sums(self._index, padded)
 
     def quadratic_forms(self, M: np.ndarray) -> np.ndarray:
         """``a @ M @ a`` for every enumerated action.
@@ -89,5 +103,5 @@ class EnumerateOracle(Oracle):
 
     def _norm(self, query: NormQuery) -> np.ndarray | None:
         quad = self.quadratic_forms(query.M)
-        values = self._dense @ query.mu + query.sign * query.f * np.sqrt(np.maximum(quad, 0.0))
+        values = self.linear_values(query.mu) + query.sign * query.f * np.sqrt(np.maximum(quad, 0.0))
         return self._best(values, query)

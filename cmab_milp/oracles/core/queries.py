@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from ...portable import selected_sum
 from ...spaces.base import ActionSpace
 
 __all__ = [
@@ -183,7 +184,7 @@ class LinearQuery:
             weights = self.weights_list if self.weights_list is not None else self.weights.tolist()
             chosen = action.tolist() if isinstance(action, np.ndarray) else action
             return float(sum(compress(weights, chosen)))
-        return float(self.weights @ np.asarray(action, dtype=bool))
+        return selected_sum(action, self.weights)  # the same left-to-right sum as above
 
 
 class Carry:
