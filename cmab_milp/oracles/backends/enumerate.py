@@ -1,11 +1,13 @@
 """Brute force over ``space.enumerate()``, vectorised in numpy.
 
 The action matrix is enumerated once, with a padded index table of each action's arms.
-Linear values are ``m`` gathers summed slot by slot (arm order, left to right: the bits of
-:func:`cmab_milp.portable.selected_sums`, on every machine; a BLAS product's last bits depend on
-the CPU's kernel and decide among near-ties); quadratic forms use the same table (``n x m x m``
-gathers of ``M`` instead of ``n x d x d`` products, and ``n x m`` when ``M`` is diagonal,
-as ESCB's and a diagonal covariance's are: the off-diagonal terms are zeros).
+Linear values are one matrix-vector product (BLAS: fast, but its last bits depend on the CPU's
+kernel), so the answer is settled on the actions within the product's rounding bound of the best,
+re-valued with :func:`cmab_milp.portable.gathered_sums` (arm order, left to right): the answer is
+then the first action of largest portable value, the same on every machine (see :meth:`_best`).
+Quadratic forms use the index table (``n x m x m`` gathers of ``M`` instead of ``n x d x d``
+products, and ``n x m`` when ``M`` is diagonal, as ESCB's and a diagonal covariance's are: the
+off-diagonal terms are zeros), summed by numpy's own fixed-order reductions.
 
 Example
 -------
@@ -29,6 +31,8 @@ from ..core.queries import LinearQuery, NormQuery
 
 __all__ = ["EnumerateOracle"]
 
+_EPS = float(np.finfo(float).eps)
+
 
 class EnumerateOracle(Oracle):
     """Exact by listing every action; refuses spaces past ``max_actions``."""
@@ -47,7 +51,19 @@ class EnumerateOracle(Oracle):
         slot = np.arange(len(rows)) - np.repeat(np.r_[0, np.cumsum(sizes)[:-1]], sizes)
         self._index[rows, slot] = cols
 
-    def _best(self, values: np.ndarray, query: LinearQuery | NormQuery) -> np.ndarray | None:
+    def _best(
+        self, values: np.ndarray, query: LinearQuery | NormQuery, weights: np.ndarray, exact: np.ndarray | None = None
+    ) -> np.ndarray | None:
+        """The first action of largest portable value, found from BLAS ``values`` of the same quantity.
+
+        ``values`` is ``weights @ a`` (plus ``exact``, a per-action term computed portably) with the
+        linear part from BLAS. Any two summation orders of an action's at most ``d`` weights differ
+        by at most ``2 gamma_(d-1) sum |w| < d eps sum |w|`` (the products by 0/1 are exact), and
+        adding ``exact`` rounds each once more (``eps / 2`` of the value). The portable optimum ``k``
+        is then within ``delta`` of the BLAS maximum, ``delta`` twice those bounds; ``slack`` is
+        twice ``delta`` again. Re-valuing only the actions within ``slack``, portably, gives the
+        first portable argmax on every BLAS kernel.
+        """
         mask = query.restrictions.mask(self.actions)
         if mask is not None:
             if not mask.any():
@@ -55,14 +71,23 @@ class EnumerateOracle(Oracle):
             values = np.where(mask, values, -np.inf)
         if len(values) == 0:
             return None
-        return self.actions[int(np.argmax(values))].copy()
+        top = float(values.max())
+        largest = abs(top) + (0.0 if exact is None else float(np.abs(exact).max(initial=0.0)))
+        slack = 4.0 * _EPS * (self.d * float(np.abs(weights).sum()) + 2.0 * largest)
+        near = np.flatnonzero(values >= top - slack)
+        padded = np.zeros(self.d + 1)
+        padded[: self.d] = weights
+        portable = gathered_sums(self._index[near], padded)
+        if exact is not None:
+            portable = portable + exact[near]
+        return self.actions[int(near[int(np.argmax(portable))])].copy()
 
     def _linear(self, query: LinearQuery) -> np.ndarray | None:
         weights = query.weights
         top = float(np.abs(weights).max(initial=0.0))
         if top > 2.0**900:  # sums of weights near 1e308 overflow: scale by a power of 2 (exact, no tie changes)
             weights = np.ldexp(weights, -math.frexp(top)[1])
-        return self._best(self.linear_values(weights), query)
+        return self._best(self._dense @ weights, query, weights)
 
     def linear_values(self, weights: np.ndarray) -> np.ndarray:
         """``weights @ a`` for every enumerated action, summed in arm order (the same bits on every machine).
@@ -103,5 +128,5 @@ class EnumerateOracle(Oracle):
 
     def _norm(self, query: NormQuery) -> np.ndarray | None:
         quad = self.quadratic_forms(query.M)
-        values = self.linear_values(query.mu) + query.sign * query.f * np.sqrt(np.maximum(quad, 0.0))
-        return self._best(values, query)
+        radius = query.sign * query.f * np.sqrt(np.maximum(quad, 0.0))  # numpy's own sums: portable
+        return self._best(self._dense @ query.mu + radius, query, query.mu, radius)
