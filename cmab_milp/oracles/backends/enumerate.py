@@ -52,13 +52,19 @@ class EnumerateOracle(Oracle):
         self._index[rows, slot] = cols
 
     def _best(
-        self, values: np.ndarray, query: LinearQuery | NormQuery, weights: np.ndarray, exact: np.ndarray | None = None
+        self,
+        values: np.ndarray,
+        query: LinearQuery | NormQuery,
+        weights: np.ndarray,
+        scale: float,
+        exact: np.ndarray | None = None,
     ) -> np.ndarray | None:
         """The first action of largest portable value, found from BLAS ``values`` of the same quantity.
 
         ``values`` is ``weights @ a`` (plus ``exact``, a per-action term computed portably) with the
         linear part from BLAS. Any two summation orders of an action's at most ``d`` weights differ
-        by at most ``2 gamma_(d-1) sum |w| < d eps sum |w|`` (the products by 0/1 are exact), and
+        by at most ``2 gamma_(d-1) sum |w| < d eps sum |w| <= d^2 eps scale`` (``scale = max |w|``;
+        the products by 0/1 are exact), and
         adding ``exact`` rounds each once more (``eps / 2`` of the value). The portable optimum ``k``
         is then within ``delta`` of the BLAS maximum, ``delta`` twice those bounds; ``slack`` is
         twice ``delta`` again. Re-valuing only the actions within ``slack``, portably, gives the
@@ -71,10 +77,14 @@ class EnumerateOracle(Oracle):
             values = np.where(mask, values, -np.inf)
         if len(values) == 0:
             return None
-        top = float(values.max())
+        best = int(np.argmax(values))
+        top = float(values[best])
         largest = abs(top) + (0.0 if exact is None else float(np.abs(exact).max(initial=0.0)))
-        slack = 4.0 * _EPS * (self.d * float(np.abs(weights).sum()) + 2.0 * largest)
-        near = np.flatnonzero(values >= top - slack)
+        slack = 4.0 * _EPS * (self.d * self.d * scale + 2.0 * largest)
+        close = values >= top - slack
+        if np.count_nonzero(close) == 1:  # the usual case: no other action near the best, nothing to re-value
+            return self.actions[best].copy()
+        near = np.flatnonzero(close)
         padded = np.zeros(self.d + 1)
         padded[: self.d] = weights
         portable = gathered_sums(self._index[near], padded)
@@ -87,7 +97,8 @@ class EnumerateOracle(Oracle):
         top = float(np.abs(weights).max(initial=0.0))
         if top > 2.0**900:  # sums of weights near 1e308 overflow: scale by a power of 2 (exact, no tie changes)
             weights = np.ldexp(weights, -math.frexp(top)[1])
-        return self._best(self._dense @ weights, query, weights)
+            top = 1.0  # the largest |weight| now
+        return self._best(self._dense @ weights, query, weights, top)
 
     def linear_values(self, weights: np.ndarray) -> np.ndarray:
         """``weights @ a`` for every enumerated action, summed in arm order (the same bits on every machine).
@@ -129,4 +140,5 @@ class EnumerateOracle(Oracle):
     def _norm(self, query: NormQuery) -> np.ndarray | None:
         quad = self.quadratic_forms(query.M)
         radius = query.sign * query.f * np.sqrt(np.maximum(quad, 0.0))  # numpy's own sums: portable
-        return self._best(self._dense @ query.mu + radius, query, query.mu, radius)
+        scale = float(np.abs(query.mu).max(initial=0.0))
+        return self._best(self._dense @ query.mu + radius, query, query.mu, scale, radius)
