@@ -51,6 +51,9 @@ import math
 
 import numpy as np
 
+#: Vectors up to this length are summed in plain Python floats (cheaper than numpy calls; the same bits).
+_SHORT = 64
+
 __all__ = [
     "dot",
     "exp",
@@ -86,7 +89,15 @@ def dot(x: np.ndarray, y: np.ndarray) -> float:
     >>> dot(np.array([1.0, 2.0]), np.array([3.0, 4.0]))
     11.0
     """
-    return float(sequential_sums(np.multiply(x, y, dtype=float)))
+    xs = x if type(x) is np.ndarray and x.dtype == np.float64 else np.asarray(x, dtype=float)
+    ys = y if type(y) is np.ndarray and y.dtype == np.float64 else np.asarray(y, dtype=float)
+    if xs.ndim == 1 and xs.shape == ys.shape and len(xs) <= _SHORT:  # plain Python floats: the same IEEE steps
+        pairs = zip(xs.tolist(), ys.tolist(), strict=True)
+        total = 0.0
+        for k, (a, b) in enumerate(pairs):
+            total = a * b if k == 0 else total + a * b
+        return total
+    return float(sequential_sums(np.multiply(xs, ys)))
 
 
 def matvec(A: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -118,8 +129,18 @@ def selected_sum(action: np.ndarray, weights: np.ndarray) -> float:
     >>> selected_sum(np.array([False, True, True]), np.array([9.0, 0.1, 0.2])) == 0.1 + 0.2
     True
     """
-    total = 0.0
-    for value in np.asarray(weights, dtype=float)[np.asarray(action, dtype=bool)].tolist():
+    return _left_to_right(np.asarray(weights, dtype=float)[np.asarray(action, dtype=bool)].tolist())
+
+
+def _left_to_right(values: list[float]) -> float:
+    """``((v0 + v1) + v2) + ...`` in Python floats (``0.0`` for none): the bits of :func:`sequential_sums`.
+
+    An explicit loop, not ``sum()`` (which compensates its rounding from Python 3.12 on).
+    """
+    if not values:
+        return 0.0
+    total = values[0]
+    for value in values[1:]:
         total += value
     return total
 
@@ -199,7 +220,7 @@ def exp(x: np.ndarray) -> np.ndarray:
 
 
 def symmetric_sqrt(matrix: np.ndarray, sweeps: int = 100) -> np.ndarray:
-    """The symmetric PSD square root ``L`` (``L @ L = matrix``) by cyclic Jacobi rotations.
+    """The symmetric PSD square root ``L`` (``L @ L = matrix``; symmetric up to rounding) by cyclic Jacobi rotations.
 
     Negative eigenvalues (rounding of a PSD matrix) are clipped to 0. Only ``+ - * /`` and
     ``sqrt``, in a fixed order: the same bits on every machine, unlike ``np.linalg.eigh``.
