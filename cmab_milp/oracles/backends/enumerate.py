@@ -55,8 +55,8 @@ class EnumerateOracle(Oracle):
         self,
         values: np.ndarray,
         query: LinearQuery | NormQuery,
-        weights: np.ndarray,
-        scale: float,
+        weights: np.ndarray | None = None,
+        scale: float = 0.0,
         exact: np.ndarray | None = None,
     ) -> np.ndarray | None:
         """The first action of largest portable value, found from BLAS ``values`` of the same quantity.
@@ -68,7 +68,8 @@ class EnumerateOracle(Oracle):
         adding ``exact`` rounds each once more (``eps / 2`` of the value). The portable optimum ``k``
         is then within ``delta`` of the BLAS maximum, ``delta`` twice those bounds; ``slack`` is
         twice ``delta`` again. Re-valuing only the actions within ``slack``, portably, gives the
-        first portable argmax on every BLAS kernel.
+        first portable argmax on every BLAS kernel. Without ``weights`` (a subclass's own values):
+        the first argmax of ``values`` as given.
         """
         mask = query.restrictions.mask(self.actions)
         if mask is not None:
@@ -78,6 +79,8 @@ class EnumerateOracle(Oracle):
         if len(values) == 0:
             return None
         best = int(np.argmax(values))
+        if weights is None:
+            return self.actions[best].copy()
         top = float(values[best])
         largest = abs(top) + (0.0 if exact is None else float(np.abs(exact).max(initial=0.0)))
         slack = 4.0 * _EPS * (self.d * self.d * scale + 2.0 * largest)
