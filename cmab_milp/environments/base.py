@@ -47,6 +47,7 @@ from typing import Any
 import numpy as np
 
 from ..oracles import Oracle, make_oracle
+from ..portable import gram, selected_sum, selected_sums, symmetric_sqrt
 from ..spaces.base import ActionSpace, as_action, as_actions
 
 __all__ = ["STATISTICS", "Environment", "FeedbackStats", "add_outcomes"]
@@ -179,8 +180,7 @@ class SquareRoots:
         key = arms.tobytes()
         factor = self._cache.get(key)
         if factor is None:
-            vals, vecs = np.linalg.eigh(self.matrix[np.ix_(arms, arms)])
-            factor = (vecs * np.sqrt(np.clip(vals, 0.0, None))) @ vecs.T
+            factor = symmetric_sqrt(self.matrix[np.ix_(arms, arms)])  # the same bits on every machine
             self._cache[key] = factor
         return factor
 
@@ -190,7 +190,7 @@ def add_outcomes(stats: FeedbackStats, arms: np.ndarray, y: np.ndarray, support:
     if stats.sum is not None:
         stats.sum[arms] += y.sum(axis=0)
     if stats.outer is not None:
-        stats.outer[np.ix_(arms, arms)] += y.T @ y
+        stats.outer[np.ix_(arms, arms)] += gram(y)
     if stats.hist is not None:
         codes = np.searchsorted(support, y)
         for col, arm in enumerate(arms):
@@ -256,12 +256,12 @@ class Environment(ABC):
     def expected_reward(self, action: Any) -> float:
         """Exact expected reward of one action (linear: the sum of its arms' means)."""
         a = as_action(action, self.d)
-        return float(self.means[a].sum())
+        return selected_sum(a, self.means)
 
     def expected_rewards(self, actions: Any) -> np.ndarray:
         """Exact expected rewards of the rows of an ``(n, d)`` action matrix."""
         acts = self._check_actions(actions)
-        return acts.astype(float) @ self.means
+        return selected_sums(acts, self.means)
 
     def optimal(self, space: ActionSpace, oracle: str | Oracle = "highs") -> tuple[np.ndarray, float]:
         """An optimal action of ``space`` and its expected reward, through an exact oracle.

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from ..portable import gram, matmul, matvec
 from .base import Environment, FeedbackStats, SquareRoots, check_means
 
 __all__ = ["BernoulliArms", "GaussianNoise", "UniformNoise"]
@@ -160,10 +161,10 @@ class GaussianNoise(Environment):
         return rng.standard_normal(size)
 
     def _outcomes(self, arms: np.ndarray, draws: np.ndarray) -> np.ndarray:
-        return self._means[arms] + draws @ self._factor(arms).T
+        return self._means[arms] + matmul(draws, self._factor(arms).T)
 
     def _sum_outcomes(self, arms: np.ndarray, draws: np.ndarray) -> np.ndarray:
-        return draws.shape[0] * self._means[arms] + self._factor(arms) @ draws.sum(axis=0)
+        return draws.shape[0] * self._means[arms] + matvec(self._factor(arms), draws.sum(axis=0))
 
     def _exact_stats(
         self, actions: np.ndarray, per_action: np.ndarray, rng: np.random.Generator, stats: FeedbackStats
@@ -173,11 +174,11 @@ class GaussianNoise(Environment):
             if k == 0 or arms.size == 0:
                 continue
             factor = self._factor(arms)
-            mean = self._means[arms] + factor @ rng.standard_normal(arms.size) / np.sqrt(k)
+            mean = self._means[arms] + matvec(factor, rng.standard_normal(arms.size)) / np.sqrt(k)
             if stats.sum is not None:
                 stats.sum[arms] += k * mean
             if stats.outer is not None:
-                scatter = factor @ _wishart_identity(rng, arms.size, int(k) - 1) @ factor.T
+                scatter = matmul(matmul(factor, _wishart_identity(rng, arms.size, int(k) - 1)), factor.T)
                 stats.outer[np.ix_(arms, arms)] += k * np.outer(mean, mean) + scatter
 
     def __repr__(self) -> str:
@@ -190,9 +191,9 @@ def _wishart_identity(rng: np.random.Generator, dim: int, dof: int) -> np.ndarra
         return np.zeros((dim, dim))
     if dof < dim:
         z = rng.standard_normal((dof, dim))
-        return z.T @ z
+        return gram(z)
     lower = np.zeros((dim, dim))
     lower[np.diag_indices(dim)] = np.sqrt(rng.chisquare(dof - np.arange(dim)))
     rows, cols = np.tril_indices(dim, -1)
     lower[rows, cols] = rng.standard_normal(rows.size)
-    return lower @ lower.T
+    return matmul(lower, lower.T)

@@ -33,6 +33,7 @@ from scipy import integrate, special
 from ..general.grid import OutcomeGrid
 from ..general.oracles import ENUMERATION_CAP
 from ..general.rewards import MAX_PRODUCT, CallableReward, LinearReward, MaxReward, Reward, check_monotone, make_reward
+from ..portable import dot
 from ..spaces.base import ActionSpace, as_action
 from .base import Environment
 
@@ -136,7 +137,7 @@ class BetaArms(Environment):
         y = np.zeros((size, self.d))
         for col, i in enumerate(arms):
             y[:, i] = grids[col].ravel()
-        return float(weights.ravel() @ self.reward.realised(action, y))
+        return dot(weights.ravel(), self.reward.realised(action, y))
 
     def optimal(self, space: ActionSpace, oracle: Any = "enumerate") -> tuple[np.ndarray, float]:
         """An optimal action (by enumeration; linear rewards use ``oracle``) and its expected reward."""

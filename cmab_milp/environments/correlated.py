@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 from scipy import special
 
+from ..portable import matmul
 from .base import Environment, SquareRoots, check_means
 from .basic import GaussianNoise
 
@@ -65,7 +66,7 @@ def paper_covariance(d: int, seed: int | None = None, normalise: str = "correlat
     if not np.isfinite(scale) or scale <= 0:
         raise ValueError(f"scale must be a finite number > 0, got {scale}")
     a = np.random.default_rng(seed).standard_normal((d, d))
-    sigma = a @ a.T + np.eye(d)
+    sigma = matmul(a, a.T) + np.eye(d)  # fixed-order sums: the same matrix on every machine
     if normalise == "correlation":
         inv_sd = 1.0 / np.sqrt(np.diag(sigma))
         sigma = sigma * np.outer(inv_sd, inv_sd)
@@ -227,7 +228,7 @@ class CopulaNoise(Environment):
         return rng.standard_normal(size)
 
     def _outcomes(self, arms: np.ndarray, draws: np.ndarray) -> np.ndarray:
-        uniforms = special.ndtr(draws @ self._factor(arms).T)
+        uniforms = special.ndtr(matmul(draws, self._factor(arms).T))
         return self._quantile(arms, uniforms)
 
     def _quantile(self, arms: np.ndarray, uniforms: np.ndarray) -> np.ndarray:

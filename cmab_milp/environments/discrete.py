@@ -28,6 +28,7 @@ from ..general.grid import OutcomeGrid
 from ..general.oracles import DistributionOracle
 from ..general.rewards import CallableReward, LinearReward, Reward, check_monotone, make_reward
 from ..oracles import Oracle
+from ..portable import matvec
 from ..spaces.base import ActionSpace, as_action
 from .base import Environment, FeedbackStats
 
@@ -97,7 +98,7 @@ class DiscreteArms(Environment):
         super().__init__(p.shape[0], seed)
         self.pmf = p[:, self.grid.order]
         self.support = self.grid.values
-        self._means = self.pmf @ self.support
+        self._means = matvec(self.pmf, self.support)
         self.reward: Reward = make_reward(reward)
         if isinstance(self.reward, CallableReward):
             check_monotone(self.reward, self.d, self.grid, seed=0)
@@ -164,7 +165,7 @@ class DiscreteArms(Environment):
         if stats.hist is not None:
             stats.hist += hist
         if stats.sum is not None:
-            stats.sum += hist @ self.support
+            stats.sum += matvec(hist, self.support)
 
     def __repr__(self) -> str:
         return f"DiscreteArms(d={self.d}, values={self.support.tolist()}, reward={self.reward.name!r})"

@@ -30,6 +30,7 @@ Example
 
 from __future__ import annotations
 
+import math
 import threading
 
 import numpy as np
@@ -38,6 +39,7 @@ from ..oracles.backends.highs_model import CompiledModel
 from ..oracles.core.model import ModelBase, SolveResult
 from ..oracles.core.pipeline import certified_solve
 from ..oracles.core.queries import Restrictions
+from ..portable import exp, log
 from ..spaces.base import ActionSpace
 from ..spaces.formulation import Row
 from .grid import OutcomeGrid
@@ -93,16 +95,15 @@ class KMaxMilp:
 
     def _tangent(self, k: int, at: float) -> Row:
         """``w <= delta (1 - e^at - e^at (z - at))``, the tangent of the concave bound at ``z = at``."""
-        slope = self.delta[self.levels[k]] * np.exp(at)
-        rhs = self.delta[self.levels[k]] * (1.0 - np.exp(at)) + slope * at
+        slope = float(self.delta[self.levels[k]]) * math.exp(at)
+        rhs = float(self.delta[self.levels[k]]) * (1.0 - math.exp(at)) + slope * at
         return Row((int(self.w_cols[k]), int(self.z_cols[k])), (1.0, float(slope)), -np.inf, float(rhs))
 
     def solve(self, pmf: np.ndarray, include: tuple, exclude: tuple, forbid_pairs: tuple) -> np.ndarray | None:
         """The optimal action under ``pmf`` and the restrictions, or ``None``."""
         model = self._model()
         below = np.concatenate([np.zeros((self.d, 1)), np.cumsum(pmf, axis=1)[:, :-1]], axis=1)  # P(Y_i < v_k)
-        with np.errstate(divide="ignore"):
-            logs = np.where(below > 0, np.log(np.maximum(below, 1e-300)), _LOG_ZERO)
+        logs = np.where(below > 0, log(np.maximum(below, 1e-300)), _LOG_ZERO)  # math.log: the same bits anywhere
         query = _KMaxQuery(self, logs, Restrictions(tuple(include), tuple(exclude), tuple(forbid_pairs)))
         rows = [
             Row((*range(self.d), int(self.z_cols[j])), (*(-logs[:, k]).tolist(), 1.0), 0.0, 0.0)
@@ -140,7 +141,7 @@ class _KMaxQuery:
     def value(self, chosen: list[bool]) -> float:
         solver = self.solver
         z = self.levels_z(np.array(chosen, dtype=bool))
-        return float((solver.delta[solver.levels] * (1.0 - np.exp(z))).sum())
+        return float((solver.delta[solver.levels] * (1.0 - exp(z))).sum())
 
 
 class _KMaxModel(ModelBase):
@@ -169,5 +170,5 @@ class _KMaxModel(ModelBase):
         solver = self.query.solver
         z = self.query.levels_z(np.array(chosen, dtype=bool))
         w = np.asarray(values)[solver.w_cols]
-        exact = solver.delta[solver.levels] * (1.0 - np.exp(z))
+        exact = solver.delta[solver.levels] * (1.0 - exp(z))
         return [solver._tangent(j, float(z[j])) for j in np.flatnonzero(w > exact + _SLACK)]

@@ -54,6 +54,7 @@ from typing import Any
 
 import numpy as np
 
+from ..portable import dot, exp, matvec, selected_sums
 from ..spaces.base import as_actions
 from .grid import OutcomeGrid
 from .reward_checks import check_lipschitz, check_monotone
@@ -216,7 +217,7 @@ def _enumerate_expectation(reward: Reward, action: np.ndarray, grid: OutcomeGrid
     y = np.zeros((size, pmf.shape[0]))
     y[:, arms] = grid.values[combos]
     prob = np.prod(pmf[arms[None, :], combos], axis=1)
-    return float(prob @ np.asarray(reward.realised(action, y), dtype=float))
+    return dot(prob, np.asarray(reward.realised(action, y), dtype=float))
 
 
 class SumReward(Reward):
@@ -263,6 +264,7 @@ class SumReward(Reward):
             raise ValueError(f"g of reward {name!r} must be >= 0 (rewards lie in [0, L])")
         self.g = g
         self.name = name
+        self._g_values: dict[tuple[int, Any], np.ndarray] = {}
         self._bound = bound
         self.submodular = bool(concave)
         self.lipschitz = _declared(f"the Lipschitz constant of reward {name!r}", lipschitz)
@@ -290,7 +292,7 @@ class SumReward(Reward):
             # many values: one batched FFT convolution instead of a loop over them
             dense = np.zeros((len(rows), int(units[-1]) + 1))
             dense[:, units] = rows
-            n_fft = 1 << int(np.ceil(np.log2(size)))
+            n_fft = 1 << (size - 1).bit_length()  # the power of two >= size, in integers
             new = np.fft.irfft(np.fft.rfft(state, n_fft) * np.fft.rfft(dense, n_fft), n_fft)[:, :size]
             np.maximum(new, 0.0, out=new)
         else:
@@ -305,8 +307,11 @@ class SumReward(Reward):
         return new
 
     def value(self, state: np.ndarray, grid: OutcomeGrid) -> np.ndarray:
-        sums = np.arange(state.shape[1]) / grid.denominator
-        return state @ np.asarray(self.g(sums), dtype=float)
+        key = (state.shape[1], grid.denominator)
+        g_values = self._g_values.get(key)
+        if g_values is None:  # g on the grid of sums, once per width (a user's g may be costly)
+            g_values = self._g_values[key] = np.asarray(self.g(np.arange(state.shape[1]) / grid.denominator), float)
+        return matvec(state, g_values)
 
 
 class LinearReward(SumReward):
@@ -318,7 +323,7 @@ class LinearReward(SumReward):
     def _expected(
         self, actions: np.ndarray, grid: OutcomeGrid, pmf: np.ndarray, index: np.ndarray | None = None
     ) -> np.ndarray:
-        return actions.astype(float) @ (pmf @ grid.values)
+        return selected_sums(actions, matvec(pmf, grid.values))
 
 
 class MaxReward(Reward):
@@ -350,13 +355,29 @@ class MaxReward(Reward):
         return state * factor
 
     def value(self, state: np.ndarray, grid: OutcomeGrid) -> np.ndarray:
-        return np.diff(state, axis=1) @ grid.values
+        return matvec(np.diff(state, axis=1), grid.values)
 
     def add_copies(self, state: np.ndarray, grid: OutcomeGrid, row: np.ndarray, copies: int) -> np.ndarray:
         if copies <= 0:
             return state
-        factor = np.concatenate([[0.0], np.minimum(np.cumsum(row[0]), 1.0)]) ** copies
+        factor = _integer_power(np.concatenate([[0.0], np.minimum(np.cumsum(row[0]), 1.0)]), int(copies))
         return state * factor
+
+
+def _integer_power(base: np.ndarray, n: int) -> np.ndarray:
+    """``base ** n`` (``n >= 1``) by repeated squaring with correctly rounded products (``np.power`` differs by CPU).
+
+    >>> _integer_power(np.array([0.5, 3.0]), 5).tolist()
+    [0.03125, 243.0]
+    """
+    result, square = None, np.asarray(base, float)
+    while n:
+        if n & 1:
+            result = square.copy() if result is None else result * square
+        n >>= 1
+        if n:
+            square = square * square
+    return result
 
 
 class CallableReward(Reward):
@@ -436,7 +457,7 @@ def _parametrised(name: str, arg: str) -> Reward:
     if name == "exp_utility":
         if not x > 0:
             raise ValueError(f"exp_utility needs LAMBDA > 0, got {x}")
-        return SumReward(lambda s: 1.0 - np.exp(-x * np.asarray(s)), f"exp_utility:{arg}", concave=True, lipschitz=x)
+        return SumReward(lambda s: 1.0 - exp(-x * np.asarray(s)), f"exp_utility:{arg}", concave=True, lipschitz=x)
     raise ValueError(f"unknown reward {name!r}")
 
 

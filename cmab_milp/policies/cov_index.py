@@ -33,6 +33,7 @@ import numpy as np
 from ..environments.base import FeedbackStats
 from ..oracles import Oracle
 from ..oracles.norm.carry import NormCarry, check_reuse
+from ..portable import selected_sums
 from .base import Index, check_positive
 from .cov_estimators import CovarianceEstimator
 
@@ -225,8 +226,8 @@ class CovarianceIndex(Index):
     def evaluate(self, t: int, actions: np.ndarray, sign: int) -> np.ndarray:
         acts = np.asarray(actions, dtype=bool)
         dense = acts.astype(float)
-        quad = np.einsum("ni,ij,nj->n", dense, self.matrix(t), dense)
-        values = dense @ self.means + sign * self.f(t) * np.sqrt(np.maximum(quad, 0.0))
+        quad = np.einsum("ni,ij,nj->n", dense, self.matrix(t), dense)  # numpy's own loops, not BLAS
+        values = selected_sums(acts, self.means) + sign * self.f(t) * np.sqrt(np.maximum(quad, 0.0))
         values[acts[:, ~self.observed].any(axis=1)] = sign * np.inf
         return values
 

@@ -31,6 +31,7 @@ import numpy as np
 
 from ..environments.base import FeedbackStats
 from ..oracles import Oracle
+from ..portable import selected_sums
 from ..spaces.base import ActionSpace
 from .base import Index, check_nonnegative, check_positive, check_unit_interval
 from .schedules import AdaptiveEpochs, EveryRound, ScheduledElimination
@@ -100,7 +101,7 @@ class LinearIndex(Index):
 
     def _values(self, actions: np.ndarray, weights: np.ndarray, unseen_value: float) -> np.ndarray:
         acts = np.asarray(actions, dtype=bool)
-        values = acts.astype(float) @ weights
+        values = selected_sums(acts, weights)
         values[acts[:, ~self.observed].any(axis=1)] = unseen_value
         return values
 

@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
+from ..portable import dot
+
 __all__ = [
     "Formulation",
     "FractionalSeparator",
@@ -81,8 +83,8 @@ class NamedSeparator:
 
 
 def row_activity(row: Row, x: np.ndarray) -> float:
-    """``sum(coefs * x[cols])`` of one row at the point ``x``."""
-    return float(np.dot(row.coefs, x[list(row.cols)])) if row.cols else 0.0
+    """``sum(coefs * x[cols])`` of one row at the point ``x``, summed left to right (the same bits on any CPU)."""
+    return dot(row.coefs, x[list(row.cols)]) if row.cols else 0.0
 
 
 def row_violation(row: Row, x: np.ndarray) -> float:

@@ -35,6 +35,7 @@ from collections.abc import Callable
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
+from ...portable import selected_sums
 from ...spaces import (
     ActionSpace,
     Cardinality,
@@ -206,7 +207,7 @@ def _kruskal(space: GraphicMatroid | SpanningTrees, q: LinearQuery, spanning: bo
 
 def _explicit(space: ExplicitActions, q: LinearQuery) -> np.ndarray | None:
     actions = space.actions
-    values = actions @ q.weights
+    values = selected_sums(actions, q.weights)  # arm order: the same bits on any CPU
     mask = q.restrictions.mask(actions)
     if mask is not None:
         if not mask.any():

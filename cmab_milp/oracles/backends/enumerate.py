@@ -1,9 +1,13 @@
 """Brute force over ``space.enumerate()``, vectorised in numpy.
 
-The action matrix is enumerated once. Linear values are one matrix-vector
-product; quadratic forms use a padded index table (``n x m x m`` gathers of
-``M`` instead of ``n x d x d`` products, and ``n x m`` when ``M`` is diagonal,
-as ESCB's and a diagonal covariance's are: the off-diagonal terms are zeros).
+The action matrix is enumerated once, with a padded index table of each action's arms.
+Linear values are one matrix-vector product (BLAS: fast, but its last bits depend on the CPU's
+kernel), so the answer is settled on the actions within the product's rounding bound of the best,
+re-valued with :func:`cmab_milp.portable.gathered_sums` (arm order, left to right): the answer is
+then the first action of largest portable value, the same on every machine (see :meth:`_best`).
+Quadratic forms use the index table (``n x m x m`` gathers of ``M`` instead of ``n x d x d``
+products, and ``n x m`` when ``M`` is diagonal, as ESCB's and a diagonal covariance's are: the
+off-diagonal terms are zeros), summed by numpy's own fixed-order reductions.
 
 Example
 -------
@@ -20,11 +24,14 @@ import math
 
 import numpy as np
 
+from ...portable import gathered_sums
 from ...spaces.base import ActionSpace
 from ..core.base import Oracle
 from ..core.queries import LinearQuery, NormQuery
 
 __all__ = ["EnumerateOracle"]
+
+_EPS = float(np.finfo(float).eps)
 
 
 class EnumerateOracle(Oracle):
@@ -35,7 +42,7 @@ class EnumerateOracle(Oracle):
     def __init__(self, space: ActionSpace, max_actions: int | None = None):
         super().__init__(space)
         self.actions = space.enumerate(max_actions)
-        self._dense = self.actions.astype(np.float64)
+        self._dense = self.actions.astype(np.float64)  # for callers (tests, benches) that take products themselves
         sizes = self.actions.sum(axis=1)
         width = max(1, int(sizes.max()) if len(sizes) else 1)
         # padded index table: unused slots point at a dummy arm d
@@ -44,7 +51,26 @@ class EnumerateOracle(Oracle):
         slot = np.arange(len(rows)) - np.repeat(np.r_[0, np.cumsum(sizes)[:-1]], sizes)
         self._index[rows, slot] = cols
 
-    def _best(self, values: np.ndarray, query: LinearQuery | NormQuery) -> np.ndarray | None:
+    def _best(
+        self,
+        values: np.ndarray,
+        query: LinearQuery | NormQuery,
+        weights: np.ndarray | None = None,
+        scale: float = 0.0,
+        exact: np.ndarray | None = None,
+    ) -> np.ndarray | None:
+        """The first action of largest portable value, found from BLAS ``values`` of the same quantity.
+
+        ``values`` is ``weights @ a`` (plus ``exact``, a per-action term computed portably) with the
+        linear part from BLAS. Any two summation orders of an action's at most ``d`` weights differ
+        by at most ``2 gamma_(d-1) sum |w| < d eps sum |w| <= d^2 eps scale`` (``scale = max |w|``;
+        the products by 0/1 are exact), and
+        adding ``exact`` rounds each once more (``eps / 2`` of the value). The portable optimum ``k``
+        is then within ``delta`` of the BLAS maximum, ``delta`` twice those bounds; ``slack`` is
+        twice ``delta`` again. Re-valuing only the actions within ``slack``, portably, gives the
+        first portable argmax on every BLAS kernel. Without ``weights`` (a subclass's own values):
+        the first argmax of ``values`` as given.
+        """
         mask = query.restrictions.mask(self.actions)
         if mask is not None:
             if not mask.any():
@@ -52,14 +78,41 @@ class EnumerateOracle(Oracle):
             values = np.where(mask, values, -np.inf)
         if len(values) == 0:
             return None
-        return self.actions[int(np.argmax(values))].copy()
+        best = int(np.argmax(values))
+        if weights is None:
+            return self.actions[best].copy()
+        top = float(values[best])
+        largest = abs(top) + (0.0 if exact is None else float(np.abs(exact).max(initial=0.0)))
+        slack = 4.0 * _EPS * (self.d * self.d * scale + 2.0 * largest)
+        close = values >= top - slack
+        if np.count_nonzero(close) == 1:  # the usual case: no other action near the best, nothing to re-value
+            return self.actions[best].copy()
+        near = np.flatnonzero(close)
+        padded = np.zeros(self.d + 1)
+        padded[: self.d] = weights
+        portable = gathered_sums(self._index[near], padded)
+        if exact is not None:
+            portable = portable + exact[near]
+        return self.actions[int(near[int(np.argmax(portable))])].copy()
 
     def _linear(self, query: LinearQuery) -> np.ndarray | None:
         weights = query.weights
         top = float(np.abs(weights).max(initial=0.0))
         if top > 2.0**900:  # sums of weights near 1e308 overflow: scale by a power of 2 (exact, no tie changes)
             weights = np.ldexp(weights, -math.frexp(top)[1])
-        return self._best(self._dense @ weights, query)
+            top = 1.0  # the largest |weight| now
+        return self._best(self._dense @ weights, query, weights, top)
+
+    def linear_values(self, weights: np.ndarray) -> np.ndarray:
+        """``weights @ a`` for every enumerated action, summed in arm order (the same bits on every machine).
+
+        >>> import cmab_milp as cm
+        >>> EnumerateOracle(cm.Cardinality(3, 2)).linear_values(np.array([1.0, 2.0, 4.0])).tolist()
+        [0.0, 1.0, 2.0, 4.0, 3.0, 5.0, 6.0]
+        """
+        padded = np.zeros(self.d + 1)
+        padded[: self.d] = weights
+        return gathered_sums(self._index, padded)
 
     def quadratic_forms(self, M: np.ndarray) -> np.ndarray:
         """``a @ M @ a`` for every enumerated action.
@@ -89,5 +142,6 @@ class EnumerateOracle(Oracle):
 
     def _norm(self, query: NormQuery) -> np.ndarray | None:
         quad = self.quadratic_forms(query.M)
-        values = self._dense @ query.mu + query.sign * query.f * np.sqrt(np.maximum(quad, 0.0))
-        return self._best(values, query)
+        radius = query.sign * query.f * np.sqrt(np.maximum(quad, 0.0))  # numpy's own sums: portable
+        scale = float(np.abs(query.mu).max(initial=0.0))
+        return self._best(self._dense @ query.mu + radius, query, query.mu, scale, radius)

@@ -29,6 +29,7 @@ import weakref
 
 import numpy as np
 
+from ...portable import dot
 from ...spaces.formulation import Row
 from ..core.base import LimitReached, OracleError
 from ..core.interrupts import stoppable
@@ -198,7 +199,7 @@ class HighsSolving:
     def _start_kept(self, solution, objective: float) -> bool:
         """Whether the arm values HiGHS returned are worth other than its objective (only arm columns carry
         costs in models that get MIP starts: :func:`~cmab_milp.oracles.mip.starts.prepare_query`)."""
-        value = float(self.arm_columns()[0] @ np.asarray(solution.col_value[: self.d]))
+        value = dot(self.arm_columns()[0], np.asarray(solution.col_value[: self.d]))
         return abs(value - objective) > 1e-9 * (1.0 + abs(objective))
 
     def _start_callbacks(self) -> None:
@@ -241,7 +242,7 @@ class HighsSolving:
             action = self.repair(values)
             if action is not None:
                 costs = self.arm_columns()[0]
-                if self.start is None or costs @ action > costs @ self.start:
+                if self.start is None or dot(costs, action) > dot(costs, self.start):
                     self.start = action
         return [row for row in pending if row not in own]
 

@@ -62,6 +62,7 @@ from typing import Any
 
 import numpy as np
 
+from ...portable import selected_sum
 from ...spaces.formulation import Formulation, Row
 from .base import Ledger, LimitReached, OracleError, tolerance
 from .model import SolveResult, SolverModel
@@ -185,7 +186,7 @@ def _proven_scaled(query: Any, chosen: list[bool], bound: float, shift: int) -> 
     The values are at least ``2**1023`` there, so the tolerance ``1e-9 (1 + |x|)`` is ``1e-9 |x|`` in these units.
     """
     weights = np.ldexp(np.asarray(query.weights, float), -shift)  # exact: a power-of-two scaling
-    value = float(weights @ np.asarray(chosen, bool))
+    value = selected_sum(chosen, weights)
     gap = bound - value
     low = 0.0 if value <= 0.0 <= bound else min(abs(value), abs(bound))
     allowance = 2.0 * len(weights) * _EPS * float(np.abs(weights).sum())

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from ...portable import _left_to_right, selected_sum
 from ...spaces.base import ActionSpace
 
 __all__ = [
@@ -182,8 +183,8 @@ class LinearQuery:
         if len(action) <= _SMALL:  # plain Python: several times cheaper between solver runs
             weights = self.weights_list if self.weights_list is not None else self.weights.tolist()
             chosen = action.tolist() if isinstance(action, np.ndarray) else action
-            return float(sum(compress(weights, chosen)))
-        return float(self.weights @ np.asarray(action, dtype=bool))
+            return _left_to_right(list(compress(weights, chosen)))  # the bits of selected_sum, on any Python
+        return selected_sum(action, self.weights)  # the same left-to-right sum as above
 
 
 class Carry:

@@ -35,6 +35,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import breadth_first_order, connected_components
 
+from ...portable import dot
 from ...spaces.formulation import Formulation, FractionalSeparator, NamedSeparator, Row, row_violation
 from .maxflow import FlowEngine
 
@@ -173,7 +174,7 @@ def separate_connectivity_lp(space: Any, x: np.ndarray, s: int, t: int, directed
             coef = (mask[tail] != mask[head]).astype(float) - ((tail == v) | (head == v))
         cols = np.flatnonzero(coef)
         row = Row(tuple(int(c) for c in cols), tuple(float(c) for c in coef[cols]), 0.0, np.inf)
-        if np.dot(coef[cols], x[cols]) < -_SEP_TOL:
+        if dot(coef[cols], x[cols]) < -_SEP_TOL:
             cuts.append(row)
             covered[mask] = True
 

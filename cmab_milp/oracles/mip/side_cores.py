@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...portable import matvec
 from ...spaces import ActionSpace, Cardinality, PartitionMatroid
 
 __all__ = ["CORE_ARMS", "CORE_CELLS", "flip_bounds", "solve_core"]
@@ -108,7 +109,7 @@ def solve_core(
     coefs = np.vstack([weights[free], groups[touched][:, free], G[:, free]])
     if len(coefs) << len(free) > CORE_CELLS:
         return None
-    start = np.concatenate([[0.0], groups[touched] @ template, G @ template])
+    start = np.concatenate([[0.0], groups[touched] @ template, matvec(G, template)])
     table = _subset_sums(coefs, start)  # column b: the subset whose bit j holds free[j]
     load, rows = table[1 : 1 + int(touched.sum())], table[1 + int(touched.sum()) :]
     cap = caps[touched][:, None]

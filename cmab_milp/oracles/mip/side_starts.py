@@ -53,6 +53,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...portable import dot, matvec
 from ...spaces import ActionSpace, Cardinality, GraphicMatroid, Matchings, PartitionMatroid, SpanningTrees, STPaths
 from ...spaces.formulation import Formulation, Row
 from ..backends.combinatorial import _SOLVERS
@@ -166,7 +167,7 @@ class _Search:
             return None
 
     def fits(self, a: np.ndarray) -> bool:
-        return bool((self.G @ a <= self.h + self.tol).all())
+        return bool((matvec(self.G, a) <= self.h + self.tol).all())
 
     def offer(self, a: np.ndarray) -> bool:
         """Keep ``a`` when it fits and beats the best; return whether it fits."""
@@ -178,11 +179,11 @@ class _Search:
         return True
 
     def at(self, lam: np.ndarray) -> tuple[np.ndarray | None, bool]:
-        reduced = self.w - lam @ self.G
+        reduced = self.w - matvec(self.G.T, lam)
         a = self.oracle(reduced)
         if a is None:
             return None, False
-        bound = float(reduced[a].sum() + lam @ self.h)  # >= w @ b for every action b (lam >= 0)
+        bound = float(reduced[a].sum() + dot(lam, self.h))  # >= w @ b for every action b (lam >= 0)
         if bound < self.bound:
             self.bound, self.lam, self.relaxed = bound, lam, a
         fits = self.offer(a)
@@ -323,16 +324,16 @@ def _subgradient(search: _Search) -> None:
         a, _ = search.at(lam)
         if a is None:
             return
-        bound = float((w - lam @ G)[a].sum() + lam @ h)  # the Lagrangian bound at lam
+        bound = float((w - matvec(G.T, lam))[a].sum() + dot(lam, h))  # the Lagrangian bound at lam
         if bound < best_bound - 1e-12 * (1.0 + abs(best_bound)):
             best_bound, stall = bound, 0
         else:
             stall += 1
             if stall >= 4:
                 theta, stall = theta / 2.0, 0
-        g = G @ a - h
+        g = matvec(G, a) - h
         g[(lam <= 0.0) & (g < 0.0)] = 0.0  # the projection keeps these at 0 anyway
-        norm = float(g @ g)
+        norm = dot(g, g)
         if norm <= 1e-18:
             return
         target = search.best_value if search.best is not None else bound - 0.05 * (1.0 + abs(bound))
@@ -371,7 +372,7 @@ def _drop(search: _Search, a: np.ndarray) -> np.ndarray | None:
     G, h, w = search.G, search.h, search.w
     a = a.copy()
     for _ in range(int(a.sum())):
-        over = G @ a - h > search.tol
+        over = matvec(G, a) - h > search.tol
         if not over.any():
             return a
         relief = np.clip(G[over], 0.0, None).sum(axis=0)  # how much each arm's removal relieves
@@ -389,7 +390,7 @@ def _improve(search: _Search, a: np.ndarray) -> np.ndarray:
     free = ~search.forced & ~search.banned
     a = _fill(search, a)
     for _ in range(SWAP_ROUNDS):
-        slack = h - G @ a
+        slack = h - matvec(G, a)
         ins = np.flatnonzero(a & free)
         outs = np.flatnonzero(~a & free)
         if not len(ins) or not len(outs):
@@ -422,7 +423,7 @@ def _fill(search: _Search, a: np.ndarray) -> np.ndarray:
     if not len(candidates):
         return a
     a = a.copy()
-    slack = h - G @ a
+    slack = h - matvec(G, a)
     for j in candidates[np.argsort(-w[candidates], kind="stable")]:
         if (G[:, j] <= slack + tol).all():
             a[j] = True
@@ -437,7 +438,7 @@ def _fix(search: _Search, plan: SidePlan, margin: float) -> None:
     """Fix the arms whose flip bound (see :func:`flip_bounds`) is below the start's value minus the margin."""
     if search.relaxed is None:
         return
-    reduced = search.w - search.lam @ search.G
+    reduced = search.w - matvec(search.G.T, search.lam)
     change = flip_bounds(search.base, reduced, search.relaxed, search.forced, search.banned)
     if change is None:
         return

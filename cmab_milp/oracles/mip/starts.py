@@ -55,6 +55,7 @@ import math
 
 import numpy as np
 
+from ...portable import dot
 from ...spaces.formulation import Formulation, Row
 from ..backends.highs_model import CompiledModel
 from ..core.model import SolveResult
@@ -133,7 +134,7 @@ def prepare_query(model: CompiledModel, formulation: Formulation) -> None:
                 if tuning.fix_arms and plan.fixed is not None:
                     model.fix_arms(plan.fixed, plan.start.astype(float), plan.region_bound)
                     if tuning.solve_cores and plan.optimum is not None:
-                        value = float(model.arm_columns()[0] @ plan.optimum)
+                        value = dot(model.arm_columns()[0], plan.optimum)
                         bound = max(value, plan.region_bound)
                         model.answer = SolveResult("optimal", plan.optimum.astype(float).tolist(), value, bound)
                 if tuning.side_cover_cuts:
@@ -303,7 +304,7 @@ def _obeys(action: np.ndarray, rows: list[Row], lower: np.ndarray, upper: np.nda
     for row in rows:
         if any(c >= len(x) for c in row.cols):
             return False
-        activity = float(np.dot(row.coefs, x[list(row.cols)]))
+        activity = dot(row.coefs, x[list(row.cols)])
         if not row.lb - 1e-9 * (1.0 + abs(row.lb)) <= activity <= row.ub + 1e-9 * (1.0 + abs(row.ub)):
             return False
     return True
