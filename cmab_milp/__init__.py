@@ -51,6 +51,8 @@ _LAZY = {
     "CTS": "cmab_milp.policies",
     "ESCB": "cmab_milp.policies",
     "AROQESCB": "cmab_milp.policies",
+    "EpochESCB": "cmab_milp.policies",
+    "AESCB": "cmab_milp.policies",
     "load_policy": "cmab_milp.policies",
     "NormCarry": "cmab_milp.oracles.norm.carry",
     "simulate": "cmab_milp.simulation",

@@ -14,20 +14,29 @@ Gurobi. An oracle in the certified approximate mode (``norm_gap``, e.g.
 relative gap, as for OLS-UCB-C. Unobserved arms are played first, as for
 CUCB (:meth:`~cmab_milp.policies.index.IndexPolicy.best_upper`).
 
-On a plain :class:`~cmab_milp.Cardinality` space whose action table has at
-most :data:`ENUMERATE_UP_TO` entries the index is evaluated on every action at once
-(two matrix-vector products with the action table; constant ``route="auto"``,
-the default; ``route="oracle"`` always asks ``argmax_norm``); its queries are
-counted in the oracle's ledger like the oracle's own. The ``"enumerate"``
-backend computes the full quadratic form per action instead, and the MILP
-routes solve a model: both are slower there (``docs/performance.md``). Beyond
-that size the norm oracle is the exact route: through linear queries alone one
-cannot be exact, since the index is ``y + h(s)`` with ``y = mu @ a``,
-``s = (1 / n) @ a`` and ``h`` concave, and its maximiser can lie strictly
-inside the convex hull of the points ``(s(a), y(a))`` (three single arms with
-``(s, y) = (0.01, 1), (2, 0), (1, 0.4)`` and ``f' = 0.8``: the third wins and
-no linear objective selects it). Exact routes tried and dropped, with their
-figures: ``docs/performance.md``, "Baselines: CTS and ESCB".
+How the index is maximised (constant ``route``):
+
+* ``"auto"`` (default): exact and fast. On a plain :class:`~cmab_milp.Cardinality`
+  space, the ranking of :mod:`cmab_milp.policies.escb_cardinality` (every
+  subset above a tangent bound of the index, listed depth first); elsewhere
+  the branch and bound of :mod:`cmab_milp.policies.escb_search` over linear
+  queries (any space, any backend), which first certifies last round's answer
+  with one linear query. Either is entered in the ledger as **one query per
+  maximisation** (with its time), as the norm oracle would be, so ledgers do
+  not depend on the last answer (a saved learner continues with the same
+  counts); the search's own linear queries, nodes and certified rounds are in
+  ``policy.index.search``. Past ``max_nodes`` nodes (default 5000) a round
+  asks ``oracle.argmax_norm`` instead (counted as its own query).
+* ``"oracle"``: ``oracle.argmax_norm`` every round (the exact norm oracle).
+* ``"table"``: on a plain :class:`~cmab_milp.Cardinality` space whose action
+  table has at most :data:`ENUMERATE_UP_TO` entries, the index of every action
+  at once (one ledger query per round); elsewhere as ``"oracle"``.
+
+Why not linear queries alone without branching: the index is ``y + h(s)`` with
+``y = mu @ a``, ``s = (1 / n) @ a`` and ``h`` concave, and its maximiser can lie
+strictly inside the convex hull of the points ``(s(a), y(a))`` (three single
+arms with ``(s, y) = (0.01, 1), (2, 0), (1, 0.4)`` and ``f' = 0.8``: the third
+wins and no linear objective selects it); the search's splits isolate it.
 
 Rare-oracle versions. ESCB's index is the norm index
 of AROQ-C / SROQ-C with a diagonal matrix, so their schedules carry it; whether
@@ -74,18 +83,20 @@ import numpy as np
 from ..oracles import Oracle
 from ..spaces.base import ActionSpace
 from ..spaces.sets import Cardinality
-from .base import check_nonnegative, check_positive
+from .base import IndexPolicy, Stretch, check_nonnegative, check_positive
+from .escb_cardinality import maximise_on_cardinality
+from .escb_search import maximise_index
 from .linear import LinearIndex
 from .schedules import AdaptiveEpochs, EveryRound
 
-__all__ = ["AROQESCB", "ENUMERATE_UP_TO", "ESCB", "ROUTES", "ESCBIndex"]
+__all__ = ["AROQESCB", "ENUMERATE_UP_TO", "ESCB", "ROUTES", "ESCBIndex", "EpochESCB"]
 
 #: ESCB's index on a plain Cardinality space is evaluated on every action at once while the action table
 #: (actions x d, float64) has at most this many entries (48 MB; d = 20 with m <= 8 fits).
 ENUMERATE_UP_TO = 6_000_000
-#: How ESCB's index is maximised: ``"auto"`` (plain Cardinality spaces with at most :data:`ENUMERATE_UP_TO` entries
-#: by evaluating it on all of them, everything else by ``oracle.argmax_norm``) or ``"oracle"`` (always the oracle).
-ROUTES = ("auto", "oracle")
+#: How ESCB's index is maximised (module docstring): ``"auto"`` (the exact search over linear queries),
+#: ``"oracle"`` (``oracle.argmax_norm``) or ``"table"`` (every action of a small plain Cardinality space).
+ROUTES = ("auto", "oracle", "table")
 
 
 class ESCBIndex(LinearIndex):
@@ -101,12 +112,25 @@ class ESCBIndex(LinearIndex):
     """
 
     def __init__(
-        self, d: int, m: int, C: float = 1.0, loglog: float = 4.0, cardinality: tuple[int, bool] | None = None
+        self,
+        d: int,
+        m: int,
+        C: float = 1.0,
+        loglog: float = 4.0,
+        cardinality: tuple[int, bool] | None = None,
+        search: bool = False,
+        max_nodes: int = 5000,
+        subsets: tuple[int, bool] | None = None,
     ):
         self.m = int(m)
         self.loglog = check_nonnegative("loglog", loglog)
         #: ``(m, exact)`` of a small plain Cardinality space: its index is evaluated on every action at once.
         self.cardinality = cardinality
+        #: Whether UCB queries go to the exact search over linear queries (:mod:`.escb_search`).
+        self.use_search = bool(search)
+        self.max_nodes = int(max_nodes)
+        #: ``(m, exact)`` of a plain Cardinality space searched by ranking subsets (:mod:`.escb_cardinality`).
+        self.subsets = subsets
         super().__init__(d, C=C)
 
     def reset(self) -> None:
@@ -115,6 +139,9 @@ class ESCBIndex(LinearIndex):
         self._answers: dict[tuple, np.ndarray] = {}
         self._table: np.ndarray | None = None  # a small Cardinality space's actions (built at the first query)
         self._dense: np.ndarray | None = None
+        #: Totals of the search route: linear queries, nodes, maximisations, certified at once, norm fallbacks.
+        self.search = {"queries": 0, "nodes": 0, "maximisations": 0, "certified": 0, "fallbacks": 0}
+        self._slope: float | None = None  # the ranking's last dual slope (its next starting point)
 
     def f(self, t: int) -> float:
         """``f(t) = C log t + loglog * m * log log t`` (``log log t`` as 0 while ``log t <= 1``)."""
@@ -153,8 +180,10 @@ class ESCBIndex(LinearIndex):
 
         Hints never change the optimal value; they are not saved with the learner.
         """
-        if self.cardinality is not None and all(_sortable(q) for q in queries):
+        if self.cardinality is not None and all(_tableable(q) for q in queries):
             return self._ask_cardinality(oracle, queries)
+        if self.use_search and all(_sortable(q) for q in queries):
+            return [self._search(oracle, q) for q in queries]
         keys = [_key(q) for q in queries]
         hinted = []
         for key, query in zip(keys, queries, strict=True):
@@ -165,6 +194,53 @@ class ESCBIndex(LinearIndex):
             if key is not None and answer is not None:
                 self._answers[key] = answer
         return answers
+
+    def _search(self, oracle: Oracle, query: Mapping[str, Any]) -> np.ndarray | None:
+        """One UCB query answered by :func:`.maximise_index`, from the last answer to the same restrictions."""
+        key = _key(query)
+        mu, w = np.asarray(query["mu"], float), np.diag(query["M"]).copy()
+        if self.subsets is not None and not query.get("forbid_pairs"):
+            start = time.perf_counter()
+            action, self._slope = maximise_on_cardinality(
+                mu,
+                w,
+                float(query["f"]),
+                *self.subsets,
+                include=tuple(query.get("include", ())),
+                exclude=tuple(query.get("exclude", ())),
+                incumbent=self._answers.get(key),
+                c=self._slope,
+            )
+            oracle.ledger.record(1, time.perf_counter() - start)  # the ranking answers as the oracle would, once
+            self.search["maximisations"] += 1
+            if action is not None:
+                self._answers[key] = action
+                return action
+        start = time.perf_counter()
+        action, stats = maximise_index(
+            oracle,
+            mu,
+            w,
+            float(query["f"]),
+            include=tuple(query.get("include", ())),
+            exclude=tuple(query.get("exclude", ())),
+            forbid_pairs=tuple(query.get("forbid_pairs", ())),
+            incumbent=self._answers.get(key),
+            max_nodes=self.max_nodes,
+        )
+        for name in ("queries", "nodes"):
+            self.search[name] += getattr(stats, name)
+        self.search["maximisations"] += 1
+        self.search["certified"] += int(stats.certified)
+        if stats.nodes > self.max_nodes:  # too many nodes: the exact norm oracle decides this round (its own entry)
+            self.search["fallbacks"] += 1
+            args = {k: v for k, v in query.items() if k != "kind"}
+            action = oracle.argmax_norm(**args)
+        else:
+            oracle.ledger.record(1, time.perf_counter() - start)  # one maximisation, one query, as the norm oracle
+        if action is not None:
+            self._answers[key] = action
+        return action
 
     def _ask_cardinality(self, oracle: Oracle, queries: list[Mapping[str, Any]]) -> list[np.ndarray | None]:
         """The queries answered on every action of the small Cardinality space at once (one ledger round)."""
@@ -191,13 +267,13 @@ def _cardinality_size(d: int, m: int, exact: bool) -> int:
 
 
 def _sortable(query: Mapping[str, Any]) -> bool:
-    """A norm query of sign +1 with a diagonal matrix and at most ``exclude`` restrictions."""
-    return (
-        query.get("kind") == "norm"
-        and query.get("sign") == 1
-        and not query.get("include")
-        and not query.get("forbid_pairs")
-    )
+    """A norm query of sign +1 (a UCB query)."""
+    return query.get("kind") == "norm" and query.get("sign") == 1
+
+
+def _tableable(query: Mapping[str, Any]) -> bool:
+    """A UCB query with at most ``exclude`` restrictions (the table route answers those)."""
+    return _sortable(query) and not query.get("include") and not query.get("forbid_pairs")
 
 
 def _key(query: Mapping[str, Any]) -> tuple | None:
@@ -207,7 +283,7 @@ def _key(query: Mapping[str, Any]) -> tuple | None:
 
 
 class _ESCBFamily:
-    """Constructor and index shared by ESCB and AROQ-ESCB (mixed in before a schedule)."""
+    """Constructor and index shared by ESCB, AROQ-ESCB, Epoch-ESCB and AESCB (mixed in before a schedule)."""
 
     d: int
     m: int
@@ -221,20 +297,35 @@ class _ESCBFamily:
         oracle: str | Oracle = "auto",
         C: float = 1.0,
         loglog: float = 4.0,
-        route: str = "auto",
+        route: str | None = "auto",
+        **extra: Any,
     ):
         C, loglog = check_positive("C", C), check_nonnegative("loglog", loglog)
-        if route not in ROUTES:
-            raise ValueError(f"route must be one of {', '.join(map(repr, ROUTES))}, got {route!r}")
-        super().__init__(space, T, oracle=oracle, C=C, loglog=loglog, route=route)  # type: ignore[call-arg]
+        if route is not None:  # None: a family without routes (AESCB)
+            if route not in ROUTES:
+                raise ValueError(f"route must be one of {', '.join(map(repr, ROUTES))}, got {route!r}")
+            extra = {"route": route, **extra}
+        super().__init__(space, T, oracle=oracle, C=C, loglog=loglog, **extra)  # type: ignore[call-arg]
 
-    def make_index(self) -> ESCBIndex:
+    def index_options(self) -> dict[str, Any]:
+        """The :class:`ESCBIndex` keywords for this policy's space and route."""
         space = getattr(self, "space", None)
-        plain = type(space) is Cardinality and self.params["route"] == "auto"
+        route = self.params.get("route", "oracle")
+        plain = type(space) is Cardinality and route == "table"
         entries = _cardinality_size(space.d, space.m, space.exact) * space.d if plain else 0  # type: ignore[union-attr]
         small = plain and entries <= ENUMERATE_UP_TO
         cardinality = (space.m, space.exact) if small else None  # type: ignore[union-attr]
-        return ESCBIndex(self.d, self.m, C=self.params["C"], loglog=self.params["loglog"], cardinality=cardinality)
+        subsets = (space.m, space.exact) if type(space) is Cardinality and route == "auto" else None  # type: ignore[union-attr]
+        return {
+            "C": self.params["C"],
+            "loglog": self.params["loglog"],
+            "cardinality": cardinality,
+            "search": route == "auto",
+            "subsets": subsets,
+        }
+
+    def make_index(self) -> ESCBIndex:
+        return ESCBIndex(self.d, self.m, **self.index_options())
 
 
 class ESCB(_ESCBFamily, EveryRound):
@@ -270,3 +361,63 @@ class AROQESCB(_ESCBFamily, AdaptiveEpochs):
     def thresholds(self) -> np.ndarray:
         """Per arm, the count in the current epoch that ends it: ``1 + 2 |T_i(tau_i - 1)|``."""
         return 1 + 2 * self.previous
+
+
+class EpochESCB(_ESCBFamily, IndexPolicy):
+    """Epoch-ESCB (Combes et al., NeurIPS 2015): ESCB's argmax recomputed only at epoch starts.
+
+    Epoch ``k`` starts at round ``t_k`` with one maximisation of ESCB-1's index;
+    its action is played until ``t_{k+1} = max(t_k + 1, ceil(growth * t_k))``
+    (``growth`` > 1, default 2: epochs double, ``O(log T / log growth)``
+    maximisations, the paper's heuristic without a regret guarantee). While some
+    arm is unobserved the epochs last one round (arms are explored first, as for
+    CUCB). Other parameters as :class:`ESCB`; never needs ``T``. Attributes:
+    ``updates`` (maximisations), ``next_start``.
+
+    >>> import cmab_milp as cm
+    >>> env = cm.BernoulliArms([0.2, 0.5, 0.9], seed=0)
+    >>> policy = EpochESCB(cm.Cardinality(3, 1), 1000, oracle="enumerate")
+    >>> _ = cm.simulate(policy, env, 1000)
+    >>> policy.updates <= 3 + math.ceil(math.log2(1000))
+    True
+    """
+
+    name = "Epoch-ESCB"
+    _state_fields = ("action", "next_start", "updates")
+
+    def __init__(
+        self,
+        space: ActionSpace,
+        T: int | None,
+        *,
+        oracle: str | Oracle = "auto",
+        C: float = 1.0,
+        loglog: float = 4.0,
+        route: str = "auto",
+        growth: float = 2.0,
+    ):
+        growth = check_positive("growth", growth)
+        if not growth > 1.0:
+            raise ValueError(f"growth must be a number > 1 (the epoch length ratio), got {growth!r}")
+        super().__init__(space, T, oracle=oracle, C=C, loglog=loglog, route=route, growth=growth)
+
+    def reset(self) -> None:
+        super().reset()
+        self.action: np.ndarray | None = None
+        self.next_start = 1
+        self.updates = 0
+
+    def _plan(self) -> Stretch:
+        if self.action is None or self.t >= self.next_start:
+            action = self.best_upper(self.t)
+            if action is None:
+                raise RuntimeError(f"the oracle found no feasible action in {self.space!r}")
+            self.action = action
+            self.updates += 1
+            exploring = bool(self._unseen(()).any())
+            self.next_start = self.t + 1 if exploring else max(self.t + 1, math.ceil(self.params["growth"] * self.t))
+        left = min(self.next_start - self.t, self.horizon - self.t + 1)
+        return Stretch(self.action[None, :], max(1, left))
+
+    def _advance(self, stretch: Stretch, rounds: int) -> None:
+        pass

@@ -77,6 +77,7 @@ FORMAT_VERSION = 1
 #: The classes a saved learner may name: the library's own policies, nothing else.
 SAVED_CLASSES = (
     "CUCB", "AROQ", "SROQ", "OLSUCBC", "AROQCov", "SROQCov", "SDCB", "AROQGR", "SROQGR", "CTS", "ESCB", "AROQESCB",
+    "EpochESCB", "AESCB",
 )  # fmt: skip
 
 
