@@ -18,19 +18,26 @@ How the index is maximised (constant ``route``):
 
 * ``"auto"`` (default): exact and fast. On a plain :class:`~cmab_milp.Cardinality`
   space, the ranking of :mod:`cmab_milp.policies.escb_cardinality` (every
-  subset above a tangent bound of the index, listed depth first); elsewhere
-  the branch and bound of :mod:`cmab_milp.policies.escb_search` over linear
-  queries (any space, any backend), which first certifies last round's answer
-  with one linear query. Either is entered in the ledger as **one query per
-  maximisation** (with its time), as the norm oracle would be, so ledgers do
-  not depend on the last answer (a saved learner continues with the same
-  counts); the search's own linear queries, nodes and certified rounds are in
-  ``policy.index.search``. Past ``max_nodes`` nodes (default 5000) a round
-  asks ``oracle.argmax_norm`` instead (counted as its own query).
+  subset above a tangent bound of the index, listed depth first); on a space
+  of at most :data:`TABLE_UP_TO` actions (enumerated once, at the first
+  query), the index of every action at once; elsewhere the branch and bound
+  of :mod:`cmab_milp.policies.escb_search` over linear queries (any space, any
+  backend), which first certifies last round's answer with one linear query.
+  Each is entered in the ledger as **one query per maximisation** (with its
+  time), as the norm oracle would be, so ledgers do not depend on the last
+  answer (a saved learner continues with the same counts); the search's own
+  linear queries, nodes and certified rounds are in ``policy.index.search``.
+  Past ``max_nodes`` nodes (default 5000) a round asks ``oracle.argmax_norm``
+  instead (counted as its own query).
+* ``"search"``: the branch and bound on every space (what ``"auto"`` uses on
+  large spaces; chosen explicitly to compare or to test it on small ones).
 * ``"oracle"``: ``oracle.argmax_norm`` every round (the exact norm oracle).
-* ``"table"``: on a plain :class:`~cmab_milp.Cardinality` space whose action
-  table has at most :data:`ENUMERATE_UP_TO` entries, the index of every action
-  at once (one ledger query per round); elsewhere as ``"oracle"``.
+* ``"table"``: on a space whose action table has at most
+  :data:`ENUMERATE_UP_TO` entries, the index of every action at once;
+  elsewhere as ``"oracle"``.
+
+All index values that decide are elementwise products summed (no BLAS), so
+decisions are the same on every machine.
 
 Why not linear queries alone without branching: the index is ``y + h(s)`` with
 ``y = mu @ a``, ``s = (1 / n) @ a`` and ``h`` concave, and its maximiser can lie
@@ -89,14 +96,17 @@ from .escb_search import maximise_index
 from .linear import LinearIndex
 from .schedules import AdaptiveEpochs, EveryRound
 
-__all__ = ["AROQESCB", "ENUMERATE_UP_TO", "ESCB", "ROUTES", "ESCBIndex", "EpochESCB"]
+__all__ = ["AROQESCB", "ENUMERATE_UP_TO", "EPOCH_RULES", "ESCB", "ROUTES", "TABLE_UP_TO", "ESCBIndex", "EpochESCB"]
 
-#: ESCB's index on a plain Cardinality space is evaluated on every action at once while the action table
+#: Route ``"table"``: the index is evaluated on every action at once while the action table
 #: (actions x d, float64) has at most this many entries (48 MB; d = 20 with m <= 8 fits).
 ENUMERATE_UP_TO = 6_000_000
-#: How ESCB's index is maximised (module docstring): ``"auto"`` (the exact search over linear queries),
-#: ``"oracle"`` (``oracle.argmax_norm``) or ``"table"`` (every action of a small plain Cardinality space).
-ROUTES = ("auto", "oracle", "table")
+#: Route ``"auto"`` off plain Cardinality spaces: spaces with at most this many actions are evaluated on the table.
+TABLE_UP_TO = 20_000
+#: How ESCB's index is maximised (module docstring): ``"auto"`` (ranking, table or search, by space),
+#: ``"search"`` (the branch and bound over linear queries on every space), ``"oracle"`` (``oracle.argmax_norm``)
+#: or ``"table"`` (every action of a small space).
+ROUTES = ("auto", "search", "oracle", "table")
 
 
 class ESCBIndex(LinearIndex):
@@ -117,15 +127,17 @@ class ESCBIndex(LinearIndex):
         m: int,
         C: float = 1.0,
         loglog: float = 4.0,
-        cardinality: tuple[int, bool] | None = None,
+        table: ActionSpace | None = None,
+        table_cap: int = 0,
         search: bool = False,
         max_nodes: int = 5000,
         subsets: tuple[int, bool] | None = None,
     ):
         self.m = int(m)
         self.loglog = check_nonnegative("loglog", loglog)
-        #: ``(m, exact)`` of a small plain Cardinality space: its index is evaluated on every action at once.
-        self.cardinality = cardinality
+        #: A space whose index is evaluated on every action at once when it has at most ``table_cap`` actions.
+        self.table_space = table
+        self.table_cap = int(table_cap)
         #: Whether UCB queries go to the exact search over linear queries (:mod:`.escb_search`).
         self.use_search = bool(search)
         self.max_nodes = int(max_nodes)
@@ -137,8 +149,9 @@ class ESCBIndex(LinearIndex):
         super().reset()
         # last answer per (sign, include, exclude): the incumbent hint of the next such query
         self._answers: dict[tuple, np.ndarray] = {}
-        self._table: np.ndarray | None = None  # a small Cardinality space's actions (built at the first query)
+        self._table: np.ndarray | None = None  # the small space's actions (built at the first query)
         self._dense: np.ndarray | None = None
+        self._too_big = False  # the space proved to have more than table_cap actions
         #: Totals of the search route: linear queries, nodes, maximisations, certified at once, norm fallbacks.
         self.search = {"queries": 0, "nodes": 0, "maximisations": 0, "certified": 0, "fallbacks": 0}
         self._slope: float | None = None  # the ranking's last dual slope (its next starting point)
@@ -180,8 +193,8 @@ class ESCBIndex(LinearIndex):
 
         Hints never change the optimal value; they are not saved with the learner.
         """
-        if self.cardinality is not None and all(_tableable(q) for q in queries):
-            return self._ask_cardinality(oracle, queries)
+        if self.table_space is not None and all(_sortable(q) for q in queries) and self._has_table():
+            return self._ask_table(oracle, queries)
         if self.use_search and all(_sortable(q) for q in queries):
             return [self._search(oracle, q) for q in queries]
         keys = [_key(q) for q in queries]
@@ -242,38 +255,45 @@ class ESCBIndex(LinearIndex):
             self._answers[key] = action
         return action
 
-    def _ask_cardinality(self, oracle: Oracle, queries: list[Mapping[str, Any]]) -> list[np.ndarray | None]:
-        """The queries answered on every action of the small Cardinality space at once (one ledger round)."""
+    def _has_table(self) -> bool:
+        """Whether the space's actions are listed (enumerated once, at most ``table_cap`` of them)."""
+        if self._table is None and not self._too_big:
+            try:
+                self._table = self.table_space.enumerate(max_actions=self.table_cap)  # type: ignore[union-attr]
+                self._dense = self._table.astype(float)
+            except ValueError:
+                self._too_big = True
+        return self._table is not None
+
+    def _ask_table(self, oracle: Oracle, queries: list[Mapping[str, Any]]) -> list[np.ndarray | None]:
+        """The queries answered on every action of the small space at once (one ledger query each).
+
+        Sums are elementwise products summed per row (no BLAS: the same bits on every kernel).
+        """
         start = time.perf_counter()
-        if self._table is None:
-            m, exact = self.cardinality  # type: ignore[misc]
-            self._table = Cardinality(self.d, m, exact=exact).enumerate()
-            self._dense = self._table.astype(float)
+        table, dense = self._table, self._dense
         answers = []
         for q in queries:
-            w, exclude = np.diag(q["M"]), list(q.get("exclude", ()))
-            values = self._dense @ q["mu"] + q["f"] * np.sqrt(np.maximum(self._dense @ w, 0.0))
+            w = np.diag(q["M"])
+            values = (dense * q["mu"]).sum(axis=1) + q["f"] * np.sqrt(np.maximum((dense * w).sum(axis=1), 0.0))
+            allowed = np.ones(len(table), bool)  # type: ignore[arg-type]
+            include, exclude = list(q.get("include", ())), list(q.get("exclude", ()))
+            if include:
+                allowed &= table[:, include].all(axis=1)  # type: ignore[index]
             if exclude:
-                values[self._table[:, exclude].any(axis=1)] = -np.inf
+                allowed &= ~table[:, exclude].any(axis=1)  # type: ignore[index]
+            for i, j in q.get("forbid_pairs", ()):
+                allowed &= ~(table[:, i] & table[:, j])  # type: ignore[index]
+            values[~allowed] = -np.inf
             k = int(np.argmax(values))
-            answers.append(None if values[k] == -np.inf else self._table[k].copy())
+            answers.append(None if values[k] == -np.inf else table[k].copy())  # type: ignore[index]
         oracle.ledger.record(len(queries), time.perf_counter() - start)
         return answers
-
-
-def _cardinality_size(d: int, m: int, exact: bool) -> int:
-    """Number of actions of ``Cardinality(d, m, exact)``."""
-    return math.comb(d, m) if exact else sum(math.comb(d, k) for k in range(min(m, d) + 1))
 
 
 def _sortable(query: Mapping[str, Any]) -> bool:
     """A norm query of sign +1 (a UCB query)."""
     return query.get("kind") == "norm" and query.get("sign") == 1
-
-
-def _tableable(query: Mapping[str, Any]) -> bool:
-    """A UCB query with at most ``exclude`` restrictions (the table route answers those)."""
-    return _sortable(query) and not query.get("include") and not query.get("forbid_pairs")
 
 
 def _key(query: Mapping[str, Any]) -> tuple | None:
@@ -298,29 +318,37 @@ class _ESCBFamily:
         C: float = 1.0,
         loglog: float = 4.0,
         route: str | None = "auto",
+        max_nodes: int = 5000,
         **extra: Any,
     ):
         C, loglog = check_positive("C", C), check_nonnegative("loglog", loglog)
         if route is not None:  # None: a family without routes (AESCB)
             if route not in ROUTES:
                 raise ValueError(f"route must be one of {', '.join(map(repr, ROUTES))}, got {route!r}")
-            extra = {"route": route, **extra}
+            if isinstance(max_nodes, bool) or not isinstance(max_nodes, (int, np.integer)) or max_nodes < 0:
+                raise ValueError(
+                    f"max_nodes must be an integer >= 0 (nodes of the search per round), got {max_nodes!r}"
+                )
+            extra = {"route": route, "max_nodes": int(max_nodes), **extra}
         super().__init__(space, T, oracle=oracle, C=C, loglog=loglog, **extra)  # type: ignore[call-arg]
 
     def index_options(self) -> dict[str, Any]:
-        """The :class:`ESCBIndex` keywords for this policy's space and route."""
-        space = getattr(self, "space", None)
+        """The :class:`ESCBIndex` keywords for this policy's space and route (module docstring)."""
+        space = self.space  # type: ignore[attr-defined]
         route = self.params.get("route", "oracle")
-        plain = type(space) is Cardinality and route == "table"
-        entries = _cardinality_size(space.d, space.m, space.exact) * space.d if plain else 0  # type: ignore[union-attr]
-        small = plain and entries <= ENUMERATE_UP_TO
-        cardinality = (space.m, space.exact) if small else None  # type: ignore[union-attr]
-        subsets = (space.m, space.exact) if type(space) is Cardinality and route == "auto" else None  # type: ignore[union-attr]
+        subsets = (space.m, space.exact) if type(space) is Cardinality and route == "auto" else None
+        table, cap = None, 0
+        if route == "table":
+            table, cap = space, ENUMERATE_UP_TO // max(space.d, 1)
+        elif route == "auto" and subsets is None:
+            table, cap = space, TABLE_UP_TO
         return {
             "C": self.params["C"],
             "loglog": self.params["loglog"],
-            "cardinality": cardinality,
-            "search": route == "auto",
+            "table": table,
+            "table_cap": cap,
+            "search": route in ("auto", "search"),
+            "max_nodes": self.params.get("max_nodes", 5000),
             "subsets": subsets,
         }
 
@@ -333,11 +361,13 @@ class ESCB(_ESCBFamily, EveryRound):
 
     Parameters: ``space``, ``T``, ``oracle`` (default ``"auto"``), ``C`` (> 0,
     default 1) and ``loglog`` (>= 0, default 4) of ``f(t) = C log t + loglog m
-    log log t`` (module docstring; Combes et al., NeurIPS 2015, Section 4).
+    log log t`` (module docstring; Combes et al., NeurIPS 2015, Section 4),
+    ``route`` (``"auto"``, ``"oracle"``, ``"table"``) and ``max_nodes`` (the
+    search's nodes per round before the norm oracle decides; default 5000).
 
     >>> import cmab_milp as cm
     >>> ESCB(cm.Cardinality(3, 1), None, oracle="enumerate").params
-    {'C': 1.0, 'loglog': 4.0, 'route': 'auto'}
+    {'C': 1.0, 'loglog': 4.0, 'route': 'auto', 'max_nodes': 5000}
     """
 
     name = "ESCB"
@@ -363,20 +393,36 @@ class AROQESCB(_ESCBFamily, AdaptiveEpochs):
         return 1 + 2 * self.previous
 
 
+#: Epoch-ESCB's epoch rules: ``"counts"`` (the held action's least-played arm's count grows by ``growth``)
+#: or ``"time"`` (the round number grows by ``growth``).
+EPOCH_RULES = ("counts", "time")
+
+
 class EpochESCB(_ESCBFamily, IndexPolicy):
     """Epoch-ESCB (Combes et al., NeurIPS 2015): ESCB's argmax recomputed only at epoch starts.
 
-    Epoch ``k`` starts at round ``t_k`` with one maximisation of ESCB-1's index;
-    its action is played until ``t_{k+1} = max(t_k + 1, ceil(growth * t_k))``
-    (``growth`` > 1, default 2: epochs double, ``O(log T / log growth)``
-    maximisations, the paper's heuristic without a regret guarantee). While some
-    arm is unobserved the epochs last one round (arms are explored first, as for
-    CUCB). Other parameters as :class:`ESCB`; never needs ``T``. Attributes:
-    ``updates`` (maximisations), ``next_start``.
+    Epoch ``k`` starts at round ``t_k`` with one maximisation of ESCB-1's index,
+    and its action ``x_k`` is held until the next start (``growth`` > 1, default 2):
+
+    * ``epochs="counts"`` (default): ``t_{k+1} = t_k + max(1, ceil((growth - 1)
+      n_k))`` with ``n_k`` the smallest count among the arms of ``x_k`` at
+      ``t_k``: the epoch ends when that count has grown by ``growth`` (doubled),
+      so an exploratory action (few plays) is held briefly and a settled leader
+      for ever longer epochs: ``O(log T)`` maximisations while the leader is
+      stable. No regret guarantee is claimed (the paper's heuristic).
+    * ``epochs="time"``: ``t_{k+1} = max(t_k + 1, ceil(growth t_k))``: exactly
+      ``O(log T / log growth)`` maximisations, but an epoch may hold an
+      exploratory action for half the run (linear regret on close gaps).
+
+    The paper's text was not reachable from this machine; both readings of
+    "the index recomputed only at epoch starts" are offered and the tables say
+    which ran. While some arm is unobserved the epochs last one round (arms are
+    explored first, as for CUCB). Other parameters as :class:`ESCB`; never
+    needs ``T``. Attributes: ``updates`` (maximisations), ``next_start``.
 
     >>> import cmab_milp as cm
     >>> env = cm.BernoulliArms([0.2, 0.5, 0.9], seed=0)
-    >>> policy = EpochESCB(cm.Cardinality(3, 1), 1000, oracle="enumerate")
+    >>> policy = EpochESCB(cm.Cardinality(3, 1), 1000, oracle="enumerate", epochs="time")
     >>> _ = cm.simulate(policy, env, 1000)
     >>> policy.updates <= 3 + math.ceil(math.log2(1000))
     True
@@ -394,12 +440,18 @@ class EpochESCB(_ESCBFamily, IndexPolicy):
         C: float = 1.0,
         loglog: float = 4.0,
         route: str = "auto",
+        max_nodes: int = 5000,
         growth: float = 2.0,
+        epochs: str = "counts",
     ):
         growth = check_positive("growth", growth)
         if not growth > 1.0:
             raise ValueError(f"growth must be a number > 1 (the epoch length ratio), got {growth!r}")
-        super().__init__(space, T, oracle=oracle, C=C, loglog=loglog, route=route, growth=growth)
+        if epochs not in EPOCH_RULES:
+            raise ValueError(f"epochs must be one of {', '.join(map(repr, EPOCH_RULES))}, got {epochs!r}")
+        super().__init__(
+            space, T, oracle=oracle, C=C, loglog=loglog, route=route, max_nodes=max_nodes, growth=growth, epochs=epochs
+        )
 
     def reset(self) -> None:
         super().reset()
@@ -414,10 +466,20 @@ class EpochESCB(_ESCBFamily, IndexPolicy):
                 raise RuntimeError(f"the oracle found no feasible action in {self.space!r}")
             self.action = action
             self.updates += 1
-            exploring = bool(self._unseen(()).any())
-            self.next_start = self.t + 1 if exploring else max(self.t + 1, math.ceil(self.params["growth"] * self.t))
+            self.next_start = self.t + self.epoch_length(action)
         left = min(self.next_start - self.t, self.horizon - self.t + 1)
         return Stretch(self.action[None, :], max(1, left))
+
+    def epoch_length(self, action: np.ndarray) -> int:
+        """Rounds of the epoch starting now with ``action`` (class docstring; 1 while some arm is unobserved)."""
+        growth = self.params["growth"]
+        if self._unseen(()).any():
+            return 1
+        if self.params["epochs"] == "time":
+            return max(1, math.ceil(growth * self.t) - self.t)
+        counts = self.index.counts[action]
+        least = int(counts.min()) if len(counts) else 1
+        return max(1, math.ceil((growth - 1.0) * least))
 
     def _advance(self, stretch: Stretch, rounds: int) -> None:
         pass
