@@ -32,8 +32,10 @@ once ``y(x_k) + g sqrt(s_max)`` (a bound on every later level's index, since
 **Budget rows.** Each budgeted query is asked on ``space.with_constraint(1 / n,
 ">=", s_k)`` with its own oracle (``budget_oracle``, default ``"auto"``; the
 space's oracle takes no per-query side rows, so the constrained space is
-compiled per query) and is counted in the policy's oracle ledger (one query
-and one round each, with its time). Unobserved arms are played first, as for
+compiled per query: about 20 ms at ``d = 20``), except that with
+``budget_oracle="auto"`` a space of at most :data:`~.escb.TABLE_UP_TO` actions
+answers it on its action table (the same maximiser, up to ties). Each is
+counted in the policy's oracle ledger (one query and one round, with its time). Unobserved arms are played first, as for
 CUCB. The authors' text was not reachable from this machine: the grid and the
 guarantee above follow the paper's abstract (an approximate ESCB computed by
 repeatedly maximising a linear function under a linear budget constraint)
@@ -61,7 +63,7 @@ import numpy as np
 from ..oracles import Oracle, make_oracle
 from ..spaces.base import ActionSpace
 from .base import check_positive
-from .escb import ESCBIndex, _ESCBFamily
+from .escb import TABLE_UP_TO, ESCBIndex, _ESCBFamily
 from .escb_search import index_value
 from .schedules import EveryRound
 
@@ -98,6 +100,9 @@ class AESCBIndex(ESCBIndex):
         super().reset()
         #: Totals: budgeted queries asked, levels skipped (answered by the level before), grids stopped early.
         self.grid = {"budgeted": 0, "reused": 0, "stopped": 0, "rounds": 0}
+        self._budget_table: np.ndarray | None = None
+        self._budget_dense: np.ndarray | None = None
+        self._budget_too_big = False
 
     def ask(self, oracle: Oracle, queries: list[Mapping[str, Any]]) -> list[np.ndarray | None]:
         if not all(q.get("kind") == "norm" and q.get("sign") == 1 for q in queries):
@@ -136,15 +141,47 @@ class AESCBIndex(ESCBIndex):
     def _budgeted(
         self, oracle: Oracle, mu: np.ndarray, w: np.ndarray, level: float, restrictions: Mapping[str, tuple]
     ) -> np.ndarray | None:
-        """``argmax {mu . a : w . a >= level}`` on the constrained space (one budget row), counted in the ledger."""
+        """``argmax {mu . a : w . a >= level}`` under the restrictions, counted in the ledger as one query.
+
+        On the action table when the space has at most :data:`~.escb.TABLE_UP_TO` actions (``budget_oracle =
+        "auto"``), else on ``space.with_constraint(w, ">=", level)`` with its own ``budget_oracle``.
+        """
         start = time.perf_counter()
         # the row is relaxed by the oracle's tolerance so that the level's own answer (s = level) stays feasible
         rhs = level - 1e-9 * (1.0 + level)
-        constrained = self.space.with_constraint(w, ">=", rhs)
-        answer = make_oracle(constrained, self.budget_oracle).argmax(mu, **restrictions)
+        if self.budget_oracle == "auto" and self._has_budget_table():
+            answer = self._budgeted_on_table(mu, w, rhs, restrictions)
+        else:
+            constrained = self.space.with_constraint(w, ">=", rhs)
+            answer = make_oracle(constrained, self.budget_oracle).argmax(mu, **restrictions)
         oracle.ledger.record(1, time.perf_counter() - start)
         self.grid["budgeted"] += 1
         return answer
+
+    def _has_budget_table(self) -> bool:
+        if self._budget_table is None and not self._budget_too_big:
+            try:
+                self._budget_table = self.space.enumerate(max_actions=TABLE_UP_TO)
+                self._budget_dense = self._budget_table.astype(float)
+            except ValueError:
+                self._budget_too_big = True
+        return self._budget_table is not None
+
+    def _budgeted_on_table(
+        self, mu: np.ndarray, w: np.ndarray, rhs: float, restrictions: Mapping[str, tuple]
+    ) -> np.ndarray | None:
+        table, dense = self._budget_table, self._budget_dense
+        allowed = (dense * w).sum(axis=1) >= rhs  # elementwise products summed: no BLAS
+        if restrictions["include"]:
+            allowed &= table[:, list(restrictions["include"])].all(axis=1)
+        if restrictions["exclude"]:
+            allowed &= ~table[:, list(restrictions["exclude"])].any(axis=1)
+        for i, j in restrictions["forbid_pairs"]:
+            allowed &= ~(table[:, i] & table[:, j])
+        if not allowed.any():
+            return None
+        values = np.where(allowed, (dense * mu).sum(axis=1), -np.inf)
+        return table[int(np.argmax(values))].copy()
 
 
 class AESCB(_ESCBFamily, EveryRound):

@@ -146,14 +146,15 @@ def grid_reference(actions, mu, w, g, eps) -> float:
     return best
 
 
+@pytest.mark.parametrize("budget", ["auto", "highs"])  # the action table, or a budget row on the space's model
 @pytest.mark.parametrize("name", ["at most m", "matchings", "paths", "spanning trees"])
-def test_aescb_meets_its_approximation_level_and_the_grid_definition(name) -> None:
+def test_aescb_meets_its_approximation_level_and_the_grid_definition(name, budget) -> None:
     space = spaces()[name]
     actions = space.enumerate()
     rng = np.random.default_rng(3)
     for trial in range(3):
         eps = (0.1, 0.5, 1.0)[trial]
-        policy = cm.AESCB(space, None, oracle="auto", eps=eps)
+        policy = cm.AESCB(space, None, oracle="auto", eps=eps, budget_oracle=budget)
         n = rng.integers(1, 80, space.d)
         mu = rng.random(space.d) * (1.0 if trial % 2 else 0.2)
         policy.index.update(cm.environments.base.FeedbackStats(int(n.max()), n, sum=mu * n))
