@@ -33,6 +33,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "UniformNoise": "cmab_milp.environments",
     "BernoulliArms": "cmab_milp.environments",
+    "BernoulliCosts": "cmab_milp.environments",
     "GaussianNoise": "cmab_milp.environments",
     "DiscreteArms": "cmab_milp.environments",
     "BetaArms": "cmab_milp.environments",

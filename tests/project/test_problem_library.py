@@ -28,6 +28,15 @@ LIBRARY = [
     "routing_abilene_by_name.toml",
     "crew_matching.toml",
     "baselines.toml",
+    "perrault_msets.toml",
+    "perrault_shortest_path.toml",
+    "perrault_matchings_cneg.toml",
+    "perrault_matchings_c02.toml",
+    "perrault_matchings_c05.toml",
+    "perrault_matchings_c1.toml",
+    "combes_matchings_07_05.toml",
+    "combes_matchings_095_03.toml",
+    "combes_spanning_trees.toml",
 ]
 #: Files that name a topohub topology (the optional extra "routing").
 NEEDS_TOPOHUB = {"routing_abilene_by_name.toml"}
