@@ -56,7 +56,7 @@ def _top(mu: list, w: list, c: float, k: int, exact: bool) -> tuple[float, float
 def dual_slope(
     mu: Sequence[float], w: Sequence[float], g: float, k: int, exact: bool, guess: float | None = None
 ) -> float:
-    """A ``c`` near the minimiser of the convex ``top_k(mu + c w) + g^2 / (4 c)`` (at most 8 top-k sets).
+    """A ``c`` near the minimiser of the convex ``top_k(mu + c w) + g^2 / (4 c)`` (8 top-k sets, 4 from a guess).
 
     Each top-k set ``T`` is a line ``y_T + c s_T + g^2 / (4 c)`` below the dual, least at
     ``c_T = g / (2 sqrt(s_T))``; a set with ``s_T > g^2 / (4 c^2)`` puts the minimiser
@@ -71,7 +71,7 @@ def dual_slope(
     quarter = g * g / 4.0
     c = guess if guess and guess > 0 else g / (2.0 * math.sqrt(max(max(w) * max(k, 1), 1e-300)))
     low = high = None
-    for _ in range(8):
+    for _ in range(4 if guess else 8):
         y, s = _top(mu, w, c, k, exact)
         if s <= 0.0:
             low, nxt = (c, y, s), c * 4.0
@@ -112,14 +112,15 @@ def maximise_on_cardinality(
     """
     d = len(mu)
     fixed = np.zeros(d, bool)
-    fixed[list(include)] = True
     free = np.ones(d, bool)
-    free[list(include) + list(exclude)] = False
+    if include or exclude:
+        fixed[list(include)] = True
+        free[list(include) + list(exclude)] = False
     slots = k - len(include)
-    arms = np.flatnonzero(free)
+    arms = np.flatnonzero(free) if (include or exclude) else np.arange(d)
     if slots < 0 or (exact and len(arms) < slots):
         return None, c or 1.0
-    y0, s0 = float(mu[fixed].sum()), float(w[fixed].sum())
+    y0, s0 = (float(mu[fixed].sum()), float(w[fixed].sum())) if include else (0.0, 0.0)
     if g <= 0.0 or slots == 0 or len(arms) == 0:
         pick = _linear_pick(mu, arms, slots, exact)
         action = fixed.copy()
