@@ -85,7 +85,7 @@ def policy_classes() -> dict[str, type[Policy]]:
     """The fixed table of classes a file may name (:data:`SAVED_CLASSES`), resolved through the package.
 
     >>> sorted(policy_classes())[:3]
-    ['AROQ', 'AROQCov', 'AROQESCB']
+    ['AESCB', 'AROQ', 'AROQCov']
     """
     from .. import policies  # the package's own table names each class's module (imports point down)
 
