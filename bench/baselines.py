@@ -58,7 +58,7 @@ def figure2(m: int) -> tuple[cm.Cardinality, cm.UniformNoise]:
 def regret_table(horizons: list[int], seeds: int, budget: float, ms: tuple[int, ...] = (3, 5, 8)) -> None:
     print(
         f"{'m':>2} {'T':>7} {'policy':10} {'seeds':>5} {'regret':>17} {'queries':>9} {'wall s/seed':>11} "
-        f"{'x CUCB':>6} {'5 seeds':>9}"
+        f"{'x CUCB':>6} {str(seeds) + ' seeds':>9}"
     )
     for m in ms:
         space, env = figure2(m)
