@@ -60,7 +60,7 @@ from typing import Any
 
 import numpy as np
 
-from ..oracles import Oracle, make_oracle
+from ..oracles import Oracle, available_backends, make_oracle
 from ..spaces.base import ActionSpace
 from .base import check_positive
 from .escb import TABLE_UP_TO, ESCBIndex, _ESCBFamily
@@ -213,6 +213,11 @@ class AESCB(_ESCBFamily, EveryRound):
         eps = check_positive("eps", eps)
         if not isinstance(budget_oracle, str):
             raise ValueError(f"budget_oracle must be a backend name, got {type(budget_oracle).__name__}")
+        known = available_backends()
+        if budget_oracle.split(":")[0] not in known:
+            raise ValueError(
+                f"budget_oracle {budget_oracle!r} is not an available backend; available: {', '.join(known)}"
+            )
         super().__init__(space, T, oracle=oracle, C=C, loglog=loglog, route=None, eps=eps, budget_oracle=budget_oracle)
 
     def make_index(self) -> AESCBIndex:

@@ -179,7 +179,7 @@ def test_budget_levels_and_aescb_regret_beside_escb() -> None:
     assert approx.regret[-1] < 0.2 * 400 and approx.regret[-1] < 3 * exact.regret[-1] + 20
 
 
-@pytest.mark.parametrize("bad", [{"eps": 0.0}, {"eps": -1}, {"budget_oracle": 3}])
+@pytest.mark.parametrize("bad", [{"eps": 0.0}, {"eps": -1}, {"budget_oracle": 3}, {"budget_oracle": "gurobbi"}])
 def test_aescb_refuses_bad_constants(bad) -> None:
     with pytest.raises(ValueError, match=next(iter(bad))):
         cm.AESCB(cm.Cardinality(4, 2), 10, **bad)
