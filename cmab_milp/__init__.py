@@ -34,6 +34,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "UniformNoise": "cmab_milp.environments",
     "BernoulliArms": "cmab_milp.environments",
+    "BernoulliCosts": "cmab_milp.environments",
     "GaussianNoise": "cmab_milp.environments",
     "DiscreteArms": "cmab_milp.environments",
     "BetaArms": "cmab_milp.environments",
@@ -52,6 +53,8 @@ _LAZY = {
     "CTS": "cmab_milp.policies",
     "ESCB": "cmab_milp.policies",
     "AROQESCB": "cmab_milp.policies",
+    "EpochESCB": "cmab_milp.policies",
+    "AESCB": "cmab_milp.policies",
     "load_policy": "cmab_milp.policies",
     "NormCarry": "cmab_milp.oracles.norm.carry",
     "simulate": "cmab_milp.simulation",

@@ -7,6 +7,7 @@ _LAZY = {
     "FeedbackStats": ".base",
     "UniformNoise": ".basic",
     "BernoulliArms": ".basic",
+    "BernoulliCosts": ".costs",
     "GaussianNoise": ".basic",
     "DiscreteArms": ".discrete",
     "BetaArms": ".continuous",

@@ -79,6 +79,10 @@ def policy_kinds() -> dict[str, str]:
     return _family("cmab_milp.policies", "cmab_milp.policies.base:Policy")
 
 
+#: Kinds spelled as in the papers where the class name cannot be (contract section 9): kind -> class name.
+KIND_ALIASES = {"Epoch-ESCB": "EpochESCB", "AROQ-ESCB": "AROQESCB"}
+
+
 def _resolve_class(table: Table, key: str, known: dict[str, str], what: str, family: str) -> type:
     """The class named by ``table[key]``: a library kind, a registered kind, or a ``--plugin`` module's class.
 
@@ -86,6 +90,8 @@ def _resolve_class(table: Table, key: str, known: dict[str, str], what: str, fam
     the module was loaded with :func:`~cmab_milp.experiments.registry.load_plugins`.
     """
     name = table.string(key)
+    if family == "policy" and name in KIND_ALIASES:
+        name = KIND_ALIASES[name]
     if ":" in name:
         try:
             obj = plugin_class(name)

@@ -1,4 +1,4 @@
-"""Policies: the paper's nine algorithms (contract section 4) and the baselines CTS, ESCB (section 8)."""
+"""Policies: the paper's nine algorithms (contract section 4) and the baselines CTS, ESCB, Epoch-ESCB, AESCB."""
 
 from .._lazy import lazy_names
 
@@ -16,6 +16,8 @@ _LAZY = {
     "CTS": ".thompson",
     "ESCB": ".escb",
     "AROQESCB": ".escb",
+    "EpochESCB": ".escb",
+    "AESCB": ".aescb",
     "load_policy": ".persistence",
     "save_policy": ".persistence",
 }

@@ -83,6 +83,7 @@ FORMAT_VERSION = 1
 #: The classes a saved learner may name: the library's own policies, nothing else.
 SAVED_CLASSES = (
     "CUCB", "AROQ", "SROQ", "OLSUCBC", "AROQCov", "SROQCov", "SDCB", "AROQGR", "SROQGR", "CTS", "ESCB", "AROQESCB",
+    "EpochESCB", "AESCB",
 )  # fmt: skip
 
 
@@ -90,7 +91,7 @@ def policy_classes() -> dict[str, type[Policy]]:
     """The fixed table of classes a file may name (:data:`SAVED_CLASSES`), resolved through the package.
 
     >>> sorted(policy_classes())[:3]
-    ['AROQ', 'AROQCov', 'AROQESCB']
+    ['AESCB', 'AROQ', 'AROQCov']
     """
     from .. import policies  # the package's own table names each class's module (imports point down)
 

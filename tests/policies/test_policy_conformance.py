@@ -123,6 +123,8 @@ CASES += [
     ),
     Case(cm.ESCB, uniform_env, T=150, bad=BASELINE_BAD),
     Case(cm.AROQESCB, uniform_env, bad=BASELINE_BAD),
+    Case(cm.EpochESCB, uniform_env, T=150, bad=[*BASELINE_BAD, ({"growth": 1.0}, "growth")]),
+    Case(cm.AESCB, uniform_env, T=150, bad=[*BASELINE_BAD, ({"eps": 0.0}, "eps")]),
 ]
 
 

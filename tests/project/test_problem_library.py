@@ -28,6 +28,15 @@ LIBRARY = [
     "routing_abilene_by_name.toml",
     "crew_matching.toml",
     "baselines.toml",
+    "perrault_msets.toml",
+    "perrault_shortest_path.toml",
+    "perrault_matchings_cneg.toml",
+    "perrault_matchings_c02.toml",
+    "perrault_matchings_c05.toml",
+    "perrault_matchings_c1.toml",
+    "combes_matchings_07_05.toml",
+    "combes_matchings_095_03.toml",
+    "combes_spanning_trees.toml",
 ]
 #: Files that name a topohub topology (the optional extra "routing").
 NEEDS_TOPOHUB = {"routing_abilene_by_name.toml"}
@@ -37,8 +46,9 @@ ROUTING = {
 }
 #: Files whose jobs set up slowly: run the first policy only (GEANT's auto oracle enumerates 17,023 paths;
 #: the crew file's AROQ-C and SROQ-C warm up on 7,260 pairs, 1,870 to 7,260 linear queries at any horizon
-#: -- the slow test in test_covariance_crew.py runs them).
-SLOW_SETUP = {"routing_geant.toml", "crew_matching.toml"}
+#: -- the slow test in test_covariance_crew.py runs them; the road-chesapeake paths: every index query with a
+#: positive weight is a longest-path model, 126 s for 12 steps of all eight policies).
+SLOW_SETUP = {"routing_geant.toml", "crew_matching.toml", "perrault_shortest_path.toml"}
 #: Options the routing files were written with (as their header's command says).
 ROUTING_OPTIONS = {"routing_abilene.toml": {"horizon": 20_000}, "routing_geant.toml": {"horizon": 20_000}}
 

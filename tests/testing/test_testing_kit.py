@@ -270,6 +270,9 @@ POLICIES = [
     (cm.CTS, {"prior": "gaussian"}),
     (cm.ESCB, {}),
     (cm.AROQESCB, {}),
+    (cm.EpochESCB, {}),
+    (cm.AESCB, {}),
+    (cm.ESCB, {"route": "oracle"}),
 ]
 #: every registered policy kind runs, with its defaults when no variant above names it
 POLICIES += [(k.obj, {}) for k in registered_kinds("policy") if k.available and k.obj not in {p[0] for p in POLICIES}]
