@@ -14,6 +14,8 @@ can value it without assuming that arm's mean.
 Example
 -------
 >>> import numpy as np
+
+from .. import portable
 >>> import cmab_milp as cm
 >>> rng = np.random.default_rng(0)
 >>> space = cm.Cardinality(4, 2, exact=True)
@@ -38,6 +40,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from .. import portable
 from .._threads import blas_single_thread
 from .table import LoggedFeedback
 from .targets import Target, as_target
@@ -108,7 +111,7 @@ def _ratio(target: Target, log: LoggedFeedback, weights: np.ndarray) -> tuple[fl
     seen = mass > 0
     mu = np.where(seen, total / np.where(seen, mass, 1.0), 0.0)
     pi = target.inclusion
-    value = float(pi[seen] @ mu[seen])
+    value = portable.dot(pi[seen], mu[seen])
     scale = np.where(seen, log.n / np.where(seen, mass, 1.0), 0.0)
     row = pi[log.arm] * weights * (log.reward - mu[log.arm]) * scale[log.arm]
     return value, np.bincount(log.round_of_row, weights=row, minlength=log.n)
@@ -165,7 +168,7 @@ def dr(target: Target, log: LoggedFeedback, notes: list[str]) -> tuple[float, np
     m = np.where(counts > 0, total / np.maximum(counts, 1), 0.0)
     pi = target.inclusion
     correction = np.bincount(log.round_of_row, weights=pi[log.arm] * (log.reward - m[log.arm]) / p, minlength=log.n)
-    return _mean_terms(float(pi @ m) + correction)
+    return _mean_terms(portable.dot(pi, m) + correction)
 
 
 def pseudoinverse(target: Target, log: LoggedFeedback, notes: list[str]) -> tuple[float, np.ndarray]:

@@ -46,6 +46,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import portable
 from ..oracles import make_oracle
 from ..policies.base import Policy
 from ..simulation import SimulationResult, record_points, run_alpha
@@ -125,7 +126,7 @@ def replay(
     best = make_oracle(policy.space, "auto").argmax(mu)
     if best is None:
         raise ValueError("the policy's space has no feasible action")
-    best_value = float(mu @ best)
+    best_value = portable.selected_sum(best, mu)
     full = log.full_information
     policy.start_run(seed)
     policy.reset()
@@ -164,7 +165,7 @@ def replay(
             action = policy.select()
         y = log.outcomes(t)
         policy.observe(action, y)
-        gaps[accepted] = best_value - float(mu @ action)
+        gaps[accepted] = best_value - portable.selected_sum(action, mu)
         rewards[accepted] = float(y[action].sum())
         queries[accepted], rounds[accepted], oracle_seconds[accepted] = ledger.snapshot()
         runtime[accepted] = time.perf_counter() - start

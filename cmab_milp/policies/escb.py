@@ -87,6 +87,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import portable
 from ..oracles import Oracle
 from ..spaces.base import ActionSpace
 from ..spaces.sets import Cardinality
@@ -183,8 +184,9 @@ class ESCBIndex(LinearIndex):
 
     def evaluate(self, t: int, actions: np.ndarray, sign: int) -> np.ndarray:
         acts = np.asarray(actions, dtype=bool)
-        dense = acts.astype(float)
-        values = dense @ self.means + sign * self.scale(t) * np.sqrt(dense @ self.inverse_counts())
+        values = portable.selected_sums(acts, self.means) + sign * self.scale(t) * np.sqrt(
+            portable.selected_sums(acts, self.inverse_counts())
+        )
         values[acts[:, ~self.observed].any(axis=1)] = sign * np.inf
         return values
 

@@ -16,7 +16,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 API_INDEX = ROOT / "docs" / "api" / "index.md"
-#: The public names of the contract's sections 1-8, as ``cm.NAME`` spells them (plus the conformance kit).
+#: The public names of the contract's sections 1-9, as ``cm.NAME`` spells them (plus the conformance kit).
 CONTRACT = [
     *("Cardinality", "PartitionMatroid", "GraphicMatroid", "SpanningTrees", "STPaths", "Matchings"),
     *("ExplicitActions", "Intersection", "ActionSpace", "make_oracle", "register_backend", "Oracle", "Ledger"),
@@ -24,6 +24,8 @@ CONTRACT = [
     *("CUCB", "AROQ", "SROQ", "OLSUCBC", "AROQCov", "SROQCov", "SDCB", "AROQGR", "SROQGR", "CTS", "ESCB"),
     *("simulate", "SimulationResult", "load_policy"),
     *("testing.check_oracle", "testing.check_space", "testing.check_policy"),
+    *("LimitReached", "verify", "LoggedFeedback", "offline_value", "replay", "LoggedEnvironment"),
+    *("datasets.open_bandit", "EpochESCB", "AESCB"),
 ]
 
 

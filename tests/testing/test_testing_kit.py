@@ -55,7 +55,7 @@ class _Wrong(EnumerateOracle):
 
     name = "wrong"
 
-    def _best(self, values, query):
+    def _best(self, values, query, *_portable):  # the portable settling arguments are not used here
         mask = query.restrictions.mask(self.actions)
         ok = np.ones(len(values), bool) if mask is None else mask
         if not ok.any():
@@ -82,7 +82,7 @@ class NoneWhenRestricted(_Wrong):
 
 
 class IgnoresExclude(_Wrong):
-    def _best(self, values, query):
+    def _best(self, values, query, *_portable):  # the portable settling arguments are not used here
         r = query.restrictions
         ok = np.ones(len(values), bool)
         for i in r.include:
