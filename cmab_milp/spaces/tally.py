@@ -340,8 +340,14 @@ class _Search:
         base, rows = self.base, self.rows
         index = {e: k for k, e in enumerate(base.arms)}
         graph = base.graph
+        unusable = base.unusable_arms()  # arms on no simple s-t path (graph presolve): dead ends, never emitted
         steps = {
-            u: [(v, index[(u, v)] if (u, v) in index else index[(v, u)]) for _, v in graph.edges(u)] for u in graph
+            u: [
+                (v, k)
+                for _, v in graph.edges(u)
+                if not unusable[k := index[(u, v)] if (u, v) in index else index[(v, u)]]
+            ]
+            for u in graph
         }
         target = base.target
         on_path = {base.source}

@@ -96,3 +96,13 @@ def test_a_hop_limit_prunes_the_path_search() -> None:
     found = tally(limited, 10**6, 10**7)
     assert found.count == 13 == len(limited.enumerate())
     assert found.visits < tally(space, 10**6, 10**7).visits / 10
+
+
+def test_paths_skip_the_arms_the_graph_presolve_rules_out() -> None:
+    """A 15x15 grid whose target hangs off the source: one path, found in one visit (not a search of the grid)."""
+    graph = nx.convert_node_labels_to_integers(nx.grid_2d_graph(15, 15))
+    graph.add_edge(0, 1000)
+    space = cm.STPaths(graph, 0, 1000).with_constraint(np.ones(graph.number_of_edges()), "<=", 40)
+    found = tally(space, 20_000, 1_000_000)
+    assert found.status == "exact" and len(found.actions) == 1 and found.visits == 1
+    assert np.array_equal(found.actions, space.enumerate())
