@@ -97,6 +97,19 @@ def open_bandit(
 
     Items are those of ``item_context.csv`` when the folder has it, else those the log shows; positions
     those the log shows (1-3 in the dataset). Needs pandas (``pip install 'cmab_milp[data]'``).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import cmab_milp as cm
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> (folder / "random" / "all").mkdir(parents=True)
+    >>> rows = [",timestamp,item_id,position,click,propensity_score"]
+    >>> rows += [f"{k},2019-11-24 00:00:0{k}+00:00,{k % 4},{k % 3 + 1},{k % 2},0.25" for k in range(6)]
+    >>> _ = (folder / "random" / "all" / "all.csv").write_text("\\n".join(rows) + "\\n")
+    >>> space, log = cm.datasets.open_bandit(folder)
+    >>> space.d, space.labels[:2], log.n
+    (12, [(0, 1), (0, 2)], 6)
     """
     pd = need_pandas()
     campaign = _choice(campaign, CAMPAIGNS, "campaign")

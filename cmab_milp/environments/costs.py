@@ -22,7 +22,18 @@ __all__ = ["BernoulliCosts"]
 
 
 class BernoulliCosts(BernoulliArms):
-    """Arm ``i`` is -1 with probability ``costs[i]`` (in [0, 1]), else 0, independently (module docstring)."""
+    """Arm ``i`` is -1 with probability ``costs[i]`` (in [0, 1]), else 0, independently (module docstring).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import cmab_milp as cm
+    >>> env = cm.BernoulliCosts([0.2, 0.5, 0.9], seed=0)
+    >>> env.expected_reward(np.array([True, True, False]))
+    -0.7
+    >>> env.optimal(cm.Cardinality(3, 1, exact=True))[1]
+    -0.2
+    """
 
     support = np.array([-1.0, 0.0])
 

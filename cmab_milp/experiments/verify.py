@@ -91,6 +91,24 @@ def verify(
     Returns a :class:`~.verify_report.VerifyReport` (``print`` it; ``.exit_code``). Raises
     :class:`VerifyError` for a folder that cannot be checked and ``ValueError`` for bad arguments.
     Nothing is written into ``path``.
+
+    Examples
+    --------
+    >>> import io, tempfile
+    >>> import cmab_milp as cm
+    >>> from cmab_milp.experiments import run_problem
+    >>> from cmab_milp.experiments.problem import parse_problem
+    >>> problem = parse_problem({
+    ...     "space": {"kind": "Cardinality", "d": 4, "m": 2},
+    ...     "environment": {"kind": "BernoulliArms", "means": [0.1, 0.2, 0.3, 0.4]},
+    ...     "policies": [{"name": "CUCB", "kind": "CUCB", "oracle": "enumerate"}],
+    ...     "run": {"horizon": 40, "seeds": 1},
+    ... }, "demo.toml")
+    >>> out = tempfile.mkdtemp()
+    >>> _ = run_problem(problem, out, jobs=1, plots=False, stream=io.StringIO())
+    >>> report = cm.verify(out)
+    >>> report.exit_code, [str(run) for run in report.runs]
+    (0, ['CUCB seed 0: identical'])
     """
     folder = Path(path)
     if not folder.is_dir():

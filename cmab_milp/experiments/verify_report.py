@@ -118,7 +118,7 @@ class RunCheck:
 
 @dataclass
 class VerifyReport:
-    """What ``verify`` found in a results folder: per run (:attr:`runs`), and for the folder as a whole.
+    """What ``verify`` found in a results folder: per run (``runs``), and for the folder as a whole.
 
     ``problems`` are findings that make the folder untrusted beyond its runs (``summary.json`` not
     matching its runs, a seed list changed, a file not part of the run); ``notes`` say what could not

@@ -47,6 +47,16 @@ class LoggedEnvironment(Environment):
         With at most this many distinct outcome values in the log, ``support`` lists them (policies that
         need histograms, e.g. SDCB, can then run); with more, outcomes are continuous (``support`` None).
     seed : int or None
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import cmab_milp as cm
+    >>> space = cm.Cardinality(3, 2, exact=True)
+    >>> log = cm.LoggedFeedback(space, rounds=[0, 0, 1, 1], arms=[0, 1, 1, 2], rewards=[1.0, 0.0, 1.0, 1.0])
+    >>> env = cm.LoggedEnvironment(log, seed=0)
+    >>> env.expected_reward(np.array([True, False, True]))
+    2.0
     """
 
     columnwise = True

@@ -50,7 +50,17 @@ __all__ = ["ESTIMATORS", "OfflineValue", "offline_value"]
 
 @dataclass(frozen=True)
 class OfflineValue:
-    """An off-policy estimate: ``value`` with its ``level`` interval ``[low, high]`` from ``n`` rounds."""
+    """An off-policy estimate: ``value`` with its ``level`` interval ``[low, high]`` from ``n`` rounds.
+
+    Examples
+    --------
+    >>> import cmab_milp as cm
+    >>> space = cm.Cardinality(2, 1, exact=True)
+    >>> log = cm.LoggedFeedback(space, [0, 1, 2, 3], [0, 1, 0, 1], [1.0, 0.0, 0.0, 1.0], inclusion=[0.5] * 4)
+    >>> estimate = cm.offline_value([True, False], log)
+    >>> estimate.value, estimate.n, estimate.estimator, estimate.level
+    (0.5, 4, 'ips', 0.95)
+    """
 
     value: float
     low: float
@@ -248,6 +258,20 @@ def offline_value(target: Any, log: LoggedFeedback, *, estimator: str = "ips", l
         Coverage of the interval ``[low, high]`` (normal approximation over rounds).
 
     Raises ``ValueError`` for a target needing an arm the log never includes.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import cmab_milp as cm
+    >>> space = cm.Cardinality(3, 2, exact=True)
+    >>> rng = np.random.default_rng(0)
+    >>> actions = space.enumerate()[rng.integers(3, size=3000)]  # uniform logging: each arm w.p. 2/3
+    >>> rounds, arms = np.nonzero(actions)
+    >>> rewards = (rng.random(rounds.size) < np.array([0.2, 0.5, 0.8])[arms]).astype(float)
+    >>> log = cm.LoggedFeedback(space, rounds, arms, rewards, inclusion=np.full(rounds.size, 2 / 3))
+    >>> estimate = cm.offline_value(np.array([False, True, True]), log)  # true value 1.3
+    >>> estimate.estimator, estimate.n, bool(estimate.low < 1.3 < estimate.high)
+    ('ips', 3000, True)
     """
     if not isinstance(log, LoggedFeedback):
         raise ValueError(f"log must be a LoggedFeedback, got {type(log).__name__}")

@@ -109,6 +109,19 @@ def replay(
         Number of log-spaced recording steps.
     trace : bool
         Keep ``(accepted step, action)`` of every accepted round in ``result.info["trace"]``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import cmab_milp as cm
+    >>> space = cm.Cardinality(3, 1, exact=True)
+    >>> rng = np.random.default_rng(0)
+    >>> arms = rng.integers(3, size=3000)  # one arm a round, uniformly at random
+    >>> rewards = (rng.random(3000) < np.array([0.2, 0.5, 0.8])[arms]).astype(float)
+    >>> log = cm.LoggedFeedback(space, np.arange(3000), arms, rewards, inclusion=np.full(3000, 1 / 3))
+    >>> result = cm.replay(cm.CUCB(space, None, oracle="enumerate"), log)
+    >>> bool(0 < result.accepted < 3000)
+    True
     """
     if not isinstance(policy, Policy):
         raise ValueError(f"policy must be a Policy, got {type(policy).__name__}")

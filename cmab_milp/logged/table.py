@@ -136,7 +136,16 @@ class LoggedFeedback:
         not checked as actions, and :func:`~cmab_milp.replay` feeds a policy the outcomes of its own choice.
     on_bad_rows : ``"raise"`` or ``"drop"``
         Refuse a bad log with a ``ValueError`` naming the row and column (default), or drop the whole
-        rounds holding bad rows, counted per reason in :attr:`dropped`.
+        rounds holding bad rows, counted per reason in ``dropped``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import cmab_milp as cm
+    >>> space = cm.Cardinality(3, 2, exact=True)
+    >>> log = cm.LoggedFeedback(space, rounds=[0, 0, 1, 1], arms=[0, 1, 1, 2], rewards=[1.0, 0.0, 1.0, 1.0])
+    >>> log.n, log.arm_means().tolist()
+    (2, [1.0, 0.5, 1.0])
     """
 
     def __init__(

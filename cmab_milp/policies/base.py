@@ -41,7 +41,7 @@ unobserved arms, bulk play) is shared; see
 
 The protocol (:class:`Policy`, :class:`Stretch`, bulk play, online use) is in
 :mod:`.protocol`, indices and :class:`IndexPolicy` in :mod:`.index`, argument
-checks in :mod:`.checks`; this module re-exports them.
+checks in :mod:`cmab_milp.policies.checks`; this module re-exports them.
 
 Example
 -------

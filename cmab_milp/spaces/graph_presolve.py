@@ -17,7 +17,7 @@ edge outside a perfect matching ``M`` is in another one exactly when it lies on 
 cycle: its ends in one strongly connected component of the graph with ``M`` oriented one way).
 
 Every arm marked is in no action, so fixing it to 0 changes no answer; the formulations of
-:mod:`.paths` and :mod:`.graphs` and the rule spaces (budgets) fix them with one row.
+:mod:`cmab_milp.spaces.paths` and :mod:`cmab_milp.spaces.graphs` and the rule spaces (budgets) fix them with one row.
 
 >>> import networkx as nx
 >>> from cmab_milp.spaces.paths import STPaths

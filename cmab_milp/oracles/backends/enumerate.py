@@ -4,7 +4,7 @@ The action matrix is enumerated once, with a padded index table of each action's
 Linear values are one matrix-vector product (BLAS: fast, but its last bits depend on the CPU's
 kernel), so the answer is settled on the actions within the product's rounding bound of the best,
 re-valued with :func:`cmab_milp.portable.gathered_sums` (arm order, left to right): the answer is
-then the first action of largest portable value, the same on every machine (see :meth:`_best`).
+then the first action of largest portable value, the same on every machine (see ``_best``).
 Quadratic forms use the index table (``n x m x m`` gathers of ``M`` instead of ``n x d x d``
 products, and ``n x m`` when ``M`` is diagonal, as ESCB's and a diagonal covariance's are: the
 off-diagonal terms are zeros), summed by numpy's own fixed-order reductions.

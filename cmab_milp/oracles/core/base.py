@@ -86,7 +86,14 @@ class OracleError(RuntimeError):
 
 
 class LimitReached(OracleError):
-    """A solve stopped on the user's time limit (not retried: a retry would take as long)."""
+    """A solve stopped on the user's time limit (not retried: a retry would take as long).
+
+    Examples
+    --------
+    >>> import cmab_milp as cm
+    >>> issubclass(cm.LimitReached, cm.OracleError)  # catch it with the other oracle errors
+    True
+    """
 
 
 @dataclass
