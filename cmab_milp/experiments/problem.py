@@ -92,8 +92,7 @@ Schema (every key not listed is refused)::
                                    #   integers (low, high, both included), normal (mean, std),
                                    #   dirichlet (alpha: one probability row per arm), choice
                                    #   (values, optional p and replace)
-    # means = { red = 0.1, green = 0.5, ... }   # or by string label or edge name ("A-B"), or as
-                                   #   [u, v, mean] rows: every arm must be given
+    # means = { red = 0.1, green = 0.5, ... }   # or by label, edge name ("A-B") or [u, v, mean] rows: all arms
     # means = { attribute = "dist", scale = -0.00025, offset = -0.05 }   (edge_attribute: the same)
                                    #   or from the graph's edges: offset + scale * attribute per arm
                                    #   (a nested attribute as "ecmp_fwd.uni"); topohub edges carry

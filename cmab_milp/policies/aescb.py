@@ -32,7 +32,7 @@ once ``y(x_k) + g sqrt(s_max)`` (a bound on every later level's index, since
 **Budget rows.** Each budgeted query is asked on ``space.with_constraint(1 / n,
 ">=", s_k)`` with its own oracle (``budget_oracle``, default ``"auto"``; the
 space's oracle takes no per-query side rows, so the constrained space is
-compiled per query: about 20 ms at ``d = 20``), except that with
+compiled per query: its cost in docs/baselines.md), except that with
 ``budget_oracle="auto"`` a space of at most :data:`~.escb.TABLE_UP_TO` actions
 answers it on its action table (the same maximiser, up to ties). Each is
 counted in the policy's oracle ledger (one query and one round, with its time). Unobserved arms are played first, as for

@@ -56,7 +56,6 @@ import inspect
 import json
 import os
 import tempfile
-import warnings
 import zipfile
 from collections.abc import Callable
 from typing import Any
@@ -64,14 +63,14 @@ from typing import Any
 import numpy as np
 
 from ..oracles import Oracle, available_backends
-from ..provenance import provenance, software_differences
+from ..provenance import provenance
 from ..spaces.base import ActionSpace, Intersection
 from ..spaces.graphs import GraphicMatroid, Matchings, SpanningTrees, STPaths
 from ..spaces.rules import ConflictSpace, ConstrainedSpace
 from ..spaces.sets import Cardinality, ExplicitActions, PartitionMatroid
 from .base import Policy, Stretch
 from .header_checks import check_header, check_ledger, check_params
-from .saved_files import MAX_BYTES, read_saved
+from .saved_files import MAX_BYTES, SavedVersionsWarning, read_saved, warn_if_versions_differ
 from .state_checks import check_state
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "SavedVersionsWarning", "load_policy", "policy_classes", "save_policy"]
@@ -321,10 +320,6 @@ def _oracle_data(policy: Policy) -> dict:
 
 
 # ------------------------------------------------------------------ save / load
-class SavedVersionsWarning(UserWarning):
-    """A saved learner was written by other versions of the library or its solvers (named in the message)."""
-
-
 def save_policy(policy: Policy, path: str | os.PathLike) -> None:
     """Write ``policy`` to ``path`` atomically (module docstring: the format)."""
     classes = policy_classes()
@@ -431,14 +426,7 @@ def load_policy(path: str | os.PathLike, *, oracle: str | Oracle | None = None, 
         raise ValueError(
             f"{where} has policy format version {version!r:.40}; this cmab_milp reads version {FORMAT_VERSION}"
         )
-    drift = software_differences(header.get("provenance"), provenance())
-    if drift:
-        warnings.warn(
-            f"{where} was saved with other versions ({', '.join(drift)}): it is read as saved, but its "
-            "continuation may differ from the original's where those versions compute differently",
-            SavedVersionsWarning,
-            stacklevel=2,
-        )
+    warn_if_versions_differ(header, where)
     try:
         policy = _restore(header, arrays, oracle, max_bytes)
         if unused:

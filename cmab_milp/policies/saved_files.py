@@ -18,12 +18,22 @@ import json
 import math
 import os
 import stat
+import warnings
 import zipfile
 from typing import Any
 
 import numpy as np
 
-__all__ = ["MAX_BYTES", "MAX_JSON_DEPTH", "check_json_depth", "read_saved"]
+from ..provenance import provenance, software_differences
+
+__all__ = [
+    "MAX_BYTES",
+    "MAX_JSON_DEPTH",
+    "SavedVersionsWarning",
+    "check_json_depth",
+    "read_saved",
+    "warn_if_versions_differ",
+]
 
 #: Default bound on the bytes a saved learner's arrays may declare (``load_policy(..., max_bytes=)``).
 MAX_BYTES = 2**31
@@ -182,3 +192,22 @@ def read_saved(path: str, *, max_bytes: int = MAX_BYTES) -> tuple[dict, dict[str
 def declared_offset(archive: zipfile.ZipFile) -> int:
     """Where ``header.npy``'s data starts (after its ``.npy`` header)."""
     return _npy_header(archive, archive.getinfo("header.npy"))[3]
+
+
+class SavedVersionsWarning(UserWarning):
+    """A saved learner was written by other versions of the library or its solvers (named in the message)."""
+
+
+def warn_if_versions_differ(header: dict, where: str) -> None:
+    """Warn (:class:`SavedVersionsWarning`) naming each recorded version that differs in this process.
+
+    A header without ``provenance`` (saved before versions were recorded) says nothing.
+    """
+    drift = software_differences(header.get("provenance"), provenance())
+    if drift:
+        warnings.warn(
+            f"{where} was saved with other versions ({', '.join(drift)}): it is read as saved, but its "
+            "continuation may differ from the original's where those versions compute differently",
+            SavedVersionsWarning,
+            stacklevel=3,
+        )

@@ -28,7 +28,7 @@ __all__ = ["combinatorial_cost", "enumerate_cost", "highs_cost", "ortools_cost",
 # Seconds per query, fitted on bench/auto_dispatch.py (the fit and its figures: docs/performance.md).
 _ENUM_BASE, _ENUM_ENTRY, _ENUM_GATHER = 5e-6, 1.5e-9, 5e-9
 _HIGHS_LP, _HIGHS_MILP, _HIGHS_PER_ENTRY = 1e-4, 3e-4, 5e-6
-_HIGHS_SIDE_MILP = 2e-3  # a MILP over a family plus side rules (budgets, conflicts, groups): 2-7 ms measured (issue 39)
+_HIGHS_SIDE_MILP = 2e-3  # a MILP over a family plus side rules (budgets, conflicts, groups): measured 2e-3 to 7e-3 s
 _HIGHS_ROOT_ROUNDS = 0.012  # LP cut rounds before a MILP with fractional separators (trees, forests)
 _HIGHS_NORM = 0.1  # an exact norm query on 30 arms (secants, cuts: many MILP solves), growing as d^1.5
 

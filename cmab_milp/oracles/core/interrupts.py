@@ -14,7 +14,7 @@ if its time limit were reached). Every solver call of the backends runs inside :
   ``stop_search``). Python's handler becomes one that raises ``KeyboardInterrupt`` as the default one
   does, except during a solve of the main thread, where it only counts the signal (a
   ``KeyboardInterrupt`` raised inside a solver's callback would be swallowed by the solver as an
-  error). Both stay in place: setting them around each solve cost ~25 us a solve;
+  error). Both stay in place: setting them around each solve cost ten times the block (docs/performance.md);
 * when a SIGINT arrived during the call (or :func:`stop_all` stopped it), leaving the block raises
   ``KeyboardInterrupt``, whatever the solver returned: never an ``OracleError`` nor a time limit;
 * in other threads (the workers of ``argmax_batch``) nothing is installed: the main thread, waiting for
@@ -161,7 +161,7 @@ def _listen() -> bool:
         except ValueError:  # pragma: no cover - not the main thread of the main interpreter
             return False
         _forward = -1 if previous == _pipe[1] else previous
-        signal.signal(signal.SIGINT, _record)  # kept: setting handlers per solve cost ~25 us a solve
+        signal.signal(signal.SIGINT, _record)  # kept: setting handlers per solve cost ten times more
         _installed = True
     _depth += 1
     return True
