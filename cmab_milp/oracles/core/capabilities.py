@@ -85,6 +85,7 @@ class Capabilities:
 
     Examples
     --------
+    >>> from cmab_milp.oracles.core.registry import capabilities
     >>> capabilities("highs").norm, capabilities("ortools").norm, capabilities("ortools").requires
     (True, False, ('ortools',))
     """
@@ -139,6 +140,7 @@ class Capabilities:
 
         Only finite numbers are compared (other values are the backend's own checks to refuse).
 
+        >>> from cmab_milp.oracles.core.registry import capabilities
         >>> capabilities("scip").out_of_range({"time_limit": 1e21})
         ('time_limit', "1e+21 is above 1e+20, the largest value of SCIP's limits/time")
         """
