@@ -7,28 +7,11 @@ import warnings
 
 import numpy as np
 import pytest
+from test_saved_learners import played, rewrite_header  # the saved-learner tests' helpers
 
 import cmab_milp as cm
 from cmab_milp.policies.persistence import SavedVersionsWarning
 from cmab_milp.provenance import provenance
-
-
-def played(policy, rounds: int, seed: int = 0):
-    rng = np.random.default_rng(seed)
-    for _ in range(rounds):
-        a = policy.select()
-        policy.observe(a, np.where(a, rng.random(policy.d), np.nan))
-    return policy
-
-
-def rewrite_header(path, change) -> None:
-    """Rewrite the JSON header of a saved file through ``change(header)``."""
-    with np.load(path) as archive:
-        arrays = {k: archive[k] for k in archive.files}
-    header = json.loads(bytes(arrays.pop("header")).decode())
-    change(header)
-    with open(path, "wb") as f:
-        np.savez(f, header=np.frombuffer(json.dumps(header).encode(), np.uint8), **arrays)
 
 
 def _saved(tmp_path):
