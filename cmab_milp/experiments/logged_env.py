@@ -42,13 +42,13 @@ folder or below it, got '../log.csv'
 
 from __future__ import annotations
 
-from pathlib import Path, PurePosixPath, PureWindowsPath
+from pathlib import Path
 from typing import Any
 
 from ..logged.environment import LoggedEnvironment
 from ..logged.table import LoggedFeedback
 from .limits import Limits
-from .matrices import _check_digest, _sha256
+from .matrices import _check_digest, _sha256, confined_path
 from .schema import Table
 
 __all__ = ["LOGGED_KIND", "build_logged_environment", "log_options", "log_path"]
@@ -61,20 +61,7 @@ LOG_SUFFIXES = (".csv", ".parquet", ".pq")
 
 def log_path(table: Table, name: str = "file") -> Path:
     """The log file ``table[name]`` names: relative to the problem file's folder and inside it."""
-    given = table.string(name)
-    if not given or PurePosixPath(given).is_absolute() or PureWindowsPath(given).is_absolute():
-        raise table.error(name, f"name the log relative to the problem file's folder, got {given!r}")
-    if ".." in PurePosixPath(given.replace("\\", "/")).parts:
-        raise table.error(name, f"the log must be in the problem file's folder or below it, got {given!r}")
-    if PurePosixPath(given).suffix.lower() not in LOG_SUFFIXES:
-        raise table.error(name, f"a log is a .csv or .parquet file, got {given!r}")
-    base = Path(table.file).resolve().parent
-    path = (base / given).resolve()
-    if not path.is_relative_to(base):
-        raise table.error(name, f"{given!r} leads out of the problem file's folder (a link?)")
-    if not path.is_file():
-        raise table.error(name, f"no such file {given!r} beside the problem file (looked for {path})")
-    return path
+    return confined_path(table, name, LOG_SUFFIXES, "log", "a log is a .csv or .parquet file")
 
 
 def log_options(table: Table) -> dict[str, Any]:

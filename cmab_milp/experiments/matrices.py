@@ -193,14 +193,22 @@ def _node_groups(table: Table, space: Any) -> list[list[int]]:
 # ------------------------------------------------------------------ files
 def _data_path(table: Table, name: str) -> Path:
     """The data file ``table[name]`` names: relative to the problem file's folder and inside it."""
+    return confined_path(table, name, (".npy", ".csv"), "file", "a data file is .npy (numpy, no pickle) or .csv")
+
+
+def confined_path(table: Table, name: str, suffixes: tuple[str, ...], noun: str, kinds: str) -> Path:
+    """The existing file ``table[name]`` names, relative to the problem file's folder and inside it.
+
+    Refused, naming the key: an absolute path, ``..``, a suffix not in ``suffixes`` (``kinds`` says which
+    are), a link leading out of the folder, a missing file. ``noun`` names the file in the messages.
+    """
     given = table.string(name)
     if not given or PurePosixPath(given).is_absolute() or PureWindowsPath(given).is_absolute():
-        raise table.error(name, f"name the file relative to the problem file's folder, got {given!r}")
+        raise table.error(name, f"name the {noun} relative to the problem file's folder, got {given!r}")
     if ".." in PurePosixPath(given.replace("\\", "/")).parts:
-        raise table.error(name, f"the file must be in the problem file's folder or below it, got {given!r}")
-    suffix = PurePosixPath(given).suffix.lower()
-    if suffix not in (".npy", ".csv"):
-        raise table.error(name, f"a data file is .npy (numpy, no pickle) or .csv, got {given!r}")
+        raise table.error(name, f"the {noun} must be in the problem file's folder or below it, got {given!r}")
+    if PurePosixPath(given).suffix.lower() not in suffixes:
+        raise table.error(name, f"{kinds}, got {given!r}")
     base = Path(table.file).resolve().parent
     path = (base / given).resolve()
     if not path.is_relative_to(base):
