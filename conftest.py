@@ -20,7 +20,7 @@ OPTIONAL = {
     Path("cmab_milp/oracles/backends/cpsat_circuit.py"): "ortools",
     Path("cmab_milp/logged/reading.py"): "pandas",  # the [data] extra: log files are read with pandas
     Path("cmab_milp/datasets/open_bandit.py"): "pandas",
-    Path("cmab_milp/experiments/logged_env.py"): "pandas",
+    Path("cmab_milp/experiments/problem/logged_env.py"): "pandas",
 }
 
 

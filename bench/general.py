@@ -29,7 +29,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import cmab_milp as cm
-from cmab_milp.general import DistributionOracle, make_reward
+from cmab_milp.nonlinear import DistributionOracle, make_reward
 from cmab_milp.policies.general import DistributionIndex
 
 VALUES = [0.2, 0.4, 0.6, 0.8, 1.0]

@@ -47,7 +47,11 @@ QUICK = "cmab-milp run problems/{name}.toml --horizon 2000 --seeds 1 --out resul
 
 def policies(*, C_cucb: float, escb: dict, cts: dict, heavy: bool) -> str:
     """The eight compared policies; ``heavy``: the ESCB family only on request (their index on large spaces)."""
-    on_request = "\non_request = true     # ESCB's index over every path: many minutes per 2,000 steps at this size" if heavy else ""
+    on_request = (
+        "\non_request = true     # ESCB's index over every path: many minutes per 2,000 steps at this size"
+        if heavy
+        else ""
+    )
 
     def table(name: str, kind: str, constants: dict, extra: str = "") -> str:
         consts = ", ".join(f"{k} = {_toml(v)}" for k, v in constants.items())

@@ -59,7 +59,7 @@ _LAZY = {
     "NormCarry": "cmab_milp.oracles.norm.carry",
     "simulate": "cmab_milp.simulation",
     "SimulationResult": "cmab_milp.simulation",
-    "verify": "cmab_milp.experiments.verify",
+    "verify": "cmab_milp.experiments.run.verify",
     "LoggedFeedback": "cmab_milp.logged",
     "offline_value": "cmab_milp.logged",
     "OfflineValue": "cmab_milp.logged",

@@ -1,7 +1,7 @@
 """The registry lines of the backends defined above the oracle layer: the general-reward index.
 
 The oracle registry (:mod:`cmab_milp.oracles.core.registry`) knows nothing above it; the
-distribution-index backends of :mod:`cmab_milp.general.backends` are declared here, by
+distribution-index backends of :mod:`cmab_milp.nonlinear.backends` are declared here, by
 ``"module:attr"`` strings (imported on first use, so ``import cmab_milp`` loads no solver), when
 :mod:`cmab_milp` is imported.
 
@@ -16,8 +16,8 @@ from .oracles.core.registry import Capabilities, register_backend
 
 __all__: list[str] = []
 
-_GEN = "cmab_milp.general.backends"
-#: The options of every distribution backend (:data:`cmab_milp.general.backends.OPTIONS`).
+_GEN = "cmab_milp.nonlinear.backends"
+#: The options of every distribution backend (:data:`cmab_milp.nonlinear.backends.OPTIONS`).
 _OPTIONS = ("reward", "grid", "linear", "max_actions")
 for _name, _exact, _accepts, _spaces, _requires in (
     ("auto", True, None, "every space (enumeration, branch-and-bound or the K-MAX MILP, as fits)", ("highspy",)),

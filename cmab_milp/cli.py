@@ -5,7 +5,7 @@ Subcommands:
 - ``cmab-milp run PROBLEM.toml --out DIR [--steps N] [--seeds K] [--jobs J] [--resume]
   [--no-plots] [--executor local|serial|dask://HOST:PORT] [--policies NAME,...] [--progress-seconds S]``:
   run a problem file (see
-  :mod:`cmab_milp.experiments.problem` for the schema) and write ``DIR/summary.json``,
+  :mod:`cmab_milp.experiments.problem.problem_file` for the schema) and write ``DIR/summary.json``,
   per-job curves under ``DIR/runs/`` and the figures. ``--steps`` (or its first name
   ``--horizon``) sets the time steps each job plays, and with them a known horizon ``T``; with
   ``[run] horizon = "unknown"`` the policies are still built with ``T=None``. Warnings about the
@@ -14,13 +14,13 @@ Subcommands:
   e.g. a policy's reward that differs from the environment's, go to stderr as ``warning: ...``).
 - ``cmab-milp plot DIR``: redraw the figures of a (possibly partial) run.
 - ``cmab-milp compare-oracles PROBLEM.toml --out DIR``: replay a run's oracle queries on
-  every backend and check they agree (:mod:`cmab_milp.experiments.compare`).
+  every backend and check they agree (:mod:`cmab_milp.experiments.report.compare`).
 - ``cmab-milp verify RESULTS [--seeds 0,3] [--policies NAME,...] [--jobs J]``: re-run a results
   folder and report per run identical, or the first step and field that differ; exit 0 all
   identical, 1 any differ (or the folder was edited), 2 it cannot be checked; writes nothing
-  into ``RESULTS`` (:mod:`cmab_milp.experiments.verify`).
+  into ``RESULTS`` (:mod:`cmab_milp.experiments.run.verify`).
 - ``cmab-milp evaluate PROBLEM.toml --log FILE --out DIR``: value every policy of a problem on a
-  log (off-policy estimators and replay; :mod:`cmab_milp.experiments.evaluate`).
+  log (off-policy estimators and replay; :mod:`cmab_milp.experiments.run.evaluate`).
 
 Every subcommand takes ``--plugin MODULE`` (repeatable: a module you trust,
 imported before the file is read, that registers its own kinds with
@@ -65,7 +65,7 @@ def _positive_int(text: str) -> int:
 
 
 def _progress_seconds(text: str) -> Any:
-    from .experiments.progress import ProgressOptions
+    from .experiments.run.progress import ProgressOptions
 
     try:
         return ProgressOptions.every(float(text))
@@ -80,7 +80,7 @@ def _error(message: str) -> int:
 
 def _print_summary(summary: dict[str, Any]) -> None:
     """The per-policy table of a run, with each row's seed count and what did not run
-    (:func:`cmab_milp.experiments.summary_table.summary_table`).
+    (:func:`cmab_milp.experiments.report.summary_table.summary_table`).
 
     >>> same = {"mean": 1200, "std": 0}
     >>> exact = dict.fromkeys(("regret", "queries", "rounds", "wall_seconds", "oracle_seconds"), same)
@@ -91,7 +91,7 @@ def _print_summary(summary: dict[str, Any]) -> None:
     A       ?  1,200 ± 0  1,200 ± 0  1,200 ± 0  1,200 ± 0  1,200 ± 0  -             -
     B       ?  1,200 ± 0  1,200 ± 0  1,200 ± 0  1,200 ± 0  1,200 ± 0  1,000 ± 0     0.9500 ± 0.0000
     """
-    from .experiments.summary_table import summary_table
+    from .experiments.report.summary_table import summary_table
 
     print(summary_table(summary))
 
@@ -147,7 +147,7 @@ def _on_sigterm(signum: int, frame: Any) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from .experiments import RunError, RunFailed, RunInterrupted, load_problem, run_problem
-    from .experiments.executors import EXECUTORS
+    from .experiments.run.executors import EXECUTORS
 
     name = args.executor.partition("://")[0]
     if name not in EXECUTORS:
@@ -213,7 +213,7 @@ def _add_plot(sub: Any) -> None:
 
 def _plot(args: argparse.Namespace) -> int:
     from .experiments import PANELS, collect_curves, parse_problem, save_figures
-    from .experiments.storage import read_json
+    from .experiments.run.storage import read_json
 
     stored = read_json(Path(args.out) / "problem.json")
     if not isinstance(stored, dict) or not isinstance(stored.get("problem"), dict):
@@ -268,19 +268,19 @@ def _topologies(args: argparse.Namespace) -> int:
 
 
 def _add_compare_oracles(sub: Any) -> None:
-    from .experiments.compare import add_command
+    from .experiments.report.compare import add_command
 
     add_command(sub)
 
 
 def _add_verify(sub: Any) -> None:
-    from .experiments.verify import add_command
+    from .experiments.run.verify import add_command
 
     add_command(sub)
 
 
 def _add_evaluate(sub: Any) -> None:
-    from .experiments.evaluate import add_command
+    from .experiments.run.evaluate import add_command
 
     add_command(sub)
 
@@ -329,8 +329,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     adds the traceback.
     """
     from .experiments import ProblemError
-    from .experiments.registry import load_plugins
-    from .experiments.storage import FolderError
+    from .experiments.problem.registry import load_plugins
+    from .experiments.run.storage import FolderError
 
     args = build_parser().parse_args(argv)
     try:
@@ -353,7 +353,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _failed(args: argparse.Namespace, message: str, code: int) -> int:
-    from .experiments.schema import printable
+    from .experiments.problem.schema import printable
 
     if getattr(args, "debug", False):
         traceback.print_exc(file=sys.stderr)

@@ -7,7 +7,7 @@ import copy
 
 import pytest
 
-from cmab_milp.experiments import registry
+from cmab_milp.experiments.problem import registry
 
 
 @pytest.fixture(autouse=True)

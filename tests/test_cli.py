@@ -13,7 +13,7 @@ import pytest
 
 from cmab_milp.cli import main
 from cmab_milp.experiments import METRICS
-from cmab_milp.experiments.storage import CURVE_COLUMNS, read_curve
+from cmab_milp.experiments.run.storage import CURVE_COLUMNS, read_curve
 
 TINY = """
 title = "tiny"
@@ -252,7 +252,7 @@ def test_validate_and_bad_arguments(problem_file: Path, tmp_path: Path, capsys) 
 def test_an_interrupted_run_keeps_finished_jobs_and_resumes(
     problem_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
 ) -> None:
-    from cmab_milp.experiments import runner
+    from cmab_milp.experiments.run import runner
 
     real_job, calls = runner.run_job, []
 

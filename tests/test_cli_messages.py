@@ -16,7 +16,8 @@ import psutil
 import pytest
 
 from cmab_milp.cli import main
-from cmab_milp.experiments import executors, register_executor, storage
+from cmab_milp.experiments import register_executor
+from cmab_milp.experiments.run import executors, storage
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -89,7 +90,7 @@ def test_unwritable_out(tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPa
     def refuse(*args, **kwargs):
         raise PermissionError(errno.EACCES, "Permission denied")
 
-    import cmab_milp.experiments.runner as runner
+    import cmab_milp.experiments.run.runner as runner
 
     monkeypatch.setattr(runner.tempfile, "TemporaryFile", refuse)
     assert run(tiny, tmp_path / "out") == 2
@@ -176,7 +177,7 @@ def test_full_disk_stops_the_run_and_resume_completes_it(
         written.append(path)
         real(path, curve)
 
-    import cmab_milp.experiments.jobs as jobs
+    import cmab_milp.experiments.run.jobs as jobs
 
     monkeypatch.setattr(jobs, "write_curve", fill_up)
     assert run(tiny, out, "--no-plots") == 1

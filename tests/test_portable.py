@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from cmab_milp import portable
-from cmab_milp.general.rewards import _integer_power
+from cmab_milp.nonlinear.rewards import _integer_power
 
 
 def left_to_right(values) -> float:

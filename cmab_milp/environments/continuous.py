@@ -13,7 +13,7 @@ exactly, never sampled:
 - any other reward: a product Gauss-Jacobi rule with ``nodes`` points per
   selected arm (exact for rewards polynomial of degree ``< 2 nodes`` in each
   outcome; about ``1e-7`` for ``sqrt_sum`` with the default 48 nodes), refused
-  past :data:`~cmab_milp.general.rewards.MAX_PRODUCT` points.
+  past :data:`~cmab_milp.nonlinear.rewards.MAX_PRODUCT` points.
 
 Example
 -------
@@ -30,9 +30,17 @@ from typing import Any
 import numpy as np
 from scipy import integrate, special
 
-from ..general.grid import OutcomeGrid
-from ..general.oracles import ENUMERATION_CAP
-from ..general.rewards import MAX_PRODUCT, CallableReward, LinearReward, MaxReward, Reward, check_monotone, make_reward
+from ..nonlinear.grid import OutcomeGrid
+from ..nonlinear.oracles import ENUMERATION_CAP
+from ..nonlinear.rewards import (
+    MAX_PRODUCT,
+    CallableReward,
+    LinearReward,
+    MaxReward,
+    Reward,
+    check_monotone,
+    make_reward,
+)
 from ..portable import dot
 from ..spaces.base import ActionSpace, as_action
 from .base import Environment

@@ -3,9 +3,9 @@
 :class:`DiscreteArms` is the environment of Section 5 (and Figure 4): arm ``i``
 takes ``values[k]`` with probability ``probs[i][k]``, arms independent; the
 reward ``r(a, y)`` is any monotone function named by
-:func:`~cmab_milp.general.rewards.make_reward`. Expected rewards and the optimal
+:func:`~cmab_milp.nonlinear.rewards.make_reward`. Expected rewards and the optimal
 action are exact (convolution / order statistics / product enumeration, see
-:mod:`cmab_milp.general.rewards`), never sampled.
+:mod:`cmab_milp.nonlinear.rewards`), never sampled.
 
 Example
 -------
@@ -24,9 +24,9 @@ from typing import Any
 
 import numpy as np
 
-from ..general.grid import OutcomeGrid
-from ..general.oracles import DistributionOracle
-from ..general.rewards import CallableReward, LinearReward, Reward, check_monotone, make_reward
+from ..nonlinear.grid import OutcomeGrid
+from ..nonlinear.oracles import DistributionOracle
+from ..nonlinear.rewards import CallableReward, LinearReward, Reward, check_monotone, make_reward
 from ..oracles import Oracle
 from ..portable import matvec
 from ..spaces.base import ActionSpace, as_action
@@ -69,7 +69,7 @@ class DiscreteArms(Environment):
         ``"exp_utility:LAMBDA"``, or a monotone callable ``f(a, y)`` mapping a
         bool action ``(d,)`` and outcomes ``(n, d)`` to ``(n,)`` rewards (its
         monotonicity is checked on random samples). See
-        :mod:`cmab_milp.general.rewards` for each reward's bound ``L``.
+        :mod:`cmab_milp.nonlinear.rewards` for each reward's bound ``L``.
     seed : int or None
 
     Attributes

@@ -7,8 +7,8 @@ Modules: :mod:`.schema` (typed reading of TOML tables with key paths),
 :mod:`.registry` (what a file may name: kinds, ``--plugin`` modules),
 :mod:`.limits` (sizes checked before any work),
 :mod:`.builders` (spaces, graphs, environments, policies from tables; split into
-:mod:`.kinds`, :mod:`~cmab_milp.experiments.graphs`, :mod:`~cmab_milp.experiments.spaces`,
-:mod:`~cmab_milp.experiments.rules`, :mod:`.draws`),
+:mod:`.kinds`, :mod:`~cmab_milp.experiments.problem.graphs`, :mod:`~cmab_milp.experiments.problem.spaces`,
+:mod:`~cmab_milp.experiments.problem.rules`, :mod:`.draws`),
 :mod:`.problem` (the schema and :class:`Problem`), :mod:`.policy_specs` (one
 ``[[policies]]`` entry and its oracle options), :mod:`.executors` (where jobs
 run), :mod:`.storage` (the results folder), :mod:`.progress`, :mod:`.jobs` (one
@@ -19,14 +19,15 @@ job: played, then recorded), :mod:`.summary` (``summary.json`` and the curves), 
 :mod:`.verify_report` (``cmab-milp verify``: a folder re-run and compared run by run).
 """
 
-from .builders import DRAWS, GENERATORS, register_draw, register_generator
-from .compare import candidate_backends, compare_backends, compare_oracles, record_queries, save_plot
-from .executors import EXECUTORS, open_executor, register_executor
-from .limits import Limits
-from .plots import DEFAULT_PANELS, PANELS, Panel, PolicyCurves, make_figure, save_figures
-from .problem import PolicySpec, Problem, load_problem, parse_problem
-from .registry import load_plugins, register_kind
-from .runner import (
+from .problem.builders import DRAWS, GENERATORS, register_draw, register_generator
+from .problem.limits import Limits
+from .problem.problem_file import PolicySpec, Problem, load_problem, parse_problem
+from .problem.registry import load_plugins, register_kind
+from .problem.schema import ProblemError, ProblemErrors
+from .report.compare import candidate_backends, compare_backends, compare_oracles, record_queries, save_plot
+from .report.plots import DEFAULT_PANELS, PANELS, Panel, PolicyCurves, make_figure, save_figures
+from .run.executors import EXECUTORS, open_executor, register_executor
+from .run.runner import (
     METRICS,
     JobsFailed,
     RunError,
@@ -36,7 +37,6 @@ from .runner import (
     run_problem,
     summarise,
 )
-from .schema import ProblemError, ProblemErrors
 
 __all__ = [
     "DEFAULT_PANELS",

@@ -10,7 +10,7 @@ discretisation (:mod:`.grid`), optimistic / pessimistic distributions
 product of per-arm distributions (:mod:`.oracles`), registered as the backends
 ``dist_<backend>`` (:mod:`.backends`).
 
->>> import cmab_milp.general as gr
+>>> import cmab_milp.nonlinear as gr
 >>> gr.make_reward("sqrt_sum").bound(4), gr.make_reward("max").lipschitz
 (2.0, 1.0)
 """

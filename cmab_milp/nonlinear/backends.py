@@ -1,6 +1,6 @@
 """The distribution-index backends, as the oracle registry sees them.
 
-Each way of answering the general-reward index (:data:`~cmab_milp.general.oracles.BACKENDS`)
+Each way of answering the general-reward index (:data:`~cmab_milp.nonlinear.oracles.BACKENDS`)
 is a registered backend named ``"dist_<backend>"`` (declared in
 :mod:`cmab_milp._registrations` with ``Capabilities(distribution=True)``),
 so :func:`~cmab_milp.make_oracle` is the one validator: it refuses a space the
@@ -15,7 +15,7 @@ Example
 -------
 >>> import numpy as np
 >>> import cmab_milp as cm
->>> from cmab_milp.general import OutcomeGrid
+>>> from cmab_milp.nonlinear import OutcomeGrid
 >>> oracle = cm.make_oracle(cm.Cardinality(3, 1), "dist_enumerate", reward="max", grid=OutcomeGrid([0.0, 1.0]))
 >>> pmf = np.array([[0.5, 0.5], [0.1, 0.9], [0.8, 0.2]])
 >>> np.flatnonzero(oracle.argmax_index(pmf)).tolist(), cm.oracles.capabilities("dist_greedy").exact
@@ -71,12 +71,12 @@ def build(
     *,
     backend: str,
 ) -> DistributionOracle:
-    """A :class:`~cmab_milp.general.oracles.DistributionOracle` using ``backend`` (the registry's factory)."""
+    """A :class:`~cmab_milp.nonlinear.oracles.DistributionOracle` using ``backend`` (the registry's factory)."""
     grid = OutcomeGrid([0.0, 1.0]) if grid is None else grid
     return DistributionOracle(space, reward, grid, backend, linear=linear, max_actions=max_actions)
 
 
-# the factories the registry names ("cmab_milp.general.backends:dist_auto", ...), one per backend
+# the factories the registry names ("cmab_milp.nonlinear.backends:dist_auto", ...), one per backend
 dist_auto, dist_enumerate, dist_branch_bound, dist_milp, dist_greedy = (partial(build, backend=b) for b in BACKENDS)
 
 

@@ -4,7 +4,7 @@ Algorithm, theorem, lemma and equation numbers are those of Kim, Vojnović and O
 *Oracle-Efficient Combinatorial Semi-Bandits*, NeurIPS 2025 (arXiv:2510.21431).
 
 Each arm's observations are a row of counts over an
-:class:`~cmab_milp.general.grid.OutcomeGrid`. With ``w_i = sqrt(C ln t / n_i)``
+:class:`~cmab_milp.nonlinear.grid.OutcomeGrid`. With ``w_i = sqrt(C ln t / n_i)``
 (the DKW radius of Lemma 10):
 
 - the **optimistic** distribution has CDF ``max(F_hat_i(x) - w_i, 0)`` below

@@ -3,7 +3,7 @@
 Algorithm, theorem, lemma and equation numbers are those of Kim, Vojnović and Oh,
 *Oracle-Efficient Combinatorial Semi-Bandits*, NeurIPS 2025 (arXiv:2510.21431).
 
-Every distribution in :mod:`cmab_milp.general` is a probability vector over one
+Every distribution in :mod:`cmab_milp.nonlinear` is a probability vector over one
 shared, sorted :class:`OutcomeGrid`. When the values are multiples of a common
 step ``1/q`` (``q`` up to :data:`MAX_DENOMINATOR`), sums of outcomes stay on
 the integer lattice ``k/q``, which is what makes sum-based rewards exactly
@@ -145,7 +145,7 @@ def n_intervals(m: int, T: int, C: float = 1.0) -> int:
 
     ``C`` is the Lipschitz constant of Assumption 2
     (``|r(a, y) - r(a, y')| <= C sum_{i in a} |y_i - y'_i|``); the policies pass
-    the reward's declared :attr:`~cmab_milp.general.rewards.Reward.lipschitz`
+    the reward's declared :attr:`~cmab_milp.nonlinear.rewards.Reward.lipschitz`
     (1 when it declares none).
 
     >>> n_intervals(2, 10_000), n_intervals(2, 10_000, C=2.0)

@@ -21,7 +21,7 @@ Example
 -------
 >>> import numpy as np
 >>> import cmab_milp as cm
->>> from cmab_milp.general import OutcomeGrid
+>>> from cmab_milp.nonlinear import OutcomeGrid
 >>> solver = KMaxMilp(cm.Cardinality(4, 2), OutcomeGrid([0.0, 1.0]))
 >>> pmf = np.array([[0.9, 0.1], [0.5, 0.5], [0.4, 0.6], [0.0, 1.0]])
 >>> np.flatnonzero(solver.solve(pmf, (), (3,), ())).tolist()

@@ -11,7 +11,7 @@ concurrently as one adaptivity round (``argmax_batch`` with
 arms" query of the policies) to an inner linear oracle, counted in its own
 ledger. Backends for the index queries (each also registered as
 ``make_oracle(space, "dist_<backend>", reward=..., grid=...)``, see
-:mod:`cmab_milp.general.backends`):
+:mod:`cmab_milp.nonlinear.backends`):
 
 ``"enumerate"``
     exact: every action of ``space.enumerate()``, expectations vectorised.
@@ -25,7 +25,7 @@ ledger. Backends for the index queries (each also registered as
     minimum CDF, which stochastically dominates each of them).
 ``"milp"``
     exact, K-MAX only, on any space with a MILP formulation: HiGHS with tangent
-    cuts of the concave ``E[max]`` (see :mod:`~cmab_milp.general.kmax_milp`).
+    cuts of the concave ``E[max]`` (see :mod:`~cmab_milp.nonlinear.kmax_milp`).
 ``"greedy"``
     approximate, for monotone submodular rewards: add the arm of largest
     marginal gain while the set stays feasible. ``alpha = 1 - 1/e`` on
@@ -39,7 +39,7 @@ Example
 -------
 >>> import numpy as np
 >>> import cmab_milp as cm
->>> from cmab_milp.general import OutcomeGrid
+>>> from cmab_milp.nonlinear import OutcomeGrid
 >>> grid = OutcomeGrid([0.0, 1.0])
 >>> pmf = np.array([[0.9, 0.1], [0.5, 0.5], [0.4, 0.6], [0.0, 1.0]])
 >>> oracle = DistributionOracle(cm.Cardinality(4, 2), "max", grid, "branch_bound")
@@ -149,7 +149,7 @@ class DistributionOracle(Oracle):
     ----------
     space : ActionSpace
     reward : str, callable or Reward
-        See :func:`~cmab_milp.general.rewards.make_reward`.
+        See :func:`~cmab_milp.nonlinear.rewards.make_reward`.
     grid : OutcomeGrid
         The values every ``pmf`` row is over.
     backend : str

@@ -11,7 +11,7 @@ import numpy as np
 
 from .grid import OutcomeGrid
 
-#: A :class:`~cmab_milp.general.rewards.Reward` (not imported: the rewards module imports these checks).
+#: A :class:`~cmab_milp.nonlinear.rewards.Reward` (not imported: the rewards module imports these checks).
 Reward = Any
 
 __all__ = ["check_lipschitz", "check_monotone"]
@@ -23,7 +23,7 @@ def check_monotone(reward: Reward, d: int, grid: OutcomeGrid, seed: int = 0, sam
     Draws random actions and pairs ``y <= y'`` on the grid (plus the all-lowest
     and all-highest outcomes) and checks ``r(a, y) <= r(a, y')``.
 
-    >>> from cmab_milp.general.rewards import CallableReward, make_reward
+    >>> from cmab_milp.nonlinear.rewards import CallableReward, make_reward
     >>> check_monotone(make_reward("max"), 4, OutcomeGrid([0.1, 0.5, 1.0]))
     >>> check_monotone(CallableReward(lambda a, y: -y[:, a].sum(axis=1)), 3, OutcomeGrid([0.0, 1.0]))
     ... # doctest: +ELLIPSIS
@@ -55,7 +55,7 @@ def check_lipschitz(reward: Reward, d: int, upper: float = 1.0, seed: int = 0, s
     ``y`` and close to it (steep spots show up only at small distances). A
     reward that declares no constant passes.
 
-    >>> from cmab_milp.general.rewards import SumReward, make_reward
+    >>> from cmab_milp.nonlinear.rewards import SumReward, make_reward
     >>> check_lipschitz(make_reward("max"), 4)
     >>> check_lipschitz(SumReward(lambda s: 3 * np.asarray(s), "triple", lipschitz=2.0), 3)
     ... # doctest: +ELLIPSIS

@@ -6,7 +6,7 @@ Algorithm, theorem, lemma and equation numbers are those of Kim, Vojnović and O
 A reward maps an action ``a`` (bool, shape ``(d,)``) and outcomes ``y`` (shape
 ``(n, d)``, values in ``[0, 1]``) to ``n`` rewards. Expectations are taken
 under a *product* of per-arm distributions given as a probability matrix
-``pmf`` of shape ``(d, G)`` over an :class:`~cmab_milp.general.grid.OutcomeGrid`,
+``pmf`` of shape ``(d, G)`` over an :class:`~cmab_milp.nonlinear.grid.OutcomeGrid`,
 and are exact:
 
 - sum-based rewards ``g(sum_{i in a} y_i)`` (``"linear"``, ``"sqrt_sum"``,

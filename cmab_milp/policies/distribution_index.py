@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 
 from ..environments.base import FeedbackStats
-from ..general.distributions import confidence_radius, optimistic_pmf, pessimistic_pmf
-from ..general.grid import OutcomeGrid, discretisation_grid
-from ..general.rewards import Reward
+from ..nonlinear.distributions import confidence_radius, optimistic_pmf, pessimistic_pmf
+from ..nonlinear.grid import OutcomeGrid, discretisation_grid
+from ..nonlinear.rewards import Reward
 from .base import Index, check_positive
 
 _TOL = 1e-9
@@ -51,7 +51,7 @@ class DistributionIndex(Index):
         With ``learn``: Algorithm 8's ``s`` to switch to when the outcomes turn
         out continuous (the policy sets it; ``None`` refuses such outcomes).
 
-    >>> from cmab_milp.general import OutcomeGrid, make_reward
+    >>> from cmab_milp.nonlinear import OutcomeGrid, make_reward
     >>> grid = OutcomeGrid([0.0, 0.5, 1.0])
     >>> index = DistributionIndex(2, make_reward("max"), grid, grid, C=1.5)
     >>> index.update(FeedbackStats(8, np.array([8, 0]), hist=np.array([[0, 8, 0], [0, 0, 0]])))

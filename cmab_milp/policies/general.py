@@ -9,7 +9,7 @@ under the product of *optimistic* distributions (empirical CDF lowered by
 ``sqrt(C ln t / n_i)``, the mass moved to the top value ``upper``, the paper's
 1), the LCB under the product of *pessimistic* ones (CDF raised, the mass moved
 to the lowest grid value: see ``pessimistic`` below), eqs. (10)-(11). Queries
-go to a :class:`~cmab_milp.general.oracles.DistributionOracle`, which is the
+go to a :class:`~cmab_milp.nonlinear.oracles.DistributionOracle`, which is the
 policy's ``oracle`` (one ledger for index and linear queries). The schedules
 are the shared ones of :mod:`cmab_milp.policies.schedules`.
 
@@ -19,14 +19,14 @@ Constructor, common to the three::
            method="auto", C=1.5, upper=1.0, pessimistic="lowest", sample_budget=2**20, ...)
 
 - ``reward``: the monotone reward ``r(a, y)`` the policy maximises (a name of
-  :func:`~cmab_milp.general.rewards.make_reward`, a callable or a Reward); it
+  :func:`~cmab_milp.nonlinear.rewards.make_reward`, a callable or a Reward); it
   must be the environment's reward. A reward may declare its Lipschitz
   constant (``CallableReward(f, lipschitz=...)``), used by Algorithm 8 below.
 - ``support``, ``discretise``: how outcomes are modelled (next section).
 - ``oracle``: the backend answering the linear "most unobserved arms" queries
   (any name of :func:`~cmab_milp.make_oracle`; ``"enumerate"`` also makes the
   index queries enumerate), a built
-  :class:`~cmab_milp.general.oracles.DistributionOracle` (with ``support=`` or
+  :class:`~cmab_milp.nonlinear.oracles.DistributionOracle` (with ``support=`` or
   ``discretise=`` only: it is tied to one grid), or directly a registered
   distribution backend ``"dist_branch_bound"`` / ``"dist_greedy"`` / ... (the
   short ``"branch_bound"`` / ``"greedy"`` still work).
@@ -44,7 +44,7 @@ Constructor, common to the three::
   given or observed so far -- a deviation from the paper, whose ``F_bar``
   (Appendix A.7.2) puts it at the value 0; the LCB is higher (tighter) when 0
   is not a possible outcome. ``"zero"``: the paper's version (0 joins the
-  grid). :mod:`cmab_milp.general.distributions` states both and when each LCB
+  grid). :mod:`cmab_milp.nonlinear.distributions` states both and when each LCB
   is valid.
 - ``sample_budget``: outcomes (steps x arms) played in one stretch at most when
   feedback arrives as raw samples (below); an integer >= 1, default ``2**20``.
@@ -105,10 +105,10 @@ from typing import Any, ClassVar, NamedTuple
 import numpy as np
 
 from ..environments.base import FeedbackStats
-from ..general.backends import PREFIX, distribution_backend
-from ..general.grid import MAX_DENOMINATOR, OutcomeGrid, discretisation_grid, n_intervals
-from ..general.oracles import BACKENDS, DistributionOracle
-from ..general.rewards import CallableReward, Reward, check_lipschitz, check_monotone, make_reward
+from ..nonlinear.backends import PREFIX, distribution_backend
+from ..nonlinear.grid import MAX_DENOMINATOR, OutcomeGrid, discretisation_grid, n_intervals
+from ..nonlinear.oracles import BACKENDS, DistributionOracle
+from ..nonlinear.rewards import CallableReward, Reward, check_lipschitz, check_monotone, make_reward
 from ..oracles import Oracle, make_oracle
 from ..spaces.base import ActionSpace
 from .base import Stretch, check_horizon, check_positive, check_unit_interval

@@ -162,8 +162,8 @@ def check_params(cls: type, space: Any, header: Mapping[str, Any], params: Mappi
                 hist = arrays.get(pair[1].get("__array__"))
     width = hist.shape[1] if isinstance(hist, np.ndarray) and hist.ndim == 2 else 0
     if discretise is True:
-        from ..general.grid import n_intervals
-        from ..general.rewards import make_reward
+        from ..nonlinear.grid import n_intervals
+        from ..nonlinear.rewards import make_reward
 
         reward = params.get("reward", "sqrt_sum")
         T = header["T"]

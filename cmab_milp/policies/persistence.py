@@ -21,7 +21,7 @@ and ``{"__stretch__": [actions, length]}``.
 
 Loading never imports or calls anything the file names: the policy class and
 the space kind are looked up in fixed tables of the library's own classes, a
-reward must be a name of :func:`~cmab_milp.general.rewards.make_reward`, and
+reward must be a name of :func:`~cmab_milp.nonlinear.rewards.make_reward`, and
 the oracle is rebuilt with :func:`~cmab_milp.make_oracle` from a registered
 backend name (or given as ``oracle=``). A file of another format version, or
 a damaged one, is refused with ``ValueError``. A file saved with other versions
@@ -297,7 +297,7 @@ def _params_data(policy: Policy, encode: _Encoder) -> dict:
     if "reward" in params and not isinstance(params["reward"], str):
         reward = params["reward"]
         name = getattr(reward, "name", None)
-        from ..general.rewards import make_reward
+        from ..nonlinear.rewards import make_reward
 
         try:
             same = isinstance(name, str) and type(make_reward(name)) is type(reward)

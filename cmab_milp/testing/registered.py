@@ -4,7 +4,7 @@ A conformance suite that writes its own list of backends misses the one register
 :func:`registered_kinds` reads the registries instead: the oracle backends of
 :func:`~cmab_milp.register_backend` (one entry per usable solver of a backend that takes
 ``"name:SOLVER"``), the space kinds and the policy kinds a problem file may name
-(:mod:`cmab_milp.experiments.registry`, plugins included). An entry that cannot run here (an
+(:mod:`cmab_milp.experiments.problem.registry`, plugins included). An entry that cannot run here (an
 optional solver not installed) stays in the list with the reason, so a test skips it saying why
 instead of silently checking less.
 
@@ -96,7 +96,7 @@ def _solver_specs(name: str, entry: Backend) -> list[Registered]:
 
 
 def _classes(family: str, known: dict[str, str]) -> list[Registered]:
-    from ..experiments.registry import registered
+    from ..experiments.problem.registry import registered
 
     out = {}
     for name, module in sorted(known.items()):
@@ -122,11 +122,11 @@ def registered_kinds(family: str) -> list[Registered]:
     if family == "space":
         import cmab_milp
 
-        from ..experiments.kinds import space_kinds
+        from ..experiments.problem.kinds import space_kinds
 
         return _classes("space", dict.fromkeys(space_kinds(), cmab_milp.__name__))
     if family == "policy":
-        from ..experiments.kinds import policy_kinds
+        from ..experiments.problem.kinds import policy_kinds
 
         return _classes("policy", policy_kinds())
     raise ValueError(f"unknown family {family!r}; families: {', '.join(FAMILIES)}")

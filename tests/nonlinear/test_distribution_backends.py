@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 import cmab_milp as cm
-from cmab_milp.experiments.compare import compare_backends
-from cmab_milp.general import OutcomeGrid
-from cmab_milp.general import oracles as gen_oracles
-from cmab_milp.general.backends import build, distribution_backend, registered_names
+from cmab_milp.experiments.report.compare import compare_backends
+from cmab_milp.nonlinear import OutcomeGrid
+from cmab_milp.nonlinear import oracles as gen_oracles
+from cmab_milp.nonlinear.backends import build, distribution_backend, registered_names
 from cmab_milp.oracles.core.registry import BACKENDS, Capabilities, capabilities, register_backend
 
 GRID = OutcomeGrid([0.0, 0.5, 1.0])
@@ -109,7 +109,7 @@ def test_the_backend_has_one_name_no_former_method_alias() -> None:
     assert oracle.backend == "branch_bound" and not hasattr(oracle, "method")
     with pytest.raises(TypeError, match="method"):
         gen_oracles.DistributionOracle(cm.Cardinality(4, 2), "max", GRID, method="branch_bound")
-    assert not hasattr(gen_oracles, "METHODS") and not hasattr(cm.general, "METHODS")
+    assert not hasattr(gen_oracles, "METHODS") and not hasattr(cm.nonlinear, "METHODS")
 
 
 def test_policies_take_a_registered_distribution_backend_by_name() -> None:
@@ -161,7 +161,7 @@ def test_compare_oracles_records_a_general_reward_run_and_replays_it(tmp_path) -
     import io
 
     from cmab_milp.experiments import parse_problem
-    from cmab_milp.experiments.compare import compare_oracles
+    from cmab_milp.experiments.report.compare import compare_oracles
 
     probs = np.random.default_rng(3).dirichlet(np.ones(3), size=6).tolist()
     problem = parse_problem(

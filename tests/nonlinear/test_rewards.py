@@ -16,7 +16,7 @@ from scipy import integrate, special
 
 import cmab_milp as cm
 from cmab_milp.environments.continuous import BetaArms
-from cmab_milp.general import (
+from cmab_milp.nonlinear import (
     CallableReward,
     DistributionOracle,
     OutcomeGrid,
@@ -31,7 +31,7 @@ from cmab_milp.general import (
     optimistic_pmf,
     pessimistic_pmf,
 )
-from cmab_milp.general import rewards as rewards_module
+from cmab_milp.nonlinear import rewards as rewards_module
 
 # ---------------------------------------------------------------- brute force
 
@@ -104,7 +104,7 @@ def test_callable_reward_matches_product_enumeration():
 
 
 def test_fft_and_loop_convolutions_agree():
-    grid = cm.general.discretisation_grid(60)
+    grid = cm.nonlinear.discretisation_grid(60)
     rng = np.random.default_rng(0)
     pmf = random_pmf(rng, 3, 60, 1.0)
     actions = cm.Cardinality(3, 3).enumerate()

@@ -197,7 +197,7 @@ def test_other_backends_do_not_depend_on_history(backend: str, family: str) -> N
 @pytest.mark.parametrize("method", ["milp", "enumerate", "branch_bound"])
 def test_distribution_index_answers_do_not_depend_on_history(method: str) -> None:
     """K-MAX index queries with tied arms (equal pmf rows), fresh oracle against one with a history."""
-    from cmab_milp.general import DistributionOracle, OutcomeGrid
+    from cmab_milp.nonlinear import DistributionOracle, OutcomeGrid
 
     space = cm.Cardinality(7, 2)
     grid = OutcomeGrid([0.0, 0.5, 1.0])

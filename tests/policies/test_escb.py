@@ -12,7 +12,7 @@ import pytest
 import cmab_milp as cm
 from cmab_milp.environments.base import FeedbackStats
 from cmab_milp.experiments import load_problem, parse_problem
-from cmab_milp.experiments.schema import ProblemError
+from cmab_milp.experiments.problem.schema import ProblemError
 
 
 def brute_index(mu, n, t, m, actions, C=1.0, loglog=4.0) -> np.ndarray:

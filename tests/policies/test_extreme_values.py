@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import cmab_milp as cm
-from cmab_milp.experiments.limits import CEILINGS
+from cmab_milp.experiments.problem.limits import CEILINGS
 from cmab_milp.policies.persistence import policy_classes
 from cmab_milp.policies.protocol import MAX_OUTCOME
 

@@ -158,12 +158,14 @@ BAD = [
     ({"pessimistic": None}, "pessimistic"),
     (
         {
-            "oracle": cm.general.DistributionOracle(cm.Cardinality(5, 2), "sqrt_sum", cm.general.OutcomeGrid([1.0])),
+            "oracle": cm.nonlinear.DistributionOracle(
+                cm.Cardinality(5, 2), "sqrt_sum", cm.nonlinear.OutcomeGrid([1.0])
+            ),
             "reward": "sqrt_sum",
         },
         "learns its support",
     ),
-    ({"reward": cm.general.CallableReward(lambda a, y: 2 * y[:, a].sum(axis=1), lipschitz=1.5)}, "Lipschitz"),
+    ({"reward": cm.nonlinear.CallableReward(lambda a, y: 2 * y[:, a].sum(axis=1), lipschitz=1.5)}, "Lipschitz"),
 ]
 
 

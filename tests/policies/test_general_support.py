@@ -16,7 +16,7 @@ import test_policy_conformance as kit
 import cmab_milp as cm
 from cmab_milp.environments.base import FeedbackStats
 from cmab_milp.environments.continuous import BetaArms
-from cmab_milp.general import CallableReward, OutcomeGrid, make_reward
+from cmab_milp.nonlinear import CallableReward, OutcomeGrid, make_reward
 from cmab_milp.policies.general import DistributionIndex
 
 VALUES = [0.2, 0.4, 0.6, 0.8, 1.0]
@@ -314,7 +314,7 @@ def test_a_damaged_learned_state_is_refused():
 
 def test_a_learned_support_needs_a_method_name_not_a_built_distribution_oracle():
     space = cm.Cardinality(3, 1)
-    oracle = cm.general.DistributionOracle(space, "sqrt_sum", OutcomeGrid([0.5, 1.0]), backend="enumerate")
+    oracle = cm.nonlinear.DistributionOracle(space, "sqrt_sum", OutcomeGrid([0.5, 1.0]), backend="enumerate")
     assert cm.SDCB(space, 10, oracle=oracle, support=[0.5]).oracle is oracle  # a given support may use it
     with pytest.raises(ValueError, match="learns its support"):
         cm.SDCB(space, 10, oracle=oracle)

@@ -110,8 +110,8 @@ def _problem(space_extra: dict, policies: list[dict]) -> dict:
 
 
 def _keys(data: dict) -> list[str]:
-    from cmab_milp.experiments.problem import parse_problem
-    from cmab_milp.experiments.schema import ProblemError, ProblemErrors
+    from cmab_milp.experiments.problem.problem_file import parse_problem
+    from cmab_milp.experiments.problem.schema import ProblemError, ProblemErrors
 
     with pytest.raises(ProblemError) as info:
         parse_problem(data, "f.toml")
@@ -191,7 +191,7 @@ def test_a_result_prints_as_a_short_summary():
 def test_saved_learners_follow_the_umask_like_results(tmp_path, mask):
     import os
 
-    from cmab_milp.experiments.storage import write_json
+    from cmab_milp.experiments.run.storage import write_json
 
     old = os.umask(mask)
     try:
@@ -208,7 +208,7 @@ def test_saved_learners_follow_the_umask_like_results(tmp_path, mask):
 
 # ---------------------------------------------------------------- 9. coinciding curves stay visible
 def test_coinciding_curves_stay_visible_and_are_named_in_a_note():
-    from cmab_milp.experiments.plots import PolicyCurves, make_figure
+    from cmab_milp.experiments.report.plots import PolicyCurves, make_figure
 
     t = np.unique(np.geomspace(1, 5000, 80).round())
     same = np.vstack([20 * np.sqrt(t), 21 * np.sqrt(t)])
@@ -235,7 +235,7 @@ def test_coinciding_curves_stay_visible_and_are_named_in_a_note():
 def test_progress_lines_count_steps_as_the_glossary_says():
     import io
 
-    from cmab_milp.experiments.progress import Progress
+    from cmab_milp.experiments.run.progress import Progress
 
     stream = io.StringIO()
     progress = Progress(1, stream=stream, clock=iter([0.0, 1.0, 11.0, 12.0]).__next__)
@@ -359,8 +359,8 @@ def test_every_query_beyond_one_per_step_is_named_with_its_step_and_arms(with_le
 def test_run_job_files_name_the_extra_queries(tmp_path):
     import json
 
-    from cmab_milp.experiments.problem import parse_problem
-    from cmab_milp.experiments.runner import run_problem
+    from cmab_milp.experiments.problem.problem_file import parse_problem
+    from cmab_milp.experiments.run.runner import run_problem
 
     data = {
         "space": {
@@ -393,7 +393,7 @@ def _gaussian_problem(tmp_path, cov, *, space=None, limits=None) -> dict:
 
 
 def _parse(tmp_path, data):
-    from cmab_milp.experiments.problem import parse_problem
+    from cmab_milp.experiments.problem.problem_file import parse_problem
 
     return parse_problem(data, str(tmp_path / "problem.toml"))
 
@@ -460,7 +460,7 @@ def test_shared_shocks_per_node_of_a_graph_space(tmp_path):
     ],
 )
 def test_bad_matrix_recipes_are_refused_at_their_key(tmp_path, cov, key, fragment):
-    from cmab_milp.experiments.schema import ProblemError
+    from cmab_milp.experiments.problem.schema import ProblemError
 
     np.save(tmp_path / "cov.npy", np.eye(4))
     np.save(tmp_path / "wide.npy", np.zeros((4, 5)))
@@ -474,7 +474,7 @@ def test_bad_matrix_recipes_are_refused_at_their_key(tmp_path, cov, key, fragmen
 
 
 def test_a_data_file_is_size_checked_before_it_is_read(tmp_path, monkeypatch):
-    from cmab_milp.experiments.schema import ProblemError
+    from cmab_milp.experiments.problem.schema import ProblemError
 
     np.save(tmp_path / "big.npy", np.zeros((4, 300_000)))  # 9.6 MB: only its header is read
     (tmp_path / "big.csv").write_text("# padding\n" * 1000 + "0,0,0,0\n" * 4)  # 10 kB for 16 numbers
@@ -489,7 +489,7 @@ def test_a_data_file_is_size_checked_before_it_is_read(tmp_path, monkeypatch):
 
 
 def test_a_changed_data_file_is_refused_when_the_problem_is_rebuilt(tmp_path):
-    from cmab_milp.experiments.schema import ProblemError
+    from cmab_milp.experiments.problem.schema import ProblemError
 
     np.save(tmp_path / "cov.npy", np.eye(4) * 0.01)
     problem = _parse(tmp_path, _gaussian_problem(tmp_path, {"file": "cov.npy"}))
@@ -554,8 +554,8 @@ def test_guide_and_notebook_say_when_covariance_adaptivity_pays():
 def test_policies_on_request_run_only_when_named(tmp_path):
     import io
 
-    from cmab_milp.experiments.problem import parse_problem
-    from cmab_milp.experiments.runner import RunError, run_problem
+    from cmab_milp.experiments.problem.problem_file import parse_problem
+    from cmab_milp.experiments.run.runner import RunError, run_problem
 
     data = {
         "space": {"kind": "Cardinality", "d": 4, "m": 2},
@@ -626,7 +626,7 @@ def test_readme_timings_say_the_machine_and_what_a_loaded_one_gives():
 
 
 def test_curves_apart_on_a_log_axis_are_not_called_coinciding():
-    from cmab_milp.experiments.plots import PolicyCurves, make_figure
+    from cmab_milp.experiments.report.plots import PolicyCurves, make_figure
 
     t = np.unique(np.geomspace(1, 10**5, 60).round())
     curves = {  # Figure 2's queries: CUCB asks every step, AROQ ~46 and SROQ ~92 times

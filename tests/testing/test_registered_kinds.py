@@ -16,7 +16,7 @@ import pytest
 
 import cmab_milp as cm
 from cmab_milp.experiments import register_kind
-from cmab_milp.experiments.kinds import policy_kinds, space_kinds
+from cmab_milp.experiments.problem.kinds import policy_kinds, space_kinds
 from cmab_milp.oracles.backends.enumerate import EnumerateOracle
 from cmab_milp.oracles.core.registry import BACKENDS
 from cmab_milp.testing import policy_setup, registered_kinds

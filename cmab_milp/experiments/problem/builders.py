@@ -4,30 +4,30 @@ Kinds are resolved by name, never through an if/elif chain: a space kind is any
 :class:`~cmab_milp.spaces.ActionSpace` class exported by ``cmab_milp``; an
 environment or policy kind is any class exported by ``cmab_milp.environments`` /
 ``cmab_milp.policies``, or one registered by trusted code
-(:func:`~cmab_milp.experiments.registry.register_kind`, ``--plugin``). Graph
+(:func:`~cmab_milp.experiments.problem.registry.register_kind`, ``--plugin``). Graph
 generators come from :data:`GENERATORS` and draws from :data:`DRAWS`; nothing a
 file names is ever imported. Sizes are checked against
-:class:`~cmab_milp.experiments.limits.Limits` before anything is built. Keys of a
+:class:`~cmab_milp.experiments.problem.limits.Limits` before anything is built. Keys of a
 kind's table are its constructor's parameters, so a new family needs no change
 here. A constructor's ``ValueError`` is re-raised as a
-:class:`~cmab_milp.experiments.schema.ProblemError` naming the key it concerns.
+:class:`~cmab_milp.experiments.problem.schema.ProblemError` naming the key it concerns.
 
 This module builds environments and policies and re-exports the rest from the
 modules with one job each: :mod:`.kinds` (class lookup, constructor calls),
-:mod:`~cmab_milp.experiments.graphs`, :mod:`~cmab_milp.experiments.spaces`,
-:mod:`~cmab_milp.experiments.rules` (side rules, arm lookups) and
+:mod:`~cmab_milp.experiments.problem.graphs`, :mod:`~cmab_milp.experiments.problem.spaces`,
+:mod:`~cmab_milp.experiments.problem.rules` (side rules, arm lookups) and
 :mod:`.draws`.
 
 Example
 -------
->>> from cmab_milp.experiments.schema import Table
+>>> from cmab_milp.experiments.problem.schema import Table
 >>> space = build_space(Table({"kind": "Cardinality", "d": 5, "m": 2}, "space", "demo.toml"))
 >>> space.d, space.m
 (5, 2)
 >>> build_space(Table({"kind": "Cardinality", "d": 3, "m": 4}, "space", "demo.toml"))
 Traceback (most recent call last):
 ...
-cmab_milp.experiments.schema.ProblemError: demo.toml: space.m: m must be <= d, got m=4 > d=3
+cmab_milp.experiments.problem.schema.ProblemError: demo.toml: space.m: m must be <= d, got m=4 > d=3
 """
 
 from __future__ import annotations
@@ -112,7 +112,7 @@ def build_environment(table: Table, space: Any, limits: Limits | None = None) ->
     values: every rebuild draws the same values from the stated seed).
     """
     limits = Limits() if limits is None else limits
-    if table.data.get("kind") == LOGGED_KIND:  # means and outcomes from a log file (experiments/logged_env.py)
+    if table.data.get("kind") == LOGGED_KIND:  # means and outcomes from a log file (experiments/problem/logged_env.py)
         return build_logged_environment(table, space, limits)
     cls = _resolve_class(table, "kind", environment_kinds(), "environment kind", "environment")
     names, var_keyword = _parameters(cls)
@@ -184,7 +184,7 @@ def build_policy(
 
 
 def _reward_name(spec: Any) -> str | None:
-    from ..general.rewards import make_reward
+    from ...nonlinear.rewards import make_reward
 
     try:
         return make_reward(spec).name

@@ -11,7 +11,7 @@
 >>> check_nesting("a = [[[1]]]", "demo.toml", max_depth=2)
 Traceback (most recent call last):
 ...
-cmab_milp.experiments.schema.ProblemError: demo.toml: a[0][0]: arrays and tables nested more than 2 deep \
+cmab_milp.experiments.problem.schema.ProblemError: demo.toml: a[0][0]: arrays and tables nested more than 2 deep \
 (no valid problem file needs that)
 >>> printable("bad\\nkey\\x1b[31m")
 'bad\\\\nkey\\\\x1b[31m'

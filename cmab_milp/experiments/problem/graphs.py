@@ -317,7 +317,7 @@ def build_graph(table: Table, limits: Limits | None = None) -> tuple[nx.Graph, d
     Returns the graph and the map from original node labels to the labels in
     the graph (the identity unless ``relabel``). An edge of ``edges`` is ``[u, v]`` or
     ``[u, v, { km = 10 }]`` (its attributes, read by ``means = { attribute = "km" }``,
-    :mod:`~cmab_milp.experiments.arm_values`). ``directed = true`` orients each
+    :mod:`~cmab_milp.experiments.problem.arm_values`). ``directed = true`` orients each
     edge as written (edge lists) or as networkx lists it (generators). A
     generator is one of :data:`GENERATORS`; its size is checked against
     ``limits`` before it runs.
@@ -386,7 +386,7 @@ def _edge_attributes(value: dict, key: str, file: str) -> dict[str, Any]:
 
 def _topohub_graph(table: Table, limits: Limits) -> nx.Graph:
     """``topohub = "GROUP/NAME"``: a topology of topohub's catalogue, nodes named, edge attributes kept."""
-    from ..topologies import load_topology
+    from ...topologies import load_topology
 
     name = table.string("topohub")
     try:

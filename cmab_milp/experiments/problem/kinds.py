@@ -1,7 +1,7 @@
 """Resolve the class a problem-file table names, read its constructor's parameters, and call it.
 
 A constructor's ``ValueError`` / ``TypeError`` becomes a
-:class:`~cmab_milp.experiments.schema.ProblemError` naming the key it concerns.
+:class:`~cmab_milp.experiments.problem.schema.ProblemError` naming the key it concerns.
 
 >>> "Cardinality" in space_kinds()
 True
@@ -87,7 +87,7 @@ def _resolve_class(table: Table, key: str, known: dict[str, str], what: str, fam
     """The class named by ``table[key]``: a library kind, a registered kind, or a ``--plugin`` module's class.
 
     Nothing named by the file is imported: ``"module:Class"`` resolves only when
-    the module was loaded with :func:`~cmab_milp.experiments.registry.load_plugins`.
+    the module was loaded with :func:`~cmab_milp.experiments.problem.registry.load_plugins`.
     """
     name = table.string(key)
     if family == "policy" and name in KIND_ALIASES:

@@ -13,7 +13,7 @@ Example
 >>> limits.check("arms", 30_000, "space.d", "demo.toml")
 Traceback (most recent call last):
 ...
-cmab_milp.experiments.schema.ProblemError: demo.toml: space.d: 30000 is above the limit arms = 20000 \
+cmab_milp.experiments.problem.schema.ProblemError: demo.toml: space.d: 30000 is above the limit arms = 20000 \
 (raise it in the problem file: [run] limits = { arms = N })
 """
 

@@ -25,7 +25,7 @@ Example
 -------
 >>> import os, tempfile
 >>> import cmab_milp as cm
->>> from cmab_milp.experiments.schema import Table
+>>> from cmab_milp.experiments.problem.schema import Table
 >>> folder = tempfile.mkdtemp()
 >>> _ = open(os.path.join(folder, "log.csv"), "w").write("round,arm,reward\\n0,0,1\\n1,1,0\\n")
 >>> table = Table({"kind": "logged", "file": "log.csv"}, "environment", os.path.join(folder, "p.toml"))
@@ -36,7 +36,7 @@ Example
 >>> build_logged_environment(table, cm.Cardinality(2, 1))  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-cmab_milp.experiments.schema.ProblemError: ...p.toml: environment.file: the log must be in the problem file's \
+cmab_milp.experiments.problem.schema.ProblemError: ...p.toml: environment.file: the log must be in the problem file's \
 folder or below it, got '../log.csv'
 """
 
@@ -45,8 +45,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..logged.environment import LoggedEnvironment
-from ..logged.table import LoggedFeedback
+from ...logged.environment import LoggedEnvironment
+from ...logged.table import LoggedFeedback
 from .limits import Limits
 from .matrices import _check_digest, _sha256, confined_path
 from .schema import Table

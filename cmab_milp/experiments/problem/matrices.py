@@ -28,7 +28,7 @@ worker, ``--resume``) instead of silently giving other numbers.
 Example
 -------
 >>> import cmab_milp as cm
->>> from cmab_milp.experiments.limits import Limits
+>>> from cmab_milp.experiments.problem.limits import Limits
 >>> space = cm.Cardinality(3, 2, labels=["a", "b", "c"])
 >>> table = Table({"shared": [{"arms": ["a", "b"], "variance": 0.04}], "diagonal": 0.01}, "environment.cov", "f.toml")
 >>> matrix_value(table, space, Limits())[0]

@@ -25,7 +25,7 @@
 
 A backend that takes no such option is refused at the key, before any work.
 
->>> from cmab_milp.experiments.schema import Table
+>>> from cmab_milp.experiments.problem.schema import Table
 >>> entry = Table({"name": "A", "kind": "AROQ", "oracle": "enumerate"}, "policies[0]", "f.toml")
 >>> specs = parse_policies([entry], "f.toml")
 >>> specs[0].oracle, specs[0].oracle_options
@@ -39,7 +39,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..oracles.core.registry import BACKENDS, check_backend_name, make_oracle
+from ...oracles.core.registry import BACKENDS, check_backend_name, make_oracle
 from .kinds import _resolve_class, policy_kinds
 from .registry import check_name
 from .schema import ProblemError, ProblemErrors, Table, plain

@@ -4,24 +4,24 @@ A problem file states one experiment: an action space, an environment, the
 policies to compare (each with its oracle backend and constants), the horizon
 and the seeds. :func:`load_problem` checks everything before anything runs,
 building the space, the environment and every policy once, so that any mistake
-is reported as a :class:`~cmab_milp.experiments.schema.ProblemError` naming the
+is reported as a :class:`~cmab_milp.experiments.problem.schema.ProblemError` naming the
 file, the key (``space.m``, ``policies[1].oracle``) and what is wrong.
 
 A problem file is data, never code: every name in it is looked up in a table
-(the library's own kinds, :data:`~cmab_milp.experiments.builders.GENERATORS`,
-:data:`~cmab_milp.experiments.builders.DRAWS`, the oracle backends, the reward
+(the library's own kinds, :data:`~cmab_milp.experiments.problem.builders.GENERATORS`,
+:data:`~cmab_milp.experiments.problem.builders.DRAWS`, the oracle backends, the reward
 names); nothing it says is imported. Names are plain identifiers (``__class__``,
 ``_private``, ``os.path.join``, ``lambda: 0`` are refused). Your own kinds come
 from code you name outside the file: ``cmab-milp ... --plugin MODULE`` imports
 ``MODULE``, which calls :func:`~cmab_milp.experiments.register_kind`; a public
 class of such a module may also be written ``"MODULE:Class"``.
 
-Sizes are checked before anything is built (:class:`~cmab_milp.experiments.limits.Limits`):
+Sizes are checked before anything is built (:class:`~cmab_milp.experiments.problem.limits.Limits`):
 arms ``d`` (and a graph's edges) <= 5,000, graph nodes <= 20,000, values per draw
 <= 10^6, explicit actions <= 10^5, steps per job <= 10^8, seeds <= 1,000, curve points
 <= 10,000, policies <= 100, jobs (policies x seeds) <= 10,000. A file that means it raises them
 in ``[run] limits`` (the horizon stops at 2^50). Arrays and tables nested more than 32 deep are
-refused at their key (:mod:`~cmab_milp.experiments.file_limits`).
+refused at their key (:mod:`~cmab_milp.experiments.problem.file_limits`).
 
 Schema (every key not listed is refused)::
 
@@ -79,7 +79,7 @@ Schema (every key not listed is refused)::
     at_least = 1                   #   at_least and/or at_most
     # TOML table keys are strings: a table names arms by label or edge name "u-v" ({ "A-B" = 2 }, either way
     # round; "3-7" for integer nodes). Per-arm numbers (coeffs, costs, means, a diagonal) may also be
-    # [u, v, value] rows or an edge attribute, { attribute = "km", scale = 0.1 } (experiments/arm_values.py).
+    # [u, v, value] rows or an edge attribute, { attribute = "km", scale = 0.1 } (experiments/problem/arm_values.py).
     # For indices use the array forms (arms = [...] with weights / costs).
 
     # kind = "Intersection" takes [[space.parts]] (each a space table) instead (and labels, rules).
@@ -104,10 +104,10 @@ Schema (every key not listed is refused)::
                                    #   (its d^2 entries count against the limit of values per draw)
     # cov = { file = "cov.npy" }   # or from a data file beside this one (.npy without pickle, or .csv),
                                    #   factors = ..., shared = [{ arms = [...], variance = v }]; the parts
-                                   #   add up (see experiments/matrices.py)
+                                   #   add up (see experiments/problem/matrices.py)
     # kind = "logged"              # or: arms drawn from a log file beside this one (CSV or Parquet),
     # file = "clicks.csv"          #   columns round / arm / reward (inclusion = "p" optional), see
-                                   #   experiments/logged_env.py
+                                   #   experiments/problem/logged_env.py
 
     [[policies]]                   # one table per compared policy
     name = "AROQ"                  # label in plots and results (letters, digits, _ . + -)
@@ -171,7 +171,7 @@ Example
 >>> parse_problem({"space": {}}, "demo.toml")  # every error at once, one line each
 Traceback (most recent call last):
 ...
-cmab_milp.experiments.schema.ProblemErrors: demo.toml: environment: missing required key
+cmab_milp.experiments.problem.schema.ProblemErrors: demo.toml: environment: missing required key
 demo.toml: policies: missing required key
 demo.toml: run: missing required key
 demo.toml: space.kind: missing required key
@@ -187,10 +187,10 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from ..report.plots import DEFAULT_PANELS, PANELS
 from .builders import build_environment, build_policy, build_space, policy_warnings
 from .file_limits import check_data_depth, check_nesting
 from .limits import Limits, check_counts
-from .plots import DEFAULT_PANELS, PANELS
 from .policy_specs import PolicySpec, parse_policies
 from .registry import plugins
 from .schema import ProblemError, ProblemErrors, Table, check_integer, copy_data, describe, join_key, plain
@@ -247,7 +247,7 @@ class Problem:
 
     @property
     def size_limits(self) -> Limits:
-        """The :class:`~cmab_milp.experiments.limits.Limits` this problem was checked against."""
+        """The :class:`~cmab_milp.experiments.problem.limits.Limits` this problem was checked against."""
         return Limits(**self.limits)
 
     # ------------------------------------------------------------ builders
@@ -328,7 +328,7 @@ def load_problem(path: str | Path, *, steps: int | None = None, seeds: int | lis
     ``steps`` is the time steps each job plays: it replaces a known ``[run] horizon``
     (T), and with ``horizon = "unknown"`` it replaces ``[run] steps`` (the policies are
     still not told it). ``seeds`` is a count (seeds ``0..seeds-1``) or a list. Raises
-    :class:`~cmab_milp.experiments.schema.ProblemError` for any mistake.
+    :class:`~cmab_milp.experiments.problem.schema.ProblemError` for any mistake.
     """
     file = str(path)
     try:
@@ -411,7 +411,7 @@ def parse_problem(
                 policy = attempt(build_policy, table, spec.kind, space, T, oracle, dict(spec.constants))
                 if policy is not None and env is not None:
                     warnings += policy_warnings(table, spec.kind, dict(spec.constants), env)
-    # read after the build, which adds each data file's SHA-256 to its recipe (experiments/matrices.py)
+    # read after the build, which adds each data file's SHA-256 to its recipe (experiments/problem/matrices.py)
     env_data = attempt(plain, env_table.data, "environment", file) if env_table is not None else None
     if errors:
         raise errors[0] if len(errors) == 1 else ProblemErrors(errors)

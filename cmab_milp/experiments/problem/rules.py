@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..spaces.base import EmptySpaceError
+from ...spaces.base import EmptySpaceError
 from .arm_values import arm_index, arm_values
 from .kinds import _construct
 from .schema import ProblemError, ProblemErrors, Table, check_number, describe, join_key

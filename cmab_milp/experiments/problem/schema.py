@@ -14,7 +14,7 @@ Example
 >>> t.integer("m")
 Traceback (most recent call last):
 ...
-cmab_milp.experiments.schema.ProblemError: demo.toml: space.m: expected an integer, got a string ('3')
+cmab_milp.experiments.problem.schema.ProblemError: demo.toml: space.m: expected an integer, got a string ('3')
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Action spaces from ``[space]`` tables: the kind, its constructor parameters, then the side rules.
 
->>> from cmab_milp.experiments.schema import Table
+>>> from cmab_milp.experiments.problem.schema import Table
 >>> build_space(Table({"kind": "Cardinality", "d": 4, "m": 2}, "space", "demo.toml")).d
 4
 """
@@ -71,7 +71,7 @@ def _space_parameter(table: Table, name: str, labels: dict | None, limits: Limit
 
 
 def build_space(table: Table, limits: Limits | None = None) -> Any:
-    """An action space from a ``[space]`` table (see :mod:`cmab_milp.experiments.problem`).
+    """An action space from a ``[space]`` table (see :mod:`cmab_milp.experiments.problem.problem_file`).
 
     Sizes are checked against ``limits`` (default :class:`~.limits.Limits`) before anything is built.
     """

@@ -54,9 +54,9 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from ..oracles import BACKENDS, Oracle, available_backends, check_backend_name, make_oracle
-from ..oracles.core.base import UnsupportedQuery
-from ..oracles.core.queries import LinearQuery
+from ...oracles import BACKENDS, Oracle, available_backends, check_backend_name, make_oracle
+from ...oracles.core.base import UnsupportedQuery
+from ...oracles.core.queries import LinearQuery
 from .compare_report import build_report, save_plot
 
 __all__ = [
@@ -70,7 +70,7 @@ __all__ = [
     "save_plot",
 ]
 
-#: A recorded query: linear, norm, or a distribution-index query (``cmab_milp.general.oracles.IndexQuery``).
+#: A recorded query: linear, norm, or a distribution-index query (``cmab_milp.nonlinear.oracles.IndexQuery``).
 Query = Any
 
 
@@ -120,9 +120,9 @@ def record_queries(
     (policy, its backend, seed, horizon, regret). ``policy`` defaults to the
     problem's first; ``horizon`` to the problem's.
     """
-    from ..simulation import simulate
-    from .builders import build_policy
-    from .schema import Table
+    from ...simulation import simulate
+    from ..problem.builders import build_policy
+    from ..problem.schema import Table
 
     names = [p.name for p in problem.policies]
     name = names[0] if policy is None else policy
@@ -306,7 +306,7 @@ def compare_oracles(
     order (``None``: all). Writes ``out_dir/oracles.json`` (and ``oracles.png``)
     and returns the report.
     """
-    from .storage import write_json
+    from ..run.storage import write_json
 
     if max_queries is not None and max_queries < 1:
         raise ValueError(f"max_queries must be >= 1 (or None for all), got {max_queries}")
@@ -382,7 +382,7 @@ def add_command(sub: Any) -> None:
 
 def run_command(args: argparse.Namespace) -> int:
     """Handler of ``compare-oracles``: 0 all agree, 1 disagreement or error, 2 refused input."""
-    from . import load_problem
+    from .. import load_problem
 
     problem = load_problem(args.problem)
     options = {key: getattr(args, key) for key in ("policy", "seed", "horizon")}

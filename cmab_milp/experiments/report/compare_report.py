@@ -1,7 +1,7 @@
 """The report of a solver swap: agreement per backend, ratios of approximate backends, and its plot.
 
 :func:`build_report` judges every answer independently of the backend that
-gave it (see :mod:`cmab_milp.experiments.compare`); :func:`save_plot` draws
+gave it (see :mod:`cmab_milp.experiments.report.compare`); :func:`save_plot` draws
 the median seconds per query.
 """
 
@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from ..oracles.core.base import tolerance
-from ..oracles.core.queries import LinearQuery, NormQuery
+from ...oracles.core.base import tolerance
+from ...oracles.core.queries import LinearQuery, NormQuery
 
 __all__ = ["EXAMPLES", "build_report", "describe", "feasible", "save_plot"]
 
@@ -32,7 +32,7 @@ def describe(query: Any, d: int) -> dict[str, Any]:
         out = {"kind": "norm", "mu": query.mu.tolist(), "f": query.f, "sign": query.sign}
         if d <= 20:
             out["M"] = query.M.tolist()
-    else:  # a distribution-index query (cmab_milp.general.oracles.IndexQuery)
+    else:  # a distribution-index query (cmab_milp.nonlinear.oracles.IndexQuery)
         out = {"kind": "index", "reward": query.reward.name, "grid": query.grid.values.tolist()}
         if query.pmf.size <= 400:
             out["pmf"] = query.pmf.tolist()
@@ -54,7 +54,7 @@ def build_report(
     setup: dict,
     ratios: Mapping[str, float] | None = None,
 ) -> dict[str, Any]:
-    """The report of :func:`~cmab_milp.experiments.compare.compare_backends` from the outcome per (backend, query).
+    """The report of :func:`.compare.compare_backends` from the outcome per (backend, query).
 
     ``ratios`` holds the declared ratio of each approximate backend (its ``proven_ratio``): its answers
     are checked against ``ratio * best`` instead of ``best``, and its worst ratio is reported.

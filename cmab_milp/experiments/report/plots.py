@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..figures import (
+from ...figures import (
     COINCIDE_SHARE,
     DEFAULT_PANELS,
     PANELS,
@@ -47,7 +47,7 @@ __all__ = [
 def _save_atomic(figure: Any, path: Path, dpi: int) -> None:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    from .storage import atomic_target
+    from ..run.storage import atomic_target
 
     FigureCanvasAgg(figure)
     with atomic_target(path) as tmp:
@@ -60,9 +60,9 @@ def save_figures(
     """Write ``out_dir/figure.png`` (all panels) and ``out_dir/panels/<letter>_<panel>.png``; return the paths.
 
     Nothing is written through a symbolic link inside ``out_dir``
-    (:class:`~cmab_milp.experiments.storage.FolderError`).
+    (:class:`~cmab_milp.experiments.run.storage.FolderError`).
     """
-    from .storage import contained
+    from ..run.storage import contained
 
     out = Path(out_dir)
     contained(out, out / "panels" / "x.png")

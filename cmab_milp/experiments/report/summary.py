@@ -9,8 +9,8 @@ missing, and the problem (its steps, seeds, arms and optimal action).
 Example
 -------
 >>> import io, tempfile
->>> from cmab_milp.experiments.problem import parse_problem
->>> from cmab_milp.experiments.runner import run_problem
+>>> from cmab_milp.experiments.problem.problem_file import parse_problem
+>>> from cmab_milp.experiments.run.runner import run_problem
 >>> problem = parse_problem({
 ...     "space": {"kind": "Cardinality", "d": 4, "m": 2},
 ...     "environment": {"kind": "BernoulliArms", "means": [0.1, 0.2, 0.3, 0.4]},
@@ -35,11 +35,11 @@ from typing import Any
 
 import numpy as np
 
-from .jobs import Job, is_complete, json_label, told_horizon
+from ..problem.problem_file import Problem
+from ..problem.registry import load_plugins
+from ..run.jobs import Job, is_complete, json_label, told_horizon
+from ..run.storage import CURVE_COLUMNS, job_paths, read_curve, read_json
 from .plots import PolicyCurves
-from .problem import Problem
-from .registry import load_plugins
-from .storage import CURVE_COLUMNS, job_paths, read_curve, read_json
 
 __all__ = ["METRICS", "OPTIONAL_METRICS", "collect_curves", "describe_arms", "summarise"]
 

@@ -34,11 +34,11 @@ from typing import Any
 
 import numpy as np
 
-from ..logged.estimators import ESTIMATORS, offline_value
-from ..logged.replaying import replay
-from ..logged.table import LoggedFeedback
-from .logged_env import LOGGED_KIND, log_options
-from .schema import Table
+from ...logged.estimators import ESTIMATORS, offline_value
+from ...logged.replaying import replay
+from ...logged.table import LoggedFeedback
+from ..problem.logged_env import LOGGED_KIND, log_options
+from ..problem.schema import Table
 from .storage import atomic_target, atomic_write_text, write_json
 
 __all__ = ["add_command", "evaluate_problem", "run_command"]
@@ -74,7 +74,7 @@ def evaluate_problem(
     level: float = 0.95,
     policies: list[str] | None = None,
 ) -> dict[str, Any]:
-    """The report of :mod:`this module <cmab_milp.experiments.evaluate>` as plain data (nothing written)."""
+    """The report of :mod:`this module <cmab_milp.experiments.run.evaluate>` as plain data (nothing written)."""
     estimators = list(ESTIMATORS) if estimators is None else estimators
     unknown = [e for e in estimators if e not in ESTIMATORS]
     if unknown:
@@ -209,7 +209,7 @@ def add_command(sub: Any) -> None:
 
 def run_command(args: argparse.Namespace) -> int:
     """Handler of ``evaluate``: 0 written, 2 refused input (nothing written)."""
-    from . import load_problem
+    from .. import load_problem
 
     problem = load_problem(args.problem)
     if not 0 < args.level < 1:

@@ -10,7 +10,7 @@ reads it back (``--resume`` skips complete jobs of the same problem digest).
 
 Example
 -------
->>> from cmab_milp.experiments.problem import parse_problem
+>>> from cmab_milp.experiments.problem.problem_file import parse_problem
 >>> problem = parse_problem({
 ...     "space": {"kind": "Cardinality", "d": 4, "m": 2},
 ...     "environment": {"kind": "BernoulliArms", "means": [0.1, 0.2, 0.3, 0.4]},
@@ -38,9 +38,9 @@ from typing import Any
 
 import numpy as np
 
-from .problem import Problem
+from ..problem.problem_file import Problem
+from ..problem.registry import load_plugins
 from .progress import ProgressOptions, job_reporter
-from .registry import load_plugins
 from .storage import CURVE_COLUMNS, contained, downsample, job_paths, read_json, write_curve, write_json
 
 __all__ = ["Job", "is_complete", "json_label", "now", "run_job", "save_job", "told_horizon"]

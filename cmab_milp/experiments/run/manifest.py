@@ -49,8 +49,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from ..problem.problem_file import Problem
 from .jobs import Job, is_complete, now
-from .problem import Problem
 from .storage import FolderError, atomic_target, contained, job_paths, read_json, write_json
 
 __all__ = [

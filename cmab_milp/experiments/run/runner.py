@@ -10,7 +10,7 @@ on; an interrupted run keeps every finished job for ``--resume``.
 Example
 -------
 >>> import io, tempfile
->>> from cmab_milp.experiments.problem import parse_problem
+>>> from cmab_milp.experiments.problem.problem_file import parse_problem
 >>> problem = parse_problem({
 ...     "space": {"kind": "Cardinality", "d": 4, "m": 2},
 ...     "environment": {"kind": "BernoulliArms", "means": [0.1, 0.2, 0.3, 0.4]},
@@ -32,14 +32,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from ..problem.problem_file import Problem
+from ..report.plots import save_figures
+from ..report.summary import METRICS, collect_curves, summarise
 from .executors import open_executor
 from .jobs import Job, is_complete, now, run_job, save_job
 from .manifest import copy_data_files, version_differences, write_manifest
-from .plots import save_figures
-from .problem import Problem
 from .progress import Progress, ProgressOptions, format_seconds
 from .storage import FolderBusy, FolderError, atomic_write_text, contained, lock_folder, read_json, write_json
-from .summary import METRICS, collect_curves, summarise
 
 __all__ = [
     "METRICS",

@@ -81,7 +81,7 @@ def contained(root: str | Path, path: str | Path) -> Path:
     >>> contained(root, root / "panels" / "a.png")
     Traceback (most recent call last):
     ...
-    cmab_milp.experiments.storage.FolderError: refusing to write panels/a.png: panels is a symbolic link
+    cmab_milp.experiments.run.storage.FolderError: refusing to write panels/a.png: panels is a symbolic link
     """
     root, path = Path(root), Path(path)
     relative = path.relative_to(root)
@@ -217,7 +217,7 @@ def lock_folder(out: Path) -> int:
     >>> lock_folder(folder)
     Traceback (most recent call last):
     ...
-    cmab_milp.experiments.storage.FolderBusy: ... is in use by another cmab-milp run: wait until it ends, or ...
+    cmab_milp.experiments.run.storage.FolderBusy: ... is in use by another cmab-milp run: wait until it ends, or ...
     >>> os.close(fd)
     """
     try:

@@ -21,8 +21,8 @@ folder has no copy (checked against their recorded SHA-256).
 Example
 -------
 >>> import io, tempfile
->>> from cmab_milp.experiments.problem import parse_problem
->>> from cmab_milp.experiments.runner import run_problem
+>>> from cmab_milp.experiments.problem.problem_file import parse_problem
+>>> from cmab_milp.experiments.run.runner import run_problem
 >>> problem = parse_problem({
 ...     "space": {"kind": "Cardinality", "d": 4, "m": 2},
 ...     "environment": {"kind": "BernoulliArms", "means": [0.1, 0.2, 0.3, 0.4]},
@@ -55,13 +55,13 @@ from typing import Any, TextIO
 
 from cmab_milp.provenance import provenance, software_differences
 
+from ..problem.problem_file import Problem, parse_problem
+from ..problem.schema import ProblemError
+from ..report.summary import summarise
 from .executors import open_executor
 from .jobs import Job, run_job
 from .manifest import MANIFEST, changed_files, data_files, read_manifest, recorded_provenance, sha256_file
-from .problem import Problem, parse_problem
-from .schema import ProblemError
 from .storage import FolderError, job_paths, read_curve, read_json, write_curve
-from .summary import summarise
 from .verify_report import RunCheck, VerifyReport, extras_difference, first_difference, totals_difference
 
 __all__ = ["VerifyError", "add_command", "verify"]
@@ -97,7 +97,7 @@ def verify(
     >>> import io, tempfile
     >>> import cmab_milp as cm
     >>> from cmab_milp.experiments import run_problem
-    >>> from cmab_milp.experiments.problem import parse_problem
+    >>> from cmab_milp.experiments.problem.problem_file import parse_problem
     >>> problem = parse_problem({
     ...     "space": {"kind": "Cardinality", "d": 4, "m": 2},
     ...     "environment": {"kind": "BernoulliArms", "means": [0.1, 0.2, 0.3, 0.4]},

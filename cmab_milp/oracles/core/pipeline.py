@@ -34,7 +34,7 @@ the ``highs`` backend keeps its LP-first path and tie re-solve), the models of
 :mod:`~cmab_milp.oracles.backends.pulp` (whose ``confirm_infeasible`` re-checks
 PuLP's ``Infeasible`` on HiGHS), :mod:`~cmab_milp.oracles.backends.ortools`
 (its bound is the rounding error of CP-SAT's integer costs) and the K-MAX MILP
-of :mod:`~cmab_milp.general.kmax_milp` (its tangent cuts are its ``separate``
+of :mod:`~cmab_milp.nonlinear.kmax_milp` (its tangent cuts are its ``separate``
 step). Every solver backend is a :class:`~cmab_milp.oracles.core.model_oracle.ModelOracle` over such an
 adapter: a new one writes the adapter (subclassing :class:`~cmab_milp.oracles.core.model.ModelBase`) and
 ``_new_model``, adds one

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import cmab_milp as cm
 from cmab_milp.experiments import load_problem
-from cmab_milp.experiments.policy_specs import default_oracle
+from cmab_milp.experiments.problem.policy_specs import default_oracle
 
 KINDS = ["CUCB", "AROQ", "SROQ", "OLSUCBC", "AROQCov", "SROQCov", "SDCB", "AROQGR", "SROQGR", "CTS", "ESCB", "AROQESCB"]
 

@@ -12,8 +12,8 @@ import pytest
 
 from cmab_milp.cli import main
 from cmab_milp.experiments import ProblemError, load_problem
-from cmab_milp.experiments.file_limits import MAX_DEPTH, check_nesting
-from cmab_milp.experiments.graphs import GENERATORS, MAX_TRIES
+from cmab_milp.experiments.problem.file_limits import MAX_DEPTH, check_nesting
+from cmab_milp.experiments.problem.graphs import GENERATORS, MAX_TRIES
 
 SPACE = '[space]\nkind = "Cardinality"\nd = 4\nm = 2\n'
 ENVIRONMENT = '[environment]\nkind = "BernoulliArms"\nmeans = [0.1, 0.2, 0.3, 0.4]\n'

@@ -17,7 +17,7 @@ import pytest
 
 from cmab_milp.cli import main
 from cmab_milp.experiments import ProblemError, load_problem, parse_problem, register_kind
-from cmab_milp.experiments import registry as registry_module
+from cmab_milp.experiments.problem import registry as registry_module
 
 SPACE = '[space]\nkind = "Cardinality"\nd = 4\nm = 2\n'
 ENVIRONMENT = '[environment]\nkind = "BernoulliArms"\nmeans = [0.1, 0.2, 0.3, 0.4]\n'

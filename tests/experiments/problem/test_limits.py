@@ -12,7 +12,7 @@ import pytest
 
 from cmab_milp.cli import main
 from cmab_milp.experiments import GENERATORS, Limits, ProblemError, load_problem
-from cmab_milp.experiments.limits import CEILINGS
+from cmab_milp.experiments.problem.limits import CEILINGS
 
 ENV = '[environment]\nkind = "BernoulliArms"\nmeans = { draw = "uniform", seed = 1 }\n'
 POLICY = '[[policies]]\nname = "CUCB"\nkind = "CUCB"\noracle = "highs"\n'
@@ -69,8 +69,8 @@ def test_generators_are_not_called_past_the_limit(monkeypatch: pytest.MonkeyPatc
         "complete_graph",
         type(spec)(lambda n: called.append(n) or nx.complete_graph(n), spec.params, spec.size),
     )
-    from cmab_milp.experiments.builders import build_graph
-    from cmab_milp.experiments.schema import Table
+    from cmab_milp.experiments.problem.builders import build_graph
+    from cmab_milp.experiments.problem.schema import Table
 
     with pytest.raises(ProblemError, match="may have 7998000 edges"):
         build_graph(Table({"generator": "complete_graph", "args": [4000]}, "space.graph", "x.toml"))

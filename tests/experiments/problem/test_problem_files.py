@@ -13,7 +13,7 @@ import cmab_milp
 from cmab_milp.cli import main
 from cmab_milp.experiments import ProblemError, load_problem
 
-PROBLEMS = sorted((Path(__file__).resolve().parents[2] / "problems").glob("*.toml"))
+PROBLEMS = sorted((Path(__file__).resolve().parents[3] / "problems").glob("*.toml"))
 
 SPACE = """
 [space]
@@ -343,7 +343,7 @@ def test_environment_kinds_are_found_beside_the_exported_ones(tmp_path: Path) ->
 
 
 def test_bipartite_generators_build_matching_spaces() -> None:
-    from cmab_milp.experiments.problem import parse_problem
+    from cmab_milp.experiments.problem.problem_file import parse_problem
 
     problem = parse_problem(
         {
@@ -376,7 +376,7 @@ def test_bipartite_generators_build_matching_spaces() -> None:
     ],
 )
 def test_draws_come_from_numpy_with_the_stated_seed(recipe: dict, expected: np.ndarray) -> None:
-    from cmab_milp.experiments.builders import resolve_parameter
+    from cmab_milp.experiments.problem.builders import resolve_parameter
 
     drawn = np.asarray(resolve_parameter(recipe, "environment.x", "x.toml", 4))
     assert drawn.shape == expected.shape and np.array_equal(drawn, expected)

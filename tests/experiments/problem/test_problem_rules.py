@@ -16,7 +16,7 @@ import pytest
 import cmab_milp as cm
 from cmab_milp.cli import main
 from cmab_milp.experiments import ProblemError, load_problem, parse_problem, run_problem
-from cmab_milp.experiments.runner import JobsFailed
+from cmab_milp.experiments.run.runner import JobsFailed
 
 LABELLED = """
 [space]
@@ -258,7 +258,7 @@ def test_diagonal_matrices_by_number_or_label(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------ topohub
-ROUTING = Path(__file__).resolve().parents[2] / "problems" / "routing_abilene.toml"
+ROUTING = Path(__file__).resolve().parents[3] / "problems" / "routing_abilene.toml"
 TOPOHUB = """
 [space]
 kind = "STPaths"

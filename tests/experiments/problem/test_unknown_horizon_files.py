@@ -14,8 +14,8 @@ import pytest
 import cmab_milp as cm
 from cmab_milp.cli import main
 from cmab_milp.experiments import ProblemError, load_problem, parse_problem, run_problem
-from cmab_milp.experiments.compare import record_queries
-from cmab_milp.experiments.storage import job_paths, read_curve, read_json
+from cmab_milp.experiments.report.compare import record_queries
+from cmab_milp.experiments.run.storage import job_paths, read_curve, read_json
 
 MEANS = [0.9, 0.85, 0.2, 0.4, 0.6, 0.1]
 HEAD = """
@@ -275,7 +275,7 @@ def test_compare_oracles_records_an_unknown_horizon_policy_as_it_runs(tmp_path: 
 
 
 def test_the_shipped_anytime_file_puts_told_and_unknown_horizons_side_by_side(tmp_path: Path) -> None:
-    path = Path(__file__).resolve().parents[2] / "problems" / "paper_linear_anytime.toml"
+    path = Path(__file__).resolve().parents[3] / "problems" / "paper_linear_anytime.toml"
     problem = load_problem(path, steps=400, seeds=1)
     told = {p.name: problem.policy_horizon(p.name) for p in problem.policies}
     assert told == {"AROQ-CMAB": 400, "AROQ-CMAB-anytime": None, "SROQ-CMAB": 400, "SROQ-CMAB-anytime": None}

@@ -14,7 +14,7 @@ from recorded_queries import NORM_QUERY_F, NORM_QUERY_M, NORM_QUERY_MU, NORM_QUE
 
 import cmab_milp as cm
 from cmab_milp.experiments import parse_problem
-from cmab_milp.experiments.compare import (
+from cmab_milp.experiments.report.compare import (
     RecordingOracle,
     add_command,
     compare_backends,
@@ -336,7 +336,7 @@ def geant_space():
 
     from cmab_milp.experiments import load_problem
 
-    return load_problem(Path(__file__).resolve().parents[2] / "problems" / "routing_geant.toml").build_space()
+    return load_problem(Path(__file__).resolve().parents[3] / "problems" / "routing_geant.toml").build_space()
 
 
 @pytest.mark.slow_backend

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import cmab_milp.experiments as experiments
-from cmab_milp.experiments import compare
+from cmab_milp.experiments.report import compare
 
 NAMES = ["record_queries", "candidate_backends", "compare_backends", "save_plot", "compare_oracles"]
 
@@ -17,7 +17,7 @@ def test_the_compare_functions_are_exported_from_experiments() -> None:
 
 
 def test_the_solver_swap_guide_names_them_next_to_the_command() -> None:
-    guide = Path(__file__).resolve().parents[2] / "docs" / "guide" / "solver-swap.md"
+    guide = Path(__file__).resolve().parents[3] / "docs" / "guide" / "solver-swap.md"
     text = guide.read_text(encoding="utf-8")
     section = text[text.index("## Replaying a run's queries on every backend") :]
     for name in NAMES:

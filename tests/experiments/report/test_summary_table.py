@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from cmab_milp.cli import main
-from cmab_milp.experiments.summary_table import summary_table
+from cmab_milp.experiments.report.summary_table import summary_table
 
 METRICS = ("regret", "queries", "rounds", "wall_seconds", "oracle_seconds")
 

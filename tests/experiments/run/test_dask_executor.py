@@ -12,11 +12,11 @@ import pytest
 
 from cmab_milp.cli import main
 from cmab_milp.experiments import parse_problem, run_problem
-from cmab_milp.experiments.storage import job_paths, read_curve
+from cmab_milp.experiments.run.storage import job_paths, read_curve
 
 distributed = pytest.importorskip("distributed")
 
-from cmab_milp.experiments.dask_executor import DaskExecutor, dask_executor  # noqa: E402
+from cmab_milp.experiments.run.dask_executor import DaskExecutor, dask_executor  # noqa: E402
 
 PROBLEM = {
     "space": {"kind": "Cardinality", "d": 6, "m": 2},

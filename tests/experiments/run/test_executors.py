@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from cmab_milp.experiments import parse_problem, run_problem
-from cmab_milp.experiments.storage import job_paths, read_curve
+from cmab_milp.experiments.run.storage import job_paths, read_curve
 
 PROBLEM = {
     "space": {"kind": "Cardinality", "d": 8, "m": 2},

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from cmab_milp.cli import main
-from cmab_milp.experiments.storage import lock_folder
+from cmab_milp.experiments.run.storage import lock_folder
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and flock")
 
 
@@ -80,7 +80,7 @@ def test_cancel_returns_after_a_worker_was_killed_while_idle(tmp_path: Path) -> 
     import os, signal, sys, time
     sys.path.insert(0, os.getcwd())
     from tasks import dispatch
-    from cmab_milp.experiments.executors import LocalPool
+    from cmab_milp.experiments.run.executors import LocalPool
 
     if __name__ == "__main__":
         pool = LocalPool(2)
@@ -115,7 +115,7 @@ def test_workers_exit_at_once_and_quietly_when_the_parent_is_killed(tmp_path: Pa
     import os, sys, time
     sys.path.insert(0, os.getcwd())
     from tasks import sleeper
-    from cmab_milp.experiments.executors import LocalPool
+    from cmab_milp.experiments.run.executors import LocalPool
 
     if __name__ == "__main__":
         pool = LocalPool(2)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from cmab_milp.cli import main
-from cmab_milp.experiments.progress import Progress, ProgressOptions, job_reporter, set_channel
+from cmab_milp.experiments.run.progress import Progress, ProgressOptions, job_reporter, set_channel
 
 PROBLEM = """
 [space]

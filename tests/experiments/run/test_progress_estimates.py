@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import cmab_milp as cm
-from cmab_milp.experiments.progress import Progress
+from cmab_milp.experiments.run.progress import Progress
 from cmab_milp.simulation import PROGRESS_DELAY, default_progress
 
 

@@ -17,8 +17,8 @@ import pytest
 
 import cmab_milp as cm
 from cmab_milp.cli import main
-from cmab_milp.experiments.manifest import MANIFEST, sha256_file
-from cmab_milp.experiments.storage import read_curve
+from cmab_milp.experiments.run.manifest import MANIFEST, sha256_file
+from cmab_milp.experiments.run.storage import read_curve
 
 PROBLEM = """
 title = "verify"
@@ -344,8 +344,8 @@ def test_a_data_file_named_like_the_results_own_files_is_refused(tmp_path: Path,
 
 # ------------------------------------------------------------ re-runs, locks
 def test_a_re_run_that_fails_here_leaves_the_run_unchecked(folder: Path, capsys, monkeypatch) -> None:
-    import cmab_milp.experiments.verify as verify_module
-    from cmab_milp.experiments.jobs import run_job
+    import cmab_milp.experiments.run.verify as verify_module
+    from cmab_milp.experiments.run.jobs import run_job
 
     def failing(problem, policy, seed, *rest):
         if policy == "OLS":
@@ -369,7 +369,7 @@ def test_a_folder_a_run_is_writing_into_is_not_checked(folder: Path) -> None:
     import fcntl
     import os
 
-    from cmab_milp.experiments.storage import lock_folder
+    from cmab_milp.experiments.run.storage import lock_folder
 
     fd = lock_folder(folder)  # as `cmab-milp run` holds it
     try:

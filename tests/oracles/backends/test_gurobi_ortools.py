@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import cmab_milp as cm
-from cmab_milp.experiments.compare import candidate_backends
+from cmab_milp.experiments.report.compare import candidate_backends
 from cmab_milp.oracles.core.base import OracleError, UnsupportedQuery
 from cmab_milp.oracles.core.queries import norm_objective
 from cmab_milp.oracles.core.registry import BACKENDS, capabilities

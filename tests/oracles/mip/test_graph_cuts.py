@@ -513,8 +513,8 @@ def test_nonnegative_queries_relax_the_orientation_rows_and_restore_them():
 
 
 def test_formulation_options_are_keys_of_a_problem_file_space_table():
-    from cmab_milp.experiments.schema import ProblemError, Table
-    from cmab_milp.experiments.spaces import build_space
+    from cmab_milp.experiments.problem.schema import ProblemError, Table
+    from cmab_milp.experiments.problem.spaces import build_space
 
     grid = {"generator": "grid_2d_graph", "args": [3, 3], "relabel": True}
     paths = {"kind": "STPaths", "graph": grid, "source": 0, "target": 8}

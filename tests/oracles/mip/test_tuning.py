@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import cmab_milp as cm
-from cmab_milp.experiments.policy_specs import parse_policies
-from cmab_milp.experiments.schema import ProblemError, Table
+from cmab_milp.experiments.problem.policy_specs import parse_policies
+from cmab_milp.experiments.problem.schema import ProblemError, Table
 from cmab_milp.oracles import capabilities
 from cmab_milp.oracles.mip.tuning import HighsTuning
 

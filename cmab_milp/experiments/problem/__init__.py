@@ -1,0 +1,1 @@
+"""Reading and checking a problem file: its schema, limits, kinds, graphs, matrices and rules."""

@@ -1,0 +1,1 @@
+"""Reporting a run: summary, tables, figures and the solver-swap comparison."""
