@@ -18,7 +18,7 @@ The methods' own measurements and the ideas tried (per family): ``docs/performan
 
 Measured, sign -1 (shared 2-core machine, one run each, ``--sign -1 --queries 2 --time-limit 10
 --backends highs,gurobi,scip``, the three backends interleaved per query): median / max s; before =
-the secant MILPs (commit 03cb608), after = :mod:`cmab_milp.oracles.norm.minus_branch` (branch and
+the secant MILPs (commit 03cb608), after = :mod:`cmab_milp.oracles.norm.branch.minus` (branch and
 bound on the combinatorial linear oracle, convex-hull bounds) where it applies, i.e. all but the
 s-t paths (cyclic graph: still the secant MILPs); ratio = after / Gurobi's median on the queries
 both finished. ``*``: stopped at the limit. Gurobi's paths model exceeds its size-limited licence
@@ -77,7 +77,7 @@ trees 8x8 0.03 / 0.03 (0.19 / 0.26), 0.03 / 0.07 (1.70 / 3.64), 0.43 / 0.63 (sto
 
 Sign +1 on the s-t paths (``bench/norm_crew.py --large "s-t paths" --f 0.1,0.3,1,3 --variants no-plus-paths,new
 --backends highs --time-limit 10``: these queries, interleaved), median / max s, the outer approximation ->
-:mod:`cmab_milp.oracles.norm.plus_paths`: f = 0.1 0.95 / 1.53 -> 0.05 / 0.16; f = 0.3 stopped (2 of 3) -> 0.18 /
+:mod:`cmab_milp.oracles.norm.paths.plus`: f = 0.1 0.95 / 1.53 -> 0.05 / 0.16; f = 0.3 stopped (2 of 3) -> 0.18 /
 0.43; f = 1 and 3 stopped either way (f = 1, the one query that finishes in 20 s: 2,087 nodes).
 
 End of that session (``--backends highs,gurobi --queries 3 --time-limit 10``, both signs, f = 0.1 to 3; general

@@ -362,7 +362,7 @@ def prepare_fractional_matching(
 
     That polytope (``0 <= x <= 1``, ``x(delta(v)) <= 1``, ``= 1`` for perfect matchings; the include arms at 1 with
     their nodes, the exclude arms at 0) holds every admitted matching, so its maximum bounds theirs: a linear
-    relaxation for the branch and bound of :mod:`~cmab_milp.oracles.norm.minus_branch`, exact where the graph is
+    relaxation for the branch and bound of :mod:`.branch.minus`, exact where the graph is
     bipartite. Its vertices are half-integral, and its maximum is half the best assignment of the bipartite double
     cover (each node ``v`` split into ``v_out`` and ``v_in``, each edge ``uv`` into ``u_out v_in`` and ``v_out
     u_in``): ``x_e`` is half the number of ``e``'s two copies assigned: one ``linear_sum_assignment``, far cheaper than

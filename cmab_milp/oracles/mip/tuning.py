@@ -87,20 +87,20 @@ class HighsTuning:
     space_cuts:
         The space's root cuts in the norm model before its first MILP.
     minus_outer:
-        Sign -1 by disaggregated tangents (:mod:`~cmab_milp.oracles.norm.outer`) instead of the secants; off: slower.
+        Sign -1 by disaggregated tangents (:mod:`.outer.minus`) instead of the secants; off: slower.
     minus_branch:
-        Sign -1 by :mod:`~cmab_milp.oracles.norm.minus_branch` when ``M`` is definite and the space has a
+        Sign -1 by :mod:`.branch.minus` when ``M`` is definite and the space has a
         combinatorial linear oracle; otherwise the secant MILPs.
     plus_branch:
-        Sign +1 by :mod:`~cmab_milp.oracles.norm.plus_branch` where the space's MILP needs lazy cuts
+        Sign +1 by :mod:`.branch.plus` where the space's MILP needs lazy cuts
         (``"always"``: on every space with a combinatorial oracle; ``False``: never).
     plus_branch_definite:
         The concave branch only with ``M`` definite (``False``: an indefinite ``M`` too, on its PSD majorant).
     branch_light_start:
         The concave branch's first incumbent: the hints and an ascent only.
     minus_paths, plus_paths:
-        s-t paths of cyclic graphs by the LP branch and bounds of :mod:`~cmab_milp.oracles.norm.minus_paths`
-        (sign -1) and :mod:`~cmab_milp.oracles.norm.plus_paths` (sign +1).
+        s-t paths of cyclic graphs by the LP branch and bounds of :mod:`.paths.minus`
+        (sign -1) and :mod:`.paths.plus` (sign +1).
 
     The searches' own steps (``paths_*``, ``branch_*``, ``concave_*``, ``fractional_matchings``,
     ``exact_row_bounds``): each field's comment below says what it turns on. The norm searches' budgets
@@ -141,7 +141,7 @@ class HighsTuning:
     branch_light_start: bool = True
     minus_paths: bool = True
     plus_paths: bool = True
-    # -- s-t paths, both signs (norm/minus_paths.py, norm/plus_paths.py)
+    # -- s-t paths, both signs (norm/paths/minus.py, norm/paths/plus.py)
     #: Split a node (its tangents kept for the children) as soon as an LP point that violates no row of the space
     #: is worth more than the incumbent: every bound of the node is at least that point's value.
     paths_early: bool = True
@@ -163,20 +163,20 @@ class HighsTuning:
     paths_st_lazy: bool = True
     #: :func:`safe_bound` on one dense copy of the rows (False: the sparse rows and the tangents apart).
     paths_dense_bound: bool = True
-    #: Also bound with tangents of the shifted matrix of :func:`~.minus_branch.relaxation_matrix`.
+    #: Also bound with tangents of the shifted matrix of :func:`~.branch.minus.relaxation_matrix`.
     paths_shifted_tangents: bool = True
     #: Bound ``t`` with the chord form of :mod:`.paths_chord` instead of the shifted matrix (``L``: the fewest edges of
     #: an s-t path avoiding the excluded arms).
     paths_chord: bool = True
     #: Incumbent heuristics at every LP point (False: integral LP points only).
     paths_heuristics: bool = True
-    #: Improve each new incumbent by :func:`~.paths_local.improve_path` (sub-paths swapped for short detours).
+    #: Improve each new incumbent by :func:`~.paths.local_search.improve_path` (sub-paths swapped for short detours).
     paths_local_search: bool = True
     #: Also bound with the overestimator's size term (``kappa |a| (m - |a|)``, when ``kappa > 0``).
     paths_size_form: bool = True
     #: Also bound with the plain (diagonal) form, not only the vertex forms (always when no vertex form is made).
     paths_plain: bool = True
-    # -- the branches on a combinatorial linear oracle (norm/minus_branch.py, norm/plus_branch.py)
+    # -- the branches on a combinatorial linear oracle (norm/branch/minus.py, norm/branch/plus.py)
     #: Split a node as soon as a relaxed point is worth more than the incumbent.
     branch_early: bool = True
     #: Bound with the shifted matrix of :func:`relaxation_matrix` (False: ``M`` itself, as before).
@@ -186,21 +186,21 @@ class HighsTuning:
     fractional_matchings: bool = True
     #: Split a node as soon as a relaxed point is worth more than the incumbent.
     concave_early: bool = True
-    #: Also try :func:`~.overestimator.concave_overestimator` (size and conflict terms) at the root.
+    #: Also try :func:`~.branch.overestimator.concave_overestimator` (size and conflict terms) at the root.
     concave_overestimator: bool = True
     #: On spaces with conflicts, also try the diagonal alone at the root (off: it lost or tied on K(10,12) and the
     #: crew's queries, and skipping it is faster there: docs/performance.md, "Oracles").
     concave_plain_with_conflicts: bool = False
     #: A node's own form: the root's lowered on the node's free arms (:meth:`ConcaveBranch.node_form`); ``False``: a
-    #: new shift of the node's arms (matchings only, :func:`~.overestimator.shifted_form`).
+    #: new shift of the node's arms (matchings only, :func:`~.branch.overestimator.shifted_form`).
     concave_shift_down: bool = True
     #: Whether a new shift also tries ``lambda_max I`` (the scaled candidate won on every crew node tried).
     concave_reform_uniform: bool = False
     # -- Glover's rows (norm/lifting.py)
     #: Glover's row bounds from the space's combinatorial linear oracle where it is cheap (:func:`exact_row_bounds`).
     exact_row_bounds: bool = True
-    # -- the norm searches' budgets and steps (norm/solver.py, norm/minus_branch.py, norm/plus_branch.py,
-    # -- norm/plus_paths.py): numbers, read by the field's metadata (a whole number >= 0, a share, a list)
+    # -- the norm searches' budgets and steps (norm/solver.py, norm/branch/minus.py, norm/branch/plus.py,
+    # -- norm/paths/plus.py): numbers, read by the field's metadata (a whole number >= 0, a share, a list)
     #: Sign +1 where the outer approximation serves: the concave branch first tries this many nodes (0: never).
     plus_branch_try: int = field(default=100, metadata=_COUNT)
     #: Linear queries of the restarts around sign +1's first incumbent (:func:`~.local_search.ascend_from_neighbours`;
@@ -215,12 +215,12 @@ class HighsTuning:
     #: Feasibility checks of the swaps that end sign -1's first incumbent (0: none; the search alone then finds
     #: the optimum).
     minus_local_checks: int = field(default=200, metadata=_COUNT)
-    #: Frank-Wolfe steps per node of the branch on a linear oracle (sign -1, :mod:`~.norm.minus_branch`).
+    #: Frank-Wolfe steps per node of the branch on a linear oracle (sign -1, :mod:`~.norm.branch.minus`).
     branch_steps: int = field(default=12, metadata=_COUNT)
-    #: Frank-Wolfe steps per node of the concave branch (sign +1, :mod:`~.norm.plus_branch`; 0: a node's first
+    #: Frank-Wolfe steps per node of the concave branch (sign +1, :mod:`~.norm.branch.plus`; 0: a node's first
     #: plane only).
     concave_steps: int = field(default=12, metadata=_COUNT)
-    #: The concave branch tunes its root's diagonal (:meth:`~.norm.plus_branch.ConcaveBranch.tune`) once it has
+    #: The concave branch tunes its root's diagonal (:meth:`~.norm.branch.plus.ConcaveBranch.tune`) once it has
     #: taken this many nodes (0: never).
     concave_tune_after: int = field(default=300, metadata=_COUNT)
     #: The same in the certified approximate mode (``norm_gap``; the tuning costs ~150 nodes). Unused when
@@ -229,7 +229,7 @@ class HighsTuning:
     #: A node of the concave branch makes its own form when its free arms are at most this share of its parent's
     #: form's (0: never).
     concave_reform: float = field(default=0.9, metadata=_SHARE)
-    #: Sign +1 on s-t paths (:mod:`~.norm.plus_paths`): the star terms' weights ``tau`` (times the mean
+    #: Sign +1 on s-t paths (:mod:`~.norm.paths.plus`): the star terms' weights ``tau`` (times the mean
     #: variance), one vertex form each (empty: the diagonal form alone).
     paths_vertex_taus: tuple[float, ...] = field(default=(1.0,), metadata=_POSITIVES)
     #: A norm query whose solves all failed is answered by enumeration on spaces of at most this many actions

@@ -4,16 +4,16 @@ Layout (each module one job; its docstring holds its part of the exactness proof
 
 * :mod:`.scaling`: exact rescalings of a query and :func:`proven`, the tolerance test;
 * :mod:`.lifting`: columns and rows for ``L = a @ M @ a`` (Glover's rows, on the side each sign needs);
-* :mod:`.secants`: the piecewise secants of ``-f sqrt(L)`` and their window (sign -1);
+* :mod:`.secants.pieces`: the piecewise secants of ``-f sqrt(L)`` and their window (sign -1);
 * :mod:`.cuts`: convex-reformulation tangents on ``L`` and no-good rows (solver noise);
-* :mod:`.local_search`, :mod:`.incumbents`: first incumbents (swaps, linear-oracle ascents, restarts);
+* :mod:`.starts.local_search`, :mod:`.starts.incumbents`: first incumbents (swaps, linear-oracle ascents, restarts);
 * :mod:`.solver`: :func:`solve_norm`, the dispatch and the MILP loop on the oracle's norm model;
-* :mod:`.plus_outer`, :mod:`.minus_secants`, :mod:`.outer`: the MILP methods (outer approximation for sign +1,
+* :mod:`.outer.plus`, :mod:`.secants.minus`, :mod:`.outer.minus`: the MILP methods (outer approximation for sign +1,
   piecewise secants or disaggregated tangents for sign -1);
-* :mod:`.plus_branch`, :mod:`.minus_branch` (with :mod:`.overestimator`, :mod:`.shifts`): branch and bound on a
+* :mod:`.branch.plus`, :mod:`.branch.minus` (with :mod:`.branch.overestimator`, :mod:`.shifts`): branch and bound on a
   combinatorial linear oracle;
-* :mod:`.plus_paths`, :mod:`.minus_paths` (with :mod:`.paths_lp`, :mod:`.paths_cuts`, :mod:`.paths_chord`,
-  :mod:`.paths_local`): LP branch and bound on s-t paths of graphs with cycles;
+* :mod:`.paths.plus`, :mod:`.paths.minus` (with :mod:`.paths.lp`, :mod:`.paths.cuts`, :mod:`.paths.chord`,
+  :mod:`.paths.local_search`): LP branch and bound on s-t paths of graphs with cycles;
 * :mod:`.carry`: a sequence's last answer reused under a drift bound (the certified approximate mode).
 
 Every tuning choice is an option of the ``highs`` backend (:class:`~cmab_milp.oracles.mip.tuning.HighsTuning`);
@@ -36,7 +36,7 @@ np.int64(2)
 
 from .lifting import quadratic_form_bounds
 from .scaling import proven
-from .secants import window_top
+from .secants.pieces import window_top
 from .solver import NormStats, last_stats, solve_norm
 
 __all__ = ["NormStats", "last_stats", "proven", "quadratic_form_bounds", "solve_norm", "window_top"]

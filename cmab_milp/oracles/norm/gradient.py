@@ -7,12 +7,12 @@ for every point ``x0`` with ``n(x0) > 0`` and every ``x``,
     ``n(x) >= (M x0) @ x / n(x0)``  (equality at ``x = x0``).
 
 The sign -1 model's objective is ``mu @ a + w`` where the column ``w`` is capped by
-the secant block (:class:`~.secants.PiecewiseSqrt` with ``link``) and by the rows
+the secant block (:class:`~.secants.pieces.PiecewiseSqrt` with ``link``) and by the rows
 ``w <= -f (M x0) @ a / n(x0)`` of :class:`GradientCuts`. At the true representation
 of any action both caps are at least ``-f n(a)`` (the secants lie above the curve;
 the cuts below the norm), so ``w`` can reach ``-f n(a)`` and the MILP's bound stays an
 upper bound on the index of every action in the window: the cuts add nothing to the
-exactness argument of :mod:`.secants` and take nothing from it. They tighten the LP
+exactness argument of :mod:`.secants.pieces` and take nothing from it. They tighten the LP
 relaxation: the secant block alone relaxes to its chord over the whole window, the
 cuts (separated at LP points, Kelley's method) bring the root close to the convex
 relaxation ``max mu @ x - f n(x)`` (outer approximation, Duran and Grossmann 1986).

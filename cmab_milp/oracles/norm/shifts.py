@@ -2,8 +2,8 @@
 
 On actions (0/1 vectors) ``a @ D @ a = diag(D) @ a``: a diagonal moves between the quadratic and the
 linear part of ``a @ M @ a`` without changing its value, and changes only the relaxation between
-actions. The bounds of :mod:`.minus_branch` (sign -1) need ``M - D`` PSD with ``D`` as large as
-possible, those of :mod:`.plus_branch` (sign +1) ``D - M`` PSD with ``D`` as small as possible (by
+actions. The bounds of :mod:`.branch.minus` (sign -1) need ``M - D`` PSD with ``D`` as large as
+possible, those of :mod:`.branch.plus` (sign +1) ``D - M`` PSD with ``D`` as small as possible (by
 trace: the relaxation gains ``sum_i d_i (x_i - x_i^2)`` between actions).
 
 :func:`diagonal_shift` takes the best by trace of three candidates, each made valid by an exact

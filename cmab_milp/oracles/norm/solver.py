@@ -7,19 +7,19 @@ columns and rows and removes them afterwards, and starts from a cleared solver:
 the tie rule). Two methods, one per sign:
 
 ``sign=+1``
-    The concave branch of :mod:`.plus_branch` on spaces with a combinatorial linear oracle whose MILP needs
+    The concave branch of :mod:`.branch.plus` on spaces with a combinatorial linear oracle whose MILP needs
     lazy cuts (trees, forests) and on matchings (:meth:`NormSolver._plus_branch_applies`); the same
-    overestimator's tangents in the path LP on s-t paths of graphs with cycles (:mod:`.plus_paths`); otherwise
-    the outer approximation in the quadratic form (:mod:`.plus_outer`), after a budgeted try of the concave
+    overestimator's tangents in the path LP on s-t paths of graphs with cycles (:mod:`.paths.plus`); otherwise
+    the outer approximation in the quadratic form (:mod:`.outer.plus`), after a budgeted try of the concave
     branch where it applies (``tuning.plus_branch_try``; its incumbent is kept).
 
 ``sign=-1``
-    The branch on the linear oracle (:mod:`.minus_branch`) for a definite ``M`` on a space with a combinatorial
-    linear oracle; the path LP with tangents of the norm (:mod:`.minus_paths`) on s-t paths of graphs with
-    cycles; otherwise the piecewise secants over ``L`` (:mod:`.minus_secants`), or the disaggregated tangents of
-    :mod:`.outer` (``tuning.minus_outer``).
+    The branch on the linear oracle (:mod:`.branch.minus`) for a definite ``M`` on a space with a combinatorial
+    linear oracle; the path LP with tangents of the norm (:mod:`.paths.minus`) on s-t paths of graphs with
+    cycles; otherwise the piecewise secants over ``L`` (:mod:`.secants.minus`), or the disaggregated tangents of
+    :mod:`.outer.minus` (``tuning.minus_outer``).
 
-First incumbents (:mod:`.incumbents`) are lower bounds only: exactness rests on the methods' bounds.
+First incumbents (:mod:`.starts.incumbents`) are lower bounds only: exactness rests on the methods' bounds.
 
 Both methods first add the space's rows violated at LP points (the fractional separators of
 trees and paths, :func:`~cmab_milp.oracles.mip.root_cuts.add_root_cuts`; valid for every action,
@@ -64,18 +64,18 @@ from ..core.base import OracleError, tolerance
 from ..core.queries import LinearQuery, NormQuery
 from ..mip.root_cuts import add_root_cuts
 from ..mip.tuning import HighsTuning
+from .branch.minus import LinearOracleBranch, NodeBudget, applies
+from .branch.plus import ConcaveBranch
 from .gradient import positive_definite, well_scaled
-from .incumbents import FirstIncumbents
 from .lifting import quadratic_form_bounds
-from .minus_branch import LinearOracleBranch, NodeBudget, applies
-from .minus_paths import PathBranch
-from .minus_paths import applies as paths_apply
-from .minus_secants import SecantsMinus
-from .outer import outer_approximation, square_root_rows
-from .plus_branch import ConcaveBranch
-from .plus_outer import OuterPlus
-from .plus_paths import ConcavePathBranch
+from .outer.minus import outer_approximation, square_root_rows
+from .outer.plus import OuterPlus
+from .paths.minus import PathBranch
+from .paths.minus import applies as paths_apply
+from .paths.plus import ConcavePathBranch
 from .scaling import arms_bound, proven, unit_objective, unit_scale
+from .secants.minus import SecantsMinus
+from .starts.incumbents import FirstIncumbents
 
 __all__ = ["NormSolver", "NormStats", "last_stats", "solve_norm"]
 
@@ -169,7 +169,7 @@ def last_stats(oracle) -> NormStats | None:
 class NormSolver(FirstIncumbents, OuterPlus, SecantsMinus):
     """One query: the thread's norm model with this query's columns and rows appended.
 
-    The methods of :mod:`.incumbents`, :mod:`.plus_outer` and :mod:`.minus_secants` are its own (mixins).
+    The methods of :mod:`.starts.incumbents`, :mod:`.outer.plus` and :mod:`.secants.minus` are its own (mixins).
     """
 
     def __init__(self, oracle, query: NormQuery, gap: float | None = None):
@@ -342,9 +342,9 @@ class NormSolver(FirstIncumbents, OuterPlus, SecantsMinus):
         return type(space) is Matchings and (space.bipartite or self.tuning.fractional_matchings)
 
     def _branch_plus(self, max_nodes: int | None = None) -> tuple[np.ndarray | None, float]:
-        """Sign +1 by :class:`~.plus_branch.ConcaveBranch` (a combinatorial space; any symmetric ``M``).
+        """Sign +1 by :class:`~.branch.plus.ConcaveBranch` (a combinatorial space; any symmetric ``M``).
 
-        ``max_nodes``: raise :class:`~.minus_branch.NodeBudget` beyond that many nodes, keeping the search's
+        ``max_nodes``: raise :class:`~.branch.minus.NodeBudget` beyond that many nodes, keeping the search's
         incumbent for the next method (:meth:`_first_incumbent_plus`).
         """
         self.stats.method = "branch-concave"
@@ -393,14 +393,14 @@ class NormSolver(FirstIncumbents, OuterPlus, SecantsMinus):
         return self._secants_minus(model, lin, top, best, best_value)
 
     def _branch_minus(self, best: np.ndarray | None, best_value: float):
-        """Sign -1 by :class:`~.minus_branch.LinearOracleBranch` (``M`` definite, a combinatorial space)."""
+        """Sign -1 by :class:`~.branch.minus.LinearOracleBranch` (``M`` definite, a combinatorial space)."""
         self.stats.method = "branch-linear-oracle"
         search = LinearOracleBranch(self.oracle.space, self.query, self.arms, self.deadline, _clock, self.tuning)
         return self._run_search(search, best, best_value)
 
     def _branch_path(self, best: np.ndarray | None, best_value: float, sign: int):
-        """S-t paths of a cyclic graph: sign -1 by :class:`~.minus_paths.PathBranch` (``M`` definite), sign +1 by
-        :class:`~.plus_paths.ConcavePathBranch` (any ``M``: bounded on its PSD majorant)."""
+        """S-t paths of a cyclic graph: sign -1 by :class:`~.paths.minus.PathBranch` (``M`` definite), sign +1 by
+        :class:`~.paths.plus.ConcavePathBranch` (any ``M``: bounded on its PSD majorant)."""
         self.stats.method = "branch-path-lp" if sign < 0 else "branch-path-concave"
         kind = PathBranch if sign < 0 else ConcavePathBranch
         search = kind(self.oracle.space, self.query, self.arms, self.l_hi, self.deadline, _clock, self.tuning)

@@ -12,8 +12,8 @@ from scipy.optimize import linprog
 import cmab_milp as cm
 from cmab_milp.oracles.backends.combinatorial import prepare_fractional_matching
 from cmab_milp.oracles.core.queries import Restrictions
-from cmab_milp.oracles.norm.minus_branch import LinearOracleBranch, _Node
-from cmab_milp.oracles.norm.plus_branch import ConcaveBranch
+from cmab_milp.oracles.norm.branch.minus import LinearOracleBranch, _Node
+from cmab_milp.oracles.norm.branch.plus import ConcaveBranch
 from cmab_milp.oracles.norm.solver import last_stats
 
 

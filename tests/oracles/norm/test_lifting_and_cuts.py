@@ -14,9 +14,9 @@ import cmab_milp as cm
 from cmab_milp.oracles.core.queries import LinearQuery
 from cmab_milp.oracles.norm.gradient import GradientCuts, positive_definite, well_scaled
 from cmab_milp.oracles.norm.lifting import Lifted
-from cmab_milp.oracles.norm.local_search import ascend
-from cmab_milp.oracles.norm.outer import square_root_rows
+from cmab_milp.oracles.norm.outer.minus import square_root_rows
 from cmab_milp.oracles.norm.solver import NormSolver, last_stats
+from cmab_milp.oracles.norm.starts.local_search import ascend
 
 FAMILIES = ["cardinality", "spanning-trees", "paths-cyclic-undirected", "matchings-general", "with-constraint"]
 
@@ -259,8 +259,8 @@ def test_the_time_limit_holds_for_the_whole_norm_query(monkeypatch):
 
 @pytest.fixture
 def secant_method():
-    """Sign -1 by the MILPs (secants or outer approximation), not :mod:`~cmab_milp.oracles.norm.minus_branch`; sign +1
-    on cyclic s-t paths by the outer approximation, not :mod:`~cmab_milp.oracles.norm.plus_paths`."""
+    """Sign -1 by the MILPs (secants or outer approximation), not :mod:`.branch.minus`; sign +1
+    on cyclic s-t paths by the outer approximation, not :mod:`.paths.plus`."""
     return {"minus_branch": False, "plus_paths": False}
 
 

@@ -1,4 +1,4 @@
-"""Sign -1 by branch and bound on the linear oracle (:mod:`cmab_milp.oracles.norm.minus_branch`) against brute force.
+"""Sign -1 by branch and bound on the linear oracle (:mod:`cmab_milp.oracles.norm.branch.minus`) against brute force.
 
 Truth is every action of the space valued in numpy (``enumerate``'s list); answers are compared
 by value within ``1e-9 * (1 + |optimum|)``, and every node bound must be at least the best index
@@ -15,7 +15,7 @@ import cmab_milp as cm
 from cmab_milp.oracles.backends.highs_model import LimitReached
 from cmab_milp.oracles.mip.tuning import HighsTuning
 from cmab_milp.oracles.norm import solver
-from cmab_milp.oracles.norm.minus_branch import LinearOracleBranch, _Node, applies, line_maximum, relaxation_matrix
+from cmab_milp.oracles.norm.branch.minus import LinearOracleBranch, _Node, applies, line_maximum, relaxation_matrix
 from cmab_milp.oracles.norm.solver import last_stats
 
 BRANCH = ["cardinality", "cardinality-exact", "partition", "graphic", "spanning-trees", "paths-dag"]

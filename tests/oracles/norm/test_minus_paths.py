@@ -1,4 +1,4 @@
-"""Sign -1 on s-t paths of cyclic graphs (:mod:`cmab_milp.oracles.norm.minus_paths`) against brute force.
+"""Sign -1 on s-t paths of cyclic graphs (:mod:`cmab_milp.oracles.norm.paths.minus`) against brute force.
 
 Truth is every simple s-t path (``STPaths.enumerate``) valued in numpy; answers are compared by value
 within ``1e-9 * (1 + |optimum|)``; node bounds must be at least the best index of the node's actions.
@@ -21,10 +21,10 @@ from cmab_milp.oracles.core.base import OracleError
 from cmab_milp.oracles.mip.graph_starts import PathStarts
 from cmab_milp.oracles.norm import solver
 from cmab_milp.oracles.norm.lifting import quadratic_form_bounds
-from cmab_milp.oracles.norm.minus_paths import PathBranch, _Node, applies
-from cmab_milp.oracles.norm.paths_cuts import component_cuts
-from cmab_milp.oracles.norm.paths_local import improve_path, path_sequence
-from cmab_milp.oracles.norm.paths_lp import safe_bound
+from cmab_milp.oracles.norm.paths.cuts import component_cuts
+from cmab_milp.oracles.norm.paths.local_search import improve_path, path_sequence
+from cmab_milp.oracles.norm.paths.lp import safe_bound
+from cmab_milp.oracles.norm.paths.minus import PathBranch, _Node, applies
 from cmab_milp.oracles.norm.solver import last_stats
 
 

@@ -342,8 +342,8 @@ def test_sparse_small_covariances_with_large_f(sign: int) -> None:
 def test_gaps_left_by_noise_are_closed_by_setting_actions_aside(sign: int, monkeypatch) -> None:
     """With a zero tolerance every gap the model cannot close is noise: the exactly valued
     actions are set aside by no-good rows, and the answers stay optimal."""
-    from cmab_milp.oracles.norm import minus_secants
     from cmab_milp.oracles.norm import solver as norm_solver
+    from cmab_milp.oracles.norm.secants import minus as minus_secants
 
     for module in (norm_solver, minus_secants):  # the tolerance test where the loops and settled() read it
         monkeypatch.setattr(module, "proven", lambda bound, value, unit=1.0: value >= bound)
@@ -412,8 +412,8 @@ def test_secant_block_values_every_L_at_the_secant_of_its_piece() -> None:
     the interpolation of ``-f sqrt(max(L, 0))`` through the breakpoints, never below the curve;
     a first piece ``[0, p]`` steeper than allowed (``p < least``) is flat."""
     from cmab_milp.oracles.backends.highs_model import CompiledModel
-    from cmab_milp.oracles.norm.secants import PiecewiseSqrt as _PiecewiseSqrt
-    from cmab_milp.oracles.norm.secants import sqrt_grid as _sqrt_grid
+    from cmab_milp.oracles.norm.secants.pieces import PiecewiseSqrt as _PiecewiseSqrt
+    from cmab_milp.oracles.norm.secants.pieces import sqrt_grid as _sqrt_grid
 
     f = 1.7
     for lo, hi, least in ((-2.0, 9.0, 0.0), (-1.0, 0.01, 0.5)):

@@ -1,4 +1,4 @@
-"""The sign +1 branch's concave overestimator (:mod:`cmab_milp.oracles.norm.overestimator`) against brute force.
+"""The sign +1 branch's concave overestimator (:mod:`cmab_milp.oracles.norm.branch.overestimator`) against brute force.
 
 Truth is every action of a small space: the overestimator must be concave on the free arms, at least
 ``a @ M @ a`` on every action and equal on the actions of ``m`` arms; the declared conflict pairs must
@@ -23,7 +23,7 @@ from instances import (
 import cmab_milp as cm
 from cmab_milp._threads import blas_single_thread
 from cmab_milp.oracles.mip.tuning import HighsTuning
-from cmab_milp.oracles.norm.overestimator import concave_overestimator, conflict_pairs
+from cmab_milp.oracles.norm.branch.overestimator import concave_overestimator, conflict_pairs
 from cmab_milp.oracles.norm.solver import last_stats
 
 FAMILIES = ["matchings-bipartite", "matchings-general", "perfect-bipartite", "cardinality", "graphic", "partition"]
@@ -230,8 +230,8 @@ def test_pair_queries_drop_the_included_arms_rivals_and_answer_like_enumeration(
 def test_node_forms_bound_every_action_of_their_node(family):
     """A node whose arms shrank (included arms remove their rivals) makes its own shift; its bound must
     still be at least the best index of the node's actions (brute force)."""
-    from cmab_milp.oracles.norm.minus_branch import _Node
-    from cmab_milp.oracles.norm.plus_branch import ConcaveBranch
+    from cmab_milp.oracles.norm.branch.minus import _Node
+    from cmab_milp.oracles.norm.branch.plus import ConcaveBranch
 
     oracle, actions = oracle_and_actions(family)
     d = oracle.d

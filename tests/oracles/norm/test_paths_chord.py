@@ -1,4 +1,4 @@
-"""The chord form of :mod:`cmab_milp.oracles.norm.paths_chord` against brute force on small cyclic path spaces.
+"""The chord form of :mod:`cmab_milp.oracles.norm.paths.chord` against brute force on small cyclic path spaces.
 
 Truth: every simple s-t path (``STPaths.enumerate``) and ``sqrt(a @ M @ a)`` in numpy. The form must be at most the
 norm on every path, its tangents below the norm on every path, convex, and exact where the chord meets ``sqrt``.
@@ -14,9 +14,9 @@ import pytest
 from instances import check_norm_answer, psd, random_restrictions
 
 import cmab_milp as cm
-from cmab_milp.oracles.norm import minus_paths
-from cmab_milp.oracles.norm.paths_chord import ChordNorm, chord
-from cmab_milp.oracles.norm.paths_cuts import shortest_length
+from cmab_milp.oracles.norm.paths import minus as minus_paths
+from cmab_milp.oracles.norm.paths.chord import ChordNorm, chord
+from cmab_milp.oracles.norm.paths.cuts import shortest_length
 from cmab_milp.oracles.norm.scaling import arms_bound
 from cmab_milp.oracles.norm.solver import last_stats
 
@@ -107,7 +107,7 @@ def test_form_is_convex_and_exact_where_the_chord_meets_sqrt():
 
 def test_form_is_tighter_than_the_shifted_matrix_between_paths():
     """On the grid's points of at least ``k_lo`` arms the chord form is at least ``M_r``'s norm (its special case)."""
-    from cmab_milp.oracles.norm.minus_branch import relaxation_matrix
+    from cmab_milp.oracles.norm.branch.minus import relaxation_matrix
 
     space, paths = space_and_paths("grid-3x4")
     rng = np.random.default_rng(5)

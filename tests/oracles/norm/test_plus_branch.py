@@ -1,4 +1,4 @@
-"""Sign +1 by branch and bound on the linear oracle (:mod:`cmab_milp.oracles.norm.plus_branch`) against brute force.
+"""Sign +1 by branch and bound on the linear oracle (:mod:`cmab_milp.oracles.norm.branch.plus`) against brute force.
 
 Truth is every action of the space valued in numpy; answers are compared by value within
 ``1e-9 * (1 + |optimum|)``; every node bound must be at least the best index of the node's actions
@@ -14,9 +14,10 @@ from test_minus_branch import BRANCH
 
 import cmab_milp as cm
 from cmab_milp.oracles.backends.highs_model import LimitReached
-from cmab_milp.oracles.norm import minus_branch, solver
-from cmab_milp.oracles.norm.minus_branch import _Node
-from cmab_milp.oracles.norm.plus_branch import ConcaveBranch, concave_shift, psd_majorant
+from cmab_milp.oracles.norm import solver
+from cmab_milp.oracles.norm.branch import minus as minus_branch
+from cmab_milp.oracles.norm.branch.minus import _Node
+from cmab_milp.oracles.norm.branch.plus import ConcaveBranch, concave_shift, psd_majorant
 from cmab_milp.oracles.norm.solver import last_stats
 
 

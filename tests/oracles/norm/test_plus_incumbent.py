@@ -13,7 +13,7 @@ from instances import oracle_and_actions
 
 import cmab_milp as cm
 from cmab_milp.oracles.norm import solver as norm_solver
-from cmab_milp.oracles.norm.local_search import ascend, ascend_from_neighbours, improve_locally
+from cmab_milp.oracles.norm.starts.local_search import ascend, ascend_from_neighbours, improve_locally
 
 FAMILIES = ["cardinality", "partition", "spanning-trees", "paths-cyclic-undirected", "matchings-bipartite"]
 

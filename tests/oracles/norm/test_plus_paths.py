@@ -1,4 +1,4 @@
-"""Sign +1 norm queries on s-t paths of cyclic graphs (cmab_milp.oracles.norm.plus_paths): brute force, node bounds,
+"""Sign +1 norm queries on s-t paths of cyclic graphs (cmab_milp.oracles.norm.paths.plus): brute force, node bounds,
 the exact leaf, the time limit and the approximate mode."""
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ import cmab_milp as cm
 from cmab_milp.oracles.backends.highs_model import LimitReached
 from cmab_milp.oracles.mip.tuning import HighsTuning
 from cmab_milp.oracles.norm import solver
+from cmab_milp.oracles.norm.branch.overestimator import shifted_form
 from cmab_milp.oracles.norm.lifting import quadratic_form_bounds
-from cmab_milp.oracles.norm.minus_paths import _Node
-from cmab_milp.oracles.norm.overestimator import shifted_form
-from cmab_milp.oracles.norm.plus_paths import ConcavePathBranch, vertex_parts
+from cmab_milp.oracles.norm.paths.minus import _Node
+from cmab_milp.oracles.norm.paths.plus import ConcavePathBranch, vertex_parts
 from cmab_milp.oracles.norm.scaling import proven
 from cmab_milp.oracles.norm.solver import last_stats
 
@@ -135,7 +135,7 @@ def test_the_8x8_grid_agrees_with_the_outer_approximation():
 @pytest.mark.parametrize("name", list(GRAPHS))
 def test_indefinite_and_singular_M_are_bounded_on_the_psd_majorant(name):
     """The index ``mu @ a + f sqrt(max(a @ M @ a, 0))`` with ``M`` of rank 2 or with negative eigenvalues: the forms
-    are made on :func:`~cmab_milp.oracles.norm.plus_branch.psd_majorant` and the answers match brute force (before,
+    are made on :func:`~cmab_milp.oracles.norm.branch.plus.psd_majorant` and the answers match brute force (before,
     the outer approximation served these)."""
     from test_plus_branch import indefinite
 

@@ -19,9 +19,9 @@ from instances import (
 )
 
 from cmab_milp.oracles.mip.tuning import HighsTuning
-from cmab_milp.oracles.norm import plus_branch
-from cmab_milp.oracles.norm.minus_branch import _Node
-from cmab_milp.oracles.norm.plus_branch import ConcaveBranch
+from cmab_milp.oracles.norm.branch import plus as plus_branch
+from cmab_milp.oracles.norm.branch.minus import _Node
+from cmab_milp.oracles.norm.branch.plus import ConcaveBranch
 from cmab_milp.oracles.norm.shifts import diagonal_shift, weighted_diagonal
 from cmab_milp.oracles.norm.solver import last_stats
 

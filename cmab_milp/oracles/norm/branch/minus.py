@@ -78,14 +78,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ...spaces import Matchings, STPaths
-from ..backends.combinatorial import _SOLVERS, prepare_fractional_matching, prepare_linear
-from ..backends.highs_model import LimitReached
-from ..core.base import OracleError
-from ..core.queries import NormQuery, Restrictions
-from ..mip.tuning import HighsTuning
-from .scaling import proven
-from .shifts import diagonal_shift
+from ....spaces import Matchings, STPaths
+from ...backends.combinatorial import _SOLVERS, prepare_fractional_matching, prepare_linear
+from ...backends.highs_model import LimitReached
+from ...core.base import OracleError
+from ...core.queries import NormQuery, Restrictions
+from ...mip.tuning import HighsTuning
+from ..scaling import proven
+from ..shifts import diagonal_shift
 
 #: The defaults, where a search is built without the oracle's choices (tests, benchmarks).
 _DEFAULT = HighsTuning()
@@ -406,7 +406,7 @@ def best_first(
     of the nodes dropped, an upper bound on every action (``settled(top, value)``, the approximate mode,
     may stop early; ``top`` is then the largest bound of the open and dropped nodes, or the branch's
     ``global_bound`` when that is lower: a bound on every action found after the nodes were keyed, such as
-    the tuned root's of :class:`~.plus_branch.ConcaveBranch`).
+    the tuned root's of :class:`~.branch.plus.ConcaveBranch`).
     """
     queue = [_Node(-np.inf, 0, np.zeros(width, bool), np.zeros(width, bool))]
     dropped = -np.inf

@@ -1,9 +1,9 @@
-"""The concave overestimator of ``a @ M @ a`` that bounds the sign +1 branch (:mod:`.plus_branch`).
+"""The concave overestimator of ``a @ M @ a`` that bounds the sign +1 branch (:mod:`.branch.plus`).
 
 A quadratic ``q(x) = x @ A @ x + b @ x`` with ``A`` negative semidefinite on the free arms is concave.
 If it is at least ``a @ M @ a`` on every action ``a`` of the space, then ``psi(x) = mu @ x + f sqrt(q(x))``
 bounds the index from above on every action, and (concave) its tangent plane at any point of the actions'
-convex hull bounds every action: :mod:`.plus_branch`. The smaller ``q`` is between the actions, the
+convex hull bounds every action: :mod:`.branch.plus`. The smaller ``q`` is between the actions, the
 tighter the bound. Three kinds of term change ``x @ M @ x`` only between the actions (``a`` an action,
 ``x`` a point):
 
@@ -42,8 +42,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg
 
-from ...spaces import Matchings
-from .shifts import diagonal_shift
+from ....spaces import Matchings
+from ..shifts import diagonal_shift
 
 __all__ = ["concave_overestimator", "conflict_pairs", "overestimator_parts", "shifted_form"]
 

@@ -6,7 +6,7 @@ the actions is at a vertex: the hull alone bounds nothing. Let ``q(x) = x @ A @ 
 
     ``q(x) = x @ (M - D) @ x + d @ x``,  ``D = diag(d)`` with ``D - M`` PSD (:func:`concave_shift`),
 
-equal to ``a @ M @ a`` on every action (``a_i^2 = a_i``); :func:`~.overestimator.concave_overestimator`
+equal to ``a @ M @ a`` on every action (``a_i^2 = a_i``); :func:`~.branch.overestimator.concave_overestimator`
 adds terms that vanish or are nonnegative on every action (conflicting pairs, the size bound; its
 docstring has the proof). Then ``q >= 0`` on the hull of the actions (concave, and ``>= 0`` at its
 vertices), ``psi(x) = mu @ x + f sqrt(q(x))`` is concave where ``q > 0`` (``sqrt`` is concave and
@@ -22,15 +22,15 @@ which also starts every root.
 So one linear query ``max_{a in S} g @ a`` bounds the index of every action of a set ``S`` of
 actions, from any such ``x`` (not only in ``conv S``): a child node may start from its parent's last
 gradient. Minimised over ``x in conv S`` the bound is ``max_{conv S} psi``, which Frank-Wolfe steps
-(exact line search on ``psi``: :func:`~.minus_branch.quadratic_line_maximum`) approach; every step's bound
+(exact line search on ``psi``: :func:`~.branch.minus.quadratic_line_maximum`) approach; every step's bound
 is valid and the least is kept.
 
 The search itself (nodes = include / exclude sets of arms, split on the most fractional arm or a
 violated forbidden pair, best bound first, ties by creation order, every vertex an incumbent
-valued exactly) is :class:`~.minus_branch.LinearOracleBranch`'s; only the relaxation differs.
+valued exactly) is :class:`~.branch.minus.LinearOracleBranch`'s; only the relaxation differs.
 
 The overestimator is the one of the two with the lower root bound (:class:`ConcaveBranch`):
-:func:`concave_shift`'s diagonal alone, or :func:`~.overestimator.concave_overestimator`. The diagonal
+:func:`concave_shift`'s diagonal alone, or :func:`~.branch.overestimator.concave_overestimator`. The diagonal
 is :func:`~.shifts.diagonal_shift` above the matrix (the least by trace of ``lambda_max I``,
 ``lambda'_max diag(M)`` and a max-cut semidefinite bound).
 
@@ -45,7 +45,7 @@ root's relaxed points), and a node whose free arms shrank takes the root's form 
 
 Where it runs (:meth:`~.solver.NormSolver._plus_branch_applies`): spaces with a combinatorial linear oracle whose MILP
 needs lazy cuts (spanning trees, forests) or matchings (general ones on the fractional matching polytope of
-:mod:`.minus_branch`); elsewhere the outer approximation's compact MILPs serve (the bound is loose when actions hold
+:mod:`.branch.minus`); elsewhere the outer approximation's compact MILPs serve (the bound is loose when actions hold
 few of many arms).
 
 Measured figures and the ideas tried: ``docs/performance.md``, "Norm queries".
@@ -67,13 +67,13 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..core.queries import NormQuery
-from ..mip.tuning import HighsTuning
-from .gradient import positive_definite
-from .minus_branch import _EPS, _REL_GAP, _ROUND, LinearOracleBranch, _Node, quadratic_line_maximum
+from ...core.queries import NormQuery
+from ...mip.tuning import HighsTuning
+from ..gradient import positive_definite
+from ..scaling import arms_bound, proven
+from ..shifts import _MARGIN, diagonal_shift, low_rank_start, weighted_diagonal
+from .minus import _EPS, _REL_GAP, _ROUND, LinearOracleBranch, _Node, quadratic_line_maximum
 from .overestimator import conflict_pairs, overestimator_parts, shifted_form
-from .scaling import arms_bound, proven
-from .shifts import _MARGIN, diagonal_shift, low_rank_start, weighted_diagonal
 
 #: The defaults, where a search is built without the oracle's choices (tests, benchmarks).
 _DEFAULT = HighsTuning()
@@ -134,7 +134,7 @@ class ConcaveBranch(LinearOracleBranch):
 
     The overestimator ``q(x) = x @ A @ x + b @ x`` is the better at the root (the lower Frank-Wolfe
     bound; ties: the first) of :func:`concave_shift`'s diagonal alone and
-    :func:`~.overestimator.concave_overestimator` (size and conflict terms); on spaces with conflicting
+    :func:`~.branch.overestimator.concave_overestimator` (size and conflict terms); on spaces with conflicting
     arms (matchings) the latter alone.
     """
 
@@ -161,7 +161,7 @@ class ConcaveBranch(LinearOracleBranch):
         self._tune_after = self.tuning.concave_tune_after  # (run sets it per mode)
         self._settled: Callable[[float, float], bool] | None = None
         #: An upper bound on every action's index met after the nodes were keyed (the tuned root's): the
-        #: approximate mode may stop on it (:func:`~.minus_branch.best_first`).
+        #: approximate mode may stop on it (:func:`~.branch.minus.best_first`).
         self.global_bound = np.inf
         #: The bounds' matrix: ``M``, or its PSD majorant where ``M`` is not definite (:func:`psd_majorant`).
         self.P = psd_majorant(query.M, np.asarray(arms, int))
@@ -191,7 +191,7 @@ class ConcaveBranch(LinearOracleBranch):
     def run(
         self, best: np.ndarray | None, best_value: float, settled: Callable[[float, float], bool] | None = None
     ) -> tuple[np.ndarray | None, float, float]:
-        """The search of :meth:`~.minus_branch.LinearOracleBranch.run`; with ``settled`` (the approximate mode) the
+        """The search of :meth:`~.branch.minus.LinearOracleBranch.run`; with ``settled`` (the approximate mode) the
         root's diagonal is tuned after ``tuning.concave_tune_after_approximate`` nodes rather than
         ``tuning.concave_tune_after``."""
         after = self.tuning.concave_tune_after

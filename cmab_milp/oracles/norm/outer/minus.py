@@ -1,7 +1,7 @@
 """Outer approximation of the norm (sign -1, ``M`` positive semidefinite) on disaggregated tangents.
 
 An alternative to the secant method of :mod:`.solver` for sign -1 (used where
-:mod:`.minus_branch` does not apply), **off by default** (the ``highs`` tuning option ``minus_outer``):
+:mod:`.branch.minus` does not apply), **off by default** (the ``highs`` tuning option ``minus_outer``):
 exact, with 1-6 MILPs per query at d = 100, but each MILP is slower (measured below).
 With ``M_arms = R^T R`` (:func:`square_root_rows`, the eigen-decomposition ``R_k =
 sqrt(lambda_k) v_k^T``), ``n(a) = sqrt(a @ M @ a) = |R a|`` and the model is the space's
@@ -55,10 +55,10 @@ from typing import Any
 
 import numpy as np
 
-from ..backends.highs_model import CompiledModel
-from ..core.base import OracleError
-from .cuts import Exclusions
-from .scaling import proven
+from ...backends.highs_model import CompiledModel
+from ...core.base import OracleError
+from ..cuts import Exclusions
+from ..scaling import proven
 
 #: The :class:`~cmab_milp.oracles.norm.solver.NormSolver` running the query (not imported: the solver imports
 #: this module).

@@ -8,7 +8,7 @@ MILP's bound is an upper bound on every action with ``L >= delta``; each incumbe
 to ``L >= delta`` (``delta`` a small fraction of the largest ``L``); actions with ``L < delta`` are worth at most
 ``mu @ a + f sqrt(delta)`` and are covered by listing the best actions by ``mu @ a`` with no-good cuts
 (:meth:`OuterPlus._best_near_zero`) until that bound is beaten. The first incumbent
-(:mod:`.incumbents`) is valued exactly before the first MILP (its tangent goes in). These MILPs run without
+(:mod:`.starts.incumbents`) is valued exactly before the first MILP (its tangent goes in). These MILPs run without
 HiGHS's presolve (``tuning.plus_presolve``). Gaps left by solver noise are closed by setting exactly valued
 actions aside (:class:`~.cuts.Exclusions`).
 
@@ -27,10 +27,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..backends.highs_model import CompiledModel
-from ..core.base import OracleError
-from .cuts import Exclusions, add_no_good
-from .lifting import Lifted
+from ...backends.highs_model import CompiledModel
+from ...core.base import OracleError
+from ..cuts import Exclusions, add_no_good
+from ..lifting import Lifted
 
 __all__ = ["OuterPlus"]
 

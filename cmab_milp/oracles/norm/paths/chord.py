@@ -20,7 +20,7 @@ any ``x0`` with ``R(x0) > 0`` is below it everywhere (Cauchy-Schwarz in ``R^(d+1
 so every action has ``n(a) >= g @ a + g0`` with ``g = (A x0 + c0 beta d) / R(x0)``, ``g0 = c0 alpha / R(x0)``.
 
 With ``L = 0`` and ``U = k_hi max(d)`` (uniform ``d``) this is the form of
-:func:`~.minus_branch.relaxation_matrix` (``x @ (M - D + s s' / m) @ x``, ``s = sqrt(d)``, ``m = k_hi``); a
+:func:`~.branch.minus.relaxation_matrix` (``x @ (M - D + s s' / m) @ x``, ``s = sqrt(d)``, ``m = k_hi``); a
 positive ``L`` raises the chord everywhere in ``(L, U)``: on an 8x8 grid's s-t paths (between 14 and 63 edges) at
 50 edges ``c / sqrt`` is 0.97 instead of 0.89. Between actions ``R`` is larger than ``n`` (Jensen's gain of the
 relaxation shrinks), on actions it is at most ``n``: bounds built from it stay valid.
@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .shifts import diagonal_shift
+from ..shifts import diagonal_shift
 
 __all__ = ["ChordNorm", "chord"]
 

@@ -5,7 +5,7 @@ an LP point ``x`` (its edges above a threshold) that holds neither ``s`` nor ``t
 ``x(delta(S)) >= x(delta(v))`` for a node ``v`` of ``S`` (directed: ``x(delta_in(S)) >= x(delta_in(v))``,
 ``s`` not in ``S``): a path through ``v`` enters ``S`` and leaves it, so every path satisfies the row and
 adding it never cuts an action off. :func:`shortest_length` is the fewest arms of an s-t path avoiding
-some arms (a lower bound on the size of every action there; the chord form of :mod:`.paths_chord` uses it).
+some arms (a lower bound on the size of every action there; the chord form of :mod:`.paths.chord` uses it).
 
 Example
 -------
@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...spaces import STPaths
-from ...spaces.formulation import Row
-from ..mip.graph_starts import PathStarts
+from ....spaces import STPaths
+from ....spaces.formulation import Row
+from ...mip.graph_starts import PathStarts
 
 __all__ = ["component_cuts", "shortest_length"]
 

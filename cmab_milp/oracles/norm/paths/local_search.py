@@ -1,6 +1,6 @@
 """Local search over s-t paths for the norm index: replace a short sub-path by a short detour.
 
-The incumbents of :class:`~.minus_paths.PathBranch` come from LP points (rounded, repaired, shortest
+The incumbents of :class:`~.paths.minus.PathBranch` come from LP points (rounded, repaired, shortest
 paths on ``1 - x``); on long optimal paths (f = 3 on the 8x8 grid: 50-60 of 112 edges) they stay far
 below the optimum for many nodes. :func:`improve_path` climbs from a path: a *move* replaces the
 ``k <= max_segment`` arms between two nodes ``u = v_i`` and ``w = v_{i+k}`` of the path by another simple
@@ -35,8 +35,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...spaces import STPaths
-from ..core.queries import NormQuery
+from ....spaces import STPaths
+from ...core.queries import NormQuery
 
 __all__ = ["improve_path", "path_sequence"]
 

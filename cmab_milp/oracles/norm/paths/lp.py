@@ -1,4 +1,4 @@
-"""The LP of the s-t path searches (:mod:`.minus_paths`, :mod:`.plus_paths`) and its proven bound.
+"""The LP of the s-t path searches (:mod:`.paths.minus`, :mod:`.paths.plus`) and its proven bound.
 
 :class:`_PathLP` holds one query's linear program on HiGHS: the space's path formulation (flow / degree rows,
 the visit columns of undirected graphs; their orientation columns left out with ``tuning.paths_unoriented``)
@@ -26,12 +26,12 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ...spaces import STPaths
-from ...spaces.formulation import Row
-from ..backends.highs_model import CompiledModel
-from ..core.base import OracleError
-from ..core.queries import NormQuery
-from ..mip.tuning import HighsTuning
+from ....spaces import STPaths
+from ....spaces.formulation import Row
+from ...backends.highs_model import CompiledModel
+from ...core.base import OracleError
+from ...core.queries import NormQuery
+from ...mip.tuning import HighsTuning
 
 __all__ = ["safe_bound"]
 

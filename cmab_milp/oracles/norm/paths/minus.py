@@ -2,7 +2,7 @@
 
 The query is ``max mu @ a - f n(a)``, ``n(a) = sqrt(a @ M @ a)``, ``M`` positive definite, over the simple
 s-t paths ``a`` that its restrictions admit. No combinatorial linear oracle exists here (a longest path
-is NP-hard), so :mod:`.minus_branch` does not apply; this module bounds nodes by a linear program instead.
+is NP-hard), so :mod:`.branch.minus` does not apply; this module bounds nodes by a linear program instead.
 
 The relaxation ``P``: the space's own path formulation (flow / degree rows, the visit columns of undirected
 graphs; their orientation columns left out), as an LP, with the query's ``forbid_pairs`` as rows
@@ -11,7 +11,7 @@ graphs; their orientation columns left out), as an LP, with the query's ``forbid
 orientation columns give the same polytope: option ``paths_unoriented``), connectivity cuts
 ``a(delta(S)) >= a(delta(v))`` (``v`` in ``S``, ``s`` and ``t`` not; directed ``a(delta_in(S)) >=
 a(delta_in(v))``, ``s`` not in ``S``: a path through ``v`` enters ``S``), found at an LP point from the
-components of its support above a few thresholds (:func:`~.paths_cuts.component_cuts`, no max flow) and, at the root,
+components of its support above a few thresholds (:func:`~.paths.cuts.component_cuts`, no max flow) and, at the root,
 by the space's max-flow separator when those find none; and the forest row of a cycle at an integral
 point. Every row holds for every admitted path, so ``P`` holds the node's actions.
 
@@ -21,13 +21,13 @@ for ``N`` either
 
 * ``M`` itself: by Cauchy-Schwarz in the ``M`` inner product ``n(a) >= (M x0) @ a / n(x0)`` for every
   ``a`` and every ``x0`` with ``n(x0) > 0``; or
-* the shifted ``M_r = M - D + s s' / m`` of :func:`~.minus_branch.relaxation_matrix` (PSD, and
+* the shifted ``M_r = M - D + s s' / m`` of :func:`~.branch.minus.relaxation_matrix` (PSD, and
   ``a @ M_r @ a <= a @ M @ a`` on every set of at most ``m = space.m`` arms): ``n(a) >= n_r(a) >=
   (M_r x0) @ a / n_r(x0)``. Between actions ``n_r`` is larger than ``n``, so its tangents cut off the
   fractional points that spread over many arms; ``M``'s tangents are exact at the action ``x0``. The
-  chord form ``R`` of :mod:`.paths_chord` takes ``M_r``'s place (its tangents
+  chord form ``R`` of :mod:`.paths.chord` takes ``M_r``'s place (its tangents
   ``n(a) >= g @ a + g0``, a row with a constant): the same ``D``, with ``sqrt(d @ a)`` bounded by its chord
-  between the fewest arms of a path (:func:`~.paths_cuts.shortest_length`, the excluded arms left out) and
+  between the fewest arms of a path (:func:`~.paths.cuts.shortest_length`, the excluded arms left out) and
   ``arms_bound``, rather than from 0: ``R >= n_r`` on every point of at least that many arms, so on ``P``.
   (``M_r`` comes back when ``M - D`` fails the eigenvalue check in floating point.)
 
@@ -36,7 +36,7 @@ LP value ``mu @ a - f n(a)``, its index: the LP optimum bounds the node, whateve
 above the LP holds. Tangent rows are shared by every later node of the query; those without a dual
 price in the last ``_IDLE_LPS`` LPs are deleted once there are many (a subset of valid rows: bounds stay
 valid). This is Kelley's cutting-plane method on the convex relaxation ``max_{x in P} mu @ x - f max(n(x),
-n_r(x))``, with all the query's tangents in every node (the Frank-Wolfe bound of :mod:`.minus_branch` uses
+n_r(x))``, with all the query's tangents in every node (the Frank-Wolfe bound of :mod:`.branch.minus` uses
 one tangent at a time), stabilised by in-out separation (the tangent is taken at the midpoint of the LP
 point and the node's best point so far, when it cuts the LP point off). A node stops its rounds when its
 bound is proven below the incumbent, no row is violated, three rounds in a row lowered the bound by
@@ -53,12 +53,12 @@ candidate incumbents: an integral point itself (:meth:`~cmab_milp.oracles.mip.gr
 when it holds cycles), the shortest path on lengths ``1 - x`` (the path the LP leans on) and, every few nodes,
 the heuristic path of the tangent's weights (:meth:`~cmab_milp.oracles.mip.graph_starts.PathStarts.start_action`); each
 valued exactly in numpy, kept when the query admits it. A candidate better than the incumbent, or
-within 5% of it, is first improved by :func:`~.paths_local.improve_path` (a sub-path of at most 3 arms
+within 5% of it, is first improved by :func:`~.paths.local_search.improve_path` (a sub-path of at most 3 arms
 swapped for a detour of at most 4 while that gains; the result is checked and valued like any
 candidate, so bounds and exactness are untouched).
 
-Proven bounds: the LP's objective is not used as a bound; :func:`~.paths_lp.safe_bound` proves one from
-HiGHS's row duals by weak duality (:mod:`.paths_lp`, valid for any duals). Tangent rows are loosened by their
+Proven bounds: the LP's objective is not used as a bound; :func:`~.paths.lp.safe_bound` proves one from
+HiGHS's row duals by weak duality (:mod:`.paths.lp`, valid for any duals). Tangent rows are loosened by their
 own rounding allowance, so a rounded coefficient never cuts off an action. The query ends when no open node's bound
 exceeds the incumbent by more than the contract's ``1e-9 (1 + |value|)`` (:func:`~.scaling.proven`);
 the bound returned is the largest dropped one (or the incumbent's value).
@@ -86,19 +86,19 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ...spaces import STPaths
-from ...spaces.formulation import Row
-from ..backends.highs_model import LimitReached
-from ..core.queries import NormQuery
-from ..mip.graph_cuts import separate_paths_lp, separate_st_cut_lp
-from ..mip.graph_starts import PathStarts
-from ..mip.tuning import HighsTuning
-from .minus_branch import _Node, best_first, relaxation_matrix
-from .paths_chord import ChordNorm
-from .paths_cuts import _CUT_VIOLATION, _violation, component_cuts, shortest_length
-from .paths_local import improve_path
-from .paths_lp import _EPS, _ROUND, _PathLP
-from .scaling import arms_bound, proven
+from ....spaces import STPaths
+from ....spaces.formulation import Row
+from ...backends.highs_model import LimitReached
+from ...core.queries import NormQuery
+from ...mip.graph_cuts import separate_paths_lp, separate_st_cut_lp
+from ...mip.graph_starts import PathStarts
+from ...mip.tuning import HighsTuning
+from ..branch.minus import _Node, best_first, relaxation_matrix
+from ..scaling import arms_bound, proven
+from .chord import ChordNorm
+from .cuts import _CUT_VIOLATION, _violation, component_cuts, shortest_length
+from .local_search import improve_path
+from .lp import _EPS, _ROUND, _PathLP
 
 #: The defaults, where a search is built without the oracle's choices (tests, benchmarks).
 _DEFAULT = HighsTuning()
@@ -187,9 +187,9 @@ class PathBranch:
 
     def make_bounds(self, arms: np.ndarray, l_hi: float) -> _PathLP:
         """The forms whose tangents bound ``t`` (:meth:`tangents_at`) and the query's LP (``t`` in ``[0,
-        sqrt(l_hi)]``): :class:`~.plus_paths.ConcavePathBranch` makes its own."""
+        sqrt(l_hi)]``): :class:`~.paths.plus.ConcavePathBranch` makes its own."""
         query = self.q
-        #: The chord forms (:mod:`.paths_chord`) whose tangents bound ``t`` (none: ``M_r``'s instead).
+        #: The chord forms (:mod:`.paths.chord`) whose tangents bound ``t`` (none: ``M_r``'s instead).
         self.forms: list[ChordNorm] = []
         if self.tuning.paths_chord:
             try:

@@ -2,12 +2,12 @@
 
 The query is ``max mu @ a + f n(a)``, ``n(a) = sqrt(a @ M @ a)``, ``M`` positive definite, over the simple
 s-t paths ``a`` its restrictions admit. A linear query here is a longest path (NP-hard), so neither
-:mod:`.plus_branch` (Frank-Wolfe on a combinatorial linear oracle) nor the outer approximation's MILPs
+:mod:`.branch.plus` (Frank-Wolfe on a combinatorial linear oracle) nor the outer approximation's MILPs
 (longest-path models with a lifted quadratic form) are cheap; this module bounds nodes by the linear program
-of :mod:`.minus_paths` instead, whose search, rows, proven bounds and incumbent heuristics it shares
-(:class:`~.minus_paths.PathBranch`).
+of :mod:`.paths.minus` instead, whose search, rows, proven bounds and incumbent heuristics it shares
+(:class:`~.paths.minus.PathBranch`).
 
-The bound. Let ``q(x) = x @ A @ x + b @ x`` be the concave overestimator of :mod:`.plus_branch`
+The bound. Let ``q(x) = x @ A @ x + b @ x`` be the concave overestimator of :mod:`.branch.plus`
 (``A = B - D`` negative semidefinite on the arms not excluded, ``q(a) >= a @ M @ a`` on every action:
 :func:`~.overestimator.overestimator_parts` and :func:`~.overestimator.shifted_form`). ``sqrt(q)`` is concave on
 the convex set ``{q >= 0}``, which holds every action, so for every ``x0`` with ``q(x0) > 0`` and every action
@@ -20,8 +20,8 @@ the row ``t >= -grad @ a + (grad @ x0 - sqrt(q(x0)))``; the triangle inequality 
 sqrt(M_ii)`` gives the row ``t >= -sqrt(diag M) @ a``, valid everywhere, which starts every query. Every
 action ``a`` of a node gives the LP point ``(a, -n(a))``: it satisfies every row (each plane is above
 ``n(a)``) and the column bounds, and its LP value is ``mu @ a + f n(a)``, the index. So the LP optimum (a
-proven bound by :func:`~.paths_lp.safe_bound`) bounds the node, whatever subset of the rows the LP holds.
-This is Kelley's method on ``max_{x in P} mu @ x + f sqrt(q(x))``, as in :mod:`.minus_paths` with ``-n``.
+proven bound by :func:`~.paths.lp.safe_bound`) bounds the node, whatever subset of the rows the LP holds.
+This is Kelley's method on ``max_{x in P} mu @ x + f sqrt(q(x))``, as in :mod:`.paths.minus` with ``-n``.
 
 The star terms (:func:`vertex_parts`). On a path every node's edges hold 0 or ``r_v`` of its arms (2 at an
 inner node, 1 at ``s`` and ``t``; directed: the arcs into a node and those out of it, 1 each), so
@@ -56,11 +56,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .minus_paths import PathBranch
-from .overestimator import overestimator_parts, shifted_form
-from .paths_lp import _EPS, _ROUND, _PathLP
-from .plus_branch import psd_majorant
-from .scaling import arms_bound
+from ..branch.overestimator import overestimator_parts, shifted_form
+from ..branch.plus import psd_majorant
+from ..scaling import arms_bound
+from .lp import _EPS, _ROUND, _PathLP
+from .minus import PathBranch
 
 __all__ = ["ConcavePathBranch"]
 
@@ -108,12 +108,12 @@ def vertex_parts(space, M: np.ndarray, arms: np.ndarray, tau: float) -> tuple[np
 class ConcavePathBranch(PathBranch):
     """Branch and bound for ``max mu @ a + f n(a)`` on s-t paths of a cyclic graph (module docstring).
 
-    Arguments as :class:`~.minus_paths.PathBranch`'s (``l_hi`` an upper bound of ``a @ M @ a`` on actions).
+    Arguments as :class:`~.paths.minus.PathBranch`'s (``l_hi`` an upper bound of ``a @ M @ a`` on actions).
     """
 
     def make_bounds(self, arms: np.ndarray, l_hi: float) -> _PathLP:
         """The concave overestimator ``q`` on ``arms`` and the LP, ``t`` in ``[-sqrt(l_hi), 0]``, with the
-        triangle row. The forms are made on :func:`~.plus_branch.psd_majorant`'s ``P`` (``M`` where it is definite),
+        triangle row. The forms are made on :func:`~.branch.plus.psd_majorant`'s ``P`` (``M`` where it is definite),
         so that they hold for an indefinite ``M`` too."""
         M = psd_majorant(self.q.M, np.asarray(arms, int))
         self.forms, self.M_r = [], None

@@ -1,9 +1,9 @@
 """Sign -1 by piecewise secants over the quadratic form: MILPs whose secants bound every action in a window.
 
 On the lifting of :meth:`~.lifting.Lifted.glover` (the model's ``L`` reaches ``a @ M @ a`` and never goes
-below it), a column ``w`` standing for ``-f sqrt(L)`` is capped by the secants of :mod:`.secants` on
+below it), a column ``w`` standing for ``-f sqrt(L)`` is capped by the secants of :mod:`.secants.pieces` on
 ``[lo, hi]``: ``-f sqrt`` is convex, so its secants lie above it and the MILP's bound is an upper bound on the
-index of every action with ``L`` in the window. The window's top (:func:`~.secants.window_top`) leaves out only
+index of every action with ``L`` in the window. The window's top (:func:`~.secants.pieces.window_top`) leaves out only
 actions that cannot beat the incumbent. Each MILP answer's ``L`` becomes a breakpoint (the secants then value it
 exactly) until the bound meets the best true value; a better incumbent narrows the window and the secants are
 rebuilt. The convex cuts of :mod:`.cuts` (on ``L``) and, for a positive definite ``M``, the gradient cuts of
@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..backends.highs_model import CompiledModel
-from ..core.base import OracleError
-from .cuts import ConvexCuts, Exclusions
-from .gradient import GradientCuts, positive_definite, well_scaled
-from .lifting import Lifted
-from .scaling import proven
-from .secants import PiecewiseSqrt, sqrt_grid, window_top
+from ...backends.highs_model import CompiledModel
+from ...core.base import OracleError
+from ..cuts import ConvexCuts, Exclusions
+from ..gradient import GradientCuts, positive_definite, well_scaled
+from ..lifting import Lifted
+from ..scaling import proven
+from .pieces import PiecewiseSqrt, sqrt_grid, window_top
 
 __all__ = ["SecantsMinus"]
 

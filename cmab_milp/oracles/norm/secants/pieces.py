@@ -31,8 +31,8 @@ import math
 
 import numpy as np
 
-from ..backends.highs_model import CompiledModel
-from ..core.base import OracleError
+from ...backends.highs_model import CompiledModel
+from ...core.base import OracleError
 
 __all__ = ["PiecewiseSqrt", "sqrt_grid", "window_top"]
 

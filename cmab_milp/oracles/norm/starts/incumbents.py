@@ -28,7 +28,7 @@ import dataclasses
 
 import numpy as np
 
-from ..core.queries import LinearQuery
+from ...core.queries import LinearQuery
 from .local_search import ascend, ascend_from_neighbours, improve_locally
 
 __all__ = ["FirstIncumbents"]

@@ -19,8 +19,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..core.base import tolerance
-from ..core.queries import NormQuery
+from ...core.base import tolerance
+from ...core.queries import NormQuery
 
 __all__ = ["ascend", "ascend_from_neighbours", "improve_locally", "local_moves"]
 

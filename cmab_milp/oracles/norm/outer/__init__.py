@@ -1,0 +1,1 @@
+"""Outer approximation of the norm by tangents, both signs."""

@@ -1,0 +1,1 @@
+"""Sign -1 by piecewise secants over the quadratic form."""

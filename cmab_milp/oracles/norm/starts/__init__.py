@@ -1,0 +1,1 @@
+"""First incumbents of the norm methods: hints, ascents, restarts, swaps and local search."""
