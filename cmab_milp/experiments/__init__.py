@@ -3,20 +3,22 @@
 ``cmab-milp run PROBLEM.toml --out DIR`` (see :mod:`cmab_milp.cli`) is
 :func:`load_problem` followed by :func:`run_problem`.
 
-Modules: :mod:`.schema` (typed reading of TOML tables with key paths),
-:mod:`.registry` (what a file may name: kinds, ``--plugin`` modules),
-:mod:`.limits` (sizes checked before any work),
-:mod:`.builders` (spaces, graphs, environments, policies from tables; split into
-:mod:`.kinds`, :mod:`~cmab_milp.experiments.problem.graphs`, :mod:`~cmab_milp.experiments.problem.spaces`,
-:mod:`~cmab_milp.experiments.problem.rules`, :mod:`.draws`),
-:mod:`.problem` (the schema and :class:`Problem`), :mod:`.policy_specs` (one
-``[[policies]]`` entry and its oracle options), :mod:`.executors` (where jobs
-run), :mod:`.storage` (the results folder), :mod:`.progress`, :mod:`.jobs` (one
-job: played, then recorded), :mod:`.summary` (``summary.json`` and the curves), :mod:`.runner`,
-:mod:`.plots`, :mod:`.compare` and :mod:`.compare_report` (``compare-oracles``; its Python face:
-:func:`record_queries`, :func:`candidate_backends`, :func:`compare_backends`, :func:`save_plot`,
-:func:`compare_oracles`), :mod:`.manifest` (a results folder's data files and hashes), :mod:`.verify` and
-:mod:`.verify_report` (``cmab-milp verify``: a folder re-run and compared run by run).
+The package follows a run's flow, one folder a stage:
+
+* :mod:`cmab_milp.experiments.problem` - reading and checking a problem file: ``schema`` (typed reading of
+  TOML tables with key paths), ``problem_file`` (the schema and :class:`Problem`), ``registry`` (what a file
+  may name: kinds, ``--plugin`` modules), ``limits`` and ``file_limits`` (sizes checked before any work),
+  ``builders`` with ``kinds``, ``graphs``, ``spaces``, ``rules``, ``arm_values``, ``matrices``, ``draws``,
+  ``logged_env`` (spaces, graphs, environments, policies from tables) and ``policy_specs`` (one
+  ``[[policies]]`` entry and its oracle options);
+* :mod:`cmab_milp.experiments.run` - running it: ``runner``, ``jobs`` (one job: played, then recorded),
+  ``executors`` and ``dask_executor`` (where jobs run), ``storage`` (the results folder), ``progress``,
+  ``manifest`` (a results folder's data files and hashes), ``verify`` and ``verify_report``
+  (``cmab-milp verify``: a folder re-run and compared run by run), ``evaluate`` (``cmab-milp evaluate``);
+* :mod:`cmab_milp.experiments.report` - reporting it: ``summary`` (``summary.json`` and the curves),
+  ``summary_table``, ``plots``, ``compare`` and ``compare_report`` (``compare-oracles``; its Python face:
+  :func:`record_queries`, :func:`candidate_backends`, :func:`compare_backends`, :func:`save_plot`,
+  :func:`compare_oracles`).
 """
 
 from .problem.builders import DRAWS, GENERATORS, register_draw, register_generator

@@ -2,7 +2,7 @@
 
 :class:`_GraphSpace` validates the graph (a networkx graph without parallel edges or
 self-loops), numbers nodes and edges, and offers the union-find helpers the spaces
-of :mod:`~cmab_milp.spaces.graphs` and :mod:`.paths` share (forest test, forest enumeration); with
+of :mod:`~cmab_milp.spaces.graphs` and :mod:`~cmab_milp.spaces.paths` share (forest test, forest enumeration); with
 :class:`~.graph_rows.GraphRows` it writes their subtour rows. :func:`_flag` and
 :func:`_count` check the formulation options of the constructors.
 

@@ -15,7 +15,7 @@ Exactness of the formulations:
   On LP points the same cuts are separated exactly (Padberg-Wolsey min cuts on
   the support graph after contracting edges at 1, which keeps a most violated
   set whole): with all of them the LP is the forest polytope itself.
-* s-t paths (:class:`~.paths.STPaths`, in :mod:`.paths`; importable from here):
+* s-t paths (:class:`~cmab_milp.spaces.paths.STPaths`, in :mod:`~cmab_milp.spaces.paths`; importable from here):
   a degree/flow model plus the same forest cut of any cycle.
 * optionally (option ``flow``) trees, forests and cyclic paths get
   single-commodity flow rows on extra columns, which make every integer point

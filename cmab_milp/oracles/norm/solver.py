@@ -34,7 +34,7 @@ In the certified approximate mode (the oracle's ``norm_gap``) a sign +1 query th
 last solved query (:mod:`.carry`); only when that fails is it solved, at the carry's tighter gap.
 
 Each loop closes with :func:`~.scaling.proven`; gaps left by solver noise are closed
-by setting exactly valued actions aside (:mod:`.cuts`). The answer's value is
+by setting exactly valued actions aside (:mod:`~cmab_milp.oracles.norm.cuts`). The answer's value is
 recomputed in numpy and must be within ``1e-9 * (1 + |value|)`` of the proven upper
 bound; otherwise :class:`~cmab_milp.oracles.core.base.OracleError`.
 

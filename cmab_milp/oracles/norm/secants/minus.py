@@ -6,9 +6,10 @@ below it), a column ``w`` standing for ``-f sqrt(L)`` is capped by the secants o
 index of every action with ``L`` in the window. The window's top (:func:`~.secants.pieces.window_top`) leaves out only
 actions that cannot beat the incumbent. Each MILP answer's ``L`` becomes a breakpoint (the secants then value it
 exactly) until the bound meets the best true value; a better incumbent narrows the window and the secants are
-rebuilt. The convex cuts of :mod:`.cuts` (on ``L``) and, for a positive definite ``M``, the gradient cuts of
-:mod:`.gradient` (on ``w``, by a row) and the space's root cuts tighten the relaxation before the first MILP.
-Gaps left by solver noise are closed by setting exactly valued actions aside (:class:`~.cuts.Exclusions`).
+rebuilt. The convex cuts of :mod:`~cmab_milp.oracles.norm.cuts` (on ``L``) and, for a positive definite ``M``,
+the gradient cuts of :mod:`.gradient` (on ``w``, by a row) and the space's root cuts tighten the relaxation before
+the first MILP. Gaps left by solver noise are closed by setting exactly valued actions aside
+(:class:`~cmab_milp.oracles.norm.cuts.Exclusions`).
 
 Example
 -------

@@ -3,7 +3,7 @@
 The linear argmax, improved by swaps of one or two arms (each checked against the
 space and the restrictions, and valued exactly), is the first incumbent: its
 ``L`` is a breakpoint from the start and its value narrows the window
-(:func:`~cmab_milp.oracles.norm.secants.window_top`), so when it is the optimum
+(:func:`~cmab_milp.oracles.norm.secants.pieces.window_top`), so when it is the optimum
 (61 of 64 bench queries at d=40) one MILP proves it. It is only a heuristic: the
 answer's exactness rests on the secant MILP, never on the search.
 
