@@ -21,6 +21,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
+from ..described import ParameterError
 from .base import ActionSpace
 from .graph_rows import GraphRows
 from .labels import ArmLabels
@@ -29,14 +30,14 @@ from .labels import ArmLabels
 def _flag(name: str, value: Any) -> bool:
     """A formulation option that must be ``True`` or ``False``."""
     if not isinstance(value, bool | np.bool_):
-        raise ValueError(f"{name} must be true or false, got {value!r}")
+        raise ParameterError(name, f"{name} must be true or false, got {value!r}")
     return bool(value)
 
 
 def _count(name: str, value: Any) -> int:
     """A size threshold: a non-negative integer."""
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
-        raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+        raise ParameterError(name, f"{name} must be a non-negative integer, got {value!r}")
     return int(value)
 
 
@@ -47,16 +48,16 @@ class _GraphSpace(GraphRows, ActionSpace):
 
     def __init__(self, graph: Any, *, allow_directed: bool = False, labels: Iterable[Hashable] | None = None):
         if not isinstance(graph, nx.Graph):
-            raise ValueError(f"graph must be a networkx graph, got {type(graph).__name__}")
+            raise ParameterError("graph", f"graph must be a networkx graph, got {type(graph).__name__}")
         if graph.is_multigraph():
-            raise ValueError("multigraphs are not supported: parallel edges would share a label")
+            raise ParameterError("graph", "multigraphs are not supported: parallel edges would share a label")
         if graph.is_directed() and not allow_directed:
-            raise ValueError(f"{type(self).__name__} needs an undirected graph")
+            raise ParameterError("graph", f"{type(self).__name__} needs an undirected graph")
         if graph.number_of_edges() == 0:
-            raise ValueError("graph has no edges, so there are no arms")
+            raise ParameterError("graph", "graph has no edges, so there are no arms")
         loops = list(nx.selfloop_edges(graph))
         if loops:
-            raise ValueError(f"graph has self-loops (e.g. {loops[0]}); remove them")
+            raise ParameterError("graph", f"graph has self-loops (e.g. {loops[0]}); remove them")
         self.graph = graph
         self.arms = list(graph.edges())
         self.d = len(self.arms)

@@ -48,6 +48,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
+from ..described import ParameterError
 from .formulation import Formulation, NamedSeparator, Row
 from .graph_base import _flag, _GraphSpace
 from .graph_presolve import unusable_matching_arms
@@ -150,7 +151,7 @@ class SpanningTrees(_GraphSpace):
         self._complement_cuts = self.sparse_cuts
         super().__init__(graph, labels=labels)
         if not nx.is_connected(graph):
-            raise ValueError("SpanningTrees needs a connected graph")
+            raise ParameterError("graph", "SpanningTrees needs a connected graph")
         self.__dict__["m"] = self.n_nodes - 1
 
     def _contains(self, action: np.ndarray) -> bool:
@@ -207,7 +208,7 @@ class Matchings(_GraphSpace):
         self.bipartite = nx.is_bipartite(graph)
         size = len(nx.max_weight_matching(graph, maxcardinality=True))
         if self.perfect and 2 * size != self.n_nodes:
-            raise ValueError("the graph has no perfect matching")
+            raise ParameterError("graph", "the graph has no perfect matching")
         self.__dict__["m"] = size
 
     def _contains(self, action: np.ndarray) -> bool:
