@@ -52,20 +52,25 @@ def play(policy, rounds: int, seed: int) -> None:
         policy.observe(a, np.where(a, outcome, np.nan))
 
 
+def next_picks(policy) -> list[list[int]]:
+    """The arms of the 8 actions selected after 10 more rounds (the continuation a loaded learner must repeat)."""
+    play(policy, 10, seed=2)
+    rng = np.random.default_rng(3)
+    picks = []
+    for _ in range(8):
+        a = policy.select()
+        picks.append(np.flatnonzero(a).tolist())
+        policy.observe(a, np.where(a, np.round(rng.random(policy.d) * 2) / 2, np.nan))
+    return picks
+
+
 def main() -> None:
     HERE.mkdir(exist_ok=True)
     expected = {}
     for name, policy in learners().items():
         play(policy, 12, seed=1)
         policy.save(HERE / f"{name}.npz")
-        play(policy, 10, seed=2)  # what a learner loaded from the file must select next
-        rng = np.random.default_rng(3)
-        picks = []
-        for _ in range(8):
-            a = policy.select()
-            picks.append(np.flatnonzero(a).tolist())
-            policy.observe(a, np.where(a, np.round(rng.random(policy.d) * 2) / 2, np.nan))
-        expected[name] = picks
+        expected[name] = next_picks(policy)  # what a learner loaded from the file must select next
     (HERE / "expected.json").write_text(json.dumps(expected, indent=1) + "\n")
 
 
