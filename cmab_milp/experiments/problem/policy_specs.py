@@ -40,7 +40,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ...oracles.core.registry import BACKENDS, check_backend_name, make_oracle
-from .kinds import _resolve_class, policy_kinds
+from .kinds import _resolve_class
 from .registry import check_name
 from .schema import ProblemError, ProblemErrors, Table, plain
 
@@ -140,10 +140,10 @@ def _parse_policy(table: Table, k: int, seen: dict[str, int], check_kinds: bool 
         # the class is looked up now, so that a wrong kind is reported with the file's other mistakes
         kind_table = Table({"kind": kind}, table.key, file)
         if check_kinds:
-            cls = _resolve_class(kind_table, "kind", policy_kinds(), "policy kind", "policy")
+            cls = _resolve_class(kind_table, "kind", "policy")
         else:  # still the class's default oracle when it resolves (a plug-in's may not be loaded)
             try:
-                cls = _resolve_class(kind_table, "kind", policy_kinds(), "policy kind", "policy")
+                cls = _resolve_class(kind_table, "kind", "policy")
             except ProblemError:
                 cls = None
     except ProblemError as exc:
@@ -163,21 +163,11 @@ def _parse_policy(table: Table, k: int, seen: dict[str, int], check_kinds: bool 
         raise errors[0] if len(errors) == 1 else ProblemErrors(errors)
     constants_table = table.table("constants", None)
     constants = {} if constants_table is None else plain(constants_table.data, table.path("constants"), file)
-    horizon = None
-    if "horizon" in table:
-        horizon = table.string("horizon", choices=("unknown",))
-    options = _oracle_options(table, oracle)
-    on_request = table.boolean("on_request", False)
+    horizon = table.string("horizon", choices=("unknown",)) if "horizon" in table else None
+    settings = {"horizon": horizon, "oracle_options": _oracle_options(table, oracle)}
+    settings["on_request"] = table.boolean("on_request", False)
     table.finish()
-    return PolicySpec(
-        name=name,
-        kind=kind,
-        oracle=oracle,
-        constants=constants,
-        horizon=horizon,
-        oracle_options=options,
-        on_request=on_request,
-    )
+    return PolicySpec(name=name, kind=kind, oracle=oracle, constants=constants, **settings)
 
 
 def _oracle_options(table: Table, oracle: str) -> dict[str, Any]:
