@@ -40,7 +40,9 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["Described", "ParameterError", "constructor_parameters", "parameter"]
+import numpy as np
+
+__all__ = ["Described", "ParameterError", "check_integer", "constructor_parameters", "parameter"]
 
 
 class ParameterError(ValueError):
@@ -54,6 +56,21 @@ class ParameterError(ValueError):
         super().__init__(message)
         #: The constructor parameter the message is about (a problem file's key of the same name).
         self.param = param
+
+
+def check_integer(name: str, value: Any, minimum: int, message: str | None = None) -> int:
+    """``value`` as an int ``>= minimum`` (not a bool), else :class:`ParameterError` naming ``name``.
+
+    >>> check_integer("d", 3, 1)
+    3
+    >>> check_integer("d", True, 1)
+    Traceback (most recent call last):
+    ...
+    cmab_milp.described.ParameterError: d must be an integer >= 1, got True
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ParameterError(name, message or f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
 
 
 @contextmanager

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ..described import ParameterError
+from ..described import ParameterError, check_integer
 from .anytime import MAX_HORIZON
 
 
@@ -22,13 +22,12 @@ def check_horizon(T: Any) -> int | None:
     """
     if T is None:
         return None
-    if isinstance(T, bool) or not isinstance(T, (int, np.integer)) or T < 1:
-        raise ParameterError("T", f"T must be an integer >= 1 or None (unknown horizon), got {T!r}")
+    T = check_integer("T", T, 1, f"T must be an integer >= 1 or None (unknown horizon), got {T!r}")
     if T > MAX_HORIZON:
         raise ParameterError(
             "T", f"T={T} is beyond the largest supported horizon 2**53; use T=None for an unbounded run"
         )
-    return int(T)
+    return T
 
 
 def _number(name: str, value: Any, bound: str) -> float:

@@ -33,7 +33,7 @@ in the target's folder, fsyncs it and renames it over the target
 (``os.replace``), so a crash leaves either the old file or the new one.
 
 What cannot be stored is refused at save time, naming it: a space kind outside
-the table (e.g. a user subclass), graph node labels that are not ints, strings
+the catalogue (e.g. a user subclass), graph node labels that are not ints, strings
 or tuples of them, a reward given as a callable, a policy subclass.
 
 Example
