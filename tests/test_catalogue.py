@@ -229,3 +229,27 @@ def test_an_unknown_parameter_is_named() -> None:
     with pytest.raises(ParameterError, match="unknown parameter 'k' of Cardinality") as caught:
         cm.Cardinality.from_params({"d": 3, "k": 1})
     assert caught.value.param == "k"
+
+
+def test_a_problem_file_names_the_key_from_the_error_not_its_text(tmp_path) -> None:
+    """A registered space whose message never spells its parameter: the key still comes out right."""
+    from cmab_milp.experiments import ProblemError, parse_problem
+
+    class Tiny(cm.Cardinality):
+        def __init__(self, d: int, m: int, exact: bool = False, *, labels=None):
+            if m > 1:
+                raise ParameterError("m", "too many at once for this toy")
+            super().__init__(d, m, exact, labels=labels)
+
+    problem = {
+        "space": {"kind": "Tiny", "d": 3, "m": 2},
+        "environment": {"kind": "BernoulliArms", "means": [0.1, 0.2, 0.3]},
+        "policies": [{"name": "CUCB", "kind": "CUCB", "oracle": "enumerate"}],
+        "run": {"horizon": 10, "seeds": 1},
+    }
+    catalogue.register("space", "Tiny", Tiny)
+    try:
+        with pytest.raises(ProblemError, match=r"space\.m: too many at once for this toy"):
+            parse_problem(problem, "toy.toml").build_space()
+    finally:
+        catalogue.unregister("space", "Tiny")
