@@ -15,7 +15,7 @@ of :mod:`~cmab_milp.spaces.graphs` and :mod:`.paths` share (forest test, forest 
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from typing import Any
 
 import networkx as nx
@@ -99,14 +99,32 @@ class _GraphSpace(GraphRows, ActionSpace):
 
     def _iter_forests(self, size: int | None) -> Iterator[np.ndarray]:
         """Backtracking over edges with union-find; only forests of ``size`` edges if given."""
-        d = self.d
-        chosen = np.zeros(d, bool)
         parent = list(range(self.n_nodes))
 
         def find(x: int) -> int:
             while parent[x] != x:
                 x = parent[x]
             return x
+
+        def join(k: int) -> Callable[[], None] | None:
+            ru, rv = find(self.tail[k]), find(self.head[k])
+            if ru == rv:
+                return None
+            parent[ru] = rv
+            return lambda: parent.__setitem__(ru, ru)
+
+        return self._iter_edge_sets(size, join)
+
+    def _iter_edge_sets(
+        self, size: int | None, take: Callable[[int], Callable[[], None] | None]
+    ) -> Iterator[np.ndarray]:
+        """Every edge set the rule ``take`` allows, by backtracking over the edges in index order (edge ``k`` in,
+        then out); ``size``: only sets of that many edges.
+
+        ``take(k)`` adds edge ``k`` to the rule's state and returns how to undo it, or None if it cannot join.
+        """
+        d = self.d
+        chosen = np.zeros(d, bool)
 
         def rec(k: int, count: int) -> Iterator[np.ndarray]:
             if size is not None and count + (d - k) < size:
@@ -115,14 +133,12 @@ class _GraphSpace(GraphRows, ActionSpace):
                 if size is None or count == size:
                     yield chosen.copy()
                 return
-            if size is None or count < size:
-                ru, rv = find(self.tail[k]), find(self.head[k])
-                if ru != rv:
-                    parent[ru] = rv
-                    chosen[k] = True
-                    yield from rec(k + 1, count + 1)
-                    chosen[k] = False
-                    parent[ru] = ru
+            undo = take(k) if size is None or count < size else None
+            if undo is not None:
+                chosen[k] = True
+                yield from rec(k + 1, count + 1)
+                chosen[k] = False
+                undo()
             yield from rec(k + 1, count)
 
         return rec(0, 0)
