@@ -1,18 +1,13 @@
 """Environments: true reward distributions with exact expected rewards (contract section 3)."""
 
+from .. import catalogue
 from .._lazy import lazy_names
 
 _LAZY = {
     "Environment": ".base",
     "FeedbackStats": ".base",
-    "UniformNoise": ".basic",
-    "BernoulliArms": ".basic",
-    "BernoulliCosts": ".costs",
-    "GaussianNoise": ".basic",
-    "DiscreteArms": ".discrete",
-    "BetaArms": ".continuous",
-    "CopulaNoise": ".correlated",
-    "PaperGaussianNoise": ".correlated",
+    # the environment kinds: the catalogue's lines (cmab_milp.catalogue.BUILT_IN), the one place they are named
+    **{name: path.partition(":")[0] for name, path in catalogue.table("environment").items()},
     "paper_covariance": ".correlated",
 }
 

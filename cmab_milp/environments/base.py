@@ -39,6 +39,7 @@ True
 
 from __future__ import annotations
 
+import inspect
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -46,6 +47,7 @@ from typing import Any
 
 import numpy as np
 
+from ..described import Described, ParameterError
 from ..oracles import Oracle, make_oracle
 from ..portable import gram, selected_sum, selected_sums, symmetric_sqrt
 from ..spaces.base import ActionSpace, as_action, as_actions
@@ -212,16 +214,16 @@ def check_means(means: Any, *, unit: bool) -> np.ndarray:
     """Validate a 1-D finite mean vector (in [0, 1] if ``unit``)."""
     mu = np.asarray(means, dtype=float)
     if mu.ndim != 1 or mu.size == 0:
-        raise ValueError(f"means must be a non-empty 1-D array, got shape {mu.shape}")
+        raise ParameterError("means", f"means must be a non-empty 1-D array, got shape {mu.shape}")
     if not np.isfinite(mu).all():
-        raise ValueError("means must be finite")
+        raise ParameterError("means", "means must be finite")
     if unit and ((mu < 0).any() or (mu > 1).any()):
         bad = int(np.flatnonzero((mu < 0) | (mu > 1))[0])
-        raise ValueError(f"means must lie in [0, 1]; means[{bad}] = {mu[bad]}")
+        raise ParameterError("means", f"means must lie in [0, 1]; means[{bad}] = {mu[bad]}")
     return mu
 
 
-class Environment(ABC):
+class Environment(Described, ABC):
     """A stochastic semi-bandit environment over ``d`` arms.
 
     Parameters
@@ -230,7 +232,34 @@ class Environment(ABC):
         Number of arms.
     seed : int or None
         Seeds the environment's own generator, used when no ``rng`` is passed.
+
+    :meth:`get_params` returns the values the constructor was given (kept as given, since an
+    environment stores them transformed: means as arrays, probabilities reordered), so
+    ``type(env).from_params(env.get_params())`` draws the same outcomes.
+
+    >>> import cmab_milp as cm
+    >>> env = cm.BernoulliArms([0.2, 0.7], seed=3)
+    >>> env.get_params()
+    {'means': [0.2, 0.7], 'seed': 3}
+    >>> cm.BernoulliArms.from_params(env.get_params()).means.tolist()
+    [0.2, 0.7]
     """
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Environment:
+        env = super().__new__(cls)
+        try:  # the constructor's arguments, as given (defaults filled in): get_params reads them back
+            bound = inspect.signature(cls).bind(*args, **kwargs)
+        except TypeError:  # a call the constructor refuses anyway, or unpickling (which restores them)
+            return env
+        bound.apply_defaults()
+        env.__dict__["_given"] = dict(bound.arguments)
+        return env
+
+    def _param_value(self, name: str) -> Any:
+        given = self.__dict__.get("_given", {})
+        if name not in given:
+            raise AttributeError(f"{type(self).__name__} was built without recording its parameter {name!r}")
+        return given[name]
 
     #: Values an outcome can take (sorted), or ``None`` for continuous outcomes.
     support: np.ndarray | None = None

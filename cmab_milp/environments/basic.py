@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from ..described import ParameterError
 from ..portable import gram, matmul, matvec
 from .base import Environment, FeedbackStats, SquareRoots, check_means
 
@@ -49,7 +50,7 @@ class UniformNoise(Environment):
         mu = check_means(means, unit=True)
         width = float(width)
         if not np.isfinite(width) or width < 0:
-            raise ValueError(f"width must be a finite number >= 0, got {width}")
+            raise ParameterError("width", f"width must be a finite number >= 0, got {width}")
         super().__init__(mu.size, seed)
         self._means = mu
         self.width = width
@@ -141,16 +142,16 @@ class GaussianNoise(Environment):
         d = mu.size
         sigma = np.asarray(cov, dtype=float)
         if sigma.shape != (d, d):
-            raise ValueError(f"cov must have shape ({d}, {d}), got {sigma.shape}")
+            raise ParameterError("cov", f"cov must have shape ({d}, {d}), got {sigma.shape}")
         if not np.isfinite(sigma).all():
-            raise ValueError("cov must be finite")
+            raise ParameterError("cov", "cov must be finite")
         scale = 1.0 + float(np.abs(sigma).max())
         if np.abs(sigma - sigma.T).max() > 1e-9 * scale:
-            raise ValueError("cov must be symmetric")
+            raise ParameterError("cov", "cov must be symmetric")
         sigma = 0.5 * (sigma + sigma.T)
         low = float(np.linalg.eigvalsh(sigma).min())
         if low < -1e-9 * scale:
-            raise ValueError(f"cov must be positive semidefinite; its smallest eigenvalue is {low:.3g}")
+            raise ParameterError("cov", f"cov must be positive semidefinite; its smallest eigenvalue is {low:.3g}")
         super().__init__(d, seed)
         self._means = mu
         self.cov = sigma

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 from scipy import integrate, special
 
+from ..described import ParameterError, parameter
 from ..nonlinear.grid import OutcomeGrid
 from ..nonlinear.oracles import ENUMERATION_CAP
 from ..nonlinear.rewards import (
@@ -51,9 +52,9 @@ __all__ = ["BetaArms"]
 def _positive_vector(x: Any, name: str) -> np.ndarray:
     v = np.asarray(x, dtype=float)
     if v.ndim != 1 or v.size == 0:
-        raise ValueError(f"{name} must be a non-empty 1-D array, got shape {v.shape}")
+        raise ParameterError(name, f"{name} must be a non-empty 1-D array, got shape {v.shape}")
     if not np.isfinite(v).all() or (v <= 0).any():
-        raise ValueError(f"{name} must hold finite numbers > 0")
+        raise ParameterError(name, f"{name} must hold finite numbers > 0")
     return v
 
 
@@ -81,13 +82,14 @@ class BetaArms(Environment):
         a = _positive_vector(alpha, "alpha")
         b = _positive_vector(beta, "beta")
         if a.shape != b.shape:
-            raise ValueError(f"alpha and beta must have the same length, got {a.size} and {b.size}")
+            raise ParameterError("alpha", f"alpha and beta must have the same length, got {a.size} and {b.size}")
         if isinstance(nodes, bool) or not isinstance(nodes, (int, np.integer)) or nodes < 2:
-            raise ValueError(f"nodes must be an integer >= 2, got {nodes!r}")
+            raise ParameterError("nodes", f"nodes must be an integer >= 2, got {nodes!r}")
         super().__init__(a.size, seed)
         self.alpha, self.beta, self.nodes = a, b, int(nodes)
         self._means = a / (a + b)
-        self.reward: Reward = make_reward(reward)
+        with parameter("reward"):
+            self.reward: Reward = make_reward(reward)
         if isinstance(self.reward, CallableReward):
             check_monotone(self.reward, self.d, OutcomeGrid(np.linspace(0.0, 1.0, 11)), seed=0)
         self._memo: dict[bytes, float] = {}

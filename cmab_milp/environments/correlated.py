@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 from scipy import special
 
+from ..described import ParameterError
 from ..portable import matmul
 from .base import Environment, SquareRoots, check_means
 from .basic import GaussianNoise
@@ -61,10 +62,10 @@ def paper_covariance(d: int, seed: int | None = None, normalise: str = "correlat
     if d < 1:
         raise ValueError(f"d must be a positive number of arms, got {d}")
     if normalise not in NORMALISATIONS:
-        raise ValueError(f"normalise must be one of {NORMALISATIONS}, got {normalise!r}")
+        raise ParameterError("normalise", f"normalise must be one of {NORMALISATIONS}, got {normalise!r}")
     scale = float(scale)
     if not np.isfinite(scale) or scale <= 0:
-        raise ValueError(f"scale must be a finite number > 0, got {scale}")
+        raise ParameterError("scale", f"scale must be a finite number > 0, got {scale}")
     a = np.random.default_rng(seed).standard_normal((d, d))
     sigma = matmul(a, a.T) + np.eye(d)  # fixed-order sums: the same matrix on every machine
     if normalise == "correlation":
@@ -111,7 +112,7 @@ class PaperGaussianNoise(GaussianNoise):
     ):
         d = check_means(means, unit=False).size
         if isinstance(cov_seed, bool) or not isinstance(cov_seed, (int, np.integer)) or cov_seed < 0:
-            raise ValueError(f"cov_seed must be an integer >= 0, got {cov_seed!r}")
+            raise ParameterError("cov_seed", f"cov_seed must be an integer >= 0, got {cov_seed!r}")
         super().__init__(means, paper_covariance(d, int(cov_seed), normalise, scale), seed=seed)
         self.cov_seed, self.normalise, self.scale = int(cov_seed), normalise, float(scale)
 
@@ -125,19 +126,20 @@ def _check_correlation(corr: Any, d: int) -> np.ndarray:
         return np.eye(d)
     r = np.asarray(corr, dtype=float)
     if r.shape != (d, d):
-        raise ValueError(f"corr must have shape ({d}, {d}), got {r.shape}")
+        raise ParameterError("corr", f"corr must have shape ({d}, {d}), got {r.shape}")
     if not np.isfinite(r).all():
-        raise ValueError("corr must be finite")
+        raise ParameterError("corr", "corr must be finite")
     if np.abs(r - r.T).max() > 1e-9:
-        raise ValueError("corr must be symmetric")
+        raise ParameterError("corr", "corr must be symmetric")
     if np.abs(np.diag(r) - 1.0).max() > 1e-9:
-        raise ValueError(
+        raise ParameterError(
+            "corr",
             "corr must be a correlation matrix (unit diagonal); "
-            "normalise a covariance with paper_covariance(..., normalise='correlation')"
+            "normalise a covariance with paper_covariance(..., normalise='correlation')",
         )
     low = float(np.linalg.eigvalsh(r).min())
     if low < -1e-9:
-        raise ValueError(f"corr must be positive semidefinite; its smallest eigenvalue is {low:.3g}")
+        raise ParameterError("corr", f"corr must be positive semidefinite; its smallest eigenvalue is {low:.3g}")
     r = 0.5 * (r + r.T)
     r[np.diag_indices(d)] = 1.0
     return r
@@ -196,20 +198,20 @@ class CopulaNoise(Environment):
         d = mu.size
         if corr_seed is not None:
             if corr is not None:
-                raise ValueError("give corr or corr_seed, not both")
+                raise ParameterError("corr", "give corr or corr_seed, not both")
             if isinstance(corr_seed, bool) or not isinstance(corr_seed, (int, np.integer)) or corr_seed < 0:
-                raise ValueError(f"corr_seed must be an integer >= 0, got {corr_seed!r}")
+                raise ParameterError("corr_seed", f"corr_seed must be an integer >= 0, got {corr_seed!r}")
             corr = paper_covariance(d, seed=int(corr_seed))
         if marginal not in self.MARGINALS:
-            raise ValueError(f"marginal must be one of {self.MARGINALS}, got {marginal!r}")
+            raise ParameterError("marginal", f"marginal must be one of {self.MARGINALS}, got {marginal!r}")
         width, concentration = float(width), float(concentration)
         if not np.isfinite(width) or not 0 <= width <= 0.5:
-            raise ValueError(f"width must lie in [0, 0.5], got {width}")
+            raise ParameterError("width", f"width must lie in [0, 0.5], got {width}")
         if not np.isfinite(concentration) or concentration <= 0:
-            raise ValueError(f"concentration must be a finite number > 0, got {concentration}")
+            raise ParameterError("concentration", f"concentration must be a finite number > 0, got {concentration}")
         if marginal == "beta" and ((mu <= 0).any() or (mu >= 1).any()):
             bad = int(np.flatnonzero((mu <= 0) | (mu >= 1))[0])
-            raise ValueError(f"Beta marginals need means strictly inside (0, 1); means[{bad}] = {mu[bad]}")
+            raise ParameterError("means", f"Beta marginals need means strictly inside (0, 1); means[{bad}] = {mu[bad]}")
         super().__init__(d, seed)
         self._means = mu
         self.corr = _check_correlation(corr, d)

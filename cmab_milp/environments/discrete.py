@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from ..described import ParameterError, parameter
 from ..nonlinear.grid import OutcomeGrid
 from ..nonlinear.oracles import DistributionOracle
 from ..nonlinear.rewards import CallableReward, LinearReward, Reward, check_monotone, make_reward
@@ -42,18 +43,18 @@ def check_probs(probs: Any, n_values: int) -> np.ndarray:
     """Validate a ``(d, n_values)`` table of probabilities whose rows sum to 1."""
     p = np.asarray(probs, dtype=float)
     if p.ndim != 2 or p.shape[0] == 0:
-        raise ValueError(f"probs must be a (d, {n_values}) table with d >= 1, got shape {p.shape}")
+        raise ParameterError("probs", f"probs must be a (d, {n_values}) table with d >= 1, got shape {p.shape}")
     if p.shape[1] != n_values:
-        raise ValueError(f"probs has {p.shape[1]} columns but there are {n_values} values")
+        raise ParameterError("probs", f"probs has {p.shape[1]} columns but there are {n_values} values")
     if not np.isfinite(p).all():
-        raise ValueError("probs must be finite")
+        raise ParameterError("probs", "probs must be finite")
     if (p < 0).any():
         i, k = np.argwhere(p < 0)[0]
-        raise ValueError(f"probs must be >= 0; probs[{i}][{k}] = {p[i, k]}")
+        raise ParameterError("probs", f"probs must be >= 0; probs[{i}][{k}] = {p[i, k]}")
     sums = p.sum(axis=1)
     if np.abs(sums - 1.0).max() > 1e-9:
         i = int(np.argmax(np.abs(sums - 1.0)))
-        raise ValueError(f"each row of probs must sum to 1; row {i} sums to {sums[i]!r}")
+        raise ParameterError("probs", f"each row of probs must sum to 1; row {i} sums to {sums[i]!r}")
     return p / sums[:, None]
 
 
@@ -99,7 +100,8 @@ class DiscreteArms(Environment):
         self.pmf = p[:, self.grid.order]
         self.support = self.grid.values
         self._means = matvec(self.pmf, self.support)
-        self.reward: Reward = make_reward(reward)
+        with parameter("reward"):
+            self.reward: Reward = make_reward(reward)
         if isinstance(self.reward, CallableReward):
             check_monotone(self.reward, self.d, self.grid, seed=0)
         self._cdf = np.cumsum(self.pmf, axis=1)

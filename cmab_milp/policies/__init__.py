@@ -1,23 +1,12 @@
 """Policies: the paper's nine algorithms (contract section 4) and the baselines CTS, ESCB, Epoch-ESCB, AESCB."""
 
+from .. import catalogue
 from .._lazy import lazy_names
 
 _LAZY = {
     "Policy": ".base",
-    "CUCB": ".linear",
-    "AROQ": ".linear",
-    "SROQ": ".linear",
-    "OLSUCBC": ".covariance",
-    "AROQCov": ".covariance",
-    "SROQCov": ".covariance",
-    "SDCB": ".general",
-    "AROQGR": ".general",
-    "SROQGR": ".general",
-    "CTS": ".thompson",
-    "ESCB": ".escb",
-    "AROQESCB": ".escb",
-    "EpochESCB": ".escb",
-    "AESCB": ".aescb",
+    # the policies themselves: the catalogue's lines (cmab_milp.catalogue.BUILT_IN), the one place they are named
+    **{name: path.partition(":")[0] for name, path in catalogue.table("policy").items()},
     "load_policy": ".persistence",
     "save_policy": ".persistence",
 }

@@ -38,6 +38,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ..described import ParameterError
 from ..oracles import Oracle
 from ..oracles.norm.carry import check_reuse
 from ..spaces.base import ActionSpace
@@ -53,7 +54,7 @@ _COMMON = ("C", "f_scale", "h_scale")
 
 def _check_flag(name: str, value: Any) -> bool:
     if not isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"{name} must be True or False, got {value!r}")
+        raise ParameterError(name, f"{name} must be True or False, got {value!r}")
     return bool(value)
 
 

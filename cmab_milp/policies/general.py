@@ -104,6 +104,7 @@ from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
+from ..described import ParameterError, parameter
 from ..environments.base import FeedbackStats
 from ..nonlinear.backends import PREFIX, distribution_backend
 from ..nonlinear.grid import MAX_DENOMINATOR, OutcomeGrid, discretisation_grid, n_intervals
@@ -143,7 +144,9 @@ def _lipschitz(reward: Reward) -> float:
 def _check_upper(upper: Any) -> float:
     x = check_unit_interval("upper", upper)
     if OutcomeGrid([x]).denominator is None:
-        raise ValueError(f"upper must be a simple fraction p/q (q <= {MAX_DENOMINATOR}) in (0, 1], got {upper!r}")
+        raise ParameterError(
+            "upper", f"upper must be a simple fraction p/q (q <= {MAX_DENOMINATOR}) in (0, 1], got {upper!r}"
+        )
     return x
 
 
@@ -155,25 +158,28 @@ def _layout(params: dict, m: int, T: int | None, reward: Reward) -> _Layout:
         discretise = bool(discretise)
     off = discretise is None or discretise is False
     if support is not None and not off:
-        raise ValueError("give either support= (discrete outcomes) or discretise= (continuous outcomes), not both")
+        raise ParameterError(
+            "support", "give either support= (discrete outcomes) or discretise= (continuous outcomes), not both"
+        )
     if support is not None:
         observed = OutcomeGrid(support)
         if observed.values[-1] > upper + _TOL:
-            raise ValueError(f"support values must be <= upper={upper:g}, got {observed.values[-1]:g}")
+            raise ParameterError("support", f"support values must be <= upper={upper:g}, got {observed.values[-1]:g}")
         return _Layout("support", observed.merged(anchors), observed, None)
     if off:
         return _Layout("learned", OutcomeGrid(anchors), None, None)
     if discretise is True:
         if T is None:
-            raise ValueError(
+            raise ParameterError(
+                "discretise",
                 "discretise=True sets s = ceil(L sqrt(m T)) intervals and needs the horizon; with T=None "
-                "give the number of intervals (discretise=<int>)"
+                "give the number of intervals (discretise=<int>)",
             )
         s = n_intervals(m, T, _lipschitz(reward))
     elif isinstance(discretise, (int, np.integer)) and not isinstance(discretise, bool) and discretise >= 1:
         s = int(discretise)
     else:
-        raise ValueError(f"discretise must be True, False or an integer >= 1, got {discretise!r}")
+        raise ParameterError("discretise", f"discretise must be True, False or an integer >= 1, got {discretise!r}")
     return _Layout("discretised", discretisation_grid(s, upper).merged(anchors), None, s)
 
 
@@ -185,29 +191,34 @@ def _distribution_oracle(
     ``method`` is the distribution backend given on its own (its former name; ``"auto"``: let ``oracle`` say).
     """
     if method not in BACKENDS:
-        raise ValueError(f"method (the distribution backend) must be one of {BACKENDS}, got {method!r}")
+        raise ParameterError("method", f"method (the distribution backend) must be one of {BACKENDS}, got {method!r}")
     grid = layout.grid
     if isinstance(oracle, DistributionOracle):
         if layout.kind == "learned":
-            raise ValueError(
+            raise ParameterError(
+                "oracle",
                 "a built DistributionOracle works on one outcome grid, and this policy learns its support: "
-                "pass a backend name, or give support= / discretise="
+                "pass a backend name, or give support= / discretise=",
             )
         if oracle.grid != grid:
-            raise ValueError(f"the given distribution oracle works on {oracle.grid!r}, the policy needs {grid!r}")
+            raise ParameterError(
+                "oracle", f"the given distribution oracle works on {oracle.grid!r}, the policy needs {grid!r}"
+            )
         if oracle.reward is not reward and oracle.reward.name != reward.name:
-            raise ValueError(f"the given distribution oracle maximises {oracle.reward.name!r}, not {reward.name!r}")
+            raise ParameterError(
+                "oracle", f"the given distribution oracle maximises {oracle.reward.name!r}, not {reward.name!r}"
+            )
         return oracle
     if isinstance(oracle, Oracle):
         return DistributionOracle(space, reward, grid, method, linear=oracle)
     if not isinstance(oracle, str):
-        raise ValueError(f"oracle must be a backend name or an Oracle, got {type(oracle).__name__}")
+        raise ParameterError("oracle", f"oracle must be a backend name or an Oracle, got {type(oracle).__name__}")
     named = distribution_backend(oracle)  # "dist_greedy" (registered) or, as before, "greedy"
     if named is None and oracle in BACKENDS and oracle not in ("auto", "enumerate"):
         named = oracle
     if named is not None:
         if method not in ("auto", named):
-            raise ValueError(f"oracle={oracle!r} and method={method!r} disagree; give the backend once")
+            raise ParameterError("method", f"oracle={oracle!r} and method={method!r} disagree; give the backend once")
         if oracle.startswith(PREFIX):
             return make_oracle(space, oracle, reward=reward, grid=grid)  # the registry's one validator
         return DistributionOracle(space, reward, grid, named)
@@ -273,16 +284,21 @@ class _GeneralReward:
 
     def _setup(self, space: ActionSpace, T: Any, oracle: Any, params: dict) -> tuple[DistributionOracle, dict]:
         if not isinstance(space, ActionSpace):
-            raise ValueError(f"space must be an ActionSpace, got {type(space).__name__}")
+            raise ParameterError("space", f"space must be an ActionSpace, got {type(space).__name__}")
         T = check_horizon(T)
-        reward = make_reward(params["reward"])
+        with parameter("reward"):
+            reward = make_reward(params["reward"])
         params["C"] = check_positive("C", params["C"])
         params["upper"] = _check_upper(params["upper"])
         if params["pessimistic"] not in PESSIMISTIC:
-            raise ValueError(f"pessimistic must be one of {PESSIMISTIC}, got {params['pessimistic']!r}")
+            raise ParameterError(
+                "pessimistic", f"pessimistic must be one of {PESSIMISTIC}, got {params['pessimistic']!r}"
+            )
         budget = params["sample_budget"]
         if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 1:
-            raise ValueError(f"sample_budget must be an integer >= 1 (outcomes per stretch), got {budget!r}")
+            raise ParameterError(
+                "sample_budget", f"sample_budget must be an integer >= 1 (outcomes per stretch), got {budget!r}"
+            )
         params["sample_budget"] = int(budget)
         layout = _layout(params, space.m, T, reward)
         if isinstance(reward, CallableReward):

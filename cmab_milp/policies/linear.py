@@ -29,6 +29,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ..described import ParameterError
 from ..environments.base import FeedbackStats
 from ..oracles import Oracle
 from ..portable import selected_sums
@@ -210,7 +211,7 @@ class AROQ(AdaptiveEpochs):
             self._alpha: float | None = None
             alpha = "proven"
         elif isinstance(alpha, (str, bool, np.bool_)):  # True is not a factor (check_unit_interval takes it as 1)
-            raise ValueError(f'alpha must be a number in (0, 1], "proven" or None, got {alpha!r}')
+            raise ParameterError("alpha", f'alpha must be a number in (0, 1], "proven" or None, got {alpha!r}')
         else:
             self._alpha = alpha = check_unit_interval("alpha", alpha)
         power = check_nonnegative("anytime_log_power", anytime_log_power)

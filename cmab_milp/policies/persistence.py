@@ -20,7 +20,8 @@ JSON values that are not plain JSON are tagged: ``{"__tuple__": [...]}``,
 and ``{"__stretch__": [actions, length]}``.
 
 Loading never imports or calls anything the file names: the policy class and
-the space kind are looked up in fixed tables of the library's own classes, a
+the space kinds are looked up in the :mod:`~cmab_milp.catalogue` (the space
+stored as :mod:`~cmab_milp.kind_data`: its kind and ``get_params()``), a
 reward must be a name of :func:`~cmab_milp.nonlinear.rewards.make_reward`, and
 the oracle is rebuilt with :func:`~cmab_milp.make_oracle` from a registered
 backend name (or given as ``oracle=``). A file of another format version, or
@@ -32,7 +33,7 @@ in the target's folder, fsyncs it and renames it over the target
 (``os.replace``), so a crash leaves either the old file or the new one.
 
 What cannot be stored is refused at save time, naming it: a space kind outside
-the table (e.g. a user subclass), graph node labels that are not ints, strings
+the catalogue (e.g. a user subclass), graph node labels that are not ints, strings
 or tuples of them, a reward given as a callable, a policy subclass.
 
 Example
@@ -52,22 +53,19 @@ Example
 
 from __future__ import annotations
 
-import inspect
 import json
 import os
 import tempfile
 import zipfile
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from .. import catalogue
+from ..kind_data import from_data, to_data
 from ..oracles import Oracle, available_backends
 from ..provenance import provenance
-from ..spaces.base import ActionSpace, Intersection
-from ..spaces.graphs import GraphicMatroid, Matchings, SpanningTrees, STPaths
-from ..spaces.rules import ConflictSpace, ConstrainedSpace
-from ..spaces.sets import Cardinality, ExplicitActions, PartitionMatroid
+from ..spaces.base import ActionSpace
 from .base import Policy, Stretch
 from .header_checks import check_header, check_ledger, check_params
 from .saved_files import MAX_BYTES, SavedVersionsWarning, read_saved, warn_if_versions_differ
@@ -79,22 +77,13 @@ FORMAT = "cmab_milp.policy"
 FORMAT_VERSION = 1
 
 
-#: The classes a saved learner may name: the library's own policies, nothing else.
-SAVED_CLASSES = (
-    "CUCB", "AROQ", "SROQ", "OLSUCBC", "AROQCov", "SROQCov", "SDCB", "AROQGR", "SROQGR", "CTS", "ESCB", "AROQESCB",
-    "EpochESCB", "AESCB",
-)  # fmt: skip
-
-
 def policy_classes() -> dict[str, type[Policy]]:
-    """The fixed table of classes a file may name (:data:`SAVED_CLASSES`), resolved through the package.
+    """The classes a file may name: the library's own policies of the :mod:`~cmab_milp.catalogue`, nothing else.
 
     >>> sorted(policy_classes())[:3]
     ['AESCB', 'AROQ', 'AROQCov']
     """
-    from .. import policies  # the package's own table names each class's module (imports point down)
-
-    return {name: getattr(policies, name) for name in SAVED_CLASSES}
+    return {name: catalogue.lookup("policy", name) for name in catalogue.table("policy")}
 
 
 # ------------------------------------------------------------------ values
@@ -159,141 +148,19 @@ def _decode(value: Any, arrays: Any) -> Any:
 
 
 # ------------------------------------------------------------------ spaces
-def _label(value: Any, where: str) -> Any:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer, str, tuple)):
-        raise ValueError(f"cannot save {where}: node label {value!r} is not an int, a string or a tuple of them")
-    if isinstance(value, tuple):
-        return {"__tuple__": [_label(v, where) for v in value]}
-    return int(value) if isinstance(value, np.integer) else value
-
-
-def _graph_data(graph: Any) -> dict:
-    return {
-        "directed": bool(graph.is_directed()),
-        "nodes": [_label(v, "the graph") for v in graph.nodes()],
-        "edges": [[_label(u, "the graph"), _label(v, "the graph")] for u, v in graph.edges()],
-    }
-
-
-def _graph(data: dict) -> Any:
-    import networkx as nx
-
-    graph = nx.DiGraph() if data["directed"] else nx.Graph()
-    graph.add_nodes_from(_decode(data["nodes"], {}))
-    graph.add_edges_from(tuple(e) for e in _decode(data["edges"], {}))
-    return graph
-
-
-def _space_data(space: ActionSpace, encode: _Encoder) -> dict:
-    data = _bare_space_data(space, encode)
-    custom = space.arm_labels.custom
-    parent = getattr(space, "parent", None)
-    if custom is not None and (parent is None or parent.arm_labels.custom != custom):
-        data["labels"] = [_label(v, "the arm labels") for v in custom]
-    return data
-
-
-#: The formulation options of the graph spaces (constructor keywords), saved when they differ from the default.
-_GRAPH_OPTIONS = {
-    GraphicMatroid: ("flow",),
-    SpanningTrees: ("flow", "sparse_cuts"),
-    STPaths: ("oriented", "flow", "cuts_min_edges", "cuts_min_arcs"),
-}
-
-
-def _with_options(data: dict, space: ActionSpace) -> dict:
-    """``data`` plus ``"options"``: the space's formulation options that are not the defaults (none: no key)."""
-    defaults = inspect.signature(type(space)).parameters
-    options = {k: getattr(space, k) for k in _GRAPH_OPTIONS[type(space)] if getattr(space, k) != defaults[k].default}
-    return {**data, "options": options} if options else data
-
-
-def _options(x: dict, kind: type) -> dict:
-    """The saved options of a graph space of class ``kind`` (names checked here, values by its constructor)."""
-    options = x.get("options", {})
-    if not isinstance(options, dict):
-        raise ValueError(f"the space's options must be a table, got {type(options).__name__}")
-    unknown = sorted(set(options) - set(_GRAPH_OPTIONS[kind]))
-    if unknown:
-        known = ", ".join(_GRAPH_OPTIONS[kind])
-        raise ValueError(f"unknown {kind.__name__} option(s) {', '.join(map(repr, unknown))}; known: {known}")
-    return options
-
-
-def _bare_space_data(space: ActionSpace, encode: _Encoder) -> dict:
-    kind = type(space)
-    if kind is Cardinality:
-        return {"kind": "Cardinality", "d": space.d, "m": space.m, "exact": space.exact}
-    if kind is PartitionMatroid:
-        return {"kind": "PartitionMatroid", "blocks": space.blocks, "capacities": space.capacities}
-    if kind is ExplicitActions:
-        return {"kind": "ExplicitActions", "actions": encode(space.actions, "the space")}
-    if kind in (GraphicMatroid, SpanningTrees):
-        return _with_options({"kind": kind.__name__, "graph": _graph_data(space.graph)}, space)
-    if kind is STPaths:
-        data = {
-            "kind": "STPaths",
-            "graph": _graph_data(space.graph),
-            "source": _label(space.source, "the source"),
-            "target": _label(space.target, "the target"),
-        }
-        return _with_options(data, space)
-    if kind is Matchings:
-        return {"kind": "Matchings", "graph": _graph_data(space.graph), "perfect": space.perfect}
-    if kind is ConstrainedSpace:
-        return {
-            "kind": "ConstrainedSpace",
-            "parent": _space_data(space.parent, encode),
-            "coeffs": encode(space.coeffs, "the constraint"),
-            "sense": space.sense,
-            "rhs": space.rhs,
-            "rule": space.rule,
-        }
-    if kind is ConflictSpace:
-        return {
-            "kind": "ConflictSpace",
-            "parent": _space_data(space.parent, encode),
-            "pairs": [list(p) for p in space.pairs],
-        }
-    if kind is Intersection:
-        return {"kind": "Intersection", "spaces": [_space_data(s, encode) for s in space.spaces]}
-    raise ValueError(
-        f"cannot save a policy over a {kind.__name__}: its space kind cannot be stored as data "
-        f"(storable: {', '.join(sorted(_SPACES))})"
-    )
-
-
-_SPACES: dict[str, Callable[[dict, Any], ActionSpace]] = {
-    "Cardinality": lambda x, arrays: Cardinality(x["d"], x["m"], exact=x["exact"]),
-    "PartitionMatroid": lambda x, arrays: PartitionMatroid(x["blocks"], x["capacities"]),
-    "ExplicitActions": lambda x, arrays: ExplicitActions(_decode(x["actions"], arrays)),
-    "GraphicMatroid": lambda x, arrays: GraphicMatroid(_graph(x["graph"]), **_options(x, GraphicMatroid)),
-    "SpanningTrees": lambda x, arrays: SpanningTrees(_graph(x["graph"]), **_options(x, SpanningTrees)),
-    "STPaths": lambda x, arrays: STPaths(
-        _graph(x["graph"]), _decode(x["source"], {}), _decode(x["target"], {}), **_options(x, STPaths)
-    ),
-    "Matchings": lambda x, arrays: Matchings(_graph(x["graph"]), perfect=x["perfect"]),
-    "ConstrainedSpace": lambda x, arrays: ConstrainedSpace(
-        _space(x["parent"], arrays), _decode(x["coeffs"], arrays), x["sense"], x["rhs"], rule=x.get("rule")
-    ),
-    "ConflictSpace": lambda x, arrays: ConflictSpace(_space(x["parent"], arrays), [tuple(p) for p in x["pairs"]]),
-    "Intersection": lambda x, arrays: Intersection(*(_space(s, arrays) for s in x["spaces"])),
-}
-
-
 def _space(data: dict, arrays: Any) -> ActionSpace:
-    build = _SPACES.get(data["kind"])
-    if build is None:
-        raise ValueError(f"unknown space kind {data['kind']!r}")
-    space = build(data, arrays)
-    if "labels" in data:
-        space = space.with_labels([_decode(v, {}) for v in data["labels"]])
-    return space
+    """The space ``data`` describes: catalogue kinds only, each built with ``from_params``."""
+    return from_data(data, lambda value: _decode(value, arrays))
 
 
 # ------------------------------------------------------------------ params
+#: Constructor parameters the header keeps in sections of their own.
+_APART = ("space", "T", "oracle")
+
+
 def _params_data(policy: Policy, encode: _Encoder) -> dict:
-    params = dict(policy.params)
+    """The policy's constants: its ``get_params()`` less what the header keeps apart (space, T, oracle)."""
+    params = {k: v for k, v in policy.get_params().items() if k not in _APART}
     if "reward" in params and not isinstance(params["reward"], str):
         reward = params["reward"]
         name = getattr(reward, "name", None)
@@ -328,7 +195,7 @@ def save_policy(policy: Policy, path: str | os.PathLike) -> None:
             f"cannot save a {type(policy).__name__}: only the library's policies ({', '.join(classes)}) can be saved"
         )
     encode = _Encoder()
-    space = _space_data(policy.space, encode)
+    space = to_data(policy.space, encode)  # its catalogue kind and get_params()
     _check_rebuilds(policy.space, space, encode.arrays)
     ledger = policy.oracle.ledger
     header = {
@@ -478,7 +345,7 @@ def _restore(header: dict, arrays: dict, oracle: str | Oracle | None, max_bytes:
             )
         oracle = backend
     try:
-        policy = cls(space, header["T"], oracle=oracle, **params)
+        policy = cls.from_params({"space": space, "T": header["T"], "oracle": oracle, **params})
     except ValueError as exc:
         raise ValueError(f"params or T: {exc}") from None
     state = _decoded(header["state"], arrays, "state")

@@ -61,6 +61,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ..described import Described, ParameterError
 from ..environments.base import FeedbackStats
 from ..oracles import Oracle, make_oracle
 from ..spaces.base import ActionSpace, as_action
@@ -130,7 +131,7 @@ def _set_state(obj: Any, state: Mapping[str, Any], names: list[str], what: str) 
         setattr(obj, name, value)
 
 
-class Policy(ABC):
+class Policy(Described, ABC):
     """A semi-bandit policy over ``space`` for horizon ``T``.
 
     Parameters
@@ -166,16 +167,16 @@ class Policy(ABC):
 
     def __init__(self, space: ActionSpace, T: int | None, *, oracle: str | Oracle = "highs", **params: Any):
         if not isinstance(space, ActionSpace):
-            raise ValueError(f"space must be an ActionSpace, got {type(space).__name__}")
+            raise ParameterError("space", f"space must be an ActionSpace, got {type(space).__name__}")
         T = check_horizon(T)
         if isinstance(oracle, str):
             solver = make_oracle(space, oracle)
         elif isinstance(oracle, Oracle):
             if oracle.space.d != space.d:
-                raise ValueError(f"oracle is built on d={oracle.space.d} arms, the space has d={space.d}")
+                raise ParameterError("oracle", f"oracle is built on d={oracle.space.d} arms, the space has d={space.d}")
             solver = oracle
         else:
-            raise ValueError(f"oracle must be a backend name or an Oracle, got {type(oracle).__name__}")
+            raise ParameterError("oracle", f"oracle must be a backend name or an Oracle, got {type(oracle).__name__}")
         self.space = space
         self.T = T
         self.d = space.d
@@ -209,9 +210,18 @@ class Policy(ABC):
         #: Rounds whose outcomes have been observed (through :meth:`observe` or :meth:`update`).
         self.observed_rounds = 0
 
+    def get_params(self) -> dict[str, Any]:
+        """The constructor's parameters: ``space``, ``T``, ``oracle`` (the name or object given) and the constants.
+
+        >>> import cmab_milp as cm
+        >>> cm.CUCB(cm.Cardinality(3, 1), T=10, oracle="enumerate").get_params()["C"]
+        1.5
+        """
+        return {"space": self.space, "T": self.T, "oracle": self._oracle_spec, **self.params}
+
     def clone(self) -> Policy:
         """A fresh policy with the same space, horizon, oracle choice and constants."""
-        return type(self)(self.space, self.T, oracle=self._oracle_spec, **self.params)
+        return type(self).from_params(self.get_params())
 
     def plan(self) -> Stretch:
         """The stretch starting at round ``self.t`` (asking the oracle if the schedule says so).

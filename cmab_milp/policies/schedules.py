@@ -55,6 +55,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ..described import ParameterError
 from ..oracles import Oracle
 from ..oracles.core.base import tolerance
 from ..spaces.base import ActionSpace
@@ -304,11 +305,13 @@ class ScheduledElimination(PairSteps, EpochSchedule):
         if M is None and T is not None:
             M = default_epochs(int(T)) if isinstance(T, (int, np.integer)) and T >= 1 else 2
         if M is not None and (isinstance(M, bool) or not isinstance(M, (int, np.integer)) or M < 1):
-            raise ValueError(f"M must be an integer >= 1, got {M!r}")
+            raise ParameterError("M", f"M must be an integer >= 1, got {M!r}")
         if params.get("pair_fraction") is not None:
             params["pair_fraction"] = check_nonnegative("pair_fraction", params["pair_fraction"])
             if params["pair_fraction"] > 1:
-                raise ValueError(f"pair_fraction must lie in [0, 1], got {params['pair_fraction']}")
+                raise ParameterError(
+                    "pair_fraction", f"pair_fraction must lie in [0, 1], got {params['pair_fraction']}"
+                )
         super().__init__(space, T, oracle=oracle, M=None if M is None else int(M), **params)
 
     _state_fields = ("phase_start", "grid", "epoch", "active", "cycle", "history")

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from ..described import Described, ParameterError
 from .formulation import Formulation
 from .labels import ArmLabels
 from .solve import best_action
@@ -91,7 +92,7 @@ class EmptySpaceError(ValueError):
     """
 
 
-class ActionSpace(ABC):
+class ActionSpace(Described, ABC):
     """A finite set of feasible actions over arms ``0..d-1``.
 
     Subclasses set ``self.d`` and ``self.arms`` and implement
@@ -217,6 +218,15 @@ class ActionSpace(ABC):
         """Validate and keep user ``labels`` (constructors call this after setting ``d``)."""
         if labels is not None:
             self.__dict__["_arm_labels"] = self._make_labels().relabelled(labels)
+
+    def given_labels(self) -> list | None:
+        """The labels given to this space (``labels=`` or :meth:`with_labels`), or None if it has its own."""
+        custom = self.arm_labels.custom
+        return None if custom == self._make_labels().custom else list(custom)
+
+    def _param_value(self, name: str) -> Any:
+        """Constructor parameter ``name`` for :meth:`get_params` (``labels``: those given, else None)."""
+        return self.given_labels() if name == "labels" else getattr(self, name)
 
     @property
     def arm_labels(self) -> ArmLabels:
@@ -347,13 +357,13 @@ class Intersection(ActionSpace):
         if len(spaces) == 1 and isinstance(spaces[0], Iterable) and not isinstance(spaces[0], ActionSpace):
             spaces = tuple(spaces[0])
         if not spaces:
-            raise ValueError("Intersection needs at least one space")
+            raise ParameterError("spaces", "Intersection needs at least one space")
         for k, s in enumerate(spaces):
             if not isinstance(s, ActionSpace):
-                raise ValueError(f"Intersection argument {k} is not an ActionSpace: {type(s).__name__}")
+                raise ParameterError("spaces", f"Intersection argument {k} is not an ActionSpace: {type(s).__name__}")
         ds = {s.d for s in spaces}
         if len(ds) != 1:
-            raise ValueError(f"Intersection needs spaces with the same d, got d values {sorted(ds)}")
+            raise ParameterError("spaces", f"Intersection needs spaces with the same d, got d values {sorted(ds)}")
         self.spaces = tuple(spaces)
         self.d = spaces[0].d
         named = [s for s in spaces if s.arm_labels.custom is not None or s.arm_labels.edges is not None]
@@ -364,9 +374,10 @@ class Intersection(ActionSpace):
                 theirs = other.labels
                 if theirs != mine:
                     k = next(i for i in range(self.d) if mine[i] != theirs[i])
-                    raise ValueError(
+                    raise ParameterError(
+                        "spaces",
                         f"Intersection members label arm {k} differently ({mine[k]!r} and {theirs[k]!r}); "
-                        "pass labels= to choose"
+                        "pass labels= to choose",
                     )
         self.arms = self._source.arms
         self._set_labels(labels)

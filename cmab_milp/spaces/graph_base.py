@@ -15,12 +15,13 @@ of :mod:`~cmab_milp.spaces.graphs` and :mod:`~cmab_milp.spaces.paths` share (for
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from typing import Any
 
 import networkx as nx
 import numpy as np
 
+from ..described import ParameterError
 from .base import ActionSpace
 from .graph_rows import GraphRows
 from .labels import ArmLabels
@@ -29,14 +30,14 @@ from .labels import ArmLabels
 def _flag(name: str, value: Any) -> bool:
     """A formulation option that must be ``True`` or ``False``."""
     if not isinstance(value, bool | np.bool_):
-        raise ValueError(f"{name} must be true or false, got {value!r}")
+        raise ParameterError(name, f"{name} must be true or false, got {value!r}")
     return bool(value)
 
 
 def _count(name: str, value: Any) -> int:
     """A size threshold: a non-negative integer."""
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
-        raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+        raise ParameterError(name, f"{name} must be a non-negative integer, got {value!r}")
     return int(value)
 
 
@@ -47,16 +48,16 @@ class _GraphSpace(GraphRows, ActionSpace):
 
     def __init__(self, graph: Any, *, allow_directed: bool = False, labels: Iterable[Hashable] | None = None):
         if not isinstance(graph, nx.Graph):
-            raise ValueError(f"graph must be a networkx graph, got {type(graph).__name__}")
+            raise ParameterError("graph", f"graph must be a networkx graph, got {type(graph).__name__}")
         if graph.is_multigraph():
-            raise ValueError("multigraphs are not supported: parallel edges would share a label")
+            raise ParameterError("graph", "multigraphs are not supported: parallel edges would share a label")
         if graph.is_directed() and not allow_directed:
-            raise ValueError(f"{type(self).__name__} needs an undirected graph")
+            raise ParameterError("graph", f"{type(self).__name__} needs an undirected graph")
         if graph.number_of_edges() == 0:
-            raise ValueError("graph has no edges, so there are no arms")
+            raise ParameterError("graph", "graph has no edges, so there are no arms")
         loops = list(nx.selfloop_edges(graph))
         if loops:
-            raise ValueError(f"graph has self-loops (e.g. {loops[0]}); remove them")
+            raise ParameterError("graph", f"graph has self-loops (e.g. {loops[0]}); remove them")
         self.graph = graph
         self.arms = list(graph.edges())
         self.d = len(self.arms)
@@ -98,14 +99,32 @@ class _GraphSpace(GraphRows, ActionSpace):
 
     def _iter_forests(self, size: int | None) -> Iterator[np.ndarray]:
         """Backtracking over edges with union-find; only forests of ``size`` edges if given."""
-        d = self.d
-        chosen = np.zeros(d, bool)
         parent = list(range(self.n_nodes))
 
         def find(x: int) -> int:
             while parent[x] != x:
                 x = parent[x]
             return x
+
+        def join(k: int) -> Callable[[], None] | None:
+            ru, rv = find(self.tail[k]), find(self.head[k])
+            if ru == rv:
+                return None
+            parent[ru] = rv
+            return lambda: parent.__setitem__(ru, ru)
+
+        return self._iter_edge_sets(size, join)
+
+    def _iter_edge_sets(
+        self, size: int | None, take: Callable[[int], Callable[[], None] | None]
+    ) -> Iterator[np.ndarray]:
+        """Every edge set the rule ``take`` allows, by backtracking over the edges in index order (edge ``k`` in,
+        then out); ``size``: only sets of that many edges.
+
+        ``take(k)`` adds edge ``k`` to the rule's state and returns how to undo it, or None if it cannot join.
+        """
+        d = self.d
+        chosen = np.zeros(d, bool)
 
         def rec(k: int, count: int) -> Iterator[np.ndarray]:
             if size is not None and count + (d - k) < size:
@@ -114,14 +133,12 @@ class _GraphSpace(GraphRows, ActionSpace):
                 if size is None or count == size:
                     yield chosen.copy()
                 return
-            if size is None or count < size:
-                ru, rv = find(self.tail[k]), find(self.head[k])
-                if ru != rv:
-                    parent[ru] = rv
-                    chosen[k] = True
-                    yield from rec(k + 1, count + 1)
-                    chosen[k] = False
-                    parent[ru] = ru
+            undo = take(k) if size is None or count < size else None
+            if undo is not None:
+                chosen[k] = True
+                yield from rec(k + 1, count + 1)
+                chosen[k] = False
+                undo()
             yield from rec(k + 1, count)
 
         return rec(0, 0)

@@ -41,13 +41,14 @@ Example
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from math import comb
 from typing import Any
 
 import networkx as nx
 import numpy as np
 
+from ..described import ParameterError
 from .formulation import Formulation, NamedSeparator, Row
 from .graph_base import _flag, _GraphSpace
 from .graph_presolve import unusable_matching_arms
@@ -150,7 +151,7 @@ class SpanningTrees(_GraphSpace):
         self._complement_cuts = self.sparse_cuts
         super().__init__(graph, labels=labels)
         if not nx.is_connected(graph):
-            raise ValueError("SpanningTrees needs a connected graph")
+            raise ParameterError("graph", "SpanningTrees needs a connected graph")
         self.__dict__["m"] = self.n_nodes - 1
 
     def _contains(self, action: np.ndarray) -> bool:
@@ -207,7 +208,7 @@ class Matchings(_GraphSpace):
         self.bipartite = nx.is_bipartite(graph)
         size = len(nx.max_weight_matching(graph, maxcardinality=True))
         if self.perfect and 2 * size != self.n_nodes:
-            raise ValueError("the graph has no perfect matching")
+            raise ParameterError("graph", "the graph has no perfect matching")
         self.__dict__["m"] = size
 
     def _contains(self, action: np.ndarray) -> bool:
@@ -217,26 +218,16 @@ class Matchings(_GraphSpace):
         return bool((deg <= 1).all())
 
     def _iter_actions(self) -> Iterator[np.ndarray]:
-        d = self.d
-        chosen = np.zeros(d, bool)
         used = np.zeros(self.n_nodes, bool)
-        target = self.n_nodes // 2 if self.perfect else None
 
-        def rec(k: int, count: int) -> Iterator[np.ndarray]:
-            if target is not None and count + (d - k) < target:
-                return
-            if k == d:
-                if target is None or count == target:
-                    yield chosen.copy()
-                return
+        def match(k: int) -> Callable[[], None] | None:
             u, v = self.tail[k], self.head[k]
-            if not used[u] and not used[v]:
-                used[u] = used[v] = chosen[k] = True
-                yield from rec(k + 1, count + 1)
-                used[u] = used[v] = chosen[k] = False
-            yield from rec(k + 1, count)
+            if used[u] or used[v]:
+                return None
+            used[u] = used[v] = True
+            return lambda: used.__setitem__([u, v], False)
 
-        return rec(0, 0)
+        return self._iter_edge_sets(self.n_nodes // 2 if self.perfect else None, match)
 
     def count_upper_bound(self) -> int:
         return sum(comb(self.d, k) for k in range(self.m + 1))

@@ -35,6 +35,8 @@ from typing import Any
 
 import numpy as np
 
+from ..described import ParameterError
+
 __all__ = ["ArmLabels"]
 
 
@@ -96,8 +98,8 @@ class ArmLabels:
             for k, label in enumerate(self.custom):
                 other = table.get(label, k)
                 if other != k:
-                    raise ValueError(
-                        f"labels[{k}] = {label!r} is also the edge of arm {other}; a label must name one arm"
+                    raise ParameterError(
+                        "labels", f"labels[{k}] = {label!r} is also the edge of arm {other}; a label must name one arm"
                     )
                 table[label] = k
         self.table = table
@@ -105,25 +107,28 @@ class ArmLabels:
 
     def _check_custom(self, custom: Iterable[Hashable]) -> list:
         if isinstance(custom, str | bytes) or not isinstance(custom, Iterable):
-            raise ValueError(f"labels must be a sequence of {self.d} labels, got {custom!r}")
+            raise ParameterError("labels", f"labels must be a sequence of {self.d} labels, got {custom!r}")
         labels = [_key(x) for x in custom]
         if len(labels) != self.d:
-            raise ValueError(f"labels must hold one label per arm: d={self.d}, got {len(labels)}")
+            raise ParameterError("labels", f"labels must hold one label per arm: d={self.d}, got {len(labels)}")
         seen: dict[Any, int] = {}
         for k, label in enumerate(labels):
             if isinstance(label, bool):
-                raise ValueError(f"labels[{k}] is the bool {label!r}; use a string")
+                raise ParameterError("labels", f"labels[{k}] is the bool {label!r}; use a string")
             if _is_index(label) and label != k:
-                raise ValueError(
+                raise ParameterError(
+                    "labels",
                     f"labels[{k}] = {label!r} is an int other than its position; ints always mean arm indices, "
-                    f"so use a string such as {str(label)!r}"
+                    f"so use a string such as {str(label)!r}",
                 )
             try:
                 first = seen.setdefault(label, k)
             except TypeError:
-                raise ValueError(f"labels[{k}] = {label!r} is not hashable") from None
+                raise ParameterError("labels", f"labels[{k}] = {label!r} is not hashable") from None
             if first != k:
-                raise ValueError(f"labels[{first}] and labels[{k}] are both {label!r}; labels must be distinct")
+                raise ParameterError(
+                    "labels", f"labels[{first}] and labels[{k}] are both {label!r}; labels must be distinct"
+                )
         return labels
 
     # ------------------------------------------------------------- showing

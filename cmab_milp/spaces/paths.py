@@ -33,7 +33,7 @@ Every option is a keyword of the constructor (and a key of a problem file's
 >>> STPaths(nx.cycle_graph(4), 0, 2, flow="yes")
 Traceback (most recent call last):
 ...
-ValueError: flow must be true or false, got 'yes'
+cmab_milp.described.ParameterError: flow must be true or false, got 'yes'
 >>> space = STPaths(nx.cycle_graph(4), 0, 2)
 >>> len(space.enumerate()), space.m
 (2, 2)
@@ -49,6 +49,7 @@ import networkx as nx
 import numpy as np
 
 from .._names import close_names, shown_names
+from ..described import ParameterError
 from .base import as_action
 from .formulation import Formulation, NamedSeparator, Row
 from .graph_base import _count, _flag, _GraphSpace
@@ -110,9 +111,12 @@ class STPaths(_GraphSpace):
                 missing.append(f"{name} {v!r} is not a node of the graph{hint}")
         if missing:
             nodes = list(graph)
-            raise ValueError(f"{'; '.join(missing)}; its {len(nodes)} nodes: {shown_names(nodes)}")
+            raise ParameterError(
+                "source" if source not in graph else "target",
+                f"{'; '.join(missing)}; its {len(nodes)} nodes: {shown_names(nodes)}",
+            )
         if source == target:
-            raise ValueError("source and target must differ")
+            raise ParameterError("source", "source and target must differ")
         if not nx.has_path(graph, source, target):
             raise ValueError(f"there is no path from {source!r} to {target!r}")
         self.source, self.target = source, target

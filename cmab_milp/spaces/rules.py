@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from ..described import ParameterError
 from .base import ActionSpace
 from .formulation import Formulation, Row
 from .graph_presolve import budgets_of
@@ -53,7 +54,7 @@ class RuleSpace(ActionSpace):
 
     def __init__(self, parent: ActionSpace):
         if not isinstance(parent, ActionSpace):
-            raise ValueError(f"parent must be an ActionSpace, got {type(parent).__name__}")
+            raise ParameterError("parent", f"parent must be an ActionSpace, got {type(parent).__name__}")
         self.parent = parent
         self.d = parent.d
         self.arms = parent.arms
@@ -143,11 +144,11 @@ class ConstrainedSpace(RuleSpace):
         super().__init__(parent)
         c = parent.arm_vector(coeffs, default=0.0, what="coeffs")
         if sense not in _SENSES:
-            raise ValueError(f"sense must be one of {_SENSES}, got {sense!r}")
+            raise ParameterError("sense", f"sense must be one of {_SENSES}, got {sense!r}")
         if isinstance(rhs, bool) or not isinstance(rhs, int | float | np.integer | np.floating):
-            raise ValueError(f"rhs must be a finite number, got {rhs!r}")
+            raise ParameterError("rhs", f"rhs must be a finite number, got {rhs!r}")
         if not np.isfinite(float(rhs)):
-            raise ValueError("rhs must be a finite number")
+            raise ParameterError("rhs", "rhs must be a finite number")
         self.coeffs = c
         self.sense = sense
         self.rhs = float(rhs)
@@ -204,16 +205,16 @@ def group_rule(parent: ActionSpace, group: Any, at_least: int | None, at_most: i
     """``parent`` with at least / at most so many arms of ``group`` (arms by index or label)."""
     arms = parent.arm_indices(group, what="group")
     if not arms:
-        raise ValueError("group must hold at least one arm")
+        raise ParameterError("group", "group must hold at least one arm")
     if at_least is None and at_most is None:
-        raise ValueError("give at_least, at_most or both")
+        raise ParameterError("at_least", "give at_least, at_most or both")
     for name, k in (("at_least", at_least), ("at_most", at_most)):
         if k is not None and (isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 0):
-            raise ValueError(f"{name} must be a non-negative integer, got {k!r}")
+            raise ParameterError(name, f"{name} must be a non-negative integer, got {k!r}")
     if at_least is not None and at_least > len(arms):
-        raise ValueError(f"at least {at_least} of a group of {len(arms)} arms is impossible")
+        raise ParameterError("at_least", f"at least {at_least} of a group of {len(arms)} arms is impossible")
     if at_least is not None and at_most is not None and at_least > at_most:
-        raise ValueError(f"at_least={at_least} exceeds at_most={at_most}")
+        raise ParameterError("at_least", f"at_least={at_least} exceeds at_most={at_most}")
     coeffs = np.zeros(parent.d)
     coeffs[list(arms)] = 1.0
     shown = _short([parent.arm_labels.display[i] for i in arms])
@@ -230,11 +231,11 @@ def budget_rule(parent: ActionSpace, costs: Any, budget: float) -> ConstrainedSp
     c = parent.arm_vector(costs, default=0.0, what="costs")
     if (c < 0).any():
         bad = int(np.flatnonzero(c < 0)[0])
-        raise ValueError(f"costs must be >= 0; arm {parent.arm_labels.display[bad]!r} costs {c[bad]:g}")
+        raise ParameterError("costs", f"costs must be >= 0; arm {parent.arm_labels.display[bad]!r} costs {c[bad]:g}")
     if isinstance(budget, bool) or not isinstance(budget, int | float | np.integer | np.floating):
-        raise ValueError(f"budget must be a number, got {budget!r}")
+        raise ParameterError("budget", f"budget must be a number, got {budget!r}")
     if not np.isfinite(budget) or budget < 0:
-        raise ValueError(f"budget must be a finite number >= 0, got {budget!r}")
+        raise ParameterError("budget", f"budget must be a finite number >= 0, got {budget!r}")
     return ConstrainedSpace(parent, c, "<=", float(budget), rule=f"budget (total cost <= {float(budget):g})")
 
 

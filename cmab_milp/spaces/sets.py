@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ..described import ParameterError
 from .base import ActionSpace
 from .formulation import Formulation, Row
 from .labels import ArmLabels
@@ -25,9 +26,9 @@ __all__ = ["Cardinality", "ExplicitActions", "PartitionMatroid"]
 
 def _positive_int(x: Any, name: str, minimum: int = 1) -> int:
     if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
-        raise ValueError(f"{name} must be an integer, got {x!r}")
+        raise ParameterError(name.partition("[")[0], f"{name} must be an integer, got {x!r}")
     if int(x) < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {int(x)}")
+        raise ParameterError(name.partition("[")[0], f"{name} must be >= {minimum}, got {int(x)}")
     return int(x)
 
 
@@ -66,7 +67,7 @@ class Cardinality(ActionSpace):
         self.d = _positive_int(d, "d")
         m = _positive_int(m, "m")
         if m > self.d:
-            raise ValueError(f"m must be <= d, got m={m} > d={self.d}")
+            raise ParameterError("m", f"m must be <= d, got m={m} > d={self.d}")
         self.__dict__["m"] = m
         self.exact = bool(exact)
         self.arms = list(range(self.d))
@@ -137,24 +138,24 @@ class PartitionMatroid(ActionSpace):
             names = ArmLabels(len(labels), custom=labels)
             blocks = [[names.index(i, f"block {k}") for i in b] for k, b in enumerate(blocks)]
         if not blocks:
-            raise ValueError("blocks must hold at least one block")
+            raise ParameterError("blocks", "blocks must hold at least one block")
         caps = list(capacities)
         if len(caps) != len(blocks):
-            raise ValueError(f"capacities has {len(caps)} entries but there are {len(blocks)} blocks")
+            raise ParameterError("capacities", f"capacities has {len(caps)} entries but there are {len(blocks)} blocks")
         seen: set[int] = set()
         for k, block in enumerate(blocks):
             if not block:
-                raise ValueError(f"block {k} is empty")
+                raise ParameterError("blocks", f"block {k} is empty")
             for i in block:
                 if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
-                    raise ValueError(f"block {k} holds a non-integer arm {i!r}")
+                    raise ParameterError("blocks", f"block {k} holds a non-integer arm {i!r}")
                 if int(i) in seen:
-                    raise ValueError(f"arm {int(i)} appears in more than one block (or twice)")
+                    raise ParameterError("blocks", f"arm {int(i)} appears in more than one block (or twice)")
                 seen.add(int(i))
         d = len(seen)
         if seen != set(range(d)):
             missing = sorted(set(range(max(seen) + 1)) - seen)[:5]
-            raise ValueError(f"blocks must partition range(d); arms missing: {missing}")
+            raise ParameterError("blocks", f"blocks must partition range(d); arms missing: {missing}")
         self.blocks = [sorted(int(i) for i in b) for b in blocks]
         self.capacities = [_positive_int(c, f"capacities[{k}]", minimum=0) for k, c in enumerate(caps)]
         self.d = d
@@ -163,7 +164,7 @@ class PartitionMatroid(ActionSpace):
         for k, block in enumerate(self.blocks):
             self.block_of[block] = k
         if sum(min(c, len(b)) for b, c in zip(self.blocks, self.capacities, strict=True)) == 0:
-            raise ValueError("all capacities are zero: the only action would be empty")
+            raise ParameterError("capacities", "all capacities are zero: the only action would be empty")
         self._set_labels(labels)
 
     def _max_arms(self) -> int:
@@ -226,12 +227,12 @@ class ExplicitActions(ActionSpace):
     def __init__(self, actions: Any, *, labels: Iterable[Hashable] | None = None):
         arr = np.asarray(actions)
         if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] == 0:
-            raise ValueError(f"actions must be a non-empty 2-D 0/1 array, got shape {arr.shape}")
+            raise ParameterError("actions", f"actions must be a non-empty 2-D 0/1 array, got shape {arr.shape}")
         if arr.dtype != bool:
             bad = ~np.isin(arr, (0, 1))
             if bad.any():
                 r, c = np.argwhere(bad)[0]
-                raise ValueError(f"actions must be 0/1; row {r} column {c} holds {arr[r, c]!r}")
+                raise ParameterError("actions", f"actions must be 0/1; row {r} column {c} holds {arr[r, c]!r}")
         arr = arr.astype(bool)
         _, first = np.unique(arr, axis=0, return_index=True)
         self.actions = arr[np.sort(first)]

@@ -1,10 +1,10 @@
 """What the conformance checks run on: every registered backend, space kind and policy kind.
 
 A conformance suite that writes its own list of backends misses the one registered tomorrow.
-:func:`registered_kinds` reads the registries instead: the oracle backends of
-:func:`~cmab_milp.register_backend` (one entry per usable solver of a backend that takes
-``"name:SOLVER"``), the space kinds and the policy kinds a problem file may name
-(:mod:`cmab_milp.experiments.problem.registry`, plugins included). An entry that cannot run here (an
+:func:`registered_kinds` reads the :mod:`~cmab_milp.catalogue` instead, the one list of kinds: the
+oracle backends of :func:`~cmab_milp.register_backend` (one entry per usable solver of a backend that
+takes ``"name:SOLVER"``), the space kinds and the policy kinds (the library's own and those registered by
+trusted code, :func:`cmab_milp.catalogue.register`, plugins included). An entry that cannot run here (an
 optional solver not installed) stays in the list with the reason, so a test skips it saying why
 instead of silently checking less.
 
@@ -20,13 +20,13 @@ instead of silently checking less.
 
 from __future__ import annotations
 
-import importlib
 import importlib.metadata
 import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..oracles.core.registry import BACKENDS, Backend
+from .. import catalogue
+from ..oracles.core.registry import Backend
 
 __all__ = ["FAMILIES", "Registered", "registered_kinds"]
 
@@ -76,7 +76,8 @@ def _missing(what: str, modules: list[str]) -> str:
 
 def _backends() -> list[Registered]:
     out = []
-    for name, entry in BACKENDS.items():
+    for name in catalogue.names("backend"):
+        entry = catalogue.lookup("backend", name)
         missing = entry.capabilities.missing_modules()
         if missing:
             out.append(Registered("backend", name, None, _missing(f"backend {name!r}", missing)))
@@ -95,18 +96,19 @@ def _solver_specs(name: str, entry: Backend) -> list[Registered]:
     return [Registered("backend", f"{name}:{solver}", f"{name}:{solver}") for solver in solvers]
 
 
-def _classes(family: str, known: dict[str, str]) -> list[Registered]:
-    from ..experiments.problem.registry import registered
+def _classes(family: str) -> list[Registered]:
+    from ..spaces.rules import RuleSpace
 
-    out = {}
-    for name, module in sorted(known.items()):
+    out = []
+    for name in sorted(catalogue.names(family)):
         try:
-            out[name] = Registered(family, name, getattr(importlib.import_module(module), name))
-        except (ImportError, AttributeError) as exc:
-            out[name] = Registered(family, name, None, f"{family} {name!r} cannot be imported here: {exc}")
-    for name, cls in registered(family).items():  # kinds registered by plugins or the user's script
-        out[name] = Registered(family, name, cls)
-    return [out[name] for name in sorted(out)]
+            cls = catalogue.lookup(family, name)
+        except ImportError as exc:  # a library kind whose optional dependency is missing here
+            out.append(Registered(family, name, None, f"{family} {name!r} cannot be imported here: {exc}"))
+            continue
+        if not (family == "space" and issubclass(cls, RuleSpace)):  # side rules: checked on the spaces they wrap
+            out.append(Registered(family, name, cls))
+    return out
 
 
 def registered_kinds(family: str) -> list[Registered]:
@@ -114,19 +116,12 @@ def registered_kinds(family: str) -> list[Registered]:
 
     Backends keep the registry's order, one entry per usable solver for those that take one
     (``"pulp:HiGHS"``); space and policy kinds (the library's own and those added with
-    :func:`~cmab_milp.experiments.register_kind`) are sorted by name. An entry that cannot run
+    :func:`~cmab_milp.experiments.register_kind`) are sorted by name; the side-rule spaces
+    (``ConstrainedSpace``, ``ConflictSpace``) are left out, checked on the spaces they wrap. An entry that cannot run
     here carries the reason in ``unavailable`` (and ``obj`` is ``None``).
     """
     if family == "backend":
         return _backends()
-    if family == "space":
-        import cmab_milp
-
-        from ..experiments.problem.kinds import space_kinds
-
-        return _classes("space", dict.fromkeys(space_kinds(), cmab_milp.__name__))
-    if family == "policy":
-        from ..experiments.problem.kinds import policy_kinds
-
-        return _classes("policy", policy_kinds())
+    if family in ("space", "policy"):
+        return _classes(family)
     raise ValueError(f"unknown family {family!r}; families: {', '.join(FAMILIES)}")

@@ -1,16 +1,15 @@
 """Build action spaces, graphs, environments and policies from problem-file tables.
 
-Kinds are resolved by name, never through an if/elif chain: a space kind is any
-:class:`~cmab_milp.spaces.ActionSpace` class exported by ``cmab_milp``; an
-environment or policy kind is any class exported by ``cmab_milp.environments`` /
-``cmab_milp.policies``, or one registered by trusted code
-(:func:`~cmab_milp.experiments.problem.registry.register_kind`, ``--plugin``). Graph
+Kinds are resolved by name, never through an if/elif chain: a space,
+environment or policy kind is one of the :mod:`~cmab_milp.catalogue` (the
+library's own, or one registered by trusted code:
+:func:`~cmab_milp.experiments.problem.registry.register_kind`, ``--plugin``). Graph
 generators come from :data:`GENERATORS` and draws from :data:`DRAWS`; nothing a
 file names is ever imported. Sizes are checked against
 :class:`~cmab_milp.experiments.problem.limits.Limits` before anything is built. Keys of a
 kind's table are its constructor's parameters, so a new family needs no change
-here. A constructor's ``ValueError`` is re-raised as a
-:class:`~cmab_milp.experiments.problem.schema.ProblemError` naming the key it concerns.
+here. A constructor's :class:`~cmab_milp.described.ParameterError` is re-raised as a
+:class:`~cmab_milp.experiments.problem.schema.ProblemError` at the key of the parameter it names.
 
 This module builds environments and policies and re-exports the rest from the
 modules with one job each: :mod:`.kinds` (class lookup, constructor calls),
@@ -40,15 +39,7 @@ import numpy as np
 from .arm_values import arm_values, is_edge_rows
 from .draws import DRAWS, register_draw, resolve_parameter
 from .graphs import GENERATORS, GraphGenerator, build_graph, register_generator
-from .kinds import (
-    _construct,
-    _key_of_message,
-    _parameters,
-    _resolve_class,
-    environment_kinds,
-    policy_kinds,
-    space_kinds,
-)
+from .kinds import _parameters, _resolve_class, build_kind, environment_kinds, policy_kinds, space_kinds
 from .limits import Limits
 from .logged_env import LOGGED_KIND, build_logged_environment
 from .matrices import MATRIX_KEYS, matrix_value
@@ -114,7 +105,7 @@ def build_environment(table: Table, space: Any, limits: Limits | None = None) ->
     limits = Limits() if limits is None else limits
     if table.data.get("kind") == LOGGED_KIND:  # means and outcomes from a log file (experiments/problem/logged_env.py)
         return build_logged_environment(table, space, limits)
-    cls = _resolve_class(table, "kind", environment_kinds(), "environment kind", "environment")
+    cls = _resolve_class(table, "kind", "environment")
     names, var_keyword = _parameters(cls)
     kwargs: dict[str, Any] = {}
     for key, value in table.data.items():
@@ -140,7 +131,7 @@ def build_environment(table: Table, space: Any, limits: Limits | None = None) ->
         for k, mean in enumerate(means):
             check_number(mean, join_key(table.path("means"), k), table.file)
     try:
-        env = _construct(table, cls, (), kwargs, cls.__name__)
+        env = build_kind(table, cls, kwargs, cls.__name__)
     except ProblemError as exc:
         if exc.key != table.key:
             raise
@@ -167,20 +158,34 @@ def build_policy(
     ``horizon=None`` builds the policy without a known horizon.
     """
     kind_table = Table({"kind": kind}, table.key, table.file)
-    cls = _resolve_class(kind_table, "kind", policy_kinds(), "policy kind", "policy")
+    cls = _resolve_class(kind_table, "kind", "policy")
     constants_table = Table(constants, table.path("constants"), table.file)
     try:
         return cls(space, horizon, oracle=oracle, **constants)
     except TypeError as exc:
         raise constants_table.error(None, f"{cls.__name__} rejected its constants: {exc}") from None
-    except ValueError as exc:
-        message = str(exc)
-        key = _key_of_message(message, list(constants))
-        if key is not None:
-            raise constants_table.error(key, message) from None
-        if _key_of_message(message, ["oracle", "backend"]) is not None:
-            raise table.error("oracle", message) from None
-        raise table.error(None, message) from None
+    except ValueError as exc:  # a ParameterError names the constant (or the oracle) it refuses
+        param = getattr(exc, "param", None)
+        if param is None:  # a check that does not name its parameter: the one constant refused on its own
+            param = _refused_alone(cls, space, horizon, oracle, constants)
+        if param in constants:
+            raise constants_table.error(param, str(exc)) from None
+        raise table.error("oracle" if param == "oracle" else None, str(exc)) from None
+
+
+def _refused_alone(cls: type, space: Any, horizon: int | None, oracle: Any, constants: dict[str, Any]) -> str | None:
+    """The constant that ``cls`` refuses when given alone (the others at their defaults), if exactly one is.
+
+    Only for a constructor check that raises a plain ``ValueError`` instead of a
+    :class:`~cmab_milp.described.ParameterError`; it reads no message text.
+    """
+    refused = []
+    for key, value in constants.items():
+        try:
+            cls(space, horizon, oracle=oracle, **{key: value})
+        except (ValueError, TypeError):
+            refused.append(key)
+    return refused[0] if len(refused) == 1 else None
 
 
 def _reward_name(spec: Any) -> str | None:
@@ -201,7 +206,7 @@ def policy_warnings(table: Table, kind: str, constants: dict[str, Any], env: Any
     such an outcome is observed.
     """
     kind_table = Table({"kind": kind}, table.key, table.file)
-    cls = _resolve_class(kind_table, "kind", policy_kinds(), "policy kind", "policy")
+    cls = _resolve_class(kind_table, "kind", "policy")
     params = inspect.signature(cls).parameters
     env_reward = getattr(env, "reward", None)
     env_name = getattr(env_reward, "name", None) if env_reward is not None else "linear"

@@ -39,8 +39,9 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ...oracles.core.registry import BACKENDS, check_backend_name, make_oracle
-from .kinds import _resolve_class, policy_kinds
+from ... import catalogue
+from ...oracles.core.registry import check_backend_name, make_oracle
+from .kinds import _resolve_class
 from .registry import check_name
 from .schema import ProblemError, ProblemErrors, Table, plain
 
@@ -140,10 +141,10 @@ def _parse_policy(table: Table, k: int, seen: dict[str, int], check_kinds: bool 
         # the class is looked up now, so that a wrong kind is reported with the file's other mistakes
         kind_table = Table({"kind": kind}, table.key, file)
         if check_kinds:
-            cls = _resolve_class(kind_table, "kind", policy_kinds(), "policy kind", "policy")
+            cls = _resolve_class(kind_table, "kind", "policy")
         else:  # still the class's default oracle when it resolves (a plug-in's may not be loaded)
             try:
-                cls = _resolve_class(kind_table, "kind", policy_kinds(), "policy kind", "policy")
+                cls = _resolve_class(kind_table, "kind", "policy")
             except ProblemError:
                 cls = None
     except ProblemError as exc:
@@ -163,27 +164,18 @@ def _parse_policy(table: Table, k: int, seen: dict[str, int], check_kinds: bool 
         raise errors[0] if len(errors) == 1 else ProblemErrors(errors)
     constants_table = table.table("constants", None)
     constants = {} if constants_table is None else plain(constants_table.data, table.path("constants"), file)
-    horizon = None
-    if "horizon" in table:
-        horizon = table.string("horizon", choices=("unknown",))
-    options = _oracle_options(table, oracle)
-    on_request = table.boolean("on_request", False)
+    horizon = table.string("horizon", choices=("unknown",)) if "horizon" in table else None
+    settings = {"horizon": horizon, "oracle_options": _oracle_options(table, oracle)}
+    settings["on_request"] = table.boolean("on_request", False)
     table.finish()
-    return PolicySpec(
-        name=name,
-        kind=kind,
-        oracle=oracle,
-        constants=constants,
-        horizon=horizon,
-        oracle_options=options,
-        on_request=on_request,
-    )
+    return PolicySpec(name=name, kind=kind, oracle=oracle, constants=constants, **settings)
 
 
 def _oracle_options(table: Table, oracle: str) -> dict[str, Any]:
     """``gap``, ``norm_gap`` (in [0, 1)), ``time_limit`` (> 0 seconds) and ``workers`` (an integer >= 1), each
     refused if the backend takes none."""
     options: dict[str, Any] = {}
+    backend = catalogue.lookup("backend", oracle.partition(":")[0])  # checked by check_backend_name already
     for key in ORACLE_OPTIONS:
         if key not in table:
             continue
@@ -192,18 +184,18 @@ def _oracle_options(table: Table, oracle: str) -> dict[str, Any]:
             raise table.error(key, f"a relative optimality gap in [0, 1), got {value}")
         if key == "time_limit" and not value > 0:
             raise table.error(key, f"seconds per solve, > 0, got {value}")
-        known = BACKENDS[oracle.partition(":")[0]].options()
+        known = backend.options()
         if known is not None and key not in known:
             raise table.error(
                 key, f"backend {oracle!r} takes no {key} option (its options: {', '.join(known) or 'none'})"
             )
         options[key] = value
-    refused = BACKENDS[oracle.partition(":")[0]].capabilities.out_of_range(options)
+    refused = backend.capabilities.out_of_range(options)
     if refused is not None:  # beyond what the backend's solver accepts (SCIP: time limits up to 1e20 s)
         raise table.error(refused[0], f"backend {oracle!r}: {refused[1]}")
     if "tuning" in table:
         data = table.table("tuning").data
-        caps = BACKENDS[oracle.partition(":")[0]].capabilities
+        caps = backend.capabilities
         if caps.tuning is None:
             raise table.error("tuning", f"backend {oracle!r} takes no tuning option")
         try:

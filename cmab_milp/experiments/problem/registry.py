@@ -1,8 +1,8 @@
 """What a problem file may name: the library's own kinds plus what trusted plugins register.
 
-A problem file is data. Every name in it (a space, environment or policy kind,
-a graph generator, a draw) is looked up in a table; nothing a file says is ever
-imported. Code the user trusts comes in from outside the file: a module named
+A problem file is data. Every name in it (a space, environment or policy kind
+of the :mod:`~cmab_milp.catalogue`, a graph generator, a draw) is looked up in a
+table; nothing a file says is ever imported. Code the user trusts comes in from outside the file: a module named
 with ``cmab-milp ... --plugin MODULE`` (or imported by the user's own script)
 calls :func:`register_kind` to make its classes nameable. As a shortcut, a
 public class defined in a module loaded by :func:`load_plugins` may also be
@@ -33,46 +33,36 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from ... import catalogue
+
 __all__ = ["FAMILIES", "check_name", "load_plugins", "plugin_class", "plugins", "register_kind", "registered"]
 
-#: Families of names a problem file may use, and what :func:`register_kind` takes for each.
-FAMILIES: dict[str, str] = {
-    "space": "an ActionSpace subclass",
-    "environment": "an Environment class",
-    "policy": "a Policy class",
-}
+#: Families of names a problem file may use, and what :func:`register_kind` takes for each (the catalogue's).
+FAMILIES: dict[str, str] = {family: catalogue.FAMILIES[family] for family in ("space", "environment", "policy")}
 
-_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 _MODULE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z][A-Za-z0-9_]*)*$")
-_KINDS: dict[str, dict[str, Any]] = {family: {} for family in FAMILIES}
+_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+#: The kinds added by trusted code: the catalogue's own table (one registry), family -> name -> class.
+_KINDS = catalogue._ADDED
 _PLUGINS: list[str] = []
 
-
-def check_name(name: Any) -> str:
-    """``name`` if it is a plain identifier not starting with ``_``; else ``ValueError``."""
-    if not isinstance(name, str) or not _NAME.match(name):
-        raise ValueError(f"{name!r} is not a plain name (letters, digits and _, not starting with _)")
-    return name
+check_name = catalogue.check_name
 
 
 def register_kind(family: str, name: str, obj: Any) -> None:
     """Make ``obj`` nameable as ``kind = "name"`` in the ``family`` tables of problem files.
 
-    ``family`` is one of :data:`FAMILIES`; ``obj`` a class of that family. Call
-    it from a module given to ``--plugin`` (or from your own script before
+    The same as :func:`cmab_milp.catalogue.register` (``family`` one of its
+    families; ``obj`` a class of that family). Call it from a module given to
+    ``--plugin`` (or from your own script before
     :func:`~cmab_milp.experiments.load_problem`).
     """
-    if family not in FAMILIES:
-        raise ValueError(f"unknown family {family!r}; known: {', '.join(FAMILIES)}")
-    check_name(name)
-    if not inspect.isclass(obj):
-        raise ValueError(f"a {family} kind must be {FAMILIES[family]}, got {type(obj).__name__}")
-    _KINDS[family][name] = obj
+    catalogue.register(family, name, obj)
 
 
 def registered(family: str) -> dict[str, Any]:
-    """The kinds registered for ``family`` (name -> class), a copy."""
-    return dict(_KINDS[family])
+    """The kinds registered for ``family`` by trusted code (name -> class), a copy."""
+    return catalogue.added(family)
 
 
 def plugins() -> list[str]:

@@ -7,11 +7,10 @@
 
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
 from .graphs import _node, build_graph
-from .kinds import _construct, _parameters, _resolve_class, space_kinds
+from .kinds import _has_default, _parameters, _resolve_class, build_kind
 from .limits import Limits
 from .rules import RULES, _apply_rules, _check_feasible
 from .schema import ProblemError, Table, _int_list, _int_matrix, describe, join_key
@@ -76,7 +75,7 @@ def build_space(table: Table, limits: Limits | None = None) -> Any:
     Sizes are checked against ``limits`` (default :class:`~.limits.Limits`) before anything is built.
     """
     limits = Limits() if limits is None else limits
-    cls = _resolve_class(table, "kind", dict.fromkeys(space_kinds(), "cmab_milp"), "space kind", "space")
+    cls = _resolve_class(table, "kind", "space")
     kind = cls.__name__
     if kind == "Intersection" and "parts" in table:
         parts = table.tables("parts")
@@ -86,7 +85,7 @@ def build_space(table: Table, limits: Limits | None = None) -> Any:
         rules = [(name, table.tables(name, [])) for name in RULES]
         labels_kw = {"labels": _labels(table, limits)} if "labels" in table else {}
         table.finish()
-        space = _construct(table, cls, tuple(spaces), labels_kw, kind)
+        space = build_kind(table, cls, {"spaces": spaces, **labels_kw}, kind, keys=labels_kw)
         _check_feasible(space, table, "the parts have no action in common")
     else:
         names, _ = _parameters(cls)
@@ -98,11 +97,10 @@ def build_space(table: Table, limits: Limits | None = None) -> Any:
         for name in names:
             if name == "graph":
                 continue
-            param = inspect.signature(cls).parameters[name]
-            if name in table or param.default is inspect.Parameter.empty:
+            if name in table or not _has_default(cls, name):
                 kwargs[name] = _space_parameter(table, name, labels, limits)
         rules = [(name, table.tables(name, [])) for name in RULES]
         table.finish()
-        space = _construct(table, cls, (), kwargs, kind)
+        space = build_kind(table, cls, kwargs, kind)
     limits.check("arms", int(space.d), table.key, table.file)
     return _apply_rules(space, rules)
