@@ -13,6 +13,7 @@ from typing import Any
 
 import networkx as nx
 
+from ...untrusted_limits import MAX_GENERATOR_TRIES
 from .limits import Limits
 from .registry import check_name
 from .schema import ProblemError, Table, _int_list, check_integer, check_number, describe, join_key, plain
@@ -52,7 +53,7 @@ class GraphGenerator:
 
 
 #: The most attempts a retrying generator may be given (``tries`` of connected_watts_strogatz_graph).
-MAX_TRIES = 1000
+MAX_TRIES = MAX_GENERATOR_TRIES
 #: Sizes are computed up to this many nodes or edges (far above any limit a run can take); larger is this.
 _SIZE_CAP = 2**64
 
