@@ -67,7 +67,7 @@ class Limits:
                 if ceiling is not None and value > ceiling:
                     raise table.error(f.name, f"cannot exceed {ceiling} (the run would not be exact), got {value}")
                 values[f.name] = value
-        table.finish()
+        table.finish(offered=[f.name for f in fields(cls)])
         return replace(limits, **values)
 
     def changed(self) -> dict[str, int]:
