@@ -15,8 +15,6 @@ from .kinds import _construct
 from .schema import ProblemError, ProblemErrors, Table, check_number, describe, join_key
 from .schema_data import BUDGETS, CONFLICTS, CONSTRAINTS, GROUPS, finish, read
 
-
-
 _arm = arm_index  # the names this module's users import
 
 
