@@ -52,6 +52,8 @@ class Key:
     item: str = "value"
 
     def __post_init__(self) -> None:
+        if not isinstance(self.meaning, str):
+            raise ValueError(f"key {self.name!r}: its meaning is one string, got {type(self.meaning).__name__}")
         if self.type not in TYPES:
             raise ValueError(f"key {self.name!r}: unknown type {self.type!r}; known: {', '.join(TYPES)}")
 
@@ -114,6 +116,21 @@ def finish(table: Table, schema: TableSchema) -> None:
 
 
 # ------------------------------------------------------------------ the tables
+#: The meanings too long for one line of their table.
+_SPACE_KIND = (
+    "any space class of cmab_milp (Cardinality, PartitionMatroid, GraphicMatroid, SpanningTrees, STPaths, "
+    "Matchings, ExplicitActions, Intersection) or a registered kind"
+)
+_ENVIRONMENT_KIND = (
+    'any class of cmab_milp.environments, a registered kind (`"MODULE:Class"` only for a module given with '
+    '`--plugin`), or `"logged"`: arms drawn from a log file beside this one (CSV or Parquet, columns '
+    "`round` / `arm` / `reward`, see `experiments/problem/logged_env.py`)"
+)
+_RUN_HORIZON = (
+    'T: told to the policies, and the time steps every job plays; or `"unknown"`: every policy built with '
+    "`T=None`, each job plays `steps`"
+)
+
 TOP = TableSchema(
     "",
     "The file itself: what the experiment is called, and its four tables.",
@@ -133,13 +150,7 @@ SPACE = TableSchema(
     'The action space. Wherever an arm is asked for it may be an index (`0`), a label (`"red"`) or, on graphs, '
     'an edge (`["u", "v"]`).',
     (
-        Key(
-            "kind",
-            "string",
-            "any space class of cmab_milp (Cardinality, PartitionMatroid, GraphicMatroid, SpanningTrees, STPaths, "
-            "Matchings, ExplicitActions, Intersection) or a registered kind",
-            MISSING,
-        ),
+        Key("kind", "string", _SPACE_KIND, MISSING),
         Key(
             "labels",
             "array",
@@ -255,14 +266,7 @@ ENVIRONMENT = TableSchema(
     '`{ attribute = "dist", scale = -0.00025, offset = -0.05 }` (topohub edges carry `dist` (km) and the '
     'utilisations `ecmp_fwd` / `ecmp_bwd`; a nested attribute as `"ecmp_fwd.uni"`).',
     (
-        Key(
-            "kind",
-            "string",
-            'any class of cmab_milp.environments, a registered kind (`"MODULE:Class"` only for a module given with '
-            '`--plugin`), or `"logged"`: arms drawn from a log file beside this one (CSV or Parquet, columns '
-            "`round` / `arm` / `reward`, see `experiments/problem/logged_env.py`)",
-            MISSING,
-        ),
+        Key("kind", "string", _ENVIRONMENT_KIND, MISSING),
         Key("means", "value", "the arms' means: per-arm numbers or a draw"),
         Key(
             "cov",
@@ -334,13 +338,7 @@ RUN = TableSchema(
     "How long, how often and what is recorded. `--steps N` (or `--horizon N`) on the command line sets the steps "
     "and with them a known T; `--resume` refuses a folder run with other steps.",
     (
-        Key(
-            "horizon",
-            "value",
-            'T: told to the policies, and the time steps every job plays; or `"unknown"`: every policy built with '
-            "`T=None`, each job plays `steps`",
-            MISSING,
-        ),
+        Key("horizon", "value", _RUN_HORIZON, MISSING),
         Key("steps", "integer", 'with `horizon = "unknown"` (required then): the time steps each job plays', minimum=1),
         Key("rounds", "integer", "the former name of `steps`, still read", minimum=1, former=True),
         Key("seeds", "value", "a count (seeds 0..n-1) or an explicit array of distinct seeds `[3, 5, 8]`", MISSING),
