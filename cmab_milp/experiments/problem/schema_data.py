@@ -280,6 +280,31 @@ ENVIRONMENT = TableSchema(
     example='kind = "UniformNoise"\nmeans = { draw = "uniform", low = 0.0, high = 1.0, seed = 7 }\nwidth = 0.5',
 )
 
+LOGGED = TableSchema(
+    'environment (kind = "logged")',
+    "Arms drawn from a log file beside the problem file: a `LoggedEnvironment` (`experiments/problem/logged_env.py`). "
+    "A bad log is refused with the problem file's key and the log's own row and column.",
+    (
+        Key("kind", "string", 'the word `"logged"`', MISSING, choices=("logged",)),
+        Key(
+            "file",
+            "string",
+            "the log: `.csv`, `.parquet` or `.pq`, relative to the problem file and inside its folder",
+            MISSING,
+        ),
+        Key("round", "string", "the round column", "round"),
+        Key("arm", "value", 'the arm column, or two (`["u", "v"]`: an edge per row on graph spaces)', "arm"),
+        Key("reward", "string", "the reward column", "reward"),
+        Key("inclusion", "string", "the logging policy's inclusion-probability column"),
+        Key("action_propensity", "string", "the logging policy's action-propensity column"),
+        Key("full_information", "boolean", "the log holds every arm's outcome each round", False),
+        Key("prior", "number", "the outcome of arms the log never includes"),
+        Key("seed", "integer", "the environment's seed", minimum=0),
+        Key("sha256", "string", "written by the reader into the stored problem: a changed log is refused on rebuild"),
+    ),
+    example='kind = "logged"\nfile = "clicks.csv"\ninclusion = "p"',
+)
+
 DRAW = TableSchema(
     "{ draw = ... }",
     "A drawn value, anywhere in `[environment]` (its `size`, default d, counts against the limit `draw_size`).",
@@ -386,6 +411,7 @@ SCHEMA: tuple[TableSchema, ...] = (
     BUDGETS,
     GROUPS,
     ENVIRONMENT,
+    LOGGED,
     DRAW,
     POLICY,
     RUN,

@@ -49,19 +49,21 @@ def _cell(text: str) -> str:
 
 
 def _heading(schema: TableSchema) -> str:
+    """``[run]``, ``[[policies]]``, ``{ draw = ... }``; a note after the path stays (``(kind = "logged")``)."""
     if not schema.path:
         return "The top level"
-    if schema.path.endswith("[]"):
-        return f"`[[{schema.path[:-2]}]]`"
     if schema.path.startswith("{"):
         return f"`{schema.path}`"
-    return f"`[{schema.path}]`"
+    path, _, note = schema.path.partition(" ")
+    name = f"`[[{path[:-2]}]]`" if path.endswith("[]") else f"`[{path}]`"
+    return f"{name} {note}".rstrip()
 
 
 def _example(schema: TableSchema) -> str:
+    """The table's example, under its header when it has one of its own."""
     if not schema.path or schema.path.startswith("{") or schema.path == "run.limits":
         return schema.example
-    return f"{_heading(schema).strip('`')}\n{schema.example}"
+    return f"{_heading(schema).split('`')[1]}\n{schema.example}"
 
 
 def _section(schema: TableSchema) -> list[str]:

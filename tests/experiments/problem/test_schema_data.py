@@ -17,6 +17,7 @@ from cmab_milp.experiments.problem.problem_file import parse_problem
 from cmab_milp.experiments.problem.schema import MISSING, ProblemError, Table
 from cmab_milp.experiments.problem.schema_data import (
     DRAW,
+    LOGGED,
     POLICY,
     RUN,
     RUN_LIMITS,
@@ -200,3 +201,12 @@ def test_every_built_in_draw_reads_only_keys_of_the_data() -> None:
         text = message(problem(environment={"kind": "BernoulliArms", "means": means}))
         assert "environment.means.bogus: unknown key" in text, text
         assert takes(text) <= {k.name for k in DRAW.keys}, (name, text)
+
+
+def test_the_logged_environment_reads_exactly_the_keys_of_the_data(tmp_path) -> None:
+    (tmp_path / "log.csv").write_text("round,arm,reward\n0,0,1\n1,1,0\n2,2,1\n3,3,0\n", encoding="utf-8")
+    environment = {"kind": "logged", "file": "log.csv", "bogus": 1}
+    with pytest.raises(ProblemError) as info:
+        parse_problem(problem(environment=environment), str(tmp_path / "x.toml"))
+    assert "environment.bogus: unknown key" in str(info.value)
+    assert takes(str(info.value)) == {k.name for k in LOGGED.keys}
