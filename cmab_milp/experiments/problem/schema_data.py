@@ -168,7 +168,7 @@ SPACE = TableSchema(
     "`perfect` / `actions` (an array of 0/1 rows); graph spaces also take their formulation options: `flow` "
     "(GraphicMatroid, SpanningTrees, STPaths), `sparse_cuts` (SpanningTrees), `oriented`, `cuts_min_edges`, "
     "`cuts_min_arcs` (STPaths)",
-    example='kind = "Cardinality"\nd = 20\nm = 3\nlabels = ["red", "green", ...]',
+    example='kind = "Cardinality"\nd = 4\nm = 2\nlabels = ["red", "green", "blue", "black"]',
 )
 
 GRAPH = TableSchema(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import subprocess
 import sys
+import tomllib
 from dataclasses import fields
 from pathlib import Path
 
@@ -210,3 +211,8 @@ def test_the_logged_environment_reads_exactly_the_keys_of_the_data(tmp_path) -> 
         parse_problem(problem(environment=environment), str(tmp_path / "x.toml"))
     assert "environment.bogus: unknown key" in str(info.value)
     assert takes(str(info.value)) == {k.name for k in LOGGED.keys}
+
+
+def test_every_example_of_the_reference_is_valid_toml() -> None:
+    for schema in SCHEMA:
+        tomllib.loads(schema.example)  # raises on a placeholder such as [1, 2, ...]
