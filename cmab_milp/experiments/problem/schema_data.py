@@ -26,7 +26,7 @@ from typing import Any
 
 from ...figures import DEFAULT_PANELS, PANELS
 from .limits import CEILINGS, Limits
-from .schema import MISSING, Table
+from .schema import MISSING, Table, describe
 
 __all__ = ["RUN", "SCHEMA", "TOP", "Key", "TableSchema", "finish", "read", "table_schema"]
 
@@ -50,6 +50,8 @@ class Key:
     former: bool = False
     #: What one entry of an array with ``choices`` is called in messages (``unknown panel 'x'``).
     item: str = "value"
+    #: How a value of the wrong type is described in its message (default: the type, ``an array``).
+    expected: str = ""
 
     def __post_init__(self) -> None:
         if not isinstance(self.meaning, str):
@@ -102,6 +104,8 @@ def read(table: Table, schema: TableSchema, name: str) -> Any:
     if key.type == "array of tables":
         return table.tables(name, key.default)
     if key.type == "array":
+        if key.expected and name in table and not isinstance(table.data[name], list):
+            raise table.error(name, f"expected {key.expected}, got {describe(table.data[name])}")
         values = table.array(name, list(key.default) if isinstance(key.default, (list, tuple)) else key.default)
         for k, value in enumerate(values if name in table and key.choices else ()):
             if not isinstance(value, str) or value not in key.choices:
@@ -213,7 +217,15 @@ CONFLICTS = TableSchema(
     "space.conflicts[]",
     "Never both arms of a pair (`with_conflicts`). Side rules apply in this order: conflicts, constraints, budgets, "
     "groups; a rule that leaves no action is refused at its key, naming the rules that together empty the space.",
-    (Key("pairs", "array", 'the pairs of arms, `[["red", "green"], [2, 5]]`', MISSING),),
+    (
+        Key(
+            "pairs",
+            "array",
+            'the pairs of arms, `[["red", "green"], [2, 5]]`',
+            MISSING,
+            expected="a non-empty array of pairs [a, b]",
+        ),
+    ),
     example='pairs = [["red", "green"], [2, 5]]',
 )
 CONSTRAINTS = TableSchema(
