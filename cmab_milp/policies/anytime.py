@@ -91,10 +91,10 @@ from __future__ import annotations
 
 import math
 
+from ..untrusted_limits import MAX_HORIZON  # the largest horizon accepted (one value for every reader)
+
 __all__ = ["FIRST_HORIZON", "MAX_HORIZON", "anytime_scale", "first_horizon", "next_horizon"]
 
-#: The largest horizon accepted (beyond it float64 round counts stop being exact).
-MAX_HORIZON = 2**53
 #: The first horizon guess of an unknown-horizon policy.
 FIRST_HORIZON = 2**8
 

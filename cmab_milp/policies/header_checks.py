@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from .anytime import MAX_HORIZON
+from ..untrusted_limits import MAX_HORIZON
 from .protocol import Stretch
 from .state_checks import _MAX_INT, _fail, _kind
 

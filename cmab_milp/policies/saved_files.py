@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..provenance import provenance, software_differences
+from ..untrusted_limits import MAX_NESTING, MAX_SAVED_BYTES, check_json_depth
 
 __all__ = [
     "MAX_BYTES",
@@ -36,36 +37,11 @@ __all__ = [
 ]
 
 #: Default bound on the bytes a saved learner's arrays may declare (``load_policy(..., max_bytes=)``).
-MAX_BYTES = 2**31
+MAX_BYTES = MAX_SAVED_BYTES
 #: JSON headers nested deeper than this are refused (a saved learner needs about ten levels).
-MAX_JSON_DEPTH = 64
+MAX_JSON_DEPTH = MAX_NESTING
 #: dtypes an array member may have (what :meth:`Policy.save` writes).
 _DTYPES = {"b", "i", "u", "f"}
-
-
-def check_json_depth(text: str, max_depth: int = MAX_JSON_DEPTH) -> None:
-    """Refuse JSON ``text`` whose arrays and objects nest deeper than ``max_depth`` (a linear scan, no recursion).
-
-    >>> check_json_depth("[[[]]]", max_depth=3)
-    >>> check_json_depth("[[[[]]]]", max_depth=3)
-    Traceback (most recent call last):
-    ...
-    ValueError: the header nests arrays and objects more than 3 deep
-    """
-    depth, i, n = 0, 0, len(text)
-    while i < n:
-        c = text[i]
-        if c == '"':
-            i += 1
-            while i < n and text[i] != '"':
-                i += 2 if text[i] == "\\" else 1
-        elif c in "[{":
-            depth += 1
-            if depth > max_depth:
-                raise ValueError(f"the header nests arrays and objects more than {max_depth} deep")
-        elif c in "]}":
-            depth -= 1
-        i += 1
 
 
 def _open_regular(path: str) -> Any:

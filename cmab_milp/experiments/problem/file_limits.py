@@ -21,12 +21,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...untrusted_limits import MAX_NESTING
 from .schema import ProblemError, join_key, printable
 
 __all__ = ["MAX_DEPTH", "check_data_depth", "check_nesting", "printable"]
 
-#: Arrays and tables nested deeper than this are refused (a valid file needs a handful of levels).
-MAX_DEPTH = 32
+#: Arrays and tables nested deeper than this are refused (a valid file needs a handful of levels): the one
+#: nesting limit of every untrusted file, :data:`cmab_milp.untrusted_limits.MAX_NESTING`.
+MAX_DEPTH = MAX_NESTING
 
 
 def _refuse(file: str, key: str, max_depth: int) -> ProblemError:

@@ -13,9 +13,11 @@ from typing import Any
 
 import networkx as nx
 
+from ...untrusted_limits import MAX_GENERATOR_TRIES
 from .limits import Limits
 from .registry import check_name
 from .schema import ProblemError, Table, _int_list, check_integer, check_number, describe, join_key, plain
+from .schema_data import GRAPH, finish, read
 
 
 # -------------------------------------------------------------------- graphs
@@ -52,7 +54,7 @@ class GraphGenerator:
 
 
 #: The most attempts a retrying generator may be given (``tries`` of connected_watts_strogatz_graph).
-MAX_TRIES = 1000
+MAX_TRIES = MAX_GENERATOR_TRIES
 #: Sizes are computed up to this many nodes or edges (far above any limit a run can take); larger is this.
 _SIZE_CAP = 2**64
 
@@ -240,8 +242,8 @@ def _generator_value(value: Any, kind: str, key: str, file: str) -> Any:
 def _generator_arguments(table: Table, name: str, spec: GraphGenerator) -> tuple[list[Any], dict[str, Any]]:
     """The checked positional and keyword arguments of ``spec`` from ``args`` / ``kwargs``."""
     file = table.file
-    args = table.array("args", [])
-    kwargs_table = table.table("kwargs", None)
+    args = read(table, GRAPH, "args")
+    kwargs_table = read(table, GRAPH, "kwargs")
     kwargs = {} if kwargs_table is None else dict(kwargs_table.data)
     names = [p for p, _ in spec.params]
     kinds = dict(spec.params)
@@ -271,7 +273,7 @@ def _generator_arguments(table: Table, name: str, spec: GraphGenerator) -> tuple
 
 def _generate(table: Table, limits: Limits) -> nx.Graph:
     """Call the named generator after checking its arguments and its size bound against ``limits``."""
-    name = table.string("generator")
+    name = read(table, GRAPH, "generator")
     spec = GENERATORS.get(name) if isinstance(name, str) and name[:1].isalpha() else None
     if spec is None:
         try:
@@ -338,21 +340,21 @@ def build_graph(table: Table, limits: Limits | None = None) -> tuple[nx.Graph, d
         raise table.error(
             None, "give exactly one of 'generator' (a networkx generator name), 'edges' or 'topohub' (a topology name)"
         )
-    directed = table.boolean("directed", False)
+    directed = read(table, GRAPH, "directed")
     attributes: dict[tuple, dict] = {}
     if sources == ["topohub"]:
         graph = _topohub_graph(table, limits)
-        relabel = table.boolean("relabel", False)
+        relabel = read(table, GRAPH, "relabel")
         edges = list(graph.edges())
         nodes = list(graph.nodes())
         attributes = {(u, v): data for u, v, data in graph.edges(data=True)}
     elif sources == ["generator"]:
         graph = _generate(table, limits)
-        relabel = table.boolean("relabel", False)
+        relabel = read(table, GRAPH, "relabel")
         edges = list(graph.edges())
         nodes = list(graph.nodes())
     else:
-        raw_edges = table.array("edges")
+        raw_edges = read(table, GRAPH, "edges")
         limits.check("arms", len(raw_edges), table.path("edges"), file)
         edges = []
         for k, edge in enumerate(raw_edges):
@@ -369,9 +371,9 @@ def build_graph(table: Table, limits: Limits | None = None) -> tuple[nx.Graph, d
             if len(edge) == 3:
                 attributes[(u, v)] = _edge_attributes(edge[2], join_key(key, 2), file)
             edges.append((u, v))
-        relabel = table.boolean("relabel", False)
+        relabel = read(table, GRAPH, "relabel")
         nodes = list(dict.fromkeys(v for e in edges for v in e))
-    table.finish()
+    finish(table, GRAPH)
     labels = {v: k for k, v in enumerate(nodes)} if relabel else {v: v for v in nodes}
     out = nx.DiGraph() if directed else nx.Graph()
     out.add_nodes_from(labels[v] for v in nodes)
@@ -388,7 +390,7 @@ def _topohub_graph(table: Table, limits: Limits) -> nx.Graph:
     """``topohub = "GROUP/NAME"``: a topology of topohub's catalogue, nodes named, edge attributes kept."""
     from ...topologies import load_topology
 
-    name = table.string("topohub")
+    name = read(table, GRAPH, "topohub")
     try:
         graph = load_topology(name)
     except ImportError as exc:

@@ -21,12 +21,13 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields, replace
 
+from ...untrusted_limits import MAX_CURVE_POINTS, MAX_RUN_STEPS, MAX_SEEDS
 from .schema import ProblemError, Table
 
 __all__ = ["CEILINGS", "Limits", "check_counts"]
 
 #: Values no ``[run.limits]`` can lift (the run would not be exact or would overflow).
-CEILINGS: dict[str, int] = {"horizon": 2**50, "seeds": 1_000_000, "curve_points": 1_000_000}
+CEILINGS: dict[str, int] = {"horizon": MAX_RUN_STEPS, "seeds": MAX_SEEDS, "curve_points": MAX_CURVE_POINTS}
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,7 @@ class Limits:
                 if ceiling is not None and value > ceiling:
                     raise table.error(f.name, f"cannot exceed {ceiling} (the run would not be exact), got {value}")
                 values[f.name] = value
-        table.finish()
+        table.finish(offered=[f.name for f in fields(cls)])
         return replace(limits, **values)
 
     def changed(self) -> dict[str, int]:

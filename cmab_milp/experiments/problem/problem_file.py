@@ -16,122 +16,15 @@ from code you name outside the file: ``cmab-milp ... --plugin MODULE`` imports
 ``MODULE``, which calls :func:`~cmab_milp.experiments.register_kind`; a public
 class of such a module may also be written ``"MODULE:Class"``.
 
-Sizes are checked before anything is built (:class:`~cmab_milp.experiments.problem.limits.Limits`):
-arms ``d`` (and a graph's edges) <= 5,000, graph nodes <= 20,000, values per draw
-<= 10^6, explicit actions <= 10^5, steps per job <= 10^8, seeds <= 1,000, curve points
-<= 10,000, policies <= 100, jobs (policies x seeds) <= 10,000. A file that means it raises them
-in ``[run] limits`` (the horizon stops at 2^50). Arrays and tables nested more than 32 deep are
-refused at their key (:mod:`~cmab_milp.experiments.problem.file_limits`).
+Sizes are checked before anything is built (:class:`~cmab_milp.experiments.problem.limits.Limits`,
+raised in ``[run] limits``), and nesting depth before the text is parsed
+(:mod:`~cmab_milp.experiments.problem.file_limits`); the ceilings no file can lift are those of
+:mod:`cmab_milp.untrusted_limits`.
 
-Schema (every key not listed is refused)::
-
-    title = "..."                  # optional: figure title
-    description = "..."            # optional: free text
-
-    [space]
-    kind = "Cardinality"           # any space class of cmab_milp (Cardinality, PartitionMatroid,
-                                   # GraphicMatroid, SpanningTrees, STPaths, Matchings,
-                                   # ExplicitActions, Intersection) or a registered kind
-    d = 20                         # the other keys are the constructor's parameters:
-    m = 3                          #   d, m, exact / blocks, capacities / graph / source, target /
-                                   #   perfect / actions (an array of 0/1 rows); graph spaces also take
-                                   #   their formulation options: flow (GraphicMatroid, SpanningTrees,
-                                   #   STPaths), sparse_cuts (SpanningTrees), oriented, cuts_min_edges,
-                                   #   cuts_min_arcs (STPaths)
-    labels = ["red", "green", ...] # optional: one label per arm (strings; an integer only at its own
-                                   #   position; an array is a tuple label). Graph arms also answer to
-                                   #   their edge ["u", "v"].
-    [space.graph]                  # graph families: a networkx generator ...
-    generator = "grid_2d_graph"    #   a generator of builders.GENERATORS (complete_graph, grid_2d_graph,
-                                   #   complete_bipartite_graph, gnm_random_graph, petersen_graph, ...)
-    args = [3, 3]                  #   its positional arguments (counts, probabilities, booleans)
-    kwargs = {}                    #   its keyword arguments (e.g. seed = 1); its size is bounded from
-                                   #   these before it runs
-    relabel = false                #   true: nodes renamed 0..n-1 in networkx's node order; default:
-                                   #   node labels as given (grid cells stay [i, j])
-    directed = false               #   true: a DiGraph, each edge oriented as listed
-    # edges = [[0, 1], [1, 2]]     # ... or an explicit edge list (relabel defaults to false); an edge may
-                                   #   carry attributes: ["A", "B", { km = 10 }]. Arm k is list(graph.edges())[k]:
-                                   #   networkx lists edges node by node (first-appearance order), not as written,
-                                   #   and labels an undirected edge (u, v) with u the node seen first (["B", "A"]
-                                   #   after ["A", "C"] is arm ("A", "B")); name arms by edge (below) to not care
-    # topohub = "topozoo/Abilene"  # ... or a topology of topohub's catalogue (optional extra "routing";
-                                   #   its data ships with the package, nothing is downloaded): nodes keep
-                                   #   their names, edges their attributes (see environment.means below);
-                                   #   the name must be in cmab_milp.topologies.topology_names()
-
-    # Side rules (optional), applied in this order: conflicts, constraints, budgets, groups. Wherever
-    # an arm is asked for it may be an index (0), a label ("red") or, on graphs, an edge (["u", "v"]);
-    # a pair of edges is [["u", "v"], ["x", "y"]]. A rule that leaves no action is refused at its key,
-    # naming the rules that together empty the space.
-    [[space.conflicts]]            # never both arms of a pair (with_conflicts)
-    pairs = [["red", "green"], [2, 5]]
-    [[space.constraints]]          # coeffs @ a  sense  rhs (with_constraint)
-    coeffs = { red = 1.0, blue = 2.0 }  # one number per arm as an array of d, or a table by label
-                                   #   (missing arms 0), or: arms = ["red", 3], weights = [1, 2]
-    sense = "<="                   #   "<=", ">=" or "=="
-    rhs = 2
-    [[space.budgets]]              # costs @ a <= budget, costs >= 0 (with_budget)
-    costs = { red = 3, green = 1 } #   d numbers, a table by label, or arms = [...] + costs = [one each]
-    budget = 3
-    [[space.groups]]               # at least / at most so many arms of a group (with_group)
-    arms = ["red", "green"]
-    at_least = 1                   #   at_least and/or at_most
-    # TOML table keys are strings: a table names arms by label or edge name "u-v" ({ "A-B" = 2 }, either way
-    # round; "3-7" for integer nodes). Per-arm numbers (coeffs, costs, means, a diagonal) may also be
-    # [u, v, value] rows or an edge attribute, { attribute = "km", scale = 0.1 } (experiments/problem/arm_values.py).
-    # For indices use the array forms (arms = [...] with weights / costs).
-
-    # kind = "Intersection" takes [[space.parts]] (each a space table) instead (and labels, rules).
-
-    [environment]
-    kind = "UniformNoise"          # any class of cmab_milp.environments, or a registered kind
-                                   # ("MODULE:Class" only for a module given with --plugin)
-    means = { draw = "uniform", low = 0.0, high = 1.0, seed = 7 }   # or an explicit array
-                                   #   (low, high finite; size = d by default). Other draws:
-                                   #   integers (low, high, both included), normal (mean, std),
-                                   #   dirichlet (alpha: one probability row per arm), choice
-                                   #   (values, optional p and replace)
-    # means = { red = 0.1, green = 0.5, ... }   # or by label, edge name ("A-B") or [u, v, mean] rows: all arms
-    # means = { attribute = "dist", scale = -0.00025, offset = -0.05 }   (edge_attribute: the same)
-                                   #   or from the graph's edges: offset + scale * attribute per arm
-                                   #   (a nested attribute as "ecmp_fwd.uni"); topohub edges carry
-                                   #   "dist" (km) and the utilisations "ecmp_fwd" / "ecmp_bwd"
-    width = 0.5                    # the other keys are the constructor's parameters; any value
-                                   # may be a { draw = ... } table (see builders.DRAWS), stored as
-                                   # this recipe and drawn again from its seed on every rebuild
-    # cov = { diagonal = 0.0025 }  # a d x d diagonal matrix: a number, or per arm numbers as for means
-                                   #   (its d^2 entries count against the limit of values per draw)
-    # cov = { file = "cov.npy" }   # or from a data file beside this one (.npy without pickle, or .csv),
-                                   #   factors = ..., shared = [{ arms = [...], variance = v }]; the parts
-                                   #   add up (see experiments/problem/matrices.py)
-    # kind = "logged"              # or: arms drawn from a log file beside this one (CSV or Parquet),
-    # file = "clicks.csv"          #   columns round / arm / reward (inclusion = "p" optional), see
-                                   #   experiments/problem/logged_env.py
-
-    [[policies]]                   # one table per compared policy
-    name = "AROQ"                  # label in plots and results (letters, digits, _ . + -)
-    kind = "AROQ"                  # any class of cmab_milp.policies, or a registered kind
-    oracle = "highs"               # oracle backend (default: the kind's Python default, "highs" or "auto")
-    gap = 0.01                     # optional: the certified approximate mode, make_oracle(..., gap=0.01)
-                                   #   (a backend that takes it; the run reports alpha-regret with the
-                                   #   ratio the oracle proved); norm_gap = 0.01: the same for norm
-                                   #   queries (highs); time_limit = 5: seconds per solve
-    constants = { C = 1.5 }        # optional keyword constants of the policy
-    horizon = "unknown"            # optional: build this policy with T=None (it plays the run's
-                                   #   rounds without being told them), next to policies told T
-    on_request = true              # optional: run only when named (cmab-milp run --policies NAME), e.g.
-                                   #   a policy that needs hours; say its expected time in the description
-
-    [run]
-    horizon = 100000               # T: told to the policies, and the time steps every job plays
-    # horizon = "unknown"          # or: every policy built with T=None ...
-    # steps = 100000               #   ... and each job plays this many time steps (required then;
-                                   #   rounds = N is the key's former name, still read)
-    seeds = 10                     # a count (seeds 0..9) or an explicit array [3, 5, 8]
-    panels = ["rounds", "queries", "regret", "runtime", "total_rounds"]   # optional
-    curve_points = 200             # optional: points recorded per curve (log-spaced in t, default 200)
-    limits = { arms = 20000 }      # optional: raise (or lower) a size limit (see limits.Limits)
+The schema (every table, key, type, default and allowed value; every key not
+listed is refused) is data: :data:`~cmab_milp.experiments.problem.schema_data.SCHEMA`.
+The validator reads the keys through it, and the reference in
+``docs/problem-files.md`` is generated from it (``python docs/generate_problem_schema.py``).
 
 Unknown horizons: the curves of a policy built with ``T=None`` are recorded
 up to the rounds played, like the others; ``summary.json`` says per policy the
@@ -187,13 +80,14 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from ..report.plots import DEFAULT_PANELS, PANELS
+from ..report.plots import DEFAULT_PANELS
 from .builders import build_environment, build_policy, build_space, policy_warnings
 from .file_limits import check_data_depth, check_nesting
 from .limits import Limits, check_counts
 from .policy_specs import PolicySpec, parse_policies
 from .registry import plugins
 from .schema import ProblemError, ProblemErrors, Table, check_integer, copy_data, describe, join_key, plain
+from .schema_data import RUN, TOP, finish, read
 
 __all__ = ["PolicySpec", "Problem", "load_problem", "parse_problem"]
 
@@ -377,13 +271,13 @@ def parse_problem(
         return None
 
     top = Table(data, "", file)
-    title = attempt(top.string, "title", "")
-    attempt(top.string, "description", "")
-    space_table = attempt(top.table, "space")
-    env_table = attempt(top.table, "environment")
-    policy_tables = attempt(top.tables, "policies")
-    run = attempt(top.table, "run")
-    attempt(top.finish)
+    title = attempt(read, top, TOP, "title")
+    attempt(read, top, TOP, "description")
+    space_table = attempt(read, top, TOP, "space")
+    env_table = attempt(read, top, TOP, "environment")
+    policy_tables = attempt(read, top, TOP, "policies")
+    run = attempt(read, top, TOP, "run")
+    attempt(finish, top, TOP)
 
     parsed_run = attempt(_parse_run, run, steps, seeds) if run is not None else None
     limits = parsed_run.limits if parsed_run is not None else Limits()
@@ -454,7 +348,7 @@ class _Run:
 
 def _parse_run(run: Table, steps: int | None = None, seeds: int | list[int] | None = None) -> _Run:
     """Read ``[run]``; ``steps`` / ``seeds`` (the command line's) stand in for the file's values, checked alike."""
-    limits = Limits.from_table(run.table("limits", None))
+    limits = Limits.from_table(read(run, RUN, "limits"))
     told = run.raw("horizon", None)
     unknown = told == "unknown"
     if "steps" in run and "rounds" in run:
@@ -489,12 +383,8 @@ def _parse_run(run: Table, steps: int | None = None, seeds: int | list[int] | No
         seed_list = list(range(limits.check("seeds", count, run.path("seeds"), run.file)))
     else:
         raise run.error("seeds", f"expected a count or an array of seeds, got {describe(raw_seeds)}")
-    panels = run.array("panels", list(DEFAULT_PANELS))
-    for k, panel in enumerate(panels):
-        if not isinstance(panel, str) or panel not in PANELS:
-            key = join_key(run.path("panels"), k)
-            raise ProblemError(run.file, key, f"unknown panel {panel!r}; known: {', '.join(PANELS)}")
-    curve_points = run.integer("curve_points", 200, minimum=2)
+    panels = read(run, RUN, "panels")
+    curve_points = read(run, RUN, "curve_points")
     limits.check("curve_points", curve_points, run.path("curve_points"), run.file)
-    run.finish()
+    finish(run, RUN)
     return _Run(limits, played, unknown, seed_list, list(panels), curve_points)

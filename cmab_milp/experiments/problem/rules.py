@@ -13,9 +13,7 @@ from ...spaces.base import EmptySpaceError
 from .arm_values import arm_index, arm_values
 from .kinds import _construct
 from .schema import ProblemError, ProblemErrors, Table, check_number, describe, join_key
-
-_SENSES = ("<=", ">=", "==")
-
+from .schema_data import BUDGETS, CONFLICTS, CONSTRAINTS, GROUPS, finish, read
 
 _arm = arm_index  # the names this module's users import
 
@@ -62,9 +60,9 @@ def _apply_constraint(space: Any, table: Table) -> Any:
         coeffs = _arm_vector(table, space, "coeffs")
     else:
         coeffs = _listed_vector(table, space, "weights", 1.0)
-    sense = table.string("sense", choices=_SENSES)
-    rhs = table.number("rhs")
-    table.finish()
+    sense = read(table, CONSTRAINTS, "sense")
+    rhs = read(table, CONSTRAINTS, "rhs")
+    finish(table, CONSTRAINTS)
     return _construct(table, space.with_constraint, (coeffs, sense, rhs), {}, "with_constraint")
 
 
@@ -74,8 +72,8 @@ def _apply_budget(space: Any, table: Table) -> Any:
         costs = _listed_vector(table, space, "costs", None)
     else:
         costs = _arm_vector(table, space, "costs")
-    budget = table.number("budget")
-    table.finish()
+    budget = read(table, BUDGETS, "budget")
+    finish(table, BUDGETS)
     for i, c in enumerate(costs):
         if c < 0:
             raise table.error("costs", f"costs must be >= 0; arm {space.arm_labels.display[i]!r} costs {c:g}")
@@ -89,9 +87,9 @@ def _apply_group(space: Any, table: Table) -> Any:
     arms = _arms(table, space)
     if not arms:
         raise table.error("arms", "a group needs at least one arm")
-    at_least = table.integer("at_least", None, minimum=0)
-    at_most = table.integer("at_most", None, minimum=0)
-    table.finish()
+    at_least = read(table, GROUPS, "at_least")
+    at_most = read(table, GROUPS, "at_most")
+    finish(table, GROUPS)
     if at_least is None and at_most is None:
         raise table.error(None, "give at_least, at_most or both")
     if at_least is not None and at_least > len(set(arms)):
@@ -103,8 +101,8 @@ def _apply_group(space: Any, table: Table) -> Any:
 
 def _apply_conflicts(space: Any, table: Table) -> Any:
     """``space.with_conflicts`` from ``pairs = [[a, b], ...]`` (arms by index, label or edge)."""
-    raw = table.raw("pairs")
-    table.finish()
+    raw = read(table, CONFLICTS, "pairs")
+    finish(table, CONFLICTS)
     if not isinstance(raw, list) or not raw:
         raise table.error("pairs", f"expected a non-empty array of pairs [a, b], got {describe(raw)}")
     pairs = []

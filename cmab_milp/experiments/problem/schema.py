@@ -141,12 +141,19 @@ class Table:
             raise self.error(key, "missing required key")
         return default
 
-    def finish(self) -> None:
-        """Refuse keys that no getter read (typos, keys of another kind)."""
+    def finish(self, offered: Sequence[str] | None = None) -> None:
+        """Refuse keys that no getter read (typos, keys of another kind).
+
+        ``offered``: every key this table takes (from the schema), listed in the message instead of those read.
+        """
         unknown = [k for k in self.data if k not in self.used]
-        if unknown:
-            known = sorted(self.used)
-            raise self.error(unknown[0], f"unknown key (this table takes: {', '.join(known) or 'nothing'})")
+        if not unknown:
+            return
+        if offered is not None and unknown[0] not in offered:
+            raise self.error(unknown[0], f"unknown key (this table takes: {', '.join(sorted(offered)) or 'nothing'})")
+        known = sorted(self.used)
+        what = "unknown key" if offered is None else "not taken with the other keys given"
+        raise self.error(unknown[0], f"{what} (this table takes: {', '.join(known) or 'nothing'})")
 
     def _typed(self, key: str, default: Any, convert: Callable[[Any], Any]) -> Any:
         """``convert(value at key)``; ``default`` as given when the key is absent (required if MISSING)."""

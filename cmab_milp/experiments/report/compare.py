@@ -57,6 +57,7 @@ import numpy as np
 from ...oracles import BACKENDS, Oracle, available_backends, check_backend_name, make_oracle
 from ...oracles.core.base import UnsupportedQuery
 from ...oracles.core.queries import LinearQuery
+from ..run.command_help import described
 from .compare_report import build_report, save_plot
 
 __all__ = [
@@ -352,14 +353,14 @@ def compare_oracles(
 
 # ------------------------------------------------------------ command line
 def add_command(sub: Any) -> None:
-    """Add ``compare-oracles`` to the ``cmab-milp`` subcommands (an ``argparse`` subparsers object)."""
-    p = sub.add_parser(
-        "compare-oracles",
-        help="replay one run's oracle queries on every backend and check they agree",
-        description="Record the oracle queries of one policy's run, replay them on every available backend, "
-        "check the optimal values agree, and write DIR/oracles.json and DIR/oracles.png. "
-        "Exit code 1 if any backend disagrees or fails.",
-    )
+    """Add ``compare-oracles`` to the ``cmab-milp`` subcommands (an ``argparse`` subparsers object).
+
+    Its description (``cmab-milp compare-oracles --help``): record the oracle queries of one policy's run,
+    replay them on every available backend, check the optimal values agree, and write DIR/oracles.json and
+    DIR/oracles.png. Exit code 1 if any backend disagrees or fails.
+    """
+    about = "replay one run's oracle queries on every backend and check they agree"
+    p = sub.add_parser("compare-oracles", help=about, description=described(add_command))
     p.add_argument("problem", help="problem file (TOML)")
     p.add_argument("--out", required=True, help="folder for oracles.json and oracles.png")
     p.add_argument("--policy", help="policy (by name) whose queries are recorded (default: the first)")

@@ -1,13 +1,16 @@
 """Figures of a run written into its results folder (``figure.png``, ``panels/``); drawn by :mod:`cmab_milp.figures`.
 
+The panels and the drawing are :mod:`cmab_milp.figures`' (its names are also read from here, as before);
+this module only writes them, atomically and never through a link.
+
 Example
 -------
+>>> import tempfile
 >>> import numpy as np
->>> t = np.arange(1, 101)
->>> curves = {"CUCB": PolicyCurves(t, {"regret": np.vstack([np.sqrt(t), 1.1 * np.sqrt(t)])})}
->>> figure = make_figure(curves, ["regret"])
->>> [ax.get_title() for ax in figure.axes]
-['(a) regret']
+>>> t = np.arange(1, 11)
+>>> curves = {"CUCB": PolicyCurves(t, {"regret": np.vstack([np.sqrt(t)])})}
+>>> [p.name for p in save_figures(curves, ["regret"], tempfile.mkdtemp())]
+['figure.png', 'a_regret.png']
 """
 
 from __future__ import annotations
@@ -16,32 +19,19 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ...figures import (
-    COINCIDE_SHARE,
-    DEFAULT_PANELS,
-    PANELS,
-    RESULT_PANELS,
-    Panel,
-    PolicyCurves,
-    coinciding,
-    curves_of,
-    make_figure,
-    plot_results,
-)
+from ... import figures
+from ...figures import PANELS, PolicyCurves, make_figure
 
-__all__ = [
-    "COINCIDE_SHARE",
-    "DEFAULT_PANELS",
-    "PANELS",
-    "RESULT_PANELS",
-    "Panel",
-    "PolicyCurves",
-    "coinciding",
-    "curves_of",
-    "make_figure",
-    "plot_results",
-    "save_figures",
-]
+#: The names of :mod:`cmab_milp.figures` this module answers to (it re-exported them before).
+_FROM_FIGURES = ("COINCIDE_SHARE", *figures.__all__)
+__all__ = ["save_figures", *_FROM_FIGURES]
+
+
+def __getattr__(name: str) -> Any:
+    """The names of :mod:`cmab_milp.figures`, read from here as before the figures moved there."""
+    if name in _FROM_FIGURES:
+        return getattr(figures, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _save_atomic(figure: Any, path: Path, dpi: int) -> None:

@@ -9,14 +9,9 @@ missing, and the problem (its steps, seeds, arms and optimal action).
 Example
 -------
 >>> import io, tempfile
->>> from cmab_milp.experiments.problem.problem_file import parse_problem
+>>> from cmab_milp.experiments.problem.demo import demo_problem
 >>> from cmab_milp.experiments.run.runner import run_problem
->>> problem = parse_problem({
-...     "space": {"kind": "Cardinality", "d": 4, "m": 2},
-...     "environment": {"kind": "BernoulliArms", "means": [0.1, 0.2, 0.3, 0.4]},
-...     "policies": [{"name": "CUCB", "kind": "CUCB"}],
-...     "run": {"horizon": 30, "seeds": 2},
-... }, "demo.toml")
+>>> problem = demo_problem(horizon=30, seeds=2)
 >>> out = tempfile.mkdtemp()
 >>> _ = run_problem(problem, out, jobs=1, plots=False, stream=io.StringIO())
 >>> summary = summarise(problem, out)

@@ -39,6 +39,7 @@ from ...logged.replaying import replay
 from ...logged.table import LoggedFeedback
 from ..problem.logged_env import LOGGED_KIND, log_options
 from ..problem.schema import Table
+from .command_help import described
 from .storage import atomic_target, atomic_write_text, write_json
 
 __all__ = ["add_command", "evaluate_problem", "run_command"]
@@ -184,14 +185,14 @@ def write_report(report: dict[str, Any], out: str | Path) -> list[Path]:
 
 
 def add_command(sub: Any) -> None:
-    """Add ``evaluate`` to the ``cmab-milp`` subcommands (an ``argparse`` subparsers object)."""
-    p = sub.add_parser(
-        "evaluate",
-        help="value a problem's policies on a log (off-policy estimates and replay)",
-        description="Read a log of (round, arm, reward) rows, value each policy of the problem on it (frozen: "
-        "off-policy estimators; learning: replay) and write DIR/offline.json, offline.csv and offline.png. "
-        "A refused log writes nothing.",
-    )
+    """Add ``evaluate`` to the ``cmab-milp`` subcommands (an ``argparse`` subparsers object).
+
+    Its description (``cmab-milp evaluate --help``): read a log of (round, arm, reward) rows, value each
+    policy of the problem on it (frozen: off-policy estimators; learning: replay) and write
+    DIR/offline.json, offline.csv and offline.png. A refused log writes nothing.
+    """
+    about = "value a problem's policies on a log (off-policy estimates and replay)"
+    p = sub.add_parser("evaluate", help=about, description=described(add_command))
     p.add_argument("problem", help="problem file (TOML): the space and the policies")
     p.add_argument("--log", required=True, help="log file (CSV, or Parquet: .parquet / .pq)")
     p.add_argument("--out", required=True, help="folder for offline.json, offline.csv and offline.png")

@@ -10,13 +10,8 @@ reads it back (``--resume`` skips complete jobs of the same problem digest).
 
 Example
 -------
->>> from cmab_milp.experiments.problem.problem_file import parse_problem
->>> problem = parse_problem({
-...     "space": {"kind": "Cardinality", "d": 4, "m": 2},
-...     "environment": {"kind": "BernoulliArms", "means": [0.1, 0.2, 0.3, 0.4]},
-...     "policies": [{"name": "CUCB", "kind": "CUCB"}],
-...     "run": {"horizon": 30, "seeds": 1},
-... }, "demo.toml")
+>>> from cmab_milp.experiments.problem.demo import demo_problem
+>>> problem = demo_problem(horizon=30, seeds=1)
 >>> outcome = run_job(problem, "CUCB", 0)
 >>> outcome["totals"]["queries"], int(outcome["curve"]["t"][-1]), str(Job("CUCB", 0))
 (30, 30, 'CUCB seed 0')

@@ -10,13 +10,8 @@ on; an interrupted run keeps every finished job for ``--resume``.
 Example
 -------
 >>> import io, tempfile
->>> from cmab_milp.experiments.problem.problem_file import parse_problem
->>> problem = parse_problem({
-...     "space": {"kind": "Cardinality", "d": 4, "m": 2},
-...     "environment": {"kind": "BernoulliArms", "means": [0.1, 0.2, 0.3, 0.4]},
-...     "policies": [{"name": "CUCB", "kind": "CUCB"}],
-...     "run": {"horizon": 30, "seeds": 2},
-... }, "demo.toml")
+>>> from cmab_milp.experiments.problem.demo import demo_problem
+>>> problem = demo_problem(horizon=30, seeds=2)
 >>> summary = run_problem(problem, tempfile.mkdtemp(), jobs=1, plots=False, stream=io.StringIO())
 >>> summary["policies"]["CUCB"]["queries"]
 {'mean': 30.0, 'std': 0.0, 'min': 30.0, 'max': 30.0}
@@ -29,6 +24,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -157,18 +153,10 @@ def run_problem(
         raise RunError(str(exc)) from None
     except OSError as exc:
         raise RunError(f"cannot write to --out {out}: {exc.strerror or exc}") from None
+    every = ProgressOptions() if progress is None else progress
+    request = _Request(jobs, executor, resume, plots, sys.stderr if stream is None else stream, policies, every)
     try:
-        return _run_problem(
-            problem,
-            out,
-            jobs=jobs,
-            executor=executor,
-            resume=resume,
-            plots=plots,
-            stream=stream,
-            policies=policies,
-            progress=progress,
-        )
+        return _run_problem(problem, out, request)
     except RunError:
         if created and not any(out.iterdir()):  # refused before anything was written: leave no folder
             out.rmdir()
@@ -178,19 +166,21 @@ def run_problem(
             os.close(lock)
 
 
-def _run_problem(
-    problem: Problem,
-    out_dir: str | Path,
-    *,
-    jobs: int | None = None,
-    executor: str = "local",
-    resume: bool = False,
-    plots: bool = True,
-    stream: TextIO | None = None,
-    policies: Sequence[str] | None = None,
-    progress: ProgressOptions | None = None,
-) -> dict[str, Any]:
-    """Run every (policy, seed) job of ``problem`` into ``out_dir``; return the summary.
+@dataclass(frozen=True)
+class _Request:
+    """The options of :func:`run_problem`, read by :func:`_run_problem` (defaults applied)."""
+
+    jobs: int | None
+    executor: str
+    resume: bool
+    plots: bool
+    stream: TextIO
+    policies: Sequence[str] | None
+    progress: ProgressOptions
+
+
+def _run_problem(problem: Problem, out: Path, request: _Request) -> dict[str, Any]:
+    """Run every (policy, seed) job of ``problem`` into ``out`` with the options of ``request``; return the summary.
 
     ``policies`` (names) runs only their jobs; the folder still belongs to the
     whole problem, so the others can be run later with ``resume``. Without
@@ -202,11 +192,10 @@ def _run_problem(
     Raises :class:`RunError` if the folder holds another run, if a job failed
     (after finishing the others), and :class:`RunInterrupted` on Ctrl-C.
     """
-    stream = sys.stderr if stream is None else stream
+    stream, policies, executor, resume = request.stream, request.policies, request.executor, request.resume
     for warning in problem.warnings:
         stream.write(f"warning: {warning}\n")
-    out = Path(out_dir)
-    workers = jobs or os.cpu_count() or 1
+    workers = request.jobs or os.cpu_count() or 1
     _check_folder(problem, out, resume)
     names = [spec.name for spec in problem.policies]
     by_default = [spec.name for spec in problem.policies if not spec.on_request]
@@ -255,7 +244,7 @@ def _run_problem(
     failures: list[str] = []
     interrupted = False
     broken: str | None = None  # why the run stopped early: results not writable, executor lost
-    every = ProgressOptions() if progress is None else progress
+    every = request.progress
     channel = getattr(runner, "progress_channel", None)
     shown = Progress(len(todo), stream=stream, channel=channel, line_seconds=every.line_seconds)
     tasks = [(problem, job.policy, job.seed, every.report_seconds) for job in todo]
@@ -295,21 +284,21 @@ def _run_problem(
         "interrupted": interrupted,
     }
     summary = summarise(problem, out, run_info)
-    resume = f"finished jobs are saved, continue with --resume --out {out}"
+    continuing = f"finished jobs are saved, continue with --resume --out {out}"
     try:
         write_json(contained(out, out / "summary.json"), summary)
         write_manifest(problem, out)  # hashes of what the run wrote: cmab-milp verify tells edits apart
-        if plots and summary["policies"] and broken is None:
+        if request.plots and summary["policies"] and broken is None:
             save_figures(collect_curves(problem, out), problem.panels, out, problem.title)
     except (OSError, FolderError) as exc:
         broken = broken or f"cannot write the summary or figures to {out}: {getattr(exc, 'strerror', None) or exc}"
     elapsed = format_seconds(run_info["wall_seconds"])
     if interrupted:
         raise RunInterrupted(
-            f"interrupted after {elapsed}: {len(summary['missing_jobs'])} jobs not finished; " + resume
+            f"interrupted after {elapsed}: {len(summary['missing_jobs'])} jobs not finished; " + continuing
         )
     if broken is not None:
-        raise RunFailed(f"{broken}; {resume}")
+        raise RunFailed(f"{broken}; {continuing}")
     if failures:
         raise JobsFailed(f"{len(failures)} job(s) failed: {', '.join(failures)}; other results are in {out}")
     stream.write(f"done in {elapsed}: {out / 'summary.json'}\n")

@@ -44,6 +44,8 @@ from typing import Any
 
 import numpy as np
 
+from ...untrusted_limits import check_json_depth
+
 __all__ = [
     "CURVE_COLUMNS",
     "FolderError",
@@ -132,9 +134,15 @@ def write_json(path: str | Path, data: Any) -> None:
 
 
 def read_json(path: str | Path) -> Any:
-    """Parsed JSON, or ``None`` if the file is missing or unreadable."""
+    """Parsed JSON, or ``None`` if the file is missing, unreadable or nested deeper than any file of a run.
+
+    The depth is scanned first (:func:`~cmab_milp.untrusted_limits.check_json_depth`): ``json.loads``
+    recurses once per level, and a results folder is untrusted input.
+    """
     try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
+        text = Path(path).read_text(encoding="utf-8")
+        check_json_depth(text, what=str(path))
+        return json.loads(text)
     except (OSError, ValueError):
         return None
 

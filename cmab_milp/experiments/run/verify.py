@@ -21,14 +21,9 @@ folder has no copy (checked against their recorded SHA-256).
 Example
 -------
 >>> import io, tempfile
->>> from cmab_milp.experiments.problem.problem_file import parse_problem
+>>> from cmab_milp.experiments.problem.demo import demo_problem
 >>> from cmab_milp.experiments.run.runner import run_problem
->>> problem = parse_problem({
-...     "space": {"kind": "Cardinality", "d": 4, "m": 2},
-...     "environment": {"kind": "BernoulliArms", "means": [0.1, 0.2, 0.3, 0.4]},
-...     "policies": [{"name": "CUCB", "kind": "CUCB", "oracle": "enumerate"}],
-...     "run": {"horizon": 40, "seeds": 2},
-... }, "demo.toml")
+>>> problem = demo_problem(horizon=40, seeds=2, oracle="enumerate")
 >>> out = tempfile.mkdtemp()
 >>> _ = run_problem(problem, out, jobs=1, plots=False, stream=io.StringIO())
 >>> report = verify(out, jobs=1)
@@ -58,6 +53,7 @@ from cmab_milp.provenance import provenance, software_differences
 from ..problem.problem_file import Problem, parse_problem
 from ..problem.schema import ProblemError
 from ..report.summary import summarise
+from .command_help import described
 from .executors import open_executor
 from .jobs import Job, run_job
 from .manifest import MANIFEST, changed_files, data_files, read_manifest, recorded_provenance, sha256_file
@@ -97,13 +93,8 @@ def verify(
     >>> import io, tempfile
     >>> import cmab_milp as cm
     >>> from cmab_milp.experiments import run_problem
-    >>> from cmab_milp.experiments.problem.problem_file import parse_problem
-    >>> problem = parse_problem({
-    ...     "space": {"kind": "Cardinality", "d": 4, "m": 2},
-    ...     "environment": {"kind": "BernoulliArms", "means": [0.1, 0.2, 0.3, 0.4]},
-    ...     "policies": [{"name": "CUCB", "kind": "CUCB", "oracle": "enumerate"}],
-    ...     "run": {"horizon": 40, "seeds": 1},
-    ... }, "demo.toml")
+    >>> from cmab_milp.experiments.problem.demo import demo_problem
+    >>> problem = demo_problem(horizon=40, seeds=1, oracle="enumerate")
     >>> out = tempfile.mkdtemp()
     >>> _ = run_problem(problem, out, jobs=1, plots=False, stream=io.StringIO())
     >>> report = cm.verify(out)
@@ -435,14 +426,15 @@ def _compare(
 
 # ---------------------------------------------------------------- command line
 def add_command(sub: Any) -> None:
-    """Add ``verify`` to the ``cmab-milp`` subcommands (an ``argparse`` subparsers object)."""
-    p = sub.add_parser(
-        "verify",
-        help="re-run a results folder and check its numbers are reproduced bit for bit",
-        description="Re-run the problem and seeds a results folder records (nothing is written into it) and "
-        "report per run: identical, or the first step and field that differ. Exit 0 all identical, "
-        "1 any run differs (or the folder was edited, or is incomplete), 2 the folder cannot be checked.",
-    )
+    """Add ``verify`` to the ``cmab-milp`` subcommands (an ``argparse`` subparsers object).
+
+    Its description (``cmab-milp verify --help``): re-run the problem and seeds a results folder records
+    (nothing is written into it) and report per run: identical, or the first step and field that differ.
+    Exit 0 all identical, 1 any run differs (or the folder was edited, or is incomplete), 2 the folder
+    cannot be checked.
+    """
+    about = "re-run a results folder and check its numbers are reproduced bit for bit"
+    p = sub.add_parser("verify", help=about, description=described(add_command))
     p.add_argument("results", help="results folder written by 'cmab-milp run'")
     p.add_argument("--seeds", metavar="K,...", help="check only these seeds (comma-separated)")
     p.add_argument("--policies", metavar="NAME,...", help="check only these policies (comma-separated)")
