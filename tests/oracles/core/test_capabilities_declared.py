@@ -7,9 +7,11 @@ not need them).
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -30,7 +32,10 @@ def scratch_backends():
 
 
 def _run(code: str) -> str:
-    done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=120)
+    root = str(Path(cm.__file__).resolve().parents[1])  # the cmab_milp under test, in the fresh interpreter too
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
+    command = [sys.executable, "-c", textwrap.dedent(code)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
 
