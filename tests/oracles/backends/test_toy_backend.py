@@ -6,6 +6,8 @@ reads the toy's declaration from its adapter class.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -48,3 +50,11 @@ def test_the_toy_answers_as_brute_force(toy_backend) -> None:
         assert float(oracle.argmax(w) @ w) == pytest.approx(float((actions @ w).max()), abs=1e-9)
     with pytest.raises(cm.UnsupportedQuery, match="linear queries only"):
         oracle.argmax_norm(np.ones(space.d), np.eye(space.d), 1.0)
+
+
+def test_docs_show_the_toy_module_as_it_is() -> None:
+    """``docs/extending.md`` prints this module's code (after its docstring): the page and the file must not drift."""
+    root = Path(__file__).resolve().parents[3]
+    module = (Path(__file__).parent / "toy_scipy_backend.py").read_text(encoding="utf-8")
+    code = module.split('"""\n\nfrom __future__ import annotations\n\n', 1)[1]
+    assert code in (root / "docs" / "extending.md").read_text(encoding="utf-8")
