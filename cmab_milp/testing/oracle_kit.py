@@ -394,19 +394,11 @@ def oracle_checks(
     return [Check(case, partial(_run_case, case, backend, caps, labelled, options, seed)) for case in selected]
 
 
-def check_oracle(
-    backend: str,
-    *,
-    spaces: Mapping[str, ActionSpace] | Iterable[ActionSpace] | None = None,
-    seed: int = 0,
-    include: Iterable[str] | None = None,
-    exclude: Iterable[str] | None = None,
-    options: Mapping[str, Any] | None = None,
-) -> dict[str, str]:
+def check_oracle(backend: str, **kit: Any) -> dict[str, str]:
     """Check a registered backend against brute force; raise ``AssertionError`` naming the failing cases.
 
-    Every case runs (:func:`oracle_checks`); the error holds every failure, each naming its case,
-    the space, the query and what was expected.
+    Every case runs (:func:`oracle_checks`, which takes the same keyword arguments); the error holds
+    every failure, each naming its case, the space, the query and what was expected.
 
     Parameters
     ----------
@@ -433,5 +425,4 @@ def check_oracle(
     >>> check_oracle("combinatorial", spaces=[cm.Cardinality(4, 2)], include=["norm", "linear"])["norm"]
     'skipped: the backend declares no norm queries'
     """
-    checks = oracle_checks(backend, spaces=spaces, seed=seed, include=include, exclude=exclude, options=options)
-    return run_checks(f"check_oracle({backend!r})", checks)
+    return run_checks(f"check_oracle({backend!r})", oracle_checks(backend, **kit))

@@ -192,21 +192,11 @@ def policy_checks(
     return [Check(case, partial(_policy_case, run, case)) for case in selected]
 
 
-def check_policy(
-    cls: type,
-    *,
-    space: ActionSpace | None = None,
-    backend: str = "enumerate",
-    T: int = 300,
-    seed: int = 0,
-    env: Callable[[], Any] | None = None,
-    constants: Mapping[str, Any] | None = None,
-    include: Iterable[str] | None = None,
-    exclude: Iterable[str] | None = None,
-) -> dict[str, str]:
+def check_policy(cls: type, **kit: Any) -> dict[str, str]:
     """Play ``cls`` and check it; raise ``AssertionError`` naming the failing cases (every case runs).
 
-    Cases (:data:`POLICY_CASES`): every played action is feasible; the oracle
+    Every case runs (:func:`policy_checks`, which takes the same keyword arguments). Cases
+    (:data:`POLICY_CASES`): every played action is feasible; the oracle
     ledger matches the queries and rounds the run reports; the same seed gives
     the same numbers and actions; a reused policy object replays the run of a
     fresh one; bulk play equals round-by-round play (``simulate(..., bulk=False)``).
@@ -226,15 +216,4 @@ def check_policy(
     >>> check_policy(cm.SROQ, T=100)["bulk"]
     'passed'
     """
-    checks = policy_checks(
-        cls,
-        space=space,
-        backend=backend,
-        T=T,
-        seed=seed,
-        env=env,
-        constants=constants,
-        include=include,
-        exclude=exclude,
-    )
-    return run_checks(f"check_policy({cls.__name__})", checks)
+    return run_checks(f"check_policy({cls.__name__})", policy_checks(cls, **kit))

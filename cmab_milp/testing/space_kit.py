@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable
 from functools import partial
+from typing import Any
 
 import numpy as np
 
@@ -142,15 +143,11 @@ def space_checks(
     return [Check(case, partial(_space_case, space, case, seed, n_weights)) for case in selected]
 
 
-def check_space(
-    space: ActionSpace,
-    *,
-    seed: int = 0,
-    n_weights: int = 12,
-    include: Iterable[str] | None = None,
-    exclude: Iterable[str] | None = None,
-) -> dict[str, str]:
+def check_space(space: ActionSpace, **kit: Any) -> dict[str, str]:
     """Check that ``enumerate``, ``contains``, ``m`` and the formulation describe one set (every case runs).
+
+    Keyword arguments as :func:`space_checks`: ``seed``, ``n_weights`` (random weights for the
+    formulation case), ``include`` and ``exclude`` (case names of :data:`SPACE_CASES`).
 
     The space must be small enough to enumerate. ``enumerate``: distinct bool
     rows of width ``d``, each contained; ``contains``: true exactly on those rows
@@ -163,7 +160,4 @@ def check_space(
     >>> check_space(cm.Cardinality(4, 2).with_constraint([1, 1, 0, 0], "<=", 1))
     {'enumerate': 'passed', 'contains': 'passed', 'm': 'passed', 'formulation': 'passed'}
     """
-    return run_checks(
-        f"check_space({space!r})",
-        space_checks(space, seed=seed, n_weights=n_weights, include=include, exclude=exclude),
-    )
+    return run_checks(f"check_space({space!r})", space_checks(space, **kit))

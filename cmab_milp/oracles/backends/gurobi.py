@@ -279,11 +279,11 @@ class GurobiOracle(ModelOracle):
     #: declared within :data:`NORM_SLACK`. No cost: ``auto`` never picks it (the pip licence's
     #: :data:`SIZE_LIMIT` makes it a backend for comparison).
     CAPABILITIES = Capabilities(
-        time_limit=True,
-        approximate=True,
-        norm_tolerance=NORM_SLACK,
         requires=("gurobipy",),
         spaces="every space within the licence's size (pip licence: 2000 variables and rows, 199 arms for norms)",
+        norm_tolerance=NORM_SLACK,
+        time_limit=True,
+        approximate=True,
     )
     DESCRIPTION = "MILP / nonconvex MIQCP via Gurobi (gurobipy; pip licence: 2000 variables and rows)"
 
