@@ -17,7 +17,7 @@ not failed. Each check returns ``{case: "passed" | "skipped: why"}``.
   policy kind, each that cannot run here with the reason (so a suite skips it saying why).
 
 Every check runs all its cases and reports every failure. The same cases come one at a time from
-:func:`oracle_checks`, :func:`space_checks` and :func:`policy_checks` (:class:`Check` s: a name and a
+:func:`oracle_checks`, :func:`space_checks` and :func:`policy_checks` (``Check`` s: a name and a
 callable), and :func:`parametrize_with_checks` makes one pytest item of each (scikit-learn's
 convention), so one failing case does not hide the others::
 

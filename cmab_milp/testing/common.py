@@ -1,6 +1,6 @@
 """Shared pieces of the conformance kit: checks (one per case), running them, pytest items, messages, small spaces.
 
-A kit exposes its cases as :class:`Check` s (``oracle_checks``, ``space_checks``, ``policy_checks``): each
+A kit exposes its cases as ``Check`` s (``oracle_checks``, ``space_checks``, ``policy_checks``): each
 runs one case and returns ``"passed"`` or ``"skipped: why"``, or raises ``AssertionError`` naming the case.
 :func:`run_checks` runs them all and reports every failure; :func:`parametrize_with_checks` makes one
 pytest item of each (scikit-learn's convention), so one failing case does not hide the others.
@@ -166,6 +166,11 @@ def parametrize_with_checks(checks: Iterable[Check] | Mapping[str, Iterable[Chec
         @parametrize_with_checks({"enumerate": oracle_checks("enumerate")})
         def test_enumerate_conforms(check):
             check()
+
+    >>> from cmab_milp.testing import oracle_checks
+    >>> mark = parametrize_with_checks({"enumerate": oracle_checks("enumerate", include=["linear", "norm"])})
+    >>> [param.id for param in mark.args[1]]
+    ['enumerate-linear', 'enumerate-norm']
     """
     import pytest
 

@@ -364,7 +364,7 @@ def oracle_checks(
     exclude: Iterable[str] | None = None,
     options: Mapping[str, Any] | None = None,
 ) -> list[Check]:
-    """The cases of :func:`check_oracle` as :class:`~cmab_milp.testing.common.Check` s, one per case.
+    """The cases of :func:`check_oracle` as ``Check`` s (a name and a callable), one per case.
 
     Arguments as :func:`check_oracle` (checked here, before any case runs). Each check builds its own
     oracles (``seed`` seeds each case's queries), so the cases run in any order, alone or as pytest

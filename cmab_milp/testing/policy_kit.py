@@ -172,7 +172,7 @@ def policy_checks(
     include: Iterable[str] | None = None,
     exclude: Iterable[str] | None = None,
 ) -> list[Check]:
-    """The cases of :func:`check_policy` as :class:`~cmab_milp.testing.common.Check` s, one per case.
+    """The cases of :func:`check_policy` as ``Check`` s (a name and a callable), one per case.
 
     Arguments as :func:`check_policy`. The checks share the first run (played once, by the first
     case that needs it); every other run is the case's own.

@@ -131,7 +131,7 @@ def space_checks(
     include: Iterable[str] | None = None,
     exclude: Iterable[str] | None = None,
 ) -> list[Check]:
-    """The cases of :func:`check_space` as :class:`~cmab_milp.testing.common.Check` s, one per case.
+    """The cases of :func:`check_space` as ``Check`` s (a name and a callable), one per case.
 
     >>> import cmab_milp as cm
     >>> [(c.name, c.run()) for c in space_checks(cm.Cardinality(4, 2), include=["m"])]
