@@ -11,7 +11,6 @@ rare-oracle policies (AROQ / SROQ families) and their every-round baselines.
 [1, 3]
 """
 
-from . import _registrations  # noqa: F401 - the registry lines of the dist_* backends (general rewards)
 from ._lazy import lazy_names as _lazy_names
 from .oracles import (
     Ledger,

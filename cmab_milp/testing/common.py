@@ -1,9 +1,19 @@
-"""Shared pieces of the conformance kit: named cases, messages, the default small spaces."""
+"""Shared pieces of the conformance kit: checks (one per case), running them, pytest items, messages, small spaces.
+
+A kit exposes its cases as ``Check`` s (``oracle_checks``, ``space_checks``, ``policy_checks``): each
+runs one case and returns ``"passed"`` or ``"skipped: why"``, or raises ``AssertionError`` naming the case.
+:func:`run_checks` runs them all and reports every failure; :func:`parametrize_with_checks` makes one
+pytest item of each (scikit-learn's convention), so one failing case does not hide the others.
+
+>>> checks = [Check("one", lambda: "passed"), Check("two", lambda: "skipped: not declared")]
+>>> run_checks("demo", checks)
+{'one': 'passed', 'two': 'skipped: not declared'}
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, NamedTuple
 
 import networkx as nx
 import numpy as np
@@ -12,7 +22,7 @@ from ..spaces.base import ActionSpace, Intersection
 from ..spaces.graphs import GraphicMatroid, Matchings, SpanningTrees, STPaths
 from ..spaces.sets import Cardinality, ExplicitActions, PartitionMatroid
 
-__all__ = ["small_spaces"]
+__all__ = ["Check", "check_params", "parametrize_with_checks", "run_checks", "small_spaces"]
 
 
 def _dag() -> nx.DiGraph:
@@ -88,3 +98,81 @@ def describe(query: Mapping[str, Any]) -> str:
 
 def action_str(action: np.ndarray | None) -> str:
     return "None" if action is None else f"arms {np.flatnonzero(action).tolist()}"
+
+
+class Check(NamedTuple):
+    """One case of a kit: ``run()`` returns ``"passed"`` or ``"skipped: why"``, or raises ``AssertionError``."""
+
+    name: str
+    run: Callable[[], str]
+
+
+def run_checks(title: str, checks: Iterable[Check]) -> dict[str, str]:
+    """Run every check; ``{case: "passed" | "skipped: why"}``, or one ``AssertionError`` holding every failure.
+
+    A single failure is raised with its own message; several are listed after a first line naming them.
+
+    >>> def wrong():
+    ...     raise AssertionError("demo: case 'two' failed on x: y")
+    >>> run_checks("demo", [Check("one", lambda: "passed"), Check("two", wrong)])
+    Traceback (most recent call last):
+    ...
+    AssertionError: demo: case 'two' failed on x: y
+    """
+    report: dict[str, str] = {}
+    failed: dict[str, str] = {}
+    for check in checks:
+        try:
+            report[check.name] = check.run()
+        except AssertionError as exc:
+            failed[check.name] = str(exc)
+    if len(failed) == 1:
+        raise AssertionError(next(iter(failed.values())))
+    if failed:
+        head = f"{title}: {len(failed)} cases failed ({', '.join(failed)})"
+        raise AssertionError("\n".join([head, *failed.values()]))
+    return report
+
+
+def _as_test(check: Check) -> Callable[[], None]:
+    def run() -> None:
+        import pytest
+
+        outcome = check.run()
+        if outcome.startswith("skipped"):
+            pytest.skip(outcome.removeprefix("skipped: "))
+
+    run.__name__ = run.__qualname__ = check.name
+    return run
+
+
+def check_params(checks: Iterable[Check], label: str = "", marks: Iterable[Any] = ()) -> list:
+    """One ``pytest.param`` per check, id ``"label-case"``: the test calls it (a skipped case skips the item).
+
+    ``marks`` are added to every param (e.g. ``pytest.mark.slow``).
+    """
+    import pytest
+
+    prefix = f"{label}-" if label else ""
+    return [pytest.param(_as_test(c), id=f"{prefix}{c.name}", marks=list(marks)) for c in checks]
+
+
+def parametrize_with_checks(checks: Iterable[Check] | Mapping[str, Iterable[Check]]) -> Any:
+    """A ``pytest.mark.parametrize("check", ...)`` with one item per case (scikit-learn's convention).
+
+    ``checks`` is a kit's checks, or a mapping label -> checks (ids ``"label-case"``); the test
+    function takes ``check`` and calls it::
+
+        @parametrize_with_checks({"enumerate": oracle_checks("enumerate")})
+        def test_enumerate_conforms(check):
+            check()
+
+    >>> from cmab_milp.testing import oracle_checks
+    >>> mark = parametrize_with_checks({"enumerate": oracle_checks("enumerate", include=["linear", "norm"])})
+    >>> [param.id for param in mark.args[1]]
+    ['enumerate-linear', 'enumerate-norm']
+    """
+    import pytest
+
+    groups = checks.items() if isinstance(checks, Mapping) else [("", checks)]
+    return pytest.mark.parametrize("check", [p for label, group in groups for p in check_params(group, label)])

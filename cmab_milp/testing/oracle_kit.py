@@ -1,4 +1,4 @@
-"""``check_oracle``: a registered backend against brute force, case by case."""
+"""``check_oracle`` / ``oracle_checks``: a registered backend against brute force, one check per case."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import itertools
 import pickle
 import sys
 from collections.abc import Callable, Iterable, Mapping
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -13,9 +14,10 @@ import numpy as np
 from ..oracles.core.base import Oracle, UnsupportedQuery
 from ..oracles.core.registry import BACKENDS, Capabilities, check_backend_name, make_oracle
 from ..spaces import ActionSpace
-from .common import Cases, action_str, describe, small_spaces
+from .common import Cases, Check, action_str, describe, run_checks, small_spaces
+from .oracle_judge import OracleJudge, ask
 
-__all__ = ["ORACLE_CASES", "check_oracle"]
+__all__ = ["ORACLE_CASES", "check_oracle", "oracle_checks"]
 
 ORACLE_CASES = (
     "linear",
@@ -31,108 +33,6 @@ ORACLE_CASES = (
     "ledger",
     "pickling",
 )
-
-
-def _feasible_mask(actions: np.ndarray, q: Mapping[str, Any]) -> np.ndarray:
-    ok = np.ones(len(actions), bool)
-    for i in q.get("include", ()):
-        ok &= actions[:, i]
-    for i in q.get("exclude", ()):
-        ok &= ~actions[:, i]
-    for i, j in q.get("forbid_pairs", ()):
-        ok &= ~(actions[:, i] & actions[:, j])
-    return ok
-
-
-def _values(actions: np.ndarray, q: Mapping[str, Any], kind: str) -> np.ndarray:
-    dense = actions.astype(float)
-    if kind == "linear":
-        return dense @ np.asarray(q["weights"], float)
-    quad = np.einsum("ni,ij,nj->n", dense, np.asarray(q["M"], float), dense)
-    return dense @ q["mu"] + q.get("sign", 1) * q["f"] * np.sqrt(np.maximum(quad, 0.0))
-
-
-def _ask(oracle: Oracle, kind: str, q: Mapping[str, Any]) -> np.ndarray | None:
-    return oracle.argmax(**q) if kind == "linear" else oracle.argmax_norm(**q)
-
-
-class _OracleJudge:
-    """Asks one backend's oracle on one space and compares with brute force."""
-
-    def __init__(self, cases: Cases, oracle: Oracle, label: str, caps: Capabilities):
-        self.cases, self.oracle, self.label, self.caps = cases, oracle, label, caps
-        self.space = oracle.space
-        self.actions = self.space.enumerate()
-        self.may_decline = caps.declines_some(self.space)
-
-    def where(self) -> str:
-        return f"space {self.label!r} ({self.space!r})"
-
-    def ask(self, case: str, kind: str, q: Mapping[str, Any]) -> tuple[bool, np.ndarray | None]:
-        """(answered, answer); a decline is a skip only where the backend declares it may decline."""
-        try:
-            return True, _ask(self.oracle, kind, q)
-        except UnsupportedQuery as exc:
-            if self.may_decline:
-                self.cases.skip(case, f"declined on {self.label} (declared)")
-                return False, None
-            self.cases.fail(
-                case,
-                self.where(),
-                f"query {describe(q)} raised UnsupportedQuery ({exc}), "
-                "but the backend's capabilities declare it answers such queries",
-            )
-        except (ValueError, AssertionError):
-            raise
-        except Exception as exc:
-            self.cases.fail(case, self.where(), f"query {describe(q)} raised {type(exc).__name__}: {exc}")
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    def judge(self, case: str, kind: str, q: Mapping[str, Any]) -> np.ndarray | None:
-        """Ask ``q`` and check the answer against brute force; return the answer."""
-        answered, answer = self.ask(case, kind, q)
-        if not answered:
-            return None
-        ok = _feasible_mask(self.actions, q)
-        where = self.where()
-        if not ok.any():
-            if answer is not None:
-                self.cases.fail(
-                    case, where, f"query {describe(q)}: expected None (no action qualifies), got {action_str(answer)}"
-                )
-            self.cases.passed(case)
-            return None
-        values = _values(self.actions, q, kind)
-        best = float(values[ok].max())
-        best_action = self.actions[np.flatnonzero(ok)[int(np.argmax(values[ok]))]]
-        expected = f"value {best!r} ({action_str(best_action)})"
-        if answer is None:
-            self.cases.fail(case, where, f"query {describe(q)}: expected {expected}, got None")
-        if not isinstance(answer, np.ndarray) or answer.dtype != bool or answer.shape != (self.space.d,):
-            self.cases.fail(
-                case,
-                where,
-                f"query {describe(q)}: expected a bool array of shape ({self.space.d},), "
-                f"got {type(answer).__name__} {getattr(answer, 'dtype', '')} {getattr(answer, 'shape', '')}",
-            )
-        if not self.space.contains(answer):
-            self.cases.fail(case, where, f"query {describe(q)}: {action_str(answer)} is not an action of the space")
-        if not _feasible_mask(answer[None, :], q)[0]:
-            self.cases.fail(case, where, f"query {describe(q)}: {action_str(answer)} breaks the restrictions")
-        got = float(_values(answer[None, :], q, kind)[0])
-        tol = self.caps.tolerance_for(kind) * (1.0 + abs(best))
-        if kind == "linear":  # the values are float sums: cancelling weights carry their rounding
-            weights = np.abs(np.asarray(q["weights"], float))  # (as the pipeline: at most one more 1e-9)
-            tol += min(2.0 * self.space.d * float(np.finfo(float).eps) * float(weights.sum()), 1e-9)
-        if got < best - tol:
-            self.cases.fail(
-                case,
-                where,
-                f"query {describe(q)}: expected {expected}, got value {got!r} "
-                f"({action_str(answer)}), short by {best - got:.3g} > tolerance {tol:.3g}",
-            )
-        self.cases.passed(case)
-        return answer
 
 
 def _random_restrictions(rng: np.random.Generator, d: int, pairs: bool) -> dict[str, Any]:
@@ -152,7 +52,7 @@ def _psd(rng: np.random.Generator, d: int) -> np.ndarray:
     return a @ a.T / d + 0.1 * np.eye(d)
 
 
-def _oracle_cases_on(judge: _OracleJudge, rng: np.random.Generator, fresh: Callable[[], Oracle]) -> None:
+def _oracle_cases_on(judge: OracleJudge, rng: np.random.Generator, fresh: Callable[[], Oracle]) -> None:
     cases, caps, space = judge.cases, judge.caps, judge.space
     d = space.d
     pairs = caps.forbid_pairs
@@ -201,7 +101,7 @@ def _oracle_cases_on(judge: _OracleJudge, rng: np.random.Generator, fresh: Calla
         _pickling(judge, rng, fresh)
 
 
-def _pickling(judge: _OracleJudge, rng: np.random.Generator, fresh: Callable[[], Oracle]) -> None:
+def _pickling(judge: OracleJudge, rng: np.random.Generator, fresh: Callable[[], Oracle]) -> None:
     """A pickled oracle, new and after queries, unpickles to one answering the same."""
     d, where, cls = judge.space.d, judge.where(), type(judge.oracle)
     found = sys.modules.get(cls.__module__)  # pickle finds a class by module and name
@@ -215,7 +115,7 @@ def _pickling(judge: _OracleJudge, rng: np.random.Generator, fresh: Callable[[],
         copies["an oracle after queries"] = _pickled(judge, judge.oracle, "an oracle after queries")
         for said, copy in copies.items():
             for q in queries:
-                a, b = judge.ask("pickling", "linear", q)[1], _ask(copy, "linear", q)
+                a, b = judge.ask("pickling", "linear", q)[1], ask(copy, "linear", q)
                 if not _same(a, b):
                     judge.cases.fail(
                         "pickling", where, f"{describe(q)}: {action_str(a)}, {said} unpickled {action_str(b)}"
@@ -224,14 +124,14 @@ def _pickling(judge: _OracleJudge, rng: np.random.Generator, fresh: Callable[[],
         judge.cases.passed("pickling")
 
 
-def _pickled(judge: _OracleJudge, oracle: Oracle, said: str) -> Oracle:  # type: ignore[return]
+def _pickled(judge: OracleJudge, oracle: Oracle, said: str) -> Oracle:  # type: ignore[return]
     try:
         return pickle.loads(pickle.dumps(oracle))
     except Exception as exc:  # any failure to pickle is the finding (fail raises)
         judge.cases.fail("pickling", judge.where(), f"{said} does not pickle: {type(exc).__name__}: {exc}")
 
 
-def _infeasible(judge: _OracleJudge, rng: np.random.Generator, pairs: bool) -> None:
+def _infeasible(judge: OracleJudge, rng: np.random.Generator, pairs: bool) -> None:
     actions, d = judge.actions, judge.space.d
     w = rng.normal(size=d)
     judge.judge("infeasible", "linear", {"weights": w, "include": [0], "exclude": [0]})
@@ -270,7 +170,7 @@ _BAD_NORM = [
 ]
 
 
-def _invalid(judge: _OracleJudge) -> None:
+def _invalid(judge: OracleJudge) -> None:
     d, oracle = judge.space.d, judge.oracle
     table = [("linear", make, what) for make, what in _BAD_LINEAR]
     if judge.caps.norm:
@@ -279,7 +179,7 @@ def _invalid(judge: _OracleJudge) -> None:
     for kind, make, what in table:
         q = make(d)
         try:
-            _ask(oracle, kind, q)
+            ask(oracle, kind, q)
         except ValueError:
             continue
         except Exception as exc:
@@ -298,7 +198,7 @@ def _same(a: np.ndarray | None, b: np.ndarray | None) -> bool:
     return (a is None and b is None) or (a is not None and b is not None and np.array_equal(a, b))
 
 
-def _determinism(judge: _OracleJudge, rng: np.random.Generator, fresh: Callable[[], Oracle]) -> None:
+def _determinism(judge: OracleJudge, rng: np.random.Generator, fresh: Callable[[], Oracle]) -> None:
     cases, d, pairs = judge.cases, judge.space.d, judge.caps.forbid_pairs
     # exact ties: the answer must still depend on the query and the space only
     queries = [{"weights": rng.integers(0, 3, d) / 2.0} for _ in range(3)]
@@ -325,7 +225,7 @@ def _determinism(judge: _OracleJudge, rng: np.random.Generator, fresh: Callable[
                     )
         other = fresh()
         try:
-            renewed = [_ask(other, "linear", q) for q in queries]
+            renewed = [ask(other, "linear", q) for q in queries]
         finally:
             other.close()
         for q, a, new in zip(queries, first, renewed, strict=True):
@@ -389,7 +289,7 @@ def _time_limit(cases: Cases, caps: Capabilities, backend: str, options: dict, s
         return
     oracle = make_oracle(space, backend, **{**options, "time_limit": 600.0})
     try:
-        judge = _OracleJudge(cases, oracle, label, caps)
+        judge = OracleJudge(cases, oracle, label, caps)
         judge.judge("time_limit", "linear", {"weights": -np.linspace(0.1, 1.0, space.d)})
     finally:
         oracle.close()
@@ -405,8 +305,57 @@ def _time_limit(cases: Cases, caps: Capabilities, backend: str, options: dict, s
     cases.passed("time_limit")
 
 
-# ------------------------------------------------------------------ check_oracle
-def check_oracle(
+# ------------------------------------------------------------------ one check per case
+def _run_case(
+    case: str, backend: str, caps: Capabilities, labelled: dict[str, ActionSpace], options: dict, seed: int
+) -> str:
+    """Run ``case`` on every space the backend accepts, each on oracles of its own; its outcome."""
+    cases = Cases(f"check_oracle({backend!r})", [case], None, ORACLE_CASES)
+    rng = np.random.default_rng(seed)
+    for label, space in labelled.items():
+        if not caps.accepts_space(space):
+            cases.skip(case, f"{label} not accepted (declared)")
+            continue
+
+        def fresh(space: ActionSpace = space) -> Oracle:
+            return make_oracle(space, backend, **options)
+
+        try:
+            oracle = fresh()
+        except ValueError as exc:
+            raise AssertionError(
+                f"check_oracle({backend!r}): make_oracle refused space {label!r} ({space!r}), "
+                f"which the backend's capabilities accept: {exc}"
+            ) from None
+        try:
+            if case == "time_limit":
+                if not caps.declines_some(space):  # once, on the first space where every query is answered
+                    _time_limit(cases, caps, backend, options, space, label)
+                    break
+            elif case == "ledger":
+                _ledger_case(cases, caps, fresh, label, space)
+            else:
+                _oracle_cases_on(OracleJudge(cases, oracle, label, caps), rng, fresh)
+        finally:
+            oracle.close()
+    return cases.finish()[case]
+
+
+def _ledger_case(cases: Cases, caps: Capabilities, fresh: Callable[[], Oracle], label: str, space: ActionSpace) -> None:
+    counted = fresh()
+    try:
+        _ledger(cases, counted, label, caps.norm)
+    except UnsupportedQuery as exc:
+        if not caps.declines_some(space):
+            cases.fail("ledger", f"space {label!r} ({space!r})", f"UnsupportedQuery on a declared query: {exc}")
+        cases.skip("ledger", f"declined on {label} (declared)")
+    except (ValueError, RuntimeError) as exc:
+        cases.fail("ledger", f"space {label!r} ({space!r})", f"{type(exc).__name__}: {exc}")
+    finally:
+        counted.close()
+
+
+def oracle_checks(
     backend: str,
     *,
     spaces: Mapping[str, ActionSpace] | Iterable[ActionSpace] | None = None,
@@ -414,8 +363,42 @@ def check_oracle(
     include: Iterable[str] | None = None,
     exclude: Iterable[str] | None = None,
     options: Mapping[str, Any] | None = None,
-) -> dict[str, str]:
-    """Check a registered backend against brute force; raise ``AssertionError`` naming the failing case.
+) -> list[Check]:
+    """The cases of :func:`check_oracle` as ``Check`` s (a name and a callable), one per case.
+
+    Arguments as :func:`check_oracle` (checked here, before any case runs). Each check builds its own
+    oracles (``seed`` seeds each case's queries), so the cases run in any order, alone or as pytest
+    items (:func:`~cmab_milp.testing.parametrize_with_checks`).
+
+    >>> import cmab_milp as cm
+    >>> [check.name for check in oracle_checks("enumerate", include=["linear", "ledger"])]
+    ['linear', 'ledger']
+    >>> oracle_checks("enumerate", spaces=[cm.Cardinality(4, 2)], include=["norm"])[0].run()
+    'passed'
+    """
+    name, _ = check_backend_name(backend)
+    caps = BACKENDS[name].capabilities
+    selected = Cases(f"check_oracle({backend!r})", include, exclude, ORACLE_CASES).selected
+    if spaces is None:
+        spaces = small_spaces()
+    labelled = dict(spaces) if isinstance(spaces, Mapping) else {repr(s): s for s in spaces}
+    for label, space in labelled.items():
+        if not isinstance(space, ActionSpace):
+            raise ValueError(f"spaces[{label!r}] is not an ActionSpace: {space!r}")
+    options = dict(options or {})
+    known = BACKENDS[name].options()
+    if known is not None and set(options) - set(known):
+        raise ValueError(
+            f"backend {name!r} takes no option(s) {sorted(set(options) - set(known))}; its options: {known}"
+        )
+    return [Check(case, partial(_run_case, case, backend, caps, labelled, options, seed)) for case in selected]
+
+
+def check_oracle(backend: str, **kit: Any) -> dict[str, str]:
+    """Check a registered backend against brute force; raise ``AssertionError`` naming the failing cases.
+
+    Every case runs (:func:`oracle_checks`, which takes the same keyword arguments); the error holds
+    every failure, each naming its case, the space, the query and what was expected.
 
     Parameters
     ----------
@@ -442,57 +425,4 @@ def check_oracle(
     >>> check_oracle("combinatorial", spaces=[cm.Cardinality(4, 2)], include=["norm", "linear"])["norm"]
     'skipped: the backend declares no norm queries'
     """
-    name, _ = check_backend_name(backend)
-    caps = BACKENDS[name].capabilities
-    cases = Cases(f"check_oracle({backend!r})", include, exclude, ORACLE_CASES)
-    if spaces is None:
-        spaces = small_spaces()
-    labelled = dict(spaces) if isinstance(spaces, Mapping) else {repr(s): s for s in spaces}
-    options = dict(options or {})
-    known = BACKENDS[name].options()
-    if known is not None and set(options) - set(known):
-        raise ValueError(
-            f"backend {name!r} takes no option(s) {sorted(set(options) - set(known))}; its options: {known}"
-        )
-    rng = np.random.default_rng(seed)
-    timed = False
-    for label, space in labelled.items():
-        if not isinstance(space, ActionSpace):
-            raise ValueError(f"spaces[{label!r}] is not an ActionSpace: {space!r}")
-        if not caps.accepts_space(space):
-            for case in cases.selected:
-                cases.skip(case, f"{label} not accepted (declared)")
-            continue
-
-        def fresh(space: ActionSpace = space) -> Oracle:
-            return make_oracle(space, backend, **options)
-
-        try:
-            oracle = fresh()
-        except ValueError as exc:
-            raise AssertionError(
-                f"check_oracle({backend!r}): make_oracle refused space {label!r} ({space!r}), "
-                f"which the backend's capabilities accept: {exc}"
-            ) from None
-        try:
-            _oracle_cases_on(_OracleJudge(cases, oracle, label, caps), rng, fresh)
-            if cases.wanted("time_limit") and not timed and not caps.declines_some(space):
-                _time_limit(cases, caps, backend, options, space, label)
-                timed = True
-            if cases.wanted("ledger"):
-                counted = fresh()
-                try:
-                    _ledger(cases, counted, label, caps.norm)
-                except UnsupportedQuery as exc:
-                    if not caps.declines_some(space):
-                        cases.fail(
-                            "ledger", f"space {label!r} ({space!r})", f"UnsupportedQuery on a declared query: {exc}"
-                        )
-                    cases.skip("ledger", f"declined on {label} (declared)")
-                except (ValueError, RuntimeError) as exc:
-                    cases.fail("ledger", f"space {label!r} ({space!r})", f"{type(exc).__name__}: {exc}")
-                finally:
-                    counted.close()
-        finally:
-            oracle.close()
-    return cases.finish()
+    return run_checks(f"check_oracle({backend!r})", oracle_checks(backend, **kit))

@@ -1,16 +1,18 @@
-"""``check_space``: ``contains``, ``enumerate``, ``m`` and the formulation describe one set."""
+"""``check_space`` / ``space_checks``: ``contains``, ``enumerate``, ``m`` and the formulation describe one set."""
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable
+from functools import partial
+from typing import Any
 
 import numpy as np
 
 from ..spaces import ActionSpace
-from .common import Cases, action_str, describe
+from .common import Cases, Check, action_str, describe, run_checks
 
-__all__ = ["SPACE_CASES", "check_space"]
+__all__ = ["SPACE_CASES", "check_space", "space_checks"]
 
 SPACE_CASES = ("enumerate", "contains", "m", "formulation")
 
@@ -46,30 +48,9 @@ def _milp_optimum(space: ActionSpace, weights: np.ndarray) -> tuple[float, np.nd
     raise AssertionError(f"the separators of {space!r} did not converge in 500 rounds")
 
 
-def check_space(
-    space: ActionSpace,
-    *,
-    seed: int = 0,
-    n_weights: int = 12,
-    include: Iterable[str] | None = None,
-    exclude: Iterable[str] | None = None,
-) -> dict[str, str]:
-    """Check that ``enumerate``, ``contains``, ``m`` and the formulation describe one set.
-
-    The space must be small enough to enumerate. ``enumerate``: distinct bool
-    rows of width ``d``, each contained; ``contains``: true exactly on those rows
-    (every 0/1 vector for ``d <= 14``, else random vectors and one-arm flips of
-    the rows); ``m``: the largest row size; ``formulation``: its optimum found
-    by ``scipy.optimize.milp`` (with the lazy cuts) equals brute force for
-    random weights, and the optimal vector is an action.
-
-    >>> import cmab_milp as cm
-    >>> check_space(cm.Cardinality(4, 2).with_constraint([1, 1, 0, 0], "<=", 1))
-    {'enumerate': 'passed', 'contains': 'passed', 'm': 'passed', 'formulation': 'passed'}
-    """
-    if not isinstance(space, ActionSpace):
-        raise ValueError(f"space must be an ActionSpace, got {type(space).__name__}")
-    cases = Cases(f"check_space({space!r})", include, exclude, SPACE_CASES)
+def _space_case(space: ActionSpace, case: str, seed: int, n_weights: int) -> str:
+    """Run one case of :func:`check_space`; its outcome."""
+    cases = Cases(f"check_space({space!r})", [case], None, SPACE_CASES)
     rng = np.random.default_rng(seed)
     d = space.d
     where = "the space"
@@ -139,4 +120,44 @@ def check_space(
                     f"at {action_str(action)}, brute force optimum {best!r}",
                 )
         cases.passed("formulation")
-    return cases.finish()
+    return cases.finish()[case]
+
+
+def space_checks(
+    space: ActionSpace,
+    *,
+    seed: int = 0,
+    n_weights: int = 12,
+    include: Iterable[str] | None = None,
+    exclude: Iterable[str] | None = None,
+) -> list[Check]:
+    """The cases of :func:`check_space` as ``Check`` s (a name and a callable), one per case.
+
+    >>> import cmab_milp as cm
+    >>> [(c.name, c.run()) for c in space_checks(cm.Cardinality(4, 2), include=["m"])]
+    [('m', 'passed')]
+    """
+    if not isinstance(space, ActionSpace):
+        raise ValueError(f"space must be an ActionSpace, got {type(space).__name__}")
+    selected = Cases(f"check_space({space!r})", include, exclude, SPACE_CASES).selected
+    return [Check(case, partial(_space_case, space, case, seed, n_weights)) for case in selected]
+
+
+def check_space(space: ActionSpace, **kit: Any) -> dict[str, str]:
+    """Check that ``enumerate``, ``contains``, ``m`` and the formulation describe one set (every case runs).
+
+    Keyword arguments as :func:`space_checks`: ``seed``, ``n_weights`` (random weights for the
+    formulation case), ``include`` and ``exclude`` (case names of :data:`SPACE_CASES`).
+
+    The space must be small enough to enumerate. ``enumerate``: distinct bool
+    rows of width ``d``, each contained; ``contains``: true exactly on those rows
+    (every 0/1 vector for ``d <= 14``, else random vectors and one-arm flips of
+    the rows); ``m``: the largest row size; ``formulation``: its optimum found
+    by ``scipy.optimize.milp`` (with the lazy cuts) equals brute force for
+    random weights, and the optimal vector is an action.
+
+    >>> import cmab_milp as cm
+    >>> check_space(cm.Cardinality(4, 2).with_constraint([1, 1, 0, 0], "<=", 1))
+    {'enumerate': 'passed', 'contains': 'passed', 'm': 'passed', 'formulation': 'passed'}
+    """
+    return run_checks(f"check_space({space!r})", space_checks(space, **kit))

@@ -88,12 +88,11 @@ def test_core_imports_no_backend_and_spaces_import_no_oracle():
 
 
 def test_the_distribution_backends_are_declared_with_their_options():
-    from cmab_milp import _registrations
     from cmab_milp.nonlinear import backends
-
-    assert _registrations._OPTIONS == backends.OPTIONS
     from cmab_milp.oracles import BACKENDS
     from cmab_milp.oracles.core.registry import COMMON_OPTIONS
 
     for name in backends.registered_names():  # each resolves to its factory in cmab_milp.nonlinear.backends
         assert BACKENDS[name].options() == (*backends.OPTIONS, *COMMON_OPTIONS) and callable(BACKENDS[name].factory())
+        factory = BACKENDS[name].factory()  # it declares itself there, beside the code that honours it
+        assert BACKENDS[name].capabilities == factory.CAPABILITIES and factory.CAPABILITIES.distribution

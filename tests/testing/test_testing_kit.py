@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,7 +17,19 @@ from cmab_milp.oracles.backends.enumerate import EnumerateOracle
 from cmab_milp.oracles.core.base import UnsupportedQuery
 from cmab_milp.oracles.core.registry import BACKENDS, Capabilities, register_backend
 from cmab_milp.spaces.formulation import Formulation, Row
-from cmab_milp.testing import ORACLE_CASES, check_oracle, check_policy, check_space, registered_kinds, small_spaces
+from cmab_milp.testing import (
+    SPACE_CASES,
+    Check,
+    check_oracle,
+    check_params,
+    check_policy,
+    check_space,
+    oracle_checks,
+    policy_checks,
+    registered_kinds,
+    small_spaces,
+    space_checks,
+)
 
 #: Spaces for the backends that hand every solve to a new solver process or model (PuLP, SCIP).
 FEW = ("cardinality", "paths-cyclic", "matchings-perfect", "with-constraint", "explicit")
@@ -23,15 +39,17 @@ FEW = ("cardinality", "paths-cyclic", "matchings-perfect", "with-constraint", "e
 #: highs accepts time_limit=-1, nan and inf.
 
 
-def _specs() -> list:
-    """Every registered backend, per usable solver (``registered_kinds``); one that cannot run here skips saying why."""
-    specs = []
+def _backend_checks() -> list:
+    """One item per (registered backend, case); a backend that cannot run here skips saying why."""
+    params = []
     for kind in registered_kinds("backend"):
-        marks = [] if kind.available else [pytest.mark.skip(reason=kind.unavailable)]
-        if kind.name.split(":")[0] in ("pulp", "scip"):
-            marks.append(pytest.mark.slow_backend)
-        specs.append(pytest.param(kind.name, marks=marks, id=kind.name))
-    return specs
+        if not kind.available:
+            params.append(pytest.param(None, marks=pytest.mark.skip(reason=kind.unavailable), id=kind.name))
+            continue
+        marks = [pytest.mark.slow_backend] if kind.name.split(":")[0] in ("pulp", "scip") else []
+        for check in oracle_checks(kind.name, spaces=_spaces_for(kind.name)):
+            params.append(pytest.param(check, marks=marks, id=f"{kind.name}-{check.name}"))
+    return params
 
 
 def _spaces_for(spec: str) -> dict:
@@ -41,12 +59,14 @@ def _spaces_for(spec: str) -> dict:
     return spaces
 
 
-@pytest.mark.parametrize("spec", _specs())
-def test_every_registered_backend_passes_the_kit(spec: str) -> None:
-    report = check_oracle(spec, spaces=_spaces_for(spec))
-    assert set(report) == set(ORACLE_CASES)
-    assert all(v == "passed" or v.startswith("skipped") for v in report.values())
-    assert report["linear"] == "passed" and report["near_ties"] == "passed"
+@pytest.mark.parametrize("check", _backend_checks())
+def test_every_registered_backend_passes_each_case_of_the_kit(check: Check) -> None:
+    outcome = check.run()
+    if check.name in ("linear", "near_ties"):  # every backend answers linear queries somewhere
+        assert outcome == "passed"
+    elif outcome != "passed":
+        assert outcome.startswith("skipped: ")
+        pytest.skip(outcome)
 
 
 # ------------------------------------------------------------------ wrong backends are caught
@@ -164,6 +184,60 @@ def test_a_deliberately_wrong_backend_is_caught(cls, case, caps, scratch_backend
     assert "query" in str(info.value) or case in ("ledger", "invalid", "time_limit")
 
 
+class NearTiesAndLedgerWrong(SecondBestOnNearTies, CountsTwice):
+    """Two defects at once: every case they break is reported, and every other case still passes."""
+
+
+def test_one_failing_case_does_not_hide_the_others(scratch_backends) -> None:
+    register_backend("wrong", NearTiesAndLedgerWrong)
+    with pytest.raises(AssertionError) as info:
+        check_oracle("wrong")
+    message = str(info.value)
+    assert message.startswith("check_oracle('wrong'): 3 cases failed (near_ties, restrictions, ledger)"), message
+    for case in ("near_ties", "restrictions", "ledger"):  # (the restrictions case asks near-tied weights too)
+        assert f"case '{case}' failed on space" in message
+    outcomes = {}
+    for check in reversed(oracle_checks("wrong")):  # the same cases one at a time, in reverse order
+        try:
+            outcomes[check.name] = check.run()
+        except AssertionError:
+            outcomes[check.name] = "failed"
+    broken = ("near_ties", "restrictions", "ledger")
+    assert {k for k, v in outcomes.items() if v == "failed"} == set(broken)
+    assert outcomes == check_oracle("wrong", exclude=broken) | dict.fromkeys(broken, "failed")
+
+
+def test_parametrize_with_checks_makes_one_item_per_case(tmp_path) -> None:
+    """In a pytest run of its own: a wrong backend's failing case is one failed item, the others pass."""
+    test = tmp_path / "test_kit_items.py"
+    test.write_text(
+        "import cmab_milp as cm\n"
+        "from cmab_milp.oracles.backends.enumerate import EnumerateOracle\n"
+        "from cmab_milp.testing import oracle_checks, parametrize_with_checks\n"
+        "class CountsTwice(EnumerateOracle):\n"
+        "    def argmax(self, *args, **kwargs):\n"
+        "        answer = super().argmax(*args, **kwargs)\n"
+        "        self.ledger.queries += 1\n"
+        "        return answer\n"
+        "cm.register_backend('counts_twice', CountsTwice, capabilities=cm.oracles.Capabilities(norm=False))\n"
+        "SPACES = [cm.Cardinality(5, 2)]\n"
+        "@parametrize_with_checks({'counts_twice': oracle_checks('counts_twice', spaces=SPACES)})\n"
+        "def test_kit(check):\n"
+        "    check()\n",
+        encoding="utf-8",
+    )
+    root = Path(cm.__file__).resolve().parents[1]
+    command = [sys.executable, "-m", "pytest", str(test), "-p", "no:cacheprovider", "-q", "-rA", "-n", "0"]
+    command += ["-o", "addopts=", "--rootdir", str(tmp_path)]
+    env = dict(os.environ, PYTHONPATH=str(root))
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
+    out = done.stdout
+    assert "FAILED test_kit_items.py::test_kit[counts_twice-ledger]" in out, out
+    assert "PASSED test_kit_items.py::test_kit[counts_twice-linear]" in out, out
+    assert "SKIPPED" in out and "the backend declares no norm queries" in out, out
+    assert "1 failed, 9 passed, 2 skipped" in out, out
+
+
 class TieByAskCount(_Wrong):
     """Exact, but among tied best actions it takes a later one each ``after`` asks of the same query."""
 
@@ -214,10 +288,12 @@ ALL_SPACES = {
 }
 
 
+@pytest.mark.parametrize("case", SPACE_CASES)
 @pytest.mark.parametrize("label", sorted(ALL_SPACES))
-def test_every_space_family_passes_check_space(label: str) -> None:
-    report = check_space(ALL_SPACES[label](), n_weights=6)
-    assert report == {"enumerate": "passed", "contains": "passed", "m": "passed", "formulation": "passed"}
+def test_every_space_family_passes_each_case_of_check_space(label: str, case: str) -> None:
+    """One item per (space, case); the space is built when the item runs, not at collection."""
+    [check] = space_checks(ALL_SPACES[label](), n_weights=6, include=[case])
+    assert check.run() == "passed"
 
 
 class LooseContains(cm.Cardinality):
@@ -278,10 +354,18 @@ POLICIES = [
 POLICIES += [(k.obj, {}) for k in registered_kinds("policy") if k.available and k.obj not in {p[0] for p in POLICIES}]
 
 
-@pytest.mark.parametrize(("cls", "constants"), POLICIES, ids=[p[0].__name__ for p in POLICIES])
-def test_every_policy_passes_check_policy(cls, constants) -> None:
-    report = check_policy(cls, constants=constants, T=300)
-    assert report == dict.fromkeys(("feasible", "ledger", "same_seed", "reuse", "bulk"), "passed")
+def _policy_checks() -> list:
+    """One item per (policy, case): the cases of one policy share its first run (played once, when first needed)."""
+    params = []
+    for cls, constants in POLICIES:
+        label = cls.__name__ + "".join(f"[{k}={v}]" for k, v in constants.items())
+        params += check_params(policy_checks(cls, constants=constants, T=300), label)
+    return params
+
+
+@pytest.mark.parametrize("check", _policy_checks())
+def test_every_policy_passes_each_case_of_check_policy(check) -> None:
+    check()
 
 
 class UnseededCUCB(cm.CUCB):

@@ -47,6 +47,7 @@ from ...spaces import (
     STPaths,
 )
 from ..core.base import Oracle, UnsupportedQuery
+from ..core.capabilities import Capabilities
 from ..core.queries import LinearQuery, Restrictions
 from .combinatorial_matchings import assignment_tables, matching_argmax
 from .combinatorial_paths import path_argmax
@@ -340,6 +341,23 @@ def supports(space: ActionSpace, query: LinearQuery) -> bool:
 
 class CombinatorialOracle(Oracle):
     """Exact specialised algorithms; declines what it cannot answer exactly."""
+
+    # ---- declaration (read by the registry, ``auto`` and the kits)
+    #: Linear queries on the families it has an algorithm for (:func:`accepts_space`). It answers
+    #: ``forbid_pairs`` on ExplicitActions only (a scan): declared as not answered, which is what holds for
+    #: every structured family; it may decline NP-hard cases (:func:`declines_space`).
+    CAPABILITIES = Capabilities(
+        norm=False,
+        forbid_pairs=False,
+        accepts=accepts_space,
+        spaces="Cardinality, PartitionMatroid, GraphicMatroid, SpanningTrees, STPaths, Matchings and"
+        " ExplicitActions (no side constraints, conflicts or intersections); include and exclude"
+        " restrictions (forbid_pairs only on ExplicitActions); on cyclic s-t paths only exclude and"
+        " weights <= 0 (longest simple path is NP-hard)",
+        may_decline=declines_space,
+        cost="cmab_milp.oracles.core.auto_costs:combinatorial_cost",
+    )
+    DESCRIPTION = "specialised exact algorithms"
 
     name = "combinatorial"
 

@@ -27,6 +27,7 @@ import numpy as np
 from ...portable import gathered_sums
 from ...spaces.base import ActionSpace
 from ..core.base import Oracle
+from ..core.capabilities import Capabilities
 from ..core.queries import LinearQuery, NormQuery
 
 __all__ = ["EnumerateOracle"]
@@ -36,6 +37,13 @@ _EPS = float(np.finfo(float).eps)
 
 class EnumerateOracle(Oracle):
     """Exact by listing every action; refuses spaces past ``max_actions``."""
+
+    # ---- declaration (read by the registry, ``auto`` and the kits)
+    #: Every query, on spaces small enough to list (``max_actions``).
+    CAPABILITIES = Capabilities(
+        spaces="spaces small enough to enumerate", cost="cmab_milp.oracles.core.auto_costs:enumerate_cost"
+    )
+    DESCRIPTION = "vectorised brute force"
 
     name = "enumerate"
 

@@ -59,6 +59,7 @@ import numpy as np
 from ...spaces.base import ActionSpace
 from ...spaces.formulation import Formulation, Row
 from ..core.base import OracleError
+from ..core.capabilities import Capabilities
 from ..core.interrupts import stoppable
 from ..core.model import ModelBase, SolveResult
 from ..core.model_oracle import ModelOracle
@@ -272,6 +273,19 @@ class GurobiOracle(ModelOracle):
     ``time_limit`` (a solve it stops raises unless its bound proves the
     incumbent), ``verify`` and ``gap`` (Gurobi's ``MIPGap``).
     """
+
+    # ---- declaration (read by the registry, ``auto`` and the kits, without importing gurobipy)
+    #: Linear and norm queries; the quadratic row is met to Gurobi's ``FeasibilityTol``, so norm answers are
+    #: declared within :data:`NORM_SLACK`. No cost: ``auto`` never picks it (the pip licence's
+    #: :data:`SIZE_LIMIT` makes it a backend for comparison).
+    CAPABILITIES = Capabilities(
+        requires=("gurobipy",),
+        spaces="every space within the licence's size (pip licence: 2000 variables and rows, 199 arms for norms)",
+        norm_tolerance=NORM_SLACK,
+        time_limit=True,
+        approximate=True,
+    )
+    DESCRIPTION = "MILP / nonconvex MIQCP via Gurobi (gurobipy; pip licence: 2000 variables and rows)"
 
     name = "gurobi"
     norm_slack = NORM_SLACK

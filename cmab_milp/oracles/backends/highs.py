@@ -54,6 +54,7 @@ import numpy as np
 
 from ...spaces.base import ActionSpace
 from ..core.base import LimitReached, OracleError, check_gap
+from ..core.capabilities import Capabilities
 from ..core.model_oracle import ModelOracle
 from ..core.pipeline import FractionalAnswer, certified_solve
 from ..core.pipeline import chosen_arms as _chosen
@@ -104,6 +105,18 @@ class HighsOracle(ModelOracle):
         The speed-ups used (:class:`~cmab_milp.oracles.mip.tuning.HighsTuning`, or a mapping of its
         fields, e.g. ``{"side_starts": False}``); each is exact either way. ``None``: the defaults.
     """
+
+    # ---- declaration (read by the registry, ``auto`` and the kits, without importing highspy)
+    #: Linear and norm queries on every space; ``gap=`` and ``time_limit`` (HiGHS reports a dual bound, so a
+    #: stopped solve's incumbent carries a proven ratio); its ``tuning=`` record is :class:`HighsTuning`.
+    CAPABILITIES = Capabilities(
+        time_limit=True,
+        approximate=True,
+        requires=("highspy",),
+        cost="cmab_milp.oracles.core.auto_costs:highs_cost",
+        tuning=HighsTuning,
+    )
+    DESCRIPTION = "MILP compiled once on HiGHS"
 
     name = "highs"
     #: Tighten MILPs with the formulation's fractional separators before branching (:mod:`.root_cuts`).

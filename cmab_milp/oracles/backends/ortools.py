@@ -67,6 +67,7 @@ import numpy as np
 from ...spaces.base import ActionSpace
 from ...spaces.formulation import Formulation, Row
 from ..core.base import UnsupportedQuery
+from ..core.capabilities import Capabilities
 from ..core.interrupts import stoppable
 from ..core.model import ModelBase, SolveResult
 from ..core.model_oracle import ModelOracle
@@ -258,6 +259,18 @@ class OrtoolsOracle(ModelOracle):
         Model directed s-t paths with CP-SAT's circuit constraint (:mod:`.cpsat_circuit`)
         instead of the formulation's rows and its lazy cuts (``circuit`` tells which was built).
     """
+
+    # ---- declaration (read by the registry, ``auto`` and the kits, without importing ortools)
+    #: Linear queries only: CP-SAT's integers cannot prove ``sqrt(a M a)`` within 1e-9 (module docstring).
+    #: No ``gap=``: its bound is the rounding error of an integer optimum. Its cost reads directed longest paths.
+    CAPABILITIES = Capabilities(
+        norm=False,
+        time_limit=True,
+        requires=("ortools",),
+        cost="cmab_milp.oracles.core.auto_costs:ortools_cost",
+        spaces="formulations with integer auxiliary columns of finite bounds (every built-in family)",
+    )
+    DESCRIPTION = "linear queries via OR-Tools CP-SAT (weights scaled to integers, error bound checked)"
 
     name = "ortools"
 

@@ -71,6 +71,7 @@ import numpy as np
 from ...spaces.base import ActionSpace
 from ...spaces.formulation import Row
 from ..core.base import OracleError, UnsupportedQuery, check_gap, check_time_limit
+from ..core.capabilities import Capabilities
 from ..core.model import ModelBase, SolveResult
 from ..core.model_oracle import ModelOracle
 from ..core.queries import LinearQuery, NormQuery
@@ -315,6 +316,21 @@ class PulpOracle(ModelOracle):
         :class:`~cmab_milp.oracles.backends.highs.HighsOracle`), for the solvers of
         :data:`BOUND_SOLVERS` only: the others give no bound to prove a ratio with.
     """
+
+    # ---- declaration (read by the registry, ``auto`` and the kits, without importing pulp)
+    #: Linear queries only (norm queries: see the module docstring); ``gap=`` only with the solvers whose
+    #: bound is read (:data:`BOUND_SOLVERS`): the others give no bound to prove a ratio with.
+    CAPABILITIES = Capabilities(
+        norm=False,
+        time_limit=True,
+        approximate=True,
+        approximate_solvers=BOUND_SOLVERS,
+        requires=("pulp",),
+        takes_solver=True,
+        solvers=available_pulp_solvers,
+        solver_label="PuLP",
+    )
+    DESCRIPTION = "model rebuilt per query via PuLP"
 
     name = "pulp"
 

@@ -60,6 +60,7 @@ from pathlib import Path
 import numpy as np
 
 from ...spaces.formulation import Formulation, Row
+from ..core.capabilities import SCIP_TIME_LIMIT, Capabilities
 from ..core.interrupts import stoppable
 from ..core.model import ModelBase, SolveResult
 from ..core.model_oracle import ModelOracle
@@ -257,6 +258,19 @@ class ScipOracle(ModelOracle):
     (:mod:`.scip_tree`), separating fractional points every ``sepa_freq``-th depth
     (``0``: the root only; ``-1``: never); ``one_tree=False``: a re-solve per cut round.
     """
+
+    # ---- declaration (read by the registry, ``auto`` and the kits, without importing pyscipopt)
+    #: Linear and norm queries; the quadratic row of a norm query is met to SCIP's feasibility tolerance, so
+    #: norm answers are declared within :data:`NORM_SLACK`; ``time_limit`` up to SCIP's ``limits/time`` range.
+    CAPABILITIES = Capabilities(
+        time_limit=True,
+        approximate=True,
+        norm_tolerance=NORM_SLACK,
+        requires=("pyscipopt",),
+        cost="cmab_milp.oracles.core.auto_costs:scip_cost",
+        ranges=(SCIP_TIME_LIMIT,),
+    )
+    DESCRIPTION = "MILP / MIQCP via SCIP (pyscipopt)"
 
     name = "scip"
     norm_slack = NORM_SLACK

@@ -40,6 +40,7 @@ import numpy as np
 from ...spaces.base import ActionSpace
 from .auto_facts import QueryShape, SpaceFacts, cyclic_paths_base
 from .base import Oracle, UnsupportedQuery, check_time_limit
+from .capabilities import SCIP_TIME_LIMIT, Capabilities
 from .queries import _NO_RESTRICTIONS, LinearQuery, NormQuery
 from .registry import BACKENDS, _resolve, make_oracle
 
@@ -84,6 +85,16 @@ class AutoOracle(Oracle):
         enumeration (default 64: s-t paths visit about 14 per path, GEANT's 17,023 paths 238,822 in
         all; most other families about one), within the ``plan_share`` bound above.
     """
+
+    # ---- declaration (read by the registry and the kits)
+    #: Every space (it picks among the backends that accept it); it may hand its time limit to the
+    #: scip backend, so it takes SCIP's range of ``time_limit``. No cost: it never routes to itself.
+    CAPABILITIES = Capabilities(
+        time_limit=True,
+        spaces="every space (it picks among the backends that accept it)",
+        ranges=(SCIP_TIME_LIMIT,),
+    )
+    DESCRIPTION = "fastest exact method per query"
 
     name = "auto"
 

@@ -15,7 +15,12 @@ from typing import Any
 
 from ...spaces.base import ActionSpace
 
-__all__ = ["Capabilities"]
+__all__ = ["SCIP_TIME_LIMIT", "Capabilities"]
+
+#: The ``time_limit`` SCIP takes (its ``limits/time``, at most 1e20 seconds), a ``ranges`` entry of the
+#: ``scip`` backend and of ``auto``, which may hand its limit to scip; values <= 0 are refused by every
+#: backend's own check (:func:`~cmab_milp.oracles.core.option_checks.check_time_limit`).
+SCIP_TIME_LIMIT = ("time_limit", -math.inf, 1e20, "SCIP's limits/time")
 
 
 def _resolve(target: Any) -> Any:

@@ -1,12 +1,16 @@
-"""One table of oracle backends, resolved by name, each with the capabilities it declares.
+"""The oracle backends by name: each a factory, found by a lazy ``"module:attr"`` path, that declares itself.
 
 ``make_oracle(space, "pulp:PULP_CBC_CMD")`` looks up ``"pulp"`` and passes
-``"PULP_CBC_CMD"`` as its ``solver``. A backend declares, in a
-:class:`Capabilities` record, what it answers (linear and norm queries,
-``forbid_pairs``, time limits), its tolerance, the spaces it accepts, the
-modules it needs, its options and an estimated cost per query (read by
-``auto``). :func:`make_oracle` is the one validator: it refuses an unfit
-backend (unknown name or option, missing module, unfit space) with a
+``"PULP_CBC_CMD"`` as its ``solver``. A backend is one module: its factory (the
+adapter class) carries its own :class:`Capabilities` record as ``CAPABILITIES``
+(what it answers: linear and norm queries, ``forbid_pairs``, time limits; its
+tolerance, the spaces it accepts, the modules it needs, its options, an
+estimated cost per query read by ``auto``) and a ``DESCRIPTION``, beside the
+code that honours them. This registry keeps only names and lazy paths
+(:data:`BUILT_IN`): the declaration is read on first use, so ``import
+cmab_milp`` imports no backend (and no backend module imports its solver
+before a model is built). :func:`make_oracle` is the one validator: it refuses
+an unfit backend (unknown name or option, missing module, unfit space) with a
 ``ValueError`` before any work. Users add backends with
 :func:`register_backend` and check them with :func:`cmab_milp.testing.check_oracle`.
 
@@ -26,9 +30,9 @@ False
 from __future__ import annotations
 
 import inspect
-import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from functools import cached_property
 from typing import Any
 
 from ...spaces.base import ActionSpace
@@ -37,6 +41,7 @@ from .capabilities import Capabilities, _resolve
 
 __all__ = [
     "BACKENDS",
+    "BUILT_IN",
     "COMMON_OPTIONS",
     "Backend",
     "Capabilities",
@@ -52,14 +57,72 @@ __all__ = [
 COMMON_OPTIONS = ("workers",)
 
 
-@dataclass(frozen=True)
-class Backend:
-    """A named way to build an oracle: ``target`` is ``"module:Class"`` or a callable."""
+def _declared(factory: Any, attribute: str) -> Any:
+    """The factory's own ``attribute`` (``CAPABILITIES``, ``DESCRIPTION``), not one inherited from a class it extends.
 
-    name: str
-    target: str | Callable[..., Oracle]
-    description: str = ""
-    capabilities: Capabilities = field(default_factory=Capabilities)
+    A subclass registered under a new name answers differently from its base, so it declares its own
+    (or is given ``capabilities=`` at registration); otherwise it gets the default, a full exact backend.
+    """
+    own = getattr(factory, "__dict__", None)
+    return own.get(attribute) if isinstance(own, Mapping) else None
+
+
+class Backend:
+    """A registered backend: its name, its factory and the :class:`Capabilities` it declares.
+
+    ``target`` is the factory, ``factory(space, **options) -> Oracle``, given as itself or as a
+    ``"module:attr"`` path imported on first use. ``capabilities`` and ``description`` are the ones
+    given at registration, else those the factory declares (its own ``CAPABILITIES`` and
+    ``DESCRIPTION``), read on first use; ``requires`` and ``takes_solver`` given at registration are
+    merged into them.
+
+    >>> entry = BACKENDS["ortools"]
+    >>> entry.capabilities.norm, entry.requires, entry.description.split(" ")[0]
+    (False, ('ortools',), 'linear')
+    """
+
+    def __init__(
+        self,
+        name: str,
+        target: str | Callable[..., Oracle],
+        description: str = "",
+        capabilities: Capabilities | None = None,
+        requires: Sequence[str] = (),
+        takes_solver: bool = False,
+    ):
+        self.name, self.target = name, target
+        self._description, self._given = description, capabilities
+        self._requires, self._takes_solver = tuple(requires), bool(takes_solver)
+
+    def __repr__(self) -> str:
+        return f"Backend({self.name!r}, {self.target!r})"
+
+    @cached_property
+    def capabilities(self) -> Capabilities:
+        """What it answers and accepts (read once; a module the factory cannot import is a missing requirement)."""
+        caps = self._given
+        if caps is None:
+            try:
+                caps = _declared(self.factory(), "CAPABILITIES")
+            except ModuleNotFoundError as exc:  # its module imports a package not installed here
+                module = self.target_module()
+                if exc.name is None or module == exc.name or module.startswith(exc.name + "."):
+                    raise ValueError(f"backend {self.name!r}: no module {exc.name!r} for {self.target!r}") from exc
+                caps = Capabilities(requires=(exc.name,))
+            caps = Capabilities() if caps is None else caps
+        if not isinstance(caps, Capabilities):
+            raise ValueError(f"backend {self.name!r}: capabilities must be a Capabilities record, got {caps!r}")
+        merged = tuple(dict.fromkeys([*caps.requires, *self._requires]))
+        return replace(caps, requires=merged, takes_solver=caps.takes_solver or self._takes_solver)
+
+    @property
+    def description(self) -> str:
+        if self._description:
+            return self._description
+        try:
+            return str(_declared(self.factory(), "DESCRIPTION") or "")
+        except ImportError:
+            return ""
 
     @property
     def requires(self) -> tuple[str, ...]:
@@ -71,6 +134,11 @@ class Backend:
 
     def available(self) -> bool:
         return not self.capabilities.missing_modules()
+
+    def target_module(self) -> str:
+        """The module its factory comes from."""
+        target = self.target
+        return target.partition(":")[0] if isinstance(target, str) else getattr(target, "__module__", "") or ""
 
     def factory(self) -> Callable[..., Oracle]:
         return _resolve(self.target)
@@ -107,9 +175,10 @@ def register_backend(
 ) -> None:
     """Add (or replace) a backend; ``target(space, **options)`` must return an :class:`Oracle`.
 
-    ``capabilities`` declares what it answers (default: a full exact backend,
-    linear and norm queries on every space); ``requires`` and ``takes_solver``
-    are merged into it.
+    ``target`` is the factory or its ``"module:attr"`` path (imported on first use).
+    ``capabilities`` declares what it answers (default: what the factory declares as its own
+    ``CAPABILITIES``, else a full exact backend, linear and norm queries on every space);
+    ``requires`` and ``takes_solver`` are merged into it.
 
     >>> from cmab_milp.oracles.backends.enumerate import EnumerateOracle
     >>> register_backend("my_enum", EnumerateOracle, capabilities=Capabilities(forbid_pairs=True))
@@ -121,128 +190,31 @@ def register_backend(
         raise ValueError(f"backend name must be a non-empty string without ':', got {name!r}")
     if not (callable(target) or (isinstance(target, str) and ":" in target)):
         raise ValueError(f"backend target must be a callable or 'module:attr', got {target!r}")
-    caps = Capabilities() if capabilities is None else capabilities
-    if not isinstance(caps, Capabilities):
-        raise ValueError(f"capabilities must be a Capabilities record, got {type(caps).__name__}")
-    merged = tuple(dict.fromkeys([*caps.requires, *requires]))
-    caps = replace(caps, requires=merged, takes_solver=caps.takes_solver or bool(takes_solver))
-    BACKENDS[name] = Backend(name, target, description, caps)
+    if capabilities is not None and not isinstance(capabilities, Capabilities):
+        raise ValueError(f"capabilities must be a Capabilities record, got {type(capabilities).__name__}")
+    BACKENDS[name] = Backend(name, target, description, capabilities, requires, takes_solver)
 
 
-# ------------------------------------------------- built-in declarations
-_PKG = "cmab_milp.oracles.backends"
-_COSTS = "cmab_milp.oracles.core.auto_costs"
-_SCIP_TIME = ("time_limit", -math.inf, 1e20, "SCIP's limits/time")  # (<= 0: refused by every backend's own check)
-#: The built-in backends: name, ``module:Class`` under ``cmab_milp.oracles.backends`` (``auto`` under
-#: ``core``), description, capabilities. Named by strings: the core imports no backend.
-_BUILT_IN: list[tuple[str, str, str, Capabilities]] = [
-    (
-        "highs",
-        "highs:HighsOracle",
-        "MILP compiled once on HiGHS",
-        Capabilities(
-            time_limit=True,
-            approximate=True,
-            requires=("highspy",),
-            cost=f"{_COSTS}:highs_cost",
-            tuning="cmab_milp.oracles.mip.tuning:HighsTuning",
-        ),
-    ),
-    (
-        "pulp",
-        "pulp:PulpOracle",
-        "model rebuilt per query via PuLP",
-        # gap= only with the solvers whose bound is read (backends.pulp.BOUND_SOLVERS)
-        Capabilities(
-            norm=False,
-            time_limit=True,
-            approximate=True,
-            approximate_solvers=("HiGHS", "SCIP_PY"),
-            requires=("pulp",),
-            takes_solver=True,
-            solvers=f"{_PKG}.pulp:available_pulp_solvers",
-            solver_label="PuLP",
-        ),
-    ),
-    (
-        "combinatorial",
-        "combinatorial:CombinatorialOracle",
-        "specialised exact algorithms",
-        # CombinatorialOracle answers forbid_pairs on ExplicitActions only (a scan): declared
-        # as not answered, which is what holds for every structured family
-        Capabilities(
-            norm=False,
-            forbid_pairs=False,
-            accepts=f"{_PKG}.combinatorial:accepts_space",
-            spaces="Cardinality, PartitionMatroid, GraphicMatroid, SpanningTrees, STPaths, Matchings and"
-            " ExplicitActions (no side constraints, conflicts or intersections); include and exclude"
-            " restrictions (forbid_pairs only on ExplicitActions); on cyclic s-t paths only exclude and"
-            " weights <= 0 (longest simple path is NP-hard)",
-            may_decline=f"{_PKG}.combinatorial:declines_space",
-            cost=f"{_COSTS}:combinatorial_cost",
-        ),
-    ),
-    (
-        "enumerate",
-        "enumerate:EnumerateOracle",
-        "vectorised brute force",
-        Capabilities(spaces="spaces small enough to enumerate", cost=f"{_COSTS}:enumerate_cost"),
-    ),
-    (
-        "auto",
-        "cmab_milp.oracles.core.auto:AutoOracle",
-        "fastest exact method per query",
-        Capabilities(
-            time_limit=True,
-            spaces="every space (it picks among the backends that accept it)",
-            ranges=(_SCIP_TIME,),  # it may hand its time limit to the scip backend
-        ),
-    ),
-    (
-        "scip",
-        "scip:ScipOracle",
-        "MILP / MIQCP via SCIP (pyscipopt)",
-        # the quadratic row is met to SCIP's feasibility tolerance: see backends.scip.NORM_SLACK; cost: auto.scip_cost
-        Capabilities(
-            time_limit=True,
-            approximate=True,
-            norm_tolerance=1e-6,
-            requires=("pyscipopt",),
-            cost=f"{_COSTS}:scip_cost",
-            ranges=(_SCIP_TIME,),
-        ),
-    ),
-    (
-        "gurobi",
-        "gurobi:GurobiOracle",
-        "MILP / nonconvex MIQCP via Gurobi (gurobipy; pip licence: 2000 variables and rows)",
-        # the quadratic row is met to Gurobi's FeasibilityTol: see backends.gurobi.NORM_SLACK; no cost: for comparison
-        Capabilities(
-            time_limit=True,
-            approximate=True,
-            norm_tolerance=1e-6,
-            requires=("gurobipy",),
-            spaces="every space within the licence's size (pip licence: 2000 variables and rows, 199 arms for norms)",
-        ),
-    ),
-    (
-        "ortools",
-        "ortools:OrtoolsOracle",
-        "linear queries via OR-Tools CP-SAT (weights scaled to integers, error bound checked)",
-        # norm=False: CP-SAT's integers cannot prove sqrt(a M a) within 1e-9 (see backends.ortools); cost:
-        # auto.ortools_cost (directed longest paths); no gap: its bound is the rounding error of an integer optimum
-        Capabilities(
-            norm=False,
-            time_limit=True,
-            requires=("ortools",),
-            cost=f"{_COSTS}:ortools_cost",
-            spaces="formulations with integer auxiliary columns of finite bounds (every built-in family)",
-        ),
-    ),
-]
-for _name, _target, _description, _caps in _BUILT_IN:
-    _full = _target if _target.startswith("cmab_milp.") else f"{_PKG}.{_target}"
-    register_backend(_name, _full, description=_description, capabilities=_caps)
+#: The built-in backends, in the order ``auto`` and the kits list them: name -> its factory's lazy path.
+#: Each factory declares its capabilities beside its code (``CAPABILITIES``); the core imports no backend.
+BUILT_IN: dict[str, str] = {
+    "highs": "cmab_milp.oracles.backends.highs:HighsOracle",
+    "pulp": "cmab_milp.oracles.backends.pulp:PulpOracle",
+    "combinatorial": "cmab_milp.oracles.backends.combinatorial:CombinatorialOracle",
+    "enumerate": "cmab_milp.oracles.backends.enumerate:EnumerateOracle",
+    "auto": "cmab_milp.oracles.core.auto:AutoOracle",
+    "scip": "cmab_milp.oracles.backends.scip:ScipOracle",
+    "gurobi": "cmab_milp.oracles.backends.gurobi:GurobiOracle",
+    "ortools": "cmab_milp.oracles.backends.ortools:OrtoolsOracle",
+    # the general-reward index (cmab_milp.nonlinear), one factory per way of answering it
+    "dist_auto": "cmab_milp.nonlinear.backends:dist_auto",
+    "dist_enumerate": "cmab_milp.nonlinear.backends:dist_enumerate",
+    "dist_branch_bound": "cmab_milp.nonlinear.backends:dist_branch_bound",
+    "dist_milp": "cmab_milp.nonlinear.backends:dist_milp",
+    "dist_greedy": "cmab_milp.nonlinear.backends:dist_greedy",
+}
+for _name, _path in BUILT_IN.items():
+    register_backend(_name, _path)
 
 
 # ------------------------------------------------------------ look-ups
