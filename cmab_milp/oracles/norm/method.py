@@ -66,7 +66,7 @@ class NormContext(Protocol):
 
     @property
     def model(self) -> Any:
-        """The thread's norm model prepared for this query (opened on first use)."""
+        """The thread's norm model, prepared for this query."""
 
     def clock(self) -> float:
         """The time of the query's time limit."""

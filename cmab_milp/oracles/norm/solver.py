@@ -181,8 +181,8 @@ def last_stats(oracle) -> NormStats | None:
 class NormSolver:
     """One query: its state (the :class:`~.method.NormContext` the methods read) and the walk over its sign's methods.
 
-    The thread's norm model is opened for the query when a method first asks for it (:attr:`model`): the query's
-    columns and rows are appended to it and removed when the walk ends.
+    Unless the norm term vanishes, the walk starts by preparing the thread's norm model for the query
+    (:attr:`model`); the query's columns and rows appended to it are removed when the walk ends.
     """
 
     def __init__(self, oracle, query: NormQuery, gap: float | None = None):
@@ -221,6 +221,8 @@ class NormSolver:
     def run(self) -> Answer:
         """Walk the sign's methods: the first that applies and returns an answer wins."""
         try:
+            if self.l_hi > 0.0:  # (else the norm term vanishes: LINEAR_ONLY answers with no model)
+                self._open_model()
             for method in PLUS_METHODS if self.query.sign > 0 else MINUS_METHODS:
                 if method.applies(self):
                     self.stats.method = method.name
@@ -233,20 +235,24 @@ class NormSolver:
 
     @property
     def model(self) -> CompiledModel:
-        """The thread's norm model, prepared for this query on first use: a cleared solver (the tie rule: nothing of
-        earlier queries, basis or solution, carries over), the query's bounds, costs and forbidden pairs, quiet
-        HiGHS options (with ``norm_gap``: its MIP gap)."""
+        """The thread's norm model, prepared for this query (:meth:`_open_model`)."""
         if self._model is None:
-            model = self.oracle.norm_model()
-            self._opened = (model.num_cols, model.num_rows, ExitStack())
-            model.clear_solver()
-            self._model = model
-            model.set_arm_bounds(self.res.include, self.res.exclude)
-            model.set_costs(self.query.mu)
-            self._add_forbid_rows(model)
-            options = _QUIET_OPTIONS if self.gap is None else {**_QUIET_OPTIONS, "mip_rel_gap": max(self.gap, 1e-12)}
-            self._opened[2].enter_context(model.options(options))
+            self._open_model()
         return self._model
+
+    def _open_model(self) -> None:
+        """Prepare the thread's norm model for this query: a cleared solver (the tie rule: nothing of earlier
+        queries, basis or solution, carries over), the query's bounds, costs and forbidden pairs, quiet HiGHS
+        options (with ``norm_gap``: its MIP gap). :meth:`_close_model` undoes it."""
+        model = self.oracle.norm_model()
+        self._opened = (model.num_cols, model.num_rows, ExitStack())
+        model.clear_solver()
+        self._model = model
+        model.set_arm_bounds(self.res.include, self.res.exclude)
+        model.set_costs(self.query.mu)
+        self._add_forbid_rows(model)
+        options = _QUIET_OPTIONS if self.gap is None else {**_QUIET_OPTIONS, "mip_rel_gap": max(self.gap, 1e-12)}
+        self._opened[2].enter_context(model.options(options))
 
     def _close_model(self) -> None:
         """The model's options back, and this query's columns and rows removed."""
