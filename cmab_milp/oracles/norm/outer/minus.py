@@ -55,7 +55,7 @@ import numpy as np
 
 from ...backends.highs_model import CompiledModel
 from ...core.base import OracleError
-from ..cuts import Exclusions
+from ..cuts import Exclusions, separate_at_relaxations
 from ..gradient import well_scaled
 from ..method import Answer, NormContext
 from ..scaling import proven
@@ -143,19 +143,16 @@ class Disaggregated:
 
     def separate(self, rounds: int) -> None:
         """Tangents at LP-relaxation points where ``t_k < y_k^2 / s``, up to ``rounds`` LP solves."""
-        model = self.model
-        with model.options({"solve_relaxation": True}):
-            for _ in range(rounds):
-                x = model.run_relaxation()
-                if x is None:
-                    return
-                s = x[self.s]
-                if s <= 0.0:
-                    return
-                y, t = x[self.y], x[self.t]
-                bad = np.flatnonzero(t < y * y / s - _VIOLATION * s)
-                if not len(bad) or not self.add(bad, y[bad] / s):
-                    return
+
+        def cut(x: np.ndarray) -> bool:
+            s = x[self.s]
+            if s <= 0.0:
+                return False
+            y, t = x[self.y], x[self.t]
+            bad = np.flatnonzero(t < y * y / s - _VIOLATION * s)
+            return bool(len(bad)) and bool(self.add(bad, y[bad] / s))
+
+        separate_at_relaxations(self.model, rounds, cut)
 
 
 class MinusOuter:

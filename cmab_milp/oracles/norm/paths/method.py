@@ -12,10 +12,11 @@ Example
 >>> import numpy as np
 >>> import cmab_milp as cm
 >>> oracle = cm.make_oracle(cm.STPaths(nx.cycle_graph(5), 0, 2), "highs")  # 0-1-2 or 0-4-3-2
->>> oracle.argmax_norm(np.array([0.5, 0.1, 0.5, 0.6, 0.6]), np.eye(5), 1.0).astype(int).tolist()
-[0, 1, 0, 1, 1]
->>> oracle.last_norm_stats.method
-'branch-path-concave'
+>>> mu, M = np.array([0.5, 0.1, 0.5, 0.6, 0.6]), np.eye(5)
+>>> for f, sign in [(1.0, 1), (0.1, -1)]:
+...     print(oracle.argmax_norm(mu, M, f, sign).astype(int).tolist(), oracle.last_norm_stats.method)
+[0, 1, 0, 1, 1] branch-path-concave
+[0, 1, 0, 1, 1] branch-path-lp
 """
 
 from __future__ import annotations
