@@ -218,18 +218,31 @@ class NormSolver:
         self._opened: tuple[int, int, ExitStack] | None = None
 
     # ------------------------------------------------------------ dispatch
-    def run(self) -> Answer:
-        """Walk the sign's methods: the first that applies and returns an answer wins."""
+    def run(self, methods: tuple[NormMethod, ...] | None = None) -> Answer:
+        """Walk the sign's methods (:data:`PLUS_METHODS`, :data:`MINUS_METHODS`, or ``methods``): the first that
+        applies and returns an answer wins. The answer's bound is in the scaled query's units (:attr:`value_scale`).
+
+        >>> import numpy as np
+        >>> import cmab_milp as cm
+        >>> from cmab_milp.oracles.norm.outer.plus import OUTER_PLUS
+        >>> oracle = cm.make_oracle(cm.Cardinality(4, 2), "highs")
+        >>> solver = NormSolver(oracle, oracle.norm_query(np.array([0.5, 0.0, 0.6, 0.55]), np.eye(4), 1.0))
+        >>> action, bound = solver.run((OUTER_PLUS,))
+        >>> action.astype(int).tolist(), solver.stats.method
+        ([0, 0, 1, 1], 'oa-quadratic-form')
+        """
+        if methods is None:
+            methods = PLUS_METHODS if self.query.sign > 0 else MINUS_METHODS
         try:
             if self.l_hi > 0.0:  # (else the norm term vanishes: LINEAR_ONLY answers with no model)
                 self._open_model()
-            for method in PLUS_METHODS if self.query.sign > 0 else MINUS_METHODS:
+            for method in methods:
                 if method.applies(self):
                     self.stats.method = method.name
                     answer = method.run(self)
                     if answer is not None:
                         return answer
-            raise OracleError("no norm method answered")  # pragma: no cover (the last ones always do)
+            raise OracleError("no norm method answered")  # (the default tuples' last methods always do)
         finally:
             self._close_model()
 
