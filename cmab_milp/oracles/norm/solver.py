@@ -271,10 +271,11 @@ class NormSolver:
         """The model's options back, and this query's columns and rows removed."""
         if self._model is None:
             return
-        n_cols, n_rows, options = self._opened
+        (n_cols, n_rows, options), model = self._opened, self._model
+        self._model = self._opened = None
         options.close()
-        self._model.delete_rows(n_rows, self._model.num_rows)
-        self._model.delete_cols(n_cols, self._model.num_cols)
+        model.delete_rows(n_rows, model.num_rows)
+        model.delete_cols(n_cols, model.num_cols)
 
     def clock(self) -> float:
         """The clock of the query's time limit (the module's ``_clock``, read at each call)."""
