@@ -17,6 +17,12 @@ values of the wrong type are refused with ``ValueError`` before any work.
 ... except ValueError as exc:
 ...     print(str(exc)[:60])
 tuning: unknown option 'side_start'; the highs backend's tun
+
+The options are set and stored flat (their names above are the public ones); :attr:`HighsTuning.norm` and
+:attr:`HighsTuning.mip` read them grouped by the method that reads them (:data:`OPTION_GROUPS`):
+
+>>> HighsTuning.of({"plus_branch_try": 0}).norm.plus_branch.budget
+0
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-__all__ = ["HighsTuning"]
+__all__ = ["OPTION_GROUPS", "HighsTuning", "OptionGroup"]
 
 
 # -- readers of the norm searches' numeric options (a field's ``metadata["read"]``: name, value -> the value kept)
@@ -51,6 +57,139 @@ def _positives(name: str, value: Any) -> tuple[float, ...]:
     if not ok:
         raise ValueError(f"tuning: option {name!r} must be a list of finite numbers > 0, got {value!r}")
     return tuple(float(v) for v in value)
+
+
+#: Each option under the method that reads it: ``group -> {short name: flat field name}`` (``norm`` one level
+#: deeper, one group per norm method of :mod:`cmab_milp.oracles.norm`; ``branch``, ``paths``: the searches that both
+#: signs' methods of a family share; ``engine``: the norm solver's own steps). Every field stands in exactly one group.
+OPTION_GROUPS: dict[str, dict[str, Any]] = {
+    "mip": {
+        name: name
+        for name in (
+            "prepare_queries",
+            "root_cuts_nonpositive",
+            "candidate_cuts",
+            "side_starts",
+            "solve_cores",
+            "side_cover_cuts",
+            "fix_arms",
+            "path_start_min_arms",
+            "path_start_min_arcs",
+            "side_min_arms",
+            "positive_cost_options",
+        )
+    },
+    "norm": {
+        "engine": {
+            "space_cuts": "space_cuts",
+            "exact_row_bounds": "exact_row_bounds",
+            "recovery_enumeration": "recovery_enumeration",
+        },
+        "starts": {
+            "uniform": "uniform_start",
+            "plus_restarts": "plus_restart_budget",
+            "plus_local_checks": "plus_local_checks",
+            "minus_local_checks": "minus_local_checks",
+        },
+        "plus_paths": {
+            "enabled": "plus_paths",
+            "vertex_taus": "paths_vertex_taus",
+            "size_form": "paths_size_form",
+            "plain": "paths_plain",
+        },
+        "minus_paths": {"enabled": "minus_paths"},
+        "paths": {
+            name.removeprefix("paths_"): name
+            for name in (
+                "paths_early",
+                "paths_unoriented",
+                "paths_incumbent_tangents",
+                "paths_visit_branch",
+                "paths_in_out",
+                "paths_both_points",
+                "paths_st_lazy",
+                "paths_dense_bound",
+                "paths_shifted_tangents",
+                "paths_chord",
+                "paths_heuristics",
+                "paths_local_search",
+            )
+        },
+        "plus_branch": {
+            "enabled": "plus_branch",
+            "definite": "plus_branch_definite",
+            "budget": "plus_branch_try",
+            "light_start": "branch_light_start",
+            **{
+                name.removeprefix("concave_"): name
+                for name in (
+                    "concave_early",
+                    "concave_steps",
+                    "concave_overestimator",
+                    "concave_plain_with_conflicts",
+                    "concave_shift_down",
+                    "concave_reform",
+                    "concave_reform_uniform",
+                    "concave_tune_after",
+                    "concave_tune_after_approximate",
+                )
+            },
+        },
+        "minus_branch": {
+            "enabled": "minus_branch",
+            "early": "branch_early",
+            "shift": "branch_shift",
+            "steps": "branch_steps",
+        },
+        "branch": {"fractional_matchings": "fractional_matchings"},
+        "plus_outer": {"presolve": "plus_presolve"},
+        "minus_outer": {"enabled": "minus_outer"},
+    },
+}
+
+
+class OptionGroup:
+    """A read-only view of a tuning record's options under their group's short names (:data:`OPTION_GROUPS`).
+
+    Reads go to the record itself, so a view never disagrees with the flat options.
+
+    >>> view = HighsTuning(concave_steps=3).norm.plus_branch
+    >>> view.steps, view.names()["steps"], sorted(view.as_dict())[:2]
+    (3, 'concave_steps', ['budget', 'definite'])
+    """
+
+    __slots__ = ("_names", "_record")
+
+    def __init__(self, record: Any, names: Mapping[str, Any]):
+        object.__setattr__(self, "_record", record)
+        object.__setattr__(self, "_names", names)
+
+    def __getattr__(self, short: str) -> Any:
+        try:
+            name = self._names[short]
+        except KeyError:
+            raise AttributeError(f"no tuning option {short!r} here; its options: {', '.join(self._names)}") from None
+        return getattr(self._record, name) if isinstance(name, str) else OptionGroup(self._record, name)
+
+    def __setattr__(self, short: str, value: Any) -> None:
+        raise AttributeError("tuning views are read-only: set the flat option (HighsTuning.of, dataclasses.replace)")
+
+    def __dir__(self) -> list[str]:
+        return list(self._names)
+
+    def names(self) -> dict[str, Any]:
+        """Short name -> the flat option's name (a nested dict for a group of groups)."""
+        return dict(self._names)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Short name -> value (nested for a group of groups)."""
+        return {
+            short: getattr(self._record, name) if isinstance(name, str) else OptionGroup(self._record, name).as_dict()
+            for short, name in self._names.items()
+        }
+
+    def __repr__(self) -> str:
+        return f"OptionGroup({self.as_dict()!r})"
 
 
 _COUNT = {"read": _count}
@@ -235,6 +374,17 @@ class HighsTuning:
     #: A norm query whose solves all failed is answered by enumeration on spaces of at most this many actions
     #: (the last recovery of :meth:`~cmab_milp.oracles.backends.highs.HighsOracle._recover_norm`; 0: never).
     recovery_enumeration: int = field(default=200_000, metadata=_COUNT)
+
+    @property
+    def norm(self) -> OptionGroup:
+        """The norm methods' options, one group per method (``tuning.norm.plus_branch.budget`` is
+        ``plus_branch_try``; :data:`OPTION_GROUPS`)."""
+        return OptionGroup(self, OPTION_GROUPS["norm"])
+
+    @property
+    def mip(self) -> OptionGroup:
+        """The MIP queries' options (:mod:`~cmab_milp.oracles.mip`), under their own names."""
+        return OptionGroup(self, OPTION_GROUPS["mip"])
 
     @classmethod
     def of(cls, value: Any) -> HighsTuning:

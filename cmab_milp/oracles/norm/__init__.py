@@ -2,22 +2,28 @@
 
 Layout (each module one job; its docstring holds its part of the exactness proof):
 
+* :mod:`.method`: what a norm method is (``name``, ``applies``, ``run``) and the query's context it reads;
+* :mod:`.solver`: :func:`solve_norm`, the ordered tuple of methods per sign (``PLUS_METHODS``, ``MINUS_METHODS``)
+  that it walks, and the query's context (its model, the MILP loop, the approximate mode);
 * :mod:`.scaling`: exact rescalings of a query and :func:`proven`, the tolerance test;
 * :mod:`.lifting`: columns and rows for ``L = a @ M @ a`` (Glover's rows, on the side each sign needs);
-* :mod:`.secants.pieces`: the piecewise secants of ``-f sqrt(L)`` and their window (sign -1);
-* :mod:`.cuts`: convex-reformulation tangents on ``L`` and no-good rows (solver noise);
-* :mod:`.starts.local_search`, :mod:`.starts.incumbents`: first incumbents (swaps, linear-oracle ascents, restarts);
-* :mod:`.solver`: :func:`solve_norm`, the dispatch and the MILP loop on the oracle's norm model;
-* :mod:`.outer.plus`, :mod:`.secants.minus`, :mod:`.outer.minus`: the MILP methods (outer approximation for sign +1,
-  piecewise secants or disaggregated tangents for sign -1);
-* :mod:`.branch.plus`, :mod:`.branch.minus` (with :mod:`.branch.overestimator`, :mod:`.shifts`): branch and bound on a
-  combinatorial linear oracle;
-* :mod:`.paths.plus`, :mod:`.paths.minus` (with :mod:`.paths.lp`, :mod:`.paths.cuts`, :mod:`.paths.chord`,
-  :mod:`.paths.local_search`): LP branch and bound on s-t paths of graphs with cycles;
+* :mod:`.cuts`: convex-reformulation tangents on ``L``, no-good rows (solver noise), the LP-relaxation rounds;
+* :mod:`.linear`: the methods of the linear argmax alone (the norm term vanishes; sign -1's bound ``top``);
+* :mod:`.starts` (:mod:`.starts.incumbents`, :mod:`.starts.local_search`): first incumbents (swaps, linear-oracle
+  ascents, restarts);
+* :mod:`.outer`: outer approximation, sign +1 in the quadratic form (:mod:`.outer.plus`) and sign -1 on
+  disaggregated tangents (:mod:`.outer.minus`);
+* :mod:`.secants` (:mod:`.secants.minus`, :mod:`.secants.pieces`): sign -1's piecewise secants of ``-f sqrt(L)``;
+* :mod:`.branch` (:mod:`.branch.method`; :mod:`.branch.plus`, :mod:`.branch.minus`, :mod:`.branch.overestimator`,
+  with :mod:`.shifts`): branch and bound on a combinatorial linear oracle;
+* :mod:`.paths` (:mod:`.paths.method`; :mod:`.paths.plus`, :mod:`.paths.minus`, :mod:`.paths.lp`,
+  :mod:`.paths.cuts`, :mod:`.paths.chord`, :mod:`.paths.local_search`): LP branch and bound on s-t paths of graphs
+  with cycles;
 * :mod:`.carry`: a sequence's last answer reused under a drift bound (the certified approximate mode).
 
-Every tuning choice is an option of the ``highs`` backend (:class:`~cmab_milp.oracles.mip.tuning.HighsTuning`);
-measured figures: ``docs/performance.md``, "Norm queries".
+Every tuning choice is an option of the ``highs`` backend (:class:`~cmab_milp.oracles.mip.tuning.HighsTuning`;
+``tuning.norm.<method>`` shows them grouped by the method that reads them); measured figures:
+``docs/performance.md``, "Norm queries".
 
 A query's ``hints`` (:class:`~cmab_milp.oracles.core.base.NormQuery`) that are actions
 admitted by its restrictions are candidate first incumbents: they may speed a query

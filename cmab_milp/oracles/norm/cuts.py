@@ -27,6 +27,7 @@ Setting actions aside (solver noise)
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -37,7 +38,26 @@ from ..backends.highs_model import CompiledModel
 #: this module).
 NormSolver = Any
 
-__all__ = ["ConvexCuts", "Exclusions", "add_no_good"]
+__all__ = ["ConvexCuts", "Exclusions", "add_no_good", "separate_at_relaxations"]
+
+
+def separate_at_relaxations(model: CompiledModel, rounds: int, cut: Callable[[np.ndarray], bool]) -> None:
+    """Rounds of the LP relaxation: ``cut(x)`` adds rows at its point ``x`` and says whether the round goes on.
+
+    Stops at an infeasible LP, at a round whose ``cut`` returns ``False``, or after ``rounds`` LP solves.
+
+    >>> import cmab_milp as cm
+    >>> model = CompiledModel(cm.Cardinality(3, 2).formulation())
+    >>> points = []
+    >>> separate_at_relaxations(model, 5, lambda x: points.append(x) or len(points) < 2)
+    >>> len(points)
+    2
+    """
+    with model.options({"solve_relaxation": True}):
+        for _ in range(rounds):
+            x = model.run_relaxation()
+            if x is None or not cut(x):
+                return
 
 
 class ConvexCuts:
@@ -76,11 +96,7 @@ class ConvexCuts:
         """Add violated tangents at LP-relaxation points, up to ``rounds`` LP solves."""
         if not len(self.solver.arms) or self.rounds == 0:
             return
-        with model.options({"solve_relaxation": True}):
-            for _ in range(self.rounds):
-                x = model.run_relaxation()
-                if x is None or not self.cut_at(model, L, x):
-                    return
+        separate_at_relaxations(model, self.rounds, lambda x: self.cut_at(model, L, x))
 
     def cut_at(self, model: CompiledModel, L: int, x: np.ndarray) -> bool:
         """Add the tangent at the arm values of ``x`` if ``x[L]`` violates it; say whether it did."""

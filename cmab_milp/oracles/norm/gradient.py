@@ -37,6 +37,7 @@ import numpy as np
 
 from ..backends.highs_model import CompiledModel
 from ..core.queries import NormQuery
+from .cuts import separate_at_relaxations
 
 __all__ = ["GradientCuts", "positive_definite", "well_scaled"]
 
@@ -98,16 +99,16 @@ class GradientCuts:
         """Cuts at LP-relaxation points while ``w > -f n(x)`` there, up to ``rounds`` LP solves."""
         if not len(self.arms):
             return
-        with model.options({"solve_relaxation": True}):
-            for _ in range(rounds):
-                x = model.run_relaxation()
-                if x is None:
-                    return
-                point = x[self.arms]
-                cap = -self.f * float(np.sqrt(max(float(point @ self.sub @ point), 0.0)))
-                if x[w] <= cap + _VIOLATION * (1.0 + abs(cap)):
-                    return
-                self._row(model, w, point)
+
+        def cut(x: np.ndarray) -> bool:
+            point = x[self.arms]
+            cap = -self.f * float(np.sqrt(max(float(point @ self.sub @ point), 0.0)))
+            if x[w] <= cap + _VIOLATION * (1.0 + abs(cap)):
+                return False
+            self._row(model, w, point)
+            return True
+
+        separate_at_relaxations(model, rounds, cut)
 
     def _row(self, model: CompiledModel, w: int, x: np.ndarray) -> None:
         coef = self.coefficients(x)

@@ -44,6 +44,12 @@ _MARGIN = 64.0
 _EPS = float(np.finfo(float).eps)
 
 
+def _on_arms(M: np.ndarray, arms: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``arms`` as integers, a zero diagonal of ``M``'s size (to fill on ``arms``) and ``M``'s block on ``arms``."""
+    arms = np.asarray(arms, int)
+    return arms, np.zeros(len(M)), np.asarray(M, float)[np.ix_(arms, arms)]
+
+
 def diagonal_shift(
     M: np.ndarray, arms: np.ndarray, *, above: bool, sweeps: int | None = None, uniform: bool = True
 ) -> np.ndarray:
@@ -54,11 +60,9 @@ def diagonal_shift(
     ``lambda I`` where the scaled candidate exists (one eigenvalue fewer: the sign +1 branch's node
     shifts, where the scaled one won all 200 of 200 crew nodes tried).
     """
-    arms = np.asarray(arms, int)
-    out = np.zeros(len(M))
+    arms, out, sub = _on_arms(M, arms)
     if not len(arms):
         return out
-    sub = np.asarray(M, float)[np.ix_(arms, arms)]
     k = len(arms)
     margin = _MARGIN * k * _EPS * float(np.abs(sub).max(initial=0.0))
     sign = 1.0 if above else -1.0
@@ -152,11 +156,9 @@ def weighted_diagonal(
     >>> bool(np.linalg.eigvalsh(np.diag(d) - B)[0] >= 0), bool(d[0] < 3.0 < d[1])  # cheap where weighted
     (True, True)
     """
-    arms = np.asarray(arms, int)
-    out = np.zeros(len(B))
+    arms, out, sub = _on_arms(B, arms)
     if not len(arms):
         return out
-    sub = np.asarray(B, float)[np.ix_(arms, arms)]
     k = len(arms)
     w = np.asarray(weights, float)[arms]
     top = float(w.max(initial=0.0))

@@ -4,26 +4,29 @@
 with a short sequence of MILPs on one :class:`~cmab_milp.oracles.backends.highs_model.CompiledModel`
 per thread (the space's formulation, compiled once; each query appends its own
 columns and rows and removes them afterwards, and starts from a cleared solver:
-the tie rule). Two methods, one per sign:
+the tie rule). The methods are an ordered tuple per sign (:mod:`.method`); the solver walks it and the first
+method that applies and answers wins (a budgeted try that runs out, or a first step that cannot settle the query,
+passes it on):
 
-``sign=+1``
-    The concave branch of :mod:`.branch.plus` on spaces with a combinatorial linear oracle whose MILP needs
-    lazy cuts (trees, forests) and on matchings (:meth:`NormSolver._plus_branch_applies`); the same
-    overestimator's tangents in the path LP on s-t paths of graphs with cycles (:mod:`.paths.plus`); otherwise
-    the outer approximation in the quadratic form (:mod:`.outer.plus`), after a budgeted try of the concave
-    branch where it applies (``tuning.plus_branch_try``; its incumbent is kept).
+``sign=+1`` (:data:`PLUS_METHODS`)
+    the linear argmax where the norm term vanishes (:mod:`.linear`); the concave path LP on s-t paths of graphs with
+    cycles (:mod:`.paths.method`); the concave branch on spaces whose MILP needs lazy cuts and on matchings, then
+    its budgeted try on the other spaces with a combinatorial linear oracle, its incumbent kept
+    (:mod:`.branch.method`); the outer approximation in the quadratic form (:mod:`.outer.plus`).
 
-``sign=-1``
-    The branch on the linear oracle (:mod:`.branch.minus`) for a definite ``M`` on a space with a combinatorial
-    linear oracle; the path LP with tangents of the norm (:mod:`.paths.minus`) on s-t paths of graphs with
-    cycles; otherwise the piecewise secants over ``L`` (:mod:`.secants.minus`), or the disaggregated tangents of
-    :mod:`.outer.minus` (``tuning.minus_outer``).
+``sign=-1`` (:data:`MINUS_METHODS`)
+    the linear argmax where the norm term vanishes; the path LP with tangents of the norm; the linear argmax again,
+    the answer when its bound proves it (:mod:`.linear`); the branch on the linear oracle for a definite ``M``
+    (:mod:`.branch.method`); the disaggregated tangents (:mod:`.outer.minus`, ``tuning.minus_outer``); the piecewise
+    secants over ``L`` (:mod:`.secants.minus`).
+
+Each method's options are ``tuning.norm.<group>`` (:data:`~cmab_milp.oracles.mip.tuning.OPTION_GROUPS`).
 
 First incumbents (:mod:`.starts.incumbents`) are lower bounds only: exactness rests on the methods' bounds.
 
-Both methods first add the space's rows violated at LP points (the fractional separators of
+The MILP methods first add the space's rows violated at LP points (the fractional separators of
 trees and paths, :func:`~cmab_milp.oracles.mip.root_cuts.add_root_cuts`; valid for every action,
-so no bound changes): otherwise each cycle row comes from :meth:`NormSolver._solve`'s lazy
+so no bound changes): otherwise each cycle row comes from :meth:`NormSolver.solve`'s lazy
 loop, every round a new branch and bound.
 
 The oracle's ``time_limit`` holds for the whole query: each MILP gets what is left
@@ -53,31 +56,40 @@ array([0, 0, 1, 1])
 from __future__ import annotations
 
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..._threads import blas_single_thread
-from ...spaces import Matchings
 from ..backends.highs_model import CompiledModel, LimitReached, SolveResult
 from ..core.base import OracleError, tolerance
 from ..core.queries import LinearQuery, NormQuery
 from ..mip.root_cuts import add_root_cuts
 from ..mip.tuning import HighsTuning
-from .branch.minus import LinearOracleBranch, NodeBudget, applies
-from .branch.plus import ConcaveBranch
-from .gradient import positive_definite, well_scaled
+from .branch.method import MINUS_BRANCH, PLUS_BRANCH, PLUS_BRANCH_TRY
 from .lifting import quadratic_form_bounds
-from .outer.minus import outer_approximation, square_root_rows
-from .outer.plus import OuterPlus
-from .paths.minus import PathBranch
-from .paths.minus import applies as paths_apply
-from .paths.plus import ConcavePathBranch
+from .linear import LINEAR_BOUND, LINEAR_ONLY
+from .method import Answer, LinearStart, NormMethod
+from .outer.minus import MINUS_OUTER
+from .outer.plus import OUTER_PLUS
+from .paths.method import MINUS_PATHS, PLUS_PATHS
 from .scaling import arms_bound, proven, unit_objective, unit_scale
-from .secants.minus import SecantsMinus
-from .starts.incumbents import FirstIncumbents
+from .secants.minus import SECANTS_MINUS
 
-__all__ = ["NormSolver", "NormStats", "last_stats", "solve_norm"]
+__all__ = ["MINUS_METHODS", "PLUS_METHODS", "NormSolver", "NormStats", "last_stats", "solve_norm"]
+
+#: Sign +1's methods in the order they are tried (:mod:`.method`): the first that applies and answers wins.
+PLUS_METHODS: tuple[NormMethod, ...] = (LINEAR_ONLY, PLUS_PATHS, PLUS_BRANCH, PLUS_BRANCH_TRY, OUTER_PLUS)
+#: Sign -1's methods in the order they are tried.
+MINUS_METHODS: tuple[NormMethod, ...] = (
+    LINEAR_ONLY,
+    MINUS_PATHS,
+    LINEAR_BOUND,
+    MINUS_BRANCH,
+    MINUS_OUTER,
+    SECANTS_MINUS,
+)
 
 #: The clock of the per-query time limit (a name of its own so that tests can replace it).
 _clock = time.perf_counter
@@ -166,10 +178,11 @@ def last_stats(oracle) -> NormStats | None:
     return getattr(oracle, "last_norm_stats", None)
 
 
-class NormSolver(FirstIncumbents, OuterPlus, SecantsMinus):
-    """One query: the thread's norm model with this query's columns and rows appended.
+class NormSolver:
+    """One query: its state (the :class:`~.method.NormContext` the methods read) and the walk over its sign's methods.
 
-    The methods of :mod:`.starts.incumbents`, :mod:`.outer.plus` and :mod:`.secants.minus` are its own (mixins).
+    Unless the norm term vanishes, the walk starts by preparing the thread's norm model for the query
+    (:attr:`model`); the query's columns and rows appended to it are removed when the walk ends.
     """
 
     def __init__(self, oracle, query: NormQuery, gap: float | None = None):
@@ -197,48 +210,84 @@ class NormSolver(FirstIncumbents, OuterPlus, SecantsMinus):
         #: Runners-up to keep (the concave branch's best actions met besides the answer) and those kept.
         self.keep = 0
         self.runners_up: list[np.ndarray] = []
-        #: A budgeted branch's incumbent, for the method after it (:meth:`_first_incumbent_plus`).
-        self._carried: tuple[np.ndarray | None, float] = (None, -np.inf)
+        #: A budgeted method's incumbent, for the methods after it (:data:`~.branch.method.PLUS_BRANCH_TRY`).
+        self.carried: tuple[np.ndarray | None, float] = (None, -np.inf)
+        #: Sign -1's linear argmax and bound (:data:`~.linear.LINEAR_BOUND`), for the methods after it.
+        self.linear: LinearStart | None = None
+        self._model: CompiledModel | None = None
+        self._opened: tuple[int, int, ExitStack] | None = None
 
     # ------------------------------------------------------------ dispatch
-    def run(self) -> tuple[np.ndarray | None, float]:
-        q = self.query
-        if self.l_hi <= 0.0:  # the sqrt term vanishes on every action
-            self.stats.method = "linear"
-            return self._linear_only()
-        model = self.oracle.norm_model()
-        n_cols, n_rows = model.num_cols, model.num_rows
-        model.clear_solver()  # the tie rule: nothing of earlier queries (basis, solution) carries over
-        try:
-            model.set_arm_bounds(self.res.include, self.res.exclude)
-            model.set_costs(q.mu)
-            self._add_forbid_rows(model)
-            options = _QUIET_OPTIONS if self.gap is None else {**_QUIET_OPTIONS, "mip_rel_gap": max(self.gap, 1e-12)}
-            with model.options(options):
-                if q.sign > 0:
-                    self.stats.method = "oa-quadratic-form"
-                    return self._maximise_plus(model)
-                self.stats.method = "secants-quadratic-form"
-                return self._maximise_minus(model)
-        finally:
-            self._clear(model, n_cols, n_rows)
+    def run(self, methods: tuple[NormMethod, ...] | None = None) -> Answer:
+        """Walk the sign's methods (:data:`PLUS_METHODS`, :data:`MINUS_METHODS`, or ``methods``): the first that
+        applies and returns an answer wins. The answer's bound is in the scaled query's units (:attr:`value_scale`).
 
-    def _clear(self, model: CompiledModel, n_cols: int, n_rows: int) -> None:
+        >>> import numpy as np
+        >>> import cmab_milp as cm
+        >>> from cmab_milp.oracles.norm.outer.plus import OUTER_PLUS
+        >>> oracle = cm.make_oracle(cm.Cardinality(4, 2), "highs")
+        >>> solver = NormSolver(oracle, oracle.norm_query(np.array([0.5, 0.0, 0.6, 0.55]), np.eye(4), 1.0))
+        >>> action, bound = solver.run((OUTER_PLUS,))
+        >>> action.astype(int).tolist(), solver.stats.method
+        ([0, 0, 1, 1], 'oa-quadratic-form')
+        """
+        if methods is None:
+            methods = PLUS_METHODS if self.query.sign > 0 else MINUS_METHODS
+        try:
+            if self.l_hi > 0.0:  # (else the norm term vanishes: LINEAR_ONLY answers with no model)
+                self._open_model()
+            for method in methods:
+                if method.applies(self):
+                    self.stats.method = method.name
+                    answer = method.run(self)
+                    if answer is not None:
+                        return answer
+            raise OracleError("no norm method answered")  # (the default tuples' last methods always do)
+        finally:
+            self._close_model()
+
+    @property
+    def model(self) -> CompiledModel:
+        """The thread's norm model, prepared for this query (:meth:`_open_model`)."""
+        if self._model is None:
+            self._open_model()
+        return self._model
+
+    def _open_model(self) -> None:
+        """Prepare the thread's norm model for this query: a cleared solver (the tie rule: nothing of earlier
+        queries, basis or solution, carries over), the query's bounds, costs and forbidden pairs, quiet HiGHS
+        options (with ``norm_gap``: its MIP gap). :meth:`_close_model` undoes it."""
+        model = self.oracle.norm_model()
+        self._opened = (model.num_cols, model.num_rows, ExitStack())
+        model.clear_solver()
+        self._model = model
+        model.set_arm_bounds(self.res.include, self.res.exclude)
+        model.set_costs(self.query.mu)
+        self._add_forbid_rows(model)
+        options = _QUIET_OPTIONS if self.gap is None else {**_QUIET_OPTIONS, "mip_rel_gap": max(self.gap, 1e-12)}
+        self._opened[2].enter_context(model.options(options))
+
+    def _close_model(self) -> None:
+        """The model's options back, and this query's columns and rows removed."""
+        if self._model is None:
+            return
+        (n_cols, n_rows, options), model = self._opened, self._model
+        self._model = self._opened = None
+        options.close()
         model.delete_rows(n_rows, model.num_rows)
         model.delete_cols(n_cols, model.num_cols)
 
-    def _linear_only(self) -> tuple[np.ndarray | None, float]:
-        action = self._linear_argmax()
-        if action is None:
-            return None, -np.inf
-        return action, self.query.value(action)
+    def clock(self) -> float:
+        """The clock of the query's time limit (the module's ``_clock``, read at each call)."""
+        return _clock()
 
-    def _linear_argmax(self) -> np.ndarray | None:
+    def linear_argmax(self) -> np.ndarray | None:
+        """The linear argmax of the query's ``mu`` under its restrictions (one MILP solve in the statistics)."""
         self.stats.milp_solves += 1
         return self.oracle.solve_linear(LinearQuery(self.query.mu, self.res))
 
     # ------------------------------------------------------------ solving
-    def _solve(self, model: CompiledModel, start: np.ndarray | None = None) -> tuple[np.ndarray, SolveResult] | None:
+    def solve(self, model: CompiledModel, start: np.ndarray | None = None) -> tuple[np.ndarray, SolveResult] | None:
         """One MILP with the lazy-cut loop: a feasible action and the result, or None.
 
         ``start`` (an action) is passed to HiGHS as a partial MIP start on the
@@ -271,7 +320,7 @@ class NormSolver(FirstIncumbents, OuterPlus, SecantsMinus):
                 return action, result
             if result.status == "limit":  # no time left to cut the incumbent off and solve again
                 raise LimitReached("HiGHS norm query stopped on its time limit before its cuts converged")
-            model.add_rows(cuts)  # this query's only: removed by _clear (the tie rule)
+            model.add_rows(cuts)  # this query's only: removed by _close_model (the tie rule)
         raise OracleError("lazy cut loop did not converge")  # pragma: no cover
 
     def _add_forbid_rows(self, model: CompiledModel) -> None:
@@ -307,119 +356,11 @@ class NormSolver(FirstIncumbents, OuterPlus, SecantsMinus):
         idx = np.flatnonzero(action)
         return float(self.query.M[np.ix_(idx, idx)].sum())
 
-    # --------------------------------------------------------- sign = +1
-    def _maximise_plus(self, model: CompiledModel) -> tuple[np.ndarray | None, float]:
-        q = self.query
-        definite = not self.tuning.plus_branch_definite or positive_definite(q.M, self.arms)
-        if self.tuning.plus_paths and paths_apply(self.oracle.space) and well_scaled(q) and definite:
-            return self._branch_path(*self._best_hint(None, -np.inf), sign=1)
-        if self._plus_branch_applies():
-            return self._branch_plus()
-        if self.tuning.plus_branch_try and self._plus_branch_applies(trial=True):
-            try:  # easy queries end here; the others keep its incumbent for the outer approximation
-                return self._branch_plus(max_nodes=self.tuning.plus_branch_try)
-            except NodeBudget:
-                self.stats.extra["tried_nodes"] = self.stats.extra.pop("nodes")
-                self.stats.method = "oa-quadratic-form"
-        with model.options({} if self.tuning.plus_presolve else {"presolve": "off"}):
-            return self._outer_plus(model)
-
-    def _plus_branch_applies(self, trial: bool = False) -> bool:
-        """Sign +1 by the concave branch (any ``M``: ``tuning.plus_branch_definite``): a combinatorial space whose MILP
-        needs lazy cuts, or matchings (an assignment a linear query, conflict terms in the bound; general ones on the
-        fractional matching polytope, ``tuning.fractional_matchings``).
-
-        ``trial``: whether the branch may try first with a node budget (``tuning.plus_branch_try``) where the
-        outer approximation serves (any space with a combinatorial linear oracle): on the easy queries it
-        ends in a few nodes, before the outer approximation's first MILP.
-        """
-        space = self.oracle.space
-        definite = not self.tuning.plus_branch_definite or positive_definite(self.query.M, self.arms)
-        if not self.tuning.plus_branch or not applies(space) or not definite:
-            return False
-        if trial or self.tuning.plus_branch == "always" or self.oracle.formulation.separators:
-            return True
-        return type(space) is Matchings and (space.bipartite or self.tuning.fractional_matchings)
-
-    def _branch_plus(self, max_nodes: int | None = None) -> tuple[np.ndarray | None, float]:
-        """Sign +1 by :class:`~.branch.plus.ConcaveBranch` (a combinatorial space; any symmetric ``M``).
-
-        ``max_nodes``: raise :class:`~.branch.minus.NodeBudget` beyond that many nodes, keeping the search's
-        incumbent for the next method (:meth:`_first_incumbent_plus`).
-        """
-        self.stats.method = "branch-concave"
-        best, best_value = self._first_incumbent_plus(light=self.tuning.branch_light_start)
-        search = ConcaveBranch(self.oracle.space, self.query, self.arms, self.deadline, _clock, self.tuning)
-        if max_nodes is not None:
-            search.max_nodes = max_nodes
-        search.keep = self.keep
-        try:
-            best, best_value, bound = search.run(best, best_value, None if self.gap is None else self.settled)
-        except NodeBudget:
-            self._carried = (search.best, search.best_value)
-            raise
-        finally:
-            self.stats.extra["nodes"] = search.nodes
-            self.stats.extra["linear_queries"] = search.queries
-            if search.tuned_at is not None:
-                self.stats.extra["tuned_at"] = search.tuned_at
-        self.runners_up = search.runners_up() if self.keep else []
-        return best, bound
-
-    # --------------------------------------------------------- sign = -1
-    def _maximise_minus(self, model: CompiledModel) -> tuple[np.ndarray | None, float]:
-        q = self.query
-        tuning = self.tuning
-        paths = tuning.minus_branch and tuning.minus_paths and paths_apply(self.oracle.space) and well_scaled(q)
-        if paths and positive_definite(q.M, self.arms):
-            return self._branch_path(*self._best_hint(None, -np.inf), sign=-1)  # (no longest-path MILP first)
-        lin = self._linear_argmax()
-        if lin is None:
-            return None, -np.inf
-        top = float(q.mu @ lin)
-        top += tolerance(top)  # no action has mu @ a above this (HiGHS's gap is 1e-11)
-        best, best_value = lin, q.value(lin)
-        if self.settled(top, best_value):  # includes f = 0
-            return best, top
-        best, best_value = self._best_hint(best, best_value)
-        if self.tuning.minus_branch and applies(self.oracle.space) and positive_definite(q.M, self.arms):
-            # no local search first: the branch's vertices are incumbents too
-            return self._branch_minus(best, best_value)
-        best, best_value = self._improve_locally(best, best_value)
-        R = square_root_rows(q.M, self.arms) if self.tuning.minus_outer and well_scaled(q) and len(self.arms) else None
-        if R is not None:
-            self.stats.method = "outer-approximation"
-            return outer_approximation(self, model, R, top, best, best_value, [lin])
-        return self._secants_minus(model, lin, top, best, best_value)
-
-    def _branch_minus(self, best: np.ndarray | None, best_value: float):
-        """Sign -1 by :class:`~.branch.minus.LinearOracleBranch` (``M`` definite, a combinatorial space)."""
-        self.stats.method = "branch-linear-oracle"
-        search = LinearOracleBranch(self.oracle.space, self.query, self.arms, self.deadline, _clock, self.tuning)
-        return self._run_search(search, best, best_value)
-
-    def _branch_path(self, best: np.ndarray | None, best_value: float, sign: int):
-        """S-t paths of a cyclic graph: sign -1 by :class:`~.paths.minus.PathBranch` (``M`` definite), sign +1 by
-        :class:`~.paths.plus.ConcavePathBranch` (any ``M``: bounded on its PSD majorant)."""
-        self.stats.method = "branch-path-lp" if sign < 0 else "branch-path-concave"
-        kind = PathBranch if sign < 0 else ConcavePathBranch
-        search = kind(self.oracle.space, self.query, self.arms, self.l_hi, self.deadline, _clock, self.tuning)
-        return self._run_search(search, best, best_value)
-
-    def _run_search(self, search, best: np.ndarray | None, best_value: float):
-        """Run a branch and bound from the incumbent ``best``; its statistics go to :attr:`stats`."""
-        try:
-            best, best_value, bound = search.run(best, best_value, None if self.gap is None else self.settled)
-        finally:
-            self.stats.extra["nodes"] = search.nodes
-            self.stats.extra["linear_queries"] = getattr(search, "queries", 0) or getattr(search, "lps", 0)
-        return best, bound
-
-    def _space_cuts(self, model: CompiledModel) -> int:
+    def space_cuts(self, model: CompiledModel) -> int:
         """The space's rows violated at the LP relaxation's points (:func:`~.mip.root_cuts.add_root_cuts`).
 
         Valid for every action of the space, so no bound changes; they spare the lazy-cut loop
-        of :meth:`_solve` its re-solves of the whole branch and bound (s-t paths, trees).
+        of :meth:`solve` its re-solves of the whole branch and bound (s-t paths, trees).
         Returns how many rows were added (this query's: removed with its other rows).
         """
         if not self.tuning.space_cuts or not getattr(self.oracle, "root_cuts", False):

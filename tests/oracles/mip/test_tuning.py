@@ -166,3 +166,36 @@ def test_each_norm_option_keeps_answers_of_the_same_value(changes):
             assert q.value(changed.argmax_norm(mu, M, 1.0, sign)) == pytest.approx(
                 q.value(default.argmax_norm(mu, M, 1.0, sign)), abs=1e-9
             )
+
+
+# -------------------------------------------------------- the options grouped by the method that reads them
+def _leaves(groups: dict) -> list[str]:
+    return [name for value in groups.values() for name in (_leaves(value) if isinstance(value, dict) else [value])]
+
+
+def test_every_option_stands_in_exactly_one_method_group():
+    from cmab_milp.oracles.mip.tuning import OPTION_GROUPS
+
+    flat = [field.name for field in dataclasses.fields(HighsTuning)]
+    leaves = _leaves(OPTION_GROUPS)
+    assert sorted(leaves) == sorted(flat) and len(leaves) == len(set(leaves)) == 55
+    methods = ["plus_paths", "minus_paths", "plus_branch", "minus_branch", "plus_outer", "minus_outer"]
+    assert sorted(OPTION_GROUPS["norm"]) == sorted([*methods, "engine", "starts", "paths", "branch"])
+
+
+def test_the_grouped_views_read_the_flat_options_and_are_read_only():
+    tuning = HighsTuning.of({"plus_branch_try": 7, "minus_outer": True, "paths_chord": False, "side_min_arms": 3})
+    norm = tuning.norm
+    assert (norm.plus_branch.budget, norm.minus_outer.enabled, norm.paths.chord) == (7, True, False)
+    assert tuning.mip.side_min_arms == 3 and HighsTuning().norm.plus_branch.budget == 100
+    for group, names in norm.names().items():  # every short name reads its flat option
+        for short, name in names.items():
+            assert getattr(getattr(norm, group), short) == getattr(tuning, name), (group, short)
+    assert norm.as_dict()["plus_branch"]["budget"] == 7
+    with pytest.raises(AttributeError, match=r"no tuning option 'budgt'.*budget"):
+        _ = norm.plus_branch.budgt
+    with pytest.raises(AttributeError, match="read-only"):
+        norm.plus_branch.budget = 3
+    assert tuning.plus_branch_try == 7  # the record itself is unchanged, and stays the one public spelling
+    with pytest.raises(ValueError, match="unknown option 'norm'"):
+        HighsTuning.of({"norm": {"plus_branch": {"budget": 0}}})  # nested input is not a second way to set them

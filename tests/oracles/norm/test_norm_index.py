@@ -462,6 +462,7 @@ def test_local_search_returns_a_feasible_local_optimum(family: str) -> None:
     """The first incumbent's local search stays in the space and the restrictions, never loses
     value, and ends where no add, drop, or swap of one or two arms (brute force) gains."""
     from cmab_milp.oracles.norm.solver import NormSolver as _NormSolver
+    from cmab_milp.oracles.norm.starts.incumbents import first_incumbent_minus
 
     oracle, actions = oracles(family)
     rng = np.random.default_rng([5, len(family)])
@@ -474,7 +475,7 @@ def test_local_search_returns_a_feasible_local_optimum(family: str) -> None:
         start = allowed[int(rng.integers(len(allowed)))]
         query = oracle.norm_query(**q)
         solver = _NormSolver(oracle, query)
-        found, value = solver._improve_locally(start.copy(), query.value(start))
+        found, value = first_incumbent_minus(solver, start.copy(), query.value(start))
         assert oracle.space.contains(found) and query.restrictions.admits(found)
         assert value == query.value(found) >= query.value(start)
         assert solver.stats.extra["local_checks"] < 200

@@ -13,6 +13,7 @@ from instances import oracle_and_actions
 
 import cmab_milp as cm
 from cmab_milp.oracles.norm import solver as norm_solver
+from cmab_milp.oracles.norm.starts.incumbents import ascend_from_uniform, first_incumbent_plus
 from cmab_milp.oracles.norm.starts.local_search import ascend, ascend_from_neighbours, improve_locally
 
 FAMILIES = ["cardinality", "partition", "spanning-trees", "paths-cyclic-undirected", "matchings-bipartite"]
@@ -151,7 +152,7 @@ def test_the_first_incumbent_reaches_the_optimum_where_one_ascent_does_not():
         mu, M, f = crew_like(rng, space.d)
         best = values_of(actions, mu, M, f).max()
         for name, oracle in oracles.items():
-            _, value = norm_solver.NormSolver(oracle, oracle.norm_query(mu, M, f))._first_incumbent_plus()
+            _, value = first_incumbent_plus(norm_solver.NormSolver(oracle, oracle.norm_query(mu, M, f)))
             hits[name] += value >= best - 1e-9 * (1 + abs(best))
     assert hits["full"] > hits["plain"]  # measured: 12 against 9
     assert hits["full"] >= 11
@@ -180,9 +181,9 @@ def test_the_uniform_start_is_feasible_valued_exactly_and_skipped_without_curvat
         mu, M, f = crew_like(rng, oracle.d)
         res = {} if k % 2 == 0 else {"exclude": [int(rng.integers(oracle.d))]}
         query = oracle.norm_query(mu, M, f, **res)
-        action, value = norm_solver.NormSolver(oracle, query)._ascend_from_uniform()
+        action, value = ascend_from_uniform(norm_solver.NormSolver(oracle, query))
         assert oracle.space.contains(action) and query.restrictions.admits(action)
         best = values_of(actions[[query.restrictions.admits(a) for a in actions]], mu, M, f).max()
         assert value == query.value(action) <= best + 1e-9 * (1 + abs(best))
     flat = oracle.norm_query(np.ones(oracle.d), -np.eye(oracle.d), 1.0)  # x @ M @ x < 0: no gradient step
-    assert norm_solver.NormSolver(oracle, flat)._ascend_from_uniform() == (None, -np.inf)
+    assert ascend_from_uniform(norm_solver.NormSolver(oracle, flat)) == (None, -np.inf)

@@ -43,7 +43,7 @@ root's relaxed points), and a node whose free arms shrank takes the root's form 
 ``mu @ a + f sqrt(max(a @ M @ a, 0))``, and the bounds are made on :func:`psd_majorant`'s ``P`` (PSD, with
 ``a @ P @ a >= max(a @ M @ a, 0)`` on 0/1 points), while every action is valued on ``M``.
 
-Where it runs (:meth:`~.solver.NormSolver._plus_branch_applies`): spaces with a combinatorial linear oracle whose MILP
+Where it runs (:data:`~.branch.method.PLUS_BRANCH`): spaces with a combinatorial linear oracle whose MILP
 needs lazy cuts (spanning trees, forests) or matchings (general ones on the fractional matching polytope of
 :mod:`.branch.minus`); elsewhere the outer approximation's compact MILPs serve (the bound is loose when actions hold
 few of many arms).

@@ -51,20 +51,17 @@ array([0, 0, 1, 1])
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from ...backends.highs_model import CompiledModel
 from ...core.base import OracleError
-from ..cuts import Exclusions
+from ..cuts import Exclusions, separate_at_relaxations
+from ..gradient import well_scaled
+from ..method import Answer, NormContext
 from ..scaling import proven
+from ..starts.incumbents import first_incumbent_minus
 
-#: The :class:`~cmab_milp.oracles.norm.solver.NormSolver` running the query (not imported: the solver imports
-#: this module).
-NormSolver = Any
-
-__all__ = ["Disaggregated", "outer_approximation", "square_root_rows"]
+__all__ = ["MINUS_OUTER", "Disaggregated", "MinusOuter", "outer_approximation", "square_root_rows"]
 
 #: LP rounds of tangent rows at relaxation points before the first MILP.
 _ROOT_ROUNDS = 40
@@ -146,23 +143,38 @@ class Disaggregated:
 
     def separate(self, rounds: int) -> None:
         """Tangents at LP-relaxation points where ``t_k < y_k^2 / s``, up to ``rounds`` LP solves."""
-        model = self.model
-        with model.options({"solve_relaxation": True}):
-            for _ in range(rounds):
-                x = model.run_relaxation()
-                if x is None:
-                    return
-                s = x[self.s]
-                if s <= 0.0:
-                    return
-                y, t = x[self.y], x[self.t]
-                bad = np.flatnonzero(t < y * y / s - _VIOLATION * s)
-                if not len(bad) or not self.add(bad, y[bad] / s):
-                    return
+
+        def cut(x: np.ndarray) -> bool:
+            s = x[self.s]
+            if s <= 0.0:
+                return False
+            y, t = x[self.y], x[self.t]
+            bad = np.flatnonzero(t < y * y / s - _VIOLATION * s)
+            return bool(len(bad)) and bool(self.add(bad, y[bad] / s))
+
+        separate_at_relaxations(self.model, rounds, cut)
+
+
+class MinusOuter:
+    """Sign -1 by disaggregated tangents (``tuning.minus_outer``, i.e. ``tuning.norm.minus_outer.enabled``) for a
+    positive semidefinite ``M`` on a well scaled query, after :data:`~.linear.LINEAR_BOUND`."""
+
+    name = "outer-approximation"
+
+    def applies(self, context: NormContext) -> bool:
+        q = context.query
+        enabled = context.tuning.norm.minus_outer.enabled and well_scaled(q) and len(context.arms)
+        return bool(enabled) and square_root_rows(q.M, context.arms) is not None
+
+    def run(self, context: NormContext) -> Answer:
+        lin, top = context.linear.action, context.linear.top
+        best, best_value = first_incumbent_minus(context, lin, context.query.value(lin))
+        R = square_root_rows(context.query.M, context.arms)  # (again: a method holds no query's state)
+        return outer_approximation(context, context.model, R, top, best, best_value, [lin])
 
 
 def outer_approximation(
-    solver: NormSolver,
+    solver: NormContext,
     model: CompiledModel,
     R: np.ndarray,
     top: float,
@@ -192,7 +204,7 @@ def outer_approximation(
     solves = 0
     for _ in range(_MAX_SOLVES):
         solves += 1
-        found = solver._solve(model, excluded.start(best))
+        found = solver.solve(model, excluded.start(best))
         if found is None:  # nothing left in the window
             bound = best_value
             break
@@ -210,3 +222,6 @@ def outer_approximation(
         raise OracleError("norm outer approximation (sign -1) did not converge")
     solver.stats.extra.update(oa_solves=solves, tangents=cone.tangents, components=cone.k, excluded=excluded.count)
     return best, max(bound, best_value)
+
+
+MINUS_OUTER = MinusOuter()

@@ -7,10 +7,11 @@ MILP's bound is an upper bound on every action with ``L >= delta``; each incumbe
 ``L`` until that bound meets the best true value. ``sqrt`` has an infinite slope at 0, so the model is restricted
 to ``L >= delta`` (``delta`` a small fraction of the largest ``L``); actions with ``L < delta`` are worth at most
 ``mu @ a + f sqrt(delta)`` and are covered by listing the best actions by ``mu @ a`` with no-good cuts
-(:meth:`OuterPlus._best_near_zero`) until that bound is beaten. The first incumbent
-(:mod:`.starts.incumbents`) is valued exactly before the first MILP (its tangent goes in). These MILPs run without
-HiGHS's presolve (``tuning.plus_presolve``). Gaps left by solver noise are closed by setting exactly valued
-actions aside (:class:`~.cuts.Exclusions`).
+(:func:`best_near_zero`) until that bound is beaten. The first incumbent
+(:func:`~.starts.incumbents.first_incumbent_plus`) is valued exactly before the first MILP (its tangent goes in).
+These MILPs run without HiGHS's presolve (``tuning.plus_presolve``, i.e. ``tuning.norm.plus_outer.presolve``).
+The last method of sign +1: it applies to every query (:data:`OUTER_PLUS`). Gaps left by solver noise are closed by
+setting exactly valued actions aside (:class:`~.cuts.Exclusions`).
 
 Example
 -------
@@ -31,8 +32,10 @@ from ...backends.highs_model import CompiledModel
 from ...core.base import OracleError
 from ..cuts import Exclusions, add_no_good
 from ..lifting import Lifted
+from ..method import Answer, NormContext
+from ..starts.incumbents import first_incumbent_plus
 
-__all__ = ["OuterPlus"]
+__all__ = ["OUTER_PLUS", "OuterPlus", "best_near_zero"]
 
 #: Outer-approximation iterations before the query is declared unproven.
 _MAX_OA_ITERATIONS = 200
@@ -43,95 +46,108 @@ _DELTA_FRACTION = 1e-6
 
 
 class OuterPlus:
-    """Sign +1's outer approximation, a method of :class:`~.solver.NormSolver` (a mixin)."""
+    """Sign +1's outer approximation (module docstring): every query, on the thread's norm model."""
 
-    def _outer_plus(self, model: CompiledModel) -> tuple[np.ndarray | None, float]:
-        """The outer approximation of sign +1 (module docstring) with the options of :meth:`_maximise_plus`."""
-        q = self.query
-        delta = _DELTA_FRACTION * self.l_hi
-        lift = Lifted.glover_upper(model, self, l_bounds=(delta, self.l_hi))
-        root_hi = np.sqrt(self.l_hi)
-        model.set_col_bounds(lift.s, 0.0, q.f * root_hi)
-        model.set_col_cost(lift.s, 1.0)
-        tangents: set[float] = set()
+    name = "oa-quadratic-form"
 
-        def add_tangent(l0: float) -> None:
-            l0 = max(l0, delta)
-            if l0 in tangents:
-                return
-            tangents.add(l0)
-            r = np.sqrt(l0)
-            model.add_rows_fixed(
-                [-np.inf], [q.f * r / 2], np.array([lift.s, lift.L]), np.array([1.0, -0.5 * q.f / r]), 2
-            )
+    def applies(self, context: NormContext) -> bool:
+        return True
 
-        add_tangent(self.l_hi)
-        add_tangent(delta)
-        best, best_value = self._first_incumbent_plus()
-        if best is not None:  # the first MILP values the incumbent exactly: one OA round fewer
-            add_tangent(self.quadratic_form(best))
-        self._space_cuts(model)
-        bound = -np.inf
-        excluded = Exclusions(self)
-        for _ in range(_MAX_OA_ITERATIONS):
-            found = self._solve(model, excluded.start(best))
-            if found is None:  # no action left with L >= delta
-                bound = -np.inf
-                break
-            action, result = found
-            value = q.value(action)
-            if value > best_value:
-                best, best_value = action, value
-            bound = result.bound
-            if self.settled(bound, best_value, 1.0 / self.value_scale):
-                break
-            l_true = self.quadratic_form(action)
-            if max(l_true, delta) in tangents:
-                # The model already values this action at its true index (up to the
-                # solver's tolerances), so the gap is noise: set it aside, exactly valued.
-                excluded.add(model, action)
-                continue
-            add_tangent(l_true)
-        else:
-            raise OracleError("norm outer approximation did not converge")
-        self.stats.extra["excluded"] = excluded.count
-        self.stats.extra["tangents"] = len(tangents)
-        # actions with L < delta: worth at most mu @ a + f sqrt(delta)
-        self._clear_lift(model, lift)
-        slack = q.f * np.sqrt(delta)
-        low_best, low_value, low_bound = self._best_near_zero(model, slack, best_value)
-        if low_value > best_value:
-            best, best_value = low_best, low_value
-        return best, max(bound, low_bound, best_value)
+    def run(self, context: NormContext) -> Answer:
+        model = context.model
+        with model.options({} if context.tuning.norm.plus_outer.presolve else {"presolve": "off"}):
+            return _outer_plus(context, model)
 
-    def _clear_lift(self, model: CompiledModel, lift: Lifted) -> None:
-        """Drop the lifted columns and rows (cuts found meanwhile stay)."""
-        model.delete_rows(lift.first_row, lift.last_row)
-        model.delete_cols(lift.first_col, lift.s + 1)
 
-    def _best_near_zero(
-        self, model: CompiledModel, slack: float, incumbent: float
-    ) -> tuple[np.ndarray | None, float, float]:
-        """Best true value among actions with ``mu @ a + slack > incumbent``.
+def _outer_plus(context: NormContext, model: CompiledModel) -> Answer:
+    q, stats = context.query, context.stats
+    delta = _DELTA_FRACTION * context.l_hi
+    lift = Lifted.glover_upper(model, context, l_bounds=(delta, context.l_hi))
+    root_hi = np.sqrt(context.l_hi)
+    model.set_col_bounds(lift.s, 0.0, q.f * root_hi)
+    model.set_col_cost(lift.s, 1.0)
+    tangents: set[float] = set()
 
-        Lists actions by decreasing ``mu @ a`` (no-good cuts) until the next one
-        cannot beat the incumbent even with the full ``slack``. Returns the best
-        listed action, its value, and an upper bound for the unlisted ones.
-        """
-        q = self.query
-        best, best_value = None, -np.inf
-        for _ in range(_MAX_NO_GOODS):
-            found = self._solve(model)
-            if found is None:
-                return best, best_value, -np.inf
-            action, result = found
-            value = q.value(action)
-            if value > best_value:
-                best, best_value = action, value
-            top = result.bound + slack
-            level = max(incumbent, best_value)
-            if self.settled(top, level, 1.0 / self.value_scale):
-                return best, best_value, top
-            self.stats.extra["no_goods"] = self.stats.extra.get("no_goods", 0) + 1
-            add_no_good(model, self.arms, action)
-        raise OracleError("too many near-zero quadratic forms to certify the norm answer")
+    def add_tangent(l0: float) -> None:
+        l0 = max(l0, delta)
+        if l0 in tangents:
+            return
+        tangents.add(l0)
+        r = np.sqrt(l0)
+        model.add_rows_fixed([-np.inf], [q.f * r / 2], np.array([lift.s, lift.L]), np.array([1.0, -0.5 * q.f / r]), 2)
+
+    add_tangent(context.l_hi)
+    add_tangent(delta)
+    best, best_value = first_incumbent_plus(context)
+    if best is not None:  # the first MILP values the incumbent exactly: one OA round fewer
+        add_tangent(context.quadratic_form(best))
+    context.space_cuts(model)
+    bound = -np.inf
+    excluded = Exclusions(context)
+    for _ in range(_MAX_OA_ITERATIONS):
+        found = context.solve(model, excluded.start(best))
+        if found is None:  # no action left with L >= delta
+            bound = -np.inf
+            break
+        action, result = found
+        value = q.value(action)
+        if value > best_value:
+            best, best_value = action, value
+        bound = result.bound
+        if context.settled(bound, best_value, 1.0 / context.value_scale):
+            break
+        l_true = context.quadratic_form(action)
+        if max(l_true, delta) in tangents:
+            # The model already values this action at its true index (up to the
+            # solver's tolerances), so the gap is noise: set it aside, exactly valued.
+            excluded.add(model, action)
+            continue
+        add_tangent(l_true)
+    else:
+        raise OracleError("norm outer approximation did not converge")
+    stats.extra["excluded"] = excluded.count
+    stats.extra["tangents"] = len(tangents)
+    # actions with L < delta: worth at most mu @ a + f sqrt(delta)
+    _clear_lift(model, lift)
+    slack = q.f * np.sqrt(delta)
+    low_best, low_value, low_bound = best_near_zero(context, model, slack, best_value)
+    if low_value > best_value:
+        best, best_value = low_best, low_value
+    return best, max(bound, low_bound, best_value)
+
+
+def _clear_lift(model: CompiledModel, lift: Lifted) -> None:
+    """Drop the lifted columns and rows (cuts found meanwhile stay)."""
+    model.delete_rows(lift.first_row, lift.last_row)
+    model.delete_cols(lift.first_col, lift.s + 1)
+
+
+def best_near_zero(
+    context: NormContext, model: CompiledModel, slack: float, incumbent: float
+) -> tuple[np.ndarray | None, float, float]:
+    """Best true value among actions with ``mu @ a + slack > incumbent``.
+
+    Lists actions by decreasing ``mu @ a`` (no-good cuts) until the next one
+    cannot beat the incumbent even with the full ``slack``. Returns the best
+    listed action, its value, and an upper bound for the unlisted ones.
+    """
+    q = context.query
+    best, best_value = None, -np.inf
+    for _ in range(_MAX_NO_GOODS):
+        found = context.solve(model)
+        if found is None:
+            return best, best_value, -np.inf
+        action, result = found
+        value = q.value(action)
+        if value > best_value:
+            best, best_value = action, value
+        top = result.bound + slack
+        level = max(incumbent, best_value)
+        if context.settled(top, level, 1.0 / context.value_scale):
+            return best, best_value, top
+        context.stats.extra["no_goods"] = context.stats.extra.get("no_goods", 0) + 1
+        add_no_good(model, context.arms, action)
+    raise OracleError("too many near-zero quadratic forms to certify the norm answer")
+
+
+OUTER_PLUS = OuterPlus()

@@ -70,14 +70,16 @@ Measured figures and the ideas tried: ``docs/performance.md``, "Norm queries".
 
 Example
 -------
+The search alone (:mod:`.method` runs it for the ``highs`` backend), on ``L <= 3`` (no path has more edges):
+
+>>> import time
 >>> import networkx as nx
 >>> import cmab_milp as cm
->>> from cmab_milp.oracles.norm.solver import last_stats
 >>> space = cm.STPaths(nx.cycle_graph(5), 0, 2)  # 0-1-2 or 0-4-3-2
->>> oracle = cm.make_oracle(space, "highs")
->>> mu, M = np.array([0.5, 0.1, 0.5, 0.6, 0.6]), np.eye(5)
->>> oracle.argmax_norm(mu, M, 0.1, sign=-1).astype(int).tolist(), last_stats(oracle).method
-([0, 1, 0, 1, 1], 'branch-path-lp')
+>>> query = cm.make_oracle(space, "enumerate").norm_query(np.array([0.5, 0.1, 0.5, 0.6, 0.6]), np.eye(5), 0.1, -1)
+>>> best, value, bound = PathBranch(space, query, np.arange(5), 3.0, None, time.perf_counter).run(None, -np.inf)
+>>> best.astype(int).tolist(), bool(value <= bound <= value + 1e-9)
+([0, 1, 0, 1, 1], True)
 """
 
 from __future__ import annotations

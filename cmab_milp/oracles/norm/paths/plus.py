@@ -40,16 +40,7 @@ ever closes).
 
 Measured figures and the ideas tried: ``docs/performance.md``, "Norm queries".
 
-Example
--------
->>> import networkx as nx
->>> import cmab_milp as cm
->>> from cmab_milp.oracles.norm.solver import last_stats
->>> space = cm.STPaths(nx.cycle_graph(5), 0, 2)  # 0-1-2 or 0-4-3-2
->>> oracle = cm.make_oracle(space, "highs")
->>> mu, M = np.array([0.5, 0.1, 0.5, 0.6, 0.6]), np.eye(5)
->>> oracle.argmax_norm(mu, M, 1.0, sign=1).astype(int).tolist(), last_stats(oracle).method
-([0, 1, 0, 1, 1], 'branch-path-concave')
+Example: both signs' path searches through the ``highs`` backend, :mod:`.method`.
 """
 
 from __future__ import annotations

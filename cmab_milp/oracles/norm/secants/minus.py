@@ -30,10 +30,12 @@ from ...core.base import OracleError
 from ..cuts import ConvexCuts, Exclusions
 from ..gradient import GradientCuts, positive_definite, well_scaled
 from ..lifting import Lifted
+from ..method import Answer, NormContext
 from ..scaling import proven
+from ..starts.incumbents import first_incumbent_minus
 from .pieces import PiecewiseSqrt, sqrt_grid, window_top
 
-__all__ = ["SecantsMinus"]
+__all__ = ["SECANTS_MINUS", "SecantsMinus"]
 
 #: MILP solves of the piecewise-secant method (sign -1) before the query is declared unproven.
 _MAX_SECANT_SOLVES = 500
@@ -52,74 +54,89 @@ _SPACE_CUT_PASSES = 3
 
 
 class SecantsMinus:
-    """Sign -1's piecewise secants, a method of :class:`~.solver.NormSolver` (a mixin)."""
+    """Sign -1's piecewise secants (module docstring), after :data:`~.linear.LINEAR_BOUND`: the last method of
+    sign -1, it applies to every query."""
 
-    def _secants_minus(
-        self, model: CompiledModel, lin: np.ndarray, top: float, best: np.ndarray, best_value: float
-    ) -> tuple[np.ndarray | None, float]:
-        """The secant MILPs from the incumbent ``best`` (``lin``: the linear argmax; ``top``: no action's
-        ``mu @ a`` exceeds it)."""
-        q, f = self.query, self.query.f
-        lo = min(self.l_lo, 0.0)
-        lift = Lifted.glover(model, self, l_bounds=(lo, self.l_hi))
-        convex = ConvexCuts(self, side=-1, rounds=min(_CONVEX_ROUNDS, len(self.arms)))
-        w = lift.s  # the model's -f sqrt(L): capped by the secants and the gradient cuts
-        model.set_col_cost(w, 1.0)
-        gradient = GradientCuts(q.M, self.arms, f) if well_scaled(q) and positive_definite(q.M, self.arms) else None
-        if gradient is not None:
-            gradient.add(model, w, lin)
-            gradient.add(model, w, best)
-        excluded = Exclusions(self)
-        points = {self.quadratic_form(lin), self.quadratic_form(best)}  # breakpoints when in the window
-        secants: PiecewiseSqrt | None = None
-        least = (f / _MAX_SLOPE) ** 2  # no breakpoint in (0, least): slopes stay above -_MAX_SLOPE
-        bound = best_value
-        solves = 0
-        for _ in range(_MAX_SECANT_SOLVES):
-            if secants is None:  # (re)build the secants on the incumbent's window
-                hi = window_top(self.l_hi, top, best_value, f)
-                if hi <= lo:  # no action can beat the incumbent
-                    break
-                model.set_col_bounds(lift.L, lo, hi)
-                grid = sqrt_grid(lo, hi, _SECANT_PIECES, points, least)
-                secants = PiecewiseSqrt(model, lift.L, f, grid, least, link=w)
-                if solves == 0:
-                    convex.separate(model, lift.L)
-                    if gradient is not None:
-                        gradient.separate(model, w, _GRADIENT_ROUNDS)
-                    for _ in range(_SPACE_CUT_PASSES):  # the space's rows and the norm's, in turn
-                        if not self._space_cuts(model) or gradient is None:
-                            break
-                        gradient.separate(model, w, _GRADIENT_ROUNDS)
-            solves += 1
-            found = self._solve(model, excluded.start(best))
-            if found is None:  # no action left in the window
-                bound = best_value
+    name = "secants-quadratic-form"
+
+    def applies(self, context: NormContext) -> bool:
+        return True
+
+    def run(self, context: NormContext) -> Answer:
+        lin, top = context.linear.action, context.linear.top
+        best, best_value = first_incumbent_minus(context, lin, context.query.value(lin))
+        return _secants(context, context.model, lin, top, best, best_value)
+
+
+def _secants(
+    context: NormContext, model: CompiledModel, lin: np.ndarray, top: float, best: np.ndarray, best_value: float
+) -> Answer:
+    """The secant MILPs from the incumbent ``best`` (``lin``: the linear argmax; ``top``: no action's ``mu @ a``
+    exceeds it)."""
+    q, f = context.query, context.query.f
+    lo = min(context.l_lo, 0.0)
+    lift = Lifted.glover(model, context, l_bounds=(lo, context.l_hi))
+    convex = ConvexCuts(context, side=-1, rounds=min(_CONVEX_ROUNDS, len(context.arms)))
+    w = lift.s  # the model's -f sqrt(L): capped by the secants and the gradient cuts
+    model.set_col_cost(w, 1.0)
+    gradient = GradientCuts(q.M, context.arms, f) if well_scaled(q) and positive_definite(q.M, context.arms) else None
+    if gradient is not None:
+        gradient.add(model, w, lin)
+        gradient.add(model, w, best)
+    excluded = Exclusions(context)
+    points = {context.quadratic_form(lin), context.quadratic_form(best)}  # breakpoints when in the window
+    secants: PiecewiseSqrt | None = None
+    least = (f / _MAX_SLOPE) ** 2  # no breakpoint in (0, least): slopes stay above -_MAX_SLOPE
+    bound = best_value
+    solves = 0
+    for _ in range(_MAX_SECANT_SOLVES):
+        if secants is None:  # (re)build the secants on the incumbent's window
+            hi = window_top(context.l_hi, top, best_value, f)
+            if hi <= lo:  # no action can beat the incumbent
                 break
-            action, result = found
-            value = q.value(action)
-            bound = result.bound  # the secants' constant is in their link row
-            improved = value > best_value
-            if improved:
-                best, best_value = action, value
-            if self.settled(bound, best_value):
-                break
-            l_star = self.quadratic_form(action)
-            points.add(l_star)
-            if proven(value + f * secants.overshoot(l_star), value) or not secants.can_split(l_star):
-                # The secants value this action at its true index (up to the tolerance), so
-                # the gap is solver noise: set it aside, exactly valued, and solve again.
-                excluded.add(model, action)
-            elif improved:  # a better incumbent narrows the window: rebuild the secants
-                secants.remove()
-                secants = None
-            else:
-                secants.add_point(l_star)
+            model.set_col_bounds(lift.L, lo, hi)
+            grid = sqrt_grid(lo, hi, _SECANT_PIECES, points, least)
+            secants = PiecewiseSqrt(model, lift.L, f, grid, least, link=w)
+            if solves == 0:
+                convex.separate(model, lift.L)
+                if gradient is not None:
+                    gradient.separate(model, w, _GRADIENT_ROUNDS)
+                for _ in range(_SPACE_CUT_PASSES):  # the space's rows and the norm's, in turn
+                    if not context.space_cuts(model) or gradient is None:
+                        break
+                    gradient.separate(model, w, _GRADIENT_ROUNDS)
+        solves += 1
+        found = context.solve(model, excluded.start(best))
+        if found is None:  # no action left in the window
+            bound = best_value
+            break
+        action, result = found
+        value = q.value(action)
+        bound = result.bound  # the secants' constant is in their link row
+        improved = value > best_value
+        if improved:
+            best, best_value = action, value
+        if context.settled(bound, best_value):
+            break
+        l_star = context.quadratic_form(action)
+        points.add(l_star)
+        if proven(value + f * secants.overshoot(l_star), value) or not secants.can_split(l_star):
+            # The secants value this action at its true index (up to the tolerance), so
+            # the gap is solver noise: set it aside, exactly valued, and solve again.
+            excluded.add(model, action)
+        elif improved:  # a better incumbent narrows the window: rebuild the secants
+            secants.remove()
+            secants = None
         else:
-            raise OracleError("norm piecewise secants over the quadratic form did not converge")
-        self.stats.extra["secant_solves"] = solves
-        self.stats.extra["excluded"] = excluded.count
-        self.stats.extra["convex_cuts"] = convex.cuts
-        self.stats.extra["gradient_cuts"] = 0 if gradient is None else gradient.cuts
-        self.stats.extra["pieces"] = 0 if secants is None else len(secants.points) - 1
-        return best, max(bound, best_value)
+            secants.add_point(l_star)
+    else:
+        raise OracleError("norm piecewise secants over the quadratic form did not converge")
+    context.stats.extra["secant_solves"] = solves
+    context.stats.extra["excluded"] = excluded.count
+    context.stats.extra["convex_cuts"] = convex.cuts
+    context.stats.extra["gradient_cuts"] = 0 if gradient is None else gradient.cuts
+    context.stats.extra["pieces"] = 0 if secants is None else len(secants.points) - 1
+    return best, max(bound, best_value)
+
+
+SECANTS_MINUS = SecantsMinus()
