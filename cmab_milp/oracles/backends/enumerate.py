@@ -29,7 +29,7 @@ from ...portable import gathered_sums
 from ...spaces.base import ActionSpace
 from ..core.base import Oracle
 from ..core.queries import LinearQuery, NormQuery
-from .enumerate_norm import PrefixTree
+from .enumerate_norm import FlatTable, PrefixTree, norm_screen
 
 __all__ = ["EnumerateOracle"]
 
@@ -52,7 +52,7 @@ class EnumerateOracle(Oracle):
         rows, cols = np.nonzero(self.actions)
         slot = np.arange(len(rows)) - np.repeat(np.r_[0, np.cumsum(sizes)[:-1]], sizes)
         self._index[rows, slot] = cols
-        self._tree: PrefixTree | None = None  # built at the first norm query
+        self._screen: PrefixTree | FlatTable | None = None  # built at the first norm query
 
     def _restricted(self, values: np.ndarray, query: LinearQuery | NormQuery) -> np.ndarray | None:
         """``values`` with ``-inf`` at the actions the restrictions rule out; ``None`` if none is left."""
@@ -153,13 +153,14 @@ class EnumerateOracle(Oracle):
     def _norm(self, query: NormQuery) -> np.ndarray | None:
         """The first action of largest portable value (linear part by :func:`gathered_sums`, :meth:`quadratic_forms`).
 
-        Screened by :class:`~.enumerate_norm.PrefixTree` (prefix sums, no BLAS); the actions its bound
+        Screened without BLAS (:func:`~.enumerate_norm.norm_screen`: prefix sums along the actions' tree, or
+        one gather on small tables); the actions the screen's bound
         cannot separate from the best are re-valued the portable way, so the answer is the same as valuing
         every action portably.
         """
-        if self._tree is None:
-            self._tree = PrefixTree(self._index, self.d)
-        values, bound = self._tree.screen(query.mu, query.M, query.f, query.sign)
+        if self._screen is None:
+            self._screen = norm_screen(self._index, self.d)
+        values, bound = self._screen.screen(query.mu, query.M, query.f, query.sign)
         if not math.isfinite(bound):  # magnitudes near overflow: value every action the portable way
             return self._best(self._portable_norm(query, None), query)
         values = self._restricted(values, query)

@@ -19,6 +19,10 @@ re-values, its own portable way, every action the bound cannot separate from the
 (``EnumerateOracle._norm``): the answer is the first action of largest portable value, as before,
 whatever the CPU or the BLAS kernel (none runs here).
 
+On small tables (a few hundred actions) the tree's numpy calls per depth cost more than its arithmetic:
+:class:`FlatTable` gathers every action's entries of ``mu`` and ``M`` at once instead, and
+:func:`norm_screen` picks between the two by the number of entries to gather.
+
 Example
 -------
 >>> import numpy as np
@@ -37,7 +41,7 @@ import math
 
 import numpy as np
 
-__all__ = ["PrefixTree"]
+__all__ = ["FlatTable", "PrefixTree", "norm_screen", "value_bound"]
 
 _EPS = float(np.finfo(float).eps)  # twice the unit roundoff: every bound below has a factor 2 to spare
 
@@ -122,26 +126,91 @@ class PrefixTree:
         forms = quad[self.node_of]
         values = lin[self.node_of]
         values += sign * f * np.sqrt(np.maximum(forms, 0.0))
-        return values, self._bound(mu, M, f, off)
-
-    def _bound(self, mu: np.ndarray, M: np.ndarray, f: float, off: bool) -> float:
-        """How far a screened value may be from the portable one (``0.0``: the same bits).
-
-        Both ``a @ M @ a`` are sums of the ``k^2 <= m^2`` entries of ``M`` on the action's arms (doubled
-        off the diagonal: exact), each by a summation tree of depth at most ``h = max(m^2, 2m) + 2``, so
-        each is within ``gamma_h * m^2 * max|M|`` of the exact sum and they differ by at most twice that,
-        ``D``. Clipping at 0 keeps the distance; ``|sqrt(x) - sqrt(y)| <= sqrt(|x - y|)``; ``sqrt``,
-        the product by ``f`` and the sum with the (identical) linear part round once each.
-        """
         if not off:
-            return 0.0
-        m = max(self.depth, 1)
-        top_M = float(np.abs(M).max(initial=0.0))
-        top_mu = float(np.abs(mu).max(initial=0.0))
-        if not math.isfinite(top_M * m * m * 4.0) or top_M > 1e290 or top_mu > 1e290 or f > 1e290:
-            return math.inf
-        h = max(m * m, 2 * m) + 2
-        gap = 2.0 * (h * _EPS / (1.0 - h * _EPS)) * m * m * top_M  # D
-        radius = f * math.sqrt(m * m * top_M + gap)
-        radial = f * math.sqrt(gap) * (1.0 + 4.0 * _EPS) + 4.0 * _EPS * radius
-        return radial * (1.0 + _EPS) + 2.0 * _EPS * (m * top_mu + radius)
+            return values, 0.0
+        return values, value_bound(self.depth, _largest(mu), _largest(M), f, quad_exact=False)
+
+
+class FlatTable:
+    """Every action's entries of ``mu`` and ``M`` gathered at once: a few numpy calls, for small tables.
+
+    On a few hundred actions the tree's calls per depth cost more than the arithmetic; one gather of
+    ``m^2 + m`` entries per action and two row sums cost about what a numpy enumeration does. The sums
+    are numpy's pairwise ones, not the portable order: :meth:`screen` bounds both parts (:func:`value_bound`).
+
+    >>> table = FlatTable(np.array([[3, 3], [0, 3], [0, 1], [1, 2]]), 3)
+    >>> values, bound = table.screen(np.array([1.0, 2.0, 4.0]), np.diag([1.0, 1.0, 4.0]), 1.0, 1)
+    >>> values.tolist(), 0.0 < bound < 1e-6
+    ([0.0, 2.0, 4.414213562373095, 8.23606797749979], True)
+    """
+
+    def __init__(self, index: np.ndarray, d: int):
+        index = np.asarray(index, dtype=np.intp)
+        self.d = d
+        self.depth = int((index < d).sum(axis=1).max(initial=0)) if index.size else 0
+        width = index.shape[1]
+        self._squares = width * width
+        self._matrix = (d + 1) * (d + 1)  # a padded (d+1) x (d+1) M, then a padded mu, in one vector
+        pairs = (index[:, :, None] * (d + 1) + index[:, None, :]).reshape(len(index), -1)
+        self._gather = np.concatenate([pairs, self._matrix + index], axis=1)
+
+    def screen(self, mu: np.ndarray, M: np.ndarray, f: float, sign: int) -> tuple[np.ndarray, float]:
+        """Every row's value and how far it may be from the portable value (see :meth:`PrefixTree.screen`)."""
+        d = self.d
+        entries = np.zeros(self._matrix + d + 1)
+        entries[: self._matrix].reshape(d + 1, d + 1)[:d, :d] = M
+        entries[self._matrix : self._matrix + d] = mu
+        gathered = entries[self._gather]
+        forms = gathered[:, : self._squares].sum(axis=1)
+        values = gathered[:, self._squares :].sum(axis=1)
+        values += sign * f * np.sqrt(np.maximum(forms, 0.0))
+        top = _largest(entries)  # of mu and M both
+        return values, value_bound(self.depth, top, top, f, quad_exact=False, linear_exact=False)
+
+
+def norm_screen(index: np.ndarray, d: int, flat_entries: int = 15_000) -> PrefixTree | FlatTable:
+    """The cheaper screen for a padded index table: :class:`FlatTable` up to ``flat_entries`` gathered entries.
+
+    >>> type(norm_screen(np.array([[0, 1], [1, 2]]), 3)).__name__
+    'FlatTable'
+    """
+    width = np.asarray(index).shape[1]
+    if len(index) * (width * width + width) <= flat_entries:
+        return FlatTable(index, d)
+    return PrefixTree(index, d)
+
+
+def value_bound(m: int, top_mu: float, top_M: float, f: float, quad_exact: bool, linear_exact: bool = True) -> float:
+    """How far a screened value may be from the portable one (``0.0``: the same bits; ``inf``: near overflow).
+
+    Both ``a @ M @ a`` are sums of the ``k^2 <= m^2`` entries of ``M`` on the action's arms (doubled
+    off the diagonal: exact), each by a summation tree of depth at most ``h = max(m^2, 2m) + 2``, so
+    each is within ``gamma_h * m^2 * max|M|`` of the exact sum and they differ by at most twice that,
+    ``D``. Clipping at 0 keeps the distance; ``|sqrt(x) - sqrt(y)| <= sqrt(|x - y|)``; ``sqrt``,
+    the product by ``f`` and the sum with the linear part round once each. A linear part summed in
+    another order than arm order adds ``2 gamma_h m max|mu|``.
+
+    ``m`` is the most arms in an action, ``top_mu`` and ``top_M`` (at least) the largest ``|mu_i|`` and ``|M_ij|``.
+
+    >>> value_bound(3, 1.0, 1.0, 1.0, quad_exact=True)
+    0.0
+    >>> 0.0 < value_bound(3, 1.0, 1.0, 1.0, quad_exact=False) < 1e-6
+    True
+    """
+    if quad_exact and linear_exact:
+        return 0.0
+    m = max(m, 1)
+    if top_M > 1e290 or top_mu > 1e290 or f > 1e290:
+        return math.inf
+    h = max(m * m, 2 * m) + 2
+    gamma = h * _EPS / (1.0 - h * _EPS)
+    gap = 0.0 if quad_exact else 2.0 * gamma * m * m * top_M  # D
+    radius = f * math.sqrt(m * m * top_M + gap)
+    radial = f * math.sqrt(gap) * (1.0 + 4.0 * _EPS) + 4.0 * _EPS * radius
+    linear = 0.0 if linear_exact else 2.0 * gamma * m * top_mu
+    return (radial + linear) * (1.0 + _EPS) + 2.0 * _EPS * (m * top_mu + radius)
+
+
+def _largest(values: np.ndarray) -> float:
+    """The largest ``|value|`` (``0.0`` for none)."""
+    return float(np.abs(values).max(initial=0.0))

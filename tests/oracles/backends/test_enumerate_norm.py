@@ -9,7 +9,7 @@ import pytest
 import cmab_milp as cm
 from cmab_milp.oracles import norm_objective
 from cmab_milp.oracles.backends.enumerate import EnumerateOracle
-from cmab_milp.oracles.backends.enumerate_norm import PrefixTree
+from cmab_milp.oracles.backends.enumerate_norm import FlatTable, PrefixTree
 
 SPACES = {
     "cardinality": lambda: cm.Cardinality(9, 4),
@@ -97,11 +97,15 @@ def _symmetric(d: int, rng: np.random.Generator, kind: int) -> np.ndarray:
     return (B @ B.T) / d * 10.0 ** rng.uniform(-4, 3)
 
 
+SCREENS = {"tree": PrefixTree, "flat": FlatTable}
+
+
+@pytest.mark.parametrize("screen", list(SCREENS))
 @pytest.mark.parametrize("family", list(TREE_SPACES))
-def test_tree_values_are_within_their_bound_of_the_portable_values(family: str) -> None:
+def test_screened_values_are_within_their_bound_of_the_portable_values(family: str, screen: str) -> None:
     space = TREE_SPACES[family]()
     oracle = EnumerateOracle(space)
-    tree = PrefixTree(oracle._index, space.d)
+    tree = SCREENS[screen](oracle._index, space.d)
     rng = np.random.default_rng(5)
     for kind in range(3):
         mu, M = rng.normal(size=space.d), _symmetric(space.d, rng, kind)
@@ -125,10 +129,12 @@ def test_a_diagonal_matrix_gives_the_portable_bits_with_a_zero_bound(family: str
     assert np.array_equal(values, _portable_values(oracle, mu, M, 1.3, -1))
 
 
+@pytest.mark.parametrize("screen", list(SCREENS))
 @pytest.mark.parametrize("family", list(TREE_SPACES))
-def test_answers_are_the_first_action_of_largest_portable_value(family: str) -> None:
+def test_answers_are_the_first_action_of_largest_portable_value(family: str, screen: str) -> None:
     space = TREE_SPACES[family]()
     oracle = cm.make_oracle(space, "enumerate")
+    oracle._screen = SCREENS[screen](oracle._index, space.d)
     rng = np.random.default_rng(7)
     for trial in range(12):
         mu = np.round(rng.uniform(-1, 1, space.d) * 4) / 4 if trial % 2 else rng.normal(size=space.d)
@@ -141,19 +147,20 @@ def test_answers_are_the_first_action_of_largest_portable_value(family: str) -> 
         assert np.array_equal(got, expected), trial
 
 
-def test_any_screen_within_its_bound_gives_the_same_answers(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The settling does not trust the tree's last bits: noise up to the bound changes no answer."""
+@pytest.mark.parametrize("screen", list(SCREENS))
+def test_any_screen_within_its_bound_gives_the_same_answers(monkeypatch: pytest.MonkeyPatch, screen: str) -> None:
+    """The settling does not trust the screen's last bits: noise up to the bound changes no answer."""
     space = cm.Cardinality(9, 4)
     plain, noisy = cm.make_oracle(space, "enumerate"), cm.make_oracle(space, "enumerate")
-    noisy._tree = PrefixTree(noisy._index, space.d)
-    screen = noisy._tree.screen
+    noisy._screen = SCREENS[screen](noisy._index, space.d)
+    screen_values = noisy._screen.screen
     rng = np.random.default_rng(8)
 
     def shaken(mu, M, f, sign):
-        values, bound = screen(mu, M, f, sign)
+        values, bound = screen_values(mu, M, f, sign)
         return values + rng.uniform(-bound, bound, len(values)), bound
 
-    monkeypatch.setattr(noisy._tree, "screen", shaken)
+    monkeypatch.setattr(noisy._screen, "screen", shaken)
     for trial in range(40):
         mu = np.round(rng.uniform(-1, 1, 9) * 2) / 2  # many exact ties
         M = _symmetric(9, rng, trial % 2)
@@ -166,6 +173,7 @@ def test_magnitudes_near_overflow_are_valued_the_portable_way() -> None:
     mu = np.array([1e300, -1e300, 2.0, 3.0, 1e299, 0.0])
     M = np.full((6, 6), 1e295) + np.eye(6)
     assert PrefixTree(oracle._index, 6).screen(mu, M, 1.0, 1)[1] == np.inf
+    assert FlatTable(oracle._index, 6).screen(mu, M, 1.0, 1)[1] == np.inf
     values = _portable_values(oracle, mu, M, 1.0, 1)
     assert np.array_equal(oracle.argmax_norm(mu, M, 1.0), oracle.actions[int(np.argmax(values))])
 
