@@ -5,9 +5,10 @@ Linear values are one matrix-vector product (BLAS: fast, but its last bits depen
 kernel), so the answer is settled on the actions within the product's rounding bound of the best,
 re-valued with :func:`cmab_milp.portable.gathered_sums` (arm order, left to right): the answer is
 then the first action of largest portable value, the same on every machine (see ``_best``).
-Quadratic forms use the index table (``n x m x m`` gathers of ``M`` instead of ``n x d x d``
-products, and ``n x m`` when ``M`` is diagonal, as ESCB's and a diagonal covariance's are: the
-off-diagonal terms are zeros), summed by numpy's own fixed-order reductions.
+Norm queries are screened without BLAS by prefix sums along the actions' prefix tree
+(:mod:`~cmab_milp.oracles.backends.enumerate_norm`), then settled on the portable values: the linear
+part summed in arm order and :meth:`EnumerateOracle.quadratic_forms` (the index table: ``n x m x m``
+gathers of ``M``, ``n x m`` when ``M`` is diagonal, summed by numpy's own fixed-order reductions).
 
 Example
 -------
@@ -29,6 +30,7 @@ from ...spaces.base import ActionSpace
 from ..core.base import Oracle
 from ..core.capabilities import Capabilities
 from ..core.queries import LinearQuery, NormQuery
+from .enumerate_norm import FlatTable, PrefixTree, norm_screen
 
 __all__ = ["EnumerateOracle"]
 
@@ -58,6 +60,16 @@ class EnumerateOracle(Oracle):
         rows, cols = np.nonzero(self.actions)
         slot = np.arange(len(rows)) - np.repeat(np.r_[0, np.cumsum(sizes)[:-1]], sizes)
         self._index[rows, slot] = cols
+        self._screen: PrefixTree | FlatTable | None = None  # built at the first norm query
+
+    def _restricted(self, values: np.ndarray, query: LinearQuery | NormQuery) -> np.ndarray | None:
+        """``values`` with ``-inf`` at the actions the restrictions rule out; ``None`` if none is left."""
+        mask = query.restrictions.mask(self.actions)
+        if mask is not None:
+            if not mask.any():
+                return None
+            values = np.where(mask, values, -np.inf)
+        return values if len(values) else None
 
     def _best(
         self,
@@ -79,12 +91,8 @@ class EnumerateOracle(Oracle):
         first portable argmax on every BLAS kernel. Without ``weights`` (a subclass's own values):
         the first argmax of ``values`` as given.
         """
-        mask = query.restrictions.mask(self.actions)
-        if mask is not None:
-            if not mask.any():
-                return None
-            values = np.where(mask, values, -np.inf)
-        if len(values) == 0:
+        values = self._restricted(values, query)
+        if values is None:
             return None
         best = int(np.argmax(values))
         if weights is None:
@@ -122,8 +130,8 @@ class EnumerateOracle(Oracle):
         padded[: self.d] = weights
         return gathered_sums(self._index, padded)
 
-    def quadratic_forms(self, M: np.ndarray) -> np.ndarray:
-        """``a @ M @ a`` for every enumerated action.
+    def quadratic_forms(self, M: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+        """``a @ M @ a`` for every enumerated action (or the actions ``rows``: the same bits as in the full array).
 
         A diagonal ``M`` takes ``m`` gathers an action instead of ``m^2``, summed in the same order
         (the terms left out are exact zeros), so the values are the same bits either way.
@@ -132,8 +140,10 @@ class EnumerateOracle(Oracle):
         >>> oracle = EnumerateOracle(cm.Cardinality(3, 2))
         >>> oracle.quadratic_forms(np.diag([1.0, 2.0, 4.0])).tolist()
         [0.0, 1.0, 2.0, 4.0, 3.0, 5.0, 6.0]
+        >>> oracle.quadratic_forms(np.ones((3, 3)), rows=np.array([1, 6])).tolist()
+        [1.0, 4.0]
         """
-        idx = self._index
+        idx = self._index if rows is None else self._index[rows]
         total = np.zeros(len(idx))
         diagonal = np.diagonal(M)
         if np.count_nonzero(M) == np.count_nonzero(diagonal):  # no entry off the diagonal
@@ -149,7 +159,36 @@ class EnumerateOracle(Oracle):
         return total
 
     def _norm(self, query: NormQuery) -> np.ndarray | None:
-        quad = self.quadratic_forms(query.M)
-        radius = query.sign * query.f * np.sqrt(np.maximum(quad, 0.0))  # numpy's own sums: portable
-        scale = float(np.abs(query.mu).max(initial=0.0))
-        return self._best(self._dense @ query.mu + radius, query, query.mu, scale, radius)
+        """The first action of largest portable value (linear part by :func:`gathered_sums`, :meth:`quadratic_forms`).
+
+        Screened without BLAS (:func:`~.enumerate_norm.norm_screen`: prefix sums along the actions' tree, or
+        one gather on small tables); the actions the screen's bound
+        cannot separate from the best are re-valued the portable way, so the answer is the same as valuing
+        every action portably.
+        """
+        if self._screen is None:
+            self._screen = norm_screen(self._index, self.d)
+        values, bound = self._screen.screen(query.mu, query.M, query.f, query.sign)
+        if not math.isfinite(bound):  # magnitudes near overflow: value every action the portable way
+            return self._best(self._portable_norm(query, None), query)
+        values = self._restricted(values, query)
+        if values is None:
+            return None
+        best = int(np.argmax(values))
+        if bound == 0.0:  # the portable values themselves (a diagonal M)
+            return self.actions[best].copy()
+        top = float(values[best])
+        slack = 2.0 * bound * (1.0 + 4.0 * _EPS) + 4.0 * _EPS * abs(top)
+        near = np.flatnonzero(values >= top - slack)
+        if len(near) == 1:  # the usual case: no other action near the best
+            return self.actions[best].copy()
+        portable = self._portable_norm(query, near)
+        return self.actions[int(near[int(np.argmax(portable))])].copy()
+
+    def _portable_norm(self, query: NormQuery, rows: np.ndarray | None) -> np.ndarray:
+        """The portable values of the actions ``rows`` (``None``: all), in their order."""
+        padded = np.zeros(self.d + 1)
+        padded[: self.d] = query.mu
+        index = self._index if rows is None else self._index[rows]
+        quad = self.quadratic_forms(query.M, rows)
+        return gathered_sums(index, padded) + query.sign * query.f * np.sqrt(np.maximum(quad, 0.0))

@@ -66,7 +66,9 @@ class AutoOracle(Oracle):
     enumerate_cap:
         Largest action count for which linear queries may be enumerated.
     norm_enumerate_cap:
-        Largest action count for which norm queries may be enumerated.
+        Largest action count for which norm queries may be enumerated (default 150,000: their prefix sums
+        answer ``Cardinality(20, 7)``'s 137,980 actions in about 7 ms, a HiGHS norm query takes 30 ms or more;
+        ``bench/enumerate_norm.py``).
     time_limit:
         Seconds per query, handed to every backend it routes to that takes one
         (a query past it raises :class:`~cmab_milp.oracles.core.base.LimitReached`).
@@ -102,7 +104,7 @@ class AutoOracle(Oracle):
         self,
         space: ActionSpace,
         enumerate_cap: int = 20_000,
-        norm_enumerate_cap: int = 60_000,
+        norm_enumerate_cap: int = 150_000,
         time_limit: float | None = None,
         plan_share: float = 0.25,
         norm_plan_share: float = 0.5,

@@ -26,7 +26,10 @@ from .auto_facts import QueryShape, SpaceFacts, cyclic_paths_base, enumeration_b
 __all__ = ["combinatorial_cost", "enumerate_cost", "highs_cost", "ortools_cost", "scip_cost"]
 
 # Seconds per query, fitted on bench/auto_dispatch.py (the fit and its figures: docs/performance.md).
-_ENUM_BASE, _ENUM_ENTRY, _ENUM_GATHER = 5e-6, 1.5e-9, 5e-9
+_ENUM_BASE, _ENUM_ENTRY = 5e-6, 1.5e-9
+# Norm queries walk the actions' prefix tree (oracles/backends/enumerate_norm.py): a few numpy calls a depth,
+# then about one node an action; fitted on bench/enumerate_norm.py (Cardinality, partition matroids, matchings).
+_ENUM_NORM_BASE, _ENUM_NORM_DEPTH, _ENUM_NORM_NODE = 2e-5, 1e-5, 2e-8
 _HIGHS_LP, _HIGHS_MILP, _HIGHS_PER_ENTRY = 1e-4, 3e-4, 5e-6
 _HIGHS_SIDE_MILP = 2e-3  # a MILP over a family plus side rules (budgets, conflicts, groups): measured 2e-3 to 7e-3 s
 _HIGHS_ROOT_ROUNDS = 0.012  # LP cut rounds before a MILP with fractional separators (trees, forests)
@@ -34,19 +37,25 @@ _HIGHS_NORM = 0.1  # an exact norm query on 30 arms (secants, cuts: many MILP so
 
 
 def enumerate_cost(space: ActionSpace, shape: QueryShape, facts: SpaceFacts) -> float:
-    """Brute force: a matrix-vector product over n actions; norm queries add ``n * m^2`` gathers."""
+    """Brute force: a matrix-vector product over n actions; norm queries walk the actions' prefix tree instead.
+
+    A norm query costs ``2e-5 + 1e-5 m`` seconds (the tree's depths) plus ``2e-8`` an action on top of the
+    linear query's per-entry cost (the tree keeps a row of ``d`` partial sums per inner node).
+    """
     d = facts.d
     per_action = _ENUM_ENTRY * (d + shape.include + shape.exclude + 2 * shape.forbid_pairs)
+    base = _ENUM_BASE
     if shape.kind == "norm":
-        per_action += _ENUM_GATHER  # at least one gather per action (m >= 1)
-    affordable = (facts.budget - _ENUM_BASE) / per_action if math.isfinite(facts.budget) else math.inf
+        per_action += _ENUM_NORM_NODE
+        base = _ENUM_NORM_BASE
+    affordable = (facts.budget - base) / per_action if math.isfinite(facts.budget) else math.inf
     limit = int(min(facts.caps[shape.kind], max(affordable, 0)))
     n = facts.count(limit)
     if n is None:
         return math.inf
-    m = facts.max_size()
-    gathers = _ENUM_GATHER * m * m if shape.kind == "norm" else 0.0
-    return _ENUM_BASE + n * (_ENUM_ENTRY * (d + shape.include + shape.exclude + 2 * shape.forbid_pairs) + gathers)
+    if shape.kind == "norm":
+        base += _ENUM_NORM_DEPTH * facts.max_size()
+    return base + n * per_action
 
 
 def highs_cost(space: ActionSpace, shape: QueryShape, facts: SpaceFacts) -> float:

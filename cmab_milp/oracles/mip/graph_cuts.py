@@ -180,9 +180,13 @@ def separate_connectivity_lp(space: Any, x: np.ndarray, s: int, t: int, directed
 
     # components of the edges above a threshold that hold neither s nor t (directed: that s cannot reach)
     seen = set()
+    by_tail = np.argsort(tail, kind="stable")  # CSR rows built directly: no COO conversion per threshold
+    sorted_tail, sorted_head, sorted_x = tail[by_tail], head[by_tail], x[by_tail]
     for theta in (_SEP_TOL, 0.3, 0.5, 0.7):
-        keep = x > theta
-        graph = sp.csr_matrix((x[keep], (tail[keep], head[keep])), shape=(n, n))
+        keep = sorted_x > theta
+        indptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(sorted_tail[keep], minlength=n), out=indptr[1:])
+        graph = sp.csr_matrix((sorted_x[keep], sorted_head[keep], indptr), shape=(n, n))
         _, comp = connected_components(graph, directed=False)
         outside = np.ones(n, bool)
         if directed:
