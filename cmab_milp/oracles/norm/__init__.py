@@ -23,7 +23,8 @@ A query's ``hints`` (:class:`~cmab_milp.oracles.core.base.NormQuery`) that are a
 admitted by its restrictions are candidate first incumbents: they may speed a query
 up, never change the optimal value, and, being part of the query, keep the tie rule.
 
-Every HiGHS call goes through :class:`~cmab_milp.oracles.backends.highs_model.CompiledModel`.
+Every solver call goes through the model protocol :class:`~cmab_milp.oracles.core.engine.Engine` (on HiGHS:
+:class:`~cmab_milp.oracles.backends.highs_model.CompiledModel`); nothing here imports a backend.
 
 Example
 -------

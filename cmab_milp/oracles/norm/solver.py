@@ -59,8 +59,9 @@ import numpy as np
 
 from ..._threads import blas_single_thread
 from ...spaces import Matchings
-from ..backends.highs_model import CompiledModel, LimitReached, SolveResult
-from ..core.base import OracleError, tolerance
+from ..core.base import LimitReached, OracleError, tolerance
+from ..core.engine import Engine
+from ..core.model import SolveResult
 from ..core.queries import LinearQuery, NormQuery
 from ..mip.root_cuts import add_root_cuts
 from ..mip.tuning import HighsTuning
@@ -223,7 +224,7 @@ class NormSolver(FirstIncumbents, OuterPlus, SecantsMinus):
         finally:
             self._clear(model, n_cols, n_rows)
 
-    def _clear(self, model: CompiledModel, n_cols: int, n_rows: int) -> None:
+    def _clear(self, model: Engine, n_cols: int, n_rows: int) -> None:
         model.delete_rows(n_rows, model.num_rows)
         model.delete_cols(n_cols, model.num_cols)
 
@@ -238,7 +239,7 @@ class NormSolver(FirstIncumbents, OuterPlus, SecantsMinus):
         return self.oracle.solve_linear(LinearQuery(self.query.mu, self.res))
 
     # ------------------------------------------------------------ solving
-    def _solve(self, model: CompiledModel, start: np.ndarray | None = None) -> tuple[np.ndarray, SolveResult] | None:
+    def _solve(self, model: Engine, start: np.ndarray | None = None) -> tuple[np.ndarray, SolveResult] | None:
         """One MILP with the lazy-cut loop: a feasible action and the result, or None.
 
         ``start`` (an action) is passed to HiGHS as a partial MIP start on the
@@ -274,7 +275,7 @@ class NormSolver(FirstIncumbents, OuterPlus, SecantsMinus):
             model.add_rows(cuts)  # this query's only: removed by _clear (the tie rule)
         raise OracleError("lazy cut loop did not converge")  # pragma: no cover
 
-    def _add_forbid_rows(self, model: CompiledModel) -> None:
+    def _add_forbid_rows(self, model: Engine) -> None:
         pairs = self.res.forbid_pairs
         if pairs:
             idx = np.asarray(pairs, np.int32).ravel()
@@ -308,7 +309,7 @@ class NormSolver(FirstIncumbents, OuterPlus, SecantsMinus):
         return float(self.query.M[np.ix_(idx, idx)].sum())
 
     # --------------------------------------------------------- sign = +1
-    def _maximise_plus(self, model: CompiledModel) -> tuple[np.ndarray | None, float]:
+    def _maximise_plus(self, model: Engine) -> tuple[np.ndarray | None, float]:
         q = self.query
         definite = not self.tuning.plus_branch_definite or positive_definite(q.M, self.arms)
         if self.tuning.plus_paths and paths_apply(self.oracle.space) and well_scaled(q) and definite:
@@ -367,7 +368,7 @@ class NormSolver(FirstIncumbents, OuterPlus, SecantsMinus):
         return best, bound
 
     # --------------------------------------------------------- sign = -1
-    def _maximise_minus(self, model: CompiledModel) -> tuple[np.ndarray | None, float]:
+    def _maximise_minus(self, model: Engine) -> tuple[np.ndarray | None, float]:
         q = self.query
         tuning = self.tuning
         paths = tuning.minus_branch and tuning.minus_paths and paths_apply(self.oracle.space) and well_scaled(q)
@@ -415,7 +416,7 @@ class NormSolver(FirstIncumbents, OuterPlus, SecantsMinus):
             self.stats.extra["linear_queries"] = getattr(search, "queries", 0) or getattr(search, "lps", 0)
         return best, bound
 
-    def _space_cuts(self, model: CompiledModel) -> int:
+    def _space_cuts(self, model: Engine) -> int:
         """The space's rows violated at the LP relaxation's points (:func:`~.mip.root_cuts.add_root_cuts`).
 
         Valid for every action of the space, so no bound changes; they spare the lazy-cut loop

@@ -28,7 +28,7 @@ order: deterministic), so when the queue empties the incumbent is within the tol
 ``max(incumbent, every dropped node's bound)``, the bound returned.
 
 General (non-bipartite) matchings: the linear queries are asked over the fractional matching polytope
-(``x(delta(v)) <= 1``, ``= 1`` for perfect ones; :func:`~.backends.combinatorial.prepare_fractional_matching`:
+(``x(delta(v)) <= 1``, ``= 1`` for perfect ones; :func:`~cmab_milp.oracles.core.exact.prepare_fractional_matching`:
 one assignment on the bipartite double cover, far cheaper than the blossom algorithm). It holds
 every matching of the node, so every bound above stays valid (a maximum over a larger set); its vertices are
 half-integral, so a vertex is offered as an incumbent after :meth:`LinearOracleBranch.round_matching`, and the
@@ -79,9 +79,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ....spaces import Matchings, STPaths
-from ...backends.combinatorial import _SOLVERS, prepare_fractional_matching, prepare_linear
-from ...backends.highs_model import LimitReached
-from ...core.base import OracleError
+from ...core.base import LimitReached, OracleError
+from ...core.exact import ALGORITHMS, prepare_fractional_matching, prepare_linear
 from ...core.queries import NormQuery, Restrictions
 from ...mip.tuning import HighsTuning
 from ..scaling import proven
@@ -119,7 +118,7 @@ def applies(space) -> bool:
     >>> applies(cm.Matchings(nx.complete_graph(4))), applies(cm.Cardinality(4, 2).with_constraint([1] * 4, "<=", 1))
     (True, False)
     """
-    return type(space) in _SOLVERS and (type(space) is not STPaths or space.acyclic)
+    return type(space) in ALGORITHMS and (type(space) is not STPaths or space.acyclic)
 
 
 def line_maximum(
@@ -235,7 +234,7 @@ class LinearOracleBranch:
     def linear(self, w: np.ndarray, res: Restrictions) -> np.ndarray | None:
         """The exact argmax of ``w @ a`` over the node's actions (``forbid_pairs`` left out).
 
-        The node's restrictions are prepared once (:func:`~cmab_milp.oracles.backends.combinatorial.prepare_linear`) for
+        The node's restrictions are prepared once (:func:`~cmab_milp.oracles.core.exact.prepare_linear`) for
         its several queries.
         """
         self.queries += 1

@@ -55,8 +55,8 @@ from typing import Any
 
 import numpy as np
 
-from ...backends.highs_model import CompiledModel
 from ...core.base import OracleError
+from ...core.engine import Engine
 from ..cuts import Exclusions
 from ..scaling import proven
 
@@ -102,7 +102,7 @@ def square_root_rows(M: np.ndarray, arms: np.ndarray) -> np.ndarray | None:
 class Disaggregated:
     """The columns ``y = R a``, ``t >= 0``, ``s`` and the rows ``sum t <= s``, ``t_k >= 2 r y_k - r^2 s``."""
 
-    def __init__(self, model: CompiledModel, R: np.ndarray, arms: np.ndarray, f: float, s_hi: float):
+    def __init__(self, model: Engine, R: np.ndarray, arms: np.ndarray, f: float, s_hi: float):
         self.model, self.R, self.arms = model, R, arms
         k = self.k = len(R)
         bound = np.abs(R).sum(axis=1)
@@ -163,7 +163,7 @@ class Disaggregated:
 
 def outer_approximation(
     solver: NormSolver,
-    model: CompiledModel,
+    model: Engine,
     R: np.ndarray,
     top: float,
     best: np.ndarray,

@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...backends.highs_model import CompiledModel
 from ...core.base import OracleError
+from ...core.engine import Engine
 from ..cuts import Exclusions, add_no_good
 from ..lifting import Lifted
 
@@ -45,7 +45,7 @@ _DELTA_FRACTION = 1e-6
 class OuterPlus:
     """Sign +1's outer approximation, a method of :class:`~.solver.NormSolver` (a mixin)."""
 
-    def _outer_plus(self, model: CompiledModel) -> tuple[np.ndarray | None, float]:
+    def _outer_plus(self, model: Engine) -> tuple[np.ndarray | None, float]:
         """The outer approximation of sign +1 (module docstring) with the options of :meth:`_maximise_plus`."""
         q = self.query
         delta = _DELTA_FRACTION * self.l_hi
@@ -104,13 +104,13 @@ class OuterPlus:
             best, best_value = low_best, low_value
         return best, max(bound, low_bound, best_value)
 
-    def _clear_lift(self, model: CompiledModel, lift: Lifted) -> None:
+    def _clear_lift(self, model: Engine, lift: Lifted) -> None:
         """Drop the lifted columns and rows (cuts found meanwhile stay)."""
         model.delete_rows(lift.first_row, lift.last_row)
         model.delete_cols(lift.first_col, lift.s + 1)
 
     def _best_near_zero(
-        self, model: CompiledModel, slack: float, incumbent: float
+        self, model: Engine, slack: float, incumbent: float
     ) -> tuple[np.ndarray | None, float, float]:
         """Best true value among actions with ``mu @ a + slack > incumbent``.
 

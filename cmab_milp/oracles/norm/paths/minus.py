@@ -88,7 +88,7 @@ import numpy as np
 
 from ....spaces import STPaths
 from ....spaces.formulation import Row
-from ...backends.highs_model import LimitReached
+from ...core.base import LimitReached
 from ...core.queries import NormQuery
 from ...mip.graph_cuts import separate_paths_lp, separate_st_cut_lp
 from ...mip.graph_starts import PathStarts

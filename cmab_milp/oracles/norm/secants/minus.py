@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...backends.highs_model import CompiledModel
 from ...core.base import OracleError
+from ...core.engine import Engine
 from ..cuts import ConvexCuts, Exclusions
 from ..gradient import GradientCuts, positive_definite, well_scaled
 from ..lifting import Lifted
@@ -54,7 +54,7 @@ class SecantsMinus:
     """Sign -1's piecewise secants, a method of :class:`~.solver.NormSolver` (a mixin)."""
 
     def _secants_minus(
-        self, model: CompiledModel, lin: np.ndarray, top: float, best: np.ndarray, best_value: float
+        self, model: Engine, lin: np.ndarray, top: float, best: np.ndarray, best_value: float
     ) -> tuple[np.ndarray | None, float]:
         """The secant MILPs from the incumbent ``best`` (``lin``: the linear argmax; ``top``: no action's
         ``mu @ a`` exceeds it)."""
