@@ -2,7 +2,7 @@
 
 Layout (each module one job; its docstring holds its part of the exactness proof):
 
-* :mod:`.scaling`: exact rescalings of a query and :func:`proven`, the tolerance test;
+* :mod:`.scaling`: exact rescalings of a query (the tolerance test is :func:`~cmab_milp.oracles.core.certify.proven`);
 * :mod:`.lifting`: columns and rows for ``L = a @ M @ a`` (Glover's rows, on the side each sign needs);
 * :mod:`.secants.pieces`: the piecewise secants of ``-f sqrt(L)`` and their window (sign -1);
 * :mod:`.cuts`: convex-reformulation tangents on ``L`` and no-good rows (solver noise);
@@ -35,8 +35,8 @@ Example
 np.int64(2)
 """
 
+from ..core.certify import proven
 from .lifting import quadratic_form_bounds
-from .scaling import proven
 from .secants.pieces import window_top
 from .solver import NormStats, last_stats, solve_norm
 

@@ -60,6 +60,7 @@ import numpy as np
 from ..._threads import blas_single_thread
 from ...spaces import Matchings
 from ..core.base import LimitReached, OracleError, tolerance
+from ..core.certify import proven
 from ..core.engine import Engine
 from ..core.model import SolveResult
 from ..core.queries import LinearQuery, NormQuery
@@ -74,7 +75,7 @@ from .outer.plus import OuterPlus
 from .paths.minus import PathBranch
 from .paths.minus import applies as paths_apply
 from .paths.plus import ConcavePathBranch
-from .scaling import arms_bound, proven, unit_objective, unit_scale
+from .scaling import arms_bound, unit_objective, unit_scale
 from .secants.minus import SecantsMinus
 from .starts.incumbents import FirstIncumbents
 
@@ -149,7 +150,7 @@ def solve_norm(oracle, query: NormQuery) -> np.ndarray | None:
     if (not res.empty and not res.admits(answer)) or (oracle.verify and not oracle.space._contains(answer)):
         raise OracleError("HiGHS norm answer violates the space or the restrictions")
     value = query.value(answer)
-    if not proven(bound, value):
+    if not proven(value=value, bound=bound, measured_at="bound"):
         ratio = solver.accepted_ratio(bound, value)
         if ratio is None:
             raise OracleError(
@@ -288,7 +289,10 @@ class NormSolver(FirstIncumbents, OuterPlus, SecantsMinus):
         Exact: ``value`` is proven optimal (:func:`~.scaling.proven`). With the oracle's
         ``norm_gap`` also when :meth:`accepted_ratio` accepts the pair.
         """
-        return proven(bound, value, unit) or self.accepted_ratio(bound, value) is not None
+        return (
+            proven(value=value, bound=bound, unit=unit, measured_at="bound")
+            or self.accepted_ratio(bound, value) is not None
+        )
 
     def accepted_ratio(self, bound: float, value: float) -> float | None:
         """The proven ratio ``value / bound`` when the approximate mode accepts it, else ``None``.

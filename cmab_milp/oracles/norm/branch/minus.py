@@ -80,10 +80,10 @@ import numpy as np
 
 from ....spaces import Matchings, STPaths
 from ...core.base import LimitReached, OracleError
+from ...core.certify import proven
 from ...core.exact import ALGORITHMS, prepare_fractional_matching, prepare_linear
 from ...core.queries import NormQuery, Restrictions
 from ...mip.tuning import HighsTuning
-from ..scaling import proven
 from ..shifts import diagonal_shift
 
 #: The defaults, where a search is built without the oracle's choices (tests, benchmarks).
@@ -334,7 +334,7 @@ class LinearOracleBranch:
         bound = min(bound, self.bound(g, err, s))
         x = s.astype(float)
         for _ in range(self.tuning.branch_steps):
-            if proven(bound, self.best_value):
+            if proven(value=self.best_value, bound=bound, measured_at="bound"):
                 break
             mx = M @ x
             n = float(np.sqrt(max(float(x @ mx), 0.0)))
@@ -417,14 +417,14 @@ def best_first(
             if branch.best is not None and settled(top, branch.best_value):
                 return branch.best, branch.best_value, top
         branch._check_time()
-        if proven(-node.key, branch.best_value):
+        if proven(value=branch.best_value, bound=-node.key, measured_at="bound"):
             dropped = max(dropped, -node.key)
             continue
         branch.nodes += 1
         if branch.nodes > max_nodes:
             raise NodeBudget(f"{name}: more than {max_nodes} nodes, optimality not proven")
         bound, x = branch.relax(node)
-        if x is None or proven(bound, branch.best_value):
+        if x is None or proven(value=branch.best_value, bound=bound, measured_at="bound"):
             dropped = max(dropped, bound)
             continue
         for include, exclude in branch.split(node, x):

@@ -56,9 +56,9 @@ from typing import Any
 import numpy as np
 
 from ...core.base import OracleError
+from ...core.certify import proven
 from ...core.engine import Engine
 from ..cuts import Exclusions
-from ..scaling import proven
 
 #: The :class:`~cmab_milp.oracles.norm.solver.NormSolver` running the query (not imported: the solver imports
 #: this module).
@@ -202,7 +202,7 @@ def outer_approximation(
         if value > best_value:
             best, best_value = action, value
             narrow()
-        if proven(bound, best_value):
+        if proven(value=best_value, bound=bound, measured_at="bound"):
             break
         if not cone.exact_at(action):  # the model values it exactly already: noise, set it aside
             excluded.add(model, action)

@@ -89,12 +89,13 @@ import numpy as np
 from ....spaces import STPaths
 from ....spaces.formulation import Row
 from ...core.base import LimitReached
+from ...core.certify import proven
 from ...core.queries import NormQuery
 from ...mip.graph_cuts import separate_paths_lp, separate_st_cut_lp
 from ...mip.graph_starts import PathStarts
 from ...mip.tuning import HighsTuning
 from ..branch.minus import _Node, best_first, relaxation_matrix
-from ..scaling import arms_bound, proven
+from ..scaling import arms_bound
 from .chord import ChordNorm
 from .cuts import _CUT_VIOLATION, _violation, component_cuts, shortest_length
 from .local_search import improve_path
@@ -349,7 +350,7 @@ class PathBranch:
                 if tangents and not self.tuning.paths_both_points:
                     break
             self.integral(x, g)
-            if proven(bound, self.best_value) or stalled >= _STALL_ROUNDS:
+            if proven(value=self.best_value, bound=bound, measured_at="bound") or stalled >= _STALL_ROUNDS:
                 break
             cuts = self.cuts_at(x, self.nodes <= _FULL_CUT_NODES, st=not tangents or self.nodes <= _FULL_CUT_NODES)
             self.cuts += len(cuts)

@@ -25,11 +25,11 @@ from __future__ import annotations
 import numpy as np
 
 from ...core.base import OracleError
+from ...core.certify import proven
 from ...core.engine import Engine
 from ..cuts import ConvexCuts, Exclusions
 from ..gradient import GradientCuts, positive_definite, well_scaled
 from ..lifting import Lifted
-from ..scaling import proven
 from .pieces import PiecewiseSqrt, sqrt_grid, window_top
 
 __all__ = ["SecantsMinus"]
@@ -105,7 +105,9 @@ class SecantsMinus:
                 break
             l_star = self.quadratic_form(action)
             points.add(l_star)
-            if proven(value + f * secants.overshoot(l_star), value) or not secants.can_split(l_star):
+            if proven(
+                value=value, bound=value + f * secants.overshoot(l_star), measured_at="bound"
+            ) or not secants.can_split(l_star):
                 # The secants value this action at its true index (up to the tolerance), so
                 # the gap is solver noise: set it aside, exactly valued, and solve again.
                 excluded.add(model, action)
