@@ -27,13 +27,13 @@ so no bound changes): otherwise each cycle row comes from :meth:`NormSolver._sol
 loop, every round a new branch and bound.
 
 The oracle's ``time_limit`` holds for the whole query: each MILP gets what is left
-of it, and a query past it raises :class:`~cmab_milp.oracles.backends.highs_model.LimitReached`.
+of it, and a query past it raises :class:`~cmab_milp.oracles.core.base.LimitReached`.
 
 In the certified approximate mode (the oracle's ``norm_gap``) a sign +1 query that carries a
 :class:`~.carry.NormCarry` is first offered the sequence's last answer, proven by a drift bound from the
 last solved query (:mod:`.carry`); only when that fails is it solved, at the carry's tighter gap.
 
-Each loop closes with :func:`~.scaling.proven`; gaps left by solver noise are closed
+Each loop closes with :func:`~cmab_milp.oracles.core.certify.proven`; gaps left by solver noise are closed
 by setting exactly valued actions aside (:mod:`.cuts`). The answer's value is
 recomputed in numpy and must be within ``1e-9 * (1 + |value|)`` of the proven upper
 bound; otherwise :class:`~cmab_milp.oracles.core.base.OracleError`.
@@ -286,7 +286,7 @@ class NormSolver(FirstIncumbents, OuterPlus, SecantsMinus):
     def settled(self, bound: float, value: float, unit: float = 1.0) -> bool:
         """Whether a search may stop at ``bound`` (an upper bound on every index) with its best ``value``.
 
-        Exact: ``value`` is proven optimal (:func:`~.scaling.proven`). With the oracle's
+        Exact: ``value`` is proven optimal (:func:`~cmab_milp.oracles.core.certify.proven`). With the oracle's
         ``norm_gap`` also when :meth:`accepted_ratio` accepts the pair.
         """
         return (

@@ -21,7 +21,7 @@ exclude ``j``": either way the children partition the parent's actions, and the 
 not in the linear queries (a superset of actions: the bound stays valid), are enforced by the
 splits and by the incumbent test (an incumbent is an action of the space that the query's
 restrictions admit). A child's bound is at most its parent's (a subset). A node is dropped when
-its bound is proven below the incumbent (:func:`~.scaling.proven`) or when it holds no action;
+its bound is proven below the incumbent (:func:`~cmab_milp.oracles.core.certify.proven`) or when it holds no action;
 one with every arm fixed is a single action, valued exactly. Every vertex met is a candidate
 incumbent, valued exactly in numpy. The nodes are explored best bound first (ties by creation
 order: deterministic), so when the queue empties the incumbent is within the tolerance of

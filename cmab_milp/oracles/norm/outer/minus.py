@@ -28,7 +28,7 @@ Exactness
     answer gets these tangents or, when they are all in the model already (the gap is
     solver noise), is set aside; no answer repeats, so the loop ends (Duran and
     Grossmann 1986, finite for binaries). The query ends when the incumbent is within
-    :func:`~.scaling.proven` of the MILP's bound.
+    :func:`~cmab_milp.oracles.core.certify.proven` of the MILP's bound.
 
 Measured (f = 0.3, bench/norm_large.py's queries, side by side with the secants)
     Cardinality(100, 10): 1-6 MILPs, median 4.0 s against the secants' 0.66 s (each MILP

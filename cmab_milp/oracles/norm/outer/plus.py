@@ -109,9 +109,7 @@ class OuterPlus:
         model.delete_rows(lift.first_row, lift.last_row)
         model.delete_cols(lift.first_col, lift.s + 1)
 
-    def _best_near_zero(
-        self, model: Engine, slack: float, incumbent: float
-    ) -> tuple[np.ndarray | None, float, float]:
+    def _best_near_zero(self, model: Engine, slack: float, incumbent: float) -> tuple[np.ndarray | None, float, float]:
         """Best true value among actions with ``mu @ a + slack > incumbent``.
 
         Lists actions by decreasing ``mu @ a`` (no-good cuts) until the next one

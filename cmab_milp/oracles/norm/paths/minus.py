@@ -60,7 +60,8 @@ candidate, so bounds and exactness are untouched).
 Proven bounds: the LP's objective is not used as a bound; :func:`~.paths.lp.safe_bound` proves one from
 HiGHS's row duals by weak duality (:mod:`.paths.lp`, valid for any duals). Tangent rows are loosened by their
 own rounding allowance, so a rounded coefficient never cuts off an action. The query ends when no open node's bound
-exceeds the incumbent by more than the contract's ``1e-9 (1 + |value|)`` (:func:`~.scaling.proven`);
+exceeds the incumbent by more than the contract's ``1e-9 (1 + |bound|)``
+(:func:`~cmab_milp.oracles.core.certify.proven`);
 the bound returned is the largest dropped one (or the incumbent's value).
 
 Determinism: each query builds its LP afresh, and the order of nodes, LPs and rows depends on the query
