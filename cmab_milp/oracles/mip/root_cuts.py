@@ -33,9 +33,9 @@ Example
 >>> import numpy as np
 >>> import networkx as nx
 >>> import cmab_milp as cm
->>> from cmab_milp.oracles.backends.highs_model import CompiledModel
+>>> from cmab_milp.oracles.core.engine import new_engine
 >>> space = cm.GraphicMatroid(nx.complete_graph(5))
->>> model = CompiledModel(space.formulation())
+>>> model = new_engine(space.formulation())
 >>> model.set_costs(np.ones(space.d))
 >>> n = model.num_rows
 >>> added = add_root_cuts(model, space.formulation())

@@ -40,9 +40,9 @@ Example
 >>> import numpy as np
 >>> import networkx as nx
 >>> import cmab_milp as cm
->>> from cmab_milp.oracles.backends.highs_model import CompiledModel
+>>> from cmab_milp.oracles.core.engine import new_engine
 >>> space = cm.STPaths(nx.grid_2d_graph(8, 8), (0, 0), (7, 7)).with_constraint(np.ones(112), "<=", 16)
->>> model = CompiledModel(space.formulation())
+>>> model = new_engine(space.formulation())
 >>> model.set_costs(-np.linspace(0.1, 1.0, space.d))
 >>> start = query_start(model, space.formulation())
 >>> bool(space.contains(start)), int(start.sum())
