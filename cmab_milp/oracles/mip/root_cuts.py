@@ -30,12 +30,12 @@ other rows.
 
 Example
 -------
->>> import numpy as np
 >>> import networkx as nx
 >>> import cmab_milp as cm
 >>> from cmab_milp.oracles.core.engine import new_engine
 >>> space = cm.GraphicMatroid(nx.complete_graph(5))
 >>> model = new_engine(space.formulation())
+>>> import numpy as np
 >>> model.set_costs(np.ones(space.d))
 >>> n = model.num_rows
 >>> added = add_root_cuts(model, space.formulation())

@@ -91,6 +91,8 @@ SWAP_TRIES = 64
 FIX_MARGIN = 1e-7
 
 _TOL = 1e-9
+#: Arm bounds in {0, 1} (1 / 0 fix an arm), or ``None`` for none.
+ArmBounds = np.ndarray | None
 
 
 def supported_base(space: ActionSpace) -> bool:
@@ -216,8 +218,8 @@ def side_start(
     weights: np.ndarray,
     G: np.ndarray,
     h: np.ndarray,
-    lower: np.ndarray | None = None,
-    upper: np.ndarray | None = None,
+    lower: ArmBounds = None,
+    upper: ArmBounds = None,
 ) -> np.ndarray | None:
     """A good action of ``base`` with ``G a <= h`` for ``max weights @ a`` (bool vector), or ``None``.
 
@@ -231,8 +233,8 @@ def side_plan(
     weights: np.ndarray,
     G: np.ndarray,
     h: np.ndarray,
-    lower: np.ndarray | None = None,
-    upper: np.ndarray | None = None,
+    lower: ArmBounds = None,
+    upper: ArmBounds = None,
     *,
     fix: bool = True,
     margin: float = FIX_MARGIN,
