@@ -1,6 +1,6 @@
 """The engine protocol: the model that MIP starts, cuts, side rows and the norm methods edit and solve.
 
-:class:`~.model.SolverModel` is what the certified solve needs (nine members). The solver-neutral code of
+:class:`~.model.SolverModel` is what the certified solve needs (a dozen members). The solver-neutral code of
 :mod:`~cmab_milp.oracles.mip` (starts, root cuts, side rows) and :mod:`~cmab_milp.oracles.norm` (the
 covariance-norm methods) needs more: columns appended and deleted, rows read back, LP relaxations and their
 duals, MIP starts, per-query options and hooks. :class:`Engine` names those members, so those packages type
@@ -23,13 +23,29 @@ options                       ``set_options``, ``options``, ``set_query_options`
 new models                    ``new_model``
 ============================  ===================================================================================
 
-Who implements it: the HiGHS model (:class:`~cmab_milp.oracles.backends.highs_model.CompiledModel`) implements
-every member. SCIP's and Gurobi's models implement :class:`~.model.SolverModel`; of the rest, Gurobi's API has
-each one (``Pi`` for ``row_duals``, ``relax()`` for the relaxations, ``Start`` for MIP starts); SCIP has every
-edit and ``set_mip_start`` (``addSol``), but row duals and warm LP re-solves only without presolve on a
-continuous copy, so ``row_duals`` / ``run_relaxation`` cost a new model there. The option names passed to
-``options`` / ``set_query_options`` are the engine's own (HiGHS's, where :mod:`~cmab_milp.oracles.mip` and
-:mod:`~cmab_milp.oracles.norm` set them).
+Who implements it (:data:`ENGINE_MEMBERS`; ``tests/oracles/test_layers.py`` checks the HiGHS model):
+
+==========  ==============================================================================================
+engine      members
+==========  ==============================================================================================
+HiGHS       all (:class:`~cmab_milp.oracles.backends.highs_model.CompiledModel`)
+SCIP        today the :class:`~.model.SolverModel` part (``name``, ``integer``, ``set_costs``,
+            ``set_arm_bounds``, ``add_rows``, ``undo``, ``solve``, ``separate``, ``confirm_infeasible``,
+            ``set_time_limit``). PySCIPOpt can give the edits (``set_col_cost``, ``set_col_bounds``,
+            ``add_cols`` / ``append_cols``, ``delete_rows`` of the query's rows, ``rows``, ``arm_columns``,
+            ``num_rows`` / ``num_cols``, after ``freeTransform``), ``set_mip_start`` (``addSol``),
+            ``clear_solver`` (``freeTransform``), ``new_model`` and the options (SCIP's own parameter
+            names); ``row_duals``, ``run_relaxation`` and ``relaxation_arm_values`` only as a new continuous
+            copy solved without presolve (no warm LP re-solve), and ``delete_cols`` not at all once the
+            columns appear in rows (SCIP deletes variables only before presolve).
+Gurobi      today the same :class:`~.model.SolverModel` part. gurobipy has every member: the edits,
+            ``Start`` for ``set_mip_start``, ``reset()`` for ``clear_solver``, ``relax()`` with ``Pi`` for
+            the relaxation and ``row_duals``, and warm LP re-solves; its option names are its own.
+==========  ==============================================================================================
+
+The option names passed to ``options`` / ``set_query_options`` are the engine's own (HiGHS's, where
+:mod:`~cmab_milp.oracles.mip` and :mod:`~cmab_milp.oracles.norm` set them), so those calls are the HiGHS-only
+part of the solver-neutral code.
 
 Code that builds an LP without a model at hand (the side-row multipliers, the path LPs of the norm methods)
 asks :func:`new_engine`, which loads the default engine by its lazy ``module:Class`` path, as the registry
