@@ -3,13 +3,16 @@
 Layout (imports point down this list only; ``tests/project/test_import_layers.py`` holds it):
 
 * :mod:`.core`: queries and their validation, the :class:`Oracle` base and its ledger, the certified
-  solve and its :class:`~.core.model.SolverModel` protocol, the backend registry, ``auto``;
-* :mod:`.backends`: one module per solver (``highs``, ``scip``, ``gurobi``, ``pulp``, ``ortools``) and the
-  solver-free ``enumerate`` and ``combinatorial``; ``highs_model`` is the compiled HiGHS model;
-* :mod:`.mip`: MIP tuning of the HiGHS models (option tables, MIP starts, root and cover cuts,
+  solve, its certificate (:mod:`~.core.certify`) and the model protocols (:class:`~.core.model.SolverModel`,
+  :class:`~.core.engine.Engine`), the exact combinatorial algorithms (:mod:`~.core.exact`), the backend
+  registry, ``auto``;
+* :mod:`.mip`: MIP tuning on any :class:`~.core.engine.Engine` (option tables, MIP starts, root and cover cuts,
   side-row starts, s-t path starts);
-* :mod:`.norm`: the covariance-norm index on HiGHS (imports the core, the backends' models and ``mip``);
-* ``backends/highs.py``, the ``highs`` oracle, sits on top: it answers norm queries through :mod:`.norm`.
+* :mod:`.norm`: the covariance-norm index on an :class:`~.core.engine.Engine` (imports the core and ``mip``);
+* :mod:`.backends`: one module per solver (``highs``, ``scip``, ``gurobi``, ``pulp``, ``ortools``) and the
+  solver-free ``enumerate`` and ``combinatorial``; ``highs_model`` is the compiled HiGHS model (the engine);
+  the ``highs`` oracle answers norm queries through :mod:`.norm`. No module of ``mip`` or ``norm`` imports a
+  backend (``tests/oracles/test_layers.py``).
 """
 
 from .core.base import Ledger, LimitReached, Oracle, OracleError, UnsupportedQuery

@@ -41,7 +41,8 @@ class CompiledModel(HighsSolving, ModelBase):
 
     Not thread-safe: use one per thread. Columns ``0..d-1`` are the arms;
     callers may append columns and rows (:meth:`add_cols`, :meth:`add_rows`).
-    It is the HiGHS :class:`~cmab_milp.oracles.core.model.SolverModel`.
+    It is the HiGHS :class:`~cmab_milp.oracles.core.model.SolverModel` and
+    :class:`~cmab_milp.oracles.core.engine.Engine` (every member).
 
     :meth:`approximate` turns on the certified approximate mode. Per-query hooks
     (set by :func:`~cmab_milp.oracles.mip.starts.prepare_query`, cleared by
@@ -441,6 +442,10 @@ class CompiledModel(HighsSolving, ModelBase):
             self.h.changeColsIntegrality(len(cols), cols, np.array([kint] * len(cols)))
         self.col_names.extend(names)
         return first
+
+    def new_model(self, formulation: Formulation, *, integer: bool = True) -> CompiledModel:
+        """A new HiGHS model holding ``formulation`` (the :class:`~cmab_milp.oracles.core.engine.Engine` factory)."""
+        return CompiledModel(formulation, integer=integer)
 
     # ----------------------------------------------------------- inspection
     def write(self, path: str | Path) -> Path:

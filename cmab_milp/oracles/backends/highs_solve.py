@@ -31,7 +31,7 @@ import numpy as np
 
 from ...portable import dot
 from ...spaces.formulation import Row
-from ..core.base import LimitReached, OracleError
+from ..core.base import LimitReached, OracleError, tolerance
 from ..core.interrupts import stoppable
 from ..core.model import SolveResult
 from ..mip.options import HIGHS_OPTIONS
@@ -200,7 +200,7 @@ class HighsSolving:
         """Whether the arm values HiGHS returned are worth other than its objective (only arm columns carry
         costs in models that get MIP starts: :func:`~cmab_milp.oracles.mip.starts.prepare_query`)."""
         value = dot(self.arm_columns()[0], np.asarray(solution.col_value[: self.d]))
-        return abs(value - objective) > 1e-9 * (1.0 + abs(objective))
+        return abs(value - objective) > tolerance(objective)
 
     def _start_callbacks(self) -> None:
         """The callbacks of every run: HiGHS's interrupt checks (stopped on Ctrl-C, see :meth:`_ask_stop`), and

@@ -23,46 +23,11 @@ import numpy as np
 
 from ...spaces.base import ActionSpace
 from .base import Oracle, OracleError, check_gap, check_time_limit
+from .certify import settle_norm_answer
 from .pipeline import certified_solve
 from .queries import LinearQuery, NormQuery
 
 __all__ = ["ModelOracle", "settle_norm_answer"]
-
-
-def settle_norm_answer(
-    query: NormQuery,
-    found: tuple[np.ndarray, float] | None,
-    linear: Callable[[], np.ndarray | None] | None,
-    slack: float,
-    solver: str,
-) -> np.ndarray | None:
-    """The answer of a quadratic-model norm solve, checked against its bound (the SCIP and Gurobi backends).
-
-    ``found`` is the model's ``(action, bound)`` or ``None`` (infeasible). With an
-    indefinite ``M`` and sign +1 the model only covers actions with ``a'Ma >= 0``,
-    so ``linear()`` (the argmax of ``mu @ a``, which is exact where ``a'Ma < 0``)
-    is a second candidate and its value a second bound. The best candidate must
-    reach the bound within ``slack (1 + |bound|)`` (the quadratic row holds only
-    to the solver's feasibility tolerance), else :class:`OracleError`.
-    """
-    candidates = [] if found is None else [found[0]]
-    bound = -np.inf if found is None else found[1]
-    if linear is not None:
-        other = linear()
-        if other is None:
-            return None
-        candidates.append(other)
-        bound = max(bound, query.value(other))
-    if not candidates:
-        return None
-    values = [query.value(a) for a in candidates]
-    best = int(np.argmax(values))
-    if values[best] < bound - slack * (1.0 + abs(bound)):
-        raise OracleError(
-            f"{solver} norm answer has index {values[best]!r} but {solver}'s bound is {bound!r}: the gap is not "
-            "closed (a time limit) or the quadratic model and the exact index disagree beyond the tolerance"
-        )
-    return candidates[best]
 
 
 class ModelOracle(Oracle):

@@ -15,8 +15,8 @@ trustworthy is written once, here:
    (the tie rule: an answer depends on the query and the space only).
 4. **Integrality**: every arm value within ``1e-6`` of 0 or 1, else
    :class:`FractionalAnswer`.
-5. **The bound certificate**: the answer's value, recomputed in numpy, must
-   reach the solver's dual bound within the contract's
+5. **The bound certificate** (:mod:`~cmab_milp.oracles.core.certify`, shared with the norm answers):
+   the answer's value, recomputed in numpy, must reach the solver's dual bound within the contract's
    :func:`~cmab_milp.oracles.core.base.tolerance`, for every optimum the bound allows
    (a model that gives no bound rests on its solver's proof of optimality).
 6. **The restriction check** and, with ``contains``, ``space.contains``.
@@ -62,13 +62,11 @@ from typing import Any
 
 import numpy as np
 
-from ...portable import selected_sum
 from ...spaces.formulation import Formulation, Row
-from .base import Ledger, LimitReached, OracleError, tolerance
+from .base import Ledger, LimitReached, OracleError
+from .certify import linear_proven, proven, proven_ratio
 from .model import SolveResult, SolverModel
 from .queries import _NO_RESTRICTIONS
-
-_EPS = float(np.finfo(float).eps)
 
 __all__ = [
     "INTEGRAL_TOL",
@@ -123,74 +121,6 @@ def forbid_rows(pairs: Sequence[tuple[int, int]]) -> list[Row]:
     (0, 2)
     """
     return [Row((i, j), (1.0, 1.0), -math.inf, 1.0) for i, j in pairs]
-
-
-def proven(value: float, bound: float, slack: float = 0.0) -> bool:
-    """Whether ``value`` is within the contract's tolerance of every optimum in ``[value, bound]``.
-
-    ``bound - value <= tolerance(x) + slack`` for the ``x`` of smallest magnitude
-    in that interval (the optimum lies there), so the tolerance is never taken
-    from a bound larger than the optimum.
-
-    >>> proven(1.0, 1.0 + 1e-9), proven(1.0, 1.0 + 1e-8)
-    (True, False)
-    """
-    gap = bound - value
-    if gap <= 0.0:
-        return True
-    low = 0.0 if value <= 0.0 <= bound else min(abs(value), abs(bound))
-    return gap <= tolerance(low) + slack
-
-
-def rounding_allowance(query) -> float:
-    """What the floating-point sums of a linear query's values may be off by, at most one more tolerance.
-
-    ``weights @ a`` is summed in floating point (as is the solver's bound), each sum off by at most
-    ``d eps`` times its terms' magnitudes: with weights that cancel, the computed values of two
-    actions equal in exact arithmetic may differ by more than the tolerance (``[1e-9, 1, -1]``:
-    ``1e-9 + 1 - 1`` is ``1.0000000827e-9``). The allowance is ``2 k eps sum |w|`` over the ``k``
-    arms not excluded, capped at ``tolerance(0) = 1e-9``: weights so large that their rounding
-    exceeds that still leave the answer unproven. 0 for other queries.
-
-    >>> import numpy as np
-    >>> from cmab_milp.oracles.core.queries import LinearQuery, Restrictions
-    >>> rounding_allowance(LinearQuery(np.array([1e-9, 1.0, -1.0]), Restrictions())) < 1e-14
-    True
-    >>> rounding_allowance(LinearQuery(np.array([1e15, -1e15]), Restrictions()))
-    1e-09
-    """
-    weights = getattr(query, "weights", None)
-    if weights is None:
-        return 0.0
-    terms = np.abs(np.asarray(weights, float))
-    excluded = list(query.restrictions.exclude)
-    if excluded:
-        terms[excluded] = 0.0
-    return min(2.0 * int(np.count_nonzero(terms)) * _EPS * float(terms.sum()), tolerance(0.0))
-
-
-def proven_ratio(value: float, bound: float) -> float | None:
-    """``value / bound`` when both are positive (a proven ratio to the optimum), else ``None``.
-
-    >>> proven_ratio(0.9, 1.0), proven_ratio(0.5, -1.0)
-    (0.9, None)
-    """
-    if value > 0.0 and bound > 0.0:
-        return min(1.0, value / bound)
-    return None
-
-
-def _proven_scaled(query: Any, chosen: list[bool], bound: float, shift: int) -> bool:
-    """:func:`proven` in units of ``2**shift`` (costs whose optimum overflows a float): the relative tolerance.
-
-    The values are at least ``2**1023`` there, so the tolerance ``1e-9 (1 + |x|)`` is ``1e-9 |x|`` in these units.
-    """
-    weights = np.ldexp(np.asarray(query.weights, float), -shift)  # exact: a power-of-two scaling
-    value = selected_sum(chosen, weights)
-    gap = bound - value
-    low = 0.0 if value <= 0.0 <= bound else min(abs(value), abs(bound))
-    allowance = 2.0 * len(weights) * _EPS * float(np.abs(weights).sum())
-    return gap <= 0.0 or gap <= 1e-9 * low + allowance
 
 
 def _top(query: Any) -> float:
@@ -314,10 +244,10 @@ def certified_solve(
     if not certify:
         if status == "limit":  # the caller cannot prove a stopped solve
             _refuse(model, result)
-    elif scaled is not None:
-        if not _proven_scaled(query, chosen, scaled, shift):
+    elif scaled is not None:  # the certificate (core/certify.py), in units of 2**shift
+        if not linear_proven(query, chosen, scaled, shift=shift):
             _unproven(model, query, chosen, bound, status, gap, ledger, result)
-    elif bound is None or not proven(query.value(chosen), bound, slack + rounding_allowance(query)):
+    elif bound is None or not linear_proven(query, chosen, bound, slack=slack):
         _unproven(model, query, chosen, bound, status, gap, ledger, result)
     action = np.array(chosen)
     if (res is not _NO_RESTRICTIONS and not res.admits(action)) or (contains is not None and not contains(action)):
@@ -363,7 +293,7 @@ def _unproven(model, query, chosen, bound, status, gap, ledger, result) -> None:
             _refuse(model, result)
         return
     value = query.value(chosen)
-    ratio = None if gap is None or not math.isfinite(bound) else proven_ratio(value, bound)
+    ratio = None if gap is None or not math.isfinite(bound) else proven_ratio(value=value, bound=bound)
     if ratio is not None:
         if ledger is not None:
             ledger.record_ratio(ratio)

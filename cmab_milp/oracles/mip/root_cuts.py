@@ -30,12 +30,12 @@ other rows.
 
 Example
 -------
->>> import numpy as np
 >>> import networkx as nx
 >>> import cmab_milp as cm
->>> from cmab_milp.oracles.backends.highs_model import CompiledModel
+>>> from cmab_milp.oracles.core.engine import new_engine
 >>> space = cm.GraphicMatroid(nx.complete_graph(5))
->>> model = CompiledModel(space.formulation())
+>>> model = new_engine(space.formulation())
+>>> import numpy as np
 >>> model.set_costs(np.ones(space.d))
 >>> n = model.num_rows
 >>> added = add_root_cuts(model, space.formulation())
@@ -50,7 +50,7 @@ import weakref
 import numpy as np
 
 from ...spaces.formulation import Formulation, Row
-from ..backends.highs_model import CompiledModel
+from ..core.engine import Engine
 from .graph_cuts import fractional_cuts
 from .starts import prepare_query
 
@@ -64,16 +64,16 @@ MIN_VIOLATION = 1e-3
 _cores: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _core_model(model: CompiledModel, formulation: Formulation) -> CompiledModel | None:
+def _core_model(model: Engine, formulation: Formulation) -> Engine | None:
     """The LP of ``formulation.lp_core()`` kept for ``model`` (None when the core is the formulation itself)."""
     if model not in _cores:
         core = formulation.lp_core()
-        _cores[model] = None if core is formulation else CompiledModel(core, integer=False)
+        _cores[model] = None if core is formulation else model.new_model(core, integer=False)
     return _cores[model]
 
 
 def add_root_cuts(
-    model: CompiledModel,
+    model: Engine,
     formulation: Formulation,
     *,
     max_rounds: int = MAX_ROUNDS,
@@ -114,12 +114,12 @@ def add_root_cuts(
     return len(cuts)
 
 
-def _nonpositive(model: CompiledModel, formulation: Formulation) -> bool:
+def _nonpositive(model: Engine, formulation: Formulation) -> bool:
     """Whether the model's objective is its arm costs alone (no other columns) and none is positive."""
     return model.num_cols == formulation.n_cols and float(model.arm_columns()[0].max(initial=0.0)) <= 0.0
 
 
-def _rounds(lp: CompiledModel, formulation: Formulation, max_rounds: int, min_violation: float, relax: bool):
+def _rounds(lp: Engine, formulation: Formulation, max_rounds: int, min_violation: float, relax: bool):
     """Solve, separate, add; return the rows added to ``lp``."""
     added: list[Row] = []
     lp.clear_solver()  # the cut set must not depend on the basis an earlier query left

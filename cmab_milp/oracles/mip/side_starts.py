@@ -56,9 +56,9 @@ import numpy as np
 from ...portable import dot, matvec
 from ...spaces import ActionSpace, Cardinality, GraphicMatroid, Matchings, PartitionMatroid, SpanningTrees, STPaths
 from ...spaces.formulation import Formulation, Row
-from ..backends.combinatorial import _SOLVERS
-from ..backends.highs_model import CompiledModel
 from ..core.base import UnsupportedQuery
+from ..core.engine import new_engine
+from ..core.exact import ALGORITHMS
 from ..core.queries import LinearQuery, make_restrictions
 from .side_cores import CORE_ARMS, CORE_CELLS, flip_bounds, solve_core
 
@@ -91,6 +91,8 @@ SWAP_TRIES = 64
 FIX_MARGIN = 1e-7
 
 _TOL = 1e-9
+#: Arm bounds in {0, 1} (1 / 0 fix an arm), or ``None`` for none.
+ArmBounds = np.ndarray | None
 
 
 def supported_base(space: ActionSpace) -> bool:
@@ -152,7 +154,7 @@ class _Search:
         self.res = make_restrictions(
             base.d, tuple(np.flatnonzero(self.forced).tolist()), tuple(np.flatnonzero(self.banned).tolist()), ()
         )
-        self.solver = _SOLVERS[type(base)]
+        self.solver = ALGORITHMS[type(base)]
         self.tol = _TOL * (1.0 + np.abs(h))
         self.best: np.ndarray | None = None
         self.best_value = -np.inf
@@ -216,8 +218,8 @@ def side_start(
     weights: np.ndarray,
     G: np.ndarray,
     h: np.ndarray,
-    lower: np.ndarray | None = None,
-    upper: np.ndarray | None = None,
+    lower: ArmBounds = None,
+    upper: ArmBounds = None,
 ) -> np.ndarray | None:
     """A good action of ``base`` with ``G a <= h`` for ``max weights @ a`` (bool vector), or ``None``.
 
@@ -231,8 +233,8 @@ def side_plan(
     weights: np.ndarray,
     G: np.ndarray,
     h: np.ndarray,
-    lower: np.ndarray | None = None,
-    upper: np.ndarray | None = None,
+    lower: ArmBounds = None,
+    upper: ArmBounds = None,
     *,
     fix: bool = True,
     margin: float = FIX_MARGIN,
@@ -354,7 +356,7 @@ def _lp_multipliers(search: _Search) -> bool:
     rows = [
         Row(tuple(range(d)), tuple(g.tolist()), -math.inf, float(b)) for g, b in zip(search.G, search.h, strict=True)
     ]
-    lp = CompiledModel(Formulation(d=d, rows=[*own.rows, *rows]), integer=False)
+    lp = new_engine(Formulation(d=d, rows=[*own.rows, *rows]), integer=False)
     lp.set_costs(search.w)
     lp.set_arm_bounds(tuple(np.flatnonzero(search.forced).tolist()), tuple(np.flatnonzero(search.banned).tolist()))
     result = lp.solve()

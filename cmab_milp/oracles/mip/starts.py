@@ -23,7 +23,7 @@ A space built from a base with a combinatorial oracle by side rules
 ``solver_hints["side"]`` names the base) gets, per query, the Lagrangian plan of
 :mod:`~cmab_milp.oracles.mip.side_starts` (:func:`side_query_plan`): its action as
 the MIP start, and on cardinality and partition bases the arms its flip bounds
-prove, fixed for the query (``CompiledModel.fix_arms``, whose bound joins the
+prove, fixed for the query (``Engine.fix_arms``, whose bound joins the
 certificate); when few arms stay free, their enumeration is the answer
 (``tuning.solve_cores``, :class:`~.tuning.HighsTuning`), checked by the certified solve against the bound the
 fixing and the enumeration prove, without a HiGHS run. Such models run without
@@ -40,9 +40,9 @@ Example
 >>> import numpy as np
 >>> import networkx as nx
 >>> import cmab_milp as cm
->>> from cmab_milp.oracles.backends.highs_model import CompiledModel
+>>> from cmab_milp.oracles.core.engine import new_engine
 >>> space = cm.STPaths(nx.grid_2d_graph(8, 8), (0, 0), (7, 7)).with_constraint(np.ones(112), "<=", 16)
->>> model = CompiledModel(space.formulation())
+>>> model = new_engine(space.formulation())
 >>> model.set_costs(-np.linspace(0.1, 1.0, space.d))
 >>> start = query_start(model, space.formulation())
 >>> bool(space.contains(start)), int(start.sum())
@@ -57,7 +57,7 @@ import numpy as np
 
 from ...portable import dot
 from ...spaces.formulation import Formulation, Row
-from ..backends.highs_model import CompiledModel
+from ..core.engine import Engine
 from ..core.model import SolveResult
 from .cover_cuts import cover_cuts
 from .graph_starts import PathStarts
@@ -112,7 +112,7 @@ def side_rows(rows: list[Row], d: int) -> tuple[list[tuple[int, int]], tuple[np.
     return pairs, knapsack
 
 
-def prepare_query(model: CompiledModel, formulation: Formulation) -> None:
+def prepare_query(model: Engine, formulation: Formulation) -> None:
     """Set the model's hooks for the query it holds now: a MIP start, the repair of candidates, candidate cuts,
     and the formulation's HiGHS options for queries with a positive arm cost (:func:`~.options.positive_cost_options`).
 
@@ -162,13 +162,13 @@ def prepare_query(model: CompiledModel, formulation: Formulation) -> None:
         model.repair = repair
 
 
-def query_start(model: CompiledModel, formulation: Formulation) -> np.ndarray | None:
+def query_start(model: Engine, formulation: Formulation) -> np.ndarray | None:
     """The start heuristic's action for the query the model holds now, or ``None`` (see the module docstring)."""
     return query_plan(model, formulation, fix=False)[0]
 
 
 def query_plan(
-    model: CompiledModel, formulation: Formulation, fix: bool = True
+    model: Engine, formulation: Formulation, fix: bool = True
 ) -> tuple[np.ndarray | None, np.ndarray | None, float]:
     """``(start, fixed, region_bound)`` for the query the model holds now: the start heuristic's action (or
     ``None``) and, with ``fix`` on formulations that are the hint's space plus side rows only
@@ -247,7 +247,7 @@ def side_rule_applies(formulation: Formulation, min_arms: int = HighsTuning.side
     return hint["use"] and formulation.d >= min_arms
 
 
-def side_query_start(model: CompiledModel, formulation: Formulation) -> np.ndarray | None:
+def side_query_start(model: Engine, formulation: Formulation) -> np.ndarray | None:
     """The Lagrangian start (:func:`~cmab_milp.oracles.mip.side_starts.side_start`) for the query the model holds now.
 
     For formulations of a base space plus side rows (``solver_hints["side"] = {"space": base, "rows": n}``:
@@ -258,7 +258,7 @@ def side_query_start(model: CompiledModel, formulation: Formulation) -> np.ndarr
     return None if plan is None else plan.start
 
 
-def side_query_plan(model: CompiledModel, formulation: Formulation, fix: bool = True) -> SidePlan | None:
+def side_query_plan(model: Engine, formulation: Formulation, fix: bool = True) -> SidePlan | None:
     """:func:`side_query_start`'s :class:`~cmab_milp.oracles.mip.side_starts.SidePlan` (with ``fix``: the arms
     that reduced-cost fixing proves), or ``None``; its ``start`` obeys the bounds and every side row."""
     if not side_rule_applies(formulation, model.tuning.side_min_arms) or not _own_objective(model, formulation):
@@ -277,7 +277,7 @@ def side_query_plan(model: CompiledModel, formulation: Formulation, fix: bool = 
     return plan
 
 
-def _add_cover_cuts(model: CompiledModel, formulation: Formulation) -> None:
+def _add_cover_cuts(model: Engine, formulation: Formulation) -> None:
     """Extended cover cuts of the knapsack side rows at the LP relaxation's point, as this query's rows."""
     found = as_side_rows(_side_rows_of(model, formulation, formulation.solver_hints["side"]), formulation.d)
     x = model.relaxation_arm_values()
@@ -287,12 +287,12 @@ def _add_cover_cuts(model: CompiledModel, formulation: Formulation) -> None:
     model.add_rows(cover_cuts(np.asarray(x), *found, lower, upper))
 
 
-def _own_objective(model: CompiledModel, formulation: Formulation) -> bool:
+def _own_objective(model: Engine, formulation: Formulation) -> bool:
     """False when the model has columns of another objective (norm queries) or other arms."""
     return model.num_cols == formulation.n_cols and model.d == formulation.d
 
 
-def _side_rows_of(model: CompiledModel, formulation: Formulation, hint: dict) -> list[Row]:
+def _side_rows_of(model: Engine, formulation: Formulation, hint: dict) -> list[Row]:
     return formulation.rows[hint["rows"] :] + model.rows(model.base_rows, model.num_rows)
 
 

@@ -5,7 +5,7 @@ Layout (each module one job; its docstring holds its part of the exactness proof
 * :mod:`.method`: what a norm method is (``name``, ``applies``, ``run``) and the query's context it reads;
 * :mod:`.solver`: :func:`solve_norm`, the ordered tuple of methods per sign (``PLUS_METHODS``, ``MINUS_METHODS``)
   that it walks, and the query's context (its model, the MILP loop, the approximate mode);
-* :mod:`.scaling`: exact rescalings of a query and :func:`proven`, the tolerance test;
+* :mod:`.scaling`: exact rescalings of a query (the tolerance test is :func:`~cmab_milp.oracles.core.certify.proven`);
 * :mod:`.lifting`: columns and rows for ``L = a @ M @ a`` (Glover's rows, on the side each sign needs);
 * :mod:`.cuts`: convex-reformulation tangents on ``L``, no-good rows (solver noise), the LP-relaxation rounds;
 * :mod:`.linear`: the methods of the linear argmax alone (the norm term vanishes; sign -1's bound ``top``);
@@ -29,7 +29,8 @@ A query's ``hints`` (:class:`~cmab_milp.oracles.core.base.NormQuery`) that are a
 admitted by its restrictions are candidate first incumbents: they may speed a query
 up, never change the optimal value, and, being part of the query, keep the tie rule.
 
-Every HiGHS call goes through :class:`~cmab_milp.oracles.backends.highs_model.CompiledModel`.
+Every solver call goes through the model protocol :class:`~cmab_milp.oracles.core.engine.Engine` (on HiGHS:
+:class:`~cmab_milp.oracles.backends.highs_model.CompiledModel`); nothing here imports a backend.
 
 Example
 -------
@@ -40,8 +41,8 @@ Example
 np.int64(2)
 """
 
+from ..core.certify import proven
 from .lifting import quadratic_form_bounds
-from .scaling import proven
 from .secants.pieces import window_top
 from .solver import NormStats, last_stats, solve_norm
 

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from ..backends.highs_model import CompiledModel
+from ..core.engine import Engine
 
 #: The :class:`~cmab_milp.oracles.norm.solver.NormSolver` running the query (not imported: the solver imports
 #: this module).
@@ -41,13 +41,14 @@ NormSolver = Any
 __all__ = ["ConvexCuts", "Exclusions", "add_no_good", "separate_at_relaxations"]
 
 
-def separate_at_relaxations(model: CompiledModel, rounds: int, cut: Callable[[np.ndarray], bool]) -> None:
+def separate_at_relaxations(model: Engine, rounds: int, cut: Callable[[np.ndarray], bool]) -> None:
     """Rounds of the LP relaxation: ``cut(x)`` adds rows at its point ``x`` and says whether the round goes on.
 
     Stops at an infeasible LP, at a round whose ``cut`` returns ``False``, or after ``rounds`` LP solves.
 
     >>> import cmab_milp as cm
-    >>> model = CompiledModel(cm.Cardinality(3, 2).formulation())
+    >>> from cmab_milp.oracles.core.engine import new_engine
+    >>> model = new_engine(cm.Cardinality(3, 2).formulation(), integer=True)
     >>> points = []
     >>> separate_at_relaxations(model, 5, lambda x: points.append(x) or len(points) < 2)
     >>> len(points)
@@ -92,13 +93,13 @@ class ConvexCuts:
         self.P = -side * (sub - self.t * np.eye(len(arms)))
         self.cuts = 0
 
-    def separate(self, model: CompiledModel, L: int) -> None:
+    def separate(self, model: Engine, L: int) -> None:
         """Add violated tangents at LP-relaxation points, up to ``rounds`` LP solves."""
         if not len(self.solver.arms) or self.rounds == 0:
             return
         separate_at_relaxations(model, self.rounds, lambda x: self.cut_at(model, L, x))
 
-    def cut_at(self, model: CompiledModel, L: int, x: np.ndarray) -> bool:
+    def cut_at(self, model: Engine, L: int, x: np.ndarray) -> bool:
         """Add the tangent at the arm values of ``x`` if ``x[L]`` violates it; say whether it did."""
         arms, side = self.solver.arms, self.side
         if not len(arms):
@@ -129,7 +130,7 @@ class Exclusions:
     def count(self) -> int:
         return len(self.keys)
 
-    def add(self, model: CompiledModel, action: np.ndarray) -> None:
+    def add(self, model: Engine, action: np.ndarray) -> None:
         add_no_good(model, self.arms, action)
         self.keys.add(action.tobytes())
 
@@ -138,7 +139,7 @@ class Exclusions:
         return None if action is None or action.tobytes() in self.keys else action
 
 
-def add_no_good(model: CompiledModel, arms: np.ndarray, action: np.ndarray) -> None:
+def add_no_good(model: Engine, arms: np.ndarray, action: np.ndarray) -> None:
     """The row ``sum_{i in a} (1 - x_i) + sum_{i in arms \\ a} x_i >= 1``: every action but ``action``."""
     ones = np.flatnonzero(action)
     zeros = np.setdiff1d(arms, ones)

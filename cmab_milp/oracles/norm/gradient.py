@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..backends.highs_model import CompiledModel
+from ..core.engine import Engine
 from ..core.queries import NormQuery
 from .cuts import separate_at_relaxations
 
@@ -91,11 +91,11 @@ class GradientCuts:
         norm = float(np.sqrt(max(float(x @ mx), 0.0)))
         return self.f * mx / norm if norm > 0.0 else np.zeros(len(x))
 
-    def add(self, model: CompiledModel, w: int, action: np.ndarray) -> None:
+    def add(self, model: Engine, w: int, action: np.ndarray) -> None:
         """The cut at ``action`` (a bool vector of length ``d``): exact there."""
         self._row(model, w, action[self.arms].astype(float))
 
-    def separate(self, model: CompiledModel, w: int, rounds: int) -> None:
+    def separate(self, model: Engine, w: int, rounds: int) -> None:
         """Cuts at LP-relaxation points while ``w > -f n(x)`` there, up to ``rounds`` LP solves."""
         if not len(self.arms):
             return
@@ -110,7 +110,7 @@ class GradientCuts:
 
         separate_at_relaxations(model, rounds, cut)
 
-    def _row(self, model: CompiledModel, w: int, x: np.ndarray) -> None:
+    def _row(self, model: Engine, w: int, x: np.ndarray) -> None:
         coef = self.coefficients(x)
         if not coef.any():
             return

@@ -32,8 +32,8 @@ from typing import Any
 import numpy as np
 
 from ...spaces import Cardinality, ExplicitActions, Matchings
-from ..backends.combinatorial import _SOLVERS
-from ..backends.highs_model import CompiledModel
+from ..core.engine import Engine
+from ..core.exact import ALGORITHMS
 from ..core.queries import LinearQuery, Restrictions
 
 #: The :class:`~cmab_milp.oracles.norm.solver.NormSolver` running the query (not imported: the solver imports
@@ -91,13 +91,13 @@ def exact_row_bounds(
     ([1.0, 1.0, 1.0, 1.0], [0.0, 0.0, 0.0, 0.0])
     """
     kind = type(space)
-    if kind not in _SOLVERS or kind in (Cardinality, ExplicitActions):  # Cardinality: the sorted rows are exact
+    if kind not in ALGORITHMS or kind in (Cardinality, ExplicitActions):  # Cardinality: the sorted rows are exact
         return None
     if kind is Matchings and not space.bipartite:
         return None
     if kind.__name__ == "STPaths" and not space.acyclic:
         return None
-    algorithm = _SOLVERS[kind]
+    algorithm = ALGORITHMS[kind]
     sign = 1.0 if upper else -1.0
     near = np.zeros(len(arms))
     far = np.zeros(len(arms))
@@ -131,7 +131,7 @@ class Lifted:
         return range(self.first_row, self.last_row)
 
     @staticmethod
-    def glover_upper(model: CompiledModel, solver: NormSolver, *, l_bounds: tuple[float, float]) -> Lifted:
+    def glover_upper(model: Engine, solver: NormSolver, *, l_bounds: tuple[float, float]) -> Lifted:
         """Columns ``z_i`` (one per free arm), ``L`` and ``s`` with Glover's rows on the other side (sign +1).
 
         ``z_i`` stands for ``a_i g_i(a)``, ``g_i(a) = sum_{j != i} M_ij a_j``. With ``up_i`` the
@@ -145,7 +145,7 @@ class Lifted:
         return _glover_rows(model, solver, l_bounds, upper=True)
 
     @staticmethod
-    def glover(model: CompiledModel, solver: NormSolver, *, l_bounds: tuple[float, float]) -> Lifted:
+    def glover(model: Engine, solver: NormSolver, *, l_bounds: tuple[float, float]) -> Lifted:
         """Columns ``z_i`` (one per free arm), ``L`` and ``s``, with Glover's rows (sign -1).
 
         ``z_i`` stands for ``a_i g_i(a)``, ``g_i(a) = sum_{j != i} M_ij a_j``. With ``lo_i``
@@ -160,7 +160,7 @@ class Lifted:
         return _glover_rows(model, solver, l_bounds, upper=False)
 
 
-def _glover_rows(model: CompiledModel, solver: NormSolver, l_bounds: tuple[float, float], upper: bool) -> Lifted:
+def _glover_rows(model: Engine, solver: NormSolver, l_bounds: tuple[float, float], upper: bool) -> Lifted:
     """The columns and rows of :meth:`Lifted.glover_upper` (``upper``) or :meth:`Lifted.glover`.
 
     ``near`` is the bound of ``g_i`` on actions holding ``i`` (its ``m - 1`` largest entries

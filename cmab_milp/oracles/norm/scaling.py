@@ -1,4 +1,4 @@
-"""Exact rescalings of a norm query and the tolerance that closes every loop.
+"""Exact rescalings of a norm query.
 
 HiGHS proved wrong optima on badly scaled models (``M ~ 1e6`` or ``1e-12``, terms
 ``~1e7``), so before a query is modelled :func:`unit_scale` divides ``M`` by a power
@@ -9,15 +9,18 @@ argmax (and every tie) is the same and a bound scales back exactly.
 
 Solver noise
     HiGHS holds rows to ``1e-9``, so a bound can exceed the best value by the
-    slack of a row times its dual. :func:`proven` is the one test, within the
-    contract's ``1e-9 * (1 + |value|)``, that closes every loop of the norm solver
-    and checks its final answer (what is done about the gaps noise leaves open is
+    slack of a row times its dual. The certificate's
+    ``proven(value=..., bound=..., measured_at="bound")`` (:mod:`~cmab_milp.oracles.core.certify`), within the
+    contract's ``1e-9 * (1 + |bound|)`` (``unit=1/s`` for values divided by ``s``), closes every loop of the
+    norm solver and checks its final answer (what is done about the gaps noise leaves open is
     in :mod:`~cmab_milp.oracles.norm.cuts`).
 
 Example
 -------
->>> proven(1.0 + 1e-9, 1.0)
-True
+>>> import cmab_milp as cm
+>>> q = cm.make_oracle(cm.Cardinality(2, 1), "highs").norm_query(np.ones(2), np.eye(2) * 16.0, 1.0, -1)
+>>> float(unit_scale(q).M.max()), unit_scale(q).f
+(1.0, 4.0)
 """
 
 from __future__ import annotations
@@ -28,26 +31,9 @@ import math
 import numpy as np
 
 from ...spaces import STPaths
-from ..core.base import tolerance
 from ..core.queries import NormQuery
 
-__all__ = ["arms_bound", "proven", "unit_objective", "unit_scale"]
-
-
-def proven(bound: float, value: float, unit: float = 1.0) -> bool:
-    """Whether ``value`` is within the contract's tolerance of the upper ``bound``.
-
-    The bound comes from HiGHS, whose rows hold to ``1e-9``: the same test
-    closes every loop here and checks the final answer. For a query whose values
-    were divided by ``s`` (:func:`unit_objective`), ``unit=1/s`` gives the
-    tolerance of the original values, ``1e-9 * (1 + s |bound|) / s``.
-
-    >>> proven(1.0 + 1e-9, 1.0), proven(1.0 + 1e-8, 1.0)
-    (True, False)
-    >>> proven(2.0 + 2.5e-9, 2.0), proven(2.0 + 2.5e-9, 2.0, unit=1e-3)
-    (True, False)
-    """
-    return value >= bound - (tolerance(bound) if unit == 1.0 else 1e-9 * (unit + abs(bound)))
+__all__ = ["arms_bound", "unit_objective", "unit_scale"]
 
 
 def unit_scale(query: NormQuery) -> NormQuery:

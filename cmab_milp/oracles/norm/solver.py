@@ -30,13 +30,13 @@ so no bound changes): otherwise each cycle row comes from :meth:`NormSolver.solv
 loop, every round a new branch and bound.
 
 The oracle's ``time_limit`` holds for the whole query: each MILP gets what is left
-of it, and a query past it raises :class:`~cmab_milp.oracles.backends.highs_model.LimitReached`.
+of it, and a query past it raises :class:`~cmab_milp.oracles.core.base.LimitReached`.
 
 In the certified approximate mode (the oracle's ``norm_gap``) a sign +1 query that carries a
 :class:`~.carry.NormCarry` is first offered the sequence's last answer, proven by a drift bound from the
 last solved query (:mod:`.carry`); only when that fails is it solved, at the carry's tighter gap.
 
-Each loop closes with :func:`~.scaling.proven`; gaps left by solver noise are closed
+Each loop closes with :func:`~cmab_milp.oracles.core.certify.proven`; gaps left by solver noise are closed
 by setting exactly valued actions aside (:mod:`~cmab_milp.oracles.norm.cuts`). The answer's value is
 recomputed in numpy and must be within ``1e-9 * (1 + |value|)`` of the proven upper
 bound; otherwise :class:`~cmab_milp.oracles.core.base.OracleError`.
@@ -62,8 +62,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..._threads import blas_single_thread
-from ..backends.highs_model import CompiledModel, LimitReached, SolveResult
-from ..core.base import OracleError, tolerance
+from ..core.base import LimitReached, OracleError, tolerance
+from ..core.certify import proven
+from ..core.engine import Engine
+from ..core.model import SolveResult
 from ..core.queries import LinearQuery, NormQuery
 from ..mip.root_cuts import add_root_cuts
 from ..mip.tuning import HighsTuning
@@ -74,7 +76,7 @@ from .method import Answer, LinearStart, NormMethod
 from .outer.minus import MINUS_OUTER
 from .outer.plus import OUTER_PLUS
 from .paths.method import MINUS_PATHS, PLUS_PATHS
-from .scaling import arms_bound, proven, unit_objective, unit_scale
+from .scaling import arms_bound, unit_objective, unit_scale
 from .secants.minus import SECANTS_MINUS
 
 __all__ = ["MINUS_METHODS", "PLUS_METHODS", "NormSolver", "NormStats", "last_stats", "solve_norm"]
@@ -160,7 +162,7 @@ def solve_norm(oracle, query: NormQuery) -> np.ndarray | None:
     if (not res.empty and not res.admits(answer)) or (oracle.verify and not oracle.space._contains(answer)):
         raise OracleError("HiGHS norm answer violates the space or the restrictions")
     value = query.value(answer)
-    if not proven(bound, value):
+    if not proven(value=value, bound=bound, measured_at="bound"):
         ratio = solver.accepted_ratio(bound, value)
         if ratio is None:
             raise OracleError(
@@ -214,7 +216,7 @@ class NormSolver:
         self.carried: tuple[np.ndarray | None, float] = (None, -np.inf)
         #: Sign -1's linear argmax and bound (:data:`~.linear.LINEAR_BOUND`), for the methods after it.
         self.linear: LinearStart | None = None
-        self._model: CompiledModel | None = None
+        self._model: Engine | None = None
         self._opened: tuple[int, int, ExitStack] | None = None
 
     # ------------------------------------------------------------ dispatch
@@ -247,7 +249,7 @@ class NormSolver:
             self._close_model()
 
     @property
-    def model(self) -> CompiledModel:
+    def model(self) -> Engine:
         """The thread's norm model, prepared for this query (:meth:`_open_model`)."""
         if self._model is None:
             self._open_model()
@@ -287,7 +289,7 @@ class NormSolver:
         return self.oracle.solve_linear(LinearQuery(self.query.mu, self.res))
 
     # ------------------------------------------------------------ solving
-    def solve(self, model: CompiledModel, start: np.ndarray | None = None) -> tuple[np.ndarray, SolveResult] | None:
+    def solve(self, model: Engine, start: np.ndarray | None = None) -> tuple[np.ndarray, SolveResult] | None:
         """One MILP with the lazy-cut loop: a feasible action and the result, or None.
 
         ``start`` (an action) is passed to HiGHS as a partial MIP start on the
@@ -323,7 +325,7 @@ class NormSolver:
             model.add_rows(cuts)  # this query's only: removed by _close_model (the tie rule)
         raise OracleError("lazy cut loop did not converge")  # pragma: no cover
 
-    def _add_forbid_rows(self, model: CompiledModel) -> None:
+    def _add_forbid_rows(self, model: Engine) -> None:
         pairs = self.res.forbid_pairs
         if pairs:
             idx = np.asarray(pairs, np.int32).ravel()
@@ -333,10 +335,13 @@ class NormSolver:
     def settled(self, bound: float, value: float, unit: float = 1.0) -> bool:
         """Whether a search may stop at ``bound`` (an upper bound on every index) with its best ``value``.
 
-        Exact: ``value`` is proven optimal (:func:`~.scaling.proven`). With the oracle's
+        Exact: ``value`` is proven optimal (:func:`~cmab_milp.oracles.core.certify.proven`). With the oracle's
         ``norm_gap`` also when :meth:`accepted_ratio` accepts the pair.
         """
-        return proven(bound, value, unit) or self.accepted_ratio(bound, value) is not None
+        return (
+            proven(value=value, bound=bound, unit=unit, measured_at="bound")
+            or self.accepted_ratio(bound, value) is not None
+        )
 
     def accepted_ratio(self, bound: float, value: float) -> float | None:
         """The proven ratio ``value / bound`` when the approximate mode accepts it, else ``None``.
@@ -356,7 +361,7 @@ class NormSolver:
         idx = np.flatnonzero(action)
         return float(self.query.M[np.ix_(idx, idx)].sum())
 
-    def space_cuts(self, model: CompiledModel) -> int:
+    def space_cuts(self, model: Engine) -> int:
         """The space's rows violated at the LP relaxation's points (:func:`~.mip.root_cuts.add_root_cuts`).
 
         Valid for every action of the space, so no bound changes; they spare the lazy-cut loop

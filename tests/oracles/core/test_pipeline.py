@@ -211,11 +211,12 @@ def test_approximate_answers_carry_a_proven_ratio_in_the_ledger(space) -> None:
 
 
 def test_proven_takes_the_tolerance_of_the_smallest_possible_optimum() -> None:
-    assert proven(1.0, 1.0) and proven(2.0, 1.0)  # a bound below the value proves it
-    assert not proven(0.0, 1e-8) and proven(0.0, 9e-10)
+    assert proven(value=1.0, bound=1.0) and proven(value=2.0, bound=1.0)  # a bound below the value proves it
+    assert not proven(value=0.0, bound=1e-8) and proven(value=0.0, bound=9e-10)
     big = 1e6
-    assert proven(big, big + 5e-4) and not proven(big, big + 2e-3)
-    assert proven_ratio(0.5, 1.0) == 0.5 and proven_ratio(0.0, 1.0) is None and proven_ratio(1.0, 0.0) is None
+    assert proven(value=big, bound=big + 5e-4) and not proven(value=big, bound=big + 2e-3)
+    assert proven_ratio(value=0.5, bound=1.0) == 0.5
+    assert proven_ratio(value=0.0, bound=1.0) is None and proven_ratio(value=1.0, bound=0.0) is None
 
 
 def test_every_model_backend_adapts_the_protocol() -> None:

@@ -346,7 +346,7 @@ def test_gaps_left_by_noise_are_closed_by_setting_actions_aside(sign: int, monke
     from cmab_milp.oracles.norm.secants import minus as minus_secants
 
     for module in (norm_solver, minus_secants):  # the tolerance test where the loops and settled() read it
-        monkeypatch.setattr(module, "proven", lambda bound, value, unit=1.0: value >= bound)
+        monkeypatch.setattr(module, "proven", lambda *, value, bound, **_: value >= bound)
     enum = noise_oracles()[1]
     # sign +1: the outer approximation, not the branch; sign -1: the secant MILPs, not the branch
     highs = cm.make_oracle(_NOISE_SPACE, "highs", verify=True, tuning={"plus_branch_try": 0, "minus_branch": False})

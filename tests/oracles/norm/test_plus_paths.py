@@ -12,13 +12,13 @@ from test_minus_paths import GRAPHS, random_path_node, space_and_actions
 
 import cmab_milp as cm
 from cmab_milp.oracles.backends.highs_model import LimitReached
+from cmab_milp.oracles.core.certify import proven
 from cmab_milp.oracles.mip.tuning import HighsTuning
 from cmab_milp.oracles.norm import solver
 from cmab_milp.oracles.norm.branch.overestimator import shifted_form
 from cmab_milp.oracles.norm.lifting import quadratic_form_bounds
 from cmab_milp.oracles.norm.paths.minus import _Node
 from cmab_milp.oracles.norm.paths.plus import ConcavePathBranch, vertex_parts
-from cmab_milp.oracles.norm.scaling import proven
 from cmab_milp.oracles.norm.solver import last_stats
 
 
@@ -108,7 +108,7 @@ def test_a_node_holding_one_action_is_bounded_by_its_index(name):
         include[: space.d], exclude[: space.d] = a, ~a
         bound, _ = search.kelley(_Node(-np.inf, 0, include, exclude), rounds=1)  # one LP
         assert bound >= value - 1e-9 * (1 + abs(value))
-        assert proven(bound, value), (name, trial, bound, value)
+        assert proven(value=value, bound=bound, measured_at="bound"), (name, trial, bound, value)
 
 
 def test_the_8x8_grid_agrees_with_the_outer_approximation():

@@ -21,14 +21,14 @@ exclude ``j``": either way the children partition the parent's actions, and the 
 not in the linear queries (a superset of actions: the bound stays valid), are enforced by the
 splits and by the incumbent test (an incumbent is an action of the space that the query's
 restrictions admit). A child's bound is at most its parent's (a subset). A node is dropped when
-its bound is proven below the incumbent (:func:`~.scaling.proven`) or when it holds no action;
+its bound is proven below the incumbent (:func:`~cmab_milp.oracles.core.certify.proven`) or when it holds no action;
 one with every arm fixed is a single action, valued exactly. Every vertex met is a candidate
 incumbent, valued exactly in numpy. The nodes are explored best bound first (ties by creation
 order: deterministic), so when the queue empties the incumbent is within the tolerance of
 ``max(incumbent, every dropped node's bound)``, the bound returned.
 
 General (non-bipartite) matchings: the linear queries are asked over the fractional matching polytope
-(``x(delta(v)) <= 1``, ``= 1`` for perfect ones; :func:`~.backends.combinatorial.prepare_fractional_matching`:
+(``x(delta(v)) <= 1``, ``= 1`` for perfect ones; :func:`~cmab_milp.oracles.core.exact.prepare_fractional_matching`:
 one assignment on the bipartite double cover, far cheaper than the blossom algorithm). It holds
 every matching of the node, so every bound above stays valid (a maximum over a larger set); its vertices are
 half-integral, so a vertex is offered as an incumbent after :meth:`LinearOracleBranch.round_matching`, and the
@@ -79,12 +79,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ....spaces import Matchings, STPaths
-from ...backends.combinatorial import _SOLVERS, prepare_fractional_matching, prepare_linear
-from ...backends.highs_model import LimitReached
-from ...core.base import OracleError
+from ...core.base import LimitReached, OracleError
+from ...core.certify import proven
+from ...core.exact import ALGORITHMS, prepare_fractional_matching, prepare_linear
 from ...core.queries import NormQuery, Restrictions
 from ...mip.tuning import HighsTuning
-from ..scaling import proven
 from ..shifts import diagonal_shift
 
 #: The defaults, where a search is built without the oracle's choices (tests, benchmarks).
@@ -119,7 +118,7 @@ def applies(space) -> bool:
     >>> applies(cm.Matchings(nx.complete_graph(4))), applies(cm.Cardinality(4, 2).with_constraint([1] * 4, "<=", 1))
     (True, False)
     """
-    return type(space) in _SOLVERS and (type(space) is not STPaths or space.acyclic)
+    return type(space) in ALGORITHMS and (type(space) is not STPaths or space.acyclic)
 
 
 def line_maximum(
@@ -235,7 +234,7 @@ class LinearOracleBranch:
     def linear(self, w: np.ndarray, res: Restrictions) -> np.ndarray | None:
         """The exact argmax of ``w @ a`` over the node's actions (``forbid_pairs`` left out).
 
-        The node's restrictions are prepared once (:func:`~cmab_milp.oracles.backends.combinatorial.prepare_linear`) for
+        The node's restrictions are prepared once (:func:`~cmab_milp.oracles.core.exact.prepare_linear`) for
         its several queries.
         """
         self.queries += 1
@@ -335,7 +334,7 @@ class LinearOracleBranch:
         bound = min(bound, self.bound(g, err, s))
         x = s.astype(float)
         for _ in range(self.tuning.branch_steps):
-            if proven(bound, self.best_value):
+            if proven(value=self.best_value, bound=bound, measured_at="bound"):
                 break
             mx = M @ x
             n = float(np.sqrt(max(float(x @ mx), 0.0)))
@@ -418,14 +417,14 @@ def best_first(
             if branch.best is not None and settled(top, branch.best_value):
                 return branch.best, branch.best_value, top
         branch._check_time()
-        if proven(-node.key, branch.best_value):
+        if proven(value=branch.best_value, bound=-node.key, measured_at="bound"):
             dropped = max(dropped, -node.key)
             continue
         branch.nodes += 1
         if branch.nodes > max_nodes:
             raise NodeBudget(f"{name}: more than {max_nodes} nodes, optimality not proven")
         bound, x = branch.relax(node)
-        if x is None or proven(bound, branch.best_value):
+        if x is None or proven(value=branch.best_value, bound=bound, measured_at="bound"):
             dropped = max(dropped, bound)
             continue
         for include, exclude in branch.split(node, x):

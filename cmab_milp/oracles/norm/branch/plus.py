@@ -67,10 +67,11 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ...core.certify import proven
 from ...core.queries import NormQuery
 from ...mip.tuning import HighsTuning
 from ..gradient import positive_definite
-from ..scaling import arms_bound, proven
+from ..scaling import arms_bound
 from ..shifts import _MARGIN, diagonal_shift, low_rank_start, weighted_diagonal
 from .minus import _EPS, _REL_GAP, _ROUND, LinearOracleBranch, _Node, quadratic_line_maximum
 from .overestimator import conflict_pairs, overestimator_parts, shifted_form
@@ -357,7 +358,7 @@ class ConcaveBranch(LinearOracleBranch):
         ax = self.A @ x
         g, c, err = self.triangle, 0.0, self.mu_abs
         for _ in range(steps):
-            if proven(bound, self.best_value):
+            if proven(value=self.best_value, bound=bound, measured_at="bound"):
                 break
             g, c, psi, err = self.tangent(x, ax)
             s = self.linear(g, res)

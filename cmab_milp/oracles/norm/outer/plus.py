@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...backends.highs_model import CompiledModel
 from ...core.base import OracleError
+from ...core.engine import Engine
 from ..cuts import Exclusions, add_no_good
 from ..lifting import Lifted
 from ..method import Answer, NormContext
@@ -59,7 +59,7 @@ class OuterPlus:
             return _outer_plus(context, model)
 
 
-def _outer_plus(context: NormContext, model: CompiledModel) -> Answer:
+def _outer_plus(context: NormContext, model: Engine) -> Answer:
     q, stats = context.query, context.stats
     delta = _DELTA_FRACTION * context.l_hi
     lift = Lifted.glover_upper(model, context, l_bounds=(delta, context.l_hi))
@@ -116,14 +116,14 @@ def _outer_plus(context: NormContext, model: CompiledModel) -> Answer:
     return best, max(bound, low_bound, best_value)
 
 
-def _clear_lift(model: CompiledModel, lift: Lifted) -> None:
+def _clear_lift(model: Engine, lift: Lifted) -> None:
     """Drop the lifted columns and rows (cuts found meanwhile stay)."""
     model.delete_rows(lift.first_row, lift.last_row)
     model.delete_cols(lift.first_col, lift.s + 1)
 
 
 def best_near_zero(
-    context: NormContext, model: CompiledModel, slack: float, incumbent: float
+    context: NormContext, model: Engine, slack: float, incumbent: float
 ) -> tuple[np.ndarray | None, float, float]:
     """Best true value among actions with ``mu @ a + slack > incumbent``.
 

@@ -28,8 +28,8 @@ import scipy.sparse as sp
 
 from ....spaces import STPaths
 from ....spaces.formulation import Row
-from ...backends.highs_model import CompiledModel
 from ...core.base import OracleError
+from ...core.engine import new_engine
 from ...core.queries import NormQuery
 from ...mip.tuning import HighsTuning
 
@@ -94,7 +94,7 @@ class _PathLP:
         self.tuning = tuning
         form = space.formulation().without_optional() if self.tuning.paths_unoriented else space.formulation()
         self.d = d = space.d
-        self.model = CompiledModel(form, integer=False)
+        self.model = new_engine(form, integer=False)
         self.t = self.model.add_cols(np.array([t_lo]), np.array([t_hi]), np.zeros(1, bool), ["norm"])
         self.n = self.t + 1
         a, lo, hi = form.matrix()

@@ -60,7 +60,8 @@ candidate, so bounds and exactness are untouched).
 Proven bounds: the LP's objective is not used as a bound; :func:`~.paths.lp.safe_bound` proves one from
 HiGHS's row duals by weak duality (:mod:`.paths.lp`, valid for any duals). Tangent rows are loosened by their
 own rounding allowance, so a rounded coefficient never cuts off an action. The query ends when no open node's bound
-exceeds the incumbent by more than the contract's ``1e-9 (1 + |value|)`` (:func:`~.scaling.proven`);
+exceeds the incumbent by more than the contract's ``1e-9 (1 + |bound|)``
+(:func:`~cmab_milp.oracles.core.certify.proven`);
 the bound returned is the largest dropped one (or the incumbent's value).
 
 Determinism: each query builds its LP afresh, and the order of nodes, LPs and rows depends on the query
@@ -90,13 +91,14 @@ import numpy as np
 
 from ....spaces import STPaths
 from ....spaces.formulation import Row
-from ...backends.highs_model import LimitReached
+from ...core.base import LimitReached
+from ...core.certify import proven
 from ...core.queries import NormQuery
 from ...mip.graph_cuts import separate_paths_lp, separate_st_cut_lp
 from ...mip.graph_starts import PathStarts
 from ...mip.tuning import HighsTuning
 from ..branch.minus import _Node, best_first, relaxation_matrix
-from ..scaling import arms_bound, proven
+from ..scaling import arms_bound
 from .chord import ChordNorm
 from .cuts import _CUT_VIOLATION, _violation, component_cuts, shortest_length
 from .local_search import improve_path
@@ -351,7 +353,7 @@ class PathBranch:
                 if tangents and not self.tuning.paths_both_points:
                     break
             self.integral(x, g)
-            if proven(bound, self.best_value) or stalled >= _STALL_ROUNDS:
+            if proven(value=self.best_value, bound=bound, measured_at="bound") or stalled >= _STALL_ROUNDS:
                 break
             cuts = self.cuts_at(x, self.nodes <= _FULL_CUT_NODES, st=not tangents or self.nodes <= _FULL_CUT_NODES)
             self.cuts += len(cuts)

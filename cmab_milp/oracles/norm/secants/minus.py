@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...backends.highs_model import CompiledModel
 from ...core.base import OracleError
+from ...core.certify import proven
+from ...core.engine import Engine
 from ..cuts import ConvexCuts, Exclusions
 from ..gradient import GradientCuts, positive_definite, well_scaled
 from ..lifting import Lifted
 from ..method import Answer, NormContext
-from ..scaling import proven
 from ..starts.incumbents import first_incumbent_minus
 from .pieces import PiecewiseSqrt, sqrt_grid, window_top
 
@@ -69,7 +69,7 @@ class SecantsMinus:
 
 
 def _secants(
-    context: NormContext, model: CompiledModel, lin: np.ndarray, top: float, best: np.ndarray, best_value: float
+    context: NormContext, model: Engine, lin: np.ndarray, top: float, best: np.ndarray, best_value: float
 ) -> Answer:
     """The secant MILPs from the incumbent ``best`` (``lin``: the linear argmax; ``top``: no action's ``mu @ a``
     exceeds it)."""
@@ -120,7 +120,9 @@ def _secants(
             break
         l_star = context.quadratic_form(action)
         points.add(l_star)
-        if proven(value + f * secants.overshoot(l_star), value) or not secants.can_split(l_star):
+        if proven(
+            value=value, bound=value + f * secants.overshoot(l_star), measured_at="bound"
+        ) or not secants.can_split(l_star):
             # The secants value this action at its true index (up to the tolerance), so
             # the gap is solver noise: set it aside, exactly valued, and solve again.
             excluded.add(model, action)

@@ -31,8 +31,8 @@ import math
 
 import numpy as np
 
-from ...backends.highs_model import CompiledModel
 from ...core.base import OracleError
+from ...core.engine import Engine
 
 __all__ = ["PiecewiseSqrt", "sqrt_grid", "window_top"]
 
@@ -94,7 +94,7 @@ class PiecewiseSqrt:
     """
 
     def __init__(
-        self, model: CompiledModel, L: int, f: float, points: list[float], least: float = 0.0, link: int | None = None
+        self, model: Engine, L: int, f: float, points: list[float], least: float = 0.0, link: int | None = None
     ):
         self.model = model
         self.L = L

@@ -23,7 +23,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from ...spaces import Matchings
-from ..core.queries import LinearQuery
+from .queries import LinearQuery
 
 __all__ = ["assignment_tables", "matching_argmax"]
 

@@ -24,8 +24,8 @@ import networkx as nx
 import numpy as np
 
 from ...spaces import STPaths
-from ..core.base import UnsupportedQuery
-from ..core.queries import LinearQuery
+from .base import UnsupportedQuery
+from .queries import LinearQuery
 
 __all__ = ["path_argmax"]
 
