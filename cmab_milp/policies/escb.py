@@ -213,7 +213,7 @@ class ESCBIndex(LinearIndex):
     def _search(self, oracle: Oracle, query: Mapping[str, Any]) -> np.ndarray | None:
         """One UCB query answered by :func:`.maximise_index`, from the last answer to the same restrictions."""
         key = _key(query)
-        mu, w = np.asarray(query["mu"], float), np.diag(query["M"]).copy()
+        mu, w = np.asarray(query["mu"], float), np.diag(query["M"])  # read only below
         if self.subsets is not None and not query.get("forbid_pairs"):
             start = time.perf_counter()
             action, self._slope = maximise_on_cardinality(

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from itertools import accumulate
 
 import numpy as np
 
@@ -50,7 +51,7 @@ def _top(mu: list, w: list, c: float, k: int, exact: bool) -> tuple[float, float
     top = sorted(range(len(v)), key=v.__getitem__, reverse=True)[:k]
     if not exact:
         top = [i for i in top if v[i] > 0.0]
-    return sum(mu[i] for i in top), sum(w[i] for i in top)
+    return sum([mu[i] for i in top]), sum([w[i] for i in top])
 
 
 def dual_slope(
@@ -127,7 +128,7 @@ def maximise_on_cardinality(
         action[pick] = True
         return action, c or 1.0
     arm_list = arms.tolist()
-    mu_free, w_free = mu[arms].tolist(), w[arms].tolist()
+    mu_free, w_free = (mu[arms].tolist(), w[arms].tolist()) if (include or exclude) else (mu.tolist(), w.tolist())
     c = dual_slope(mu_free, w_free, g, slots, exact, c / SHRINK if c else None) * SHRINK
     v = [a + c * b for a, b in zip(mu_free, w_free, strict=True)]
     order = sorted(range(len(v)), key=v.__getitem__, reverse=True)
@@ -138,7 +139,7 @@ def maximise_on_cardinality(
     reference = None
     if not exact and y0 + g * math.sqrt(max(s0, 0.0)) > best_value:  # the subset of the included arms alone
         best_positions, best_value = [], y0 + g * math.sqrt(max(s0, 0.0))
-    if incumbent is not None and _allowed(incumbent, fixed, free, k, exact):
+    if incumbent is not None and _allowed(incumbent, fixed, free, k, exact, bool(include or exclude)):
         value = _value(mu, w, g, incumbent)
         if value >= best_value:
             best_positions, best_value, reference = None, value, incumbent
@@ -159,9 +160,11 @@ def _value(mu: np.ndarray, w: np.ndarray, g: float, action: np.ndarray) -> float
     return float(mu[action].sum()) + g * math.sqrt(max(float(w[action].sum()), 0.0))
 
 
-def _allowed(action: np.ndarray, fixed: np.ndarray, free: np.ndarray, k: int, exact: bool) -> bool:
-    size = int(action.sum())
-    return bool((action[fixed]).all() and not (action & ~fixed & ~free).any() and (size == k if exact else size <= k))
+def _allowed(action: np.ndarray, fixed: np.ndarray, free: np.ndarray, k: int, exact: bool, restricted: bool) -> bool:
+    size = int(np.count_nonzero(action))
+    if not (size == k if exact else size <= k):
+        return False
+    return not restricted or bool((action[fixed]).all() and not (action & ~fixed & ~free).any())
 
 
 def _linear_pick(mu: np.ndarray, arms: np.ndarray, slots: int, exact: bool) -> np.ndarray:
@@ -188,9 +191,7 @@ def _rank(
     ``best_value`` (``[]``: none is), ``None`` past ``limit`` nodes.
     """
     n = len(v)
-    prefix = [0.0]
-    for x in v if exact else [max(x, 0.0) for x in v]:
-        prefix.append(prefix[-1] + x)
+    prefix = [0.0, *accumulate(v if exact else [max(x, 0.0) for x in v])]
     sqrt = math.sqrt
     best: list[int] = []
     nodes = 0

@@ -47,7 +47,7 @@ Example
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -323,6 +323,16 @@ class CTS(EveryRound):
         """Called by :func:`~cmab_milp.simulate` before it resets the policy: an unseeded CTS takes the run's seed."""
         if self.params["seed"] is None:
             self._entropy = seed
+
+    def _unseen(self, exclude: Iterable[int]) -> np.ndarray:
+        """No arm waits for a first play under the Beta prior (every sample is finite); else as every policy."""
+        if self.params["prior"] == "beta":
+            return self._nobody
+        return super()._unseen(exclude)
+
+    def reset(self) -> None:
+        super().reset()
+        self._nobody = np.zeros(self.d, bool)  # read only: the unobserved arms under the Beta prior
 
     def make_index(self) -> PosteriorIndex:
         stream = _stream(self._entropy)
