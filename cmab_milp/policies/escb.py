@@ -70,8 +70,7 @@ their guarantees transfer:
 Example
 -------
 >>> import cmab_milp as cm
->>> space = cm.Cardinality(6, 2)
->>> env = cm.UniformNoise([0.1, 0.2, 0.3, 0.4, 0.8, 0.9], seed=0)
+>>> space, env = cm.Cardinality(6, 2), cm.UniformNoise([0.1, 0.2, 0.3, 0.4, 0.8, 0.9], seed=0)
 >>> escb = cm.simulate(cm.ESCB(space, 2000, oracle="enumerate"), env, 2000, seed=1)
 >>> rare = cm.simulate(cm.AROQESCB(space, 2000, oracle="enumerate"), env, 2000, seed=1)
 >>> bool(escb.regret[-1] < 0.05 * 2000), bool(rare.queries[-1] < 100)

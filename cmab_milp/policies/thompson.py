@@ -38,9 +38,8 @@ what has been observed.
 Example
 -------
 >>> import cmab_milp as cm
->>> space = cm.Cardinality(6, 2)
->>> env = cm.BernoulliArms([0.1, 0.2, 0.3, 0.4, 0.8, 0.9], seed=0)
->>> result = cm.simulate(cm.CTS(space, 2000, oracle="enumerate"), env, 2000, seed=1)
+>>> policy = cm.CTS(cm.Cardinality(6, 2), 2000, oracle="enumerate")
+>>> result = cm.simulate(policy, cm.BernoulliArms([0.1, 0.2, 0.3, 0.4, 0.8, 0.9], seed=0), 2000, seed=1)
 >>> int(result.queries[-1]), bool(result.regret[-1] < 0.05 * 2000)
 (2000, True)
 """
