@@ -31,7 +31,7 @@ optimum = env.optimal(space)
 policy = getattr(cm, name)(space, T, oracle=oracle)
 start = time.process_time()
 result = cm.simulate(policy, env, T, seed=seed, record=1, optimum=optimum)
-print(time.process_time() - start, repr(float(result.regret[-1])))
+print(time.process_time() - start, repr(float(result.regret[-1])), cm.__file__)
 """
 
 
@@ -42,8 +42,12 @@ def run_once(tree: str, name: str, m: int, T: int, seed: int, oracle: str) -> tu
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "OPENBLAS_NUM_THREADS": "1",
     }
-    args = [sys.executable, "-c", RUN, str(m), str(T), str(seed), name, oracle]
-    seconds, regret = subprocess.run(args, env=env, capture_output=True, text=True, check=True).stdout.split()
+    # -P and cwd: the checkout's folder, not the caller's, comes first on sys.path (``-c`` would put the cwd first)
+    args = [sys.executable, "-P", "-c", RUN, str(m), str(T), str(seed), name, oracle]
+    done = subprocess.run(args, env=env, cwd=os.path.abspath(tree), capture_output=True, text=True, check=True)
+    seconds, regret, where = done.stdout.split()
+    if not where.startswith(os.path.abspath(tree)):
+        raise RuntimeError(f"{name} was imported from {where}, not from {tree}")
     return float(seconds), regret
 
 
