@@ -18,7 +18,8 @@ How the index is maximised (constant ``route``):
 
 * ``"auto"`` (default): exact and fast. On a plain :class:`~cmab_milp.Cardinality`
   space, the ranking of :mod:`cmab_milp.policies.escb_cardinality` (every
-  subset above a tangent bound of the index, listed depth first); on a space
+  subset above a tangent bound of the index, listed depth first; with at most
+  ``SUBSET_TABLE_UP_TO`` subsets, unrestricted queries on a table of them all); on a space
   of at most :data:`TABLE_UP_TO` actions (enumerated once, at the first
   query), the index of every action at once; elsewhere the branch and bound
   of :mod:`cmab_milp.policies.escb_search` over linear queries (any space, any
@@ -70,8 +71,7 @@ their guarantees transfer:
 Example
 -------
 >>> import cmab_milp as cm
->>> space = cm.Cardinality(6, 2)
->>> env = cm.UniformNoise([0.1, 0.2, 0.3, 0.4, 0.8, 0.9], seed=0)
+>>> space, env = cm.Cardinality(6, 2), cm.UniformNoise([0.1, 0.2, 0.3, 0.4, 0.8, 0.9], seed=0)
 >>> escb = cm.simulate(cm.ESCB(space, 2000, oracle="enumerate"), env, 2000, seed=1)
 >>> rare = cm.simulate(cm.AROQESCB(space, 2000, oracle="enumerate"), env, 2000, seed=1)
 >>> bool(escb.regret[-1] < 0.05 * 2000), bool(rare.queries[-1] < 100)
@@ -92,7 +92,7 @@ from ..oracles import Oracle
 from ..spaces.base import ActionSpace
 from ..spaces.sets import Cardinality
 from .base import IndexPolicy, Stretch, check_nonnegative, check_positive
-from .escb_cardinality import maximise_on_cardinality
+from .escb_cardinality import SUBSET_TABLE_UP_TO, SubsetTable, maximise_on_cardinality
 from .escb_search import maximise_index
 from .linear import LinearIndex
 from .schedules import AdaptiveEpochs, EveryRound
@@ -133,6 +133,7 @@ class ESCBIndex(LinearIndex):
         search: bool = False,
         max_nodes: int = 5000,
         subsets: tuple[int, bool] | None = None,
+        subset_table_cap: int = SUBSET_TABLE_UP_TO,
     ):
         self.m = int(m)
         self.loglog = check_nonnegative("loglog", loglog)
@@ -144,6 +145,10 @@ class ESCBIndex(LinearIndex):
         self.max_nodes = int(max_nodes)
         #: ``(m, exact)`` of a plain Cardinality space searched by ranking subsets (:mod:`.escb_cardinality`).
         self.subsets = subsets
+        #: Unrestricted queries on such a space with at most this many subsets use a table of every subset.
+        self.subset_table = (
+            SubsetTable(d, *subsets) if subsets and SubsetTable.size(d, *subsets) <= subset_table_cap else None
+        )
         super().__init__(d, C=C)
 
     def reset(self) -> None:
@@ -213,19 +218,22 @@ class ESCBIndex(LinearIndex):
     def _search(self, oracle: Oracle, query: Mapping[str, Any]) -> np.ndarray | None:
         """One UCB query answered by :func:`.maximise_index`, from the last answer to the same restrictions."""
         key = _key(query)
-        mu, w = np.asarray(query["mu"], float), np.diag(query["M"]).copy()
+        mu, w = np.asarray(query["mu"], float), np.diag(query["M"])  # read only below
         if self.subsets is not None and not query.get("forbid_pairs"):
             start = time.perf_counter()
-            action, self._slope = maximise_on_cardinality(
-                mu,
-                w,
-                float(query["f"]),
-                *self.subsets,
-                include=tuple(query.get("include", ())),
-                exclude=tuple(query.get("exclude", ())),
-                incumbent=self._answers.get(key),
-                c=self._slope,
-            )
+            if self.subset_table is not None and not query.get("include") and not query.get("exclude"):
+                action = self.subset_table.best(mu, w, float(query["f"]), self._answers.get(key))
+            else:
+                action, self._slope = maximise_on_cardinality(
+                    mu,
+                    w,
+                    float(query["f"]),
+                    *self.subsets,
+                    include=tuple(query.get("include", ())),
+                    exclude=tuple(query.get("exclude", ())),
+                    incumbent=self._answers.get(key),
+                    c=self._slope,
+                )
             oracle.ledger.record(1, time.perf_counter() - start)  # the ranking answers as the oracle would, once
             self.search["maximisations"] += 1
             if action is not None:

@@ -38,16 +38,15 @@ what has been observed.
 Example
 -------
 >>> import cmab_milp as cm
->>> space = cm.Cardinality(6, 2)
->>> env = cm.BernoulliArms([0.1, 0.2, 0.3, 0.4, 0.8, 0.9], seed=0)
->>> result = cm.simulate(cm.CTS(space, 2000, oracle="enumerate"), env, 2000, seed=1)
+>>> policy = cm.CTS(cm.Cardinality(6, 2), 2000, oracle="enumerate")
+>>> result = cm.simulate(policy, cm.BernoulliArms([0.1, 0.2, 0.3, 0.4, 0.8, 0.9], seed=0), 2000, seed=1)
 >>> int(result.queries[-1]), bool(result.regret[-1] < 0.05 * 2000)
 (2000, True)
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -323,6 +322,16 @@ class CTS(EveryRound):
         """Called by :func:`~cmab_milp.simulate` before it resets the policy: an unseeded CTS takes the run's seed."""
         if self.params["seed"] is None:
             self._entropy = seed
+
+    def _unseen(self, exclude: Iterable[int]) -> np.ndarray:
+        """No arm waits for a first play under the Beta prior (every sample is finite); else as every policy."""
+        if self.params["prior"] == "beta":
+            return self._nobody
+        return super()._unseen(exclude)
+
+    def reset(self) -> None:
+        super().reset()
+        self._nobody = np.zeros(self.d, bool)  # read only: the unobserved arms under the Beta prior
 
     def make_index(self) -> PosteriorIndex:
         stream = _stream(self._entropy)

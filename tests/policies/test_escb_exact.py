@@ -10,7 +10,7 @@ import pytest
 
 import cmab_milp as cm
 from cmab_milp.policies.aescb import budget_levels
-from cmab_milp.policies.escb_cardinality import maximise_on_cardinality
+from cmab_milp.policies.escb_cardinality import SubsetTable, maximise_on_cardinality
 from cmab_milp.policies.escb_search import index_value, maximise_index
 
 
@@ -95,6 +95,48 @@ def test_the_cardinality_ranking_is_exact_with_restrictions_and_incumbents() -> 
         best = max(index_value(mu, w, g, a) for a in actions)
         assert any(np.array_equal(action, a) for a in actions)
         assert index_value(mu, w, g, action) >= best - 1e-9 * (1 + abs(best))
+
+
+def test_the_subset_table_is_exact_and_keeps_a_tied_incumbent() -> None:
+    rng = np.random.default_rng(1)
+    for trial in range(200):
+        d = int(rng.integers(2, 9))
+        k, exact = int(rng.integers(1, d + 1)), bool(trial % 2)
+        table = SubsetTable(d, k, exact)
+        actions = cm.Cardinality(d, k, exact=exact).enumerate()
+        assert len(table) == len(actions) == SubsetTable.size(d, k, exact)
+        mu = rng.random(d) - (0.5 if trial % 3 == 0 else 0.0)
+        w, g = 1.0 / rng.integers(1, 60, d), float(rng.random() * 4)
+        incumbent = actions[rng.integers(len(actions))] if trial % 4 == 0 else None
+        action = table.best(mu, w, g, incumbent)
+        best = max(index_value(mu, w, g, a) for a in actions)
+        assert any(np.array_equal(action, a) for a in actions)
+        assert index_value(mu, w, g, action) >= best - 1e-9 * (1 + abs(best))
+    table = SubsetTable(4, 2, exact=False)
+    mu, w = np.array([0.5, 0.5, 0.1, 0.1]), np.array([0.1, 0.1, 1.0, 1.0])  # arms 0 and 1 alike: ties
+    first = table.best(mu, w, 0.0, None)
+    assert first.tolist() == [True, True, False, False]
+    assert table.best(mu, w, 1.0, np.array([False, True, False, True])).tolist() == [False, True, False, True]
+
+
+def test_escb_on_the_subset_table_plays_what_the_ranking_finds() -> None:
+    space = cm.Cardinality(9, 3)
+    policy = cm.ESCB(space, None, oracle="auto")
+    assert policy.index.subset_table is not None  # 130 subsets: the table route
+    env = cm.UniformNoise(np.linspace(0.1, 0.9, 9), width=0.3, seed=2)
+    rng = np.random.default_rng(3)
+    compared = 0
+    for _ in range(400):
+        index, t = policy.index, policy.t
+        mu, w, g = index.means.copy(), index.inverse_counts(), index.scale(max(t, 1))
+        action = policy.select()
+        if index.observed.all() and t > 1:
+            ranked, _ = maximise_on_cardinality(mu, w, g, 3, False)
+            value, best = index_value(mu, w, g, action), index_value(mu, w, g, ranked)
+            assert value >= best - 1e-9 * (1 + abs(best))
+            compared += 1
+        policy.observe(action, env.sample(action, rng))
+    assert compared > 350
 
 
 def test_the_search_finds_a_maximiser_inside_the_hull() -> None:
