@@ -7,6 +7,7 @@ solver) in a child Python, send it SIGINT once it is solving, and read what it p
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -157,7 +158,7 @@ def test_sigint_bytes_reach_a_wakeup_fd_set_before() -> None:
     try:
         with pytest.raises(KeyboardInterrupt), stoppable(lambda: None):
             os.kill(os.getpid(), signal.SIGINT)
-            time.sleep(10)  # the forwarded KeyboardInterrupt ends the sleep (late on a loaded machine)
+            select.select([read_end], [], [], 10)  # until the watcher forwards the byte (late on a loaded machine)
         assert os.read(read_end, 16) == bytes([signal.SIGINT])
     finally:
         signal.set_wakeup_fd(previous)
