@@ -47,6 +47,7 @@ from .queries import (
     real_array,
     real_number,
 )
+from .ties import first_optimum
 
 __all__ = [
     "Ledger",
@@ -400,11 +401,11 @@ class Oracle:
     def _answer(self, query: LinearQuery | NormQuery) -> np.ndarray | None:
         if query.restrictions is not _NO_RESTRICTIONS and query.restrictions.trivially_infeasible():
             return None
-        if isinstance(query, LinearQuery):
-            return self._linear(query)
-        if query.f == 0.0:
-            return self._linear(LinearQuery(query.mu, query.restrictions))
-        return self._norm(query)
+        if isinstance(query, NormQuery):
+            if query.f != 0.0:
+                return self._norm(query)
+            query = LinearQuery(query.mu, query.restrictions)
+        return first_optimum(self, query, self._linear(query))  # one tie rule for every backend (ties.py)
 
     def _linear(self, query: LinearQuery) -> np.ndarray | None:
         raise NotImplementedError

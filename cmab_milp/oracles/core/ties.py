@@ -1,0 +1,206 @@
+"""One tie rule for every exact backend: the lexicographically first optimum (:func:`first_optimum`).
+
+Backends break exact ties their own way (a simplex vertex, a branch-and-bound order, the first
+enumerated action, Kruskal's order). Bernoulli arms make ties frequent: arms with equal counts and
+equal sums get equal indices, and an action can swap one for the other at no change in value. So
+every exact backend's answer to a linear query is passed through :func:`first_optimum` (by
+:meth:`~cmab_milp.oracles.core.base.Oracle._answer`), which returns
+
+    **the rule**: among the optimal actions, the one whose 0/1 vector is lexicographically largest:
+    it holds the lowest-numbered arm that any optimal action holds, then (among those) the next...
+
+What it uses. The *classes* of a query are its arms grouped by equal weight (the same ``float``). A
+backend's answer ``a`` holds some arms of each class; a class it holds partly (some, not all), and
+the arms of weight 0, are the *open* arms ``P``. Every action that agrees with ``a`` off ``P`` and
+holds as many arms of each nonzero class as ``a`` has the same multiset of nonzero weights, hence
+exactly ``a``'s value. The search walks these candidates in decreasing lexicographic order (arms of
+``P`` by increasing index, holding before not holding, class counts pruned) and returns the first
+one that is feasible (``space._contains`` and the restrictions). Past ``leaves`` candidates it
+settles the open arms one by one instead, with restricted solves on the same backend: arm ``i`` is
+held when the optimum under "hold the arms settled in, and ``i``; not those settled out" still has
+``a``'s nonzero weights (one solve per open arm the current best does not hold).
+
+Why it is the rule (the proof sketch of ``docs/guide/reproducibility.md``, "One tie rule"). Assume
+(A) no near tie: an action within the backend's tolerance of the optimum is exactly optimal, and
+(B) ties are class ties: two optimal actions hold the same number of arms of each nonzero weight.
+Then ``a`` is optimal (A); the optimal actions are exactly the candidates above (B one way, equal
+multisets the other), so the first feasible candidate in decreasing order is the rule's action, and
+so is the settled one (each restricted optimum is optimal for the full query iff it has ``a``'s
+weights, by A and B). Nothing depends on which optimum ``a`` the backend returned: every backend
+gives the same action. Without (A) or (B) (sums of different weights that coincide, values closer
+than the tolerance), the answer is still optimal (only actions of ``a``'s exact value are
+returned), but backends may differ as before.
+
+Not applied: norm queries (``argmax_norm``; their ties need ``M`` to be symmetric under the swap)
+and oracles in the certified approximate mode (``gap``).
+
+Example
+-------
+>>> import numpy as np
+>>> import cmab_milp as cm
+>>> from cmab_milp.oracles.core.queries import LinearQuery, Restrictions
+>>> oracle = cm.make_oracle(cm.Cardinality(4, 2), "enumerate")
+>>> query = LinearQuery(np.array([0.5, 0.9, 0.5, 0.5]), Restrictions())
+>>> first_optimum(oracle, query, np.array([False, True, False, True])).nonzero()[0].tolist()
+[0, 1]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from .queries import _SMALL, LinearQuery, Restrictions
+
+__all__ = ["TIE_LEAVES", "first_optimum", "open_arms"]
+
+#: Candidates the search checks before settling the open arms by restricted solves.
+TIE_LEAVES = 64
+
+
+def open_arms(weights: list[float], action: list[bool]) -> tuple[list[int], list[int], dict[float, int]]:
+    """The open arms of ``action`` (ascending), each one's class (``-1``: weight 0) and each class's count held.
+
+    Open: the arms of a nonzero class ``action`` holds partly, and every arm of weight 0.
+
+    >>> open_arms([0.5, 0.9, 0.5, 0.0, 0.9], [False, True, True, False, True])
+    ([0, 2, 3], [0, 0, -1], [1])
+    """
+    arms: dict[float, list[int]] = {}
+    for i, w in enumerate(weights):
+        arms.setdefault(w, []).append(i)
+    chosen: list[int] = []
+    cls: dict[int, int] = {}
+    for w, members in arms.items():
+        if w == 0.0:
+            for i in members:
+                cls[i] = -1
+            continue
+        held = sum(1 for i in members if action[i])
+        if 0 < held < len(members):
+            for i in members:
+                cls[i] = len(chosen)
+            chosen.append(held)
+    order = sorted(cls)
+    return order, [cls[i] for i in order], chosen
+
+
+def _candidates(action: list[bool], order: list[int], classes: list[int], need: list[int]) -> Iterator[list[bool]]:
+    """Actions agreeing with ``action`` off ``order``, ``need[c]`` arms of each class: lexicographically largest first.
+
+    >>> [[int(x) for x in c] for c in _candidates([False, True, True], [0, 1, 2], [0, 0, 0], [2])]
+    [[1, 1, 0], [1, 0, 1], [0, 1, 1]]
+    """
+    left = [0] * len(need)  # arms of each class at positions >= k
+    for c in classes:
+        if c >= 0:
+            left[c] += 1
+    need = list(need)
+    current = list(action)
+    n = len(order)
+    phase = [0] * n  # at position k: 0 nothing tried, 1 holding under way, 2 not holding under way
+    k = 0
+    while k >= 0:
+        if k == n:
+            yield list(current)
+            k -= 1
+            continue
+        c, arm = classes[k], order[k]
+        if phase[k] == 0 and (c < 0 or need[c] > 0):  # hold the arm first
+            phase[k], current[arm] = 1, True
+            if c >= 0:
+                need[c] -= 1
+                left[c] -= 1
+            k += 1
+            continue
+        if phase[k] == 1 and c >= 0:  # back from holding: undo it
+            need[c] += 1
+            left[c] += 1
+        if phase[k] < 2 and (c < 0 or left[c] - 1 >= need[c]):  # then leave it out
+            phase[k], current[arm] = 2, False
+            if c >= 0:
+                left[c] -= 1
+            k += 1
+            continue
+        if phase[k] == 2 and c >= 0:  # back from leaving it out: undo it
+            left[c] += 1
+        phase[k], current[arm] = 0, action[arm]
+        k -= 1
+
+
+def _nonzero(weights: list[float], action: Any) -> list[float]:
+    return sorted(w for w, held in zip(weights, action, strict=True) if held and w != 0.0)
+
+
+def _settle(oracle: Any, query: LinearQuery, best: list[bool], order: list[int], classes: list[int], need: list[int]):
+    """The rule's action by restricted solves: each open arm, in order, held iff some optimum holds it with the rest."""
+    weights = query.weights_list if query.weights_list is not None else query.weights.tolist()
+    target = _nonzero(weights, best)
+    res = query.restrictions
+    held_in: list[int] = []
+    held_out: list[int] = []
+    need = list(need)
+    for arm, c in zip(order, classes, strict=True):
+        if c >= 0 and need[c] == 0:
+            held_out.append(arm)
+            continue
+        if not best[arm]:
+            inc = tuple(sorted({*res.include, *held_in, arm}))
+            restricted = Restrictions(inc, tuple(sorted({*res.exclude, *held_out})), res.forbid_pairs)
+            infeasible = restricted.trivially_infeasible()
+            answer = None if infeasible else oracle._linear(LinearQuery(query.weights, restricted))
+            if answer is None or _nonzero(weights, answer.tolist()) != target:
+                held_out.append(arm)
+                continue
+            best = answer.tolist()
+        held_in.append(arm)
+        if c >= 0:
+            need[c] -= 1
+    return best
+
+
+def first_optimum(oracle: Any, query: LinearQuery, action: np.ndarray | None, leaves: int = TIE_LEAVES):
+    """The rule's action (module docstring) from ``action``, an optimum of ``query`` on ``oracle``.
+
+    ``leaves``: candidates checked with ``space._contains`` before settling by restricted solves on
+    ``oracle`` (``0``: solves at once). Returns ``action`` itself (no copy) when no other
+    candidate exists: one set of the weights on the usual path.
+    """
+    if action is None:
+        return None
+    weights = query.weights_list
+    if weights is None:
+        if query.weights.shape[0] <= _SMALL:
+            weights = query.weights.tolist()
+        else:  # long vectors: numpy finds whether any weight repeats or is 0
+            w = query.weights
+            if np.count_nonzero(w) == w.shape[0] and np.unique(w).shape[0] == w.shape[0]:
+                return action
+            weights = w.tolist()
+    elif len(set(weights)) == len(weights) and 0.0 not in weights:  # distinct and nonzero: no class tie
+        return action
+    if getattr(oracle, "gap", None) is not None:  # approximate answers: no rule among them
+        return action
+    held = action.tolist()
+    order, classes, need = open_arms(weights, held)
+    if not order:
+        return action
+    space, res = oracle.space, query.restrictions
+    checked = 0
+    for candidate in _candidates(held, order, classes, need):
+        if candidate == held:
+            return action
+        trial = np.array(candidate)
+        if res.admits(trial) and space._contains(trial):
+            return trial
+        checked += 1
+        if checked >= leaves:
+            from .base import UnsupportedQuery  # here: base imports this module
+
+            try:
+                return np.array(_settle(oracle, query, held, order, classes, need))
+            except UnsupportedQuery:  # the backend cannot restrict so (cyclic paths' include): search on
+                leaves = float("inf")
+    return action
