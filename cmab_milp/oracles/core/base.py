@@ -183,6 +183,9 @@ class Oracle:
     #: Threads :meth:`argmax_batch` runs (``None``: ``min(4, cores)``); every backend takes it as the
     #: option ``make_oracle(space, backend, workers=n)``. Answers do not depend on it (the tie rule).
     workers: int | None = None
+    #: Which exact ties every answer settles by the one tie rule (:mod:`~cmab_milp.oracles.core.ties`):
+    #: ``"classes"`` (equal weights), ``"exact"`` (also equal sums of different weights; a solve per arm) or ``"off"``.
+    ties: str = "classes"
 
     def __init__(self, space: ActionSpace):
         if not isinstance(space, ActionSpace):

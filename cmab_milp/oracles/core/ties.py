@@ -52,12 +52,17 @@ from typing import Any
 
 import numpy as np
 
+from ...spaces import Cardinality, GraphicMatroid, PartitionMatroid, SpanningTrees
 from .queries import _SMALL, LinearQuery, Restrictions
 
-__all__ = ["TIE_LEAVES", "first_optimum", "open_arms"]
+__all__ = ["TIE_LEAVES", "TIE_MODES", "first_optimum", "open_arms"]
 
 #: Candidates the search checks before settling the open arms by restricted solves.
 TIE_LEAVES = 64
+#: What ``Oracle.ties`` may say: which ties the rule settles.
+TIE_MODES = ("classes", "exact", "off")
+#: Spaces whose actions are the independent sets or bases of a matroid: settled by exchanges.
+_MATROIDS = (Cardinality, PartitionMatroid, GraphicMatroid, SpanningTrees)
 
 
 def open_arms(weights: list[float], action: list[bool]) -> tuple[list[int], list[int], dict[float, int]]:
@@ -134,11 +139,18 @@ def _nonzero(weights: list[float], action: Any) -> list[float]:
     return sorted(w for w, held in zip(weights, action, strict=True) if held and w != 0.0)
 
 
+def _holding(oracle: Any, query: LinearQuery, held_in: list[int], held_out: list[int]) -> np.ndarray | None:
+    """The backend's optimum of ``query`` also holding ``held_in`` and none of ``held_out`` (``None``: none)."""
+    res = query.restrictions
+    inc = tuple(sorted({*res.include, *held_in}))
+    restricted = Restrictions(inc, tuple(sorted({*res.exclude, *held_out})), res.forbid_pairs)
+    return None if restricted.trivially_infeasible() else oracle._linear(LinearQuery(query.weights, restricted))
+
+
 def _settle(oracle: Any, query: LinearQuery, best: list[bool], order: list[int], classes: list[int], need: list[int]):
     """The rule's action by restricted solves: each open arm, in order, held iff some optimum holds it with the rest."""
     weights = query.weights_list if query.weights_list is not None else query.weights.tolist()
     target = _nonzero(weights, best)
-    res = query.restrictions
     held_in: list[int] = []
     held_out: list[int] = []
     need = list(need)
@@ -147,10 +159,7 @@ def _settle(oracle: Any, query: LinearQuery, best: list[bool], order: list[int],
             held_out.append(arm)
             continue
         if not best[arm]:
-            inc = tuple(sorted({*res.include, *held_in, arm}))
-            restricted = Restrictions(inc, tuple(sorted({*res.exclude, *held_out})), res.forbid_pairs)
-            infeasible = restricted.trivially_infeasible()
-            answer = None if infeasible else oracle._linear(LinearQuery(query.weights, restricted))
+            answer = _holding(oracle, query, [*held_in, arm], held_out)
             if answer is None or _nonzero(weights, answer.tolist()) != target:
                 held_out.append(arm)
                 continue
@@ -161,15 +170,85 @@ def _settle(oracle: Any, query: LinearQuery, best: list[bool], order: list[int],
     return best
 
 
+def _exchanges(space: Any, res: Restrictions, held: list[bool], order: list[int], classes: list[int]) -> list[bool]:
+    """The rule's action on a matroid: exchange towards lower arms within a class (and add arms of weight 0) until none.
+
+    Each move keeps the value and raises the action lexicographically; on a matroid the action no move
+    improves is the unique optimum of the weights with ties broken by arm index (exchange property).
+    """
+    current = list(held)
+    members: dict[int, list[int]] = {}
+    for arm, c in zip(order, classes, strict=True):
+        members.setdefault(c, []).append(arm)
+
+    def feasible(trial: list[bool]) -> bool:
+        action = np.array(trial)
+        return res.admits(action) and bool(space._contains(action))
+
+    moved = True
+    while moved:
+        moved = False
+        for arm, c in zip(order, classes, strict=True):
+            if current[arm]:
+                continue
+            trial = list(current)
+            trial[arm] = True
+            if c < 0 and feasible(trial):  # an arm of weight 0 added
+                current, moved = trial, True
+                continue
+            for other in reversed(members[c]):
+                if other <= arm:
+                    break
+                if current[other]:
+                    trial[other] = False
+                    if feasible(trial):
+                        current, moved = trial, True
+                        break
+                    trial[other] = True
+    return current
+
+
+def _settle_values(oracle: Any, query: LinearQuery, best: list[bool]) -> list[bool]:
+    """The rule over every tie (``ties="exact"``): each arm, in order, held iff an action within the tolerance holds it.
+
+    One restricted solve per arm the current best does not hold: ties between sums of different weights too.
+    """
+    from .base import tolerance  # here: base imports this module
+
+    res = query.restrictions
+    reference = query.value(best)
+    held_in: list[int] = []
+    held_out: list[int] = []
+    for arm in range(len(best)):
+        if arm in res.exclude:
+            continue
+        if not best[arm]:
+            answer = _holding(oracle, query, [*held_in, arm], held_out)
+            value = -np.inf if answer is None else query.value(answer)
+            if value < reference - tolerance(reference):
+                held_out.append(arm)
+                continue
+            best, reference = answer.tolist(), max(reference, value)
+        held_in.append(arm)
+    return best
+
+
 def first_optimum(oracle: Any, query: LinearQuery, action: np.ndarray | None, leaves: int = TIE_LEAVES):
     """The rule's action (module docstring) from ``action``, an optimum of ``query`` on ``oracle``.
 
-    ``leaves``: candidates checked with ``space._contains`` before settling by restricted solves on
-    ``oracle`` (``0``: solves at once). Returns ``action`` itself (no copy) when no other
-    candidate exists: one set of the weights on the usual path.
+    ``oracle.ties`` says which ties are settled: ``"classes"`` (default: equal weights, see above),
+    ``"exact"`` (also sums of different weights within the tolerance: one restricted solve per arm
+    the answer does not hold) or ``"off"``. ``leaves``: candidates checked with ``space._contains``
+    before settling by restricted solves on ``oracle`` (``0``: solves at once). Returns ``action``
+    itself (no copy) when no other candidate exists: one set of the weights on the usual path.
     """
-    if action is None:
-        return None
+    mode = oracle.ties
+    if mode not in TIE_MODES:
+        raise ValueError(f"ties must be one of {', '.join(TIE_MODES)}; got {mode!r}")
+    if action is None or mode == "off":
+        return action
+    if mode == "exact" and getattr(oracle, "gap", None) is None:
+        return np.array(_settle_values(oracle, query, action.tolist()))
     weights = query.weights_list
     if weights is None:
         if query.weights.shape[0] <= _SMALL:
@@ -188,6 +267,8 @@ def first_optimum(oracle: Any, query: LinearQuery, action: np.ndarray | None, le
     if not order:
         return action
     space, res = oracle.space, query.restrictions
+    if type(space) in _MATROIDS and not res.forbid_pairs:
+        return np.array(_exchanges(space, res, held, order, classes))
     checked = 0
     for candidate in _candidates(held, order, classes, need):
         if candidate == held:

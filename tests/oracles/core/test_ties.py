@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-import networkx as nx
 import numpy as np
 import pytest
 from instances import SPACES
@@ -104,7 +103,10 @@ def test_every_exact_backend_returns_the_first_optimum(backend: str, family: str
 
 
 @pytest.mark.parametrize("leaves", [0, 1, 64])
-@pytest.mark.parametrize("family", ["matchings-general", "paths-cyclic-undirected", "with-constraint", "graphic"])
+@pytest.mark.parametrize(
+    "family",
+    ["matchings-general", "paths-cyclic-undirected", "with-constraint", "graphic", "partition", "spanning-trees"],
+)
 def test_search_and_restricted_solves_agree_from_any_optimum(family: str, leaves: int) -> None:
     """Start from every optimal action (not just a backend's): the same first optimum, by search or by solves."""
     space = SPACES[family]()
@@ -154,15 +156,42 @@ def test_approximate_mode_is_left_alone() -> None:
     assert first_optimum(oracle, query, answer) is answer
 
 
-def bernoulli_runs(policy, space: cm.ActionSpace, backends: list[str], T: int, seed: int) -> dict[str, tuple]:
-    """Each backend's (regret curve, played actions) of ``policy`` on Bernoulli arms with few distinct means."""
+@pytest.mark.parametrize("backend", ["enumerate", "highs", "combinatorial", "auto"])
+@pytest.mark.parametrize("family", ["matchings-bipartite", "paths-dag", "partition"])
+def test_exact_mode_settles_equal_sums_of_different_weights(backend: str, family: str) -> None:
+    """``ties="exact"``: weights on a grid of eighths (2/8 + 5/8 = 3/8 + 4/8), truth = first action within 1e-9."""
+    space = SPACES[family]()
+    oracle = cm.make_oracle(space, backend)
+    oracle.ties = "exact"
+    actions = cm.make_oracle(space, "enumerate").actions
+    rng = np.random.default_rng(11)
+    for _ in range(12):
+        weights = rng.integers(1, 8, space.d) / 8
+        values = actions.astype(float) @ weights  # sums of eighths: exact
+        truth = max(tuple(row) for row, v in zip(actions, values, strict=True) if v >= values.max() - 1e-9)
+        assert tuple(oracle.argmax(weights).tolist()) == truth
+
+
+def test_ties_modes_other_than_the_three_are_refused_by_name() -> None:
+    oracle = cm.make_oracle(cm.Cardinality(3, 1), "enumerate")
+    oracle.ties = "off"
+    assert oracle.argmax([1.0, 1.0, 0.5]).tolist() == [True, False, False]  # enumerate's own first optimum
+    oracle.ties = "sometimes"
+    with pytest.raises(ValueError, match="ties must be one of"):
+        oracle.argmax([1.0, 1.0, 0.5])
+
+
+def bernoulli_runs(policy, space: cm.ActionSpace, backends: list[str], T: int, seed: int, ties: str) -> dict:
+    """Each backend's (regret curve, query counts) of ``policy`` on Bernoulli arms with few distinct means."""
     means = np.resize([0.3, 0.5, 0.6, 0.45], space.d)
     out = {}
     for backend in backends:
         try:
-            result = cm.simulate(policy(space, T, oracle=backend), cm.BernoulliArms(means), T, seed=seed, trace=True)
+            oracle = cm.make_oracle(space, backend)
         except ValueError as exc:
             pytest.skip(str(exc))
+        oracle.ties = ties
+        result = cm.simulate(policy(space, T, oracle=oracle), cm.BernoulliArms(means), T, seed=seed)
         out[backend] = (result.regret.tolist(), result.queries.tolist())
     return out
 
@@ -170,22 +199,26 @@ def bernoulli_runs(policy, space: cm.ActionSpace, backends: list[str], T: int, s
 FAST = ["enumerate", "highs", "combinatorial", "auto"]
 
 
+@pytest.mark.parametrize(
+    ("family", "ties"), [("cardinality", "classes"), ("graphic", "classes"), ("matchings-bipartite", "exact")]
+)
 @pytest.mark.parametrize("policy", ["CUCB", "AROQ"])
-def test_bernoulli_runs_are_the_same_on_every_fast_backend(policy: str) -> None:
+def test_bernoulli_runs_are_the_same_on_every_fast_backend(policy: str, family: str, ties: str) -> None:
     """CUCB and AROQ on Bernoulli arms (equal counts and sums tie often): the same curves on each backend."""
-    space = cm.Matchings(nx.complete_bipartite_graph(3, 4))
-    runs = bernoulli_runs(getattr(cm, policy), space, FAST, 300, seed=2)
+    runs = bernoulli_runs(getattr(cm, policy), SPACES[family](), FAST, 200, 2, ties)
     assert all(run == runs["enumerate"] for run in runs.values()), {k: v[0][-1] for k, v in runs.items()}
 
 
-SOLVERS = [p for p in exact_backends() if p.id not in ("enumerate", "highs", "combinatorial", "auto")]
+SOLVERS = [p for p in exact_backends() if p.id not in FAST]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("family", ["cardinality", "matchings-general", "paths-dag", "with-constraint"])
+@pytest.mark.parametrize(
+    ("family", "ties"),
+    [("cardinality", "classes"), ("spanning-trees", "classes"), ("matchings-general", "exact"), ("paths-dag", "exact")],
+)
 @pytest.mark.parametrize("policy", ["CUCB", "CTS", "AROQ"])
-def test_bernoulli_runs_are_the_same_on_every_exact_backend(policy: str, family: str) -> None:
-    space = SPACES[family]()
+def test_bernoulli_runs_are_the_same_on_every_exact_backend(policy: str, family: str, ties: str) -> None:
     names = [*FAST, *(p.id for p in SOLVERS if not p.marks)]
-    runs = bernoulli_runs(getattr(cm, policy), space, names, 400, seed=5)
+    runs = bernoulli_runs(getattr(cm, policy), SPACES[family](), names, 300, 5, ties)
     assert all(run == runs["enumerate"] for run in runs.values()), {k: v[0][-1] for k, v in runs.items()}
