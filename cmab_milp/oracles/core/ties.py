@@ -53,7 +53,7 @@ from typing import Any
 import numpy as np
 
 from ...spaces import Cardinality, GraphicMatroid, PartitionMatroid, SpanningTrees
-from .queries import _SMALL, LinearQuery, Restrictions
+from .queries import LinearQuery, Restrictions
 
 __all__ = ["TIE_LEAVES", "TIE_MODES", "first_optimum", "open_arms"]
 
@@ -242,26 +242,29 @@ def first_optimum(oracle: Any, query: LinearQuery, action: np.ndarray | None, le
     before settling by restricted solves on ``oracle`` (``0``: solves at once). Returns ``action``
     itself (no copy) when no other candidate exists: one set of the weights on the usual path.
     """
+    weights = query.weights_list
+    if (
+        weights is not None
+        and oracle.ties == "classes"
+        and len(set(weights)) == len(weights)
+        and 0.0 not in weights  # distinct and nonzero weights: no class tie (the usual path)
+    ) or action is None:
+        return action
+    return _settle_ties(oracle, query, action, leaves)
+
+
+def _settle_ties(oracle: Any, query: LinearQuery, action: np.ndarray, leaves: int) -> np.ndarray:
     mode = oracle.ties
     if mode not in TIE_MODES:
         raise ValueError(f"ties must be one of {', '.join(TIE_MODES)}; got {mode!r}")
-    if action is None or mode == "off":
+    if mode == "off" or getattr(oracle, "gap", None) is not None:  # approximate answers: no rule among them
         return action
-    if mode == "exact" and getattr(oracle, "gap", None) is None:
+    if mode == "exact":
         return np.array(_settle_values(oracle, query, action.tolist()))
-    weights = query.weights_list
-    if weights is None:
-        if query.weights.shape[0] <= _SMALL:
-            weights = query.weights.tolist()
-        else:  # long vectors: numpy finds whether any weight repeats or is 0
-            w = query.weights
-            if np.count_nonzero(w) == w.shape[0] and np.unique(w).shape[0] == w.shape[0]:
-                return action
-            weights = w.tolist()
-    elif len(set(weights)) == len(weights) and 0.0 not in weights:  # distinct and nonzero: no class tie
-        return action
-    if getattr(oracle, "gap", None) is not None:  # approximate answers: no rule among them
-        return action
+    w = query.weights
+    if query.weights_list is None and np.count_nonzero(w) == w.shape[0] and np.unique(w).shape[0] == w.shape[0]:
+        return action  # long vectors: numpy finds whether any weight repeats or is 0
+    weights = query.weights_list if query.weights_list is not None else w.tolist()
     held = action.tolist()
     order, classes, need = open_arms(weights, held)
     if not order:
