@@ -144,7 +144,9 @@ def _holding(oracle: Any, query: LinearQuery, held_in: list[int], held_out: list
     res = query.restrictions
     inc = tuple(sorted({*res.include, *held_in}))
     restricted = Restrictions(inc, tuple(sorted({*res.exclude, *held_out})), res.forbid_pairs)
-    return None if restricted.trivially_infeasible() else oracle._linear(LinearQuery(query.weights, restricted))
+    if restricted.trivially_infeasible():
+        return None
+    return getattr(oracle, "uncounted_linear", oracle._linear)(LinearQuery(query.weights, restricted))
 
 
 def _settle(oracle: Any, query: LinearQuery, best: list[bool], order: list[int], classes: list[int], need: list[int]):
@@ -243,12 +245,11 @@ def first_optimum(oracle: Any, query: LinearQuery, action: np.ndarray | None, le
     itself (no copy) when no other candidate exists: one set of the weights on the usual path.
     """
     weights = query.weights_list
-    if (
-        weights is not None
-        and oracle.ties == "classes"
-        and len(set(weights)) == len(weights)
-        and 0.0 not in weights  # distinct and nonzero weights: no class tie (the usual path)
-    ) or action is None:
+    if weights is not None and oracle.ties == "classes":
+        distinct = set(weights)
+        if len(distinct) == len(weights) and 0.0 not in distinct:  # distinct nonzero weights: no tie (the usual path)
+            return action
+    if action is None:
         return action
     return _settle_ties(oracle, query, action, leaves)
 
@@ -260,7 +261,12 @@ def _settle_ties(oracle: Any, query: LinearQuery, action: np.ndarray, leaves: in
     if mode == "off" or getattr(oracle, "gap", None) is not None:  # approximate answers: no rule among them
         return action
     if mode == "exact":
-        return np.array(_settle_values(oracle, query, action.tolist()))
+        from .base import OracleError, UnsupportedQuery  # here: base imports this module
+
+        try:
+            return np.array(_settle_values(oracle, query, action.tolist()))
+        except (OracleError, UnsupportedQuery):  # a restricted solve failed or was declined: the optimum stands
+            return action
     w = query.weights
     if query.weights_list is None and np.count_nonzero(w) == w.shape[0] and np.unique(w).shape[0] == w.shape[0]:
         return action  # long vectors: numpy finds whether any weight repeats or is 0
@@ -281,10 +287,14 @@ def _settle_ties(oracle: Any, query: LinearQuery, action: np.ndarray, leaves: in
             return trial
         checked += 1
         if checked >= leaves:
-            from .base import UnsupportedQuery  # here: base imports this module
+            from .base import OracleError, UnsupportedQuery  # here: base imports this module
 
+            if getattr(oracle, "time_limit", None) is not None:  # solves would multiply the query's time
+                return action
             try:
                 return np.array(_settle(oracle, query, held, order, classes, need))
             except UnsupportedQuery:  # the backend cannot restrict so (cyclic paths' include): search on
                 leaves = float("inf")
+            except OracleError:  # a restricted solve failed: the backend's optimum stands
+                return action
     return action
