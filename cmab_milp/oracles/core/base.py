@@ -152,6 +152,10 @@ class Ledger:
         self._lock = threading.Lock()
 
 
+#: What a restricted solve of the tie rule may raise that leaves the backend's answer (ties.first_optimum).
+_SOLVE_FAILURES = (OracleError, UnsupportedQuery)
+
+
 def tolerance(value: float) -> float:
     """The contract's optimality tolerance ``1e-9 * (1 + |value|)``."""
     return 1e-9 * (1.0 + abs(value))
@@ -408,7 +412,7 @@ class Oracle:
             if query.f != 0.0:
                 return self._norm(query)
             query = LinearQuery(query.mu, query.restrictions)
-        return first_optimum(self, query, self._linear(query))  # one tie rule for every backend (ties.py)
+        return first_optimum(self, query, self._linear(query), _SOLVE_FAILURES)  # one tie rule for all (ties.py)
 
     def _linear(self, query: LinearQuery) -> np.ndarray | None:
         raise NotImplementedError

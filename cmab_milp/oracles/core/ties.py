@@ -215,8 +215,6 @@ def _settle_values(oracle: Any, query: LinearQuery, best: list[bool]) -> list[bo
 
     One restricted solve per arm the current best does not hold: ties between sums of different weights too.
     """
-    from .base import tolerance  # here: base imports this module
-
     res = query.restrictions
     reference = query.value(best)
     held_in: list[int] = []
@@ -227,7 +225,7 @@ def _settle_values(oracle: Any, query: LinearQuery, best: list[bool]) -> list[bo
         if not best[arm]:
             answer = _holding(oracle, query, [*held_in, arm], held_out)
             value = -np.inf if answer is None else query.value(answer)
-            if value < reference - tolerance(reference):
+            if value < reference - 1e-9 * (1.0 + abs(reference)):  # the contract's tolerance (base.tolerance)
                 held_out.append(arm)
                 continue
             best, reference = answer.tolist(), max(reference, value)
@@ -235,14 +233,18 @@ def _settle_values(oracle: Any, query: LinearQuery, best: list[bool]) -> list[bo
     return best
 
 
-def first_optimum(oracle: Any, query: LinearQuery, action: np.ndarray | None, leaves: int = TIE_LEAVES):
+def first_optimum(
+    oracle: Any, query: LinearQuery, action: np.ndarray | None, failures: tuple = (), leaves: int = TIE_LEAVES
+):
     """The rule's action (module docstring) from ``action``, an optimum of ``query`` on ``oracle``.
 
     ``oracle.ties`` says which ties are settled: ``"classes"`` (default: equal weights, see above),
     ``"exact"`` (also sums of different weights within the tolerance: one restricted solve per arm
-    the answer does not hold) or ``"off"``. ``leaves``: candidates checked with ``space._contains``
-    before settling by restricted solves on ``oracle`` (``0``: solves at once). Returns ``action``
-    itself (no copy) when no other candidate exists: one set of the weights on the usual path.
+    the answer does not hold) or ``"off"``. ``failures``: the exceptions of a restricted solve that
+    leave the backend's ``action`` as the answer (a declined query, a time limit). ``leaves``:
+    candidates checked with ``space._contains`` before settling by restricted solves on ``oracle``
+    (``0``: solves at once). Returns ``action`` itself (no copy) when no other candidate exists: one
+    set of the weights on the usual path.
     """
     weights = query.weights_list
     if weights is not None and oracle.ties == "classes":
@@ -251,7 +253,10 @@ def first_optimum(oracle: Any, query: LinearQuery, action: np.ndarray | None, le
             return action
     if action is None:
         return action
-    return _settle_ties(oracle, query, action, leaves)
+    try:
+        return _settle_ties(oracle, query, action, leaves)
+    except failures:  # a restricted solve failed or was declined: the backend's optimum stands
+        return action
 
 
 def _settle_ties(oracle: Any, query: LinearQuery, action: np.ndarray, leaves: int) -> np.ndarray:
@@ -261,12 +266,7 @@ def _settle_ties(oracle: Any, query: LinearQuery, action: np.ndarray, leaves: in
     if mode == "off" or getattr(oracle, "gap", None) is not None:  # approximate answers: no rule among them
         return action
     if mode == "exact":
-        from .base import OracleError, UnsupportedQuery  # here: base imports this module
-
-        try:
-            return np.array(_settle_values(oracle, query, action.tolist()))
-        except (OracleError, UnsupportedQuery):  # a restricted solve failed or was declined: the optimum stands
-            return action
+        return np.array(_settle_values(oracle, query, action.tolist()))
     w = query.weights
     if query.weights_list is None and np.count_nonzero(w) == w.shape[0] and np.unique(w).shape[0] == w.shape[0]:
         return action  # long vectors: numpy finds whether any weight repeats or is 0
@@ -287,14 +287,7 @@ def _settle_ties(oracle: Any, query: LinearQuery, action: np.ndarray, leaves: in
             return trial
         checked += 1
         if checked >= leaves:
-            from .base import OracleError, UnsupportedQuery  # here: base imports this module
-
             if getattr(oracle, "time_limit", None) is not None:  # solves would multiply the query's time
                 return action
-            try:
-                return np.array(_settle(oracle, query, held, order, classes, need))
-            except UnsupportedQuery:  # the backend cannot restrict so (cyclic paths' include): search on
-                leaves = float("inf")
-            except OracleError:  # a restricted solve failed: the backend's optimum stands
-                return action
+            return np.array(_settle(oracle, query, held, order, classes, need))
     return action
