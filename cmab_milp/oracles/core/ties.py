@@ -52,7 +52,7 @@ from typing import Any
 
 import numpy as np
 
-from ...spaces import Cardinality, GraphicMatroid, PartitionMatroid, SpanningTrees
+from ...spaces import Cardinality, GraphicMatroid, Matchings, PartitionMatroid, SpanningTrees
 from .queries import LinearQuery, Restrictions
 
 __all__ = ["TIE_LEAVES", "TIE_MODES", "first_optimum", "open_arms"]
@@ -92,8 +92,13 @@ def open_arms(weights: list[float], action: list[bool]) -> tuple[list[int], list
     return order, [cls[i] for i in order], chosen
 
 
-def _candidates(action: list[bool], order: list[int], classes: list[int], need: list[int]) -> Iterator[list[bool]]:
+def _candidates(
+    action: list[bool], order: list[int], classes: list[int], need: list[int], fits: Any = None
+) -> Iterator[list[bool]]:
     """Actions agreeing with ``action`` off ``order``, ``need[c]`` arms of each class: lexicographically largest first.
+
+    ``fits(partial)``: whether a partial action (the open arms not yet decided left out) may still be
+    completed; given for spaces closed under taking subsets (then: whether it is feasible itself).
 
     >>> [[int(x) for x in c] for c in _candidates([False, True, True], [0, 1, 2], [0, 0, 0], [2])]
     [[1, 1, 0], [1, 0, 1], [0, 1, 1]]
@@ -104,8 +109,11 @@ def _candidates(action: list[bool], order: list[int], classes: list[int], need: 
             left[c] += 1
     need = list(need)
     current = list(action)
+    for arm in order:
+        current[arm] = False
     n = len(order)
-    phase = [0] * n  # at position k: 0 nothing tried, 1 holding under way, 2 not holding under way
+    phase = [0] * n  # at position k: 0 nothing tried, 1 holding tried, 2 leaving out tried
+    held, skipped = [False] * n, [False] * n
     k = 0
     while k >= 0:
         if k == n:
@@ -113,25 +121,36 @@ def _candidates(action: list[bool], order: list[int], classes: list[int], need: 
             k -= 1
             continue
         c, arm = classes[k], order[k]
-        if phase[k] == 0 and (c < 0 or need[c] > 0):  # hold the arm first
-            phase[k], current[arm] = 1, True
+        if phase[k] == 0:  # hold the arm first
+            phase[k] = 1
+            if c < 0 or need[c] > 0:
+                current[arm] = True
+                if fits is None or fits(current):
+                    held[k] = True
+                    if c >= 0:
+                        need[c] -= 1
+                        left[c] -= 1
+                    k += 1
+                    continue
+                current[arm] = False
+        if phase[k] == 1:  # then leave it out
+            if held[k]:
+                held[k], current[arm] = False, False
+                if c >= 0:
+                    need[c] += 1
+                    left[c] += 1
+            phase[k] = 2
+            if c < 0 or left[c] - 1 >= need[c]:
+                skipped[k] = True
+                if c >= 0:
+                    left[c] -= 1
+                k += 1
+                continue
+        if skipped[k]:  # both tried: step back
+            skipped[k] = False
             if c >= 0:
-                need[c] -= 1
-                left[c] -= 1
-            k += 1
-            continue
-        if phase[k] == 1 and c >= 0:  # back from holding: undo it
-            need[c] += 1
-            left[c] += 1
-        if phase[k] < 2 and (c < 0 or left[c] - 1 >= need[c]):  # then leave it out
-            phase[k], current[arm] = 2, False
-            if c >= 0:
-                left[c] -= 1
-            k += 1
-            continue
-        if phase[k] == 2 and c >= 0:  # back from leaving it out: undo it
-            left[c] += 1
-        phase[k], current[arm] = 0, action[arm]
+                left[c] += 1
+        phase[k] = 0
         k -= 1
 
 
@@ -278,8 +297,11 @@ def _settle_ties(oracle: Any, query: LinearQuery, action: np.ndarray, leaves: in
     space, res = oracle.space, query.restrictions
     if type(space) in _MATROIDS and not res.forbid_pairs:
         return np.array(_exchanges(space, res, held, order, classes))
+    fits = None
+    if type(space) is Matchings and not space.perfect:  # closed under subsets: prune partial actions
+        fits = lambda partial: bool(space._contains(np.array(partial)))  # noqa: E731
     checked = 0
-    for candidate in _candidates(held, order, classes, need):
+    for candidate in _candidates(held, order, classes, need, fits):
         if candidate == held:
             return action
         trial = np.array(candidate)
