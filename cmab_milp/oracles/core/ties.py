@@ -297,19 +297,28 @@ def _settle_ties(oracle: Any, query: LinearQuery, action: np.ndarray, leaves: in
     space, res = oracle.space, query.restrictions
     if type(space) in _MATROIDS and not res.forbid_pairs:
         return np.array(_exchanges(space, res, held, order, classes))
-    fits = None
-    if type(space) is Matchings and not space.perfect:  # closed under subsets: prune partial actions
-        fits = lambda partial: bool(space._contains(np.array(partial)))  # noqa: E731
-    checked = 0
-    for candidate in _candidates(held, order, classes, need, fits):
-        if candidate == held:
-            return action
-        trial = np.array(candidate)
-        if res.admits(trial) and space._contains(trial):
-            return trial
-        checked += 1
-        if checked >= leaves:
-            if getattr(oracle, "time_limit", None) is not None:  # solves would multiply the query's time
+    checks = [0]  # candidates and partial actions checked
+
+    def fits(partial: list[bool]) -> bool:
+        checks[0] += 1
+        if checks[0] > leaves:
+            raise _OverBudget
+        return bool(space._contains(np.array(partial)))
+
+    closed = type(space) is Matchings and not space.perfect  # closed under subsets: prune partial actions
+    try:
+        for candidate in _candidates(held, order, classes, need, fits if closed else None):
+            if candidate == held:
                 return action
-            return np.array(_settle(oracle, query, held, order, classes, need))
-    return action
+            trial = np.array(candidate)
+            if res.admits(trial) and fits(candidate):
+                return trial
+    except _OverBudget:
+        pass
+    if getattr(oracle, "time_limit", None) is not None:  # solves would multiply the query's time
+        return action
+    return np.array(_settle(oracle, query, held, order, classes, need))
+
+
+class _OverBudget(Exception):
+    """The search checked ``leaves`` candidates and partial actions: the restricted solves settle the rest."""
