@@ -13,9 +13,11 @@ What it uses. The *classes* of a query are its arms grouped by equal weight (the
 backend's answer ``a`` holds some arms of each class; a class it holds partly (some, not all), and
 the arms of weight 0, are the *open* arms ``P``. Every action that agrees with ``a`` off ``P`` and
 holds as many arms of each nonzero class as ``a`` has the same multiset of nonzero weights, hence
-exactly ``a``'s value. The search walks these candidates in decreasing lexicographic order (arms of
-``P`` by increasing index, holding before not holding, class counts pruned) and returns the first
-one that is feasible (``space._contains`` and the restrictions). Past ``leaves`` candidates it
+exactly ``a``'s value. On matroids (cardinality, partition, forests, spanning trees; no
+``forbid_pairs``) exchanges within a class towards lower arms reach the rule's action. Elsewhere the
+search walks these candidates in decreasing lexicographic order (arms of ``P`` by increasing index,
+holding before not holding, class counts pruned; on matchings infeasible partial actions too) and
+returns the first one that is feasible (``space._contains`` and the restrictions). Past ``leaves`` checks it
 settles the open arms one by one instead, with restricted solves on the same backend: arm ``i`` is
 held when the optimum under "hold the arms settled in, and ``i``; not those settled out" still has
 ``a``'s nonzero weights (one solve per open arm the current best does not hold).
