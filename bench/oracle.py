@@ -16,7 +16,9 @@ refer to:
 * ``auto`` vs the bare numpy / scipy call on cardinality, partition-matroid and
   assignment queries (target: within 10x);
 * ``argmax_norm`` via ``auto`` vs vectorised enumeration at d=20 m=5 (target:
-  within 3x) and absolute time at d=40 m=6 (target: under one second).
+  within 3x) and absolute time at d=40 m=6 (target: under one second);
+* the tie rule (``oracles/core/ties.py``): each query with it vs without it, on weights
+  in ``[0, 1]`` (target: at most 1.10x) and on tied weights (its cost where it works).
 """
 
 from __future__ import annotations
@@ -121,6 +123,38 @@ def backend_table(backends: list[str], rounds: int, block: int) -> None:
             v = contenders[b]
             cells.append(f"{result[b]:16.1f}" if b in result else f"{'n/a: ' + v:>16s}"[:16])
         print(f"| {name:28s} | " + " | ".join(cells) + " |")
+
+
+def tied_weights_for(d: int, n: int = 512, seed: int = 0) -> np.ndarray:
+    """Bernoulli-like UCB indices: each arm's weight one of four values, so equal weights (ties) are everywhere."""
+    return np.random.default_rng(seed).choice([0.81, 0.64, 0.57, 0.52], size=(n, d))
+
+
+def tie_rule_cost(backends: list[str], rounds: int, block: int) -> None:
+    """The tie rule's cost per query (ties.first_optimum): ``argmax`` with it vs without it (``ties="off"``)."""
+    print("\n## The tie rule's cost: per-query median (us) of argmax with / without it, and the ratio\n")
+    print("| family                       | backend       | weights | with rule | without | ratio |")
+    print("|------------------------------|---------------|---------|-----------|---------|-------|")
+    for name, build in families().items():
+        space = build()
+        for b in backends:
+            try:
+                with_rule, without = cm.make_oracle(space, b), cm.make_oracle(space, b)
+                with_rule.argmax(weights_for(space.d)[0])
+            except (ValueError, cm.UnsupportedQuery):
+                continue
+            without.ties = "off"
+            for kind, ws in (("[0, 1]", weights_for(space.d)), ("tied", tied_weights_for(space.d))):
+                res = side_by_side(
+                    {
+                        "with": lambda k, o=with_rule, ws=ws: o.argmax(ws[k % len(ws)]),
+                        "without": lambda k, o=without, ws=ws: o.argmax(ws[k % len(ws)]),
+                    },
+                    rounds,
+                    block,
+                )
+                cells = f"{res['with']:9.1f} | {res['without']:7.1f} | {res['with'] / res['without']:5.2f}"
+                print(f"| {name:28s} | {b:13s} | {kind:7s} | {cells} |")
 
 
 def compiled_vs_bare_vs_rebuild(rounds: int, block: int) -> None:
@@ -229,13 +263,18 @@ def main() -> None:
         default="highs,auto,combinatorial,enumerate,pulp:PULP_CBC_CMD,pulp:HiGHS,scip",
         help="comma-separated backends for the family table",
     )
+    parser.add_argument("--ties-only", action="store_true", help="only the tie rule's cost table")
     args = parser.parse_args()
     rounds, block = (3, 20) if args.quick else (7, 60)
     backends = [b for b in args.backends.split(",") if b]
     print(f"cmab_milp {cm.__version__}; backends available: {cm.available_backends()}")
+    if args.ties_only:
+        tie_rule_cost([b for b in backends if not b.startswith(("pulp", "scip"))], rounds, block)
+        return
     compiled_vs_bare_vs_rebuild(rounds, block)
     auto_vs_bare(rounds, block)
     backend_table(backends, rounds, block)
+    tie_rule_cost([b for b in backends if not b.startswith(("pulp", "scip"))], rounds, block)
     norm_queries(rounds, block, args.quick)
 
 

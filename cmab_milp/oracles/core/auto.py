@@ -258,7 +258,7 @@ class AutoOracle(Oracle):
             self._methods[shape] = routes
         return routes
 
-    def _dispatch(self, query: LinearQuery | NormQuery, shape: QueryShape) -> np.ndarray | None:
+    def _dispatch(self, query: LinearQuery | NormQuery, shape: QueryShape, count: bool = True) -> np.ndarray | None:
         declined = []
         for route in self._methods.get(shape) or self._routes_for(shape):
             name, method = route
@@ -269,17 +269,22 @@ class AutoOracle(Oracle):
             except UnsupportedQuery as exc:
                 declined.append(f"{name}: {exc}")
                 continue
-            self.routes[name] += 1
+            if count:
+                self.routes[name] += 1
             return answer
         raise UnsupportedQuery("no registered exact backend answers this query" + "".join(f"; {d}" for d in declined))
 
-    def _linear(self, query: LinearQuery) -> np.ndarray | None:
+    def _linear(self, query: LinearQuery, count: bool = True) -> np.ndarray | None:
         r = query.restrictions
         if self._signed:  # s-t paths: longest-path-like queries go where they are fast
             shape = QueryShape.of(query, True)
         else:
             shape = _FREE_LINEAR if r is _NO_RESTRICTIONS else QueryShape.of(query)
-        return self._dispatch(query, shape)
+        return self._dispatch(query, shape, count)
+
+    def uncounted_linear(self, query: LinearQuery) -> np.ndarray | None:
+        """:meth:`_linear` without counting its route (the tie rule's restricted solves, ``oracles/core/ties.py``)."""
+        return self._linear(query, False)
 
     def _norm(self, query: NormQuery) -> np.ndarray | None:
         return self._dispatch(query, QueryShape.of(query))

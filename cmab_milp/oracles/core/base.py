@@ -47,6 +47,7 @@ from .queries import (
     real_array,
     real_number,
 )
+from .ties import first_optimum
 
 __all__ = [
     "Ledger",
@@ -151,6 +152,10 @@ class Ledger:
         self._lock = threading.Lock()
 
 
+#: What a restricted solve of the tie rule may raise that leaves the backend's answer (ties.first_optimum).
+_SOLVE_FAILURES = (OracleError, UnsupportedQuery)
+
+
 def tolerance(value: float) -> float:
     """The contract's optimality tolerance ``1e-9 * (1 + |value|)``."""
     return 1e-9 * (1.0 + abs(value))
@@ -182,6 +187,9 @@ class Oracle:
     #: Threads :meth:`argmax_batch` runs (``None``: ``min(4, cores)``); every backend takes it as the
     #: option ``make_oracle(space, backend, workers=n)``. Answers do not depend on it (the tie rule).
     workers: int | None = None
+    #: Which exact ties every answer settles by the one tie rule (:mod:`~cmab_milp.oracles.core.ties`):
+    #: ``"classes"`` (equal weights), ``"exact"`` (also equal sums of different weights; a solve per arm) or ``"off"``.
+    ties: str = "classes"
 
     def __init__(self, space: ActionSpace):
         if not isinstance(space, ActionSpace):
@@ -400,11 +408,11 @@ class Oracle:
     def _answer(self, query: LinearQuery | NormQuery) -> np.ndarray | None:
         if query.restrictions is not _NO_RESTRICTIONS and query.restrictions.trivially_infeasible():
             return None
-        if isinstance(query, LinearQuery):
-            return self._linear(query)
-        if query.f == 0.0:
-            return self._linear(LinearQuery(query.mu, query.restrictions))
-        return self._norm(query)
+        if isinstance(query, NormQuery):
+            if query.f != 0.0:
+                return self._norm(query)
+            query = LinearQuery(query.mu, query.restrictions)
+        return first_optimum(self, query, self._linear(query), _SOLVE_FAILURES)  # one tie rule for all (ties.py)
 
     def _linear(self, query: LinearQuery) -> np.ndarray | None:
         raise NotImplementedError

@@ -1,4 +1,4 @@
-"""The enumerate backend's answer is the first action of largest portable value (issue 36).
+"""The enumerate backend's answer is the first action of largest portable value (issue 36), then the tie rule.
 
 Its BLAS product only screens: the answer must equal a brute-force argmax over every action's
 :func:`cmab_milp.portable.selected_sums` (arm order, left to right), whatever the BLAS kernel,
@@ -35,7 +35,22 @@ def test_linear_answers_are_the_first_portable_argmax(seed):
         include = [int(rng.integers(9))] if rng.random() < 0.3 else []
         got = oracle.argmax(weights, include=include)
         mask = actions[:, include].all(axis=1) if include else None
-        assert np.array_equal(got, portable_argmax(actions, selected_sums(actions, weights), mask))
+        first = portable_argmax(actions, selected_sums(actions, weights), mask)
+        assert np.array_equal(got, first_of_equal_value(actions, weights, first, mask))
+
+
+def first_of_equal_value(actions: np.ndarray, weights: np.ndarray, found: np.ndarray, mask=None) -> np.ndarray:
+    """The tie rule (oracles/core/ties.py, ``ties="classes"``) after the portable argmax ``found``: among the
+    actions holding the same nonzero weights (the same exact value; their left-to-right sums may differ in
+    the last bits), the lexicographically largest 0/1 vector."""
+    target = sorted(w for w, h in zip(weights, found, strict=True) if h and w != 0.0)
+    ok = np.ones(len(actions), bool) if mask is None else mask
+    rows = [
+        tuple(row)
+        for row, keep in zip(actions, ok, strict=True)
+        if keep and sorted(w for w, h in zip(weights, row, strict=True) if h and w != 0.0) == target
+    ]
+    return np.array(max(rows))
 
 
 def test_cancelling_weights_are_decided_by_the_left_to_right_sums():
@@ -83,5 +98,5 @@ def test_any_kernel_within_the_rounding_bound_gives_the_same_answer(seed):
     noisy._dense = NoisyProduct(noisy._dense, rng)
     for _ in range(50):
         w = np.round(rng.uniform(-1, 1, 7), 1)  # many exact ties, so the noise reorders the BLAS values
-        expected = portable_argmax(actions, selected_sums(actions, w))
+        expected = first_of_equal_value(actions, w, portable_argmax(actions, selected_sums(actions, w)))
         assert np.array_equal(plain.argmax(w), expected) and np.array_equal(noisy.argmax(w), expected)

@@ -1,0 +1,326 @@
+"""One tie rule for every exact backend: the lexicographically first optimum (:func:`first_optimum`).
+
+Backends break exact ties their own way (a simplex vertex, a branch-and-bound order, the first
+enumerated action, Kruskal's order). Bernoulli arms make ties frequent: arms with equal counts and
+equal sums get equal indices, and an action can swap one for the other at no change in value. So
+every exact backend's answer to a linear query is passed through :func:`first_optimum` (by
+:meth:`~cmab_milp.oracles.core.base.Oracle._answer`), which returns
+
+    **the rule**: among the optimal actions, the one whose 0/1 vector is lexicographically largest:
+    it holds the lowest-numbered arm that any optimal action holds, then (among those) the next...
+
+What it uses. The *classes* of a query are its arms grouped by equal weight (the same ``float``). A
+backend's answer ``a`` holds some arms of each class; a class it holds partly (some, not all), and
+the arms of weight 0, are the *open* arms ``P``. Every action that agrees with ``a`` off ``P`` and
+holds as many arms of each nonzero class as ``a`` has the same multiset of nonzero weights, hence
+exactly ``a``'s value. On matroids (cardinality, partition, forests, spanning trees; no
+``forbid_pairs``) exchanges within a class towards lower arms reach the rule's action. Elsewhere the
+search walks these candidates in decreasing lexicographic order (arms of ``P`` by increasing index,
+holding before not holding, class counts pruned; on matchings infeasible partial actions too) and
+returns the first one that is feasible (``space._contains`` and the restrictions). Past ``leaves`` checks it
+settles the open arms one by one instead, with restricted solves on the same backend: arm ``i`` is
+held when the optimum under "hold the arms settled in, and ``i``; not those settled out" still has
+``a``'s nonzero weights (one solve per open arm the current best does not hold).
+
+Why it is the rule (the proof sketch of ``docs/guide/reproducibility.md``, "One tie rule"). Assume
+(A) no near tie: an action within the backend's tolerance of the optimum is exactly optimal, and
+(B) ties are class ties: two optimal actions hold the same number of arms of each nonzero weight.
+Then ``a`` is optimal (A); the optimal actions are exactly the candidates above (B one way, equal
+multisets the other), so the first feasible candidate in decreasing order is the rule's action, and
+so is the settled one (each restricted optimum is optimal for the full query iff it has ``a``'s
+weights, by A and B). Nothing depends on which optimum ``a`` the backend returned: every backend
+gives the same action. Without (A) or (B) (sums of different weights that coincide, values closer
+than the tolerance), the answer is still optimal (only actions of ``a``'s exact value are
+returned), but backends may differ as before.
+
+Not applied: norm queries (``argmax_norm``; their ties need ``M`` to be symmetric under the swap)
+and oracles in the certified approximate mode (``gap``).
+
+Example
+-------
+>>> import numpy as np
+>>> import cmab_milp as cm
+>>> from cmab_milp.oracles.core.queries import LinearQuery, Restrictions
+>>> oracle = cm.make_oracle(cm.Cardinality(4, 2), "enumerate")
+>>> query = LinearQuery(np.array([0.5, 0.9, 0.5, 0.5]), Restrictions())
+>>> first_optimum(oracle, query, np.array([False, True, False, True])).nonzero()[0].tolist()
+[0, 1]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from ...spaces import Cardinality, GraphicMatroid, Matchings, PartitionMatroid, SpanningTrees
+from .queries import LinearQuery, Restrictions
+
+__all__ = ["TIE_LEAVES", "TIE_MODES", "first_optimum", "open_arms"]
+
+#: Candidates the search checks before settling the open arms by restricted solves.
+TIE_LEAVES = 64
+#: What ``Oracle.ties`` may say: which ties the rule settles.
+TIE_MODES = ("classes", "exact", "off")
+#: Spaces whose actions are the independent sets or bases of a matroid: settled by exchanges.
+_MATROIDS = (Cardinality, PartitionMatroid, GraphicMatroid, SpanningTrees)
+
+
+def open_arms(weights: list[float], action: list[bool]) -> tuple[list[int], list[int], dict[float, int]]:
+    """The open arms of ``action`` (ascending), each one's class (``-1``: weight 0) and each class's count held.
+
+    Open: the arms of a nonzero class ``action`` holds partly, and every arm of weight 0.
+
+    >>> open_arms([0.5, 0.9, 0.5, 0.0, 0.9], [False, True, True, False, True])
+    ([0, 2, 3], [0, 0, -1], [1])
+    """
+    arms: dict[float, list[int]] = {}
+    for i, w in enumerate(weights):
+        arms.setdefault(w, []).append(i)
+    chosen: list[int] = []
+    cls: dict[int, int] = {}
+    for w, members in arms.items():
+        if w == 0.0:
+            for i in members:
+                cls[i] = -1
+            continue
+        held = sum(1 for i in members if action[i])
+        if 0 < held < len(members):
+            for i in members:
+                cls[i] = len(chosen)
+            chosen.append(held)
+    order = sorted(cls)
+    return order, [cls[i] for i in order], chosen
+
+
+def _candidates(
+    action: list[bool], order: list[int], classes: list[int], need: list[int], fits: Any = None
+) -> Iterator[list[bool]]:
+    """Actions agreeing with ``action`` off ``order``, ``need[c]`` arms of each class: lexicographically largest first.
+
+    ``fits(partial)``: whether a partial action (the open arms not yet decided left out) may still be
+    completed; given for spaces closed under taking subsets (then: whether it is feasible itself).
+
+    >>> [[int(x) for x in c] for c in _candidates([False, True, True], [0, 1, 2], [0, 0, 0], [2])]
+    [[1, 1, 0], [1, 0, 1], [0, 1, 1]]
+    """
+    left = [0] * len(need)  # arms of each class at positions >= k
+    for c in classes:
+        if c >= 0:
+            left[c] += 1
+    need = list(need)
+    current = list(action)
+    for arm in order:
+        current[arm] = False
+    n = len(order)
+    phase = [0] * n  # at position k: 0 nothing tried, 1 holding tried, 2 leaving out tried
+    held, skipped = [False] * n, [False] * n
+    k = 0
+    while k >= 0:
+        if k == n:
+            yield list(current)
+            k -= 1
+            continue
+        c, arm = classes[k], order[k]
+        if phase[k] == 0:  # hold the arm first
+            phase[k] = 1
+            if c < 0 or need[c] > 0:
+                current[arm] = True
+                if fits is None or fits(current):
+                    held[k] = True
+                    if c >= 0:
+                        need[c] -= 1
+                        left[c] -= 1
+                    k += 1
+                    continue
+                current[arm] = False
+        if phase[k] == 1:  # then leave it out
+            if held[k]:
+                held[k], current[arm] = False, False
+                if c >= 0:
+                    need[c] += 1
+                    left[c] += 1
+            phase[k] = 2
+            if c < 0 or left[c] - 1 >= need[c]:
+                skipped[k] = True
+                if c >= 0:
+                    left[c] -= 1
+                k += 1
+                continue
+        if skipped[k]:  # both tried: step back
+            skipped[k] = False
+            if c >= 0:
+                left[c] += 1
+        phase[k] = 0
+        k -= 1
+
+
+def _nonzero(weights: list[float], action: Any) -> list[float]:
+    return sorted(w for w, held in zip(weights, action, strict=True) if held and w != 0.0)
+
+
+def _holding(oracle: Any, query: LinearQuery, held_in: list[int], held_out: list[int]) -> np.ndarray | None:
+    """The backend's optimum of ``query`` also holding ``held_in`` and none of ``held_out`` (``None``: none)."""
+    res = query.restrictions
+    inc = tuple(sorted({*res.include, *held_in}))
+    restricted = Restrictions(inc, tuple(sorted({*res.exclude, *held_out})), res.forbid_pairs)
+    if restricted.trivially_infeasible():
+        return None
+    return getattr(oracle, "uncounted_linear", oracle._linear)(LinearQuery(query.weights, restricted))
+
+
+def _settle(oracle: Any, query: LinearQuery, best: list[bool], order: list[int], classes: list[int], need: list[int]):
+    """The rule's action by restricted solves: each open arm, in order, held iff some optimum holds it with the rest."""
+    weights = query.weights_list if query.weights_list is not None else query.weights.tolist()
+    target = _nonzero(weights, best)
+    held_in: list[int] = []
+    held_out: list[int] = []
+    need = list(need)
+    for arm, c in zip(order, classes, strict=True):
+        if c >= 0 and need[c] == 0:
+            held_out.append(arm)
+            continue
+        if not best[arm]:
+            answer = _holding(oracle, query, [*held_in, arm], held_out)
+            if answer is None or _nonzero(weights, answer.tolist()) != target:
+                held_out.append(arm)
+                continue
+            best = answer.tolist()
+        held_in.append(arm)
+        if c >= 0:
+            need[c] -= 1
+    return best
+
+
+def _exchanges(space: Any, res: Restrictions, held: list[bool], order: list[int], classes: list[int]) -> list[bool]:
+    """The rule's action on a matroid: exchange towards lower arms within a class (and add arms of weight 0) until none.
+
+    Each move keeps the value and raises the action lexicographically; on a matroid the action no move
+    improves is the unique optimum of the weights with ties broken by arm index (exchange property).
+    """
+    current = list(held)
+    members: dict[int, list[int]] = {}
+    for arm, c in zip(order, classes, strict=True):
+        members.setdefault(c, []).append(arm)
+
+    def feasible(trial: list[bool]) -> bool:
+        action = np.array(trial)
+        return res.admits(action) and bool(space._contains(action))
+
+    moved = True
+    while moved:
+        moved = False
+        for arm, c in zip(order, classes, strict=True):
+            if current[arm]:
+                continue
+            trial = list(current)
+            trial[arm] = True
+            if c < 0 and feasible(trial):  # an arm of weight 0 added
+                current, moved = trial, True
+                continue
+            for other in reversed(members[c]):
+                if other <= arm:
+                    break
+                if current[other]:
+                    trial[other] = False
+                    if feasible(trial):
+                        current, moved = trial, True
+                        break
+                    trial[other] = True
+    return current
+
+
+def _settle_values(oracle: Any, query: LinearQuery, best: list[bool]) -> list[bool]:
+    """The rule over every tie (``ties="exact"``): each arm, in order, held iff an action within the tolerance holds it.
+
+    One restricted solve per arm the current best does not hold: ties between sums of different weights too.
+    """
+    res = query.restrictions
+    reference = query.value(best)
+    held_in: list[int] = []
+    held_out: list[int] = []
+    for arm in range(len(best)):
+        if arm in res.exclude:
+            continue
+        if not best[arm]:
+            answer = _holding(oracle, query, [*held_in, arm], held_out)
+            value = -np.inf if answer is None else query.value(answer)
+            if value < reference - 1e-9 * (1.0 + abs(reference)):  # the contract's tolerance (base.tolerance)
+                held_out.append(arm)
+                continue
+            best, reference = answer.tolist(), max(reference, value)
+        held_in.append(arm)
+    return best
+
+
+def first_optimum(
+    oracle: Any, query: LinearQuery, action: np.ndarray | None, failures: tuple = (), leaves: int = TIE_LEAVES
+):
+    """The rule's action (module docstring) from ``action``, an optimum of ``query`` on ``oracle``.
+
+    ``oracle.ties`` says which ties are settled: ``"classes"`` (default: equal weights, see above),
+    ``"exact"`` (also sums of different weights within the tolerance: one restricted solve per arm
+    the answer does not hold) or ``"off"``. ``failures``: the exceptions of a restricted solve that
+    leave the backend's ``action`` as the answer (a declined query, a time limit). ``leaves``:
+    candidates checked with ``space._contains`` before settling by restricted solves on ``oracle``
+    (``0``: solves at once). Returns ``action`` itself (no copy) when no other candidate exists: one
+    set of the weights on the usual path.
+    """
+    weights = query.weights_list
+    if weights is not None and oracle.ties == "classes":
+        distinct = set(weights)
+        if len(distinct) == len(weights) and 0.0 not in distinct:  # distinct nonzero weights: no tie (the usual path)
+            return action
+    if action is None:
+        return action
+    try:
+        return _settle_ties(oracle, query, action, leaves)
+    except failures:  # a restricted solve failed or was declined: the backend's optimum stands
+        return action
+
+
+def _settle_ties(oracle: Any, query: LinearQuery, action: np.ndarray, leaves: int) -> np.ndarray:
+    mode = oracle.ties
+    if mode not in TIE_MODES:
+        raise ValueError(f"ties must be one of {', '.join(TIE_MODES)}; got {mode!r}")
+    if mode == "off" or getattr(oracle, "gap", None) is not None:  # approximate answers: no rule among them
+        return action
+    if mode == "exact":
+        return np.array(_settle_values(oracle, query, action.tolist()))
+    w = query.weights
+    if query.weights_list is None and np.count_nonzero(w) == w.shape[0] and np.unique(w).shape[0] == w.shape[0]:
+        return action  # long vectors: numpy finds whether any weight repeats or is 0
+    weights = query.weights_list if query.weights_list is not None else w.tolist()
+    held = action.tolist()
+    order, classes, need = open_arms(weights, held)
+    if not order:
+        return action
+    space, res = oracle.space, query.restrictions
+    if type(space) in _MATROIDS and not res.forbid_pairs:
+        return np.array(_exchanges(space, res, held, order, classes))
+    checks = [0]  # candidates and partial actions checked
+
+    def fits(partial: list[bool]) -> bool:
+        checks[0] += 1
+        if checks[0] > leaves:
+            raise _OverBudget
+        return bool(space._contains(np.array(partial)))
+
+    closed = type(space) is Matchings and not space.perfect  # closed under subsets: prune partial actions
+    try:
+        for candidate in _candidates(held, order, classes, need, fits if closed else None):
+            if candidate == held:
+                return action
+            trial = np.array(candidate)
+            if res.admits(trial) and fits(candidate):
+                return trial
+    except _OverBudget:
+        pass
+    if getattr(oracle, "time_limit", None) is not None:  # solves would multiply the query's time
+        return action
+    return np.array(_settle(oracle, query, held, order, classes, need))
+
+
+class _OverBudget(Exception):
+    """The search checked ``leaves`` candidates and partial actions: the restricted solves settle the rest."""

@@ -1,0 +1,224 @@
+"""One tie rule on every exact backend: the lexicographically first optimum (oracles/core/ties.py).
+
+The truth is brute force: every action of the space, exact values (``fractions``), and among the
+optimal ones the 0/1 vector that is lexicographically largest. Weights are drawn from a few values
+(square roots of primes: no sum of different ones coincides), so queries are full of exact ties.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from instances import SPACES
+
+import cmab_milp as cm
+from cmab_milp.oracles.core.queries import LinearQuery, make_restrictions
+from cmab_milp.oracles.core.ties import first_optimum, open_arms
+from cmab_milp.testing import registered_kinds
+
+#: Values of tied classes: linearly independent over the rationals, so only equal weights tie.
+POOL = [math.sqrt(p) / 4 for p in (2, 3, 5, 7, 11)]
+SLOW = ("pulp", "scip")
+
+
+def exact_backends() -> list:
+    params = []
+    for kind in registered_kinds("backend"):
+        if kind.name.startswith("dist_"):
+            continue  # the general-reward oracles: their linear queries go to the backends here
+        marks = [] if kind.unavailable is None else [pytest.mark.skip(reason=kind.unavailable)]
+        if kind.name.split(":")[0] in SLOW:
+            marks.append(pytest.mark.slow_backend)
+        params.append(pytest.param(kind.name, marks=marks, id=kind.name))
+    return params
+
+
+def tied_query(rng: np.random.Generator, d: int, kind: int) -> dict:
+    """Weights from two or three pool values (some 0 or negative), and random restrictions."""
+    values = list(rng.choice(POOL, size=2 + kind % 2, replace=False))
+    if kind % 3 == 1:
+        values.append(0.0)
+    if kind % 4 == 3:
+        values.append(-POOL[0])
+    q: dict = {"weights": rng.choice(values, size=d)}
+    arms = [int(a) for a in rng.permutation(d)]
+    if kind % 5 == 1:
+        q["include"] = arms[:1]
+    if kind % 5 == 2:
+        q["exclude"] = arms[1:3]
+    if kind % 7 == 3 and d >= 6:
+        q["forbid_pairs"] = [(arms[3], arms[4]), (arms[5], arms[0])]
+    return q
+
+
+def first_by_brute_force(actions: np.ndarray, q: dict) -> np.ndarray | None:
+    """The lexicographically largest action among those of largest exact value, and check the query is separated."""
+    restrictions = make_restrictions(
+        actions.shape[1], q.get("include", ()), q.get("exclude", ()), q.get("forbid_pairs", ())
+    )
+    mask = restrictions.mask(actions)
+    rows = actions if mask is None else actions[mask]
+    if len(rows) == 0:
+        return None
+    exact = [exact_value(q["weights"], row) for row in rows]
+    best = max(exact)
+    others = [v for v in exact if v != best]
+    assert not others or float(best - max(others)) > 1e-6, "the query has a near tie: the rule is not promised there"
+    return max(tuple(row) for row, v in zip(rows, exact, strict=True) if v == best)
+
+
+def exact_value(weights, action) -> Fraction:
+    return sum((Fraction(w) for w, held in zip(weights, action, strict=True) if held), Fraction(0))
+
+
+@pytest.mark.parametrize("family", sorted(SPACES))
+@pytest.mark.parametrize("backend", exact_backends())
+def test_every_exact_backend_returns_the_first_optimum(backend: str, family: str) -> None:
+    space = SPACES[family]()
+    try:
+        oracle = cm.make_oracle(space, backend)
+    except ValueError as exc:  # e.g. a space a backend does not take, or past the licence's size
+        pytest.skip(str(exc))
+    actions = cm.make_oracle(space, "enumerate").actions
+    rng = np.random.default_rng(len(family) * 7919)
+    queries = 6 if backend.split(":")[0] in SLOW else 24
+    answered = 0
+    for kind in range(queries):
+        q = tied_query(rng, space.d, kind)
+        try:
+            answer = oracle.argmax(**q)
+        except cm.UnsupportedQuery:
+            continue
+        truth = first_by_brute_force(actions, q)
+        if truth is None:
+            assert answer is None
+            continue
+        assert answer is not None
+        assert tuple(answer.tolist()) == truth, f"query {kind}: {np.flatnonzero(answer)} != {np.flatnonzero(truth)}"
+        answered += 1
+    assert answered or backend == "combinatorial"
+
+
+@pytest.mark.parametrize("leaves", [0, 1, 64])
+@pytest.mark.parametrize(
+    "family",
+    ["matchings-general", "paths-cyclic-undirected", "with-constraint", "graphic", "partition", "spanning-trees"],
+)
+def test_search_and_restricted_solves_agree_from_any_optimum(family: str, leaves: int) -> None:
+    """Start from every optimal action (not just a backend's): the same first optimum, by search or by solves."""
+    space = SPACES[family]()
+    oracle = cm.make_oracle(space, "highs")
+    actions = cm.make_oracle(space, "enumerate").actions
+    rng = np.random.default_rng(leaves + 3)
+    for kind in range(10):
+        q = tied_query(rng, space.d, kind)
+        truth = first_by_brute_force(actions, q)
+        if truth is None:
+            continue
+        query = oracle.linear_query(**q)
+        admitted = [row for row in actions if query.restrictions.admits(row)]
+        values = [exact_value(q["weights"], row) for row in admitted]
+        optima = [row for v, row in zip(values, admitted, strict=True) if v == max(values)]
+        for start in optima:
+            found = first_optimum(oracle, query, start.copy(), leaves=leaves)
+            assert tuple(found.tolist()) == truth
+
+
+def test_the_usual_query_costs_one_set_and_returns_the_answer_itself() -> None:
+    oracle = cm.make_oracle(cm.Cardinality(5, 2), "enumerate")
+    query = oracle.linear_query([0.1, 0.2, 0.3, 0.4, 0.5])
+    answer = np.array([False, False, False, True, True])
+    assert first_optimum(oracle, query, answer) is answer
+    assert first_optimum(oracle, query, None) is None
+
+
+def test_open_arms_are_the_partly_held_classes_and_the_zeros() -> None:
+    weights = [0.5, 0.5, 0.7, 0.7, 0.0, 0.9]
+    assert open_arms(weights, [True, False, True, True, False, True]) == ([0, 1, 4], [0, 0, -1], [1])
+    assert open_arms(weights, [True, True, False, False, False, True]) == ([4], [-1], [])
+
+
+def test_zero_weights_are_held_when_an_optimum_can_hold_them() -> None:
+    space = cm.Cardinality(5, 3)  # at most 3 arms
+    oracle = cm.make_oracle(space, "highs")
+    answer = oracle.argmax([0.0, 0.4, 0.0, 0.0, -0.1])
+    assert np.flatnonzero(answer).tolist() == [0, 1, 2]
+
+
+def test_approximate_mode_is_left_alone() -> None:
+    space = cm.Cardinality(4, 1)
+    oracle = cm.make_oracle(space, "highs", gap=0.5)
+    query = LinearQuery(np.array([0.5, 0.5, 0.5, 0.5]), make_restrictions(4, (), (), ()))
+    answer = np.array([False, False, False, True])
+    assert first_optimum(oracle, query, answer) is answer
+
+
+@pytest.mark.parametrize("backend", ["enumerate", "highs", "combinatorial", "auto"])
+@pytest.mark.parametrize("family", ["matchings-bipartite", "paths-dag", "partition"])
+def test_exact_mode_settles_equal_sums_of_different_weights(backend: str, family: str) -> None:
+    """``ties="exact"``: weights on a grid of eighths (2/8 + 5/8 = 3/8 + 4/8), truth = first action within 1e-9."""
+    space = SPACES[family]()
+    oracle = cm.make_oracle(space, backend)
+    oracle.ties = "exact"
+    actions = cm.make_oracle(space, "enumerate").actions
+    rng = np.random.default_rng(11)
+    for _ in range(12):
+        weights = rng.integers(1, 8, space.d) / 8
+        values = actions.astype(float) @ weights  # sums of eighths: exact
+        truth = max(tuple(row) for row, v in zip(actions, values, strict=True) if v >= values.max() - 1e-9)
+        assert tuple(oracle.argmax(weights).tolist()) == truth
+
+
+def test_ties_modes_other_than_the_three_are_refused_by_name() -> None:
+    oracle = cm.make_oracle(cm.Cardinality(3, 1), "enumerate")
+    oracle.ties = "off"
+    assert oracle.argmax([1.0, 1.0, 0.5]).tolist() == [True, False, False]  # enumerate's own first optimum
+    oracle.ties = "sometimes"
+    with pytest.raises(ValueError, match="ties must be one of"):
+        oracle.argmax([1.0, 1.0, 0.5])
+
+
+def bernoulli_runs(policy, space: cm.ActionSpace, backends: list[str], T: int, seed: int, ties: str) -> dict:
+    """Each backend's (regret curve, query counts) of ``policy`` on Bernoulli arms with few distinct means."""
+    means = np.resize([0.3, 0.5, 0.6, 0.45], space.d)
+    out = {}
+    for backend in backends:
+        try:
+            oracle = cm.make_oracle(space, backend)
+        except ValueError as exc:
+            pytest.skip(str(exc))
+        oracle.ties = ties
+        result = cm.simulate(policy(space, T, oracle=oracle), cm.BernoulliArms(means), T, seed=seed)
+        out[backend] = (result.regret.tolist(), result.queries.tolist())
+    return out
+
+
+FAST = ["enumerate", "highs", "combinatorial", "auto"]
+
+
+@pytest.mark.parametrize(
+    ("family", "ties"), [("cardinality", "classes"), ("graphic", "classes"), ("matchings-bipartite", "exact")]
+)
+@pytest.mark.parametrize("policy", ["CUCB", "AROQ"])
+def test_bernoulli_runs_are_the_same_on_every_fast_backend(policy: str, family: str, ties: str) -> None:
+    """CUCB and AROQ on Bernoulli arms (equal counts and sums tie often): the same curves on each backend."""
+    runs = bernoulli_runs(getattr(cm, policy), SPACES[family](), FAST, 200, 2, ties)
+    assert all(run == runs["enumerate"] for run in runs.values()), {k: v[0][-1] for k, v in runs.items()}
+
+
+SOLVERS = [p for p in exact_backends() if p.id not in FAST]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("family", "ties"),
+    [("cardinality", "classes"), ("spanning-trees", "classes"), ("matchings-general", "exact"), ("paths-dag", "exact")],
+)
+@pytest.mark.parametrize("policy", ["CUCB", "CTS", "AROQ"])
+def test_bernoulli_runs_are_the_same_on_every_exact_backend(policy: str, family: str, ties: str) -> None:
+    names = [*FAST, *(p.id for p in SOLVERS if not p.marks)]
+    runs = bernoulli_runs(getattr(cm, policy), SPACES[family](), names, 300, 5, ties)
+    assert all(run == runs["enumerate"] for run in runs.values()), {k: v[0][-1] for k, v in runs.items()}
