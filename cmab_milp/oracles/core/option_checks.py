@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["check_gap", "check_time_limit", "check_workers"]
+__all__ = ["check_gap", "check_ties", "check_time_limit", "check_workers"]
 
 
 def check_time_limit(time_limit: Any) -> float | None:
@@ -66,3 +66,18 @@ def check_workers(workers: Any) -> int | None:
     if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 1:
         raise ValueError(f"workers must be an integer >= 1 (threads of a batch) or None, got {workers!r}")
     return int(workers)
+
+
+def check_ties(ties: Any) -> str | None:
+    """``None`` or one of the tie rule's modes (:data:`~cmab_milp.oracles.core.ties.TIE_MODES`), else ``ValueError``.
+
+    >>> check_ties("classes"), check_ties(None)
+    ('classes', None)
+    """
+    from .ties import TIE_MODES
+
+    if ties is None:
+        return None
+    if not isinstance(ties, str) or ties not in TIE_MODES:
+        raise ValueError(f"ties must be one of {', '.join(map(repr, TIE_MODES))} or None, got {ties!r}")
+    return ties

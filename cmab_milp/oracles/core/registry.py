@@ -38,6 +38,7 @@ from typing import Any
 from ...spaces.base import ActionSpace
 from .base import Oracle, check_gap, check_workers
 from .capabilities import Capabilities, _resolve
+from .option_checks import check_ties
 
 __all__ = [
     "BACKENDS",
@@ -54,7 +55,7 @@ __all__ = [
 
 
 #: Options every backend takes, applied by :func:`make_oracle` to the oracle its factory built.
-COMMON_OPTIONS = ("workers",)
+COMMON_OPTIONS = ("workers", "ties")
 
 
 def _declared(factory: Any, attribute: str) -> Any:
@@ -304,7 +305,8 @@ def make_oracle(space: ActionSpace, backend: str | Oracle = "highs", **options: 
     **options
         The backend's options (its :class:`Capabilities`): ``gap=``, ``norm_gap=``,
         ``time_limit=`` where declared; ``workers=n`` (every backend) sets the threads of
-        ``argmax_batch``.
+        ``argmax_batch``; ``ties=`` (every backend) which exact ties the one tie rule settles
+        (:mod:`~cmab_milp.oracles.core.ties`: ``"off"``, ``"classes"``, ``"exact"``).
 
     Returns
     -------
@@ -341,6 +343,7 @@ def make_oracle(space: ActionSpace, backend: str | Oracle = "highs", **options: 
     if not caps.accepts_space(space):
         raise ValueError(f"backend {name!r} does not accept {type(space).__name__}; it answers {caps.spaces}")
     workers = check_workers(options.pop("workers", None))
+    ties = check_ties(options.pop("ties", None))
     if options.get("gap") is not None:
         _check_approximate(name, solver, caps, options["gap"])
     refused = caps.out_of_range(options)
@@ -360,4 +363,6 @@ def make_oracle(space: ActionSpace, backend: str | Oracle = "highs", **options: 
     oracle = entry.factory()(space, **options)
     if workers is not None:
         oracle.workers = workers
+    if ties is not None:
+        oracle.ties = ties
     return oracle

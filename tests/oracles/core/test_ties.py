@@ -222,3 +222,16 @@ def test_bernoulli_runs_are_the_same_on_every_exact_backend(policy: str, family:
     names = [*FAST, *(p.id for p in SOLVERS if not p.marks)]
     runs = bernoulli_runs(getattr(cm, policy), SPACES[family](), names, 300, 5, ties)
     assert all(run == runs["enumerate"] for run in runs.values()), {k: v[0][-1] for k, v in runs.items()}
+
+
+def test_ties_is_an_option_of_every_backend_checked_before_any_work() -> None:
+    space = cm.Cardinality(4, 2)
+    for backend in ("enumerate", "highs", "combinatorial", "auto"):
+        assert cm.make_oracle(space, backend, ties="exact").ties == "exact"
+        assert cm.make_oracle(space, backend).ties == "classes"  # the default
+    with pytest.raises(ValueError, match="ties must be one of"):
+        cm.make_oracle(space, "highs", ties="sometimes")
+    w = np.array(
+        [0.5, 0.5, 0.5, 0.1]
+    )  # three tied arms: the rule takes the lowest two, "off" whatever the backend does
+    assert cm.make_oracle(space, "highs", ties="classes").argmax(w).tolist() == [True, True, False, False]
