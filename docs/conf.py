@@ -8,6 +8,7 @@ network and no notebook is executed: the notebooks render from their stored outp
 from __future__ import annotations
 
 import sys
+import types
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -217,6 +218,8 @@ PUBLIC_IDS: set[int] = set()
 def skip_public_on_module_pages(app, what, name, obj, skip, options):
     if what == "module" and id(obj) in PUBLIC_IDS:
         return True
+    if what == "module" and isinstance(obj, types.GenericAlias):
+        return True  # a type alias (``Answer = tuple[...]``): autodoc would take it for a class
     return None
 
 

@@ -242,6 +242,7 @@ class TieByAskCount(_Wrong):
     """Exact, but among tied best actions it takes a later one each ``after`` asks of the same query."""
 
     after = 1
+    ties = "off"  # the defect under test: the one tie rule would settle these ties
 
     def _pick(self, values, query):
         asks = self.__dict__.setdefault("asks", {})

@@ -35,7 +35,7 @@ Answer = tuple[np.ndarray | None, float]
 
 @dataclass(frozen=True)
 class LinearStart:
-    """Sign -1's linear argmax ``lin`` and ``top``, a bound on ``mu @ a`` over every action (:mod:`.linear`)."""
+    """Sign -1's linear argmax ``lin`` and ``top``, a bound on ``mu @ a`` over every action (:mod:`.norm.linear`)."""
 
     action: np.ndarray
     top: float

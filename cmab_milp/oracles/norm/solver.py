@@ -4,19 +4,19 @@
 with a short sequence of MILPs on one :class:`~cmab_milp.oracles.backends.highs_model.CompiledModel`
 per thread (the space's formulation, compiled once; each query appends its own
 columns and rows and removes them afterwards, and starts from a cleared solver:
-the tie rule). The methods are an ordered tuple per sign (:mod:`.method`); the solver walks it and the first
+the tie rule). The methods are an ordered tuple per sign (:mod:`.norm.method`); the solver walks it and the first
 method that applies and answers wins (a budgeted try that runs out, or a first step that cannot settle the query,
 passes it on):
 
 ``sign=+1`` (:data:`PLUS_METHODS`)
-    the linear argmax where the norm term vanishes (:mod:`.linear`); the concave path LP on s-t paths of graphs with
-    cycles (:mod:`.paths.method`); the concave branch on spaces whose MILP needs lazy cuts and on matchings, then
+    the linear argmax where the norm term vanishes (:mod:`.norm.linear`); the concave path LP on s-t paths of graphs
+    with cycles (:mod:`.paths.method`); the concave branch on spaces whose MILP needs lazy cuts and on matchings, then
     its budgeted try on the other spaces with a combinatorial linear oracle, its incumbent kept
     (:mod:`.branch.method`); the outer approximation in the quadratic form (:mod:`.outer.plus`).
 
 ``sign=-1`` (:data:`MINUS_METHODS`)
     the linear argmax where the norm term vanishes; the path LP with tangents of the norm; the linear argmax again,
-    the answer when its bound proves it (:mod:`.linear`); the branch on the linear oracle for a definite ``M``
+    the answer when its bound proves it (:mod:`.norm.linear`); the branch on the linear oracle for a definite ``M``
     (:mod:`.branch.method`); the disaggregated tangents (:mod:`.outer.minus`, ``tuning.minus_outer``); the piecewise
     secants over ``L`` (:mod:`.secants.minus`).
 
@@ -81,7 +81,7 @@ from .secants.minus import SECANTS_MINUS
 
 __all__ = ["MINUS_METHODS", "PLUS_METHODS", "NormSolver", "NormStats", "last_stats", "solve_norm"]
 
-#: Sign +1's methods in the order they are tried (:mod:`.method`): the first that applies and answers wins.
+#: Sign +1's methods in the order they are tried (:mod:`.norm.method`): the first that applies and answers wins.
 PLUS_METHODS: tuple[NormMethod, ...] = (LINEAR_ONLY, PLUS_PATHS, PLUS_BRANCH, PLUS_BRANCH_TRY, OUTER_PLUS)
 #: Sign -1's methods in the order they are tried.
 MINUS_METHODS: tuple[NormMethod, ...] = (
@@ -222,7 +222,7 @@ class NormSolver:
     # ------------------------------------------------------------ dispatch
     def run(self, methods: tuple[NormMethod, ...] | None = None) -> Answer:
         """Walk the sign's methods (:data:`PLUS_METHODS`, :data:`MINUS_METHODS`, or ``methods``): the first that
-        applies and returns an answer wins. The answer's bound is in the scaled query's units (:attr:`value_scale`).
+        applies and returns an answer wins. The answer's bound is in the scaled query's units (``value_scale``).
 
         >>> import numpy as np
         >>> import cmab_milp as cm

@@ -36,7 +36,7 @@ def test_the_registry_reads_the_declaration_from_the_module(toy_backend) -> None
     assert capabilities(toy_backend) is not ScipyMilpOracle.CAPABILITIES  # a copy with the merged fields
     assert capabilities(toy_backend) == ScipyMilpOracle.CAPABILITIES
     assert BACKENDS[toy_backend].description == ScipyMilpOracle.DESCRIPTION
-    assert BACKENDS[toy_backend].options() == ("time_limit", "verify", "workers")
+    assert BACKENDS[toy_backend].options() == ("time_limit", "verify", "workers", "ties")
     assert toy_backend in cm.available_backends()
 
 

@@ -71,7 +71,7 @@ Measured figures and the ideas tried: ``docs/performance.md``, "Norm queries".
 
 Example
 -------
-The search alone (:mod:`.method` runs it for the ``highs`` backend), on ``L <= 3`` (no path has more edges):
+The search alone (:mod:`.norm.method` runs it for the ``highs`` backend), on ``L <= 3`` (no path has more edges):
 
 >>> import time
 >>> import networkx as nx

@@ -40,7 +40,7 @@ ever closes).
 
 Measured figures and the ideas tried: ``docs/performance.md``, "Norm queries".
 
-Example: both signs' path searches through the ``highs`` backend, :mod:`.method`.
+Example: both signs' path searches through the ``highs`` backend, :mod:`.norm.method`.
 """
 
 from __future__ import annotations
