@@ -6,6 +6,7 @@ needs the ``docs`` extra and skips, naming the module, without it. The coverage 
 
 from __future__ import annotations
 
+import fcntl
 import importlib
 import re
 import subprocess
@@ -50,15 +51,23 @@ def _require_docs_extra() -> None:
 
 @pytest.fixture(scope="module")
 def built_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The site, built once per test session: xdist workers share it under a lock (two builds at once would
+    race on the API stubs autosummary writes into ``docs/api/modules``)."""
     _require_docs_extra()
-    out = tmp_path_factory.mktemp("site")
-    done = subprocess.run(
-        [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html", str(ROOT / "docs"), str(out)],
-        capture_output=True,
-        text=True,
-        timeout=1200,
-    )
-    assert done.returncode == 0, f"the site does not build with -W:\n{done.stderr[-6000:]}"
+    shared = tmp_path_factory.getbasetemp().parent  # the same folder for every worker of this session
+    out, built = shared / "site", shared / "site.built"
+    with open(shared / "site.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not built.exists():
+            command = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html"]
+            done = subprocess.run(
+                [*command, str(ROOT / "docs"), str(out)],
+                capture_output=True,
+                text=True,
+                timeout=1200,
+            )
+            assert done.returncode == 0, f"the site does not build with -W:\n{done.stderr[-6000:]}"
+            built.touch()
     return out
 
 
