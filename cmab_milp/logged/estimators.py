@@ -14,8 +14,6 @@ can value it without assuming that arm's mean.
 Example
 -------
 >>> import numpy as np
-
-from .. import portable
 >>> import cmab_milp as cm
 >>> rng = np.random.default_rng(0)
 >>> space = cm.Cardinality(4, 2, exact=True)

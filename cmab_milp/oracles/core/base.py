@@ -188,8 +188,9 @@ class Oracle:
     #: option ``make_oracle(space, backend, workers=n)``. Answers do not depend on it (the tie rule).
     workers: int | None = None
     #: Which exact ties every answer settles by the one tie rule (:mod:`~cmab_milp.oracles.core.ties`):
-    #: ``"classes"`` (equal weights), ``"exact"`` (also equal sums of different weights; a solve per arm) or ``"off"``.
-    ties: str = "classes"
+    #: ``"off"`` (default: the backend's own choice), ``"classes"`` (equal weights) or ``"exact"`` (also equal sums
+    #: of different weights; a solve per arm). ``make_oracle(space, backend, ties=...)`` sets it.
+    ties: str = "off"
 
     def __init__(self, space: ActionSpace):
         if not isinstance(space, ActionSpace):

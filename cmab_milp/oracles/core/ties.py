@@ -259,7 +259,7 @@ def first_optimum(
 ):
     """The rule's action (module docstring) from ``action``, an optimum of ``query`` on ``oracle``.
 
-    ``oracle.ties`` says which ties are settled: ``"classes"`` (default: equal weights, see above),
+    ``oracle.ties`` says which ties are settled: ``"classes"`` (equal weights, see above),
     ``"exact"`` (also sums of different weights within the tolerance: one restricted solve per arm
     the answer does not hold) or ``"off"``. ``failures``: the exceptions of a restricted solve that
     leave the backend's ``action`` as the answer (a declined query, a time limit). ``leaves``:

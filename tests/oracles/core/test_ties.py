@@ -79,7 +79,7 @@ def exact_value(weights, action) -> Fraction:
 def test_every_exact_backend_returns_the_first_optimum(backend: str, family: str) -> None:
     space = SPACES[family]()
     try:
-        oracle = cm.make_oracle(space, backend)
+        oracle = cm.make_oracle(space, backend, ties="classes")
     except ValueError as exc:  # e.g. a space a backend does not take, or past the licence's size
         pytest.skip(str(exc))
     actions = cm.make_oracle(space, "enumerate").actions
@@ -110,7 +110,7 @@ def test_every_exact_backend_returns_the_first_optimum(backend: str, family: str
 def test_search_and_restricted_solves_agree_from_any_optimum(family: str, leaves: int) -> None:
     """Start from every optimal action (not just a backend's): the same first optimum, by search or by solves."""
     space = SPACES[family]()
-    oracle = cm.make_oracle(space, "highs")
+    oracle = cm.make_oracle(space, "highs", ties="classes")
     actions = cm.make_oracle(space, "enumerate").actions
     rng = np.random.default_rng(leaves + 3)
     for kind in range(10):
@@ -128,7 +128,7 @@ def test_search_and_restricted_solves_agree_from_any_optimum(family: str, leaves
 
 
 def test_the_usual_query_costs_one_set_and_returns_the_answer_itself() -> None:
-    oracle = cm.make_oracle(cm.Cardinality(5, 2), "enumerate")
+    oracle = cm.make_oracle(cm.Cardinality(5, 2), "enumerate", ties="classes")
     query = oracle.linear_query([0.1, 0.2, 0.3, 0.4, 0.5])
     answer = np.array([False, False, False, True, True])
     assert first_optimum(oracle, query, answer) is answer
@@ -143,14 +143,14 @@ def test_open_arms_are_the_partly_held_classes_and_the_zeros() -> None:
 
 def test_zero_weights_are_held_when_an_optimum_can_hold_them() -> None:
     space = cm.Cardinality(5, 3)  # at most 3 arms
-    oracle = cm.make_oracle(space, "highs")
+    oracle = cm.make_oracle(space, "highs", ties="classes")
     answer = oracle.argmax([0.0, 0.4, 0.0, 0.0, -0.1])
     assert np.flatnonzero(answer).tolist() == [0, 1, 2]
 
 
 def test_approximate_mode_is_left_alone() -> None:
     space = cm.Cardinality(4, 1)
-    oracle = cm.make_oracle(space, "highs", gap=0.5)
+    oracle = cm.make_oracle(space, "highs", gap=0.5, ties="classes")
     query = LinearQuery(np.array([0.5, 0.5, 0.5, 0.5]), make_restrictions(4, (), (), ()))
     answer = np.array([False, False, False, True])
     assert first_optimum(oracle, query, answer) is answer
@@ -161,7 +161,7 @@ def test_approximate_mode_is_left_alone() -> None:
 def test_exact_mode_settles_equal_sums_of_different_weights(backend: str, family: str) -> None:
     """``ties="exact"``: weights on a grid of eighths (2/8 + 5/8 = 3/8 + 4/8), truth = first action within 1e-9."""
     space = SPACES[family]()
-    oracle = cm.make_oracle(space, backend)
+    oracle = cm.make_oracle(space, backend, ties="classes")
     oracle.ties = "exact"
     actions = cm.make_oracle(space, "enumerate").actions
     rng = np.random.default_rng(11)
@@ -173,7 +173,7 @@ def test_exact_mode_settles_equal_sums_of_different_weights(backend: str, family
 
 
 def test_ties_modes_other_than_the_three_are_refused_by_name() -> None:
-    oracle = cm.make_oracle(cm.Cardinality(3, 1), "enumerate")
+    oracle = cm.make_oracle(cm.Cardinality(3, 1), "enumerate", ties="classes")
     oracle.ties = "off"
     assert oracle.argmax([1.0, 1.0, 0.5]).tolist() == [True, False, False]  # enumerate's own first optimum
     oracle.ties = "sometimes"
@@ -187,7 +187,7 @@ def bernoulli_runs(policy, space: cm.ActionSpace, backends: list[str], T: int, s
     out = {}
     for backend in backends:
         try:
-            oracle = cm.make_oracle(space, backend)
+            oracle = cm.make_oracle(space, backend, ties="classes")
         except ValueError as exc:
             pytest.skip(str(exc))
         oracle.ties = ties
@@ -228,7 +228,7 @@ def test_ties_is_an_option_of_every_backend_checked_before_any_work() -> None:
     space = cm.Cardinality(4, 2)
     for backend in ("enumerate", "highs", "combinatorial", "auto"):
         assert cm.make_oracle(space, backend, ties="exact").ties == "exact"
-        assert cm.make_oracle(space, backend).ties == "classes"  # the default
+        assert cm.make_oracle(space, backend).ties == "off"  # the default
     with pytest.raises(ValueError, match="ties must be one of"):
         cm.make_oracle(space, "highs", ties="sometimes")
     w = np.array(
