@@ -41,7 +41,7 @@ Example
 >>> import numpy as np
 >>> import cmab_milp as cm
 >>> from cmab_milp.oracles.core.queries import LinearQuery, Restrictions
->>> oracle = cm.make_oracle(cm.Cardinality(4, 2), "enumerate")
+>>> oracle = cm.make_oracle(cm.Cardinality(4, 2), "enumerate", ties="classes")
 >>> query = LinearQuery(np.array([0.5, 0.9, 0.5, 0.5]), Restrictions())
 >>> first_optimum(oracle, query, np.array([False, True, False, True])).nonzero()[0].tolist()
 [0, 1]
