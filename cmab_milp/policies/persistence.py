@@ -345,7 +345,8 @@ def _restore(header: dict, arrays: dict, oracle: str | Oracle | None, max_bytes:
             )
         oracle = backend
     try:
-        policy = cls.from_params({"space": space, "T": header["T"], "oracle": oracle, **params})
+        # Constants the file's version did not record take the value that version used (saved_defaults).
+        policy = cls.from_params({"space": space, "T": header["T"], "oracle": oracle, **cls.saved_defaults, **params})
     except ValueError as exc:
         raise ValueError(f"params or T: {exc}") from None
     state = _decoded(header["state"], arrays, "state")

@@ -155,6 +155,9 @@ class Policy(Described, ABC):
     needs: frozenset[str] = frozenset({"sum"})
     #: Approximation factor of the oracle the policy is analysed with (1: exact).
     alpha: float = 1.0
+    #: Constants a learner saved by an earlier version may lack, with the value that version used
+    #: (a constant whose default changed; :func:`~cmab_milp.load_policy` fills them in before ``from_params``).
+    saved_defaults: ClassVar[dict[str, Any]] = {}
     #: Attributes that hold the learner's progress (saved by :meth:`save`; subclasses add theirs).
     _state_fields: ClassVar[tuple[str, ...]] = (
         "t",

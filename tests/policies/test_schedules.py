@@ -60,7 +60,9 @@ def path_gaussian(seed: int) -> Any:
 CASES: dict[str, tuple[type, dict[str, Any], Any, Callable[[int], Any]]] = {
     "CUCB": (cm.CUCB, {}, SPACE, uniform),
     "AROQ": (cm.AROQ, {}, SPACE, uniform),
-    "AROQ-alpha": (cm.AROQ, {"alpha": 0.5, "C": 2.0}, SPACE, uniform),
+    # AROQ's anytime default until December 2026 (p = 1): its files were saved by that code, without the key
+    "AROQ-p1": (cm.AROQ, {"anytime_log_power": 1.0}, SPACE, uniform),
+    "AROQ-alpha": (cm.AROQ, {"alpha": 0.5, "C": 2.0, "anytime_log_power": 1.0}, SPACE, uniform),
     "SROQ": (cm.SROQ, {}, SPACE, uniform),
     "SROQ-M4": (cm.SROQ, {"M": 4}, SPACE, uniform),
     "OLS-UCB-C": (cm.OLSUCBC, {}, SPACE, gaussian),

@@ -74,7 +74,8 @@ def test_sroq_adaptivity_grows_as_loglog_squared():
 def test_aroq_threshold_uses_the_anytime_scale():
     policy = cm.AROQ(SPACE, None, oracle="enumerate")
     cm.simulate(policy, env(), 500, seed=0)
-    expected = 1 + np.sqrt(anytime_scale(policy.t) * policy.m * policy.previous / policy.d)
+    scale = anytime_scale(policy.t, 0.5)  # the default anytime_log_power
+    expected = 1 + np.sqrt(scale * policy.m * policy.previous / policy.d)
     assert np.allclose(policy.thresholds(), expected)
     assert anytime_scale(1) == 1 and anytime_scale(100) == pytest.approx(100 * math.log(100))
 
@@ -142,13 +143,14 @@ def test_unknown_horizon_targets_in_the_figure_2_setting():
 
 def test_aroq_anytime_log_power_sets_the_threshold_scale():
     """``g(t) = t max(1, ln t)^p``: the threshold of a run with ``p = 0.5`` is that closed form, and ``p``
-    survives a save and load; the default (``p = 1``) leaves ``params`` as before."""
+    survives a save and load; the default is ``p = 1/2``, recorded in ``params`` when ``T=None`` only."""
     policy = cm.AROQ(SPACE, None, oracle="enumerate", anytime_log_power=0.5)
     cm.simulate(policy, env(), 500, seed=0)
     g = policy.t * math.sqrt(math.log(policy.t))
     assert np.allclose(policy.thresholds(), 1 + np.sqrt(g * policy.m * policy.previous / policy.d))
     assert policy.params["anytime_log_power"] == 0.5
-    assert "anytime_log_power" not in cm.AROQ(SPACE, None, oracle="enumerate").params
+    assert cm.AROQ(SPACE, None, oracle="enumerate").params["anytime_log_power"] == 0.5
+    assert "anytime_log_power" not in cm.AROQ(SPACE, 100, oracle="enumerate").params  # unused with T
     assert policy.clone().params == policy.params
     assert anytime_scale(100, 0.0) == 100 and anytime_scale(100, 0.5) == pytest.approx(100 * math.log(100) ** 0.5)
 
