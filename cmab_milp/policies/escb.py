@@ -83,17 +83,19 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from .. import portable
+from ..described import ParameterError, check_integer
 from ..oracles import Oracle
 from ..spaces.base import ActionSpace
 from ..spaces.sets import Cardinality
 from .base import IndexPolicy, Stretch, check_nonnegative, check_positive
 from .escb_cardinality import SUBSET_TABLE_UP_TO, SubsetTable, maximise_on_cardinality
 from .escb_search import maximise_index
+from .family import KeywordFamily
 from .linear import LinearIndex
 from .schedules import AdaptiveEpochs, EveryRound
 
@@ -108,6 +110,19 @@ TABLE_UP_TO = 20_000
 #: ``"search"`` (the branch and bound over linear queries on every space), ``"oracle"`` (``oracle.argmax_norm``)
 #: or ``"table"`` (every action of a small space).
 ROUTES = ("auto", "search", "oracle", "table")
+
+
+def check_route(route: Any) -> str:
+    """``route`` if it names one of :data:`ROUTES`, else :class:`~cmab_milp.described.ParameterError`."""
+    if not isinstance(route, str) or route not in ROUTES:
+        raise ParameterError("route", f"route must be one of {', '.join(map(repr, ROUTES))}, got {route!r}")
+    return route
+
+
+def check_max_nodes(max_nodes: Any) -> int:
+    """``max_nodes`` as an int >= 0 (nodes of the search per round), else a ``ParameterError``."""
+    message = f"max_nodes must be an integer >= 0 (nodes of the search per round), got {max_nodes!r}"
+    return check_integer("max_nodes", max_nodes, 0, message)
 
 
 class ESCBIndex(LinearIndex):
@@ -312,12 +327,19 @@ def _key(query: Mapping[str, Any]) -> tuple | None:
     return (int(query["sign"]), tuple(query.get("include", ())), tuple(query.get("exclude", ())))
 
 
-class _ESCBFamily:
-    """Constructor and index shared by ESCB, AROQ-ESCB, Epoch-ESCB and AESCB (mixed in before a schedule)."""
+class _ESCBFamily(KeywordFamily):
+    """Constructor and index shared by ESCB, AROQ-ESCB, Epoch-ESCB and AESCB (mixed in before a schedule).
+
+    The family's parameters are ``C`` and ``loglog``; a member's own keywords
+    (:class:`~.family.KeywordFamily`) are the route's (``route``, ``max_nodes``)
+    unless it declares others (AESCB's ``eps``, ``budget_oracle``), checked by
+    :meth:`_check_own` first.
+    """
 
     d: int
     m: int
     params: dict[str, Any]
+    _own_defaults: ClassVar[dict[str, Any]] = {"route": "auto", "max_nodes": 5000}
 
     def __init__(
         self,
@@ -327,20 +349,17 @@ class _ESCBFamily:
         oracle: str | Oracle = "auto",
         C: float = 1.0,
         loglog: float = 4.0,
-        route: str | None = "auto",
-        max_nodes: int = 5000,
-        **extra: Any,
+        **own: Any,
     ):
+        own = self._check_own(self._own_keywords(own))
         C, loglog = check_positive("C", C), check_nonnegative("loglog", loglog)
-        if route is not None:  # None: a family without routes (AESCB)
-            if route not in ROUTES:
-                raise ValueError(f"route must be one of {', '.join(map(repr, ROUTES))}, got {route!r}")
-            if isinstance(max_nodes, bool) or not isinstance(max_nodes, (int, np.integer)) or max_nodes < 0:
-                raise ValueError(
-                    f"max_nodes must be an integer >= 0 (nodes of the search per round), got {max_nodes!r}"
-                )
-            extra = {"route": route, "max_nodes": int(max_nodes), **extra}
-        super().__init__(space, T, oracle=oracle, C=C, loglog=loglog, **extra)  # type: ignore[call-arg]
+        if "route" in own:
+            own.update(route=check_route(own["route"]), max_nodes=check_max_nodes(own["max_nodes"]))
+        super().__init__(space, T, oracle=oracle, C=C, loglog=loglog, **own)  # type: ignore[call-arg]
+
+    def _check_own(self, own: dict[str, Any]) -> dict[str, Any]:
+        """Check the member's own keywords other than the route's (before the family's checks)."""
+        return own
 
     def index_options(self) -> dict[str, Any]:
         """The :class:`ESCBIndex` keywords for this policy's space and route (module docstring)."""
@@ -441,27 +460,17 @@ class EpochESCB(_ESCBFamily, IndexPolicy):
     name = "Epoch-ESCB"
     _state_fields = ("action", "next_start", "updates")
 
-    def __init__(
-        self,
-        space: ActionSpace,
-        T: int | None,
-        *,
-        oracle: str | Oracle = "auto",
-        C: float = 1.0,
-        loglog: float = 4.0,
-        route: str = "auto",
-        max_nodes: int = 5000,
-        growth: float = 2.0,
-        epochs: str = "counts",
-    ):
-        growth = check_positive("growth", growth)
+    _own_defaults: ClassVar[dict[str, Any]] = {**_ESCBFamily._own_defaults, "growth": 2.0, "epochs": "counts"}
+
+    def _check_own(self, own: dict[str, Any]) -> dict[str, Any]:
+        growth = check_positive("growth", own["growth"])
         if not growth > 1.0:
-            raise ValueError(f"growth must be a number > 1 (the epoch length ratio), got {growth!r}")
-        if epochs not in EPOCH_RULES:
-            raise ValueError(f"epochs must be one of {', '.join(map(repr, EPOCH_RULES))}, got {epochs!r}")
-        super().__init__(
-            space, T, oracle=oracle, C=C, loglog=loglog, route=route, max_nodes=max_nodes, growth=growth, epochs=epochs
-        )
+            raise ParameterError("growth", f"growth must be a number > 1 (the epoch length ratio), got {growth!r}")
+        if own["epochs"] not in EPOCH_RULES:
+            raise ParameterError(
+                "epochs", f"epochs must be one of {', '.join(map(repr, EPOCH_RULES))}, got {own['epochs']!r}"
+            )
+        return {**own, "growth": growth}
 
     def reset(self) -> None:
         super().reset()

@@ -162,7 +162,8 @@ def _layout(params: dict, m: int, T: int | None, reward: Reward) -> _Layout:
             "support", "give either support= (discrete outcomes) or discretise= (continuous outcomes), not both"
         )
     if support is not None:
-        observed = OutcomeGrid(support)
+        with parameter("support"):
+            observed = OutcomeGrid(support)
         if observed.values[-1] > upper + _TOL:
             raise ParameterError("support", f"support values must be <= upper={upper:g}, got {observed.values[-1]:g}")
         return _Layout("support", observed.merged(anchors), observed, None)
@@ -180,7 +181,9 @@ def _layout(params: dict, m: int, T: int | None, reward: Reward) -> _Layout:
         s = int(discretise)
     else:
         raise ParameterError("discretise", f"discretise must be True, False or an integer >= 1, got {discretise!r}")
-    return _Layout("discretised", discretisation_grid(s, upper).merged(anchors), None, s)
+    with parameter("discretise"):
+        grid = discretisation_grid(s, upper)
+    return _Layout("discretised", grid.merged(anchors), None, s)
 
 
 def _distribution_oracle(
