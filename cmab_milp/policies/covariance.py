@@ -63,7 +63,7 @@ class _CovarianceFamily(KeywordFamily):
 
     One constructor takes the family's parameters (module docstring) and passes
     the schedule's own (``_own_defaults``, e.g. SROQ-C's ``M``:
-    :class:`~.family.KeywordFamily`) on, checked by :meth:`_check_schedule`.
+    :class:`~.family.KeywordFamily`) on, checked by :meth:`_check_own`.
     """
 
     d: int
@@ -82,12 +82,8 @@ class _CovarianceFamily(KeywordFamily):
     ):
         schedule = self._own_keywords(schedule)
         params = {name: check_positive(name, value) for name, value in zip(_COMMON, (C, f_scale, h_scale), strict=True)}
-        schedule = self._check_schedule(schedule)
+        schedule = self._check_own(schedule)
         super().__init__(space, T, oracle=oracle, **params, **schedule)  # type: ignore[call-arg]
-
-    def _check_schedule(self, schedule: dict[str, Any]) -> dict[str, Any]:
-        """Check the schedule's own parameters (before the schedule is built)."""
-        return schedule
 
     def make_index(self) -> CovarianceIndex:
         return CovarianceIndex(self.d, **{k: self.params[k] for k in _COMMON}, reuse=self.params.get("reuse"))
@@ -131,7 +127,7 @@ class OLSUCBC(_CovarianceFamily, EveryRound):
     name = "OLS-UCB-C"
     _own_defaults: ClassVar[dict[str, Any]] = {"reuse": 0.5}
 
-    def _check_schedule(self, schedule: dict[str, Any]) -> dict[str, Any]:
+    def _check_own(self, schedule: dict[str, Any]) -> dict[str, Any]:
         return _reuse_option(schedule)
 
 
@@ -204,7 +200,7 @@ class AROQCov(_CovarianceFamily, AdaptiveEpochs):
     _state_fields = ("warmup_rounds", "cover", "warmup_queries")
     _own_defaults: ClassVar[dict[str, Any]] = {"warmup_cycles": None, "prune": False, "reuse": None}
 
-    def _check_schedule(self, schedule: dict[str, Any]) -> dict[str, Any]:
+    def _check_own(self, schedule: dict[str, Any]) -> dict[str, Any]:
         schedule["prune"] = _check_flag("prune", schedule["prune"])
         return _reuse_option(schedule)
 
@@ -304,7 +300,7 @@ class SROQCov(_CovarianceFamily, ScheduledElimination):
         "prune": False,
     }
 
-    def _check_schedule(self, schedule: dict[str, Any]) -> dict[str, Any]:
+    def _check_own(self, schedule: dict[str, Any]) -> dict[str, Any]:
         schedule["warmup_cycles"] = check_nonnegative("warmup_cycles", schedule["warmup_cycles"])  # None: not here
         schedule["prune"] = _check_flag("prune", schedule["prune"])
         return schedule

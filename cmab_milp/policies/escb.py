@@ -112,17 +112,12 @@ TABLE_UP_TO = 20_000
 ROUTES = ("auto", "search", "oracle", "table")
 
 
-def check_route(route: Any) -> str:
-    """``route`` if it names one of :data:`ROUTES`, else :class:`~cmab_milp.described.ParameterError`."""
+def check_route(route: Any, max_nodes: Any) -> dict[str, Any]:
+    """``route`` (one of :data:`ROUTES`) and ``max_nodes`` (an int >= 0), else a ``ParameterError`` naming it."""
     if not isinstance(route, str) or route not in ROUTES:
         raise ParameterError("route", f"route must be one of {', '.join(map(repr, ROUTES))}, got {route!r}")
-    return route
-
-
-def check_max_nodes(max_nodes: Any) -> int:
-    """``max_nodes`` as an int >= 0 (nodes of the search per round), else a ``ParameterError``."""
     message = f"max_nodes must be an integer >= 0 (nodes of the search per round), got {max_nodes!r}"
-    return check_integer("max_nodes", max_nodes, 0, message)
+    return {"route": route, "max_nodes": check_integer("max_nodes", max_nodes, 0, message)}
 
 
 class ESCBIndex(LinearIndex):
@@ -330,10 +325,7 @@ def _key(query: Mapping[str, Any]) -> tuple | None:
 class _ESCBFamily(KeywordFamily):
     """Constructor and index shared by ESCB, AROQ-ESCB, Epoch-ESCB and AESCB (mixed in before a schedule).
 
-    The family's parameters are ``C`` and ``loglog``; a member's own keywords
-    (:class:`~.family.KeywordFamily`) are the route's (``route``, ``max_nodes``)
-    unless it declares others (AESCB's ``eps``, ``budget_oracle``), checked by
-    :meth:`_check_own` first.
+    A member's own keywords (:class:`~.family.KeywordFamily`): the route's, unless it declares others (AESCB).
     """
 
     d: int
@@ -351,15 +343,11 @@ class _ESCBFamily(KeywordFamily):
         loglog: float = 4.0,
         **own: Any,
     ):
-        own = self._check_own(self._own_keywords(own))
+        own = self._check_own(self._own_keywords(own))  # a member's own checks first, the route's last
         C, loglog = check_positive("C", C), check_nonnegative("loglog", loglog)
         if "route" in own:
-            own.update(route=check_route(own["route"]), max_nodes=check_max_nodes(own["max_nodes"]))
+            own.update(check_route(own["route"], own["max_nodes"]))
         super().__init__(space, T, oracle=oracle, C=C, loglog=loglog, **own)  # type: ignore[call-arg]
-
-    def _check_own(self, own: dict[str, Any]) -> dict[str, Any]:
-        """Check the member's own keywords other than the route's (before the family's checks)."""
-        return own
 
     def index_options(self) -> dict[str, Any]:
         """The :class:`ESCBIndex` keywords for this policy's space and route (module docstring)."""

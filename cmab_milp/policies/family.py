@@ -2,11 +2,11 @@
 
 The ESCB variants and the covariance-adaptive policies each share one
 constructor (the family's parameters and their checks); a member only lists
-its own keywords and their defaults in ``_own_defaults``. :class:`KeywordFamily`
-gives every member the full explicit signature for :func:`inspect.signature`,
-so ``get_params`` / ``from_params``, saved learners and problem files see each
-parameter by name, and refuses a keyword the member does not take as Python
-would.
+its own keywords and their defaults in ``_own_defaults`` and checks them in
+``_check_own``. :class:`KeywordFamily` gives every member the full explicit
+signature for :func:`inspect.signature`, so ``get_params`` / ``from_params``,
+saved learners and problem files see each parameter by name, and refuses a
+keyword the member does not take as Python would.
 
 Example
 -------
@@ -60,3 +60,7 @@ class KeywordFamily:
             if key not in self._own_defaults:
                 raise TypeError(f"{type(self).__name__}.__init__() got an unexpected keyword argument {key!r}")
         return {**self._own_defaults, **given}
+
+    def _check_own(self, own: dict[str, Any]) -> dict[str, Any]:
+        """The member's own keywords checked (and converted); the family's constructor says when it calls this."""
+        return own
