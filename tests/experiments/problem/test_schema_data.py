@@ -200,8 +200,8 @@ def test_every_policy_key_of_the_data_is_accepted() -> None:
     [
         ({"workers": 0}, "policies[0].workers", "must be >= 1, got 0"),
         ({"workers": 1.5}, "policies[0].workers", "expected an integer"),
-        ({"horizon": "known"}, "policies[0].horizon", "'unknown'"),
-        ({"on_request": "yes"}, "policies[0].on_request", "expected a boolean"),
+        ({"horizon": "known"}, "policies[0].horizon", "unknown value 'known'; expected one of: unknown"),
+        ({"on_request": "yes"}, "policies[0].on_request", "expected true or false"),
         ({"constants": 3}, "policies[0].constants", "expected a table"),
         ({"oracle": 3}, "policies[0].oracle", "expected a string"),
         ({"name": 3}, "policies[0].name", "expected a string"),
