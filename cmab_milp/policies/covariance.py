@@ -63,7 +63,7 @@ class _CovarianceFamily(KeywordFamily):
 
     One constructor takes the family's parameters (module docstring) and passes
     the schedule's own (``_own_defaults``, e.g. SROQ-C's ``M``:
-    :class:`~.family.KeywordFamily`) on, checked by :meth:`_check_own`.
+    :class:`~.family.KeywordFamily`) on, checked by ``_check_own``.
     """
 
     d: int
