@@ -95,7 +95,7 @@ ArmBounds = np.ndarray | None
 
 
 def supported_base(space: ActionSpace) -> bool:
-    """Whether :func:`side_start` works on ``space`` as the base (an exact combinatorial oracle, any weights).
+    """Whether :func:`side_plan` works on ``space`` as the base (an exact combinatorial oracle, any weights).
 
     >>> import networkx as nx
     >>> supported_base(Cardinality(3, 1)), supported_base(STPaths(nx.cycle_graph(4), 0, 2))
@@ -239,7 +239,7 @@ def side_plan(
     ([0, 1, 1, 0], 4.0, 4)
     """
     if not supported_base(base):
-        raise ValueError(f"side_start needs a base space with an exact combinatorial oracle, got {base!r}")
+        raise ValueError(f"side_plan needs a base space with an exact combinatorial oracle, got {base!r}")
     d = base.d
     w = np.asarray(weights, float)
     G = np.asarray(G, float).reshape(-1, d)
