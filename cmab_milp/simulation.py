@@ -161,6 +161,67 @@ def run_alpha(policy: Policy) -> tuple[float, bool]:
     return (declared if declared < 1.0 else proven), approximate
 
 
+def check_policy_and_source(policy: Any, source: Any, source_type: type, *, name: str, noun: str) -> None:
+    """Refuse a run unless ``policy`` is a Policy and ``source`` a ``source_type`` with the policy's ``d`` arms.
+
+    ``name`` is the argument holding the source (``"env"``, ``"log"``) and ``noun`` what the
+    messages call it (``"the environment"``); each refusal is a ``ValueError`` saying which.
+
+    >>> import cmab_milp as cm
+    >>> policy = cm.CUCB(cm.Cardinality(3, 1), 10, oracle="enumerate")
+    >>> check_policy_and_source(policy, cm.BernoulliArms([0.5, 0.5]), Environment, name="env", noun="the environment")
+    Traceback (most recent call last):
+    ...
+    ValueError: the environment has d=2 arms but the policy's space has d=3
+    """
+    if not isinstance(policy, Policy):
+        raise ValueError(f"policy must be a Policy, got {type(policy).__name__}")
+    if not isinstance(source, source_type):
+        article = "an" if source_type.__name__[0] in "AEIOU" else "a"
+        raise ValueError(f"{name} must be {article} {source_type.__name__}, got {type(source).__name__}")
+    if source.d != policy.d:
+        raise ValueError(f"{noun} has d={source.d} arms but the policy's space has d={policy.d}")
+
+
+def shared_result_fields(
+    policy: Policy,
+    *,
+    seed: int | None,
+    t: np.ndarray,
+    regret: np.ndarray,
+    optimum: float,
+    info: dict[str, Any],
+    played: list | None,
+) -> dict[str, Any]:
+    """The fields of a :class:`SimulationResult` that a simulated and a replayed run fill alike.
+
+    The policy's name, the seed, the steps ``t`` and ``regret`` as given; ``alpha`` and, for an
+    approximate run (:func:`run_alpha`), the alpha-regret at ``t``; ``info`` with the stretches
+    ``played`` as ``info["trace"]`` when they were kept.
+
+    >>> import numpy as np
+    >>> import cmab_milp as cm
+    >>> policy = cm.AROQ(cm.Cardinality(3, 1), 10, oracle="enumerate", alpha=0.5)
+    >>> fields = shared_result_fields(policy, seed=0, t=np.array([10]), regret=np.array([1.0]), optimum=0.9,
+    ...                               info={}, played=None)
+    >>> fields["alpha"], fields["alpha_regret"].tolist()  # regret - (1 - alpha) * optimum * t
+    (0.5, [-3.5])
+    """
+    alpha, approximate = run_alpha(policy)
+    # sum_t (alpha r(a*) - r(a_t)) = regret(t) - (1 - alpha) r(a*) t
+    alpha_regret = regret - (1.0 - alpha) * optimum * t if approximate else None
+    return {
+        "policy": policy.name,
+        "seed": seed,
+        "t": t,
+        "regret": regret,
+        "optimum": optimum,
+        "alpha": alpha,
+        "alpha_regret": alpha_regret,
+        "info": info if played is None else {**info, "trace": played},
+    }
+
+
 #: Seconds a run lasts on a terminal before ``simulate``'s default progress bar appears.
 PROGRESS_DELAY = 2.0
 
@@ -246,12 +307,7 @@ def simulate(
     >>> bool((runs[0].regret == runs[1].regret).all()), int(runs[0].queries[-1]) < 50  # same seed, same run
     (True, True)
     """
-    if not isinstance(policy, Policy):
-        raise ValueError(f"policy must be a Policy, got {type(policy).__name__}")
-    if not isinstance(env, Environment):
-        raise ValueError(f"env must be an Environment, got {type(env).__name__}")
-    if env.d != policy.d:
-        raise ValueError(f"the environment has d={env.d} arms but the policy's space has d={policy.d}")
+    check_policy_and_source(policy, env, Environment, name="env", noun="the environment")
     if T is None and policy.T is None:
         raise ValueError(
             f"{policy.name} has an unknown horizon (T=None): pass the number of rounds (time steps) to play as T"
@@ -343,33 +399,22 @@ def simulate(
             progress(end, T)
     wall = time.perf_counter() - start
     q, r, s = ledger.snapshot()
-    alpha, approximate = run_alpha(policy)
-    # sum_t (alpha r(a*) - r(a_t)) = regret(t) - (1 - alpha) r(a*) t
-    alpha_regret = regret - (1.0 - alpha) * best_value * points if approximate else None
-
     info: dict[str, Any] = {"env": repr(env), "policy": repr(policy), "bulk": bulk, "exact_stats": exact_stats}
     extra = getattr(policy, "extra_queries", None)
     if extra:  # why the ledger holds more queries than the schedule asks for (cmab_milp.policies.index)
         info["extra_queries"] = [dict(note) for note in extra]
-    if played is not None:
-        info["trace"] = played
     return SimulationResult(
-        policy=policy.name,
         T=T,
-        seed=seed,
-        t=points,
-        regret=regret,
         queries=queries,
         rounds=rounds,
         runtime=runtime,
         oracle_runtime=oracle_runtime,
         wall_seconds=wall,
         oracle_seconds=s - s0,
-        optimum=best_value,
         stretches=stretches,
-        alpha=alpha,
-        alpha_regret=alpha_regret,
-        info=info,
+        **shared_result_fields(
+            policy, seed=seed, t=points, regret=regret, optimum=best_value, info=info, played=played
+        ),
     )
 
 

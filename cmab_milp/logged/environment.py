@@ -52,11 +52,10 @@ class LoggedEnvironment(Environment):
     --------
     >>> import numpy as np
     >>> import cmab_milp as cm
-    >>> space = cm.Cardinality(3, 2, exact=True)
-    >>> log = cm.LoggedFeedback(space, rounds=[0, 0, 1, 1], arms=[0, 1, 1, 2], rewards=[1.0, 0.0, 1.0, 1.0])
-    >>> env = cm.LoggedEnvironment(log, seed=0)
-    >>> env.expected_reward(np.array([True, False, True]))
-    2.0
+    >>> log = cm.LoggedFeedback(cm.Cardinality(3, 1), rounds=[0, 1, 2], arms=[0, 1, 0], rewards=[1.0, 0.0, 0.0])
+    >>> env = cm.LoggedEnvironment(log, prior=0.5, seed=0)  # arm 2 is never logged: its outcome is the prior
+    >>> env.expected_reward(np.array([True, False, False])), env.expected_reward(np.array([False, False, True]))
+    (0.5, 0.5)
     """
 
     columnwise = True

@@ -28,11 +28,10 @@ Example
 -------
 >>> import numpy as np
 >>> import cmab_milp as cm
->>> rng = np.random.default_rng(0)
 >>> space = cm.Cardinality(3, 1, exact=True)
->>> y = rng.binomial(1, [0.2, 0.5, 0.8], size=(500, 3)).astype(float)
->>> rounds, arms = np.nonzero(np.ones_like(y))
->>> log = cm.LoggedFeedback(space, rounds, arms, y[rounds, arms], full_information=True)
+>>> outcomes = np.tile([0.2, 0.5, 0.8], (500, 1))  # full information: every arm's outcome, every round
+>>> rounds, arms = np.nonzero(np.ones_like(outcomes))
+>>> log = cm.LoggedFeedback(space, rounds, arms, outcomes[rounds, arms], full_information=True)
 >>> result = cm.replay(cm.CUCB(space, None, oracle="enumerate"), log)
 >>> result.accepted, int(result.t[-1])
 (500, 500)
@@ -49,7 +48,7 @@ import numpy as np
 from .. import portable
 from ..oracles import make_oracle
 from ..policies.base import Policy
-from ..simulation import SimulationResult, record_points, run_alpha
+from ..simulation import SimulationResult, check_policy_and_source, record_points, shared_result_fields
 from .table import LoggedFeedback
 
 __all__ = ["ReplayResult", "replay"]
@@ -123,12 +122,7 @@ def replay(
     >>> bool(0 < result.accepted < 3000)
     True
     """
-    if not isinstance(policy, Policy):
-        raise ValueError(f"policy must be a Policy, got {type(policy).__name__}")
-    if not isinstance(log, LoggedFeedback):
-        raise ValueError(f"log must be a LoggedFeedback, got {type(log).__name__}")
-    if policy.d != log.d:
-        raise ValueError(f"the log has d={log.d} arms but the policy's space has d={policy.d}")
+    check_policy_and_source(policy, log, LoggedFeedback, name="log", noun="the log")
     mu = log.arm_means() if means is None else np.asarray(means, dtype=float)
     if mu.shape != (log.d,):
         raise ValueError(f"means must have shape ({log.d},), got {mu.shape}")
@@ -194,29 +188,26 @@ def replay(
         )
     points = record_points(accepted, record) - 1
     _, _, s_end = ledger.snapshot()
-    alpha, approximate = run_alpha(policy)
-    regret = np.cumsum(gaps[:accepted])[points]
     steps = points + 1
     info: dict[str, Any] = {"policy": repr(policy), "log": repr(log), "means": "given" if means is not None else "log"}
-    if played is not None:
-        info["trace"] = played
     return ReplayResult(
-        policy=policy.name,
         T=accepted,
-        seed=seed,
-        t=steps,
-        regret=regret,
         queries=queries[points] - q0,
         rounds=rounds[points] - r0,
         runtime=runtime[points],
         oracle_runtime=oracle_seconds[points] - s0,
         wall_seconds=wall,
         oracle_seconds=s_end - s0,
-        optimum=best_value,
         stretches=accepted,
-        alpha=alpha,
-        alpha_regret=regret - (1.0 - alpha) * best_value * steps if approximate else None,
-        info=info,
+        **shared_result_fields(
+            policy,
+            seed=seed,
+            t=steps,
+            regret=np.cumsum(gaps[:accepted])[points],
+            optimum=best_value,
+            info=info,
+            played=played,
+        ),
         accepted=accepted,
         logged_rounds=log.n,
         mode="per-arm (full information)" if full else "exact-match",

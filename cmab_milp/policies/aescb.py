@@ -56,10 +56,11 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
+from ..described import ParameterError
 from ..oracles import Oracle, available_backends, make_oracle
 from ..spaces.base import ActionSpace
 from .base import check_positive
@@ -199,26 +200,21 @@ class AESCB(_ESCBFamily, EveryRound):
 
     name = "AESCB"
 
-    def __init__(
-        self,
-        space: ActionSpace,
-        T: int | None,
-        *,
-        oracle: str | Oracle = "auto",
-        C: float = 1.0,
-        loglog: float = 4.0,
-        eps: float = 0.1,
-        budget_oracle: str = "auto",
-    ):
-        eps = check_positive("eps", eps)
+    _own_defaults: ClassVar[dict[str, Any]] = {"eps": 0.1, "budget_oracle": "auto"}
+
+    def _check_own(self, own: dict[str, Any]) -> dict[str, Any]:
+        eps, budget_oracle = check_positive("eps", own["eps"]), own["budget_oracle"]
         if not isinstance(budget_oracle, str):
-            raise ValueError(f"budget_oracle must be a backend name, got {type(budget_oracle).__name__}")
+            raise ParameterError(
+                "budget_oracle", f"budget_oracle must be a backend name, got {type(budget_oracle).__name__}"
+            )
         known = available_backends()
         if budget_oracle.split(":")[0] not in known:
-            raise ValueError(
-                f"budget_oracle {budget_oracle!r} is not an available backend; available: {', '.join(known)}"
+            raise ParameterError(
+                "budget_oracle",
+                f"budget_oracle {budget_oracle!r} is not an available backend; available: {', '.join(known)}",
             )
-        super().__init__(space, T, oracle=oracle, C=C, loglog=loglog, route=None, eps=eps, budget_oracle=budget_oracle)
+        return {"eps": eps, "budget_oracle": budget_oracle}
 
     def make_index(self) -> AESCBIndex:
         options = self.index_options()

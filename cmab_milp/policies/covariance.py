@@ -33,17 +33,17 @@ Example
 
 from __future__ import annotations
 
-import inspect
 from typing import Any, ClassVar
 
 import numpy as np
 
-from ..described import ParameterError
+from ..described import ParameterError, parameter
 from ..oracles import Oracle
 from ..oracles.norm.carry import check_reuse
 from ..spaces.base import ActionSpace
 from .base import check_nonnegative, check_positive
 from .cov_index import CovarianceIndex
+from .family import KeywordFamily
 from .schedules import AdaptiveEpochs, EveryRound, ScheduledElimination, all_pairs, pair_cover, shared_cover
 
 __all__ = ["OLSUCBC", "AROQCov", "CovarianceIndex", "SROQCov", "all_pairs", "pair_cover"]
@@ -58,30 +58,16 @@ def _check_flag(name: str, value: Any) -> bool:
     return bool(value)
 
 
-class _CovarianceFamily:
+class _CovarianceFamily(KeywordFamily):
     """Construction and index shared by the three policies (mixed in before a schedule).
 
     One constructor takes the family's parameters (module docstring) and passes
-    the schedule's own (``_schedule_defaults``, e.g. SROQ-C's ``M``) on; each
-    subclass gets the full explicit signature for :func:`inspect.signature`.
+    the schedule's own (``_own_defaults``, e.g. SROQ-C's ``M``:
+    :class:`~.family.KeywordFamily`) on, checked by ``_check_own``.
     """
 
     d: int
     params: dict[str, Any]
-    #: The schedule's own keyword parameters and their defaults (any other keyword is refused).
-    _schedule_defaults: ClassVar[dict[str, Any]] = {}
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        if "__init__" in vars(cls):  # a subclass with its own constructor: inspect reads that one
-            cls.__signature__ = None  # type: ignore[attr-defined]
-            return
-        shared = inspect.signature(_CovarianceFamily.__init__)
-        params = [p for p in shared.parameters.values() if p.kind is not p.VAR_KEYWORD][1:]  # without self
-        params += [
-            inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY, default=v) for k, v in cls._schedule_defaults.items()
-        ]
-        cls.__signature__ = shared.replace(parameters=params)  # type: ignore[attr-defined]
 
     def __init__(
         self,
@@ -94,16 +80,10 @@ class _CovarianceFamily:
         h_scale: float = 1.0,
         **schedule: Any,
     ):
-        for key in schedule:
-            if key not in self._schedule_defaults:
-                raise TypeError(f"{type(self).__name__}.__init__() got an unexpected keyword argument {key!r}")
+        schedule = self._own_keywords(schedule)
         params = {name: check_positive(name, value) for name, value in zip(_COMMON, (C, f_scale, h_scale), strict=True)}
-        schedule = self._check_schedule({**self._schedule_defaults, **schedule})
+        schedule = self._check_own(schedule)
         super().__init__(space, T, oracle=oracle, **params, **schedule)  # type: ignore[call-arg]
-
-    def _check_schedule(self, schedule: dict[str, Any]) -> dict[str, Any]:
-        """Check the schedule's own parameters (before the schedule is built)."""
-        return schedule
 
     def make_index(self) -> CovarianceIndex:
         return CovarianceIndex(self.d, **{k: self.params[k] for k in _COMMON}, reuse=self.params.get("reuse"))
@@ -112,7 +92,10 @@ class _CovarianceFamily:
 def _reuse_option(schedule: dict[str, Any]) -> dict[str, Any]:
     """The schedule with its ``reuse`` checked (``None`` or a number in ``[0, 1)``)."""
     reuse = schedule["reuse"]
-    return {**schedule, "reuse": None if reuse is None else check_reuse(reuse)}
+    if reuse is None:
+        return schedule
+    with parameter("reuse"):
+        return {**schedule, "reuse": check_reuse(reuse)}
 
 
 class OLSUCBC(_CovarianceFamily, EveryRound):
@@ -142,9 +125,9 @@ class OLSUCBC(_CovarianceFamily, EveryRound):
     """
 
     name = "OLS-UCB-C"
-    _schedule_defaults: ClassVar[dict[str, Any]] = {"reuse": 0.5}
+    _own_defaults: ClassVar[dict[str, Any]] = {"reuse": 0.5}
 
-    def _check_schedule(self, schedule: dict[str, Any]) -> dict[str, Any]:
+    def _check_own(self, schedule: dict[str, Any]) -> dict[str, Any]:
         return _reuse_option(schedule)
 
 
@@ -215,9 +198,9 @@ class AROQCov(_CovarianceFamily, AdaptiveEpochs):
     name = "AROQ-C"
     unit = "pair"
     _state_fields = ("warmup_rounds", "cover", "warmup_queries")
-    _schedule_defaults: ClassVar[dict[str, Any]] = {"warmup_cycles": None, "prune": False, "reuse": None}
+    _own_defaults: ClassVar[dict[str, Any]] = {"warmup_cycles": None, "prune": False, "reuse": None}
 
-    def _check_schedule(self, schedule: dict[str, Any]) -> dict[str, Any]:
+    def _check_own(self, schedule: dict[str, Any]) -> dict[str, Any]:
         schedule["prune"] = _check_flag("prune", schedule["prune"])
         return _reuse_option(schedule)
 
@@ -310,14 +293,14 @@ class SROQCov(_CovarianceFamily, ScheduledElimination):
     name = "SROQ-C"
     unit = "pair"
     _state_fields = ("warmup_rounds", "cover", "active_pairs", "forbidden", "phases")
-    _schedule_defaults: ClassVar[dict[str, Any]] = {
+    _own_defaults: ClassVar[dict[str, Any]] = {
         "M": None,
         "warmup_cycles": 1.0,
         "pair_fraction": None,
         "prune": False,
     }
 
-    def _check_schedule(self, schedule: dict[str, Any]) -> dict[str, Any]:
+    def _check_own(self, schedule: dict[str, Any]) -> dict[str, Any]:
         schedule["warmup_cycles"] = check_nonnegative("warmup_cycles", schedule["warmup_cycles"])  # None: not here
         schedule["prune"] = _check_flag("prune", schedule["prune"])
         return schedule

@@ -83,17 +83,19 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from .. import portable
+from ..described import ParameterError, check_integer
 from ..oracles import Oracle
 from ..spaces.base import ActionSpace
 from ..spaces.sets import Cardinality
 from .base import IndexPolicy, Stretch, check_nonnegative, check_positive
 from .escb_cardinality import SUBSET_TABLE_UP_TO, SubsetTable, maximise_on_cardinality
 from .escb_search import maximise_index
+from .family import KeywordFamily
 from .linear import LinearIndex
 from .schedules import AdaptiveEpochs, EveryRound
 
@@ -108,6 +110,14 @@ TABLE_UP_TO = 20_000
 #: ``"search"`` (the branch and bound over linear queries on every space), ``"oracle"`` (``oracle.argmax_norm``)
 #: or ``"table"`` (every action of a small space).
 ROUTES = ("auto", "search", "oracle", "table")
+
+
+def check_route(route: Any, max_nodes: Any) -> dict[str, Any]:
+    """``route`` (one of :data:`ROUTES`) and ``max_nodes`` (an int >= 0), else a ``ParameterError`` naming it."""
+    if not isinstance(route, str) or route not in ROUTES:
+        raise ParameterError("route", f"route must be one of {', '.join(map(repr, ROUTES))}, got {route!r}")
+    message = f"max_nodes must be an integer >= 0 (nodes of the search per round), got {max_nodes!r}"
+    return {"route": route, "max_nodes": check_integer("max_nodes", max_nodes, 0, message)}
 
 
 class ESCBIndex(LinearIndex):
@@ -312,12 +322,16 @@ def _key(query: Mapping[str, Any]) -> tuple | None:
     return (int(query["sign"]), tuple(query.get("include", ())), tuple(query.get("exclude", ())))
 
 
-class _ESCBFamily:
-    """Constructor and index shared by ESCB, AROQ-ESCB, Epoch-ESCB and AESCB (mixed in before a schedule)."""
+class _ESCBFamily(KeywordFamily):
+    """Constructor and index shared by ESCB, AROQ-ESCB, Epoch-ESCB and AESCB (mixed in before a schedule).
+
+    A member's own keywords (:class:`~.family.KeywordFamily`): the route's, unless it declares others (AESCB).
+    """
 
     d: int
     m: int
     params: dict[str, Any]
+    _own_defaults: ClassVar[dict[str, Any]] = {"route": "auto", "max_nodes": 5000}
 
     def __init__(
         self,
@@ -327,20 +341,13 @@ class _ESCBFamily:
         oracle: str | Oracle = "auto",
         C: float = 1.0,
         loglog: float = 4.0,
-        route: str | None = "auto",
-        max_nodes: int = 5000,
-        **extra: Any,
+        **own: Any,
     ):
+        own = self._check_own(self._own_keywords(own))  # a member's own checks first, the route's last
         C, loglog = check_positive("C", C), check_nonnegative("loglog", loglog)
-        if route is not None:  # None: a family without routes (AESCB)
-            if route not in ROUTES:
-                raise ValueError(f"route must be one of {', '.join(map(repr, ROUTES))}, got {route!r}")
-            if isinstance(max_nodes, bool) or not isinstance(max_nodes, (int, np.integer)) or max_nodes < 0:
-                raise ValueError(
-                    f"max_nodes must be an integer >= 0 (nodes of the search per round), got {max_nodes!r}"
-                )
-            extra = {"route": route, "max_nodes": int(max_nodes), **extra}
-        super().__init__(space, T, oracle=oracle, C=C, loglog=loglog, **extra)  # type: ignore[call-arg]
+        if "route" in own:
+            own.update(check_route(own["route"], own["max_nodes"]))
+        super().__init__(space, T, oracle=oracle, C=C, loglog=loglog, **own)  # type: ignore[call-arg]
 
     def index_options(self) -> dict[str, Any]:
         """The :class:`ESCBIndex` keywords for this policy's space and route (module docstring)."""
@@ -441,27 +448,17 @@ class EpochESCB(_ESCBFamily, IndexPolicy):
     name = "Epoch-ESCB"
     _state_fields = ("action", "next_start", "updates")
 
-    def __init__(
-        self,
-        space: ActionSpace,
-        T: int | None,
-        *,
-        oracle: str | Oracle = "auto",
-        C: float = 1.0,
-        loglog: float = 4.0,
-        route: str = "auto",
-        max_nodes: int = 5000,
-        growth: float = 2.0,
-        epochs: str = "counts",
-    ):
-        growth = check_positive("growth", growth)
+    _own_defaults: ClassVar[dict[str, Any]] = {**_ESCBFamily._own_defaults, "growth": 2.0, "epochs": "counts"}
+
+    def _check_own(self, own: dict[str, Any]) -> dict[str, Any]:
+        growth = check_positive("growth", own["growth"])
         if not growth > 1.0:
-            raise ValueError(f"growth must be a number > 1 (the epoch length ratio), got {growth!r}")
-        if epochs not in EPOCH_RULES:
-            raise ValueError(f"epochs must be one of {', '.join(map(repr, EPOCH_RULES))}, got {epochs!r}")
-        super().__init__(
-            space, T, oracle=oracle, C=C, loglog=loglog, route=route, max_nodes=max_nodes, growth=growth, epochs=epochs
-        )
+            raise ParameterError("growth", f"growth must be a number > 1 (the epoch length ratio), got {growth!r}")
+        if own["epochs"] not in EPOCH_RULES:
+            raise ParameterError(
+                "epochs", f"epochs must be one of {', '.join(map(repr, EPOCH_RULES))}, got {own['epochs']!r}"
+            )
+        return {**own, "growth": growth}
 
     def reset(self) -> None:
         super().reset()

@@ -99,7 +99,6 @@ Example
 
 from __future__ import annotations
 
-import inspect
 from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
@@ -114,6 +113,7 @@ from ..oracles import Oracle, make_oracle
 from ..spaces.base import ActionSpace
 from .base import Stretch, check_horizon, check_positive, check_unit_interval
 from .distribution_index import _TOL, DistributionIndex
+from .family import KeywordFamily
 from .schedules import AdaptiveEpochs, EveryRound, ScheduledElimination
 
 __all__ = ["AROQGR", "PESSIMISTIC", "SAMPLE_BUDGET", "SDCB", "SROQGR", "DistributionIndex"]
@@ -162,7 +162,8 @@ def _layout(params: dict, m: int, T: int | None, reward: Reward) -> _Layout:
             "support", "give either support= (discrete outcomes) or discretise= (continuous outcomes), not both"
         )
     if support is not None:
-        observed = OutcomeGrid(support)
+        with parameter("support"):
+            observed = OutcomeGrid(support)
         if observed.values[-1] > upper + _TOL:
             raise ParameterError("support", f"support values must be <= upper={upper:g}, got {observed.values[-1]:g}")
         return _Layout("support", observed.merged(anchors), observed, None)
@@ -180,7 +181,9 @@ def _layout(params: dict, m: int, T: int | None, reward: Reward) -> _Layout:
         s = int(discretise)
     else:
         raise ParameterError("discretise", f"discretise must be True, False or an integer >= 1, got {discretise!r}")
-    return _Layout("discretised", discretisation_grid(s, upper).merged(anchors), None, s)
+    with parameter("discretise"):
+        grid = discretisation_grid(s, upper)
+    return _Layout("discretised", grid.merged(anchors), None, s)
 
 
 def _distribution_oracle(
@@ -230,28 +233,13 @@ def _distribution_oracle(
 _COMMON = ("reward", "support", "discretise", "method", "C", "upper", "pessimistic", "sample_budget")
 
 
-class _GeneralReward:
+class _GeneralReward(KeywordFamily):
     """Construction shared by the three policies (mixed in before a schedule).
 
     One constructor takes the family's parameters (module docstring) and passes
-    the schedule's own (``_schedule_defaults``, e.g. AROQ-GR's ``alpha``) on; each
-    subclass gets the full explicit signature for :func:`inspect.signature`.
+    the schedule's own (``_own_defaults``, e.g. AROQ-GR's ``alpha``:
+    :class:`~.family.KeywordFamily`) on.
     """
-
-    #: The schedule's own keyword parameters and their defaults (any other keyword is refused).
-    _schedule_defaults: ClassVar[dict[str, Any]] = {}
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        if "__init__" in vars(cls):  # a subclass with its own constructor: inspect reads that one
-            cls.__signature__ = None
-            return
-        shared = inspect.signature(_GeneralReward.__init__)
-        params = [p for p in shared.parameters.values() if p.kind is not p.VAR_KEYWORD][1:]  # without self
-        params += [
-            inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY, default=v) for k, v in cls._schedule_defaults.items()
-        ]
-        cls.__signature__ = shared.replace(parameters=params)
 
     def __init__(
         self,
@@ -269,12 +257,9 @@ class _GeneralReward:
         sample_budget: int = SAMPLE_BUDGET,
         **schedule: Any,
     ):
-        for key in schedule:
-            if key not in self._schedule_defaults:
-                raise TypeError(f"{type(self).__name__}.__init__() got an unexpected keyword argument {key!r}")
+        schedule = self._own_keywords(schedule)
         values = (reward, support, discretise, method, C, upper, pessimistic, sample_budget)
         solver, params = self._setup(space, T, oracle, dict(zip(_COMMON, values, strict=True)))
-        schedule = {**self._schedule_defaults, **schedule}
         self._configure(solver, schedule)
         super().__init__(space, T, oracle=solver, **schedule, **params)
         self._oracle_spec = oracle
@@ -415,7 +400,7 @@ class AROQGR(_GeneralReward, AdaptiveEpochs):
 
     name = "AROQ-GR"
 
-    _schedule_defaults: ClassVar[dict[str, Any]] = {"alpha": None}
+    _own_defaults: ClassVar[dict[str, Any]] = {"alpha": None}
 
     def _configure(self, solver: DistributionOracle, schedule: dict[str, Any]) -> None:
         alpha = schedule["alpha"]
@@ -444,4 +429,4 @@ class SROQGR(_GeneralReward, ScheduledElimination):
 
     name = "SROQ-GR"
 
-    _schedule_defaults: ClassVar[dict[str, Any]] = {"M": None}
+    _own_defaults: ClassVar[dict[str, Any]] = {"M": None}

@@ -51,6 +51,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ..described import ParameterError
 from ..environments.base import FeedbackStats
 from ..oracles import Oracle
 from ..spaces.base import ActionSpace, as_action
@@ -267,9 +268,9 @@ class PosteriorIndex(Index):
 
 
 def check_prior(prior: Any) -> str:
-    """``prior`` if it names a posterior of :data:`PRIORS`, else ``ValueError`` naming the key."""
+    """``prior`` if it names a posterior of :data:`PRIORS`, else a :class:`~cmab_milp.described.ParameterError`."""
     if not isinstance(prior, str) or prior not in PRIORS:
-        raise ValueError(f"prior must be one of {', '.join(map(repr, PRIORS))}, got {prior!r}")
+        raise ParameterError("prior", f"prior must be one of {', '.join(map(repr, PRIORS))}, got {prior!r}")
     return prior
 
 
@@ -278,7 +279,7 @@ def check_seed(seed: Any) -> int | None:
     if seed is None:
         return None
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed must be an integer >= 0 or None, got {seed!r}")
+        raise ParameterError("seed", f"seed must be an integer >= 0 or None, got {seed!r}")
     return int(seed)
 
 

@@ -166,26 +166,9 @@ def build_policy(
         raise constants_table.error(None, f"{cls.__name__} rejected its constants: {exc}") from None
     except ValueError as exc:  # a ParameterError names the constant (or the oracle) it refuses
         param = getattr(exc, "param", None)
-        if param is None:  # a check that does not name its parameter: the one constant refused on its own
-            param = _refused_alone(cls, space, horizon, oracle, constants)
         if param in constants:
             raise constants_table.error(param, str(exc)) from None
         raise table.error("oracle" if param == "oracle" else None, str(exc)) from None
-
-
-def _refused_alone(cls: type, space: Any, horizon: int | None, oracle: Any, constants: dict[str, Any]) -> str | None:
-    """The constant that ``cls`` refuses when given alone (the others at their defaults), if exactly one is.
-
-    Only for a constructor check that raises a plain ``ValueError`` instead of a
-    :class:`~cmab_milp.described.ParameterError`; it reads no message text.
-    """
-    refused = []
-    for key, value in constants.items():
-        try:
-            cls(space, horizon, oracle=oracle, **{key: value})
-        except (ValueError, TypeError):
-            refused.append(key)
-    return refused[0] if len(refused) == 1 else None
 
 
 def _reward_name(spec: Any) -> str | None:

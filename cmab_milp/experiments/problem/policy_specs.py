@@ -44,6 +44,7 @@ from ...oracles.core.registry import check_backend_name, make_oracle
 from .kinds import _resolve_class
 from .registry import check_name
 from .schema import ProblemError, ProblemErrors, Table, plain
+from .schema_data import POLICY, finish, read
 
 __all__ = ["ORACLE_OPTIONS", "PolicySpec", "parse_policies"]
 
@@ -127,7 +128,7 @@ def _parse_policy(table: Table, k: int, seen: dict[str, int], check_kinds: bool 
     file = table.file
     errors: list[ProblemError] = []
     try:
-        name = table.string("name")
+        name = read(table, POLICY, "name")
         if not _NAME.match(name):
             raise table.error("name", f"{name!r}: use letters, digits and _ . + - (it names a results folder)")
         if name in seen:
@@ -137,7 +138,7 @@ def _parse_policy(table: Table, k: int, seen: dict[str, int], check_kinds: bool 
         errors.append(exc)
     cls = None
     try:
-        kind = table.string("kind")
+        kind = read(table, POLICY, "kind")
         # the class is looked up now, so that a wrong kind is reported with the file's other mistakes
         kind_table = Table({"kind": kind}, table.key, file)
         if check_kinds:
@@ -150,7 +151,8 @@ def _parse_policy(table: Table, k: int, seen: dict[str, int], check_kinds: bool 
     except ProblemError as exc:
         errors.append(exc)
     try:
-        oracle = table.string("oracle", default_oracle(cls))
+        oracle = read(table, POLICY, "oracle")
+        oracle = default_oracle(cls) if oracle is None else oracle
         _, _, solver = oracle.partition(":")
         try:
             if solver:
@@ -162,12 +164,11 @@ def _parse_policy(table: Table, k: int, seen: dict[str, int], check_kinds: bool 
         errors.append(exc)
     if errors:
         raise errors[0] if len(errors) == 1 else ProblemErrors(errors)
-    constants_table = table.table("constants", None)
+    constants_table = read(table, POLICY, "constants")
     constants = {} if constants_table is None else plain(constants_table.data, table.path("constants"), file)
-    horizon = table.string("horizon", choices=("unknown",)) if "horizon" in table else None
-    settings = {"horizon": horizon, "oracle_options": _oracle_options(table, oracle)}
-    settings["on_request"] = table.boolean("on_request", False)
-    table.finish()
+    settings = {"horizon": read(table, POLICY, "horizon"), "oracle_options": _oracle_options(table, oracle)}
+    settings["on_request"] = read(table, POLICY, "on_request")
+    finish(table, POLICY)
     return PolicySpec(name=name, kind=kind, oracle=oracle, constants=constants, **settings)
 
 
@@ -179,7 +180,7 @@ def _oracle_options(table: Table, oracle: str) -> dict[str, Any]:
     for key in ORACLE_OPTIONS:
         if key not in table:
             continue
-        value = table.integer(key, minimum=1) if key == "workers" else table.number(key)
+        value = read(table, POLICY, key)  # workers: an integer >= 1; the others numbers
         if key in ("gap", "norm_gap") and not 0 <= value < 1:
             raise table.error(key, f"a relative optimality gap in [0, 1), got {value}")
         if key == "time_limit" and not value > 0:
@@ -194,7 +195,7 @@ def _oracle_options(table: Table, oracle: str) -> dict[str, Any]:
     if refused is not None:  # beyond what the backend's solver accepts (SCIP: time limits up to 1e20 s)
         raise table.error(refused[0], f"backend {oracle!r}: {refused[1]}")
     if "tuning" in table:
-        data = table.table("tuning").data
+        data = read(table, POLICY, "tuning").data
         caps = backend.capabilities
         if caps.tuning is None:
             raise table.error("tuning", f"backend {oracle!r} takes no tuning option")

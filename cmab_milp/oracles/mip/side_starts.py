@@ -5,7 +5,7 @@ A space built as ``base.with_constraint(...)`` (or ``with_budget``,
 base space's actions that obey some side rows ``G a <= h``. The base alone
 has an exact combinatorial oracle (:mod:`~cmab_milp.oracles.backends.combinatorial`:
 top-m, per-block top, Kruskal, assignment (bipartite matchings), DAG paths).
-:func:`side_start` finds a good action of the whole space from it:
+:func:`side_plan` finds a good action of the whole space from it (``fix=False``: only that):
 
 1. **Lagrangian relaxation** of the side rows: the base's argmax of
    ``w - lam @ G`` for multipliers ``lam >= 0``; ``lam`` bisected to the
@@ -41,7 +41,7 @@ Example
 >>> base = cm.Cardinality(4, 2)
 >>> w = np.array([3.0, 2.0, 2.0, 0.5])
 >>> G, h = np.array([[2.0, 1.0, 1.0, 1.0]]), np.array([2.0])  # arm 0 alone fills the budget
->>> side_start(base, w, G, h).astype(int).tolist()
+>>> side_plan(base, w, G, h, fix=False).start.astype(int).tolist()
 [0, 1, 1, 0]
 """
 
@@ -73,7 +73,6 @@ __all__ = [
     "as_side_rows",
     "flip_bounds",
     "side_plan",
-    "side_start",
     "solve_core",
     "supported_base",
 ]
@@ -96,7 +95,7 @@ ArmBounds = np.ndarray | None
 
 
 def supported_base(space: ActionSpace) -> bool:
-    """Whether :func:`side_start` works on ``space`` as the base (an exact combinatorial oracle, any weights).
+    """Whether :func:`side_plan` works on ``space`` as the base (an exact combinatorial oracle, any weights).
 
     >>> import networkx as nx
     >>> supported_base(Cardinality(3, 1)), supported_base(STPaths(nx.cycle_graph(4), 0, 2))
@@ -213,21 +212,6 @@ class SidePlan:
     optimum: np.ndarray | None = None
 
 
-def side_start(
-    base: ActionSpace,
-    weights: np.ndarray,
-    G: np.ndarray,
-    h: np.ndarray,
-    lower: ArmBounds = None,
-    upper: ArmBounds = None,
-) -> np.ndarray | None:
-    """A good action of ``base`` with ``G a <= h`` for ``max weights @ a`` (bool vector), or ``None``.
-
-    ``lower`` / ``upper`` are arm bounds in {0, 1} (1 / 0 fix an arm). See the module docstring.
-    """
-    return side_plan(base, weights, G, h, lower, upper, fix=False).start
-
-
 def side_plan(
     base: ActionSpace,
     weights: np.ndarray,
@@ -239,7 +223,10 @@ def side_plan(
     fix: bool = True,
     margin: float = FIX_MARGIN,
 ) -> SidePlan:
-    """:func:`side_start`'s action, the Lagrangian bound and (``fix``) the arms the flip bounds fix.
+    """A good action of ``base`` with ``G a <= h`` for ``max weights @ a``, the Lagrangian bound, and the arms fixed.
+
+    The action is a bool vector or ``None`` (module docstring); ``lower`` / ``upper`` are arm
+    bounds in {0, 1} (1 / 0 fix an arm); with ``fix``, the arms the flip bounds fix (below).
 
     An arm ``j`` is fixed when the Lagrangian bound of the actions whose ``j`` differs from the
     relaxation's answer (closed forms on subsets of at most m and partition matroids) is below the
@@ -252,7 +239,7 @@ def side_plan(
     ([0, 1, 1, 0], 4.0, 4)
     """
     if not supported_base(base):
-        raise ValueError(f"side_start needs a base space with an exact combinatorial oracle, got {base!r}")
+        raise ValueError(f"side_plan needs a base space with an exact combinatorial oracle, got {base!r}")
     d = base.d
     w = np.asarray(weights, float)
     G = np.asarray(G, float).reshape(-1, d)

@@ -248,7 +248,7 @@ def side_rule_applies(formulation: Formulation, min_arms: int = HighsTuning.side
 
 
 def side_query_start(model: Engine, formulation: Formulation) -> np.ndarray | None:
-    """The Lagrangian start (:func:`~cmab_milp.oracles.mip.side_starts.side_start`) for the query the model holds now.
+    """The Lagrangian start (:func:`~cmab_milp.oracles.mip.side_starts.side_plan`) for the query the model holds now.
 
     For formulations of a base space plus side rows (``solver_hints["side"] = {"space": base, "rows": n}``:
     rule spaces over a base with a combinatorial oracle); ``None`` when the hint names no such base, a row

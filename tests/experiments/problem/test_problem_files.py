@@ -158,6 +158,22 @@ INVALID = [
     (problem_text(policies=POLICIES.replace("enumerate", "cplex")), ": policies[0].oracle:", "unknown oracle"),
     (problem_text(policies=POLICIES.replace("enumerate", "highs:X")), ": policies[0].oracle:", "no ':SOLVER'"),
     (problem_text(policies=POLICIES + "constants = { C = -1 }\n"), ": policies[0].constants.C:", "C must be"),
+    # the constructor's ParameterError names the key, even beside other constants (CTS's prior, ESCB's route)
+    (
+        problem_text(policies=POLICIES.replace('"CUCB"', '"CTS"') + "constants = { prior = 'uniform', sigma = 2.0 }\n"),
+        ": policies[0].constants.prior:",
+        "prior must be one of 'beta', 'gaussian', got 'uniform'",
+    ),
+    (
+        problem_text(policies=POLICIES.replace('"CUCB"', '"ESCB"') + "constants = { C = 2.0, route = 'fast' }\n"),
+        ": policies[0].constants.route:",
+        "route must be one of",
+    ),
+    (
+        problem_text(policies=POLICIES.replace('"CUCB"', '"ESCB"') + "constants = { max_nodes = -1, route = 'x' }\n"),
+        ": policies[0].constants.route:",  # two refused: the first check's key (trying each alone found neither)
+        "route must be one of",
+    ),
     (problem_text(policies=POLICIES + "constants = { Q = 1 }\n"), ": policies[0].constants:", "unexpected keyword"),
     (problem_text(policies=POLICIES + "colour = 'red'\n"), ": policies[0].colour:", "unknown key"),
     (problem_text(policies=POLICIES + POLICIES), ": policies[1].name:", "duplicate policy name"),

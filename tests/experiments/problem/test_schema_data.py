@@ -6,7 +6,7 @@ import copy
 import subprocess
 import sys
 import tomllib
-from dataclasses import fields
+from dataclasses import fields, replace
 from pathlib import Path
 
 import pytest
@@ -191,7 +191,36 @@ def test_every_policy_key_of_the_data_is_accepted() -> None:
     assert parse_problem(problem(policies=[entry]), "x.toml").policies[0].on_request
     assert set(ORACLE_OPTIONS) <= {k.name for k in POLICY.keys}
     text = message(problem(policies=[entry | {"bogus": 1}]))
-    assert takes(text) <= {k.name for k in POLICY.keys}
+    assert "policies[0].bogus: unknown key" in text
+    assert takes(text) == set(POLICY.offered)  # read through the data: every key listed, not only those given
+
+
+@pytest.mark.parametrize(
+    ("entry", "key", "fragment"),
+    [
+        ({"workers": 0}, "policies[0].workers", "must be >= 1, got 0"),
+        ({"workers": 1.5}, "policies[0].workers", "expected an integer"),
+        ({"horizon": "known"}, "policies[0].horizon", "unknown value 'known'; expected one of: unknown"),
+        ({"on_request": "yes"}, "policies[0].on_request", "expected true or false"),
+        ({"constants": 3}, "policies[0].constants", "expected a table"),
+        ({"oracle": 3}, "policies[0].oracle", "expected a string"),
+        ({"name": 3}, "policies[0].name", "expected a string"),
+    ],
+)
+def test_policy_types_minimums_and_allowed_values_come_from_the_data(entry, key, fragment) -> None:
+    text = message(problem(policies=[{"name": "A", "kind": "CUCB"} | entry]))
+    assert f"x.toml: {key}: " in text and fragment in text, text
+
+
+def test_the_policy_reader_follows_the_data(monkeypatch) -> None:
+    """A changed minimum in the data changes what ``[[policies]]`` accepts: the reader has no copy of its own."""
+    from cmab_milp.experiments.problem import policy_specs
+
+    keys = tuple(replace(k, minimum=3) if k.name == "workers" else k for k in POLICY.keys)
+    monkeypatch.setattr(policy_specs, "POLICY", replace(POLICY, keys=keys))
+    text = message(problem(policies=[{"name": "A", "kind": "CUCB", "workers": 2}]))
+    assert "x.toml: policies[0].workers: must be >= 3, got 2" in text
+    assert parse_problem(problem(), "x.toml").policies[0].oracle == "highs"  # no oracle given: the kind's default
 
 
 def test_every_built_in_draw_reads_only_keys_of_the_data() -> None:
