@@ -48,6 +48,7 @@ __all__ = [
     "separate_paths_lp",
     "separate_st_cut_lp",
     "separate_subtours_lp",
+    "without_orientation",
 ]
 
 #: LP values are scaled by this and rounded for the integer max-flow; cuts are then checked in floats.
@@ -255,9 +256,11 @@ def separate_st_cut_lp(space: Any, x: np.ndarray, s: int, t: int, directed: bool
     return [Row(cols, (1.0,) * len(cols), 1.0, np.inf)]
 
 
-def separate_paths_lp(space: Any, x: np.ndarray) -> list[Row]:
+def separate_paths_lp(space: Any, x: np.ndarray, st_cut: bool | None = None) -> list[Row]:
     """The rows of an s-t path space violated by the LP point ``x``: connectivity cuts, and the s-t cut of
-    undirected paths without the orientation columns (which imply it); none at a path.
+    undirected paths without the orientation columns (which imply it); none at a path. ``st_cut``: whether to
+    look for the s-t cut (default: when the space's formulation has no orientation columns;
+    :func:`without_orientation` drops them).
 
     >>> import networkx as nx
     >>> from cmab_milp.spaces.graphs import STPaths
@@ -269,9 +272,16 @@ def separate_paths_lp(space: Any, x: np.ndarray) -> list[Row]:
     if np.all(np.abs(x - chosen) <= _SEP_TOL) and space._contains(chosen):
         return []  # an integral point that is a path violates no valid row: no max flow needed
     cuts = []
-    if not space.directed and not space.__dict__.get("_oriented", False):  # else the flow rows imply them
+    if st_cut is None:
+        st_cut = not space.__dict__.get("_oriented", False)  # the orientation's flow rows imply them
+    if not space.directed and st_cut:
         cuts = separate_st_cut_lp(space, x, space.s, space.t, space.directed)
     return cuts + separate_connectivity_lp(space, x, space.s, space.t, space.directed)
+
+
+def _separate_paths_st(space: Any, x: np.ndarray) -> list[Row]:
+    """:func:`separate_paths_lp` with the s-t cut (the formulation of :func:`without_orientation`)."""
+    return separate_paths_lp(space, x, st_cut=True)
 
 
 #: The fractional separators a formulation may name (:class:`~cmab_milp.spaces.formulation.NamedSeparator`):
@@ -279,7 +289,33 @@ def separate_paths_lp(space: Any, x: np.ndarray) -> list[Row]:
 SEPARATORS: dict[str, Callable[[Any, np.ndarray], list[Row]]] = {
     "subtours": separate_subtours_lp,
     "st_paths": separate_paths_lp,
+    "st_paths_unoriented": _separate_paths_st,
 }
+
+
+def without_orientation(formulation: Formulation) -> Formulation:
+    """``formulation`` without its optional columns (the orientation columns of undirected s-t paths) and
+    with a separator that finds the s-t cuts they implied: the same actions, a smaller model.
+
+    SCIP's one tree answered hop-limited longest paths on the 10x10 grid about 1.8x faster so
+    (``docs/performance.md``, "Graphs"). A formulation without optional columns is returned as it is.
+
+    >>> import networkx as nx
+    >>> import cmab_milp as cm
+    >>> f = cm.STPaths(nx.cycle_graph(4), 0, 2, cuts_min_edges=1).formulation()
+    >>> g = without_orientation(f)
+    >>> (f.n_aux, g.n_aux), [s.kind for s in g.fractional_separators]
+    ((6, 2), ['st_paths_unoriented'])
+    """
+    if not formulation.aux_optional.any():
+        return formulation
+    out = formulation.without_optional()
+    out.fractional_separators = [
+        NamedSeparator("st_paths_unoriented", s.data) if isinstance(s, NamedSeparator) and s.kind == "st_paths" else s
+        for s in out.fractional_separators
+    ]
+    out.solver_hints.pop("root_cuts", None)  # (its rows no longer hold every s-t cut)
+    return out
 
 
 def resolve(separator: FractionalSeparator | NamedSeparator) -> FractionalSeparator:
