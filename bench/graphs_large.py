@@ -80,7 +80,11 @@ VARIANT_TUNING = {
 
 #: The ``make_oracle`` options of a variant: ``auto-before`` is ``auto`` as before this session's path changes
 #: (SCIP with the orientation columns, CP-SAT without the parity of hop limits).
-VARIANT_OPTIONS = {"auto-before": {"backend_options": {"scip": {"oriented": True}, "ortools": {"parity": False}}}}
+#: ``auto-lookahead``: ``auto`` with SCIP's strong branching stopping after 4 candidates without improvement (9).
+VARIANT_OPTIONS = {
+    "auto-before": {"backend_options": {"scip": {"oriented": True}, "ortools": {"parity": False}}},
+    "auto-lookahead": {"backend_options": {"scip": {"params": {"branching/relpscost/maxlookahead": 4}}}},
+}
 
 
 def _options(cls: type, options: dict) -> dict:
@@ -282,7 +286,7 @@ def main(argv: list[str] | None = None) -> None:
         "highs-unoriented",
     ]
     variants += [b for b in ("gurobi", "scip") if b in have and not (args.quick and b == "scip")]
-    variants += [b for b in ("auto", "auto-before", "ortools") if b.split("-")[0] in have]  # among the installed
+    variants += [b for b in ("auto", "auto-before", "auto-lookahead", "ortools") if b.split("-")[0] in have]
     if args.variants:
         variants = [v for v in variants if v in args.variants.split(",")]
     print(f"{n} queries a family, time limit {args.time_limit:g} s; variants {variants}\n", flush=True)

@@ -185,6 +185,26 @@ def test_scip_without_orientation_matches_brute_force(family: str, scip_solves) 
         cm.make_oracle(space, "scip", oriented="no")
 
 
+def test_scip_params_are_set_and_checked() -> None:
+    """``params``: SCIP's own parameter names, set on the model; unknown names, bad values and the parameters the
+    backend owns (tolerances, the tie rule, the time limit) are refused at construction."""
+    space = SPACES["paths 3x3 + hop limit"]()
+    oracle = cm.make_oracle(space, "scip", params={"branching/relpscost/maxlookahead": 4})
+    assert oracle._model().model.getParam("branching/relpscost/maxlookahead") == 4
+    w = np.random.default_rng(1).uniform(0.1, 1.0, space.d)
+    assert float(w @ oracle.argmax(w)) == pytest.approx(float((space.enumerate() @ w).max()), abs=1e-9)
+    bad = [
+        {"no/such/parameter": 1},
+        {"branching/relpscost/maxlookahead": 0},
+        {"limits/gap": 0.1},
+        {"limits/maxorigsol": 5},
+        ["branching/relpscost/maxlookahead"],
+    ]
+    for params in bad:
+        with pytest.raises(ValueError, match="SCIP parameter|params must"):
+            cm.make_oracle(space, "scip", params=params)
+
+
 def test_unoriented_separator_finds_the_st_cut() -> None:
     """Without the orientation columns the LP may split its unit into stubs at s and t: the s-t cut is found."""
     from cmab_milp.oracles.mip.graph_cuts import fractional_cuts, without_orientation
