@@ -201,7 +201,7 @@ def test_scip_params_are_set_and_checked() -> None:
         ["branching/relpscost/maxlookahead"],
     ]
     for params in bad:
-        with pytest.raises(ValueError, match="SCIP parameter|params must"):
+        with pytest.raises(ValueError, match=r"SCIP parameter|params must"):
             cm.make_oracle(space, "scip", params=params)
 
 
