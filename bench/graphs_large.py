@@ -17,7 +17,7 @@ queries, no scip.
 
 Variants: ``highs`` (root cuts on, the default), ``highs-restarts`` (``highs`` with
 HiGHS's restarts in path queries with a positive weight, as before the fourth round), ``auto-before`` (``auto``
-as before the hop-limit changes of issue 43: :data:`VARIANT_OPTIONS`),
+as before the hop-limit changes of issue 43) and ``auto-unoriented`` (one of them: :data:`VARIANT_OPTIONS`),
 ``highs-nofix`` (``highs`` without the fourth round's reduced-cost fixing of shortest-path queries),
 ``highs-before`` (``highs`` without
 the third round's MIP starts, candidate hooks, sparse tree rows and skipped root cuts:
@@ -78,12 +78,12 @@ VARIANT_TUNING = {
 }
 
 
-#: The ``make_oracle`` options of a variant: ``auto-before`` is ``auto`` as before this session's path changes
-#: (SCIP with the orientation columns, CP-SAT without the parity of hop limits).
-#: ``auto-lookahead``: ``auto`` with SCIP's strong branching stopping after 4 candidates without improvement (9).
+#: The ``make_oracle`` options of a variant: ``auto-before`` is ``auto`` as before issue 43's path changes
+#: (SCIP with the orientation columns and its own strong branching, CP-SAT without the parity of hop limits);
+#: ``auto-unoriented`` has only the first of them (SCIP without the orientation columns, SCIP's branching).
 VARIANT_OPTIONS = {
-    "auto-before": {"backend_options": {"scip": {"oriented": True}, "ortools": {"parity": False}}},
-    "auto-lookahead": {"backend_options": {"scip": {"params": {"branching/relpscost/maxlookahead": 4}}}},
+    "auto-before": {"backend_options": {"scip": {"oriented": True, "params": None}, "ortools": {"parity": False}}},
+    "auto-unoriented": {"backend_options": {"scip": {"params": None}}},
 }
 
 
@@ -286,7 +286,7 @@ def main(argv: list[str] | None = None) -> None:
         "highs-unoriented",
     ]
     variants += [b for b in ("gurobi", "scip") if b in have and not (args.quick and b == "scip")]
-    variants += [b for b in ("auto", "auto-before", "auto-lookahead", "ortools") if b.split("-")[0] in have]
+    variants += [b for b in ("auto", "auto-before", "auto-unoriented", "ortools") if b.split("-")[0] in have]
     if args.variants:
         variants = [v for v in variants if v in args.variants.split(",")]
     print(f"{n} queries a family, time limit {args.time_limit:g} s; variants {variants}\n", flush=True)

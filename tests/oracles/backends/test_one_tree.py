@@ -248,6 +248,7 @@ def test_auto_gives_scip_its_options() -> None:
         assert scip.oriented is oriented
         assert float(w @ scip.argmax(w)) == pytest.approx(float((space.enumerate() @ w).max()), abs=1e-9)
     assert given._oracle("scip").sepa_freq == 0
+    assert default._oracle("scip").params == {"branching/relpscost/maxlookahead": 4}
     for bad in ({"scip": "oriented"}, ["scip"], {"scip": {1: True}}):
         with pytest.raises(ValueError, match="backend_options"):
             cm.make_oracle(space, "auto", backend_options=bad)
