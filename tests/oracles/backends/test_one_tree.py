@@ -12,6 +12,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 import networkx as nx
 import numpy as np
 import pytest
@@ -249,6 +251,9 @@ def test_auto_gives_scip_its_options() -> None:
         assert float(w @ scip.argmax(w)) == pytest.approx(float((space.enumerate() @ w).max()), abs=1e-9)
     assert given._oracle("scip").sepa_freq == 0
     assert default._oracle("scip").params == {"branching/relpscost/maxlookahead": 4}
+    copy = pickle.loads(pickle.dumps(default._oracle("scip")))  # the unoriented formulation travels with it
+    assert copy.formulation.n_aux == default._oracle("scip").formulation.n_aux
+    assert float(w @ copy.argmax(w)) == pytest.approx(float((space.enumerate() @ w).max()), abs=1e-9)
     for bad in ({"scip": "oriented"}, ["scip"], {"scip": {1: True}}):
         with pytest.raises(ValueError, match="backend_options"):
             cm.make_oracle(space, "auto", backend_options=bad)
