@@ -16,7 +16,8 @@ paths of the 17x17 grid (1,088 arcs). ``--quick``: 16x16 / 8x8 / 12x12 / 5x5 siz
 queries, no scip.
 
 Variants: ``highs`` (root cuts on, the default), ``highs-restarts`` (``highs`` with
-HiGHS's restarts in path queries with a positive weight, as before the fourth round),
+HiGHS's restarts in path queries with a positive weight, as before the fourth round), ``auto-before`` (``auto``
+as before the hop-limit changes of issue 43) and ``auto-unoriented`` (one of them: :data:`VARIANT_OPTIONS`),
 ``highs-nofix`` (``highs`` without the fourth round's reduced-cost fixing of shortest-path queries),
 ``highs-before`` (``highs`` without
 the third round's MIP starts, candidate hooks, sparse tree rows and skipped root cuts:
@@ -31,7 +32,8 @@ solve has it, and an alarm stops the query between solves); a query stopped by
 it counts as its time and is marked. Answers are compared by value.
 Compile is the time to build the space's formulation and the solver's model.
 Prints a markdown table: compile, median and max query time, ratio of the
-medians to gurobi's.
+medians to gurobi's, and the same median and ratio in CPU seconds of the process (every
+solver here runs one thread: on a loaded machine the CPU time is the steadier figure).
 
 The figures this script measured, round by round, and the ideas tried with it and dropped:
 ``docs/performance.md``, section "Graphs".
@@ -73,6 +75,15 @@ VARIANT_TUNING = {
     "highs-nofix": {"fix_arms": False},
     # ``highs`` with HiGHS's restarts in path queries with a positive weight (as first measured)
     "highs-restarts": {"positive_cost_options": False},
+}
+
+
+#: The ``make_oracle`` options of a variant: ``auto-before`` is ``auto`` as before issue 43's path changes
+#: (SCIP with the orientation columns and its own strong branching, CP-SAT without the parity of hop limits);
+#: ``auto-unoriented`` has only the first of them (SCIP without the orientation columns, SCIP's branching).
+VARIANT_OPTIONS = {
+    "auto-before": {"backend_options": {"scip": {"oriented": True, "params": None}, "ortools": {"parity": False}}},
+    "auto-unoriented": {"backend_options": {"scip": {"params": None}}},
 }
 
 
@@ -192,9 +203,9 @@ def build(variant: str, make_space: Callable[[dict], cm.ActionSpace], limit: flo
     start = time.perf_counter()
     space = make_space(VARIANT_SPACE.get(variant, {}))
     space.formulation()
-    backend = "highs" if variant.startswith("highs") else variant
+    backend = variant.split("-")[0]
     tuning = {"tuning": VARIANT_TUNING[variant]} if variant in VARIANT_TUNING else {}
-    oracle = cm.make_oracle(space, backend, time_limit=limit, **tuning)
+    oracle = cm.make_oracle(space, backend, time_limit=limit, **tuning, **VARIANT_OPTIONS.get(variant, {}))
     if backend == "auto":  # plan now (as the others compile now); its first query still counts the rest
         from cmab_milp.oracles.core.auto import QueryShape
 
@@ -237,13 +248,13 @@ def run_family(name, make_space, make_query, variants, n, limit, seed=0):
         q = make_query(space, rng)
         values = {}
         for v, (_, oracle, _) in built.items():
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             try:
                 answer = _ask(oracle, q, limit)
-                times[v].append((time.perf_counter() - start, False))
+                times[v].append((time.perf_counter() - start, False, time.process_time() - cpu))
                 values[v] = -np.inf if answer is None else float(q["weights"] @ answer)
             except (OracleError, _Stopped):
-                times[v].append((time.perf_counter() - start, True))
+                times[v].append((time.perf_counter() - start, True, time.process_time() - cpu))
         solved = list(values.values())
         if solved and max(solved) - min(solved) > 1e-6 * (1 + abs(max(solved))):
             print(f"  !! values disagree: {values}", flush=True)
@@ -275,23 +286,27 @@ def main(argv: list[str] | None = None) -> None:
         "highs-unoriented",
     ]
     variants += [b for b in ("gurobi", "scip") if b in have and not (args.quick and b == "scip")]
-    variants += [b for b in ("auto", "ortools") if b in have]  # auto picks among the installed
+    variants += [b for b in ("auto", "auto-before", "auto-unoriented", "ortools") if b.split("-")[0] in have]
     if args.variants:
         variants = [v for v in variants if v in args.variants.split(",")]
     print(f"{n} queries a family, time limit {args.time_limit:g} s; variants {variants}\n", flush=True)
-    print("| family | variant | compile s | median s | max s | ratio to gurobi |")
-    print("|---|---|---|---|---|---|")
+    print("| family | variant | compile s | median s | max s | ratio to gurobi | median CPU s | CPU ratio |")
+    print("|---|---|---|---|---|---|---|---|")
     for name, (make_space, make_query) in families(args.quick, args.optimistic).items():
         if args.only not in name:
             continue
         result = run_family(name, make_space, make_query, variants, n, args.time_limit)
-        meds = {v: statistics.median(t for t, _ in ts) for v, (_, ts) in result.items()}
+        meds = {v: statistics.median(t for t, _, _ in ts) for v, (_, ts) in result.items()}
+        cpus = {v: statistics.median(c for _, _, c in ts) for v, (_, ts) in result.items()}
         for v, (compile_s, ts) in result.items():
-            stopped = sum(s for _, s in ts)
+            stopped = sum(s for _, s, _ in ts)
             ratio = f"{meds[v] / meds['gurobi']:.2f}" if "gurobi" in meds and meds["gurobi"] > 0 else "-"
+            cpu_ratio = f"{cpus[v] / cpus['gurobi']:.2f}" if "gurobi" in cpus and cpus["gurobi"] > 0 else "-"
             mark = f" ({stopped} stopped)" if stopped else ""
+            top = max(t for t, _, _ in ts)
             print(
-                f"| {name} | {v} | {compile_s:.3f} | {meds[v]:.3f}{mark} | {max(t for t, _ in ts):.3f} | {ratio} |",
+                f"| {name} | {v} | {compile_s:.3f} | {meds[v]:.3f}{mark} | {top:.3f} | {ratio} | {cpus[v]:.3f} "
+                f"| {cpu_ratio} |",
                 flush=True,
             )
 

@@ -13,7 +13,8 @@ fixed to 1 (the return; a separate node, so a graph arc ``t -> s`` is not
 confused with it), and every arc into ``s`` or out of ``t`` fixed to 0 (a
 simple s-t path uses none), as every arc the graph rules out under the side rows' budgets
 (:meth:`~cmab_milp.spaces.paths.STPaths.unusable_arms`). The space's side rows (``with_constraint``,
-``with_budget``, ...) are added over the arm literals; rows with fractional
+``with_budget``, ...) are added over the arm literals (:func:`circuit_rows`: a hop limit on a bipartite
+graph rounded to the paths' parity, :mod:`~cmab_milp.oracles.mip.path_parity`); rows with fractional
 coefficients are relaxed as in :mod:`~cmab_milp.oracles.backends.ortools`, which also scales the
 weights to integers and states the rounding certificate.
 
@@ -40,8 +41,9 @@ from typing import Any
 from ...spaces.base import ActionSpace
 from ...spaces.formulation import Row
 from ...spaces.graph_presolve import budgets_of
+from ..mip.path_parity import tighten_by_parity
 
-__all__ = ["circuit_model", "side_rows"]
+__all__ = ["circuit_model", "circuit_rows", "side_rows"]
 
 
 def side_rows(space: ActionSpace) -> tuple[ActionSpace, list[Row]]:
@@ -61,17 +63,35 @@ def side_rows(space: ActionSpace) -> tuple[ActionSpace, list[Row]]:
     return space, rows
 
 
-def circuit_model(space: ActionSpace) -> Any | None:
-    """The CP-SAT model (``cp_model.CpModel``) of ``space`` when it is directed s-t paths (with side rules), else None.
+def circuit_rows(space: ActionSpace, parity: bool = True) -> list[Row]:
+    """The side rows the circuit model gets: :func:`side_rows`'s, those of an s-t path space tightened by parity
+    (``parity=False``: as they are).
 
-    Columns ``0..d-1`` are the arm literals; the side rows are *not* added (the
-    backend adds them, relaxing fractional ones).
+    >>> import networkx as nx
+    >>> import numpy as np
+    >>> import cmab_milp as cm
+    >>> grid = cm.STPaths(nx.grid_2d_graph(3, 3).to_directed(), (0, 0), (2, 2))
+    >>> [row.ub for row in circuit_rows(grid.with_constraint(np.ones(grid.d), "<=", 7))]  # paths: 4, 6 or 8 arcs
+    [6.0]
     """
     from ...spaces import STPaths
 
     base, rows = side_rows(space)
+    return tighten_by_parity(base, rows) if parity and type(base) is STPaths else rows
+
+
+def circuit_model(space: ActionSpace, parity: bool = True) -> Any | None:
+    """The CP-SAT model (``cp_model.CpModel``) of ``space`` when it is directed s-t paths (with side rules), else None.
+
+    Columns ``0..d-1`` are the arm literals; the side rows are *not* added (the
+    backend adds :func:`circuit_rows`, relaxing fractional ones).
+    """
+    from ...spaces import STPaths
+
+    base, _ = side_rows(space)
     if type(base) is not STPaths or not base.directed:
         return None
+    rows = circuit_rows(space, parity)
     from ortools.sat.python import cp_model
 
     unusable = base.unusable_arms(budgets_of(rows, base.d))  # the graph's presolve (a hop limit among the budgets)

@@ -258,6 +258,9 @@ class OrtoolsOracle(ModelOracle):
     native:
         Model directed s-t paths with CP-SAT's circuit constraint (:mod:`.cpsat_circuit`)
         instead of the formulation's rows and its lazy cuts (``circuit`` tells which was built).
+    parity:
+        In the circuit model, round a hop limit's bounds to the parity every s-t path of a bipartite graph has
+        (:mod:`~cmab_milp.oracles.mip.path_parity`; the same actions, a tighter model).
     """
 
     # ---- declaration (read by the registry, ``auto`` and the kits, without importing ortools)
@@ -281,7 +284,11 @@ class OrtoolsOracle(ModelOracle):
         verify: bool = False,
         native: bool = True,
         parameters: dict[str, object] | None = None,
+        parity: bool = True,
     ):
+        if not isinstance(parity, (bool, np.bool_)):
+            raise ValueError(f"parity must be True or False, got {parity!r}")
+        self.parity = bool(parity)
         self.native = bool(native)
         self.parameters = _check_parameters(parameters)
         super().__init__(space, time_limit, verify)
@@ -312,12 +319,12 @@ class OrtoolsOracle(ModelOracle):
     def _compile(self, form: Formulation):
         from ortools.sat.python import cp_model
 
-        from .cpsat_circuit import circuit_model, side_rows
+        from .cpsat_circuit import circuit_model, circuit_rows
 
-        model = circuit_model(self.space) if self.native else None
+        model = circuit_model(self.space, self.parity) if self.native else None
         rows = form.rows
         if model is not None:  # directed s-t paths: one circuit constraint, then the side rows
-            rows = side_rows(self.space)[1]
+            rows = circuit_rows(self.space, self.parity)
         else:
             model = cp_model.CpModel()
             for i in range(form.d):

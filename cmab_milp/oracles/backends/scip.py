@@ -93,6 +93,7 @@ class _ScipModel(ModelBase):
         gap: float | None = None,
         one_tree: bool = False,
         sepa_freq: int = 1,
+        params: dict | None = None,
     ) -> None:
         import pyscipopt
 
@@ -102,7 +103,7 @@ class _ScipModel(ModelBase):
         fast = pyscipopt.SCIP_PARAMSETTING.FAST
         model.setPresolve(fast)  # full presolving and heuristics cost more than they save on
         model.setHeuristics(fast)  # these small, re-solved models (docs/performance.md)
-        for key, value in SCIP_PARAMS.items():
+        for key, value in {**SCIP_PARAMS, **(params or {})}.items():
             model.setParam(key, value)
         if gap:
             model.setParam("limits/gap", float(gap))
@@ -239,6 +240,28 @@ class _ScipModel(ModelBase):
 _STATUS = {"optimal": "optimal", "gaplimit": "optimal", "infeasible": "infeasible", "timelimit": "limit"}
 
 
+def _checked_params(params: dict | None) -> dict:
+    """``params`` (SCIP parameter name -> value) checked on a scratch model: an unknown name or a bad value
+    raises ``ValueError`` naming it; the tie rule's and the tolerances' parameters may not be changed."""
+    if params is None:
+        return {}
+    if not isinstance(params, dict) or not all(isinstance(k, str) for k in params):
+        raise ValueError(f"params must be a dict of SCIP parameter names to values, got {params!r}")
+    fixed = sorted(set(params) & {*SCIP_PARAMS, "limits/maxorigsol", "misc/catchctrlc", "limits/time"})
+    if fixed:
+        raise ValueError(f"SCIP parameter {fixed[0]!r} is set by the backend (tolerances, the tie rule, time_limit)")
+    import pyscipopt
+
+    scratch = pyscipopt.Model()
+    scratch.hideOutput()
+    for key, value in params.items():
+        try:
+            scratch.setParam(key, value)
+        except Exception as exc:  # PySCIPOpt raises KeyError, ValueError or a bare Exception
+            raise ValueError(f"bad SCIP parameter {key}={value!r}: {exc}") from None
+    return dict(params)
+
+
 def _ranged(expr, lb: float, ub: float):
     if lb == ub:
         return expr == ub
@@ -256,7 +279,13 @@ class ScipOracle(ModelOracle):
     ``time_limit``, ``verify`` and ``gap`` (SCIP's ``limits/gap``); ``one_tree``
     (default ``True``) runs the formulation's separators in SCIP's tree
     (:mod:`.scip_tree`), separating fractional points every ``sepa_freq``-th depth
-    (``0``: the root only; ``-1``: never); ``one_tree=False``: a re-solve per cut round.
+    (``0``: the root only; ``-1``: never); ``one_tree=False``: a re-solve per cut round. ``oriented``
+    (default ``True``): keep the formulation's optional columns (the orientation columns of undirected s-t
+    paths); ``False`` drops them and separates the s-t cuts they implied in the tree
+    (:func:`~cmab_milp.oracles.mip.graph_cuts.without_orientation`; same actions, a smaller model: ``auto``
+    asks for it, as it answered hop-limited longest paths of the 10x10 grid about 1.8x faster). ``params``:
+    SCIP parameters by SCIP's names, set on every model after :data:`SCIP_PARAMS`
+    (``{"branching/relpscost/maxlookahead": 4}``); unknown names and bad values are refused here.
     """
 
     # ---- declaration (read by the registry, ``auto`` and the kits, without importing pyscipopt)
@@ -284,16 +313,26 @@ class ScipOracle(ModelOracle):
         gap: float | None = None,
         one_tree: bool = True,
         sepa_freq: int = 1,
+        oriented: bool = True,
+        params: dict | None = None,
     ):
+        if not isinstance(oriented, (bool, np.bool_)):
+            raise ValueError(f"oriented must be True or False, got {oriented!r}")
         if isinstance(sepa_freq, bool) or not isinstance(sepa_freq, (int, np.integer)) or sepa_freq < -1:
             raise ValueError(f"sepa_freq must be an integer >= -1, got {sepa_freq!r}")
+        self.params = _checked_params(params)
         super().__init__(space, time_limit, verify, gap)
+        self.oriented = bool(oriented)
+        if not self.oriented:
+            from ..mip.graph_cuts import without_orientation
+
+            self.formulation = without_orientation(self.formulation)
         #: The separators run inside SCIP's tree (:mod:`.scip_tree`) instead of a re-solve per cut round.
         self.one_tree = bool(one_tree) and bool(self.formulation.separators)
         self.sepa_freq = int(sepa_freq)
 
     def _new_model(self, gap: float | None) -> _ScipModel:
-        return _ScipModel(self.formulation, self.time_limit, gap, self.one_tree, self.sepa_freq)
+        return _ScipModel(self.formulation, self.time_limit, gap, self.one_tree, self.sepa_freq, self.params)
 
     @contextmanager
     def _deadline(self, exact: bool) -> Iterator[None]:

@@ -46,7 +46,16 @@ from .registry import BACKENDS, _resolve, make_oracle
 
 _FREE_LINEAR = QueryShape("linear")
 
-__all__ = ["AutoOracle"]
+#: The options ``auto`` gives the backends it builds, by backend name (``backend_options`` adds to them):
+#: SCIP without the orientation columns of undirected s-t paths, and its strong branching stopped after 4
+#: candidates without improvement (SCIP's default: 9). On hop-limited longest paths of the 10x10 grid, the
+#: queries ``auto`` sends to SCIP, the first took the median CPU time from 1.6-1.9x Gurobi's to 0.95-1.2x,
+#: the second to 0.8-0.95x (``docs/performance.md``, "Graphs").
+AUTO_BACKEND_OPTIONS: dict[str, dict[str, object]] = {
+    "scip": {"oriented": False, "params": {"branching/relpscost/maxlookahead": 4}}
+}
+
+__all__ = ["AUTO_BACKEND_OPTIONS", "AutoOracle"]
 
 
 def _describe(shape: QueryShape) -> str:
@@ -56,6 +65,24 @@ def _describe(shape: QueryShape) -> str:
     if shape.positive:
         parts.append("mostly positive weights")
     return kind + (" with " + ", ".join(parts) if parts else "")
+
+
+def _merged_options(given: dict[str, dict[str, object]] | None) -> dict[str, dict[str, object]]:
+    """:data:`AUTO_BACKEND_OPTIONS` updated by ``given`` (backend name -> options), checked.
+
+    >>> sorted(_merged_options({"scip": {"sepa_freq": 0}})["scip"])
+    ['oriented', 'params', 'sepa_freq']
+    """
+    out = {name: dict(options) for name, options in AUTO_BACKEND_OPTIONS.items()}
+    if given is None:
+        return out
+    if not isinstance(given, dict):
+        raise ValueError(f"backend_options must be a dict of backend name -> options, got {given!r}")
+    for name, options in given.items():
+        if not isinstance(name, str) or not isinstance(options, dict) or not all(isinstance(k, str) for k in options):
+            raise ValueError(f"backend_options must map a backend name to a dict of options, got {name!r}: {options!r}")
+        out.setdefault(name, {}).update(options)
+    return out
 
 
 class AutoOracle(Oracle):
@@ -86,6 +113,9 @@ class AutoOracle(Oracle):
         Partial actions the counting search may visit per action that could still pay for an
         enumeration (default 64: s-t paths visit about 14 per path, GEANT's 17,023 paths 238,822 in
         all; most other families about one), within the ``plan_share`` bound above.
+    backend_options:
+        Options of the backends it builds, by name (``{"scip": {"sepa_freq": 0}}``), on top of
+        :data:`AUTO_BACKEND_OPTIONS` (an entry given here replaces that option there).
     """
 
     # ---- declaration (read by the registry and the kits)
@@ -110,8 +140,10 @@ class AutoOracle(Oracle):
         norm_plan_share: float = 0.5,
         plan_queries: int = 200,
         count_visits: int = 64,
+        backend_options: dict[str, dict[str, object]] | None = None,
     ):
         super().__init__(space)
+        self.backend_options = _merged_options(backend_options)
         for label, cap in (("enumerate_cap", enumerate_cap), ("norm_enumerate_cap", norm_enumerate_cap)):
             if isinstance(cap, bool) or not isinstance(cap, (int, np.integer)) or cap < 0:
                 raise ValueError(f"{label} must be an integer >= 0, got {cap!r}")
@@ -236,7 +268,7 @@ class AutoOracle(Oracle):
         with self._lock:
             if name in self.oracles:
                 return self.oracles[name]
-            options = {}
+            options = dict(self.backend_options.get(name, {}))
             if self.time_limit is not None and BACKENDS[name].capabilities.time_limit:
                 options["time_limit"] = self.time_limit
             if name == "enumerate":

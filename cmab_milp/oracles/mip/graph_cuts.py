@@ -48,6 +48,7 @@ __all__ = [
     "separate_paths_lp",
     "separate_st_cut_lp",
     "separate_subtours_lp",
+    "without_orientation",
 ]
 
 #: LP values are scaled by this and rounded for the integer max-flow; cuts are then checked in floats.
@@ -150,13 +151,16 @@ def separate_subtours_lp(space: Any, x: np.ndarray) -> list[Row]:
     return cuts
 
 
-def separate_connectivity_lp(space: Any, x: np.ndarray, s: int, t: int, directed: bool) -> list[Row]:
+def separate_connectivity_lp(
+    space: Any, x: np.ndarray, s: int, t: int, directed: bool, network: _FlowNetwork | None = None
+) -> list[Row]:
     """Cuts ``x(delta(S)) >= x(delta(v))`` (``v in S``; ``s, t`` not in ``S``) violated by ``x``.
 
     Directed: ``x(delta_in(S)) >= x(delta_in(v))`` with ``s`` not in ``S``.
     Each node ``v`` reached by ``x`` gets one min cut (between ``v`` and
     ``{s, t}``, or from ``s`` to ``v``), largest ``x(delta(v))`` first, nodes
     inside a set already found skipped, at most :data:`MAX_FLOWS_PER_CALL`.
+    ``network``: the flow network of ``x`` (undirected: :func:`_undirected_network`), when the caller has it.
     """
     x = np.clip(np.asarray(x, float), 0.0, 1.0)
     n, tail, head = space.n_nodes, space.tail, space.head
@@ -173,17 +177,20 @@ def separate_connectivity_lp(space: Any, x: np.ndarray, s: int, t: int, directed
         else:
             coef = (mask[tail] != mask[head]).astype(float) - ((tail == v) | (head == v))
         cols = np.flatnonzero(coef)
-        row = Row(tuple(int(c) for c in cols), tuple(float(c) for c in coef[cols]), 0.0, np.inf)
-        if dot(coef[cols], x[cols]) < -_SEP_TOL:
-            cuts.append(row)
+        if dot(coef[cols], x[cols]) < -_SEP_TOL:  # the row is built only when violated
+            cuts.append(Row(tuple(cols.tolist()), tuple(coef[cols].tolist()), 0.0, np.inf))
             covered[mask] = True
 
     # components of the edges above a threshold that hold neither s nor t (directed: that s cannot reach)
     seen = set()
     by_tail = np.argsort(tail, kind="stable")  # CSR rows built directly: no COO conversion per threshold
     sorted_tail, sorted_head, sorted_x = tail[by_tail], head[by_tail], x[by_tail]
+    kept = -1
     for theta in (_SEP_TOL, 0.3, 0.5, 0.7):
         keep = sorted_x > theta
+        if int(keep.sum()) == kept:  # the same edges as the last threshold (the sets shrink): the same components
+            continue
+        kept = int(keep.sum())
         indptr = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(np.bincount(sorted_tail[keep], minlength=n), out=indptr[1:])
         graph = sp.csr_matrix((sorted_x[keep], sorted_head[keep], indptr), shape=(n, n))
@@ -203,7 +210,7 @@ def separate_connectivity_lp(space: Any, x: np.ndarray, s: int, t: int, directed
         return cuts
     candidates = [int(v) for v in np.argsort(-need, kind="stable") if need[v] > _SEP_TOL and v not in (s, t)]
     flows = 0
-    network = None  # one network for every node's min cut (the point is the same)
+    # one network for every node's min cut (the point is the same)
     for v in candidates:
         if covered[v] or flows >= MAX_FLOWS_PER_CALL:
             continue
@@ -213,19 +220,27 @@ def separate_connectivity_lp(space: Any, x: np.ndarray, s: int, t: int, directed
             value, side = network.cut(s, v)
             mask = ~side
         else:
-            sink = n
-            if network is None:
-                tails = np.concatenate([tail, head, [s, t]])
-                heads = np.concatenate([head, tail, [sink, sink]])
-                network = _FlowNetwork(n + 1, tails, heads, np.concatenate([x, x, [np.inf, np.inf]]))
-            value, side = network.cut(v, sink)
+            network = network or _undirected_network(space, x, s, t)
+            value, side = network.cut(v, n)
             mask = side[:n]
         if value < need[v] - 1e-4:
             add(mask, v)
     return cuts
 
 
-def separate_st_cut_lp(space: Any, x: np.ndarray, s: int, t: int, directed: bool) -> list[Row]:
+def _undirected_network(space: Any, x: np.ndarray, s: int, t: int) -> _FlowNetwork:
+    """Both directions of every edge at capacity ``x``, and arcs ``s -> n``, ``t -> n`` of no limit into an extra
+    node ``n``: min cuts between a node and ``{s, t}``; an s-t max flow on it is the graph's (``n`` has no arc
+    out, so no flow passes it, and the nodes the residual network reaches from ``s`` are the same)."""
+    n, tail, head = space.n_nodes, space.tail, space.head
+    tails = np.concatenate([tail, head, [s, t]])
+    heads = np.concatenate([head, tail, [n, n]])
+    return _FlowNetwork(n + 1, tails, heads, np.concatenate([x, x, [np.inf, np.inf]]))
+
+
+def separate_st_cut_lp(
+    space: Any, x: np.ndarray, s: int, t: int, directed: bool, network: _FlowNetwork | None = None
+) -> list[Row]:
     """The cut ``x(delta(S)) >= 1`` (``s`` in ``S``, ``t`` not) most violated by ``x``, if any (one max flow).
 
     Directed: ``x(delta_out(S)) >= 1``. Every s-t path leaves ``S``; without
@@ -237,6 +252,8 @@ def separate_st_cut_lp(space: Any, x: np.ndarray, s: int, t: int, directed: bool
     >>> space = STPaths(nx.path_graph(4), 0, 3)
     >>> [(r.cols, r.lb) for r in separate_st_cut_lp(space, np.array([1.0, 0.0, 1.0]), 0, 3, False)]
     [((1,), 1.0)]
+
+    ``network`` (undirected): :func:`_undirected_network` of ``x``, when the caller has it.
     """
     x = np.clip(np.asarray(x, float), 0.0, 1.0)
     n, tail, head = space.n_nodes, space.tail, space.head
@@ -244,8 +261,7 @@ def separate_st_cut_lp(space: Any, x: np.ndarray, s: int, t: int, directed: bool
         value, side = _source_side(n, tail, head, x, s, t)
         crossing = side[tail] & ~side[head]
     else:
-        tails, heads = np.concatenate([tail, head]), np.concatenate([head, tail])
-        value, side = _source_side(n, tails, heads, np.concatenate([x, x]), s, t)
+        value, side = (network or _undirected_network(space, x, s, t)).cut(s, t)
         crossing = side[tail] != side[head]
     if value >= 1.0 - 1e-4:
         return []
@@ -255,9 +271,11 @@ def separate_st_cut_lp(space: Any, x: np.ndarray, s: int, t: int, directed: bool
     return [Row(cols, (1.0,) * len(cols), 1.0, np.inf)]
 
 
-def separate_paths_lp(space: Any, x: np.ndarray) -> list[Row]:
+def separate_paths_lp(space: Any, x: np.ndarray, st_cut: bool | None = None) -> list[Row]:
     """The rows of an s-t path space violated by the LP point ``x``: connectivity cuts, and the s-t cut of
-    undirected paths without the orientation columns (which imply it); none at a path.
+    undirected paths without the orientation columns (which imply it); none at a path. ``st_cut``: whether to
+    look for the s-t cut (default: when the space's formulation has no orientation columns;
+    :func:`without_orientation` drops them).
 
     >>> import networkx as nx
     >>> from cmab_milp.spaces.graphs import STPaths
@@ -269,9 +287,18 @@ def separate_paths_lp(space: Any, x: np.ndarray) -> list[Row]:
     if np.all(np.abs(x - chosen) <= _SEP_TOL) and space._contains(chosen):
         return []  # an integral point that is a path violates no valid row: no max flow needed
     cuts = []
-    if not space.directed and not space.__dict__.get("_oriented", False):  # else the flow rows imply them
-        cuts = separate_st_cut_lp(space, x, space.s, space.t, space.directed)
-    return cuts + separate_connectivity_lp(space, x, space.s, space.t, space.directed)
+    if st_cut is None:
+        st_cut = not space.__dict__.get("_oriented", False)  # the orientation's flow rows imply them
+    network = None
+    if not space.directed and st_cut:  # one flow network for the s-t cut and the nodes' min cuts
+        network = _undirected_network(space, np.clip(np.asarray(x, float), 0.0, 1.0), space.s, space.t)
+        cuts = separate_st_cut_lp(space, x, space.s, space.t, space.directed, network)
+    return cuts + separate_connectivity_lp(space, x, space.s, space.t, space.directed, network)
+
+
+def _separate_paths_st(space: Any, x: np.ndarray) -> list[Row]:
+    """:func:`separate_paths_lp` with the s-t cut (the formulation of :func:`without_orientation`)."""
+    return separate_paths_lp(space, x, st_cut=True)
 
 
 #: The fractional separators a formulation may name (:class:`~cmab_milp.spaces.formulation.NamedSeparator`):
@@ -279,7 +306,33 @@ def separate_paths_lp(space: Any, x: np.ndarray) -> list[Row]:
 SEPARATORS: dict[str, Callable[[Any, np.ndarray], list[Row]]] = {
     "subtours": separate_subtours_lp,
     "st_paths": separate_paths_lp,
+    "st_paths_unoriented": _separate_paths_st,
 }
+
+
+def without_orientation(formulation: Formulation) -> Formulation:
+    """``formulation`` without its optional columns (the orientation columns of undirected s-t paths) and
+    with a separator that finds the s-t cuts they implied: the same actions, a smaller model.
+
+    SCIP's one tree answered hop-limited longest paths on the 10x10 grid about 1.8x faster so
+    (``docs/performance.md``, "Graphs"). A formulation without optional columns is returned as it is.
+
+    >>> import networkx as nx
+    >>> import cmab_milp as cm
+    >>> f = cm.STPaths(nx.cycle_graph(4), 0, 2, cuts_min_edges=1).formulation()
+    >>> g = without_orientation(f)
+    >>> (f.n_aux, g.n_aux), [s.kind for s in g.fractional_separators]
+    ((6, 2), ['st_paths_unoriented'])
+    """
+    if not formulation.aux_optional.any():
+        return formulation
+    out = formulation.without_optional()
+    out.fractional_separators = [
+        NamedSeparator("st_paths_unoriented", s.data) if isinstance(s, NamedSeparator) and s.kind == "st_paths" else s
+        for s in out.fractional_separators
+    ]
+    out.solver_hints.pop("root_cuts", None)  # (its rows no longer hold every s-t cut)
+    return out
 
 
 def resolve(separator: FractionalSeparator | NamedSeparator) -> FractionalSeparator:

@@ -5,10 +5,14 @@
   force, and a query's answer does not depend on the queries asked before (the tie rule).
 * ``ortools`` models directed s-t paths with ``AddCircuit``: one solve, answers match brute force
   (graphs with an arc ``t -> s``, arcs into ``s``, side rows, every restriction).
+* ``scip`` without the orientation columns of undirected paths (``oriented=False``, as ``auto`` builds it)
+  and CP-SAT's hop limits rounded to the paths' parity give the same answers as brute force.
 * The min cuts of the connectivity separators are the same on OR-Tools' max flow and scipy's.
 """
 
 from __future__ import annotations
+
+import pickle
 
 import networkx as nx
 import numpy as np
@@ -159,6 +163,100 @@ def test_cpsat_circuit_longest_path_beats_the_cut_loop() -> None:
     circuit, loop = cm.make_oracle(space, "ortools"), cm.make_oracle(space, "ortools", native=False)
     w = np.random.default_rng(0).uniform(0.1, 1.0, space.d)
     assert float(w @ circuit.argmax(w)) == pytest.approx(float(w @ loop.argmax(w)), abs=1e-9)
+
+
+@pytest.mark.parametrize("family", ["paths 3x3", "paths 3x3 + hop limit"])
+def test_scip_without_orientation_matches_brute_force(family: str, scip_solves) -> None:
+    """``oriented=False``: the orientation columns dropped, the s-t cuts separated in the tree instead."""
+    space = SPACES[family]()
+    oracle = cm.make_oracle(space, "scip", oriented=False, verify=True)
+    assert oracle.formulation.n_aux == space.formulation().n_aux - space.d  # one orientation column an edge
+    kinds = [s.kind for s in oracle.formulation.fractional_separators]
+    assert kinds == ["st_paths_unoriented"] or not space.formulation().fractional_separators
+    actions = space.enumerate()
+    for q in queries(space, 8, seed=2):
+        before = scip_solves[0]
+        answer = oracle.argmax(**q)
+        assert scip_solves[0] - before == 1
+        optimum = best(actions, q)
+        if optimum is None:
+            assert answer is None
+        else:
+            assert float(q["weights"] @ answer) == pytest.approx(optimum, abs=1e-9)
+    with pytest.raises(ValueError, match="oriented"):
+        cm.make_oracle(space, "scip", oriented="no")
+
+
+def test_scip_params_are_set_and_checked() -> None:
+    """``params``: SCIP's own parameter names, set on the model; unknown names, bad values and the parameters the
+    backend owns (tolerances, the tie rule, the time limit) are refused at construction."""
+    space = SPACES["paths 3x3 + hop limit"]()
+    oracle = cm.make_oracle(space, "scip", params={"branching/relpscost/maxlookahead": 4})
+    assert oracle._model().model.getParam("branching/relpscost/maxlookahead") == 4
+    w = np.random.default_rng(1).uniform(0.1, 1.0, space.d)
+    assert float(w @ oracle.argmax(w)) == pytest.approx(float((space.enumerate() @ w).max()), abs=1e-9)
+    bad = [
+        {"no/such/parameter": 1},
+        {"branching/relpscost/maxlookahead": 0},
+        {"limits/gap": 0.1},
+        {"limits/maxorigsol": 5},
+        ["branching/relpscost/maxlookahead"],
+    ]
+    for params in bad:
+        with pytest.raises(ValueError, match=r"SCIP parameter|params must"):
+            cm.make_oracle(space, "scip", params=params)
+
+
+def test_unoriented_separator_finds_the_st_cut() -> None:
+    """Without the orientation columns the LP may split its unit into stubs at s and t: the s-t cut is found."""
+    from cmab_milp.oracles.mip.graph_cuts import fractional_cuts, without_orientation
+
+    space = cm.STPaths(nx.path_graph(4), 0, 3, cuts_min_edges=1)
+    x = np.array([1.0, 0.0, 1.0])  # the edges at s and t, not the middle one
+    assert fractional_cuts(space.formulation(), x) == []  # the oriented formulation's rows imply the cut
+    (cut,) = fractional_cuts(without_orientation(space.formulation()), x)
+    assert cut.cols == (1,) and cut.lb == 1.0
+
+
+@pytest.mark.parametrize("parity", [True, False])
+def test_cpsat_hop_limit_parity_matches_brute_force(parity: bool) -> None:
+    """A hop limit of 7 arcs on a 3x3 grid digraph (paths have 4, 6 or 8): the circuit model gets 6 with parity."""
+    base = cm.STPaths(grid(3).to_directed(), 0, 8)
+    space = base.with_constraint(np.ones(base.d), "<=", 7)
+    oracle = cm.make_oracle(space, "ortools", parity=parity, verify=True)
+    linear = [ct.linear for ct in oracle._base.proto.constraints if ct.has_linear()]
+    hop = [row for row in linear if len(row.vars) == base.d]
+    assert [ct.domain[1] for ct in hop] == [6 if parity else 7]
+    actions = space.enumerate()
+    for q in queries(space, 8, seed=4):
+        answer = oracle.argmax(**q)
+        optimum = best(actions, q)
+        assert (answer is None) == (optimum is None)
+        if optimum is not None:
+            assert float(q["weights"] @ answer) == pytest.approx(optimum, abs=1e-9)
+    with pytest.raises(ValueError, match="parity"):
+        cm.make_oracle(space, "ortools", parity=1)
+
+
+def test_auto_gives_scip_its_options() -> None:
+    """``auto`` builds SCIP without the orientation columns (``AUTO_BACKEND_OPTIONS``); ``backend_options``
+    replaces that, and a malformed mapping is refused at construction."""
+    space = SPACES["paths 3x3 + hop limit"]()
+    w = np.random.default_rng(0).uniform(0.1, 1.0, space.d)
+    default = cm.make_oracle(space, "auto")
+    given = cm.make_oracle(space, "auto", backend_options={"scip": {"oriented": True, "sepa_freq": 0}})
+    for oracle, oriented in ((default, False), (given, True)):
+        scip = oracle._oracle("scip")
+        assert scip.oriented is oriented
+        assert float(w @ scip.argmax(w)) == pytest.approx(float((space.enumerate() @ w).max()), abs=1e-9)
+    assert given._oracle("scip").sepa_freq == 0
+    assert default._oracle("scip").params == {"branching/relpscost/maxlookahead": 4}
+    copy = pickle.loads(pickle.dumps(default._oracle("scip")))  # the unoriented formulation travels with it
+    assert copy.formulation.n_aux == default._oracle("scip").formulation.n_aux
+    assert float(w @ copy.argmax(w)) == pytest.approx(float((space.enumerate() @ w).max()), abs=1e-9)
+    for bad in ({"scip": "oriented"}, ["scip"], {"scip": {1: True}}):
+        with pytest.raises(ValueError, match="backend_options"):
+            cm.make_oracle(space, "auto", backend_options=bad)
 
 
 @pytest.mark.parametrize("seed", range(6))
