@@ -41,9 +41,10 @@ import math
 
 import numpy as np
 
-__all__ = ["FlatTable", "PrefixTree", "norm_screen", "value_bound"]
+__all__ = ["FlatTable", "PrefixTree", "ValueBound", "norm_screen", "value_bound"]
 
 _EPS = float(np.finfo(float).eps)  # twice the unit roundoff: every bound below has a factor 2 to spare
+_ZERO = np.zeros(1)  # read by the unused slots of a padded table
 
 
 class PrefixTree:
@@ -78,6 +79,7 @@ class PrefixTree:
             start += len(keys)
         self.nodes = start
         self._sums_plan()
+        self._bound = ValueBound(self.depth, quad_exact=False)
 
     def _sums_plan(self) -> None:
         """Per depth: where each node reads ``s_parent[arm]``, and which nodes keep an ``s`` of their own."""
@@ -128,15 +130,17 @@ class PrefixTree:
         values += sign * f * np.sqrt(np.maximum(forms, 0.0))
         if not off:
             return values, 0.0
-        return values, value_bound(self.depth, _largest(mu), _largest(M), f, quad_exact=False)
+        return values, self._bound(_largest(mu), _largest(M), f)
 
 
 class FlatTable:
     """Every action's entries of ``mu`` and ``M`` gathered at once: a few numpy calls, for small tables.
 
     On a few hundred actions the tree's calls per depth cost more than the arithmetic; one gather of
-    ``m^2 + m`` entries per action and two row sums cost about what a numpy enumeration does. The sums
-    are numpy's pairwise ones, not the portable order: :meth:`screen` bounds both parts (:func:`value_bound`).
+    ``m^2 + m`` entries per action (one column per action, so that the two sums run across columns:
+    a reduction along a short row costs several times one down a column) costs about what a numpy
+    enumeration does. The sums are numpy's, not the portable order: :meth:`screen` bounds both
+    parts (:func:`value_bound`).
 
     >>> table = FlatTable(np.array([[3, 3], [0, 3], [0, 1], [1, 2]]), 3)
     >>> values, bound = table.screen(np.array([1.0, 2.0, 4.0]), np.diag([1.0, 1.0, 4.0]), 1.0, 1)
@@ -148,24 +152,28 @@ class FlatTable:
         index = np.asarray(index, dtype=np.intp)
         self.d = d
         self.depth = int((index < d).sum(axis=1).max(initial=0)) if index.size else 0
-        width = index.shape[1]
+        width = index.shape[1] if index.ndim == 2 else 0
         self._squares = width * width
-        self._matrix = (d + 1) * (d + 1)  # a padded (d+1) x (d+1) M, then a padded mu, in one vector
-        pairs = (index[:, :, None] * (d + 1) + index[:, None, :]).reshape(len(index), -1)
-        self._gather = np.concatenate([pairs, self._matrix + index], axis=1)
+        # gathered from [M.ravel(), mu, 0.0]: an unused slot (arm d) reads the zero at the end
+        zero = d * d + d
+        used = index < d
+        pairs = np.where(used[:, :, None] & used[:, None, :], index[:, :, None] * d + index[:, None, :], zero)
+        arms = np.where(used, d * d + index, zero)
+        self._gather = np.ascontiguousarray(np.concatenate([pairs.reshape(len(index), -1), arms], axis=1).T)
+        self._bound = ValueBound(self.depth, quad_exact=False, linear_exact=False)
 
     def screen(self, mu: np.ndarray, M: np.ndarray, f: float, sign: int) -> tuple[np.ndarray, float]:
         """Every row's value and how far it may be from the portable value (see :meth:`PrefixTree.screen`)."""
-        d = self.d
-        entries = np.zeros(self._matrix + d + 1)
-        entries[: self._matrix].reshape(d + 1, d + 1)[:d, :d] = M
-        entries[self._matrix : self._matrix + d] = mu
-        gathered = entries[self._gather]
-        forms = gathered[:, : self._squares].sum(axis=1)
-        values = gathered[:, self._squares :].sum(axis=1)
-        values += sign * f * np.sqrt(np.maximum(forms, 0.0))
+        entries = np.concatenate((M.ravel(), mu, _ZERO))
+        gathered = entries[self._gather]  # one column per action: its m^2 entries of M, then its m of mu
+        forms = np.add.reduce(gathered[: self._squares], axis=0)
+        values = np.add.reduce(gathered[self._squares :], axis=0)
+        np.maximum(forms, 0.0, out=forms)
+        np.sqrt(forms, out=forms)
+        forms *= sign * f
+        values += forms
         top = _largest(entries)  # of mu and M both
-        return values, value_bound(self.depth, top, top, f, quad_exact=False, linear_exact=False)
+        return values, self._bound(top, top, f)
 
 
 def norm_screen(index: np.ndarray, d: int, flat_entries: int = 15_000) -> PrefixTree | FlatTable:
@@ -178,6 +186,33 @@ def norm_screen(index: np.ndarray, d: int, flat_entries: int = 15_000) -> Prefix
     if len(index) * (width * width + width) <= flat_entries:
         return FlatTable(index, d)
     return PrefixTree(index, d)
+
+
+class ValueBound:
+    """:func:`value_bound` for one ``m`` and exactness: the parts that depend on them alone computed once.
+
+    >>> ValueBound(3, quad_exact=False)(1.0, 1.0, 1.0) == value_bound(3, 1.0, 1.0, 1.0, quad_exact=False)
+    True
+    """
+
+    def __init__(self, m: int, quad_exact: bool, linear_exact: bool = True):
+        self.zero = quad_exact and linear_exact
+        self.m = m = max(m, 1)
+        h = max(m * m, 2 * m) + 2
+        gamma = h * _EPS / (1.0 - h * _EPS)
+        self._gap = 0.0 if quad_exact else 2.0 * gamma * m * m  # times max |M_ij|: D
+        self._linear = 0.0 if linear_exact else 2.0 * gamma * m  # times max |mu_i|
+        self._squares = m * m
+
+    def __call__(self, top_mu: float, top_M: float, f: float) -> float:
+        if self.zero:
+            return 0.0
+        if top_M > 1e290 or top_mu > 1e290 or f > 1e290:
+            return math.inf
+        gap = self._gap * top_M
+        radius = f * math.sqrt(self._squares * top_M + gap)
+        radial = f * math.sqrt(gap) * (1.0 + 4.0 * _EPS) + 4.0 * _EPS * radius
+        return (radial + self._linear * top_mu) * (1.0 + _EPS) + 2.0 * _EPS * (self.m * top_mu + radius)
 
 
 def value_bound(m: int, top_mu: float, top_M: float, f: float, quad_exact: bool, linear_exact: bool = True) -> float:
@@ -197,18 +232,7 @@ def value_bound(m: int, top_mu: float, top_M: float, f: float, quad_exact: bool,
     >>> 0.0 < value_bound(3, 1.0, 1.0, 1.0, quad_exact=False) < 1e-6
     True
     """
-    if quad_exact and linear_exact:
-        return 0.0
-    m = max(m, 1)
-    if top_M > 1e290 or top_mu > 1e290 or f > 1e290:
-        return math.inf
-    h = max(m * m, 2 * m) + 2
-    gamma = h * _EPS / (1.0 - h * _EPS)
-    gap = 0.0 if quad_exact else 2.0 * gamma * m * m * top_M  # D
-    radius = f * math.sqrt(m * m * top_M + gap)
-    radial = f * math.sqrt(gap) * (1.0 + 4.0 * _EPS) + 4.0 * _EPS * radius
-    linear = 0.0 if linear_exact else 2.0 * gamma * m * top_mu
-    return (radial + linear) * (1.0 + _EPS) + 2.0 * _EPS * (m * top_mu + radius)
+    return ValueBound(m, quad_exact, linear_exact)(top_mu, top_M, f)
 
 
 def _largest(values: np.ndarray) -> float:
