@@ -136,12 +136,14 @@ class PrefixTree:
 class FlatTable:
     """Every action's entries of ``mu`` and ``M`` gathered at once: a few numpy calls, for small tables.
 
-    On a few hundred actions the tree's calls per depth cost more than the arithmetic. Here one gather
-    per query takes each action's ``m (m + 1) / 2`` terms of ``a @ M @ a`` (``M[i, i]``, and ``2 M[i, j]``
-    for ``i < j``: ``M`` is symmetric) and its ``m`` entries of ``mu``, one column per action (a sum
-    down columns is several times cheaper than one along short rows); two sums and four elementwise
-    steps give the values. The sums are numpy's, not the portable order: :meth:`screen` bounds both
-    parts (:func:`value_bound`).
+    On a few thousand actions the tree's calls per depth cost more than the arithmetic. Here one gather
+    per query takes each action's terms of ``a @ M @ a`` and its ``m`` entries of ``mu``, one column per
+    action (a sum down columns is several times cheaper than one along short rows); two sums and four
+    elementwise steps give the values. The terms are ``M[i, i]`` and ``2 M[i, j]`` for ``i < j``
+    (``m (m + 1) / 2`` of them: ``M`` is symmetric), except on tables of at most ``stacked_entries``
+    gathered entries, where the numpy calls are the cost: there every ``M[i, j]`` is read (no doubled
+    copy of ``M`` to make) and both sums are one reduction. The sums are numpy's, not the portable
+    order: :meth:`screen` bounds both parts (:func:`value_bound`).
 
     >>> table = FlatTable(np.array([[3, 3], [0, 3], [0, 1], [1, 2]]), 3)
     >>> values, bound = table.screen(np.array([1.0, 2.0, 4.0]), np.diag([1.0, 1.0, 4.0]), 1.0, 1)
@@ -149,36 +151,49 @@ class FlatTable:
     ([0.0, 2.0, 4.414213562373095, 8.23606797749979], True)
     """
 
-    def __init__(self, index: np.ndarray, d: int):
+    def __init__(self, index: np.ndarray, d: int, stacked_entries: int = 2_500):
         index = np.asarray(index, dtype=np.intp)
         if index.ndim != 2:
             raise ValueError(f"index must be a 2-D table of arms, got {index.ndim} dimensions")
         self.d = d
+        n, width = index.shape
         self.depth = int((index < d).sum(axis=1).max(initial=0)) if index.size else 0
-        width = index.shape[1]
-        # read from [M.ravel(), mu, 0.0, (2 M).ravel()]: an unused slot (arm d) reads the zero
+        # read from [M.ravel(), mu, 0.0] (then (2 M).ravel() unless stacked): an unused slot (arm d) reads the zero
         self._plain = zero = d * d + d  # the entries before the zero: M and mu
         used = index < d
-        rows = [np.where(used[:, p], index[:, p] * (d + 1), zero) for p in range(width)]  # M[i, i]
-        rows += [
-            np.where(used[:, p] & used[:, q], zero + 1 + index[:, p] * d + index[:, q], zero)  # 2 M[i, j]
-            for p in range(width)
-            for q in range(p + 1, width)
-        ]
-        self._terms = len(rows)
-        rows += [np.where(used[:, p], d * d + index[:, p], zero) for p in range(width)]  # mu[i]
-        self._gather = np.array(rows, dtype=np.intp).reshape(len(rows), len(index))
+        slots = range(width)
+        linear = [np.where(used[:, p], d * d + index[:, p], zero) for p in slots]  # mu[i]
+        self.stacked = 2 * n * width * width <= stacked_entries
+        if self.stacked:  # [every M[i, j]; mu[i] padded with zeros]: one reduction along the middle axis
+            pairs = [
+                np.where(used[:, p] & used[:, q], index[:, p] * d + index[:, q], zero) for p in slots for q in slots
+            ]
+            linear += [np.full(n, zero)] * (len(pairs) - width)
+            self._gather = np.array([pairs, linear], dtype=np.intp).reshape(2, len(pairs), n)
+        else:  # [M[i, i]; 2 M[i, j], i < j; mu[i]]
+            terms = [np.where(used[:, p], index[:, p] * (d + 1), zero) for p in slots]
+            terms += [
+                np.where(used[:, p] & used[:, q], zero + 1 + index[:, p] * d + index[:, q], zero)
+                for p in slots
+                for q in range(p + 1, width)
+            ]
+            self._terms = len(terms)
+            self._gather = np.array(terms + linear, dtype=np.intp).reshape(len(terms) + width, n)
         self._bound = ValueBound(self.depth, quad_exact=False, linear_exact=False)
 
     def screen(self, mu: np.ndarray, M: np.ndarray, f: float, sign: int) -> tuple[np.ndarray, float]:
         """Every row's value and how far it may be from the portable value (see :meth:`PrefixTree.screen`).
 
-        ``M`` must be symmetric (as a validated query's is): its entries below the diagonal are not read.
+        ``M`` must be symmetric (as a validated query's is).
         """
-        entries = np.concatenate((M.ravel(), mu, _ZERO, (M + M).ravel()))
-        gathered = entries[self._gather]  # one column per action
-        forms = np.add.reduce(gathered[: self._terms], axis=0)
-        values = np.add.reduce(gathered[self._terms :], axis=0)
+        if self.stacked:
+            entries = np.concatenate((M.ravel(), mu, _ZERO))
+            forms, values = np.add.reduce(entries[self._gather], axis=1)
+        else:
+            entries = np.concatenate((M.ravel(), mu, _ZERO, (M + M).ravel()))
+            gathered = entries[self._gather]  # one column per action
+            forms = np.add.reduce(gathered[: self._terms], axis=0)
+            values = np.add.reduce(gathered[self._terms :], axis=0)
         np.maximum(forms, 0.0, out=forms)
         np.sqrt(forms, out=forms)
         forms *= sign * f
