@@ -255,11 +255,13 @@ def norm_input(d: int, mu: Any, M: Any, f: Any, sign: Any) -> tuple[np.ndarray, 
 def _usual_norm_input(d: int, mu: Any, M: Any, f: Any, sign: Any) -> tuple | None:
     """What :func:`_checked_norm_input` returns, for the usual input, in a few numpy calls; else ``None``.
 
-    It accepts only input the full checks accept. ``S = 0.5 * (M + M.T)`` (the symmetrised matrix they
-    return) equals ``M`` entry for entry only when ``M`` is symmetric and finite: a NaN or inf in ``M``
-    makes ``M - S`` NaN or inf there, an entry unequal to its mirror makes it nonzero. So one count of
-    the nonzero entries of ``M - S`` checks both. A sum of ``mu`` that is not finite (NaN, inf or an
-    overflow) and a nearly symmetric ``M`` go to the full checks, which decide.
+    It accepts only input the full checks accept, and no numpy reduction runs (on short vectors one
+    costs several elementwise steps). ``mu`` is finite when its sum is (a sum that overflows goes to the
+    full checks); ``M`` when it has ``d * d`` finite entries, counted. Then ``S = 0.5 * (M + M.T)``, the
+    symmetrised matrix the full checks return, equals ``M`` entry for entry only when ``M`` is symmetric
+    (an entry unequal to its mirror, or a sum that overflows, makes ``M - S`` nonzero there), so a count
+    of the nonzero entries of ``M - S`` checks symmetry. A nearly symmetric ``M`` goes to the full checks,
+    which decide.
     """
     if not (
         type(mu) is np.ndarray
@@ -276,9 +278,11 @@ def _usual_norm_input(d: int, mu: Any, M: Any, f: Any, sign: Any) -> tuple | Non
         return None
     if not math.isfinite(sum(mu.tolist()) if d <= _SMALL else float(np.add.reduce(mu))):
         return None
+    if np.count_nonzero(np.isfinite(M)) != d * d:  # (count_nonzero is not a ufunc reduction: cheap)
+        return None
     mat = M + M.T.copy()  # the transpose copied first: an add of two contiguous arrays is several times cheaper
     mat *= 0.5  # the same bits as 0.5 * (M + M.T)
-    if np.count_nonzero(M - mat):  # (NaN counts: it is not zero) several times cheaper than a ufunc reduction
+    if np.count_nonzero(M - mat):
         return None
     return mu, mat, float(f), sign
 
