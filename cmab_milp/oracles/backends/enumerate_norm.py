@@ -188,17 +188,20 @@ class FlatTable:
         """
         if self.stacked:
             entries = np.concatenate((M.ravel(), mu, _ZERO))
-            forms, values = np.add.reduce(entries[self._gather], axis=1)
+            sums = np.add.reduce(entries[self._gather], axis=1)
+            forms, values = sums[0], sums[1]
+            magnitudes = np.abs(entries)  # of M and mu (and the zero)
         else:
             entries = np.concatenate((M.ravel(), mu, _ZERO, (M + M).ravel()))
             gathered = entries[self._gather]  # one column per action
             forms = np.add.reduce(gathered[: self._terms], axis=0)
             values = np.add.reduce(gathered[self._terms :], axis=0)
+            magnitudes = np.abs(entries[: self._plain])
         np.maximum(forms, 0.0, out=forms)
         np.sqrt(forms, out=forms)
         forms *= sign * f
         values += forms
-        top = _largest(entries[: self._plain])  # of mu and M both
+        top = float(magnitudes[magnitudes.argmax()])  # (NaN if any: the bound is then inf)
         return values, self._bound(top, top, f)
 
 
