@@ -1,8 +1,8 @@
 """Norm queries on small spaces: ``auto`` against a numpy enumeration of every action (issue 43, item 2).
 
-Run: ``.venv/bin/python bench/enumerate_norm.py [--repeats R] [--quick]``
+Run: ``.venv/bin/python bench/enumerate_norm.py [--repeats R] [--small-repeats S] [--quick]``
 
-Per space: the milliseconds of one covariance-norm query ``mu @ a + f * sqrt(a @ M @ a)`` (a dense PSD
+Per space: the microseconds of one covariance-norm query ``mu @ a + f * sqrt(a @ M @ a)`` (a dense PSD
 ``M``, a new random query each repeat) answered by
 
 * ``numpy``: ``A @ mu + f * sqrt(((A @ M) * A).sum(1))`` over the action matrix ``A`` (built once,
@@ -12,8 +12,8 @@ Per space: the milliseconds of one covariance-norm query ``mu @ a + f * sqrt(a @
 * ``before``: the enumerate backend's previous norm path on the same query (every action's ``a M a`` by
   ``m^2`` gathers, a BLAS product for ``mu @ a``, then the portable settling), for the before / after ratio;
 
-interleaved, one BLAS thread for all, median of ``R``. Each auto answer's value is checked against the
-numpy optimum (within ``1e-9``). ``route`` is the backend ``auto`` picked.
+interleaved, one BLAS thread for all, median of ``R`` (``S`` on spaces of at most 5,000 actions). Each
+auto answer's value is checked against the numpy optimum (within ``1e-9``). ``route`` is the backend ``auto`` picked.
 """
 
 from __future__ import annotations
@@ -44,13 +44,15 @@ def before(oracle: EnumerateOracle, query: NormQuery) -> np.ndarray | None:
 
 
 def spaces(quick: bool) -> dict[str, cm.ActionSpace]:
-    out = {f"Cardinality({d}, {m})": cm.Cardinality(d, m) for d, m in ((10, 3), (10, 5), (15, 4), (20, 5), (25, 4))}
+    small = ((5, 2), (6, 3), (8, 4), (10, 3), (10, 5))  # 16 to 638 actions: the fixed cost per query decides
+    out = {f"Cardinality({d}, {m})": cm.Cardinality(d, m) for d, m in (*small, (15, 4), (20, 5), (25, 4))}
     if not quick:
         more = ((15, 8), (20, 3), (25, 5), (20, 6), (20, 7), (25, 6))
         out.update({f"Cardinality({d}, {m})": cm.Cardinality(d, m) for d, m in more})
     out["PartitionMatroid(5 blocks of 4, caps 2)"] = cm.PartitionMatroid(
         [list(range(4 * k, 4 * k + 4)) for k in range(5)], [2] * 5
     )
+    out["Matchings(K4)"] = cm.Matchings(nx.complete_graph(4))
     out["Matchings(K6)"] = cm.Matchings(nx.complete_graph(6))
     out["Matchings(K(4,4))"] = cm.Matchings(nx.complete_bipartite_graph(4, 4))
     if not quick:
@@ -61,10 +63,11 @@ def spaces(quick: bool) -> dict[str, cm.ActionSpace]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--small-repeats", type=int, default=400, help="repeats on spaces of at most 5,000 actions")
     parser.add_argument("--quick", action="store_true", help="fewer spaces")
     args = parser.parse_args()
     threadpool_limits(1)
-    print("| space | d | actions | route | numpy ms | auto ms | auto / numpy | before ms | before / auto |")
+    print("| space | d | actions | route | numpy us | auto us | auto / numpy | before us | before / auto |")
     print("|---|---|---|---|---|---|---|---|---|")
     for label, space in spaces(args.quick).items():
         d = space.d
@@ -73,7 +76,8 @@ def main() -> None:
         old = EnumerateOracle(space, 10**6)
         rng = np.random.default_rng(d)
         times: dict[str, list[float]] = {"numpy": [], "auto": [], "before": []}
-        for _ in range(args.repeats + 1):  # the first round (planning, first builds) is not timed
+        repeats = args.small_repeats if len(A) <= 5_000 else args.repeats
+        for _ in range(repeats + 1):  # the first round (planning, first builds) is not timed
             mu = rng.uniform(0, 1, d)
             B = rng.normal(size=(d, d))
             M = 0.1 * (B @ B.T) / d
@@ -93,11 +97,11 @@ def main() -> None:
             best = query.value(got["numpy"])
             assert abs(query.value(got["auto"]) - best) <= 1e-9 * (1 + abs(best)), label
             assert np.array_equal(got["auto"], got["before"]) or auto.routes.get("enumerate", 0) == 0, label
-        med = {k: statistics.median(v[1:]) * 1e3 for k, v in times.items()}
+        med = {k: statistics.median(v[1:]) * 1e6 for k, v in times.items()}
         route = ", ".join(sorted(auto.routes))
         print(
-            f"| {label} | {d} | {len(A):,} | {route} | {med['numpy']:.3f} | {med['auto']:.3f} |"
-            f" {med['auto'] / med['numpy']:.2f} | {med['before']:.3f} | {med['before'] / med['auto']:.1f} |",
+            f"| {label} | {d} | {len(A):,} | {route} | {med['numpy']:.1f} | {med['auto']:.1f} |"
+            f" {med['auto'] / med['numpy']:.2f} | {med['before']:.1f} | {med['before'] / med['auto']:.1f} |",
             flush=True,
         )
 

@@ -29,7 +29,7 @@ from ...portable import gathered_sums
 from ...spaces.base import ActionSpace
 from ..core.base import Oracle
 from ..core.capabilities import Capabilities
-from ..core.queries import LinearQuery, NormQuery
+from ..core.queries import _NO_RESTRICTIONS, LinearQuery, NormQuery
 from .enumerate_norm import FlatTable, PrefixTree, norm_screen
 
 __all__ = ["EnumerateOracle"]
@@ -166,22 +166,24 @@ class EnumerateOracle(Oracle):
         cannot separate from the best are re-valued the portable way, so the answer is the same as valuing
         every action portably.
         """
-        if self._screen is None:
-            self._screen = norm_screen(self._index, self.d)
-        values, bound = self._screen.screen(query.mu, query.M, query.f, query.sign)
+        screen = self._screen
+        if screen is None:
+            screen = self._screen = norm_screen(self._index, self.d)
+        values, bound = screen.screen(query.mu, query.M, query.f, query.sign)
         if not math.isfinite(bound):  # magnitudes near overflow: value every action the portable way
             return self._best(self._portable_norm(query, None), query)
-        values = self._restricted(values, query)
-        if values is None:
-            return None
-        best = int(np.argmax(values))
+        if query.restrictions is not _NO_RESTRICTIONS or not len(values):
+            values = self._restricted(values, query)
+            if values is None:
+                return None
+        best = int(values.argmax())
         if bound == 0.0:  # the portable values themselves (a diagonal M)
             return self.actions[best].copy()
         top = float(values[best])
-        slack = 2.0 * bound * (1.0 + 4.0 * _EPS) + 4.0 * _EPS * abs(top)
-        near = np.flatnonzero(values >= top - slack)
-        if len(near) == 1:  # the usual case: no other action near the best
+        close = values >= top - (2.0 * bound * (1.0 + 4.0 * _EPS) + 4.0 * _EPS * abs(top))
+        if np.count_nonzero(close) == 1:  # the usual case: no other action near the best
             return self.actions[best].copy()
+        near = np.flatnonzero(close)
         portable = self._portable_norm(query, near)
         return self.actions[int(near[int(np.argmax(portable))])].copy()
 

@@ -25,7 +25,7 @@ import numpy as np
 from ...spaces import ExplicitActions, Matchings
 from ...spaces.base import ActionSpace
 from ...spaces.tally import Tally, tally
-from .queries import LinearQuery, NormQuery
+from .queries import _NO_RESTRICTIONS, LinearQuery, NormQuery
 
 __all__ = ["QueryShape", "SpaceFacts", "cyclic_paths_base", "enumeration_base"]
 
@@ -58,7 +58,14 @@ class QueryShape:
             positive = 2 * above > len(query.weights)
             args = (bool(r.include), bool(r.exclude), bool(r.forbid_pairs), positive, 0 < above and not positive)
             return QueryShape("linear", 1, *args)
+        if r is _NO_RESTRICTIONS:  # the usual norm query: one shape per sign, made once (a new one costs ~1 us)
+            shape = _FREE_NORM.get(query.sign)
+            if shape is not None:
+                return shape
         return QueryShape("norm", query.sign, bool(r.include), bool(r.exclude), bool(r.forbid_pairs))
+
+
+_FREE_NORM = {1: QueryShape("norm", 1), -1: QueryShape("norm", -1)}
 
 
 class SpaceFacts:

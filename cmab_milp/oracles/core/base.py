@@ -24,7 +24,6 @@ import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from numbers import Real
 from typing import Any
 
 import numpy as np
@@ -44,8 +43,8 @@ from .queries import (
     Pairs,
     _hints,
     make_restrictions,
+    norm_input,
     real_array,
-    real_number,
 )
 from .ties import first_optimum
 
@@ -369,27 +368,12 @@ class Oracle:
         hints: Any = (),
         carry: Any = None,
     ) -> NormQuery:
-        mu_arr = real_array(mu, "mu")
-        if mu_arr.shape != (self.d,):
-            raise ValueError(f"mu must have shape ({self.d},), got {mu_arr.shape}")
-        mat = real_array(M, "M")
-        if mat.shape != (self.d, self.d):
-            raise ValueError(f"M must have shape ({self.d}, {self.d}), got {mat.shape}")
-        if not (np.isfinite(mu_arr).all() and np.isfinite(mat).all()):
-            raise ValueError("mu and M must be finite")
-        scale = 1.0 + float(np.abs(mat).max())
-        if np.abs(mat - mat.T).max() > 1e-9 * scale:
-            raise ValueError("M must be symmetric")
-        f = real_number(f, "f")
-        if not np.isfinite(f) or f < 0:
-            raise ValueError(f"f must be a finite number >= 0, got {f}")
-        if isinstance(sign, (bool, np.bool_)) or not isinstance(sign, Real) or sign not in (1, -1):
-            raise ValueError(f"sign must be +1 or -1, got {sign!r}")
-        mat = 0.5 * (mat + mat.T)
+        """The validated query of :meth:`argmax_norm` (same arguments; a ``ValueError`` names a bad one)."""
+        mu_arr, mat, f, sign = norm_input(self.d, mu, M, f, sign)
         restrictions = make_restrictions(self.d, include, exclude, forbid_pairs, self.space)
         if carry is not None and not isinstance(carry, Carry):
             raise ValueError(f"carry must be a NormCarry or None, got {type(carry).__name__}")
-        return NormQuery(mu_arr, mat, f, int(sign), restrictions, _hints(hints, self.d), carry)
+        return NormQuery(mu_arr, mat, f, sign, restrictions, _hints(hints, self.d), carry)
 
     def _parse_batch_entry(self, k: int, entry: Mapping[str, Any]) -> LinearQuery | NormQuery:
         if not isinstance(entry, Mapping):

@@ -17,6 +17,7 @@ True
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import compress
@@ -36,6 +37,7 @@ __all__ = [
     "Pairs",
     "Restrictions",
     "make_restrictions",
+    "norm_input",
     "norm_objective",
     "real_array",
     "real_number",
@@ -158,6 +160,11 @@ def _hints(hints: Any, d: int) -> tuple[np.ndarray, ...]:
         raise ValueError("hints must be a sequence of actions (0/1 vectors), not one vector")
     out = []
     for k, hint in enumerate(hints):
+        if type(hint) is np.ndarray and hint.dtype == bool and hint.shape == (d,):  # an earlier answer: 0/1 already
+            action = hint.copy()
+            action.flags.writeable = False
+            out.append(action)
+            continue
         arr = real_array(hint, f"hints[{k}]")
         if arr.shape != (d,):
             raise ValueError(f"hints[{k}] must have shape ({d},), got {arr.shape}")
@@ -197,7 +204,7 @@ class Carry:
     __slots__ = ()
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, eq=False)  # not frozen: a frozen init costs more per query; treat as read-only
 class NormQuery:
     """Maximise ``mu @ a + sign * f * sqrt(max(a @ M @ a, 0))`` under restrictions.
 
@@ -219,10 +226,86 @@ class NormQuery:
     sign: int
     restrictions: Restrictions
     hints: tuple[np.ndarray, ...] = ()
-    carry: Any = field(default=None, compare=False, repr=False)
+    carry: Any = field(default=None, repr=False)
 
     def value(self, action: np.ndarray) -> float:
         return norm_objective(self.mu, self.M, self.f, self.sign, action)
+
+
+def norm_input(d: int, mu: Any, M: Any, f: Any, sign: Any) -> tuple[np.ndarray, np.ndarray, float, int]:
+    """Validated ``(mu, M, f, sign)`` of a norm query: ``M`` symmetrised, ``f`` a float, ``sign`` an int.
+
+    The usual input (float64 arrays of the right shapes, ``M`` exactly symmetric, a float ``f``, an int
+    ``sign``) is checked by a few whole-array numpy calls (:func:`_usual_norm_input`); anything it does
+    not accept goes through :func:`_checked_norm_input`, which checks one thing at a time and names what
+    is wrong. Both give the same arrays, bit for bit.
+
+    >>> mu, M, f, sign = norm_input(2, np.ones(2), np.array([[1.0, 0.5], [0.5, 2.0]]), 1, -1)
+    >>> M.tolist(), f, sign
+    ([[1.0, 0.5], [0.5, 2.0]], 1.0, -1)
+    >>> norm_input(2, np.ones(2), np.array([[1.0, 0.5], [0.0, 2.0]]), 1.0, 1)
+    Traceback (most recent call last):
+    ...
+    ValueError: M must be symmetric
+    """
+    usual = _usual_norm_input(d, mu, M, f, sign)
+    return usual if usual is not None else _checked_norm_input(d, mu, M, f, sign)
+
+
+def _usual_norm_input(d: int, mu: Any, M: Any, f: Any, sign: Any) -> tuple | None:
+    """What :func:`_checked_norm_input` returns, for the usual input, in a few numpy calls; else ``None``.
+
+    It accepts only input the full checks accept, and no numpy reduction runs (on short vectors one
+    costs several elementwise steps). ``mu`` is finite when its sum is (a sum that overflows goes to the
+    full checks); ``M`` when it has ``d * d`` finite entries, counted. Then ``S = 0.5 * (M + M.T)``, the
+    symmetrised matrix the full checks return, equals ``M`` entry for entry only when ``M`` is symmetric
+    (an entry unequal to its mirror, or a sum that overflows, makes ``M - S`` nonzero there), so a count
+    of the nonzero entries of ``M - S`` checks symmetry. A nearly symmetric ``M`` goes to the full checks,
+    which decide.
+    """
+    if not (
+        type(mu) is np.ndarray
+        and mu.dtype is _FLOAT64
+        and mu.shape == (d,)
+        and type(M) is np.ndarray
+        and M.dtype is _FLOAT64
+        and M.shape == (d, d)
+        and (type(f) is float or type(f) is np.float64)
+        and 0.0 <= f < math.inf
+        and type(sign) is int
+        and (sign == 1 or sign == -1)
+    ):
+        return None
+    if not math.isfinite(sum(mu.tolist()) if d <= _SMALL else float(np.add.reduce(mu))):
+        return None
+    if np.count_nonzero(np.isfinite(M)) != d * d:  # (count_nonzero is not a ufunc reduction: cheap)
+        return None
+    mat = M + M.T.copy()  # the transpose copied first: an add of two contiguous arrays is several times cheaper
+    mat *= 0.5  # the same bits as 0.5 * (M + M.T)
+    if np.count_nonzero(M - mat):
+        return None
+    return mu, mat, float(f), sign
+
+
+def _checked_norm_input(d: int, mu: Any, M: Any, f: Any, sign: Any) -> tuple[np.ndarray, np.ndarray, float, int]:
+    """Every check of a norm query's numbers, one at a time, in order; a ``ValueError`` names the first that fails."""
+    mu_arr = real_array(mu, "mu")
+    if mu_arr.shape != (d,):
+        raise ValueError(f"mu must have shape ({d},), got {mu_arr.shape}")
+    mat = real_array(M, "M")
+    if mat.shape != (d, d):
+        raise ValueError(f"M must have shape ({d}, {d}), got {mat.shape}")
+    if not (np.isfinite(mu_arr).all() and np.isfinite(mat).all()):
+        raise ValueError("mu and M must be finite")
+    scale = 1.0 + float(np.abs(mat).max())
+    if np.abs(mat - mat.T).max() > 1e-9 * scale:
+        raise ValueError("M must be symmetric")
+    f = real_number(f, "f")
+    if not np.isfinite(f) or f < 0:
+        raise ValueError(f"f must be a finite number >= 0, got {f}")
+    if isinstance(sign, (bool, np.bool_)) or not isinstance(sign, Real) or sign not in (1, -1):
+        raise ValueError(f"sign must be +1 or -1, got {sign!r}")
+    return mu_arr, 0.5 * (mat + mat.T), f, int(sign)
 
 
 def norm_objective(mu: np.ndarray, M: np.ndarray, f: float, sign: int, action: np.ndarray) -> float:

@@ -97,7 +97,11 @@ def _symmetric(d: int, rng: np.random.Generator, kind: int) -> np.ndarray:
     return (B @ B.T) / d * 10.0 ** rng.uniform(-4, 3)
 
 
-SCREENS = {"tree": PrefixTree, "flat": FlatTable}
+SCREENS = {  # the flat table's two layouts, each on every space
+    "tree": PrefixTree,
+    "flat": lambda index, d: FlatTable(index, d, stacked_entries=0),
+    "stacked": lambda index, d: FlatTable(index, d, stacked_entries=10**9),
+}
 
 
 @pytest.mark.parametrize("screen", list(SCREENS))
@@ -172,8 +176,8 @@ def test_magnitudes_near_overflow_are_valued_the_portable_way() -> None:
     oracle = EnumerateOracle(space)
     mu = np.array([1e300, -1e300, 2.0, 3.0, 1e299, 0.0])
     M = np.full((6, 6), 1e295) + np.eye(6)
-    assert PrefixTree(oracle._index, 6).screen(mu, M, 1.0, 1)[1] == np.inf
-    assert FlatTable(oracle._index, 6).screen(mu, M, 1.0, 1)[1] == np.inf
+    for screen in SCREENS.values():
+        assert screen(oracle._index, 6).screen(mu, M, 1.0, 1)[1] == np.inf
     values = _portable_values(oracle, mu, M, 1.0, 1)
     assert np.array_equal(oracle.argmax_norm(mu, M, 1.0), oracle.actions[int(np.argmax(values))])
 
