@@ -1,8 +1,15 @@
 """Norm queries at d = 100 to 120: ours (highs) vs Gurobi's and SCIP's nonconvex MIQCPs, side by side.
 
-Run: ``.venv/bin/python bench/norm_large.py [--quick] [--queries 3] [--time-limit 20] [--only TEXT]``
-(a backend not installed is left out; ``--backends highs,gurobi`` picks some; ``scip-resolve`` is SCIP
-re-solving per lazy-cut round, as before the one tree).
+Run: ``.venv/bin/python bench/norm_large.py [--quick] [--queries 3] [--time-limit 20] [--only TEXT,TEXT]
+[--clock cpu|wall] [--per-query]`` (a backend not installed is left out; ``--backends highs,gurobi`` picks some;
+``scip-resolve`` is SCIP re-solving per lazy-cut round, as before the one tree). Issue 43 item 3's run:
+``--only "Cardinality,K(10,12),Trees 8x8,s-t paths" --backends highs,gurobi --f 0.1,0.3,1 --per-query``.
+
+Seconds are process CPU time unless ``--clock wall`` (the machine is shared; the time limit stays wall-clock).
+Besides the table per cell it prints, with ``--per-query``, each query with the norm method that answered it
+(``highs``: its MILPs, nodes, linear queries) and, at the end, per family over all its queries: ``highs``'s
+median, its slowest query (which, how solved, Gurobi's time) and the worst ratio ours / Gurobi over the queries
+Gurobi finished, with how many exceed 1.5x.
 
 Families: Cardinality(100, 10), matchings of K(10, 12) (d=120), matchings of
 K15 (d=105), spanning trees of a 6x6 grid (d=60) and an 8x8 grid (d=112), s-t paths on an
@@ -14,7 +21,8 @@ shared), with a time limit per query; a stopped query counts as the limit and is
 backend and the ratio of our median to Gurobi's (on queries both finished).
 ``--quick``: two families, f in 0.3 and 1, two queries each.
 
-The methods' own measurements and the ideas tried (per family): ``docs/performance.md``, section "Norm queries".
+The methods' own measurements and the ideas tried (per family): ``docs/performance.md``, section "Norm queries";
+today's figures for the issue's four families: its section "Norm index at d = 100-150".
 
 Measured, sign -1 (shared 2-core machine, one run each, ``--sign -1 --queries 2 --time-limit 10
 --backends highs,gurobi,scip``, the three backends interleaved per query): median / max s; before =
