@@ -1,8 +1,15 @@
 """Norm queries at d = 100 to 120: ours (highs) vs Gurobi's and SCIP's nonconvex MIQCPs, side by side.
 
-Run: ``.venv/bin/python bench/norm_large.py [--quick] [--queries 3] [--time-limit 20] [--only TEXT]``
-(a backend not installed is left out; ``--backends highs,gurobi`` picks some; ``scip-resolve`` is SCIP
-re-solving per lazy-cut round, as before the one tree).
+Run: ``.venv/bin/python bench/norm_large.py [--quick] [--queries 3] [--time-limit 20] [--only TEXT,TEXT]
+[--clock cpu|wall] [--per-query]`` (a backend not installed is left out; ``--backends highs,gurobi`` picks some;
+``scip-resolve`` is SCIP re-solving per lazy-cut round, as before the one tree). Issue 43 item 3's run:
+``--only "Cardinality,K(10,12),Trees 8x8,s-t paths" --backends highs,gurobi --f 0.1,0.3,1 --per-query``.
+
+Seconds are process CPU time unless ``--clock wall`` (the machine is shared; the time limit stays wall-clock).
+Besides the table per cell it prints, with ``--per-query``, each query with the norm method that answered it
+(``highs``: its MILPs, nodes, linear queries) and, at the end, per family over all its queries: ``highs``'s
+median, its slowest query (which, how solved, Gurobi's time) and the worst ratio ours / Gurobi over the queries
+Gurobi finished, with how many exceed 1.5x.
 
 Families: Cardinality(100, 10), matchings of K(10, 12) (d=120), matchings of
 K15 (d=105), spanning trees of a 6x6 grid (d=60) and an 8x8 grid (d=112), s-t paths on an
@@ -14,7 +21,8 @@ shared), with a time limit per query; a stopped query counts as the limit and is
 backend and the ratio of our median to Gurobi's (on queries both finished).
 ``--quick``: two families, f in 0.3 and 1, two queries each.
 
-The methods' own measurements and the ideas tried (per family): ``docs/performance.md``, section "Norm queries".
+The methods' own measurements and the ideas tried (per family): ``docs/performance.md``, section "Norm queries";
+today's figures for the issue's four families: its section "Norm index at d = 100-150".
 
 Measured, sign -1 (shared 2-core machine, one run each, ``--sign -1 --queries 2 --time-limit 10
 --backends highs,gurobi,scip``, the three backends interleaved per query): median / max s; before =
@@ -98,6 +106,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import networkx as nx
@@ -152,20 +161,41 @@ def _make(space: cm.ActionSpace, backend: str, limit: float) -> cm.Oracle:
     return cm.make_oracle(space, backend, time_limit=limit)
 
 
-def run_cell(space, make, backends: list[str], n: int, limit: float) -> dict[str, list[tuple[float, bool]]]:
+@dataclass
+class Timing:
+    """One query on one backend: seconds (the chosen clock), whether it stopped, and (``highs``) how it was solved."""
+
+    seconds: float
+    stopped: bool
+    how: str = ""
+
+
+def _how(oracle: cm.Oracle) -> str:
+    """The norm method that answered the last query on ``oracle`` and its counts (``highs`` only)."""
+    stats = getattr(oracle, "last_norm_stats", None)
+    if stats is None:
+        return ""
+    extra = ", ".join(f"{k}={v}" for k, v in sorted(stats.extra.items()) if isinstance(v, (int, float)))
+    return f"{stats.method}: {stats.milp_solves} MILPs" + (f", {extra}" if extra else "")
+
+
+def run_cell(
+    space, make, backends: list[str], n: int, limit: float, clock: Callable[[], float] = time.process_time
+) -> dict[str, list[Timing]]:
+    """``n`` queries, each asked of every backend in turn; per backend its :class:`Timing` per query."""
     oracles = {b: _make(space, b, limit) for b in backends}
-    times: dict[str, list[tuple[float, bool]]] = {b: [] for b in backends}
+    times: dict[str, list[Timing]] = {b: [] for b in backends}
     for k in range(n):
         q = make(k)
         values = {}
         for b, oracle in oracles.items():
-            start = time.perf_counter()
+            start = clock()
             try:
                 answer = oracle.argmax_norm(**q)
-                times[b].append((time.perf_counter() - start, False))
+                times[b].append(Timing(clock() - start, False, _how(oracle)))
                 values[b] = -np.inf if answer is None else norm_objective(q["mu"], q["M"], q["f"], q["sign"], answer)
             except OracleError:
-                times[b].append((time.perf_counter() - start, True))
+                times[b].append(Timing(clock() - start, True, _how(oracle)))
         solved = list(values.values())
         if solved and max(solved) - min(solved) > 1e-6 * (1 + abs(max(solved))):
             print(f"  !! values disagree: {values}", flush=True)
@@ -174,18 +204,48 @@ def run_cell(space, make, backends: list[str], n: int, limit: float) -> dict[str
     return times
 
 
-def _cell(entries: list[tuple[float, bool]]) -> str:
-    secs = [t for t, _ in entries]
-    stopped = sum(s for _, s in entries)
+def _cell(entries: list[Timing]) -> str:
+    secs = [t.seconds for t in entries]
+    stopped = sum(t.stopped for t in entries)
     text = f"{statistics.median(secs):.2f} / {max(secs):.2f}"
     return text + (f" ({stopped}*)" if stopped else "")
 
 
-def _ratio(ours: list[tuple[float, bool]], ref: list[tuple[float, bool]]) -> str:
-    both = [(a, b) for (a, sa), (b, sb) in zip(ours, ref, strict=True) if not sa and not sb]
+def _ratio(ours: list[Timing], ref: list[Timing]) -> str:
+    both = [(a.seconds, b.seconds) for a, b in zip(ours, ref, strict=True) if not a.stopped and not b.stopped]
     if not both:
         return "-"
     return f"{statistics.median(a for a, _ in both) / statistics.median(b for _, b in both):.2f}"
+
+
+def summary(rows: list[tuple[str, str, Timing, Timing | None]], bound: float = 1.5) -> list[str]:
+    """Per family, over all its queries: ours' median, the slowest query (which, how solved, Gurobi's time), the
+    worst ratio ours / Gurobi over the queries Gurobi finished, and how many exceed ``bound``; markdown lines.
+
+    ``rows``: (family, query label, ours, Gurobi's or ``None``).
+
+    >>> rows = [("A", "f=1 +1 #0", Timing(2.0, False, "x"), Timing(1.0, False)),
+    ...         ("A", "f=1 +1 #1", Timing(0.5, False), Timing(1.0, True))]
+    >>> print("\\n".join(summary(rows)[2:]))
+    | A | 2 | 1.25 | 2.00 f=1 +1 #0 (x; gurobi 1.00) | 2.00 f=1 +1 #0 | 1 |
+    """
+    out = [
+        f"| family | queries | median | slowest (query; how; gurobi) | worst ours / gurobi | over {bound:g}x |",
+        "|---|---|---|---|---|---|",
+    ]
+    for family in dict.fromkeys(r[0] for r in rows):
+        mine = [r for r in rows if r[0] == family]
+        median = statistics.median(r[2].seconds for r in mine)
+        label, ours, ref = max(((r[1], r[2], r[3]) for r in mine), key=lambda r: r[1].seconds)
+        star = "*" if ours.stopped else ""
+        theirs = "" if ref is None else f"; gurobi {ref.seconds:.2f}{'*' if ref.stopped else ''}"
+        slowest = f"{ours.seconds:.2f}{star} {label} ({ours.how}{theirs})"
+        ratios = [(r[2].seconds / r[3].seconds, r[1]) for r in mine if r[3] is not None and not r[3].stopped]
+        worst = max(ratios, default=None)
+        worst_text = "-" if worst is None else f"{worst[0]:.2f} {worst[1]}"
+        over = sum(ratio > bound for ratio, _ in ratios)
+        out.append(f"| {family} | {len(mine)} | {median:.2f} | {slowest} | {worst_text} | {over} |")
+    return out
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -193,10 +253,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="two families, f in 0.3 and 1, two queries each")
     parser.add_argument("--queries", type=int, default=3, help="queries per family, f and sign")
     parser.add_argument("--time-limit", type=float, default=20.0, help="seconds per query and backend")
-    parser.add_argument("--only", default="", help="run only families whose name contains this")
+    parser.add_argument("--only", default="", help="comma-separated: run only families whose name contains one")
     parser.add_argument("--backends", default="highs,gurobi,scip", help="comma-separated backends")
     parser.add_argument("--f", default="", help="comma-separated values of f (default 0.1,0.3,1,3)")
     parser.add_argument("--sign", type=int, default=0, help="+1 or -1 only (default both)")
+    parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu", help="process CPU time (default) or wall")
+    parser.add_argument("--per-query", action="store_true", help="also print every query: seconds and how solved")
     args = parser.parse_args(argv)
     have = cm.available_backends()
     backends = [b for b in args.backends.split(",") if b in have or (b == "scip-resolve" and "scip" in have)]
@@ -204,20 +266,37 @@ def main(argv: list[str] | None = None) -> None:
     n = 2 if args.quick else args.queries
     signs = [args.sign] if args.sign else [1, -1]
     ref = "gurobi" if "gurobi" in backends else None
-    print(f"seconds per query, median / max over {n}; limit {args.time_limit:g} s (* stopped)\n")
+    clock = time.process_time if args.clock == "cpu" else time.perf_counter
+    only = [name for name in args.only.split(",") if name] or [""]
+    print(f"{args.clock} seconds per query, median / max over {n}; limit {args.time_limit:g} s (* stopped)\n")
     head = "| family | d | f | sign | " + " | ".join(backends) + (" | ours / gurobi |" if ref else " |")
     print(head)
     print("|" + "---|" * (head.count("|") - 1), flush=True)
+    rows: list[tuple[str, str, Timing, Timing | None]] = []
     for fam, (label, space) in enumerate(spaces(args.quick).items()):
-        if args.only not in label:
+        if not any(name in label for name in only):
             continue
         for f in fs:
             for sign in signs:
                 rng = np.random.default_rng([fam, round(f * 1000), sign + 1])  # the same queries every run
-                times = run_cell(space, query_maker(space, f, sign, rng), backends, n, args.time_limit)
+                times = run_cell(space, query_maker(space, f, sign, rng), backends, n, args.time_limit, clock)
                 cells = " | ".join(_cell(times[b]) for b in backends)
                 ratio = f" | {_ratio(times['highs'], times[ref])} |" if ref and "highs" in backends else " |"
                 print(f"| {label} | {space.d} | {f:g} | {sign:+d} | {cells}{ratio}", flush=True)
+                if "highs" in backends:
+                    for k, ours in enumerate(times["highs"]):
+                        theirs = times[ref][k] if ref else None
+                        rows.append((label, f"f={f:g} {sign:+d} #{k}", ours, theirs))
+                        if args.per_query:
+                            other = "" if theirs is None else f" gurobi {theirs.seconds:.2f}{'*' * theirs.stopped}"
+                            print(
+                                f"    {label} f={f:g} {sign:+d} #{k}: {ours.seconds:.2f}{'*' * ours.stopped}"
+                                f" ({ours.how}){other}",
+                                flush=True,
+                            )
+    if rows:
+        print("\nours (highs) per family, over every query above:\n")
+        print("\n".join(summary(rows)), flush=True)
 
 
 if __name__ == "__main__":

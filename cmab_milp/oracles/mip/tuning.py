@@ -113,6 +113,8 @@ OPTION_GROUPS: dict[str, dict[str, Any]] = {
                 "paths_chord",
                 "paths_heuristics",
                 "paths_local_search",
+                "paths_purge_above",
+                "paths_idle_lps",
             )
         },
         "plus_branch": {
@@ -371,6 +373,12 @@ class HighsTuning:
     #: Sign +1 on s-t paths (:mod:`~.norm.paths.plus`): the star terms' weights ``tau`` (times the mean
     #: variance), one vertex form each (empty: the diagonal form alone).
     paths_vertex_taus: tuple[float, ...] = field(default=(1.0,), metadata=_POSITIVES)
+    #: s-t paths, both signs (:mod:`~.norm.paths.lp`): tangent rows without a dual price in the last
+    #: ``paths_idle_lps`` LPs are deleted once the LP holds more than ``paths_purge_above`` of them (each is a dense
+    #: row: the LP's time grows with them; any subset of the rows keeps the bounds valid). Was 150 / 20: the 8x8
+    #: grid's f = 1 queries 1.2-1.7x faster (docs/performance.md, "Norm index at d = 100-150").
+    paths_purge_above: int = field(default=60, metadata=_COUNT)
+    paths_idle_lps: int = field(default=10, metadata=_COUNT)
     #: A norm query whose solves all failed is answered by enumeration on spaces of at most this many actions
     #: (the last recovery of :meth:`~cmab_milp.oracles.backends.highs.HighsOracle._recover_norm`; 0: never).
     recovery_enumeration: int = field(default=200_000, metadata=_COUNT)

@@ -150,10 +150,12 @@ def solve_norm(oracle, query: NormQuery) -> np.ndarray | None:
     solver = NormSolver(oracle, query, gap)
     if carry is not None:
         solver.keep = _CARRY_CANDIDATES
-    with blas_single_thread():  # ~100 x 100 algebra: threads only wait for each other (cmab_milp._threads)
-        answer, bound = solver.run()
+    try:
+        with blas_single_thread():  # ~100 x 100 algebra: threads only wait for each other (cmab_milp._threads)
+            answer, bound = solver.run()
+    finally:  # (a query stopped by its time limit reports what it did too)
+        oracle.last_norm_stats = solver.stats
     bound *= solver.value_scale  # back to the query's units (a power of 2: exact)
-    oracle.last_norm_stats = solver.stats
     if answer is None:
         if carry is not None:
             carry.record(query, None, bound)

@@ -193,6 +193,7 @@ class LinearOracleBranch:
         self.space = space
         self.q = query
         self.res = query.restrictions
+        arms = self.searched_arms(np.asarray(arms, int))
         d = len(query.mu)
         self.d = d
         self.deadline = deadline
@@ -218,6 +219,16 @@ class LinearOracleBranch:
         #: sequence offers them to later queries, :mod:`.carry`).
         self.keep = 0
         self._kept: list[tuple[float, int, np.ndarray]] = []  # a min-heap of (index, order met, action)
+        self.prepare(arms)
+
+    def searched_arms(self, arms: np.ndarray) -> np.ndarray:
+        """The arms the search bounds over, of the ``arms`` not excluded (all of them here; a subclass may leave
+        out those no admitted action holds). Called first in the constructor, with ``space``, ``q`` and ``res``
+        set."""
+        return arms
+
+    def prepare(self, arms: np.ndarray) -> None:
+        """A subclass's own set-up on the search's ``arms``, called last in the constructor (nothing here)."""
 
     # ------------------------------------------------------------ pieces
     def bound_matrix(self, M: np.ndarray, arms: np.ndarray) -> np.ndarray:

@@ -68,7 +68,6 @@ from collections.abc import Callable
 import numpy as np
 
 from ...core.certify import proven
-from ...core.queries import NormQuery
 from ...mip.tuning import HighsTuning
 from ..gradient import positive_definite
 from ..scaling import arms_bound
@@ -139,21 +138,18 @@ class ConcaveBranch(LinearOracleBranch):
     arms (matchings) the latter alone.
     """
 
-    def __init__(
-        self,
-        space,
-        query: NormQuery,
-        arms: np.ndarray,
-        deadline: float | None,
-        clock: Callable[[], float],
-        tuning: HighsTuning = _DEFAULT,
-    ):
-        conflicts = conflict_pairs(space)
-        if conflicts is not None and query.restrictions.include:  # no admitted action holds an included arm's rival
-            arms = np.asarray(arms, int)
-            arms = arms[~conflicts[np.ix_(arms, list(query.restrictions.include))].any(axis=1)]
-        super().__init__(space, query, arms, deadline, clock, tuning)
-        self.mu_abs = float(np.abs(query.mu).max(initial=0.0))
+    def searched_arms(self, arms: np.ndarray) -> np.ndarray:
+        """The arms not excluded less, on spaces with conflicting arms, the rivals of an included arm (no admitted
+        action holds them)."""
+        self.conflicts, self.m = conflict_pairs(self.space), arms_bound(self.space)
+        include = list(self.res.include)
+        if self.conflicts is not None and include:
+            arms = arms[~self.conflicts[np.ix_(arms, include)].any(axis=1)]
+        return arms
+
+    def prepare(self, arms: np.ndarray) -> None:
+        """The overestimator's forms on ``arms``: the one of the lower root bound is kept (class docstring)."""
+        query, conflicts = self.q, self.conflicts
         self.reforms = 0
         self.generation = 0  # of the root's form: a node's form of an older one is made again (tune)
         self.tuned = False
@@ -168,7 +164,6 @@ class ConcaveBranch(LinearOracleBranch):
         self.P = psd_majorant(query.M, np.asarray(arms, int))
         # psi(a) <= mu @ a + f sum_i a_i sqrt(P_ii) (triangle inequality): the plane where q(x) = 0
         self.triangle = query.mu + query.f * np.sqrt(np.maximum(np.diag(self.P), 0.0))
-        self.conflicts, self.m = conflicts, arms_bound(space)
         parts = [(self.P, np.zeros(self.d))]  # the diagonal alone: B = P, no linear part
         if self.tuning.concave_overestimator:
             parts.append(overestimator_parts(self.P, arms, self.m, conflicts))

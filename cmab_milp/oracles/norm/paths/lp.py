@@ -101,10 +101,14 @@ class _PathLP:
         self.sparse_rows: list[Row] = []
         self.base = sp.csr_matrix((a.data, a.indices, a.indptr), shape=(a.shape[0], self.n))
         self.base_lo, self.base_hi = np.asarray(lo, float), np.asarray(hi, float)
-        self.sparse: sp.csr_matrix = self.base
+        self.sparse: sp.csr_matrix | None = self.base  # (None: rebuilt when a bound needs it)
         self.sparse_lo, self.sparse_hi = self.base_lo, self.base_hi
-        self.tangents = np.zeros((0, self.n))
-        self.dense: np.ndarray | None = None  # every row (sparse ones, then tangents), for safe_bound
+        #: Every row dense, for :func:`safe_bound`: the sparse ones (``_n_sparse``), then the tangents (``_n_tan``),
+        #: in a buffer grown by doubling (rows are appended, not the whole matrix copied per row).
+        self._rows = np.zeros((2 * a.shape[0] + 64, self.n))
+        self._rows[: a.shape[0]] = self.base.toarray()
+        self._n_sparse, self._n_tan = a.shape[0], 0
+        self._bounds: tuple[np.ndarray, np.ndarray] | None = None  # every row's sides (None: rebuilt)
         self.tangent_lo: list[float] = []
         self.idle = np.zeros(0, int)  # LPs since each tangent row last had a dual price
         self.tangent_row = np.zeros(a.shape[0], bool)
@@ -136,17 +140,29 @@ class _PathLP:
         self.model.add_rows(rows)
         self.sparse_rows.extend(rows)
         self.tangent_row = np.concatenate([self.tangent_row, np.zeros(len(rows), bool)])
-        self.sparse = self.dense = None  # rebuilt on the next bound
+        self.sparse, self._bounds = None, None  # rebuilt on the next bound
+        self.sparse_lo = np.concatenate([self.sparse_lo, [r.lb for r in rows]])
+        self.sparse_hi = np.concatenate([self.sparse_hi, [r.ub for r in rows]])
+        k, first, n_tan = len(rows), self._n_sparse, self._n_tan
+        self._reserve(k)
+        buffer = self._rows
+        buffer[first + k : first + k + n_tan] = buffer[first : first + n_tan].copy()  # the tangents move down
+        buffer[first : first + k] = 0.0
+        for i, r in enumerate(rows):
+            np.add.at(buffer[first + i], np.asarray(r.cols, int), np.asarray(r.coefs, float))
+        self._n_sparse += k
 
     def add_tangent(self, coef: np.ndarray, lo: float) -> None:
         """Append the row ``t - coef @ a >= lo``."""
         cols = np.flatnonzero(coef)
         self.model.add_rows([Row((*cols.tolist(), self.t), (*(-coef[cols]).tolist(), 1.0), lo, np.inf)])
-        row = np.zeros(self.n)
+        self._reserve(1)
+        row = self._rows[self._n_sparse + self._n_tan]
+        row[:] = 0.0
         row[: self.d] = -coef
         row[self.t] = 1.0
-        self.tangents = np.vstack([self.tangents, row])
-        self.dense = None
+        self._n_tan += 1
+        self._bounds = None
         self.tangent_lo.append(lo)
         self.tangent_row = np.append(self.tangent_row, True)
         self.idle = np.append(self.idle, 0)
@@ -168,11 +184,46 @@ class _PathLP:
         keep = np.ones(len(self.tangent_row), bool)
         keep[rows] = False
         self.tangent_row = self.tangent_row[keep]
-        self.tangents = self.tangents[~drop]
-        self.dense = None
+        kept = self.tangents[~drop]
+        self._rows[self._n_sparse : self._n_sparse + len(kept)] = kept
+        self._n_tan = len(kept)
+        self._bounds = None
         self.tangent_lo = [v for v, k in zip(self.tangent_lo, drop, strict=True) if not k]
         self.idle = self.idle[~drop]
         return len(rows)
+
+    @property
+    def tangents(self) -> np.ndarray:
+        """The tangent rows, dense (a view of the row buffer)."""
+        return self._rows[self._n_sparse : self._n_sparse + self._n_tan]
+
+    @property
+    def dense(self) -> np.ndarray:
+        """Every row dense: the sparse ones, then the tangents (a view of the row buffer)."""
+        return self._rows[: self._n_sparse + self._n_tan]
+
+    def sparse_matrix(self) -> sp.csr_matrix:
+        """The sparse rows (formulation, forbid rows, cuts) as one CSR matrix."""
+        if self.sparse is None:
+            rows = self.sparse_rows
+            extra = sp.csr_matrix(
+                (
+                    [c for r in rows for c in r.coefs],
+                    [c for r in rows for c in r.cols],
+                    np.cumsum([0] + [len(r.cols) for r in rows]),
+                ),
+                shape=(len(rows), self.n),
+            )
+            self.sparse = sp.vstack([self.base, extra], format="csr")
+        return self.sparse
+
+    def _reserve(self, k: int) -> None:
+        """Room for ``k`` more rows in the row buffer (doubled when full)."""
+        used = self._n_sparse + self._n_tan
+        if used + k > len(self._rows):
+            grown = np.zeros((2 * (used + k), self.n))
+            grown[:used] = self._rows[:used]
+            self._rows = grown
 
     def set_node(self, include: np.ndarray, exclude: np.ndarray) -> None:
         """Bounds of a node: arms and visit columns in ``include`` at 1, in ``exclude`` at 0 (over all columns)."""
@@ -198,33 +249,18 @@ class _PathLP:
         if result.status == "infeasible":
             return None
         x = np.asarray(result.values, float)
-        if self.sparse is None:
-            rows = self.sparse_rows
-            extra = sp.csr_matrix(
-                (
-                    [c for r in rows for c in r.coefs],
-                    [c for r in rows for c in r.cols],
-                    np.cumsum([0] + [len(r.cols) for r in rows]),
-                ),
-                shape=(len(rows), self.n),
+        if self._bounds is None:
+            self._bounds = (
+                np.concatenate([self.sparse_lo, self.tangent_lo]),
+                np.concatenate([self.sparse_hi, np.full(self._n_tan, np.inf)]),
             )
-            self.sparse = sp.vstack([self.base, extra], format="csr")
-            self.sparse_lo = np.concatenate([self.base_lo, [r.lb for r in rows]])
-            self.sparse_hi = np.concatenate([self.base_hi, [r.ub for r in rows]])
-            self.dense = None
-        if self.dense is None:  # every row, dense (a few hundred by ~2d: numpy beats scipy's per-call overhead)
-            self.dense = np.vstack([self.sparse.toarray(), self.tangents]) if self.tuning.paths_dense_bound else None
-            n_tan = len(self.tangent_lo)
-            self.all_lo = np.concatenate([self.sparse_lo, self.tangent_lo])
-            self.all_hi = np.concatenate([self.sparse_hi, np.full(n_tan, np.inf)])
         y = model.row_duals()
         tan = self.tangent_row
         self.idle = np.where(np.abs(y[tan]) > 0.0, 0, self.idle + 1)
         bound = safe_bound(
             self.cost,
-            [self.dense] if self.tuning.paths_dense_bound else [self.sparse, self.tangents],
-            self.all_lo,
-            self.all_hi,
+            [self.dense] if self.tuning.paths_dense_bound else [self.sparse_matrix(), self.tangents],
+            *self._bounds,
             self.col_lo,
             self.col_hi,
             np.concatenate([y[~tan], y[tan]]),

@@ -34,7 +34,8 @@ for ``N`` either
 So every admitted action ``a`` of a node gives the LP point ``(a, n(a))`` (``n(a) <= sqrt(l_hi)``), of
 LP value ``mu @ a - f n(a)``, its index: the LP optimum bounds the node, whatever subset of the rows
 above the LP holds. Tangent rows are shared by every later node of the query; those without a dual
-price in the last ``_IDLE_LPS`` LPs are deleted once there are many (a subset of valid rows: bounds stay
+price in the last ``tuning.paths_idle_lps`` LPs are deleted once there are more than
+``tuning.paths_purge_above`` (a subset of valid rows: bounds stay
 valid). This is Kelley's cutting-plane method on the convex relaxation ``max_{x in P} mu @ x - f max(n(x),
 n_r(x))``, with all the query's tangents in every node (the Frank-Wolfe bound of :mod:`.branch.minus` uses
 one tangent at a time), stabilised by in-out separation (the tangent is taken at the midpoint of the LP
@@ -121,10 +122,6 @@ _STALL = 0.01
 _STALL_ROUNDS = 3
 #: The root's: its tangents serve every node.
 _ROOT_STALL = 0.01
-#: Tangent rows idle (no dual price) in this many LPs in a row are deleted once there are more than
-#: ``_PURGE_ABOVE`` of them (the LP's time grows with its dense rows).
-_IDLE_LPS = 20
-_PURGE_ABOVE = 150
 _VISIT_FRACTION = 1e-6
 #: The separation point's weight on the node's best point (the rest on the LP point).
 _CENTER_WEIGHT = 0.5
@@ -307,8 +304,8 @@ class PathBranch:
         """The node's Kelley rounds (more at the root: :data:`_ROOT_ROUNDS`), then the tangent rows' purge."""
         root = self.nodes == 1
         bound, x = self.kelley(node, _ROOT_ROUNDS if root else _ROUNDS, _ROOT_STALL if root else _STALL)
-        if len(self.lp.tangent_lo) > _PURGE_ABOVE:
-            self.purged += self.lp.purge(_IDLE_LPS)
+        if len(self.lp.tangent_lo) > self.tuning.paths_purge_above:  # (the LP's time grows with its dense rows)
+            self.purged += self.lp.purge(self.tuning.paths_idle_lps)
         if root:
             self.root_bound = bound
         return bound, x
