@@ -56,7 +56,7 @@ class LinearIndex(Index):
     needs: ClassVar[frozenset[str]] = frozenset({"sum"})
     _state_fields: ClassVar[tuple[str, ...]] = ("sums",)
 
-    def __init__(self, d: int, C: float = 1.5, outcome_bounds: Bounds | None = None):
+    def __init__(self, d: int, C: float = 1.5, outcome_bounds: Bounds = None):
         self.C = check_positive("C", C)
         #: The known range of every outcome: the UCB / LCB weights are clipped to it (:mod:`.outcome_bounds`).
         self.outcome_bounds = check_outcome_bounds(outcome_bounds)
@@ -152,9 +152,9 @@ class CUCB(EveryRound):
         space: ActionSpace,
         T: int,
         *,
-        oracle: str | Oracle = "highs",
         C: float = 1.5,
-        outcome_bounds: Bounds | None = None,
+        oracle: str | Oracle = "highs",
+        outcome_bounds: Bounds = None,
     ):
         super().__init__(space, T, oracle=oracle, C=check_positive("C", C), **bounds_param(outcome_bounds))
 
@@ -221,7 +221,7 @@ class AROQ(AdaptiveEpochs):
         C: float = 1.5,
         alpha: Alpha = 1.0,
         anytime_log_power: float = 1.0,
-        outcome_bounds: Bounds | None = None,
+        outcome_bounds: Bounds = None,
     ):
         if alpha is None or (isinstance(alpha, str) and alpha == "proven"):
             self._alpha: float | None = None
@@ -284,12 +284,12 @@ class SROQ(ScheduledElimination):
     def __init__(
         self,
         space: ActionSpace,
-        T: int,
+        T: int | None,
         *,
+        M: Any = None,
         oracle: str | Oracle = "highs",
         C: float = 1.5,
-        M: Any = None,
-        outcome_bounds: Bounds | None = None,
+        outcome_bounds: Bounds = None,
     ):
         super().__init__(space, T, oracle=oracle, M=M, C=check_positive("C", C), **bounds_param(outcome_bounds))
 

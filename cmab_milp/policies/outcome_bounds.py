@@ -42,11 +42,11 @@ from ..described import ParameterError
 
 __all__ = ["Bounds", "bounds_param", "check_outcome_bounds", "clip_to_bounds"]
 
-#: ``(low, high)``: every outcome of every arm lies in ``[low, high]`` (one side may be infinite).
-Bounds = tuple[float, float]
+#: ``(low, high)``: every outcome of every arm lies in ``[low, high]`` (one side may be infinite); ``None``: unknown.
+Bounds = tuple[float, float] | None
 
 
-def check_outcome_bounds(value: Any, name: str = "outcome_bounds") -> Bounds | None:
+def check_outcome_bounds(value: Any, name: str = "outcome_bounds") -> Bounds:
     """``value`` as ``(low, high)`` floats with ``low < high`` (not NaN), or ``None``; else ``ParameterError``.
 
     A problem file writes it as a two-number array (``outcome_bounds = [-1, 0]``).
@@ -85,7 +85,7 @@ def bounds_param(value: Any) -> dict[str, Bounds]:
     return {} if bounds is None else {"outcome_bounds": bounds}
 
 
-def clip_to_bounds(values: np.ndarray, bounds: Bounds | None) -> np.ndarray:
+def clip_to_bounds(values: np.ndarray, bounds: Bounds) -> np.ndarray:
     """``values`` clipped to ``[low, high]`` in place (a fresh array of indices), or as they are with ``None``.
 
     >>> clip_to_bounds(np.array([2.0]), None).tolist()

@@ -147,7 +147,7 @@ class PosteriorIndex(Index):
         prior: str = "beta",
         sigma: float = 1.0,
         stream: np.ndarray | None = None,
-        outcome_bounds: Bounds | None = None,
+        outcome_bounds: Bounds = None,
     ):
         self.prior = check_prior(prior)
         #: The known range of every outcome: samples are clipped to it (:mod:`.outcome_bounds`).
@@ -330,7 +330,7 @@ class CTS(EveryRound):
         oracle: str | Oracle = "auto",
         seed: int | None = None,
         sigma: float = 1.0,
-        outcome_bounds: Bounds | None = None,
+        outcome_bounds: Bounds = None,
     ):
         prior, seed, sigma = check_prior(prior), check_seed(seed), check_positive("sigma", sigma)
         self._entropy: Any = seed
