@@ -343,6 +343,9 @@ class ListedSubsets:
     The margin follows the drift: ``growth`` times the drift that ended the last
     listing, at least ``least_margin``, and at most a cap that halves when a listing
     holds more than ``rows`` subsets and doubles when it holds under a quarter of them.
+    A listing costs more than a plain ranking; when one answers fewer than two later
+    queries (early rounds: the means move fast), the next 1, 2, 4, ... (at most
+    ``backoff``) queries are answered by the plain ranking, as without a listing.
 
     >>> listed = ListedSubsets(6, 2, exact=False)
     >>> mu, w = np.array([0.9, 0.8, 0.5, 0.4, 0.3, 0.1]), np.array([0.01, 0.01, 1.0, 1.0, 0.5, 2.0])
@@ -355,13 +358,23 @@ class ListedSubsets:
     """
 
     def __init__(
-        self, d: int, k: int, exact: bool, *, growth: float = 4.0, least_margin: float = 1e-4, rows: int = 400
+        self,
+        d: int,
+        k: int,
+        exact: bool,
+        *,
+        growth: float = 4.0,
+        least_margin: float = 1e-4,
+        rows: int = 400,
+        backoff: int = 64,
     ):
         self.d, self.k, self.exact = d, k, exact
-        self.growth, self.least_margin, self.rows = growth, least_margin, rows
+        self.growth, self.least_margin, self.rows, self.backoff = growth, least_margin, rows, backoff
         self.table: SubsetTable | None = None
         self.margin, self.cap = least_margin, 1e-2
         self._ended_by: float | None = None  # the drift that ended the last listing
+        self._answered = 0  # queries the current listing answered
+        self._skip, self._skips_left = 0, 0  # plain rankings after a listing that answered too few
         #: Rankings run (each a new listing).
         self.listings = 0
 
@@ -376,8 +389,16 @@ class ListedSubsets:
             drift = rise + max(g - self._g0, 0.0) * self._spread
             action, value = self.table.best_and_value(mu, w, g, incumbent)
             if value > self._floor + drift:
+                self._answered += 1
                 return action, c
             self._ended_by = drift
+        if self.table is not None:
+            self.table = None
+            self._skip = 0 if self._answered >= 2 else min(max(1, 2 * self._skip), self.backoff)
+            self._skips_left = self._skip
+        if self._skips_left > 0:
+            self._skips_left -= 1
+            return maximise_on_cardinality(mu, w, g, self.k, self.exact, incumbent=incumbent, c=c)
         return self._list(mu, w, g, incumbent, c)
 
     def _list(
@@ -391,7 +412,9 @@ class ListedSubsets:
             mu, w, g, self.k, self.exact, incumbent=incumbent, c=c, margin=self.margin, listing=listing
         )
         self.listings += 1
-        self.table = None
+        self._answered = 0
+        if action is None and self.margin > 0.0:  # the listing passed the ranking's node limit: rank plainly
+            return maximise_on_cardinality(mu, w, g, self.k, self.exact, incumbent=incumbent, c=c)
         if action is None or not listing:
             return action, c
         if incumbent is not None:
