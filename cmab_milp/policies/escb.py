@@ -19,9 +19,8 @@ How the index is maximised (constant ``route``):
 * ``"auto"`` (default): exact and fast. On a plain :class:`~cmab_milp.Cardinality`
   space, the ranking of :mod:`cmab_milp.policies.escb_cardinality` (every
   subset above a tangent bound of the index, listed depth first; with at most
-  ``SUBSET_TABLE_UP_TO`` subsets, unrestricted queries on a table of them all; above, on the
-  subsets the last ranking listed near the top, while a drift bound proves that no other can
-  win, :class:`~cmab_milp.policies.escb_cardinality.ListedSubsets`); on a space
+  ``SUBSET_TABLE_UP_TO`` subsets, unrestricted queries on a table of them all; above, on the subsets
+  the last ranking listed near the top, :class:`~.escb_cardinality.ListedSubsets`); on a space
   of at most :data:`TABLE_UP_TO` actions (enumerated once, at the first
   query), the index of every action at once; elsewhere the branch and bound
   of :mod:`cmab_milp.policies.escb_search` over linear queries (any space, any
@@ -163,7 +162,6 @@ class ESCBIndex(LinearIndex):
         #: Totals of the search route: linear queries, nodes, maximisations, certified at once, norm fallbacks.
         self.search = {"queries": 0, "nodes": 0, "maximisations": 0, "certified": 0, "fallbacks": 0}
         self._slope: float | None = None  # the ranking's last dual slope (its next starting point)
-        # larger spaces: unrestricted queries from the subsets the last ranking listed near the top, while proven
         self._listed = ListedSubsets(self.d, *self.subsets) if self.subsets and self.subset_table is None else None
 
     def f(self, t: int) -> float:
