@@ -349,8 +349,9 @@ class ListedSubsets:
     listing, at least ``least_margin``, and at most a cap that halves when a listing
     holds more than ``rows`` subsets and doubles when it holds under a quarter of them.
     A listing costs more than a plain ranking; when one answers fewer than two later
-    queries (early rounds: the means move fast), the next 1, 2, 4, ... (at most
-    ``backoff``) queries are answered by the plain ranking, as without a listing.
+    queries (early rounds: the means move fast) or passes ``10 rows`` nodes, the next
+    1, 2, 4, ... (at most ``backoff``) queries are answered by the plain ranking, as
+    without a listing.
 
     >>> listed = ListedSubsets(6, 2, exact=False)
     >>> mu, w = np.array([0.9, 0.8, 0.5, 0.4, 0.3, 0.1]), np.array([0.01, 0.01, 1.0, 1.0, 0.5, 2.0])
@@ -413,12 +414,14 @@ class ListedSubsets:
         if self._ended_by is not None:
             self.margin = max(self.least_margin, min(self.growth * self._ended_by, self.cap))
         listing: list = []
+        limit = 10 * self.rows  # a listing past this many nodes would be too long to reuse anyway
         action, c = maximise_on_cardinality(
-            mu, w, g, self.k, self.exact, incumbent=incumbent, c=c, margin=self.margin, listing=listing
+            mu, w, g, self.k, self.exact, incumbent=incumbent, c=c, limit=limit, margin=self.margin, listing=listing
         )
         self.listings += 1
         self._answered = 0
-        if action is None and self.margin > 0.0:  # the listing passed the ranking's node limit: rank plainly
+        if action is None:  # the listing passed its node limit: rank plainly, and back off as after a short listing
+            self._skip = self._skips_left = min(max(1, 2 * self._skip), self.backoff)
             return maximise_on_cardinality(mu, w, g, self.k, self.exact, incumbent=incumbent, c=c)
         if action is None or not listing:
             return action, c
