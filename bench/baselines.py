@@ -67,10 +67,8 @@ def regret_table(horizons: list[int], seeds: int, budget: float, ms: tuple[int, 
         for T in horizons:
             cucb_wall = math.nan
             for name, cls in POLICIES.items():
-                if name not in pace:  # a pilot of a few hundred rounds, so that a first seed past the budget is not run
-                    pilot = min(T, 300)
-                    result = cm.simulate(cls(space, T, oracle="auto"), env, pilot, seed=0, record=1, optimum=optimum)
-                    pace[name] = result.wall_seconds / pilot
+                if name not in pace:  # a pilot (300 rounds or 20 s), so that a first seed past the budget is not run
+                    pace[name] = per_round(cls(space, T, oracle="auto"), env, min(T, 300), 20.0, half=False)[0]
                 if pace[name] * T > budget:
                     print(
                         f"{m:>2} {T:>7} {name:10} {0:>5}   not run: one seed would take ~{pace[name] * T:,.0f} s "
@@ -167,8 +165,8 @@ def escb_cost(T: int, cap: float) -> None:
             )
 
 
-def per_round(policy, env, T: int, cap: float) -> tuple[float, int]:
-    """Mean seconds per round over the second half of a run of at most ``T`` rounds and ``cap`` seconds."""
+def per_round(policy, env, T: int, cap: float, half: bool = True) -> tuple[float, int]:
+    """Mean seconds per round over the second half (``half=False``: all) of a run of at most ``T`` rounds, ``cap`` s."""
     draws, start, times = np.random.default_rng(0), time.perf_counter(), []
     for _ in range(T):
         before = time.perf_counter()
@@ -177,8 +175,8 @@ def per_round(policy, env, T: int, cap: float) -> tuple[float, int]:
         times.append(time.perf_counter() - before)
         if time.perf_counter() - start > cap:
             break
-    half = len(times) // 2
-    return float(np.mean(times[half:])), len(times)
+    first = len(times) // 2 if half else 0
+    return float(np.mean(times[first:])), len(times)
 
 
 def aescb_cost(T: int, cap: float, dims: tuple[int, ...] = (20, 50, 100, 200)) -> None:

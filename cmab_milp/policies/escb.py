@@ -19,7 +19,8 @@ How the index is maximised (constant ``route``):
 * ``"auto"`` (default): exact and fast. On a plain :class:`~cmab_milp.Cardinality`
   space, the ranking of :mod:`cmab_milp.policies.escb_cardinality` (every
   subset above a tangent bound of the index, listed depth first; with at most
-  ``SUBSET_TABLE_UP_TO`` subsets, unrestricted queries on a table of them all); on a space
+  ``SUBSET_TABLE_UP_TO`` subsets, unrestricted queries on a table of them all; above, on the subsets
+  the last ranking listed near the top, :class:`~.escb_cardinality.ListedSubsets`); on a space
   of at most :data:`TABLE_UP_TO` actions (enumerated once, at the first
   query), the index of every action at once; elsewhere the branch and bound
   of :mod:`cmab_milp.policies.escb_search` over linear queries (any space, any
@@ -93,7 +94,7 @@ from ..oracles import Oracle
 from ..spaces.base import ActionSpace
 from ..spaces.sets import Cardinality
 from .base import IndexPolicy, Stretch, check_nonnegative, check_positive
-from .escb_cardinality import SUBSET_TABLE_UP_TO, SubsetTable, maximise_on_cardinality
+from .escb_cardinality import SUBSET_TABLE_UP_TO, ListedSubsets, SubsetTable, maximise_on_cardinality
 from .escb_search import maximise_index
 from .family import KeywordFamily
 from .linear import LinearIndex
@@ -171,6 +172,7 @@ class ESCBIndex(LinearIndex):
         #: Totals of the search route: linear queries, nodes, maximisations, certified at once, norm fallbacks.
         self.search = {"queries": 0, "nodes": 0, "maximisations": 0, "certified": 0, "fallbacks": 0}
         self._slope: float | None = None  # the ranking's last dual slope (its next starting point)
+        self._listed = ListedSubsets(self.d, *self.subsets) if self.subsets and self.subset_table is None else None
 
     def f(self, t: int) -> float:
         """``f(t) = C log t + loglog * m * log log t`` (``log log t`` as 0 while ``log t <= 1``)."""
@@ -231,8 +233,11 @@ class ESCBIndex(LinearIndex):
         mu, w = np.asarray(query["mu"], float), np.diag(query["M"])  # read only below
         if self.subsets is not None and not query.get("forbid_pairs"):
             start = time.perf_counter()
-            if self.subset_table is not None and not query.get("include") and not query.get("exclude"):
+            unrestricted = not query.get("include") and not query.get("exclude")
+            if self.subset_table is not None and unrestricted:
                 action = self.subset_table.best(mu, w, float(query["f"]), self._answers.get(key))
+            elif self._listed is not None and unrestricted:
+                action, self._slope = self._listed.best(mu, w, float(query["f"]), self._answers.get(key), self._slope)
             else:
                 action, self._slope = maximise_on_cardinality(
                     mu,

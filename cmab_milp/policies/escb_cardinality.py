@@ -22,6 +22,11 @@ nodes (the caller then uses the general search).
 few subsets pass (20 to 40 at ``d = 20``, ``k = 3 .. 8`` with the best ``c``,
 measured on ESCB's own runs, where many indices are near-ties).
 
+Round after round, two tables spare most rankings of unrestricted queries:
+:class:`SubsetTable` (every subset, on small spaces) and :class:`ListedSubsets`
+(the subsets a ranking listed within a margin of the best, reused while a
+drift bound proves that no subset left out can win).
+
 >>> mu = np.array([0.9, 0.8, 0.5, 0.4, 0.3, 0.1]); w = np.array([0.01, 0.01, 1.0, 1.0, 0.5, 2.0])
 >>> action, c = maximise_on_cardinality(mu, w, 1.0, 2, exact=False)
 >>> action.astype(int).tolist()
@@ -37,7 +42,7 @@ from itertools import accumulate
 
 import numpy as np
 
-__all__ = ["SHRINK", "SUBSET_TABLE_UP_TO", "SubsetTable", "dual_slope", "maximise_on_cardinality"]
+__all__ = ["SHRINK", "SUBSET_TABLE_UP_TO", "ListedSubsets", "SubsetTable", "dual_slope", "maximise_on_cardinality"]
 
 #: The ranking's slope is the dual minimiser times this: measured on ESCB's runs (d = 20, m = 8, t = 20,000),
 #: the subsets listed are fewest a little below the minimiser (48 at 0.83 of it, 556 at 1.08, 25,504 at 1.3).
@@ -64,9 +69,11 @@ class SubsetTable:
     [1, 0, 0, 1]
     """
 
-    def __init__(self, d: int, k: int, exact: bool):
+    def __init__(self, d: int, k: int, exact: bool, subsets: Sequence[Sequence[int]] | None = None):
         sizes = [k] if exact else range(k + 1)
-        rows = [c + (d,) * (k - len(c)) for r in sizes for c in itertools.combinations(range(d), r)]
+        if subsets is None:
+            subsets = [c for r in sizes for c in itertools.combinations(range(d), r)]
+        rows = [tuple(sorted(c)) + (d,) * (k - len(c)) for c in subsets]
         index = np.array(rows, np.intp).reshape(len(rows), k)
         self.d, self.k, self.exact = d, k, exact
         self.columns = [np.ascontiguousarray(index[:, j]) for j in range(k)]
@@ -82,6 +89,12 @@ class SubsetTable:
 
     def best(self, mu: np.ndarray, w: np.ndarray, g: float, incumbent: np.ndarray | None) -> np.ndarray:
         """A maximiser of ``mu . a + g sqrt(w . a)``: ``incumbent`` if it ties the best, else the first best row."""
+        return self.best_and_value(mu, w, g, incumbent)[0]
+
+    def best_and_value(
+        self, mu: np.ndarray, w: np.ndarray, g: float, incumbent: np.ndarray | None
+    ) -> tuple[np.ndarray, float]:
+        """:meth:`best` over the table's rows (``incumbent`` too, when it ties them) and its index value."""
         self._mu[: self.d], self._w[: self.d] = mu, w
         values = self._sums(self._mu)
         spread = self._sums(self._w)
@@ -98,12 +111,13 @@ class SubsetTable:
             for j, i in enumerate(arms):  # the row's order of additions
                 y = self._mu[i] if j == 0 else y + self._mu[i]
                 s = self._w[i] if j == 0 else s + self._w[i]
-            if y + g * math.sqrt(max(s, 0.0)) >= values[top]:
-                return incumbent
+            value = y + g * math.sqrt(max(s, 0.0))
+            if value >= values[top]:
+                return incumbent, value
         action = np.zeros(self.d, bool)
         chosen = [int(c[top]) for c in self.columns]
         action[[i for i in chosen if i < self.d]] = True
-        return action
+        return action, float(values[top])
 
     def _sums(self, x: np.ndarray) -> np.ndarray:
         total = x[self.columns[0]]
@@ -172,11 +186,18 @@ def maximise_on_cardinality(
     incumbent: np.ndarray | None = None,
     c: float | None = None,
     limit: int = 200_000,
+    margin: float = 0.0,
+    listing: list | None = None,
 ) -> tuple[np.ndarray | None, float]:
     """An exact maximiser of ``mu . a + g sqrt(w . a)`` over the subsets (module docstring) and the ``c`` used.
 
     ``include`` arms are in every subset (``k`` counts them), ``exclude`` arms in
     none; ``None`` when no subset qualifies or the ranking passed ``limit`` nodes.
+    With a ``listing`` (a list, unrestricted queries), the free arms of every subset the
+    ranking lists within ``margin`` of the best are appended to it, with the reference
+    subsets (the top ``k`` of ``v`` and, unless ``exact``, the empty one): every subset
+    not listed has an index at most the best's minus ``margin``. The listing stays empty
+    when no ranking ran (``g <= 0``).
     """
     d = len(mu)
     fixed = np.zeros(d, bool)
@@ -211,9 +232,13 @@ def maximise_on_cardinality(
         if value >= best_value:
             best_positions, best_value, reference = None, value, incumbent
     offset = y0 + c * s0 + g * g / (4.0 * c)  # F(a) <= offset + v-sum of the free arms of a
-    chosen = _rank(vs, ms, ws, exact, g, offset, y0, s0, slots, best_value, limit)
+    collect: list | None = [] if listing is not None else None
+    chosen = _rank(vs, ms, ws, exact, g, offset, y0, s0, slots, best_value, limit, margin, collect)
     if chosen is None:
         return None, c
+    if listing is not None:
+        references = [top] if exact else [top, []]
+        listing += [[arm_list[order[q]] for q in subset] for subset in (*references, *(collect or ()))]
     if chosen:
         best_positions = chosen
     elif reference is not None:
@@ -251,18 +276,22 @@ def _rank(
     slots: int,
     best_value: float,
     limit: int,
+    margin: float = 0.0,
+    collect: list | None = None,
 ) -> list[int] | None:
     """Depth-first listing of the subsets of sorted positions whose ``v``-sum passes the moving threshold.
 
     ``F(a) <= offset + v-sum``; returns the positions of the best subset better than
-    ``best_value`` (``[]``: none is), ``None`` past ``limit`` nodes.
+    ``best_value`` (``[]``: none is), ``None`` past ``limit`` nodes. With ``margin > 0`` the
+    threshold is that much lower and every subset passing it is appended to ``collect``: any
+    subset not appended has ``F <= (best value found) - margin``.
     """
     n = len(v)
     prefix = [0.0, *accumulate(v if exact else [max(x, 0.0) for x in v])]
     sqrt = math.sqrt
     best: list[int] = []
     nodes = 0
-    tau = best_value - offset - 1e-12 * (1.0 + abs(best_value))
+    tau = best_value - offset - margin - 1e-12 * (1.0 + abs(best_value))
     chosen: list[int] = []
 
     def grow(first: int, left: int, sigma: float, y: float, s: float) -> None:
@@ -281,9 +310,11 @@ def _rank(
             chosen.append(q)
             if leaf and total > tau:
                 value = y0 + y2 + g * sqrt(s0 + s2 if s0 + s2 > 0.0 else 0.0)
+                if collect is not None:
+                    collect.append(chosen.copy())
                 if value > best_value:
                     best_value, best = value, chosen.copy()
-                    tau = best_value - offset - 1e-12 * (1.0 + abs(best_value))
+                    tau = best_value - offset - margin - 1e-12 * (1.0 + abs(best_value))
             if left > 1:
                 grow(q + 1, left - 1, total, y2, s2)
             chosen.pop()
@@ -297,3 +328,112 @@ def _rank(
 
 class _TooMany(Exception):
     """The ranking passed its node limit."""
+
+
+class ListedSubsets:
+    """Unrestricted maximisations answered from the subsets a ranking listed near the top, while that is proven.
+
+    A ranking with a ``margin`` lists every subset ``b`` it cannot rule out at
+    ``F_0(b) > F_0* - margin`` (round 0: when it ran). Later, with means moved by
+    ``delta`` and ``w`` no larger (counts only grow), every subset left out has
+
+        ``F(b) <= F_0(b) + sum of the k largest max(delta_i, 0) + max(g - g_0, 0) sqrt(max s_0)``
+
+    (``y`` grows by at most its arms' rises; ``sqrt(s)`` does not grow). So the
+    best listed subset is the exact answer while its index exceeds ``F_0* - margin``
+    plus that drift; otherwise the ranking runs again (a new listing). Which subset
+    wins never depends on the listing, only how much work proves it (ties as
+    :meth:`SubsetTable.best`: the incumbent when it ties).
+
+    The margin follows the drift: ``growth`` times the drift that ended the last
+    listing, at least ``least_margin``, and at most a cap that halves when a listing
+    holds more than ``rows`` subsets and doubles when it holds under a quarter of them.
+    A listing costs more than a plain ranking; when one answers fewer than two later
+    queries (early rounds: the means move fast) or passes ``10 rows`` nodes, the next
+    1, 2, 4, ... (at most ``backoff``) queries are answered by the plain ranking, as
+    without a listing.
+
+    >>> listed = ListedSubsets(6, 2, exact=False)
+    >>> mu, w = np.array([0.9, 0.8, 0.5, 0.4, 0.3, 0.1]), np.array([0.01, 0.01, 1.0, 1.0, 0.5, 2.0])
+    >>> action, c = listed.best(mu, w, 1.0, None, None)
+    >>> action.astype(int).tolist(), listed.listings
+    ([1, 0, 0, 0, 0, 1], 1)
+    >>> mu[2] -= 0.3  # another arm falls: the listing still proves the answer
+    >>> listed.best(mu, w, 1.0, action, c)[0].astype(int).tolist(), listed.listings
+    ([1, 0, 0, 0, 0, 1], 1)
+    """
+
+    def __init__(
+        self,
+        d: int,
+        k: int,
+        exact: bool,
+        *,
+        growth: float = 4.0,
+        least_margin: float = 1e-4,
+        rows: int = 400,
+        backoff: int = 64,
+    ):
+        self.d, self.k, self.exact = d, k, exact
+        self.growth, self.least_margin, self.rows, self.backoff = growth, least_margin, rows, backoff
+        self.table: SubsetTable | None = None
+        self.margin, self.cap = least_margin, 1e-2
+        self._ended_by: float | None = None  # the drift that ended the last listing
+        self._answered = 0  # queries the current listing answered
+        self._skip, self._skips_left = 0, 0  # plain rankings after a listing that answered too few
+        #: Rankings run (each a new listing).
+        self.listings = 0
+
+    def best(
+        self, mu: np.ndarray, w: np.ndarray, g: float, incumbent: np.ndarray | None, c: float | None
+    ) -> tuple[np.ndarray | None, float | None]:
+        """An exact maximiser of ``mu . a + g sqrt(w . a)`` over every subset, and the ranking's slope ``c``."""
+        if self.table is not None and not (w > self._w0).any():
+            rises = mu - self._mu0
+            np.maximum(rises, 0.0, out=rises)
+            rise = float(np.partition(rises, self.d - self.k)[self.d - self.k :].sum()) if self.k < self.d else 0.0
+            drift = rise + max(g - self._g0, 0.0) * self._spread
+            action, value = self.table.best_and_value(mu, w, g, incumbent)
+            if value > self._floor + drift:
+                self._answered += 1
+                return action, c
+            self._ended_by = drift
+        if self.table is not None:
+            self.table = None
+            self._skip = 0 if self._answered >= 2 else min(max(1, 2 * self._skip), self.backoff)
+            self._skips_left = self._skip
+        if self._skips_left > 0:
+            self._skips_left -= 1
+            return maximise_on_cardinality(mu, w, g, self.k, self.exact, incumbent=incumbent, c=c)
+        return self._list(mu, w, g, incumbent, c)
+
+    def _list(
+        self, mu: np.ndarray, w: np.ndarray, g: float, incumbent: np.ndarray | None, c: float | None
+    ) -> tuple[np.ndarray | None, float | None]:
+        """Run the ranking with a margin and keep what it listed (none when it did not run or gave up)."""
+        if self._ended_by is not None:
+            self.margin = max(self.least_margin, min(self.growth * self._ended_by, self.cap))
+        listing: list = []
+        limit = 10 * self.rows  # a listing past this many nodes would be too long to reuse anyway
+        action, c = maximise_on_cardinality(
+            mu, w, g, self.k, self.exact, incumbent=incumbent, c=c, limit=limit, margin=self.margin, listing=listing
+        )
+        self.listings += 1
+        self._answered = 0
+        if action is None:  # the listing passed its node limit: rank plainly, and back off as after a short listing
+            self._skip = self._skips_left = min(max(1, 2 * self._skip), self.backoff)
+            return maximise_on_cardinality(mu, w, g, self.k, self.exact, incumbent=incumbent, c=c)
+        if action is None or not listing:
+            return action, c
+        if incumbent is not None:
+            listing.append(np.flatnonzero(incumbent).tolist())
+        self.table = SubsetTable(self.d, self.k, self.exact, listing)
+        if len(self.table) > self.rows:
+            self.cap = self.margin / 2.0
+        elif 4 * len(self.table) < self.rows:
+            self.cap = self.margin * 2.0
+        self._floor = _value(mu, w, g, action) - self.margin
+        self._mu0, self._w0, self._g0 = mu.copy(), w.copy(), g
+        self._spread = math.sqrt(float(np.partition(w, self.d - self.k)[self.d - self.k :].sum()))
+        self._ended_by = None
+        return action, c

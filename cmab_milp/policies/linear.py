@@ -35,6 +35,7 @@ from ..oracles import Oracle
 from ..portable import selected_sums
 from ..spaces.base import ActionSpace
 from .base import Index, check_nonnegative, check_positive, check_unit_interval
+from .outcome_bounds import Bounds, bounds_param, check_outcome_bounds, clip_to_bounds
 from .schedules import AdaptiveEpochs, EveryRound, ScheduledElimination
 
 __all__ = ["AROQ", "CUCB", "SROQ", "LinearIndex"]
@@ -55,8 +56,10 @@ class LinearIndex(Index):
     needs: ClassVar[frozenset[str]] = frozenset({"sum"})
     _state_fields: ClassVar[tuple[str, ...]] = ("sums",)
 
-    def __init__(self, d: int, C: float = 1.5):
+    def __init__(self, d: int, C: float = 1.5, outcome_bounds: Bounds = None):
         self.C = check_positive("C", C)
+        #: The known range of every outcome: the UCB / LCB weights are clipped to it (:mod:`.outcome_bounds`).
+        self.outcome_bounds = check_outcome_bounds(outcome_bounds)
         super().__init__(d)
 
     def reset(self) -> None:
@@ -84,12 +87,12 @@ class LinearIndex(Index):
         return math.sqrt(self.C * math.log(max(t, 1))) * self._inv_sqrt_n
 
     def upper_weights(self, t: int) -> np.ndarray:
-        """Per-arm UCB weights ``mu_hat + radius``."""
-        return self.means + self.radius(t)
+        """Per-arm UCB weights ``mu_hat + radius`` (clipped to ``outcome_bounds`` when given)."""
+        return clip_to_bounds(self.means + self.radius(t), self.outcome_bounds)
 
     def lower_weights(self, t: int) -> np.ndarray:
-        """Per-arm LCB weights ``mu_hat - radius``."""
-        return self.means - self.radius(t)
+        """Per-arm LCB weights ``mu_hat - radius`` (clipped to ``outcome_bounds`` when given)."""
+        return clip_to_bounds(self.means - self.radius(t), self.outcome_bounds)
 
     def query(self, t: int, sign: int, include: Sequence[int] = (), exclude: Sequence[int] = ()) -> dict:
         weights = self.upper_weights(t) if sign > 0 else self.lower_weights(t)
@@ -119,6 +122,10 @@ class CUCB(EveryRound):
         A backend name for :func:`~cmab_milp.make_oracle`, or an oracle (default ``"highs"``).
     C : float > 0
         The exploration constant of the radius ``sqrt(C log t / n_i)`` (default 1.5).
+    outcome_bounds : (low, high) or None
+        The known range of every arm's outcome; the per-arm indices are clipped to it
+        (:mod:`~cmab_milp.policies.outcome_bounds`; e.g. ``(-1, 0)`` for costs in [0, 1]). Default
+        ``None``: not clipped.
 
     References
     ----------
@@ -140,8 +147,16 @@ class CUCB(EveryRound):
 
     name = "CUCB"
 
-    def __init__(self, space: ActionSpace, T: int, *, oracle: str | Oracle = "highs", C: float = 1.5):
-        super().__init__(space, T, oracle=oracle, C=check_positive("C", C))
+    def __init__(
+        self,
+        space: ActionSpace,
+        T: int,
+        *,
+        C: float = 1.5,
+        oracle: str | Oracle = "highs",
+        outcome_bounds: Bounds = None,
+    ):
+        super().__init__(space, T, oracle=oracle, C=check_positive("C", C), **bounds_param(outcome_bounds))
 
     def make_index(self) -> LinearIndex:
         return LinearIndex(self.d, **self.params)
@@ -157,9 +172,9 @@ class AROQ(AdaptiveEpochs):
 
     Parameters
     ----------
-    space, T, oracle, C
-        As for :class:`CUCB`: the space, the horizon (``None``: unknown), the backend and the
-        exploration constant (default 1.5).
+    space, T, oracle, C, outcome_bounds
+        As for :class:`CUCB`: the space, the horizon (``None``: unknown), the backend, the
+        exploration constant (default 1.5) and the known outcome range (default ``None``).
     alpha : float in (0, 1], ``"proven"`` or None
         Approximation factor of ``oracle`` (default 1: exact). ``"proven"``
         (or ``None``): the ratio the oracle proves, read as its
@@ -205,6 +220,7 @@ class AROQ(AdaptiveEpochs):
         C: float = 1.5,
         alpha: Alpha = 1.0,
         anytime_log_power: float = 0.5,
+        outcome_bounds: Bounds = None,
     ):
         if alpha is None or (isinstance(alpha, str) and alpha == "proven"):
             self._alpha: float | None = None
@@ -217,6 +233,7 @@ class AROQ(AdaptiveEpochs):
         # Recorded whenever it is read (T=None), so that a saved learner continues with its own value;
         # AROQ.saved_defaults says what a file saved without it used.
         params = {"anytime_log_power": power} if T is None else {}
+        params.update(bounds_param(outcome_bounds))
         super().__init__(space, T, oracle=oracle, C=check_positive("C", C), alpha=alpha, **params)
 
     @property
@@ -227,7 +244,7 @@ class AROQ(AdaptiveEpochs):
         return self._alpha
 
     def make_index(self) -> LinearIndex:
-        return LinearIndex(self.d, C=self.params["C"])
+        return LinearIndex(self.d, C=self.params["C"], outcome_bounds=self.params.get("outcome_bounds"))
 
 
 class SROQ(ScheduledElimination):
@@ -235,7 +252,7 @@ class SROQ(ScheduledElimination):
 
     Parameters
     ----------
-    space, T, oracle, C
+    space, T, oracle, C, outcome_bounds
         As for :class:`CUCB` (the radius uses ``log T``).
     M : int >= 1, optional
         Number of epochs (default ``max(2, ceil(log2(log2(T))))``; with
@@ -265,8 +282,17 @@ class SROQ(ScheduledElimination):
 
     name = "SROQ"
 
-    def __init__(self, space: ActionSpace, T: int, *, oracle: str | Oracle = "highs", C: float = 1.5, M: Any = None):
-        super().__init__(space, T, oracle=oracle, M=M, C=check_positive("C", C))
+    def __init__(
+        self,
+        space: ActionSpace,
+        T: int | None,
+        *,
+        M: Any = None,
+        oracle: str | Oracle = "highs",
+        C: float = 1.5,
+        outcome_bounds: Bounds = None,
+    ):
+        super().__init__(space, T, oracle=oracle, M=M, C=check_positive("C", C), **bounds_param(outcome_bounds))
 
     def make_index(self) -> LinearIndex:
-        return LinearIndex(self.d, C=self.params["C"])
+        return LinearIndex(self.d, C=self.params["C"], outcome_bounds=self.params.get("outcome_bounds"))

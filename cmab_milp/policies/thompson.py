@@ -56,6 +56,7 @@ from ..environments.base import FeedbackStats
 from ..oracles import Oracle
 from ..spaces.base import ActionSpace, as_action
 from .base import Index, check_positive
+from .outcome_bounds import Bounds, bounds_param, check_outcome_bounds, clip_to_bounds
 from .schedules import EveryRound
 
 __all__ = ["CTS", "PRIORS", "PosteriorIndex", "coin_rows", "outcome_coins"]
@@ -141,8 +142,17 @@ class PosteriorIndex(Index):
     needs: ClassVar[frozenset[str]] = frozenset({"sum"})
     _state_fields: ClassVar[tuple[str, ...]] = ("sums", "successes", "stream", "rng_words")
 
-    def __init__(self, d: int, prior: str = "beta", sigma: float = 1.0, stream: np.ndarray | None = None):
+    def __init__(
+        self,
+        d: int,
+        prior: str = "beta",
+        sigma: float = 1.0,
+        stream: np.ndarray | None = None,
+        outcome_bounds: Bounds = None,
+    ):
         self.prior = check_prior(prior)
+        #: The known range of every outcome: samples are clipped to it (:mod:`.outcome_bounds`).
+        self.outcome_bounds = check_outcome_bounds(outcome_bounds)
         self.sigma = check_positive("sigma", sigma)
         self.stream = _stream(None) if stream is None else np.asarray(stream, np.uint64).copy()
         self._everyone = np.ones(d, bool)
@@ -246,8 +256,13 @@ class PosteriorIndex(Index):
         """One draw of every arm's mean from its posterior (unobserved Gaussian arms: their mean 0, unused).
 
         Beta: ``2 d`` standard gammas in one call, arms' ``alpha`` then their ``beta`` (the draw order
-        every version of CTS used); Gaussian: ``d`` standard normals.
+        every version of CTS used); Gaussian: ``d`` standard normals. Clipped to ``outcome_bounds`` when
+        given (the same draws: clipping only moves samples outside the known range to its ends).
         """
+        theta = self._draw()
+        return theta if self.outcome_bounds is None else clip_to_bounds(theta, self.outcome_bounds)
+
+    def _draw(self) -> np.ndarray:
         if self.prior == "beta":  # Beta(a, b) = G_a / (G_a + G_b), two standard gammas (what rng.beta does, faster)
             np.add(self.successes, 1.0, out=self._alpha)
             np.subtract(self.counts, self.successes, out=self._beta)
@@ -296,6 +311,9 @@ class CTS(EveryRound):
         The sampling stream (``None``: derived from :func:`~cmab_milp.simulate`'s seed).
     sigma : float > 0
         Noise scale of the Gaussian posterior ``N(mu_hat_i, sigma^2 / n_i)`` (default 1).
+    outcome_bounds : (low, high) or None
+        The known range of every arm's outcome; samples are clipped to it
+        (:mod:`~cmab_milp.policies.outcome_bounds`). Default ``None``: not clipped.
 
     >>> import cmab_milp as cm
     >>> CTS(cm.Cardinality(3, 1), 10, oracle="enumerate", seed=4).params
@@ -313,11 +331,12 @@ class CTS(EveryRound):
         oracle: str | Oracle = "auto",
         seed: int | None = None,
         sigma: float = 1.0,
+        outcome_bounds: Bounds = None,
     ):
         prior, seed, sigma = check_prior(prior), check_seed(seed), check_positive("sigma", sigma)
         self._entropy: Any = seed
         self._coin_round: int | None = None
-        super().__init__(space, T, oracle=oracle, prior=prior, seed=seed, sigma=sigma)
+        super().__init__(space, T, oracle=oracle, prior=prior, seed=seed, sigma=sigma, **bounds_param(outcome_bounds))
 
     def start_run(self, seed: int | None) -> None:
         """Called by :func:`~cmab_milp.simulate` before it resets the policy: an unseeded CTS takes the run's seed."""
@@ -336,7 +355,13 @@ class CTS(EveryRound):
 
     def make_index(self) -> PosteriorIndex:
         stream = _stream(self._entropy)
-        return PosteriorIndex(self.d, prior=self.params["prior"], sigma=self.params["sigma"], stream=stream)
+        return PosteriorIndex(
+            self.d,
+            prior=self.params["prior"],
+            sigma=self.params["sigma"],
+            stream=stream,
+            outcome_bounds=self.params.get("outcome_bounds"),
+        )
 
     def observe(self, action: Any, rewards: Any) -> None:
         waiting = self.outstanding.get(as_action(action, self.d).tobytes())

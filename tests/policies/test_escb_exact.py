@@ -10,7 +10,7 @@ import pytest
 
 import cmab_milp as cm
 from cmab_milp.policies.aescb import budget_levels
-from cmab_milp.policies.escb_cardinality import SubsetTable, maximise_on_cardinality
+from cmab_milp.policies.escb_cardinality import ListedSubsets, SubsetTable, maximise_on_cardinality
 from cmab_milp.policies.escb_search import index_value, maximise_index
 
 
@@ -137,6 +137,62 @@ def test_escb_on_the_subset_table_plays_what_the_ranking_finds() -> None:
             compared += 1
         policy.observe(action, env.sample(action, rng))
     assert compared > 350
+
+
+def test_listed_subsets_answer_as_enumeration_while_means_counts_and_g_move() -> None:
+    """A learner-like sequence of queries (counts grow, means move, g grows), with fresh learners between."""
+    rng = np.random.default_rng(4)
+    listings = queries = 0
+    for trial in range(12):
+        d = int(rng.integers(6, 11))
+        k, exact = int(rng.integers(2, min(d, 5) + 1)), bool(trial % 2)
+        actions = cm.Cardinality(d, k, exact=exact).enumerate()
+        listed = ListedSubsets(d, k, exact)
+        incumbent, c = None, None
+        for episode in range(2):  # the second episode restarts the counts: w grows, a new listing
+            truth = rng.random(d) - (0.4 if trial % 3 == 0 else 0.0)
+            counts = rng.integers(1, 4, d).astype(float)
+            sums = truth * counts
+            for t in range(2 + 400 * episode, 150 + 400 * episode):
+                mu, w, g = sums / counts, 1.0 / counts, math.sqrt(paper_f(t, k) / 2)
+                action, c = listed.best(mu, w, g, incumbent, c)
+                values = np.array([index_value(mu, w, g, a) for a in actions])
+                best = values.max()
+                assert index_value(mu, w, g, action) >= best - 1e-9 * (1 + abs(best)), (trial, t)
+                if best - np.sort(values)[-2] > 1e-7:
+                    assert np.array_equal(action, actions[int(np.argmax(values))])
+                incumbent, queries = action, queries + 1
+                played = action if rng.random() < 0.8 else actions[rng.integers(len(actions))]
+                counts[played] += 1
+                sums[played] += truth[played] + rng.uniform(-0.3, 0.3, int(played.sum()))
+        listings += listed.listings
+    assert listings < queries / 2  # most answers came from a listing
+
+
+def test_escb_on_listed_subsets_decides_as_enumeration_over_whole_runs() -> None:
+    space = cm.Cardinality(14, 5)  # 3,473 subsets: above the subset table, so the listed subsets answer
+    actions = space.enumerate()
+    policy = cm.ESCB(space, None, oracle="auto")
+    assert policy.index.subset_table is None and policy.index._listed is not None
+    checked = 0
+    for seed in range(2):
+        env = cm.UniformNoise(np.random.default_rng(seed).uniform(0.05, 0.95, space.d), width=0.3, seed=seed)
+        policy = cm.ESCB(space, None, oracle="auto")
+        rng = np.random.default_rng(100 + seed)
+        for _ in range(600):
+            mu, n, t = policy.index.means.copy(), np.maximum(policy.index.counts, 1), policy.t
+            observed = policy.index.observed.all()
+            action = policy.select()
+            if observed and t > 1:
+                values = indices(actions, mu, n, t, space.m)
+                best = values.max()
+                assert indices(action[None], mu, n, t, space.m)[0] >= best - 1e-9 * (1 + abs(best)), (seed, t)
+                if best - np.sort(values)[-2] > 1e-7:
+                    assert np.array_equal(action, actions[int(np.argmax(values))])
+                checked += 1
+            policy.observe(action, env.sample(action, rng))
+        assert policy.index._listed.listings < 300
+    assert checked > 1100
 
 
 def test_the_search_finds_a_maximiser_inside_the_hull() -> None:
