@@ -231,6 +231,71 @@ def _exchanges(space: Any, res: Restrictions, held: list[bool], order: list[int]
     return current
 
 
+def _independence(space: Any) -> Any:
+    """A function ``add(arm)``: whether ``arm`` keeps the held arms independent in ``space``'s matroid (then held)."""
+    if type(space) is Cardinality:
+        count = [0]
+
+        def add(arm: int) -> bool:
+            count[0] += 1
+            return count[0] <= space.m
+
+        return add
+    if type(space) is PartitionMatroid:
+        room = list(space.capacities)
+        block_of = space.block_of.tolist()
+
+        def add(arm: int) -> bool:
+            room[block_of[arm]] -= 1
+            return room[block_of[arm]] >= 0
+
+        return add
+    parent = list(range(space.n_nodes))  # forests: union-find over the graph's nodes
+    tail, head = space.tail.tolist(), space.head.tolist()
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    def add(arm: int) -> bool:
+        u, v = find(tail[arm]), find(head[arm])
+        if u == v:
+            return False
+        parent[u] = v
+        return True
+
+    return add
+
+
+def _greedy(space: Any, res: Restrictions, weights: list[float]) -> list[bool] | None:
+    """The rule's action on a matroid in one pass: the greedy over arms by decreasing weight, lower arm first.
+
+    It is the optimum of the weights raised by ``eps 2^-i`` on arm ``i`` (``eps`` small): among the
+    optima, the lexicographically largest. The arms of ``res.include`` come first (a contraction is
+    a matroid), those of ``res.exclude`` never; arms of negative weight only where actions are bases.
+    ``None`` when an included arm is dependent. The caller checks the result (feasible, same weights).
+
+    >>> _greedy(Cardinality(4, 2), Restrictions(), [0.5, 0.9, 0.5, 0.5])
+    [True, True, False, False]
+    """
+    add = _independence(space)
+    bases = type(space) is SpanningTrees or (type(space) is Cardinality and space.exact)
+    held = [False] * len(weights)
+    for arm in res.include:
+        if not add(arm):
+            return None
+        held[arm] = True
+    excluded = set(res.exclude)
+    for arm in sorted(range(len(weights)), key=lambda i: (-weights[i], i)):
+        if weights[arm] < 0.0 and not bases:
+            break
+        if not held[arm] and arm not in excluded and add(arm):
+            held[arm] = True
+    return held
+
+
 def _settle_values(oracle: Any, query: LinearQuery, best: list[bool]) -> list[bool]:
     """The rule over every tie (``ties="exact"``): each arm, in order, held iff an action within the tolerance holds it.
 
@@ -252,6 +317,30 @@ def _settle_values(oracle: Any, query: LinearQuery, best: list[bool]) -> list[bo
             best, reference = answer.tolist(), max(reference, value)
         held_in.append(arm)
     return best
+
+
+def _unique(oracle: Any, query: LinearQuery, best: list[bool]) -> bool:
+    """Whether no other action is within the tolerance of ``best`` (an optimum): one restricted solve per held arm.
+
+    An action other than ``best`` misses a held arm ``j`` (then the optimum excluding ``j`` bounds its
+    value) or holds more: when every other arm's weight is beyond the tolerance on one side (all
+    positive: it would beat the optimum; all negative: it is worse), no such action ties.
+    """
+    res = query.restrictions
+    weights = query.weights_list if query.weights_list is not None else query.weights.tolist()
+    reference = query.value(best)
+    tol = 1e-9 * (1.0 + abs(reference))  # the contract's tolerance (base.tolerance)
+    excluded = set(res.exclude)
+    others = [w for i, (w, held) in enumerate(zip(weights, best, strict=True)) if not held and i not in excluded]
+    if not (all(w > tol for w in others) or all(w < -tol for w in others)):
+        return False
+    included = set(res.include)
+    for arm, held in enumerate(best):
+        if held and arm not in included:
+            answer = _holding(oracle, query, [], [arm])
+            if answer is not None and query.value(answer) >= reference - tol:
+                return False
+    return True
 
 
 def first_optimum(
@@ -287,7 +376,11 @@ def _settle_ties(oracle: Any, query: LinearQuery, action: np.ndarray, leaves: in
     if mode == "off" or getattr(oracle, "gap", None) is not None:  # approximate answers: no rule among them
         return action
     if mode == "exact":
-        return np.array(_settle_values(oracle, query, action.tolist()))
+        held = action.tolist()
+        weights = query.weights_list if query.weights_list is not None else query.weights.tolist()
+        if not open_arms(weights, held)[0] and _unique(oracle, query, held):  # no class tie, no other tie
+            return action
+        return np.array(_settle_values(oracle, query, held))
     w = query.weights
     if query.weights_list is None and np.count_nonzero(w) == w.shape[0] and np.unique(w).shape[0] == w.shape[0]:
         return action  # long vectors: numpy finds whether any weight repeats or is 0
@@ -298,7 +391,12 @@ def _settle_ties(oracle: Any, query: LinearQuery, action: np.ndarray, leaves: in
         return action
     space, res = oracle.space, query.restrictions
     if type(space) in _MATROIDS and not res.forbid_pairs:
-        return np.array(_exchanges(space, res, held, order, classes))
+        greedy = _greedy(space, res, weights)
+        if greedy is not None and _nonzero(weights, greedy) == _nonzero(weights, held):
+            trial = np.array(greedy)
+            if res.admits(trial) and space._contains(trial):
+                return trial
+        return np.array(_exchanges(space, res, held, order, classes))  # a near tie: exchanges from the answer
     checks = [0]  # candidates and partial actions checked
 
     def fits(partial: list[bool]) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
+import networkx as nx
 import numpy as np
 import pytest
 from instances import SPACES
@@ -235,3 +236,68 @@ def test_ties_is_an_option_of_every_backend_checked_before_any_work() -> None:
         [0.5, 0.5, 0.5, 0.1]
     )  # three tied arms: the rule takes the lowest two, "off" whatever the backend does
     assert cm.make_oracle(space, "highs", ties="classes").argmax(w).tolist() == [True, True, False, False]
+
+
+def ads(slots: int = 3, ads_: int = 5) -> cm.ActionSpace:
+    """A newcomer's ad space in small: matchings of K(ads, slots), ads 0 and 1 exclusive, a budget (issue 36.4)."""
+    space = cm.Matchings(nx.complete_bipartite_graph(ads_, slots))
+    exclusive = [1.0 if ad in (0, 1) else 0.0 for ad, _ in space.arms]
+    return space.with_constraint(exclusive, "<=", 1).with_budget([1.0 + ad for ad, _ in space.arms], 7)
+
+
+def first_within_tolerance(actions: np.ndarray, weights: np.ndarray) -> tuple:
+    values = actions.astype(float) @ weights  # sums of eighths: exact
+    return max(tuple(row) for row, v in zip(actions, values, strict=True) if v >= values.max() - 1e-9)
+
+
+@pytest.mark.parametrize("backend", ["enumerate", "highs", "auto"])
+@pytest.mark.parametrize("family", ["matchings-general", "paths-dag", "ads", "cardinality", "spanning-trees"])
+def test_exact_mode_with_signed_weights_and_zeros(backend: str, family: str) -> None:
+    """Eighths in [-3/8, 7/8] (zeros, negatives, equal sums): the first action within 1e-9, on each backend."""
+    space = ads() if family == "ads" else SPACES[family]()
+    oracle = cm.make_oracle(space, backend, ties="exact")
+    actions = cm.make_oracle(space, "enumerate").actions
+    rng = np.random.default_rng(17)
+    for k in range(10):
+        low = -3 if k % 2 else 1  # odd queries: mixed signs; even ones: positive weights only
+        weights = rng.integers(low, 8, space.d) / 8
+        assert tuple(oracle.argmax(weights).tolist()) == first_within_tolerance(actions, weights)
+
+
+def test_exact_mode_proves_a_unique_optimum_with_one_solve_per_held_arm() -> None:
+    """Distinct positive weights: the answer plus one solve per arm it holds (each arm excluded), no more."""
+    space = cm.Matchings(nx.complete_bipartite_graph(4, 3))
+    oracle = cm.make_oracle(space, "enumerate", ties="exact")
+    solves = []
+    linear = oracle._linear
+
+    def counted(query: LinearQuery) -> np.ndarray | None:
+        solves.append(query.restrictions.exclude)
+        return linear(query)
+
+    oracle._linear = counted
+    weights = np.random.default_rng(4).uniform(0.1, 1.0, space.d)
+    answer = oracle.argmax(weights)
+    held = np.flatnonzero(answer).tolist()
+    assert solves == [(), *((arm,) for arm in held)]
+    assert tuple(answer.tolist()) == first_within_tolerance(oracle.actions, weights)
+
+
+@pytest.mark.parametrize("family", ["cardinality", "cardinality-exact", "partition", "graphic", "spanning-trees"])
+def test_matroids_settle_in_one_greedy_pass_from_any_optimum(family: str) -> None:
+    """All weights equal, or a few values with zeros and restrictions: the first optimum, whatever the start."""
+    space = SPACES[family]()
+    oracle = cm.make_oracle(space, "enumerate", ties="classes")
+    actions = oracle.actions
+    rng = np.random.default_rng(23)
+    queries = [{"weights": np.full(space.d, POOL[1])}, {"weights": np.full(space.d, -POOL[2])}]
+    queries += [tied_query(rng, space.d, kind) for kind in range(12)]
+    for q in queries:
+        truth = first_by_brute_force(actions, q)
+        if truth is None:
+            continue
+        query = oracle.linear_query(**q)
+        values = [exact_value(q["weights"], row) if query.restrictions.admits(row) else None for row in actions]
+        best = max(v for v in values if v is not None)
+        for start in (row for row, v in zip(actions, values, strict=True) if v == best):
+            assert tuple(first_optimum(oracle, query, start.copy(), leaves=0).tolist()) == truth
