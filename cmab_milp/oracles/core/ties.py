@@ -320,27 +320,22 @@ def _settle_values(oracle: Any, query: LinearQuery, best: list[bool]) -> list[bo
 
 
 def _unique(oracle: Any, query: LinearQuery, best: list[bool]) -> bool:
-    """Whether no other action is within the tolerance of ``best`` (an optimum): one restricted solve per held arm.
+    """Whether no other action is within the tolerance of ``best`` (an optimum): one solve of shifted weights.
 
-    An action other than ``best`` misses a held arm ``j`` (then the optimum excluding ``j`` bounds its
-    value) or holds more: when every other arm's weight is beyond the tolerance on one side (all
-    positive: it would beat the optimum; all negative: it is worse), no such action ties.
+    Each arm ``best`` holds loses ``delta``, each other arm gains it (``delta``: a thousand times the
+    contract's tolerance). An action ``b`` tied with ``best`` then beats it by at least ``2 delta - tol``
+    (``b`` differs from ``best`` in at least one arm), so an exact backend cannot return ``best``; when it does,
+    ``best`` is the only optimum. Any other answer (a tie, or an action within ``delta d`` of the optimum) sends
+    the query to the full settling.
     """
-    res = query.restrictions
     weights = query.weights_list if query.weights_list is not None else query.weights.tolist()
-    reference = query.value(best)
-    tol = 1e-9 * (1.0 + abs(reference))  # the contract's tolerance (base.tolerance)
-    excluded = set(res.exclude)
-    others = [w for i, (w, held) in enumerate(zip(weights, best, strict=True)) if not held and i not in excluded]
-    if not (all(w > tol for w in others) or all(w < -tol for w in others)):
-        return False
-    included = set(res.include)
-    for arm, held in enumerate(best):
-        if held and arm not in included:
-            answer = _holding(oracle, query, [], [arm])
-            if answer is not None and query.value(answer) >= reference - tol:
-                return False
-    return True
+    delta = 1e-6 * (1.0 + abs(query.value(best)))
+    shifted = [w - delta if held else w + delta for w, held in zip(weights, best, strict=True)]
+    listed = shifted if query.weights_list is not None else None
+    answer = getattr(oracle, "uncounted_linear", oracle._linear)(
+        LinearQuery(np.array(shifted), query.restrictions, listed)
+    )
+    return answer is not None and answer.tolist() == best
 
 
 def first_optimum(

@@ -253,33 +253,36 @@ def first_within_tolerance(actions: np.ndarray, weights: np.ndarray) -> tuple:
 @pytest.mark.parametrize("backend", ["enumerate", "highs", "auto"])
 @pytest.mark.parametrize("family", ["matchings-general", "paths-dag", "ads", "cardinality", "spanning-trees"])
 def test_exact_mode_with_signed_weights_and_zeros(backend: str, family: str) -> None:
-    """Eighths in [-3/8, 7/8] (zeros, negatives, equal sums): the first action within 1e-9, on each backend."""
+    """Eighths in [-3/8, 7/8] (zeros, negatives), or distinct 64ths (equal sums only): the first action within 1e-9."""
     space = ads() if family == "ads" else SPACES[family]()
     oracle = cm.make_oracle(space, backend, ties="exact")
     actions = cm.make_oracle(space, "enumerate").actions
     rng = np.random.default_rng(17)
-    for k in range(10):
-        low = -3 if k % 2 else 1  # odd queries: mixed signs; even ones: positive weights only
+    for k in range(15):
+        low = -3 if k % 3 == 1 else 1  # mixed signs, or positive weights only
         weights = rng.integers(low, 8, space.d) / 8
+        if k % 3 == 2:  # distinct weights (no class tie), equal sums everywhere
+            weights = (rng.permutation(space.d) + 1) / 64
         assert tuple(oracle.argmax(weights).tolist()) == first_within_tolerance(actions, weights)
 
 
-def test_exact_mode_proves_a_unique_optimum_with_one_solve_per_held_arm() -> None:
-    """Distinct positive weights: the answer plus one solve per arm it holds (each arm excluded), no more."""
+def test_exact_mode_proves_a_unique_optimum_with_one_more_solve() -> None:
+    """Distinct positive weights: the answer plus one solve of shifted weights (held arms down, others up), no more."""
     space = cm.Matchings(nx.complete_bipartite_graph(4, 3))
     oracle = cm.make_oracle(space, "enumerate", ties="exact")
     solves = []
     linear = oracle._linear
 
     def counted(query: LinearQuery) -> np.ndarray | None:
-        solves.append(query.restrictions.exclude)
+        solves.append(query.weights)
         return linear(query)
 
     oracle._linear = counted
     weights = np.random.default_rng(4).uniform(0.1, 1.0, space.d)
     answer = oracle.argmax(weights)
-    held = np.flatnonzero(answer).tolist()
-    assert solves == [(), *((arm,) for arm in held)]
+    assert len(solves) == 2
+    shift = solves[1] - weights
+    assert (shift[answer] < 0).all() and (shift[~answer] > 0).all() and np.abs(shift).max() < 1e-5
     assert tuple(answer.tolist()) == first_within_tolerance(oracle.actions, weights)
 
 
@@ -301,3 +304,32 @@ def test_matroids_settle_in_one_greedy_pass_from_any_optimum(family: str) -> Non
         best = max(v for v in values if v is not None)
         for start in (row for row, v in zip(actions, values, strict=True) if v == best):
             assert tuple(first_optimum(oracle, query, start.copy(), leaves=0).tolist()) == truth
+
+
+@pytest.mark.parametrize("family", ["matchings-general", "paths-dag", "ads"])
+def test_exact_mode_settles_sum_ties_from_any_optimum(family: str) -> None:
+    """Distinct weights (equal sums, no equal weights): the first optimum from every optimal start.
+
+    64ths in a random order; on the ad space ``p(ad) / 8 + q(slot) / 64`` (every matching of the same ads
+    and slots has the same value); on paths, potential differences (every path ties).
+    """
+    space = ads() if family == "ads" else SPACES[family]()
+    oracle = cm.make_oracle(space, "highs", ties="exact")
+    actions = cm.make_oracle(space, "enumerate").actions
+    rng = np.random.default_rng(29)
+    starts = 0
+    for _ in range(8):
+        weights = (rng.permutation(space.d) + 1) / 64
+        if family == "paths-dag":  # potential differences: every path has the same value
+            phi = rng.permutation(7) / 64
+            weights = np.array([phi[v] - phi[u] for u, v in space.arms])
+        if family == "ads":
+            p, q = rng.permutation(5) + 1, rng.permutation(3) + 5
+            weights = np.array([p[ad] / 8 + q[slot - 5] / 64 for ad, slot in space.arms])
+        truth = first_within_tolerance(actions, weights)
+        query = oracle.linear_query(weights)
+        values = actions.astype(float) @ weights
+        for start in actions[values >= values.max() - 1e-9]:
+            assert tuple(first_optimum(oracle, query, start.copy()).tolist()) == truth
+            starts += 1
+    assert starts > 8  # some queries had several optima
