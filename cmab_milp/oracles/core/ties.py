@@ -14,7 +14,9 @@ backend's answer ``a`` holds some arms of each class; a class it holds partly (s
 the arms of weight 0, are the *open* arms ``P``. Every action that agrees with ``a`` off ``P`` and
 holds as many arms of each nonzero class as ``a`` has the same multiset of nonzero weights, hence
 exactly ``a``'s value. On matroids (cardinality, partition, forests, spanning trees; no
-``forbid_pairs``) exchanges within a class towards lower arms reach the rule's action. Elsewhere the
+``forbid_pairs``) one greedy pass by decreasing weight, lower arm first, gives the rule's action (the
+unique optimum of the weights raised by ``eps (d - i)`` on arm ``i``); exchanges within a class towards
+lower arms are the fallback when its weights differ from ``a``'s (a near tie). Elsewhere the
 search walks these candidates in decreasing lexicographic order (arms of ``P`` by increasing index,
 holding before not holding, class counts pruned; on matchings infeasible partial actions too) and
 returns the first one that is feasible (``space._contains`` and the restrictions). Past ``leaves`` checks it
@@ -32,6 +34,11 @@ weights, by A and B). Nothing depends on which optimum ``a`` the backend returne
 gives the same action. Without (A) or (B) (sums of different weights that coincide, values closer
 than the tolerance), the answer is still optimal (only actions of ``a``'s exact value are
 returned), but backends may differ as before.
+
+``ties="exact"`` also settles equal sums of different weights (within the tolerance): one solve of the
+weights shifted by ``delta`` (a thousand times the tolerance; down on ``a``'s arms, up on the others)
+returns ``a`` itself exactly when no other action is within the tolerance of it (:func:`_unique`); only
+then is ``a`` kept, otherwise every arm is settled in turn by restricted solves.
 
 Not applied: norm queries (``argmax_norm``; their ties need ``M`` to be symmetric under the swap)
 and oracles in the certified approximate mode (``gap``).
@@ -373,7 +380,9 @@ def _settle_ties(oracle: Any, query: LinearQuery, action: np.ndarray, leaves: in
     if mode == "exact":
         held = action.tolist()
         weights = query.weights_list if query.weights_list is not None else query.weights.tolist()
-        if not open_arms(weights, held)[0] and _unique(oracle, query, held):  # no class tie, no other tie
+        distinct = set(weights)
+        no_class_tie = (len(distinct) == len(weights) and 0.0 not in distinct) or not open_arms(weights, held)[0]
+        if no_class_tie and _unique(oracle, query, held):  # and no other action within the tolerance
             return action
         return np.array(_settle_values(oracle, query, held))
     w = query.weights
