@@ -253,10 +253,10 @@ def test_bernoulli_runs_are_the_same_on_every_exact_backend(policy: str, family:
 @pytest.mark.slow
 def test_without_the_rule_backends_differ_on_the_ad_space() -> None:
     """The control: with ``ties="off"`` the same CUCB run ends elsewhere on ``highs`` than on ``enumerate``."""
-    runs = bernoulli_runs(cm.CUCB, ads(4, 12), ["enumerate", "highs"], 300, 3, "off")
+    runs = bernoulli_runs(cm.CUCB, ads(4, 12), ["enumerate", "highs"], 200, 3, "off")
     assert runs["highs"][0] != runs["enumerate"][0]
     assert (
-        bernoulli_runs(cm.CUCB, ads(4, 12), ["enumerate", "highs"], 300, 3, "exact")["highs"][0] == runs["enumerate"][0]
+        bernoulli_runs(cm.CUCB, ads(4, 12), ["enumerate", "highs"], 200, 3, "exact")["highs"][0] == runs["enumerate"][0]
     )
 
 
