@@ -19,7 +19,8 @@ unique optimum of the weights raised by ``eps (d - i)`` on arm ``i``); exchanges
 lower arms are the fallback when its weights differ from ``a``'s (a near tie). Elsewhere the
 search walks these candidates in decreasing lexicographic order (arms of ``P`` by increasing index,
 holding before not holding, class counts pruned; on matchings infeasible partial actions too) and
-returns the first one that is feasible (``space._contains`` and the restrictions). Past ``leaves`` checks it
+returns the first one that is feasible (``space._contains`` and the restrictions). Past one check per open
+arm and ``leaves`` more it
 settles the open arms one by one instead, with restricted solves on the same backend: arm ``i`` is
 held when the optimum under "hold the arms settled in, and ``i``; not those settled out" still has
 ``a``'s nonzero weights (one solve per open arm the current best does not hold).
@@ -106,8 +107,9 @@ def _candidates(
 ) -> Iterator[list[bool]]:
     """Actions agreeing with ``action`` off ``order``, ``need[c]`` arms of each class: lexicographically largest first.
 
-    ``fits(partial)``: whether a partial action (the open arms not yet decided left out) may still be
-    completed; given for spaces closed under taking subsets (then: whether it is feasible itself).
+    ``fits(partial, arm)``: whether a partial action (the open arms not yet decided left out) that has just
+    taken ``arm`` may still be completed; given for spaces closed under taking subsets (then: whether it is
+    feasible itself).
 
     >>> [[int(x) for x in c] for c in _candidates([False, True, True], [0, 1, 2], [0, 0, 0], [2])]
     [[1, 1, 0], [1, 0, 1], [0, 1, 1]]
@@ -134,7 +136,7 @@ def _candidates(
             phase[k] = 1
             if c < 0 or need[c] > 0:
                 current[arm] = True
-                if fits is None or fits(current):
+                if fits is None or fits(current, arm):
                     held[k] = True
                     if c >= 0:
                         need[c] -= 1
@@ -351,12 +353,13 @@ def first_optimum(
     """The rule's action (module docstring) from ``action``, an optimum of ``query`` on ``oracle``.
 
     ``oracle.ties`` says which ties are settled: ``"classes"`` (equal weights, see above),
-    ``"exact"`` (also sums of different weights within the tolerance: one restricted solve per arm
-    the answer does not hold) or ``"off"``. ``failures``: the exceptions of a restricted solve that
-    leave the backend's ``action`` as the answer (a declined query, a time limit). ``leaves``:
-    candidates checked with ``space._contains`` before settling by restricted solves on ``oracle``
-    (``0``: solves at once). Returns ``action`` itself (no copy) when no other candidate exists: one
-    set of the weights on the usual path.
+    ``"exact"`` (also sums of different weights within the tolerance: one solve of shifted weights, then,
+    on a tie, one restricted solve per arm the answer does not hold) or ``"off"``. ``failures``: the
+    exceptions of a restricted solve that leave the backend's ``action`` as the answer (a declined query,
+    a time limit). ``leaves``: checks of candidates and partial actions, beyond one per open arm (the
+    search's first descent), before settling by restricted solves on ``oracle`` (``0``: solves at once).
+    Returns ``action`` itself (no copy) when no other candidate exists: one set of the weights on the
+    usual path.
     """
     weights = query.weights_list
     if weights is not None and oracle.ties == "classes":
@@ -402,14 +405,28 @@ def _settle_ties(oracle: Any, query: LinearQuery, action: np.ndarray, leaves: in
                 return trial
         return np.array(_exchanges(space, res, held, order, classes))  # a near tie: exchanges from the answer
     checks = [0]  # candidates and partial actions checked
-
-    def fits(partial: list[bool]) -> bool:
-        checks[0] += 1
-        if checks[0] > leaves:
-            raise _OverBudget
-        return bool(space._contains(np.array(partial)))
-
+    budget = leaves + len(order) if leaves else 0  # the first descent (one check per open arm), then ``leaves``
     closed = type(space) is Matchings and not space.perfect  # closed under subsets: prune partial actions
+    free = _free_ends(space) if closed else None
+    members: list[list[int]] = [[] for _ in need]
+    for arm, c in zip(order, classes, strict=True):
+        if c >= 0:
+            members[c].append(arm)
+
+    def fits(partial: list[bool], arm: int | None = None) -> bool:
+        checks[0] += 1
+        if checks[0] > budget:
+            raise _OverBudget
+        if arm is None or free is None:
+            return bool(space._contains(np.array(partial)))
+        if not free(partial, arm):  # a matching before ``arm``: only its two ends to check
+            return False
+        for c, arms in enumerate(members):  # each class can still get its count from the free arms above ``arm``
+            held = sum(1 for e in arms if e <= arm and partial[e])
+            if held < need[c] and sum(1 for e in arms if e > arm and free(partial, e)) < need[c] - held:
+                return False
+        return True
+
     try:
         for candidate in _candidates(held, order, classes, need, fits if closed else None):
             if candidate == held:
@@ -422,6 +439,26 @@ def _settle_ties(oracle: Any, query: LinearQuery, action: np.ndarray, leaves: in
     if getattr(oracle, "time_limit", None) is not None:  # solves would multiply the query's time
         return action
     return np.array(_settle(oracle, query, held, order, classes, need))
+
+
+def _free_ends(space: Any) -> Any:
+    """A function ``free(partial, arm)``: whether no other arm ``partial`` holds shares a node with ``arm``.
+
+    >>> import networkx as nx
+    >>> free = _free_ends(Matchings(nx.path_graph(4)))  # arms (0, 1), (1, 2), (2, 3)
+    >>> free([True, False, False], 1), free([True, False, False], 2)
+    (False, True)
+    """
+    tail, head = space.tail.tolist(), space.head.tolist()
+    at: dict[int, list[int]] = {}
+    for arm, ends in enumerate(zip(tail, head, strict=True)):
+        for node in set(ends):
+            at.setdefault(node, []).append(arm)
+
+    def free(partial: list[bool], arm: int) -> bool:
+        return not any(partial[e] and e != arm for node in (tail[arm], head[arm]) for e in at[node])
+
+    return free
 
 
 class _OverBudget(Exception):
