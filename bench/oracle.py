@@ -130,20 +130,19 @@ def tied_weights_for(d: int, n: int = 512, seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed).choice([0.81, 0.64, 0.57, 0.52], size=(n, d))
 
 
-def tie_rule_cost(backends: list[str], rounds: int, block: int) -> None:
-    """The tie rule's cost per query (ties.first_optimum): ``argmax`` with it vs without it (``ties="off"``)."""
-    print("\n## The tie rule's cost: per-query median (us) of argmax with / without it, and the ratio\n")
+def tie_rule_cost(backends: list[str], rounds: int, block: int, mode: str = "classes") -> None:
+    """The tie rule's cost per query (ties.first_optimum): ``argmax`` with ``ties=mode`` vs ``ties="off"``."""
+    print(f"\n## The tie rule's cost: per-query median (us) of argmax with ties={mode!r} / 'off', and the ratio\n")
     print("| family                       | backend       | weights | with rule | without | ratio |")
     print("|------------------------------|---------------|---------|-----------|---------|-------|")
     for name, build in families().items():
         space = build()
         for b in backends:
             try:
-                with_rule, without = cm.make_oracle(space, b), cm.make_oracle(space, b)
+                with_rule, without = cm.make_oracle(space, b, ties=mode), cm.make_oracle(space, b, ties="off")
                 with_rule.argmax(weights_for(space.d)[0])
             except (ValueError, cm.UnsupportedQuery):
                 continue
-            without.ties = "off"
             for kind, ws in (("[0, 1]", weights_for(space.d)), ("tied", tied_weights_for(space.d))):
                 res = side_by_side(
                     {
@@ -264,12 +263,13 @@ def main() -> None:
         help="comma-separated backends for the family table",
     )
     parser.add_argument("--ties-only", action="store_true", help="only the tie rule's cost table")
+    parser.add_argument("--ties", default="classes", help="the tie rule's mode compared with ties='off'")
     args = parser.parse_args()
     rounds, block = (3, 20) if args.quick else (7, 60)
     backends = [b for b in args.backends.split(",") if b]
     print(f"cmab_milp {cm.__version__}; backends available: {cm.available_backends()}")
     if args.ties_only:
-        tie_rule_cost([b for b in backends if not b.startswith(("pulp", "scip"))], rounds, block)
+        tie_rule_cost([b for b in backends if not b.startswith(("pulp", "scip"))], rounds, block, args.ties)
         return
     compiled_vs_bare_vs_rebuild(rounds, block)
     auto_vs_bare(rounds, block)

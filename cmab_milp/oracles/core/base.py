@@ -397,7 +397,15 @@ class Oracle:
             if query.f != 0.0:
                 return self._norm(query)
             query = LinearQuery(query.mu, query.restrictions)
-        return first_optimum(self, query, self._linear(query), _SOLVE_FAILURES)  # one tie rule for all (ties.py)
+        answer = self._linear(query)
+        ties = self.ties
+        if ties == "off" or answer is None:  # the backend's own choice among ties
+            return answer
+        if ties == "classes" and query.weights_list is not None:  # the usual query: distinct nonzero weights
+            distinct = set(query.weights_list)
+            if len(distinct) == self.d and 0.0 not in distinct:
+                return answer
+        return first_optimum(self, query, answer, _SOLVE_FAILURES)  # one tie rule for all (ties.py)
 
     def _linear(self, query: LinearQuery) -> np.ndarray | None:
         raise NotImplementedError

@@ -14,10 +14,13 @@ backend's answer ``a`` holds some arms of each class; a class it holds partly (s
 the arms of weight 0, are the *open* arms ``P``. Every action that agrees with ``a`` off ``P`` and
 holds as many arms of each nonzero class as ``a`` has the same multiset of nonzero weights, hence
 exactly ``a``'s value. On matroids (cardinality, partition, forests, spanning trees; no
-``forbid_pairs``) exchanges within a class towards lower arms reach the rule's action. Elsewhere the
+``forbid_pairs``) one greedy pass by decreasing weight, lower arm first, gives the rule's action (the
+unique optimum of the weights raised by ``eps (d - i)`` on arm ``i``); exchanges within a class towards
+lower arms are the fallback when its weights differ from ``a``'s (a near tie). Elsewhere the
 search walks these candidates in decreasing lexicographic order (arms of ``P`` by increasing index,
 holding before not holding, class counts pruned; on matchings infeasible partial actions too) and
-returns the first one that is feasible (``space._contains`` and the restrictions). Past ``leaves`` checks it
+returns the first one that is feasible (``space._contains`` and the restrictions). Past one check per open
+arm and ``leaves`` more it
 settles the open arms one by one instead, with restricted solves on the same backend: arm ``i`` is
 held when the optimum under "hold the arms settled in, and ``i``; not those settled out" still has
 ``a``'s nonzero weights (one solve per open arm the current best does not hold).
@@ -32,6 +35,11 @@ weights, by A and B). Nothing depends on which optimum ``a`` the backend returne
 gives the same action. Without (A) or (B) (sums of different weights that coincide, values closer
 than the tolerance), the answer is still optimal (only actions of ``a``'s exact value are
 returned), but backends may differ as before.
+
+``ties="exact"`` also settles equal sums of different weights (within the tolerance): one solve of the
+weights shifted by ``delta`` (a thousand times the tolerance; down on ``a``'s arms, up on the others)
+returns ``a`` itself exactly when no other action is within the tolerance of it (:func:`_unique`); only
+then is ``a`` kept, otherwise every arm is settled in turn by restricted solves.
 
 Not applied: norm queries (``argmax_norm``; their ties need ``M`` to be symmetric under the swap)
 and oracles in the certified approximate mode (``gap``).
@@ -99,8 +107,9 @@ def _candidates(
 ) -> Iterator[list[bool]]:
     """Actions agreeing with ``action`` off ``order``, ``need[c]`` arms of each class: lexicographically largest first.
 
-    ``fits(partial)``: whether a partial action (the open arms not yet decided left out) may still be
-    completed; given for spaces closed under taking subsets (then: whether it is feasible itself).
+    ``fits(partial, arm)``: whether a partial action (the open arms not yet decided left out) that has just
+    taken ``arm`` may still be completed; given for spaces closed under taking subsets (then: whether it is
+    feasible itself).
 
     >>> [[int(x) for x in c] for c in _candidates([False, True, True], [0, 1, 2], [0, 0, 0], [2])]
     [[1, 1, 0], [1, 0, 1], [0, 1, 1]]
@@ -127,7 +136,7 @@ def _candidates(
             phase[k] = 1
             if c < 0 or need[c] > 0:
                 current[arm] = True
-                if fits is None or fits(current):
+                if fits is None or fits(current, arm):
                     held[k] = True
                     if c >= 0:
                         need[c] -= 1
@@ -231,6 +240,71 @@ def _exchanges(space: Any, res: Restrictions, held: list[bool], order: list[int]
     return current
 
 
+def _independence(space: Any) -> Any:
+    """A function ``add(arm)``: whether ``arm`` keeps the held arms independent in ``space``'s matroid (then held)."""
+    if type(space) is Cardinality:
+        count = [0]
+
+        def add(arm: int) -> bool:
+            count[0] += 1
+            return count[0] <= space.m
+
+        return add
+    if type(space) is PartitionMatroid:
+        room = list(space.capacities)
+        block_of = space.block_of.tolist()
+
+        def add(arm: int) -> bool:
+            room[block_of[arm]] -= 1
+            return room[block_of[arm]] >= 0
+
+        return add
+    parent = list(range(space.n_nodes))  # forests: union-find over the graph's nodes
+    tail, head = space.tail.tolist(), space.head.tolist()
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    def add(arm: int) -> bool:
+        u, v = find(tail[arm]), find(head[arm])
+        if u == v:
+            return False
+        parent[u] = v
+        return True
+
+    return add
+
+
+def _greedy(space: Any, res: Restrictions, weights: list[float]) -> list[bool] | None:
+    """The rule's action on a matroid in one pass: the greedy over arms by decreasing weight, lower arm first.
+
+    It is the optimum of the weights raised by ``eps 2^-i`` on arm ``i`` (``eps`` small): among the
+    optima, the lexicographically largest. The arms of ``res.include`` come first (a contraction is
+    a matroid), those of ``res.exclude`` never; arms of negative weight only where actions are bases.
+    ``None`` when an included arm is dependent. The caller checks the result (feasible, same weights).
+
+    >>> _greedy(Cardinality(4, 2), Restrictions(), [0.5, 0.9, 0.5, 0.5])
+    [True, True, False, False]
+    """
+    add = _independence(space)
+    bases = type(space) is SpanningTrees or (type(space) is Cardinality and space.exact)
+    held = [False] * len(weights)
+    for arm in res.include:
+        if not add(arm):
+            return None
+        held[arm] = True
+    excluded = set(res.exclude)
+    for arm in sorted(range(len(weights)), key=lambda i: (-weights[i], i)):
+        if weights[arm] < 0.0 and not bases:
+            break
+        if not held[arm] and arm not in excluded and add(arm):
+            held[arm] = True
+    return held
+
+
 def _settle_values(oracle: Any, query: LinearQuery, best: list[bool]) -> list[bool]:
     """The rule over every tie (``ties="exact"``): each arm, in order, held iff an action within the tolerance holds it.
 
@@ -254,18 +328,38 @@ def _settle_values(oracle: Any, query: LinearQuery, best: list[bool]) -> list[bo
     return best
 
 
+def _unique(oracle: Any, query: LinearQuery, best: list[bool]) -> bool:
+    """Whether no other action is within the tolerance of ``best`` (an optimum): one solve of shifted weights.
+
+    Each arm ``best`` holds loses ``delta``, each other arm gains it (``delta``: a thousand times the
+    contract's tolerance). An action ``b`` tied with ``best`` then beats it by at least ``2 delta - tol``
+    (``b`` differs from ``best`` in at least one arm), so an exact backend cannot return ``best``; when it does,
+    ``best`` is the only optimum. Any other answer (a tie, or an action within ``delta d`` of the optimum) sends
+    the query to the full settling.
+    """
+    weights = query.weights_list if query.weights_list is not None else query.weights.tolist()
+    delta = 1e-6 * (1.0 + abs(query.value(best)))
+    shifted = [w - delta if held else w + delta for w, held in zip(weights, best, strict=True)]
+    listed = shifted if query.weights_list is not None else None
+    answer = getattr(oracle, "uncounted_linear", oracle._linear)(
+        LinearQuery(np.array(shifted), query.restrictions, listed)
+    )
+    return answer is not None and answer.tolist() == best
+
+
 def first_optimum(
     oracle: Any, query: LinearQuery, action: np.ndarray | None, failures: tuple = (), leaves: int = TIE_LEAVES
 ):
     """The rule's action (module docstring) from ``action``, an optimum of ``query`` on ``oracle``.
 
     ``oracle.ties`` says which ties are settled: ``"classes"`` (equal weights, see above),
-    ``"exact"`` (also sums of different weights within the tolerance: one restricted solve per arm
-    the answer does not hold) or ``"off"``. ``failures``: the exceptions of a restricted solve that
-    leave the backend's ``action`` as the answer (a declined query, a time limit). ``leaves``:
-    candidates checked with ``space._contains`` before settling by restricted solves on ``oracle``
-    (``0``: solves at once). Returns ``action`` itself (no copy) when no other candidate exists: one
-    set of the weights on the usual path.
+    ``"exact"`` (also sums of different weights within the tolerance: one solve of shifted weights, then,
+    on a tie, one restricted solve per arm the answer does not hold) or ``"off"``. ``failures``: the
+    exceptions of a restricted solve that leave the backend's ``action`` as the answer (a declined query,
+    a time limit). ``leaves``: checks of candidates and partial actions, beyond one per open arm (the
+    search's first descent), before settling by restricted solves on ``oracle`` (``0``: solves at once).
+    Returns ``action`` itself (no copy) when no other candidate exists: one set of the weights on the
+    usual path.
     """
     weights = query.weights_list
     if weights is not None and oracle.ties == "classes":
@@ -287,7 +381,13 @@ def _settle_ties(oracle: Any, query: LinearQuery, action: np.ndarray, leaves: in
     if mode == "off" or getattr(oracle, "gap", None) is not None:  # approximate answers: no rule among them
         return action
     if mode == "exact":
-        return np.array(_settle_values(oracle, query, action.tolist()))
+        held = action.tolist()
+        weights = query.weights_list if query.weights_list is not None else query.weights.tolist()
+        distinct = set(weights)
+        no_class_tie = (len(distinct) == len(weights) and 0.0 not in distinct) or not open_arms(weights, held)[0]
+        if no_class_tie and _unique(oracle, query, held):  # and no other action within the tolerance
+            return action
+        return np.array(_settle_values(oracle, query, held))
     w = query.weights
     if query.weights_list is None and np.count_nonzero(w) == w.shape[0] and np.unique(w).shape[0] == w.shape[0]:
         return action  # long vectors: numpy finds whether any weight repeats or is 0
@@ -298,16 +398,35 @@ def _settle_ties(oracle: Any, query: LinearQuery, action: np.ndarray, leaves: in
         return action
     space, res = oracle.space, query.restrictions
     if type(space) in _MATROIDS and not res.forbid_pairs:
-        return np.array(_exchanges(space, res, held, order, classes))
+        greedy = _greedy(space, res, weights)
+        if greedy is not None and _nonzero(weights, greedy) == _nonzero(weights, held):
+            trial = np.array(greedy)
+            if res.admits(trial) and space._contains(trial):
+                return trial
+        return np.array(_exchanges(space, res, held, order, classes))  # a near tie: exchanges from the answer
     checks = [0]  # candidates and partial actions checked
-
-    def fits(partial: list[bool]) -> bool:
-        checks[0] += 1
-        if checks[0] > leaves:
-            raise _OverBudget
-        return bool(space._contains(np.array(partial)))
-
+    budget = leaves + len(order) if leaves else 0  # the first descent (one check per open arm), then ``leaves``
     closed = type(space) is Matchings and not space.perfect  # closed under subsets: prune partial actions
+    free = _free_ends(space) if closed else None
+    members: list[list[int]] = [[] for _ in need]
+    for arm, c in zip(order, classes, strict=True):
+        if c >= 0:
+            members[c].append(arm)
+
+    def fits(partial: list[bool], arm: int | None = None) -> bool:
+        checks[0] += 1
+        if checks[0] > budget:
+            raise _OverBudget
+        if arm is None or free is None:
+            return bool(space._contains(np.array(partial)))
+        if not free(partial, arm):  # a matching before ``arm``: only its two ends to check
+            return False
+        for c, arms in enumerate(members):  # each class can still get its count from the free arms above ``arm``
+            held = sum(1 for e in arms if e <= arm and partial[e])
+            if held < need[c] and sum(1 for e in arms if e > arm and free(partial, e)) < need[c] - held:
+                return False
+        return True
+
     try:
         for candidate in _candidates(held, order, classes, need, fits if closed else None):
             if candidate == held:
@@ -320,6 +439,26 @@ def _settle_ties(oracle: Any, query: LinearQuery, action: np.ndarray, leaves: in
     if getattr(oracle, "time_limit", None) is not None:  # solves would multiply the query's time
         return action
     return np.array(_settle(oracle, query, held, order, classes, need))
+
+
+def _free_ends(space: Any) -> Any:
+    """A function ``free(partial, arm)``: whether no other arm ``partial`` holds shares a node with ``arm``.
+
+    >>> import networkx as nx
+    >>> free = _free_ends(Matchings(nx.path_graph(4)))  # arms (0, 1), (1, 2), (2, 3)
+    >>> free([True, False, False], 1), free([True, False, False], 2)
+    (False, True)
+    """
+    tail, head = space.tail.tolist(), space.head.tolist()
+    at: dict[int, list[int]] = {}
+    for arm, ends in enumerate(zip(tail, head, strict=True)):
+        for node in set(ends):
+            at.setdefault(node, []).append(arm)
+
+    def free(partial: list[bool], arm: int) -> bool:
+        return not any(partial[e] and e != arm for node in (tail[arm], head[arm]) for e in at[node])
+
+    return free
 
 
 class _OverBudget(Exception):
