@@ -159,7 +159,10 @@ def test_sigint_bytes_reach_a_wakeup_fd_set_before() -> None:
         with pytest.raises(KeyboardInterrupt), stoppable(lambda: None):
             os.kill(os.getpid(), signal.SIGINT)
             select.select([read_end], [], [], 10)  # until the watcher forwards the byte (late on a loaded machine)
-        assert os.read(read_end, 16) == bytes([signal.SIGINT])
+        forwarded = os.read(read_end, 16)
+        # SIGINT bytes only; more than one when the watcher, late on a loaded machine, still held the byte of
+        # an earlier test's signal when this test set its fd (it is forwarded too, as it should be)
+        assert forwarded and set(forwarded) == {signal.SIGINT}
     finally:
         signal.set_wakeup_fd(previous)
         interrupts._installed, interrupts._forward = saved[:2]
