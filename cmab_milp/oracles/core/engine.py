@@ -75,10 +75,15 @@ import numpy as np
 from ...spaces.formulation import Formulation, Row
 from .model import SolveResult
 
-__all__ = ["DEFAULT_ENGINE", "ENGINE_MEMBERS", "Engine", "new_engine"]
+__all__ = ["DEFAULT_ENGINE", "ENGINES", "ENGINE_MEMBERS", "Engine", "new_engine"]
 
-#: The engine of the helpers that get no model to copy, as a lazy ``"module:Class"`` path (the registry's form).
-DEFAULT_ENGINE = "cmab_milp.oracles.backends.highs_model:CompiledModel"
+#: The engines by name, as lazy ``"module:Class"`` paths (the registry's form).
+ENGINES: dict[str, str] = {
+    "highs": "cmab_milp.oracles.backends.highs_model:CompiledModel",
+    "gurobi": "cmab_milp.oracles.backends.gurobi_engine:GurobiEngine",
+}
+#: The engine of the helpers that get no model to copy.
+DEFAULT_ENGINE = ENGINES["highs"]
 
 
 @runtime_checkable
@@ -218,11 +223,21 @@ ENGINE_MEMBERS: tuple[str, ...] = (
 
 
 @cache
-def _default_class() -> type:
-    module, name = DEFAULT_ENGINE.split(":")
+def _engine_class(path: str) -> type:
+    module, name = path.split(":")
     return getattr(importlib.import_module(module), name)
 
 
-def new_engine(formulation: Formulation, *, integer: bool = True) -> Engine:
-    """A model of the default engine (:data:`DEFAULT_ENGINE`) holding ``formulation``."""
-    return _default_class()(formulation, integer=integer)
+def new_engine(formulation: Formulation, *, integer: bool = True, engine: str | None = None) -> Engine:
+    """A model holding ``formulation`` of the engine named ``engine`` (a key of :data:`ENGINES`; ``None``: the
+    default, :data:`DEFAULT_ENGINE`).
+
+    >>> new_engine(Formulation(d=2, rows=[]), engine="cplex")
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown engine 'cplex'; the engines are 'highs', 'gurobi'
+    """
+    if engine is not None and engine not in ENGINES:
+        known = ", ".join(repr(name) for name in ENGINES)
+        raise ValueError(f"unknown engine {engine!r}; the engines are {known}")
+    return _engine_class(DEFAULT_ENGINE if engine is None else ENGINES[engine])(formulation, integer=integer)
