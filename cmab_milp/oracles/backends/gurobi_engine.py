@@ -25,13 +25,15 @@ zero gaps, tolerances ``1e-9``, one thread, a fixed seed). The pip licence limit
 
 Example
 -------
->>> import numpy as np
->>> import cmab_milp as cm
->>> model = GurobiEngine(cm.Cardinality(3, 1).formulation())
->>> model.set_costs(np.array([0.2, 0.7, 0.1]))
->>> result = model.solve()
->>> result.status, (result.x[:3] > 0.5).tolist()
-('optimal', [False, True, False])
+The LP of "one arm" with arm 0 capped at 0.5: half of arm 0 and half of arm 1, the row priced at arm 1's cost.
+
+>>> from cmab_milp import Cardinality
+>>> from cmab_milp.oracles.core.engine import new_engine
+>>> lp = new_engine(Cardinality(3, 1).formulation(), integer=False, engine="gurobi")
+>>> lp.set_costs(np.array([0.9, 0.5, 0.3]))
+>>> lp.set_col_bounds(0, 0.0, 0.5)
+>>> round(lp.solve().objective, 9), lp.row_duals().round(9).tolist()
+(0.7, [0.5])
 """
 
 from __future__ import annotations
@@ -375,14 +377,7 @@ class GurobiEngine(ModelBase):
         return None if x is None else x[: self.d].tolist()
 
     def row_duals(self) -> np.ndarray:
-        """The row duals of the last solve, one per engine row (a ranged row's two summed; HiGHS's signs).
-
-        >>> import cmab_milp as cm
-        >>> model = GurobiEngine(cm.Cardinality(3, 1).formulation(), integer=False)
-        >>> model.set_costs(np.array([0.2, 0.7, 0.1]))
-        >>> model.solve().status, len(model.row_duals()) == model.num_rows
-        ('optimal', True)
-        """
+        """The row duals of the last solve, one per engine row (a ranged row's two summed; HiGHS's signs)."""
         return np.array([sum(self.model.getAttr("Pi", list(constrs))) for constrs in self._rows], float)
 
     def clear_solver(self) -> None:
@@ -396,15 +391,11 @@ class GurobiEngine(ModelBase):
     def undo(self) -> None:
         """Delete every row beyond the formulation's; free fixed arms; clear the query's hooks and options."""
         self.start = self.repair = self.candidate_cuts = self.answer = None
-        if self._query_saved:
-            saved, self._query_saved = self._query_saved, {}
-            for key, value in saved.items():
-                self.model.setParam(key, value)
+        saved, self._query_saved = self._query_saved, {}
+        self.set_options(saved)  # the values before set_query_options
         if self._unfix is not None:
-            lower, upper, free = self._unfix
-            self._unfix, self.region_bound = None, -math.inf
-            self._arm_bounds(lower, upper)
-            self.arms_free = free
+            self._arm_bounds(*self._unfix[:2])
+            self.arms_free, self._unfix, self.region_bound = self._unfix[2], None, -math.inf
         self.delete_rows(self.base_rows, self.num_rows)
         self.model.update()
 

@@ -23,7 +23,8 @@ options                       ``set_options``, ``options``, ``set_query_options`
 new models                    ``new_model``
 ============================  ===================================================================================
 
-Who implements it (:data:`ENGINE_MEMBERS`; ``tests/oracles/test_layers.py`` checks the HiGHS model):
+Who implements it (:data:`ENGINE_MEMBERS`; ``tests/oracles/test_layers.py`` checks the HiGHS and Gurobi models,
+``tests/oracles/backends/test_gurobi_engine.py`` runs the same engine calls on both):
 
 ==========  ==============================================================================================
 engine      members
@@ -38,18 +39,23 @@ SCIP        today the :class:`~.model.SolverModel` part (``name``, ``integer``, 
             names); ``row_duals``, ``run_relaxation`` and ``relaxation_arm_values`` only as a new continuous
             copy solved without presolve (no warm LP re-solve), and ``delete_cols`` not at all once the
             columns appear in rows (SCIP deletes variables only before presolve).
-Gurobi      today the same :class:`~.model.SolverModel` part. gurobipy has every member: the edits,
-            ``Start`` for ``set_mip_start``, ``reset()`` for ``clear_solver``, ``relax()`` with ``Pi`` for
-            the relaxation and ``row_duals``, and warm LP re-solves; its option names are its own.
+Gurobi      all (:class:`~cmab_milp.oracles.backends.gurobi_engine.GurobiEngine`;
+            ``new_engine(..., engine="gurobi")``): the edits, ``Start`` for ``set_mip_start``, ``reset()``
+            for ``clear_solver``, ``Pi`` for ``row_duals`` (one per engine row: a ranged row is two Gurobi
+            constraints), warm LP re-solves, ``MIPSOL`` callbacks for ``candidate_cuts``. Differences:
+            ``run_relaxation`` always relaxes (integer columns made continuous for the run, which starts
+            it without a basis); options take Gurobi's names, and the HiGHS names the solver-neutral code
+            sets are translated or dropped (``gurobi_engine.HIGHS_NAMES``). The ``gurobi`` backend itself
+            still answers with its own model (lazy cuts in one tree), unchanged.
 ==========  ==============================================================================================
 
 The option names passed to ``options`` / ``set_query_options`` are the engine's own (HiGHS's, where
 :mod:`~cmab_milp.oracles.mip` and :mod:`~cmab_milp.oracles.norm` set them), so those calls are the HiGHS-only
-part of the solver-neutral code.
+part of the solver-neutral code (Gurobi's engine translates the few it meets).
 
 Code that builds an LP without a model at hand (the side-row multipliers, the path LPs of the norm methods)
-asks :func:`new_engine`, which loads the default engine by its lazy ``module:Class`` path, as the registry
-names backends: nothing here imports a solver.
+asks :func:`new_engine`, which loads an engine of :data:`ENGINES` (the default HiGHS) by its lazy
+``module:Class`` path, as the registry names backends: nothing here imports a solver.
 
 Example
 -------

@@ -64,12 +64,15 @@ def test_the_gurobi_engine_has_every_member_and_the_protocol(gurobi) -> None:
 def test_rows_fixings_and_undo_script_on_cardinality(gurobi) -> None:
     space = cm.Cardinality(6, 3)
     w = np.array([0.9, -0.2, 0.7, 0.65, 0.1, 0.3])
+
+    def keep(a: np.ndarray) -> bool:
+        return a[0] + a[2] <= 1 and 1 <= a[3] + a[5] <= 2
+
     for model in pair(space.formulation()):
         model.set_costs(w)
         same_answer(model.solve(), *best(space, w), space.d)
         first, last = model.add_rows([Row((0, 2), (1.0, 1.0), -math.inf, 1.0), Row((3, 5), (1.0, 1.0), 1.0, 2.0)])
         assert (first, last) == (model.base_rows, model.base_rows + 2) == (1, 3)
-        keep = lambda a: a[0] + a[2] <= 1 and 1 <= a[3] + a[5] <= 2  # noqa: E731
         same_answer(model.solve(), *best(space, w, keep), space.d)
         assert model.rows(1, 3) == [Row((0, 2), (1.0, 1.0), -math.inf, 1.0), Row((3, 5), (1.0, 1.0), 1.0, 2.0)]
         fixed = np.array([False, True, False, False, False, False])
