@@ -276,6 +276,40 @@ def test_the_certified_pipeline_with_root_cuts_and_query_hooks_answers_on_the_gu
     assert ("Gurobi" in starts) == hooks  # HiGHS takes its starts another way
 
 
+def test_a_named_column_priced_alone_and_a_time_limit_of_zero_on_both_engines(gurobi) -> None:
+    """The path LP's pattern: a named column ``t`` with its own cost (``t <= x_0``: worth ``0.4 x_0`` more);
+    then a time limit of 0 raises :class:`LimitReached`, or in approximate mode returns ``'limit'``."""
+    from cmab_milp.oracles.core.base import LimitReached
+
+    space = cm.Cardinality(5, 2)
+    w = np.array([0.3, 0.5, 0.45, -0.1, 0.2])
+    value = max(float(w @ a) + 0.4 * a[0] for a in space.enumerate().astype(float))
+    for model in pair(space.formulation()):
+        model.set_costs(w)
+        t = model.add_cols(np.array([0.0]), np.array([2.0]), np.zeros(1, bool), ["t"])
+        model.set_col_cost(t, 0.4)
+        model.add_rows([Row((t, 0), (1.0, -1.0), -np.inf, 0.0)])
+        assert model.col_names[t] == "t" and model.num_cols == t + 1
+        assert model.solve().objective == pytest.approx(value, abs=TOL)
+        model.set_col_bounds(t, 0.0, 0.0)
+        assert model.solve().objective == pytest.approx(best(space, w)[0], abs=TOL)
+        model.set_time_limit(0.0)
+        with pytest.raises(LimitReached):
+            model.solve()
+        model.approximate(0.0)
+        assert model.solve().status == "limit"
+        model.set_time_limit(None)
+        assert model.solve().status == "optimal"
+
+
+def test_a_tied_lp_optimum_is_solved_again_cold_and_a_unique_one_is_not(gurobi) -> None:
+    for model in pair(cm.Cardinality(3, 1).formulation(), integer=False):
+        model.set_costs(np.array([0.5, 0.2, 0.1]))
+        assert model.solve(tie_tol=1e-9).objective == pytest.approx(0.5) and model.tie_restarts == 0
+        model.set_costs(np.array([0.5, 0.5, 0.1]))  # x0 or x1: a possible tie
+        assert model.solve(tie_tol=1e-9).objective == pytest.approx(0.5) and model.tie_restarts == 1
+
+
 def test_new_engine_refuses_an_unknown_engine() -> None:
     with pytest.raises(ValueError, match="unknown engine 'cplex'; the engines are 'highs', 'gurobi'"):
         new_engine(cm.Cardinality(3, 1).formulation(), engine="cplex")
