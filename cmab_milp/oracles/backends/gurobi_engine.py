@@ -62,12 +62,14 @@ _PRESOLVE = {"off": 0, "on": 2, "choose": -1}
 #: optimum and have no Gurobi twin).
 HIGHS_NAMES: dict[str, tuple[str, Callable[[Any], Any]] | None] = {
     "time_limit": ("TimeLimit", lambda v: min(float(v), 1e100)),
+    "mip_rel_gap": ("MIPGap", float),
     "presolve": ("Presolve", lambda v: _PRESOLVE[str(v)]),
     "solve_relaxation": None,
     "mip_allow_restart": None,
     "mip_heuristic_run_rins": None,
     "mip_heuristic_run_rens": None,
     "mip_heuristic_effort": None,
+    "mip_heuristic_run_root_reduced_cost": None,
     "mip_pool_soft_limit": None,
 }
 

@@ -310,6 +310,55 @@ def test_a_tied_lp_optimum_is_solved_again_cold_and_a_unique_one_is_not(gurobi) 
         assert model.solve(tie_tol=1e-9).objective == pytest.approx(0.5) and model.tie_restarts == 1
 
 
+class NormModelOn:
+    """An oracle whose norm model is a new engine of ``engine`` (else the ``highs`` oracle it wraps)."""
+
+    def __init__(self, oracle, engine: str, tuning) -> None:
+        self._oracle, self._engine, self._model, self.tuning = oracle, engine, None, tuning
+
+    def __getattr__(self, name: str):
+        return getattr(self._oracle, name)
+
+    def norm_model(self) -> Engine:
+        if self._model is None:
+            self._model = new_engine(self._oracle.formulation, engine=self._engine)
+            self._model.tuning = self.tuning
+        return self._model
+
+
+@pytest.mark.parametrize(
+    "space",
+    [cm.Cardinality(8, 3), cm.Matchings(nx.complete_graph(6)), cm.STPaths(nx.grid_2d_graph(3, 3), (0, 0), (2, 2))],
+    ids=["cardinality", "matchings", "paths"],
+)
+@pytest.mark.parametrize(
+    ("sign", "methods"),
+    [(1, ("OUTER_PLUS",)), (-1, ("LINEAR_BOUND", "MINUS_OUTER")), (-1, ("LINEAR_BOUND", "SECANTS_MINUS"))],
+    ids=["outer-plus", "outer-minus", "secants-minus"],
+)
+def test_norm_methods_run_on_the_gurobi_engine_to_the_brute_force_index(gurobi, space, sign, methods) -> None:
+    """The norm methods that edit the model most (columns appended and deleted, lifting rows, presolve off,
+    relaxation rounds, MIP starts) on each engine: the action of the brute-force index, by the method asked."""
+    from cmab_milp.oracles.mip.tuning import HighsTuning
+    from cmab_milp.oracles.norm import solver
+
+    oracle = cm.make_oracle(space, "highs")
+    rng = np.random.default_rng(1)
+    A = rng.normal(size=(space.d, space.d))
+    M = A @ A.T / space.d
+    mu = rng.normal(size=space.d) * (0.3 if sign > 0 else 1.5)
+    actions = space.enumerate().astype(float)
+    index = actions @ mu + sign * np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", actions, M, actions), 0.0))
+    query = oracle.norm_query(mu, M, 1.0, sign=sign)
+    chain = tuple(getattr(solver, name) for name in methods)
+    for engine in ("highs", "gurobi"):
+        wrapped = NormModelOn(oracle, engine, HighsTuning.of({"minus_outer": True}))
+        norm = solver.NormSolver(wrapped, query)
+        action, _ = norm.run(chain)
+        assert norm.stats.method == chain[-1].name and wrapped._model.name.lower() == engine
+        assert float(index[(actions == action).all(axis=1)][0]) == pytest.approx(index.max(), abs=1e-9), engine
+
+
 def test_new_engine_refuses_an_unknown_engine() -> None:
     with pytest.raises(ValueError, match="unknown engine 'cplex'; the engines are 'highs', 'gurobi'"):
         new_engine(cm.Cardinality(3, 1).formulation(), engine="cplex")
