@@ -79,6 +79,7 @@ class GurobiEngine(ModelBase):
 
     Not thread-safe: use one per thread. Columns ``0..d-1`` are the arms; the model maximises. Members as
     :class:`~cmab_milp.oracles.backends.highs_model.CompiledModel` (the module docstring lists the differences).
+    ``env``: a started ``gurobipy.Env`` to build the model in (default: a new one; :meth:`new_model` shares its own).
     """
 
     name = "Gurobi"

@@ -45,8 +45,9 @@ Gurobi      all (:class:`~cmab_milp.oracles.backends.gurobi_engine.GurobiEngine`
             constraints), warm LP re-solves, ``MIPSOL`` callbacks for ``candidate_cuts``. Differences:
             ``run_relaxation`` always relaxes (integer columns made continuous for the run, which starts
             it without a basis); options take Gurobi's names, and the HiGHS names the solver-neutral code
-            sets are translated or dropped (``gurobi_engine.HIGHS_NAMES``). The ``gurobi`` backend itself
-            still answers with its own model (lazy cuts in one tree), unchanged.
+            sets are translated or dropped (``gurobi_engine.HIGHS_NAMES``). Not wired: the ``gurobi``
+            backend still answers with its own model (lazy cuts in one tree, its norm MIQCP), and the
+            side-row multipliers and path LPs call ``new_engine`` with the default engine.
 ==========  ==============================================================================================
 
 The option names passed to ``options`` / ``set_query_options`` are the engine's own (HiGHS's, where
