@@ -23,7 +23,8 @@ options                       ``set_options``, ``options``, ``set_query_options`
 new models                    ``new_model``
 ============================  ===================================================================================
 
-Who implements it (:data:`ENGINE_MEMBERS`; ``tests/oracles/test_layers.py`` checks the HiGHS model):
+Who implements it (:data:`ENGINE_MEMBERS`; ``tests/oracles/test_layers.py`` checks the HiGHS and Gurobi models,
+``tests/oracles/backends/test_gurobi_engine.py`` runs the same engine calls on both):
 
 ==========  ==============================================================================================
 engine      members
@@ -38,18 +39,24 @@ SCIP        today the :class:`~.model.SolverModel` part (``name``, ``integer``, 
             names); ``row_duals``, ``run_relaxation`` and ``relaxation_arm_values`` only as a new continuous
             copy solved without presolve (no warm LP re-solve), and ``delete_cols`` not at all once the
             columns appear in rows (SCIP deletes variables only before presolve).
-Gurobi      today the same :class:`~.model.SolverModel` part. gurobipy has every member: the edits,
-            ``Start`` for ``set_mip_start``, ``reset()`` for ``clear_solver``, ``relax()`` with ``Pi`` for
-            the relaxation and ``row_duals``, and warm LP re-solves; its option names are its own.
+Gurobi      all (:class:`~cmab_milp.oracles.backends.gurobi_engine.GurobiEngine`;
+            ``new_engine(..., engine="gurobi")``): the edits, ``Start`` for ``set_mip_start``, ``reset()``
+            for ``clear_solver``, ``Pi`` for ``row_duals`` (one per engine row: a ranged row is two Gurobi
+            constraints), warm LP re-solves, ``MIPSOL`` callbacks for ``candidate_cuts``. Differences:
+            ``run_relaxation`` always relaxes (integer columns made continuous for the run, which starts
+            it without a basis); options take Gurobi's names, and the HiGHS names the solver-neutral code
+            sets are translated or dropped (``gurobi_engine.HIGHS_NAMES``). Not wired: the ``gurobi``
+            backend still answers with its own model (lazy cuts in one tree, its norm MIQCP), and the
+            side-row multipliers and path LPs call ``new_engine`` with the default engine.
 ==========  ==============================================================================================
 
 The option names passed to ``options`` / ``set_query_options`` are the engine's own (HiGHS's, where
 :mod:`~cmab_milp.oracles.mip` and :mod:`~cmab_milp.oracles.norm` set them), so those calls are the HiGHS-only
-part of the solver-neutral code.
+part of the solver-neutral code (Gurobi's engine translates the few it meets).
 
 Code that builds an LP without a model at hand (the side-row multipliers, the path LPs of the norm methods)
-asks :func:`new_engine`, which loads the default engine by its lazy ``module:Class`` path, as the registry
-names backends: nothing here imports a solver.
+asks :func:`new_engine`, which loads an engine of :data:`ENGINES` (the default HiGHS) by its lazy
+``module:Class`` path, as the registry names backends: nothing here imports a solver.
 
 Example
 -------
@@ -75,10 +82,15 @@ import numpy as np
 from ...spaces.formulation import Formulation, Row
 from .model import SolveResult
 
-__all__ = ["DEFAULT_ENGINE", "ENGINE_MEMBERS", "Engine", "new_engine"]
+__all__ = ["DEFAULT_ENGINE", "ENGINES", "ENGINE_MEMBERS", "Engine", "new_engine"]
 
-#: The engine of the helpers that get no model to copy, as a lazy ``"module:Class"`` path (the registry's form).
-DEFAULT_ENGINE = "cmab_milp.oracles.backends.highs_model:CompiledModel"
+#: The engines by name, as lazy ``"module:Class"`` paths (the registry's form).
+ENGINES: dict[str, str] = {
+    "highs": "cmab_milp.oracles.backends.highs_model:CompiledModel",
+    "gurobi": "cmab_milp.oracles.backends.gurobi_engine:GurobiEngine",
+}
+#: The engine of the helpers that get no model to copy.
+DEFAULT_ENGINE = ENGINES["highs"]
 
 
 @runtime_checkable
@@ -218,11 +230,21 @@ ENGINE_MEMBERS: tuple[str, ...] = (
 
 
 @cache
-def _default_class() -> type:
-    module, name = DEFAULT_ENGINE.split(":")
+def _engine_class(path: str) -> type:
+    module, name = path.split(":")
     return getattr(importlib.import_module(module), name)
 
 
-def new_engine(formulation: Formulation, *, integer: bool = True) -> Engine:
-    """A model of the default engine (:data:`DEFAULT_ENGINE`) holding ``formulation``."""
-    return _default_class()(formulation, integer=integer)
+def new_engine(formulation: Formulation, *, integer: bool = True, engine: str | None = None) -> Engine:
+    """A model holding ``formulation`` of the engine named ``engine`` (a key of :data:`ENGINES`; ``None``: the
+    default, :data:`DEFAULT_ENGINE`).
+
+    >>> new_engine(Formulation(d=2, rows=[]), engine="cplex")
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown engine 'cplex'; the engines are 'highs', 'gurobi'
+    """
+    if engine is not None and engine not in ENGINES:
+        known = ", ".join(repr(name) for name in ENGINES)
+        raise ValueError(f"unknown engine {engine!r}; the engines are {known}")
+    return _engine_class(DEFAULT_ENGINE if engine is None else ENGINES[engine])(formulation, integer=integer)
