@@ -88,6 +88,7 @@ __all__ = ["DEFAULT_ENGINE", "ENGINES", "ENGINE_MEMBERS", "Engine", "new_engine"
 ENGINES: dict[str, str] = {
     "highs": "cmab_milp.oracles.backends.highs_model:CompiledModel",
     "gurobi": "cmab_milp.oracles.backends.gurobi_engine:GurobiEngine",
+    "scip": "cmab_milp.oracles.backends.scip_engine:ScipEngine",
 }
 #: The engine of the helpers that get no model to copy.
 DEFAULT_ENGINE = ENGINES["highs"]
@@ -242,7 +243,7 @@ def new_engine(formulation: Formulation, *, integer: bool = True, engine: str | 
     >>> new_engine(Formulation(d=2, rows=[]), engine="cplex")
     Traceback (most recent call last):
     ...
-    ValueError: unknown engine 'cplex'; the engines are 'highs', 'gurobi'
+    ValueError: unknown engine 'cplex'; the engines are 'highs', 'gurobi', 'scip'
     """
     if engine is not None and engine not in ENGINES:
         known = ", ".join(repr(name) for name in ENGINES)

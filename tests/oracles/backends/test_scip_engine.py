@@ -1,0 +1,156 @@
+"""SCIP's :class:`~cmab_milp.oracles.core.engine.Engine` against HiGHS's: the scripts of engine calls of
+:mod:`engine_scripts` on both (rows, fixings, columns appended and deleted, LP duals, MIP starts, root cuts, the
+certified solve, the norm methods), compared with each other and with brute force or closed forms, and what is
+SCIP's own (its options, every solve cold, candidate cuts from its incumbents)."""
+
+from __future__ import annotations
+
+import math
+
+import networkx as nx
+import numpy as np
+import pytest
+
+import cmab_milp as cm
+from cmab_milp.oracles.core.engine import ENGINE_MEMBERS, Engine, new_engine
+from cmab_milp.spaces.formulation import Row
+from tests.oracles.backends import engine_scripts as scripts
+from tests.oracles.backends.engine_scripts import NORM_CHAINS, NORM_SPACES, START_SPACES, pair
+
+
+@pytest.fixture(scope="module")
+def scip():
+    """Skip without pyscipopt."""
+    pytest.importorskip("pyscipopt")
+    from cmab_milp.oracles.backends.scip_engine import ScipEngine
+
+    return ScipEngine
+
+
+def test_the_scip_engine_has_every_member_and_the_protocol(scip) -> None:
+    model = new_engine(cm.Cardinality(3, 1).formulation(), engine="scip")
+    assert isinstance(model, scip) and isinstance(model, Engine) and model.name == "SCIP"
+    assert not [name for name in ENGINE_MEMBERS if not hasattr(model, name)]
+    lp = model.new_model(cm.Cardinality(3, 1).formulation(), integer=False)
+    assert isinstance(lp, scip) and not lp.integer
+
+
+def test_rows_fixings_and_undo_script_on_cardinality(scip) -> None:
+    scripts.check_rows_fixings_and_undo_script_on_cardinality("scip")
+
+
+def test_an_lp_with_unique_primal_and_dual_solutions_agrees_with_the_closed_form(scip) -> None:
+    scripts.check_an_lp_with_unique_primal_and_dual_solutions_agrees_with_the_closed_form("scip")
+
+
+def test_appended_columns_model_a_bonus_and_deleting_them_restores_the_model(scip) -> None:
+    scripts.check_appended_columns_model_a_bonus_and_deleting_them_restores_the_model("scip")
+
+
+@pytest.mark.parametrize("space", START_SPACES.values(), ids=START_SPACES.keys())
+def test_mip_starts_and_new_models_give_the_brute_force_optimum(scip, space) -> None:
+    scripts.check_mip_starts_and_new_models_give_the_brute_force_optimum("scip", space)
+
+
+def test_a_fixing_that_leaves_no_action_is_an_error_not_an_infeasible_query(scip) -> None:
+    scripts.check_a_fixing_that_leaves_no_action_is_an_error_not_an_infeasible_query("scip")
+
+
+def test_root_cuts_run_on_the_scip_engine_as_on_highs(scip) -> None:
+    scripts.check_root_cuts_run_on_the_engine_as_on_highs("scip")
+
+
+@pytest.mark.parametrize("hooks", [False, True], ids=["plain", "path-starts"])
+def test_the_certified_pipeline_with_root_cuts_and_query_hooks_answers_on_the_scip_engine(scip, hooks) -> None:
+    scripts.check_the_certified_pipeline_with_root_cuts_and_query_hooks_answers_on_the_engine("scip", hooks)
+
+
+def test_a_named_column_priced_alone_and_a_time_limit_of_zero_on_both_engines(scip) -> None:
+    scripts.check_a_named_column_priced_alone_and_a_time_limit_of_zero_on_both_engines("scip")
+
+
+@pytest.mark.parametrize("space", NORM_SPACES.values(), ids=NORM_SPACES.keys())
+@pytest.mark.parametrize(("sign", "methods"), NORM_CHAINS.values(), ids=NORM_CHAINS.keys())
+def test_norm_methods_run_on_the_scip_engine_to_the_brute_force_index(scip, space, sign, methods) -> None:
+    scripts.check_norm_methods_run_on_the_engine_to_the_brute_force_index("scip", space, sign, methods)
+
+
+def test_options_take_scip_names_and_the_highs_names_of_the_shared_code(scip) -> None:
+    model = scip(cm.Cardinality(3, 2).formulation())
+    with model.options({"limits/nodes": 5, "time_limit": 7.0, "mip_allow_restart": False, "presolve": "off"}):
+        assert model.model.getParam("limits/nodes") == 5 and model.model.getParam("limits/time") == 7.0
+        assert model.model.getParam("presolving/maxrounds") == 0
+    assert model.model.getParam("limits/nodes") == -1 and model.model.getParam("limits/time") >= 1e20
+    model.set_query_options({"presolving/maxrounds": 0})
+    model.undo()
+    assert model.model.getParam("presolving/maxrounds") == -1
+    with pytest.raises(ValueError, match="'no_such_option' is neither a SCIP parameter"):
+        model.set_options({"no_such_option": 1})
+    with pytest.raises(ValueError, match=r"row range \[0, 5\)"):
+        model.rows(0, 5)
+    with pytest.raises(ValueError, match="4 indices and 4 values must be 3 per row"):
+        model.add_rows_fixed([0.0], [1.0], [0, 1, 2, 0], [1.0] * 4, 3)
+
+
+def test_every_scip_lp_solve_is_cold_so_a_tie_is_never_repeated(scip) -> None:
+    """HiGHS repeats a tied LP optimum cold; SCIP's solves are all cold: the same optimum, no repeat."""
+    highs, model = pair("scip", cm.Cardinality(3, 1).formulation(), integer=False)
+    for engine in (highs, model):
+        engine.set_costs(np.array([0.5, 0.5, 0.1]))
+        assert engine.solve(tie_tol=1e-9).objective == pytest.approx(0.5)
+    assert highs.tie_restarts == 1 and model.tie_restarts == 0
+
+
+def test_row_duals_before_any_lp_solve_and_of_a_milp_are_refused(scip) -> None:
+    from cmab_milp.oracles.core.base import OracleError
+
+    model = scip(cm.Cardinality(3, 1).formulation())
+    with pytest.raises(OracleError, match="row duals only after"):
+        model.row_duals()
+    model.set_costs(np.array([0.5, 0.2, 0.1]))
+    model.solve()
+    with pytest.raises(OracleError, match="row duals only after"):
+        model.row_duals()
+    assert model.relaxation_arm_values() == pytest.approx([1.0, 0.0, 0.0]) and len(model.row_duals()) == 1
+
+
+def test_deleting_a_column_held_by_formulation_rows_drops_its_entries_as_highs_does(scip) -> None:
+    """A column ``y`` held by two rows (``a_0 + a_1 <= y``, ``y + a_2 <= 1.5``) deleted: both engines read back
+    the rows without it (``a_0 + a_1 <= 0``, ``a_2 <= 1.5``) and solve to the optimum of those rows."""
+    space = cm.Cardinality(4, 2)
+    w = np.array([0.6, 0.5, 0.4, -0.1])
+    for model in pair("scip", space.formulation()):
+        model.set_costs(w)
+        y = model.append_cols([0.0], [0.0], [1.0])
+        model.add_rows([Row((0, 1, y), (1.0, 1.0, -1.0), -math.inf, 0.0), Row((y, 2), (1.0, 1.0), -math.inf, 1.5)])
+        assert model.solve().objective == pytest.approx(0.6, abs=scripts.TOL)  # a_0 + a_1 <= y <= 1
+        model.delete_cols(y, y + 1)
+        assert model.rows(1, 3) == [Row((0, 1), (1.0, 1.0), -math.inf, 0.0), Row((2,), (1.0,), -math.inf, 1.5)]
+        assert model.solve().objective == pytest.approx(0.4, abs=scripts.TOL)  # arms 0 and 1 out
+
+
+def test_candidate_cuts_see_scip_incumbents_and_reach_the_cut_loop(scip) -> None:
+    """Forests of K4 without their cycle rows: every incumbent SCIP meets goes to ``candidate_cuts``; a
+    candidate with a cycle gets the formulation's cut, which :meth:`separate` hands to the cut loop."""
+    space = cm.GraphicMatroid(nx.complete_graph(4))
+    form = space.formulation()
+    w = np.random.default_rng(2).uniform(0.1, 1.0, size=space.d)
+    value = scripts.best(space, w)[0]
+    model = scip(form)
+    model.set_costs(w)
+    seen: list[list[float]] = []
+
+    def cuts(values: list[float]) -> list[Row]:
+        seen.append(values)
+        return form.violated_rows(np.asarray(values[: space.d]) > 0.5)
+
+    model.candidate_cuts = cuts
+    result = model.solve()
+    assert seen and np.allclose(seen[-1][: space.d], result.x[: space.d])
+    while form.violated_rows(result.x[: space.d] > 0.5):
+        chosen = list(result.x[: space.d] > 0.5)
+        model.add_rows([*form.violated_rows(np.array(chosen)), *model.separate(result.x, chosen)])
+        result = model.solve()
+    assert result.objective == pytest.approx(value, abs=scripts.TOL)
+    model.undo()
+    assert model.candidate_cuts is None and model.num_rows == model.base_rows
