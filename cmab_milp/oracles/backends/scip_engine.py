@@ -24,22 +24,22 @@ one thread), probing presolve off and Ctrl-C left to Python, as that backend.
 
 Example
 -------
-The LP of "one arm" with arm 0 capped at 0.5: half of arm 0 and half of arm 1, the row priced at arm 1's cost.
+A column held by a row, deleted: the row stays, without its entry (SCIP deletes only a free variable).
 
->>> from cmab_milp import Cardinality
->>> from cmab_milp.oracles.core.engine import new_engine
->>> lp = new_engine(Cardinality(3, 1).formulation(), integer=False, engine="scip")
->>> lp.set_costs(np.array([0.9, 0.5, 0.3]))
->>> lp.set_col_bounds(0, 0.0, 0.5)
->>> round(lp.solve().objective, 9), lp.row_duals().round(9).tolist()
-(0.7, [0.5])
+>>> import cmab_milp as cm
+>>> model = ScipEngine(cm.Cardinality(3, 1).formulation())
+>>> y = model.append_cols([0.0], [0.0], [1.0])
+>>> model.add_rows([Row((0, y), (1.0, -1.0), -np.inf, 0.0)])
+(1, 2)
+>>> model.delete_cols(y, y + 1)
+>>> model.num_cols, model.rows(1, 2)
+(3, [Row(cols=(0,), coefs=(1.0,), lb=-inf, ub=0.0)])
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -47,11 +47,9 @@ import numpy as np
 from ...spaces.formulation import Formulation, Row
 from ..core.base import LimitReached, OracleError
 from ..core.interrupts import stoppable
-from ..core.model import ModelBase, SolveResult
+from ..core.model import SolveResult
 from ..mip.options import SCIP_PARAMS
-from ..mip.tuning import HighsTuning
-from .gurobi_engine import GurobiEngine
-from .highs_solve import HighsSolving
+from .engine_base import HIGHS_TUNING_ONLY, EngineBase
 from .scip import _ranged
 
 __all__ = ["HIGHS_NAMES", "ScipEngine"]
@@ -63,13 +61,7 @@ HIGHS_NAMES: dict[str, tuple[str, Callable[[Any], Any]] | None] = {
     "time_limit": ("limits/time", lambda v: min(float(v), _INF)),
     "mip_rel_gap": ("limits/gap", float),
     "presolve": ("presolving/maxrounds", lambda v: 0 if str(v) == "off" else -1),
-    "solve_relaxation": None,
-    "mip_allow_restart": None,
-    "mip_heuristic_run_rins": None,
-    "mip_heuristic_run_rens": None,
-    "mip_heuristic_effort": None,
-    "mip_heuristic_run_root_reduced_cost": None,
-    "mip_pool_soft_limit": None,
+    **dict.fromkeys(HIGHS_TUNING_ONLY),
 }
 _STATUS = {"optimal": "optimal", "gaplimit": "optimal", "infeasible": "infeasible", "timelimit": "limit"}
 
@@ -79,25 +71,25 @@ def _bound(x: float) -> float | None:
     return None if abs(float(x)) >= _INF else float(x)
 
 
-class ScipEngine(ModelBase):
+class ScipEngine(EngineBase):
     """One SCIP model holding a formulation, edited and re-solved: the SCIP :class:`~.core.engine.Engine`.
 
     Not thread-safe: use one per thread. Columns ``0..d-1`` are the arms; the model maximises. Members as
     :class:`~cmab_milp.oracles.backends.highs_model.CompiledModel` (the module docstring lists the differences).
+    Options take SCIP's names or the HiGHS ones of :data:`HIGHS_NAMES`:
+
+    >>> import cmab_milp as cm
+    >>> model = ScipEngine(cm.Cardinality(3, 2).formulation())
+    >>> with model.options({"presolve": "off"}):
+    ...     model.model.getParam("presolving/maxrounds")
+    0
+    >>> model.model.getParam("presolving/maxrounds")
+    -1
     """
 
     name = "SCIP"
     bound_name = "SCIP's dual bound"
-    #: The tuning choices its MIP hooks read (:mod:`~cmab_milp.oracles.mip`), as on HiGHS.
-    tuning: HighsTuning = HighsTuning()
-    separate = HighsSolving.separate
-    # the query's hooks and what undo restores: the same bookkeeping as Gurobi's engine
-    fix_arms = GurobiEngine.fix_arms
-    set_arm_bounds = GurobiEngine.set_arm_bounds
-    add_rows_fixed = GurobiEngine.add_rows_fixed
-    add_cols = GurobiEngine.add_cols
-    append_cols = GurobiEngine.append_cols
-    relaxation_arm_values = GurobiEngine.relaxation_arm_values
+    HIGHS_NAMES = HIGHS_NAMES
 
     def __init__(self, formulation: Formulation, *, integer: bool = True, time_limit: float | None = None):
         import pyscipopt
@@ -128,16 +120,7 @@ class ScipEngine(ModelBase):
         self._rows: list = []
         self.add_rows(formulation.rows)
         self.base_rows = formulation.n_rows
-        self.lower, self.upper, self.arms_free = np.zeros(self.d), np.ones(self.d), True
-        self.incumbent_on_limit = False
-        self.tie_restarts = 0  # every SCIP solve starts cold: nothing to repeat
-        self.start: np.ndarray | None = None
-        self.repair = self.candidate_cuts = None
-        self.answer: SolveResult | None = None
-        self._unfix: tuple | None = None
-        self.region_bound = -math.inf
-        self._pending: dict = {}
-        self._query_saved: dict[str, object] = {}
+        self._start_query_state()  # (tie_restarts stays 0: every SCIP solve starts cold, nothing to repeat)
         self._duals: np.ndarray | None = None
         self._watch = False
         self.set_time_limit(time_limit)
@@ -149,16 +132,6 @@ class ScipEngine(ModelBase):
         if self.solved:
             self.model.freeTransform()
             self.solved = False
-
-    @property
-    def num_rows(self) -> int:
-        """Rows in the model now (the formulation's and any appended)."""
-        return len(self._rows)
-
-    @property
-    def num_cols(self) -> int:
-        """Columns in the model now (the formulation's and any appended)."""
-        return len(self.vars)
 
     def set_costs(self, costs: np.ndarray, cols: np.ndarray | None = None) -> None:
         """Objective coefficients of the arm columns (or of ``cols``)."""
@@ -181,12 +154,6 @@ class ScipEngine(ModelBase):
         for i in np.flatnonzero((lower != self.lower) | (upper != self.upper)):
             self.set_col_bounds(int(i), float(lower[i]), float(upper[i]))
         self.lower, self.upper = lower, upper
-
-    def approximate(self, gap: float) -> None:
-        """Let a MILP stop at relative ``gap``, and a solve stopped by its time limit return its incumbent."""
-        self.incumbent_on_limit = True
-        if gap:
-            self.model.setParam("limits/gap", float(gap))
 
     def arm_columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(costs, lower, upper)`` of the arm columns as the model holds them now."""
@@ -222,8 +189,7 @@ class ScipEngine(ModelBase):
         >>> ScipEngine(cm.Cardinality(3, 2).formulation()).rows(0, 1)
         [Row(cols=(0, 1, 2), coefs=(1.0, 1.0, 1.0), lb=-inf, ub=2.0)]
         """
-        if not 0 <= first <= last <= self.num_rows:
-            raise ValueError(f"row range [{first}, {last}) is not inside the model's {self.num_rows} rows")
+        self._row_range(first, last)
         index = {v.name: j for j, v in enumerate(self.vars)}
         return [self._read(cons, index) for cons in self._rows[first:last]]
 
@@ -266,10 +232,6 @@ class ScipEngine(ModelBase):
         del self.vars[first:last], self.costs[first:last]
 
     # ------------------------------------------------------------- solving
-    def set_time_limit(self, seconds: float | None) -> None:
-        """Seconds for each next run (``None``: none)."""
-        self.model.setParam("limits/time", _INF if seconds is None else float(seconds))
-
     def _optimize(self) -> str:
         """Optimise the model as it stands (Ctrl-C raises ``KeyboardInterrupt``); return SCIP's status."""
         model = self.model
@@ -371,66 +333,20 @@ class ScipEngine(ModelBase):
         finally:
             model.setParam("limits/maxorigsol", 0)
 
-    def undo(self) -> None:
-        """Delete every row beyond the formulation's; free fixed arms; clear the query's hooks and options."""
-        self.start = self.repair = self.candidate_cuts = self.answer = None
-        saved, self._query_saved = self._query_saved, {}
-        self.set_options(saved)  # the values before set_query_options
-        if self._unfix is not None:
-            self._arm_bounds(*self._unfix[:2])
-            self.arms_free, self._unfix, self.region_bound = self._unfix[2], None, -math.inf
-        self.delete_rows(self.base_rows, self.num_rows)
-
     # ------------------------------------------------------------- options
-    def _scip_names(self, values: dict[str, object]) -> dict[str, object]:
-        """``values`` by SCIP's parameter names (:data:`HIGHS_NAMES` translated); ``ValueError`` for unknown ones."""
-        out: dict[str, object] = {}
-        for key, value in values.items():
-            if key in HIGHS_NAMES:
-                known = HIGHS_NAMES[key]
-                if known is not None:
-                    out[known[0]] = known[1](value)
-                continue
-            try:
-                self.model.getParam(key)
-            except KeyError:
-                raise ValueError(f"{key!r} is neither a SCIP parameter nor a HiGHS option of HIGHS_NAMES") from None
-            out[key] = value
-        return out
+    def _param(self, key: str) -> object:
+        return self.model.getParam(key)
 
-    def set_options(self, values: dict[str, object]) -> None:
-        """Set options for good (SCIP's names, or HiGHS's of :data:`HIGHS_NAMES`)."""
+    def _set_param(self, key: str, value: object) -> None:
         self._edit()
-        for key, value in self._scip_names(values).items():
-            self.model.setParam(key, value)
+        self.model.setParam(key, value)
 
-    @contextmanager
-    def options(self, values: dict[str, object]) -> Iterator[None]:
-        """Options set for a ``with`` block, then restored.
-
-        >>> import cmab_milp as cm
-        >>> model = ScipEngine(cm.Cardinality(3, 2).formulation())
-        >>> with model.options({"presolve": "off"}):
-        ...     model.model.getParam("presolving/maxrounds")
-        0
-        >>> model.model.getParam("presolving/maxrounds")
-        -1
-        """
-        values = self._scip_names(values)
-        saved = {key: self.model.getParam(key) for key in values}
+    def _has_param(self, key: str) -> bool:
         try:
-            self.set_options(values)
-            yield
-        finally:
-            self.set_options(saved)
-
-    def set_query_options(self, values: dict[str, object]) -> None:
-        """Set options for the query the model holds now; :meth:`undo` restores the values before."""
-        self._edit()
-        for key, value in self._scip_names(values).items():
-            if key not in self._query_saved:
-                self._query_saved[key] = self.model.getParam(key)
-            self.model.setParam(key, value)
+            self.model.getParam(key)
+        except KeyError:
+            return False
+        return True
 
     def new_model(self, formulation: Formulation, *, integer: bool = True) -> ScipEngine:
         """A new SCIP engine holding ``formulation``."""

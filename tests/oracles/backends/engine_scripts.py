@@ -5,6 +5,7 @@ forms; ``test_gurobi_engine.py`` and ``test_scip_engine.py`` run them (small spa
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import networkx as nx
 import numpy as np
@@ -309,3 +310,32 @@ def check_norm_methods_run_on_the_engine_to_the_brute_force_index(other: str, sp
         action, _ = norm.run(chain)
         assert norm.stats.method == chain[-1].name and wrapped._model.name.lower() == engine
         assert float(index[(actions == action).all(axis=1)][0]) == pytest.approx(index.max(), abs=1e-9), engine
+
+
+def cases() -> list:
+    """Every script as a ``pytest.param`` of one argument, the other engine's name (ids name the script and case)."""
+    out = [
+        pytest.param(check_rows_fixings_and_undo_script_on_cardinality, id="rows-fixings-undo"),
+        pytest.param(check_an_lp_with_unique_primal_and_dual_solutions_agrees_with_the_closed_form, id="lp-duals"),
+        pytest.param(check_appended_columns_model_a_bonus_and_deleting_them_restores_the_model, id="columns"),
+        pytest.param(check_a_fixing_that_leaves_no_action_is_an_error_not_an_infeasible_query, id="fixing-error"),
+        pytest.param(check_root_cuts_run_on_the_engine_as_on_highs, id="root-cuts"),
+        pytest.param(check_a_named_column_priced_alone_and_a_time_limit_of_zero_on_both_engines, id="time-limit"),
+    ]
+    for name, space in START_SPACES.items():
+        out.append(
+            pytest.param(
+                partial(check_mip_starts_and_new_models_give_the_brute_force_optimum, space=space),
+                id=f"mip-starts-{name}",
+            )
+        )
+    for hooks in (False, True):
+        check = check_the_certified_pipeline_with_root_cuts_and_query_hooks_answers_on_the_engine
+        out.append(pytest.param(partial(check, hooks=hooks), id=f"certified-{'path-starts' if hooks else 'plain'}"))
+    for chain, (sign, methods) in NORM_CHAINS.items():
+        for name, space in NORM_SPACES.items():
+            check = partial(
+                check_norm_methods_run_on_the_engine_to_the_brute_force_index, space=space, sign=sign, methods=methods
+            )
+            out.append(pytest.param(check, id=f"norm-{chain}-{name}"))
+    return out

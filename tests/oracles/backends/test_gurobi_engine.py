@@ -10,7 +10,7 @@ import pytest
 import cmab_milp as cm
 from cmab_milp.oracles.core.engine import ENGINE_MEMBERS, Engine, new_engine
 from tests.oracles.backends import engine_scripts as scripts
-from tests.oracles.backends.engine_scripts import NORM_CHAINS, NORM_SPACES, START_SPACES, pair
+from tests.oracles.backends.engine_scripts import pair
 
 
 @pytest.fixture(scope="module")
@@ -39,44 +39,11 @@ def test_the_gurobi_engine_has_every_member_and_the_protocol(gurobi) -> None:
     assert isinstance(lp, gurobi) and not lp.integer and lp.env is model.env
 
 
-def test_rows_fixings_and_undo_script_on_cardinality(gurobi) -> None:
-    scripts.check_rows_fixings_and_undo_script_on_cardinality("gurobi")
-
-
-def test_an_lp_with_unique_primal_and_dual_solutions_agrees_with_the_closed_form(gurobi) -> None:
-    scripts.check_an_lp_with_unique_primal_and_dual_solutions_agrees_with_the_closed_form("gurobi")
-
-
-def test_appended_columns_model_a_bonus_and_deleting_them_restores_the_model(gurobi) -> None:
-    scripts.check_appended_columns_model_a_bonus_and_deleting_them_restores_the_model("gurobi")
-
-
-@pytest.mark.parametrize("space", START_SPACES.values(), ids=START_SPACES.keys())
-def test_mip_starts_and_new_models_give_the_brute_force_optimum(gurobi, space) -> None:
-    scripts.check_mip_starts_and_new_models_give_the_brute_force_optimum("gurobi", space)
-
-
-def test_a_fixing_that_leaves_no_action_is_an_error_not_an_infeasible_query(gurobi) -> None:
-    scripts.check_a_fixing_that_leaves_no_action_is_an_error_not_an_infeasible_query("gurobi")
-
-
-def test_root_cuts_run_on_the_gurobi_engine_as_on_highs(gurobi) -> None:
-    scripts.check_root_cuts_run_on_the_engine_as_on_highs("gurobi")
-
-
-@pytest.mark.parametrize("hooks", [False, True], ids=["plain", "path-starts"])
-def test_the_certified_pipeline_with_root_cuts_and_query_hooks_answers_on_the_gurobi_engine(gurobi, hooks) -> None:
-    scripts.check_the_certified_pipeline_with_root_cuts_and_query_hooks_answers_on_the_engine("gurobi", hooks)
-
-
-def test_a_named_column_priced_alone_and_a_time_limit_of_zero_on_both_engines(gurobi) -> None:
-    scripts.check_a_named_column_priced_alone_and_a_time_limit_of_zero_on_both_engines("gurobi")
-
-
-@pytest.mark.parametrize("space", NORM_SPACES.values(), ids=NORM_SPACES.keys())
-@pytest.mark.parametrize(("sign", "methods"), NORM_CHAINS.values(), ids=NORM_CHAINS.keys())
-def test_norm_methods_run_on_the_gurobi_engine_to_the_brute_force_index(gurobi, space, sign, methods) -> None:
-    scripts.check_norm_methods_run_on_the_engine_to_the_brute_force_index("gurobi", space, sign, methods)
+@pytest.mark.parametrize("script", scripts.cases())
+def test_the_engine_scripts_give_highs_answers_and_brute_force_on_gurobi(gurobi, script) -> None:
+    """Each script of :mod:`engine_scripts` on HiGHS and on Gurobi (rows, fixings, columns, LP duals, MIP starts,
+    root cuts, the certified solve, the norm methods)."""
+    script("gurobi")
 
 
 def test_options_take_gurobi_names_and_the_highs_names_of_the_shared_code(gurobi) -> None:

@@ -12,10 +12,9 @@ import numpy as np
 import pytest
 
 import cmab_milp as cm
-from cmab_milp.oracles.core.engine import ENGINE_MEMBERS, Engine, new_engine
 from cmab_milp.spaces.formulation import Row
 from tests.oracles.backends import engine_scripts as scripts
-from tests.oracles.backends.engine_scripts import NORM_CHAINS, NORM_SPACES, START_SPACES, pair
+from tests.oracles.backends.engine_scripts import pair
 
 
 @pytest.fixture(scope="module")
@@ -27,52 +26,11 @@ def scip():
     return ScipEngine
 
 
-def test_the_scip_engine_has_every_member_and_the_protocol(scip) -> None:
-    model = new_engine(cm.Cardinality(3, 1).formulation(), engine="scip")
-    assert isinstance(model, scip) and isinstance(model, Engine) and model.name == "SCIP"
-    assert not [name for name in ENGINE_MEMBERS if not hasattr(model, name)]
-    lp = model.new_model(cm.Cardinality(3, 1).formulation(), integer=False)
-    assert isinstance(lp, scip) and not lp.integer
-
-
-def test_rows_fixings_and_undo_script_on_cardinality(scip) -> None:
-    scripts.check_rows_fixings_and_undo_script_on_cardinality("scip")
-
-
-def test_an_lp_with_unique_primal_and_dual_solutions_agrees_with_the_closed_form(scip) -> None:
-    scripts.check_an_lp_with_unique_primal_and_dual_solutions_agrees_with_the_closed_form("scip")
-
-
-def test_appended_columns_model_a_bonus_and_deleting_them_restores_the_model(scip) -> None:
-    scripts.check_appended_columns_model_a_bonus_and_deleting_them_restores_the_model("scip")
-
-
-@pytest.mark.parametrize("space", START_SPACES.values(), ids=START_SPACES.keys())
-def test_mip_starts_and_new_models_give_the_brute_force_optimum(scip, space) -> None:
-    scripts.check_mip_starts_and_new_models_give_the_brute_force_optimum("scip", space)
-
-
-def test_a_fixing_that_leaves_no_action_is_an_error_not_an_infeasible_query(scip) -> None:
-    scripts.check_a_fixing_that_leaves_no_action_is_an_error_not_an_infeasible_query("scip")
-
-
-def test_root_cuts_run_on_the_scip_engine_as_on_highs(scip) -> None:
-    scripts.check_root_cuts_run_on_the_engine_as_on_highs("scip")
-
-
-@pytest.mark.parametrize("hooks", [False, True], ids=["plain", "path-starts"])
-def test_the_certified_pipeline_with_root_cuts_and_query_hooks_answers_on_the_scip_engine(scip, hooks) -> None:
-    scripts.check_the_certified_pipeline_with_root_cuts_and_query_hooks_answers_on_the_engine("scip", hooks)
-
-
-def test_a_named_column_priced_alone_and_a_time_limit_of_zero_on_both_engines(scip) -> None:
-    scripts.check_a_named_column_priced_alone_and_a_time_limit_of_zero_on_both_engines("scip")
-
-
-@pytest.mark.parametrize("space", NORM_SPACES.values(), ids=NORM_SPACES.keys())
-@pytest.mark.parametrize(("sign", "methods"), NORM_CHAINS.values(), ids=NORM_CHAINS.keys())
-def test_norm_methods_run_on_the_scip_engine_to_the_brute_force_index(scip, space, sign, methods) -> None:
-    scripts.check_norm_methods_run_on_the_engine_to_the_brute_force_index("scip", space, sign, methods)
+@pytest.mark.parametrize("script", scripts.cases())
+def test_the_engine_scripts_give_highs_answers_and_brute_force_on_scip(scip, script) -> None:
+    """Each script of :mod:`engine_scripts` on HiGHS and on SCIP (rows, fixings, columns, LP duals, MIP starts,
+    root cuts, the certified solve, the norm methods)."""
+    script("scip")
 
 
 def test_options_take_scip_names_and_the_highs_names_of_the_shared_code(scip) -> None:
