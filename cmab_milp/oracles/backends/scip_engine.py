@@ -9,11 +9,12 @@ meaning (``new_engine(formulation, engine="scip")``). What differs from HiGHS, a
 * A continuous model (``integer=False``) runs without presolve and propagation, so that its rows stay LP rows
   and ``row_duals`` (``getDualsolLinear``, sign flipped to HiGHS's for a maximisation) are the LP's duals.
   ``run_relaxation`` / ``relaxation_arm_values`` solve a new continuous copy of the model as it stands
-  (columns, bounds, costs, rows; no presolve), whose duals ``row_duals`` then gives.
+  (columns, bounds, costs, rows, the time limit; no presolve), whose duals ``row_duals`` then gives.
 * ``delete_cols``: SCIP deletes a variable only when no constraint holds it, so each row holding a deleted
   column is replaced (same engine index) by the row without it, then the variable is deleted.
-* ``set_mip_start`` stores a partial solution (SCIP completes it); ``limits/maxorigsol`` is 0 (the ``scip``
-  backend's tie rule: no solution survives ``freeTransform``), so it is raised to 1 only while the start is added.
+* ``set_mip_start`` keeps the arm values; the next MILP run hands them to SCIP as a partial solution (SCIP
+  completes it). ``limits/maxorigsol`` is 0 (the ``scip`` backend's tie rule: no solution survives
+  ``freeTransform``), so it is raised to 1 only while the start is added.
 * ``candidate_cuts``: each new incumbent SCIP finds during a MILP solve (a ``BESTSOLFOUND`` event) is handed to
   it and its cuts kept for :meth:`separate`, as HiGHS's solution callback does.
 * Options are SCIP's parameter names; the HiGHS names the solver-neutral code sets are translated or dropped
@@ -122,6 +123,8 @@ class ScipEngine(EngineBase):
         self.base_rows = formulation.n_rows
         self._start_query_state()  # (tie_restarts stays 0: every SCIP solve starts cold, nothing to repeat)
         self._duals: np.ndarray | None = None
+        self._mip_start: list[float] | None = None  # set_mip_start's arm values, added at the next run
+        self._start_stored = False  # SCIP keeps a partial solution for good: the next start needs a new model
         self._watch = False
         self.set_time_limit(time_limit)
         model.includeEventhdlr(_candidate_handler(self), "cmab_candidates", "integer candidates to candidate_cuts")
@@ -234,8 +237,10 @@ class ScipEngine(EngineBase):
     # ------------------------------------------------------------- solving
     def _optimize(self) -> str:
         """Optimise the model as it stands (Ctrl-C raises ``KeyboardInterrupt``); return SCIP's status."""
-        model = self.model
         self._edit()
+        if self._mip_start is not None and self.integer:
+            self._add_start()  # (may rebuild the model)
+        model = self.model
         model.setObjective(
             self.scip.quicksum(c * v for c, v in zip(self.costs, self.vars, strict=True) if c), "maximize"
         )
@@ -314,24 +319,47 @@ class ScipEngine(EngineBase):
         return self._duals.copy()
 
     def clear_solver(self) -> None:
-        """Forget the last solve (``freeTransform``: the next solve starts cold, as every SCIP solve does)."""
+        """Forget the last solve and any pending MIP start (``freeTransform``: the next solve starts cold)."""
         self._edit()
+        self._mip_start = None
 
     def set_mip_start(self, arms: np.ndarray) -> None:
-        """A partial MIP start on the arm columns (SCIP completes it when it fits the model)."""
-        self._edit()
-        model = self.model
+        """A partial MIP start on the arm columns for the next run (SCIP completes it when it fits the model; a
+        later start replaces it)."""
+        self._mip_start = np.asarray(arms, float).tolist()
+
+    def _add_start(self) -> None:
+        """Hand the pending start to SCIP as a partial solution (stored only while ``limits/maxorigsol`` allows).
+
+        SCIP keeps a partial solution across solves and ``freeTransform`` (nothing removes it), so a model that
+        holds one is first rebuilt (:meth:`_reload`): each run sees its own start only.
+        """
+        if self._start_stored:
+            self._reload()
+        model, arms, self._mip_start, self._start_stored = self.model, self._mip_start, None, True
         model.setParam("limits/maxorigsol", 1)
         try:
             sol = model.createPartialSol()
-            for var, value in zip(self.vars[: self.d], np.asarray(arms, float).tolist(), strict=True):
+            for var, value in zip(self.vars[: self.d], arms, strict=True):
                 model.setSolVal(sol, var, value)
-            try:
-                model.addSol(sol, free=True)
-            except Exception:  # one start is kept: a second before the solve is dropped
-                model.freeSol(sol)
+            model.addSol(sol, free=True)
         finally:
             model.setParam("limits/maxorigsol", 0)
+
+    def _reload(self) -> None:
+        """The model rebuilt as it stands (parameters, columns, costs, rows) with no stored solution."""
+        self._edit()
+        old, rows = self.model, self.rows(0, self.num_rows)
+        self.model = model = self.scip.Model("cmab_engine")
+        model.hideOutput()
+        model.setParams(old.getParams())
+        self.vars = [
+            model.addVar(v.name, vtype=v.vtype()[0], lb=_bound(v.getLbOriginal()), ub=_bound(v.getUbOriginal()))
+            for v in self.vars
+        ]
+        self._rows = [self._constraint(r.cols, r.coefs, float(r.lb), float(r.ub)) for r in rows]
+        model.includeEventhdlr(_candidate_handler(self), "cmab_candidates", "integer candidates to candidate_cuts")
+        self._start_stored = False
 
     # ------------------------------------------------------------- options
     def _param(self, key: str) -> object:
