@@ -33,15 +33,17 @@ engine      members
 HiGHS       all (:class:`~cmab_milp.oracles.backends.highs_model.CompiledModel`)
 SCIP        all (:class:`~cmab_milp.oracles.backends.scip_engine.ScipEngine`;
             ``new_engine(..., engine="scip")``): every edit first frees the last solve (``freeTransform``),
-            so every solve starts cold (``tie_tol`` repeats nothing); ``addSol`` of a partial solution for
-            ``set_mip_start``; ``BESTSOLFOUND`` events for ``candidate_cuts`` (SCIP's incumbents). Differences:
+            so every solve starts cold (``tie_tol`` repeats nothing); ``addSol`` of a partial solution at the
+            next run for ``set_mip_start`` (SCIP keeps it for good, so the next start rebuilds the model);
+            ``BESTSOLFOUND`` events for ``candidate_cuts`` (SCIP's incumbents). Differences:
             a continuous model runs without presolve or propagation, so ``row_duals`` are its LP's duals
             (``getDualsolLinear``, sign flipped); ``run_relaxation`` / ``relaxation_arm_values`` solve a new
             continuous copy of the model as it stands (no presolve, no warm LP re-solve) and ``row_duals`` then
             gives its duals; ``row_duals`` of a MILP solve is refused (``OracleError``); ``delete_cols``
             replaces each row holding a deleted column by the row without it (SCIP deletes only a variable no
             constraint holds). Options take SCIP's names, the HiGHS names of the shared code translated or
-            dropped (``scip_engine.HIGHS_NAMES``). Not wired: the ``scip`` backend still answers with its own
+            dropped (``scip_engine.HIGHS_NAMES``). What reads no solver (query bookkeeping, options by HiGHS's
+            names) is shared with Gurobi's engine (:mod:`~cmab_milp.oracles.backends.engine_base`). Not wired: the ``scip`` backend still answers with its own
             model (its one tree, its norm MIQCP).
 Gurobi      all (:class:`~cmab_milp.oracles.backends.gurobi_engine.GurobiEngine`;
             ``new_engine(..., engine="gurobi")``): the edits, ``Start`` for ``set_mip_start``, ``reset()``
