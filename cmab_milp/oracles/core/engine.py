@@ -43,8 +43,8 @@ SCIP        all (:class:`~cmab_milp.oracles.backends.scip_engine.ScipEngine`;
             replaces each row holding a deleted column by the row without it (SCIP deletes only a variable no
             constraint holds). Options take SCIP's names, the HiGHS names of the shared code translated or
             dropped (``scip_engine.HIGHS_NAMES``). What reads no solver (query bookkeeping, options by HiGHS's
-            names) is shared with Gurobi's engine (:mod:`~cmab_milp.oracles.backends.engine_base`). Not wired: the ``scip`` backend still answers with its own
-            model (its one tree, its norm MIQCP).
+            names) is shared with Gurobi's engine (:mod:`~cmab_milp.oracles.backends.engine_base`). Not
+            wired: the ``scip`` backend still answers with its own model (its one tree, its norm MIQCP).
 Gurobi      all (:class:`~cmab_milp.oracles.backends.gurobi_engine.GurobiEngine`;
             ``new_engine(..., engine="gurobi")``): the edits, ``Start`` for ``set_mip_start``, ``reset()``
             for ``clear_solver``, ``Pi`` for ``row_duals`` (one per engine row: a ranged row is two Gurobi
