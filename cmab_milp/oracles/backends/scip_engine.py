@@ -235,8 +235,9 @@ class ScipEngine(EngineBase):
         del self.vars[first:last], self.costs[first:last]
 
     # ------------------------------------------------------------- solving
-    def _optimize(self) -> str:
-        """Optimise the model as it stands (Ctrl-C raises ``KeyboardInterrupt``); return SCIP's status."""
+    def _optimize(self, dual_reductions: bool = True) -> str:
+        """Optimise the model as it stands (Ctrl-C raises ``KeyboardInterrupt``); return SCIP's status
+        (``inforunbd`` is decided by a second run without dual reductions)."""
         self._edit()
         if self._mip_start is not None and self.integer:
             self._add_start()  # (may rebuild the model)
@@ -250,9 +251,9 @@ class ScipEngine(EngineBase):
         status = model.getStatus()
         if status == "userinterrupt":
             raise KeyboardInterrupt
-        if status == "inforunbd":  # decide which, without dual reductions
+        if status == "inforunbd" and dual_reductions:
             with self.options({"misc/allowstrongdualreds": False, "misc/allowweakdualreds": False}):
-                return self._optimize()
+                return self._optimize(dual_reductions=False)
         return status
 
     def solve(self, cold: bool = True, tie_tol: float | None = None) -> SolveResult:

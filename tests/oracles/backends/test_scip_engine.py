@@ -131,3 +131,19 @@ def test_each_run_gets_its_own_mip_start_and_scip_reports_no_error(scip, capfd) 
         model.undo()
     assert model.model is not first and model.num_rows == model.base_rows
     assert "ERROR" not in "".join(capfd.readouterr())
+
+
+def test_an_unbounded_column_is_an_error_and_an_empty_model_is_infeasible(scip) -> None:
+    """A column with a positive cost and no upper bound: SCIP's 'unbounded' (or 'inforunbd', decided again) is an
+    :class:`OracleError`, not an answer; a row no action meets gives status 'infeasible'."""
+    from cmab_milp.oracles.core.base import OracleError
+
+    model = scip(cm.Cardinality(3, 1).formulation())
+    z = model.append_cols([1.0], [0.0], [np.inf])
+    with pytest.raises(OracleError, match=r"SCIP returned status '(unbounded|inforunbd)'"):
+        model.solve()
+    model.delete_cols(z, z + 1)
+    model.add_rows([Row((0, 1, 2), (1.0, 1.0, 1.0), 2.0, np.inf)])
+    assert model.solve().status == "infeasible"
+    model.undo()
+    assert model.solve().status == "optimal"
