@@ -2,7 +2,7 @@
 
 Imports are read from the source with ``ast`` (function-level and ``TYPE_CHECKING`` imports included), so a
 lazy import inside a function counts as much as one at the top. The engine the MIP and norm code need is the
-protocol :class:`~cmab_milp.oracles.core.engine.Engine`; the HiGHS and Gurobi models implement it.
+protocol :class:`~cmab_milp.oracles.core.engine.Engine`; the HiGHS, Gurobi and SCIP models implement it.
 """
 
 from __future__ import annotations
@@ -87,17 +87,17 @@ def test_the_highs_model_is_an_engine_with_every_member():
     assert isinstance(lp, CompiledModel) and not lp.integer
 
 
-def test_the_gurobi_model_is_an_engine_with_every_member():
-    pytest.importorskip("gurobipy")
+@pytest.mark.parametrize(("engine", "package"), [("gurobi", "gurobipy"), ("scip", "pyscipopt")])
+def test_the_gurobi_and_scip_models_are_engines_with_every_member(engine, package):
+    pytest.importorskip(package)
     import cmab_milp as cm
-    from cmab_milp.oracles.backends.gurobi_engine import GurobiEngine
-    from cmab_milp.oracles.core.engine import new_engine
+    from cmab_milp.oracles.core.engine import ENGINES, new_engine
 
-    model = new_engine(cm.Cardinality(3, 1).formulation(), engine="gurobi")
-    assert isinstance(model, GurobiEngine) and isinstance(model, Engine)
+    model = new_engine(cm.Cardinality(3, 1).formulation(), engine=engine)
+    assert f"{type(model).__module__}:{type(model).__name__}" == ENGINES[engine] and isinstance(model, Engine)
     assert not [name for name in ENGINE_MEMBERS if not hasattr(model, name)]
     lp = model.new_model(cm.Cardinality(3, 1).formulation(), integer=False)
-    assert isinstance(lp, GurobiEngine) and not lp.integer
+    assert type(lp) is type(model) and not lp.integer
 
 
 def test_a_model_missing_a_member_is_no_engine():

@@ -39,8 +39,7 @@ The LP of "one arm" with arm 0 capped at 0.5: half of arm 0 and half of arm 1, t
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
@@ -49,8 +48,8 @@ import numpy as np
 from ...spaces.formulation import Formulation, Row
 from ..core.base import LimitReached, OracleError
 from ..core.interrupts import stoppable
-from ..core.model import ModelBase, SolveResult
-from ..mip.tuning import HighsTuning
+from ..core.model import SolveResult
+from .engine_base import HIGHS_TUNING_ONLY, EngineBase
 from .gurobi import _LICENCE, GUROBI_PARAMS, SIZE_LIMIT, _n_constraints, size_limited
 from .highs_solve import HighsSolving
 
@@ -64,30 +63,31 @@ HIGHS_NAMES: dict[str, tuple[str, Callable[[Any], Any]] | None] = {
     "time_limit": ("TimeLimit", lambda v: min(float(v), 1e100)),
     "mip_rel_gap": ("MIPGap", float),
     "presolve": ("Presolve", lambda v: _PRESOLVE[str(v)]),
-    "solve_relaxation": None,
-    "mip_allow_restart": None,
-    "mip_heuristic_run_rins": None,
-    "mip_heuristic_run_rens": None,
-    "mip_heuristic_effort": None,
-    "mip_heuristic_run_root_reduced_cost": None,
-    "mip_pool_soft_limit": None,
+    **dict.fromkeys(HIGHS_TUNING_ONLY),
 }
 
 
-class GurobiEngine(ModelBase):
+class GurobiEngine(EngineBase):
     """One Gurobi model holding a formulation, edited and re-solved: the Gurobi :class:`~.core.engine.Engine`.
 
     Not thread-safe: use one per thread. Columns ``0..d-1`` are the arms; the model maximises. Members as
     :class:`~cmab_milp.oracles.backends.highs_model.CompiledModel` (the module docstring lists the differences).
     ``env``: a started ``gurobipy.Env`` to build the model in (default: a new one; :meth:`new_model` shares its own).
+    Options take Gurobi's names or the HiGHS ones of :data:`HIGHS_NAMES`:
+
+    >>> import cmab_milp as cm
+    >>> model = GurobiEngine(cm.Cardinality(3, 2).formulation())
+    >>> with model.options({"presolve": "off"}):
+    ...     model.model.Params.Presolve
+    0
+    >>> model.model.Params.Presolve
+    -1
     """
 
     name = "Gurobi"
     bound_name = "Gurobi's ObjBound"
-    #: The tuning choices its MIP hooks read (:mod:`~cmab_milp.oracles.mip`), as on HiGHS.
-    tuning: HighsTuning = HighsTuning()
-    #: HiGHS's :meth:`~.highs_solve.HighsSolving.separate` and tie test read only the engine's members.
-    separate = HighsSolving.separate
+    HIGHS_NAMES = HIGHS_NAMES
+    #: HiGHS's tie test reads only the engine's members.
     _maybe_tied = HighsSolving._maybe_tied
 
     def __init__(self, formulation: Formulation, *, integer: bool = True, time_limit: float | None = None, env=None):
@@ -119,32 +119,12 @@ class GurobiEngine(ModelBase):
         self._rows: list[tuple] = []  # each engine row's Gurobi constraints (two for a ranged row)
         self.add_rows(formulation.rows)
         self.base_rows = formulation.n_rows  # rows beyond these belong to the query being answered
-        self.lower, self.upper, self.arms_free = np.zeros(self.d), np.ones(self.d), True
-        self.incumbent_on_limit = False
-        self.tie_restarts = 0  # LP solves repeated from a cold start because of a possible tie
-        # the query's hooks, as CompiledModel's (undo clears them)
-        self.start: np.ndarray | None = None
-        self.repair = self.candidate_cuts = None
-        self.answer: SolveResult | None = None
-        self._unfix: tuple | None = None
-        self.region_bound = -math.inf
-        self._pending: dict = {}
-        self._query_saved: dict[str, object] = {}
+        self._start_query_state()  # the query's hooks, as CompiledModel's (undo clears them)
         model.update()
 
     # ------------------------------------------------------------- editing
     def _finite(self, x) -> float:
         return float(np.clip(float(x), -self.gp.GRB.INFINITY, self.gp.GRB.INFINITY))
-
-    @property
-    def num_rows(self) -> int:
-        """Rows in the model now (the formulation's and any appended; a ranged row counts once)."""
-        return len(self._rows)
-
-    @property
-    def num_cols(self) -> int:
-        """Columns in the model now (the formulation's and any appended)."""
-        return len(self.vars)
 
     def set_costs(self, costs: np.ndarray, cols: np.ndarray | None = None) -> None:
         """Objective coefficients of the arm columns (or of ``cols``)."""
@@ -166,30 +146,6 @@ class GurobiEngine(ModelBase):
             self.model.setAttr("LB", arms, lower[changed].tolist())
             self.model.setAttr("UB", arms, upper[changed].tolist())
         self.lower, self.upper = lower, upper
-
-    def set_arm_bounds(self, include: tuple[int, ...], exclude: tuple[int, ...]) -> None:
-        """Fix arms in (``include``) or out (``exclude``); others free in [0, 1]."""
-        lower, upper = np.zeros(self.d), np.ones(self.d)
-        lower[list(include)] = 1.0
-        upper[list(exclude)] = 0.0
-        self._arm_bounds(lower, upper)
-        self.arms_free = not include and not exclude
-
-    def approximate(self, gap: float) -> None:
-        """Let a MILP stop at relative ``gap``, and a solve stopped by its time limit return its incumbent."""
-        self.incumbent_on_limit = True
-        if gap:
-            self.model.setParam("MIPGap", float(gap))
-
-    def fix_arms(self, fixed: np.ndarray, values: np.ndarray, region_bound: float) -> None:
-        """Fix the arms ``fixed`` (bool mask) to ``values`` for this query; ``region_bound`` bounds what it cuts off."""
-        if self._unfix is None:
-            self._unfix = (self.lower, self.upper, self.arms_free)
-        lower, upper = self.lower.copy(), self.upper.copy()
-        lower[fixed] = upper[fixed] = np.asarray(values, float)[fixed]
-        self._arm_bounds(lower, upper)
-        self.arms_free = False
-        self.region_bound = max(self.region_bound, float(region_bound))
 
     def arm_columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(costs, lower, upper)`` of the arm columns as the model holds them now."""
@@ -214,23 +170,6 @@ class GurobiEngine(ModelBase):
             self._rows.append(tuple(model.addLConstr(expr, sense, rhs) for sense, rhs in sides))
         return first, len(self._rows)
 
-    def add_rows_fixed(self, lower: Any, upper: Any, index: Any, value: Any, width: int) -> None:
-        """Append rows of ``width`` entries each (``index`` and ``value`` row after row)."""
-        lower, upper = np.atleast_1d(np.asarray(lower, float)), np.atleast_1d(np.asarray(upper, float))
-        index, value = np.asarray(index, int).ravel(), np.asarray(value, float).ravel()
-        if not len(lower) == len(upper) or len(index) != len(value) or len(index) != width * len(lower):
-            raise ValueError(
-                f"rows: {len(lower)} lower and {len(upper)} upper bounds must agree, and {len(index)} indices and"
-                f" {len(value)} values must be {width} per row"
-            )
-        cut = np.arange(len(lower)) * width
-        self.add_rows(
-            [
-                Row(tuple(index[k : k + width].tolist()), tuple(value[k : k + width].tolist()), lo, hi)
-                for k, lo, hi in zip(cut, lower.tolist(), upper.tolist(), strict=True)
-            ]
-        )
-
     def rows(self, first: int, last: int) -> list[Row]:
         """The rows ``[first, last)`` as :class:`Row` objects, read back from Gurobi (columns in increasing order).
 
@@ -238,8 +177,7 @@ class GurobiEngine(ModelBase):
         >>> GurobiEngine(cm.Cardinality(3, 2).formulation()).rows(0, 1)
         [Row(cols=(0, 1, 2), coefs=(1.0, 1.0, 1.0), lb=-inf, ub=2.0)]
         """
-        if not 0 <= first <= last <= self.num_rows:
-            raise ValueError(f"row range [{first}, {last}) is not inside the model's {self.num_rows} rows")
+        self._row_range(first, last)
         self.model.update()
         grb, out = self.gp.GRB, []
         for constrs in self._rows[first:last]:
@@ -268,20 +206,6 @@ class GurobiEngine(ModelBase):
             self.vars.append(self.model.addVar(lb=self._finite(lo), ub=self._finite(hi), obj=float(cost), vtype=kind))
         return first
 
-    def add_cols(self, lb: np.ndarray, ub: np.ndarray, integer: np.ndarray, names: list[str]) -> int:
-        """Append named empty columns (integer only on an integer model); return the index of the first."""
-        n = len(lb)
-        first = self._new_cols(np.zeros(n), lb, ub, np.asarray(integer, bool) & self.integer)
-        self.col_names.extend(names)
-        return first
-
-    def append_cols(self, costs: Any, lb: Any, ub: Any, integer: np.ndarray | None = None) -> int:
-        """Append unnamed empty columns; ``integer`` (column offsets) become integer. Return the index of the first."""
-        kinds = np.zeros(len(costs), bool)
-        if integer is not None and len(integer):
-            kinds[np.asarray(integer, int)] = True
-        return self._new_cols(costs, lb, ub, kinds)
-
     def delete_cols(self, first: int, last: int) -> None:
         """Delete the columns ``[first, last)`` (columns after them shift down; Gurobi drops their entries)."""
         if last > first:
@@ -289,10 +213,6 @@ class GurobiEngine(ModelBase):
             del self.vars[first:last]
 
     # ------------------------------------------------------------- solving
-    def set_time_limit(self, seconds: float | None) -> None:
-        """Seconds for each next run (``None``: none; Gurobi counts from each run's start)."""
-        self.model.setParam("TimeLimit", self.gp.GRB.INFINITY if seconds is None else float(seconds))
-
     def _optimize(self, watch: bool = False) -> int:
         """``optimize`` (integer candidates to ``candidate_cuts`` while ``watch``); Ctrl-C raises
         ``KeyboardInterrupt`` as on the backend. Return Gurobi's status."""
@@ -373,12 +293,6 @@ class GurobiEngine(ModelBase):
                 model.setAttr("VType", integral, kinds)
         return x
 
-    def relaxation_arm_values(self) -> list[float] | None:
-        """The arm values of the LP relaxation of the model as it stands (``None`` unless optimal)."""
-        x = self.run_relaxation()
-        self.clear_solver()
-        return None if x is None else x[: self.d].tolist()
-
     def row_duals(self) -> np.ndarray:
         """The row duals of the last solve, one per engine row (a ranged row's two summed; HiGHS's signs)."""
         return np.array([sum(self.model.getAttr("Pi", list(constrs))) for constrs in self._rows], float)
@@ -393,61 +307,18 @@ class GurobiEngine(ModelBase):
 
     def undo(self) -> None:
         """Delete every row beyond the formulation's; free fixed arms; clear the query's hooks and options."""
-        self.start = self.repair = self.candidate_cuts = self.answer = None
-        saved, self._query_saved = self._query_saved, {}
-        self.set_options(saved)  # the values before set_query_options
-        if self._unfix is not None:
-            self._arm_bounds(*self._unfix[:2])
-            self.arms_free, self._unfix, self.region_bound = self._unfix[2], None, -math.inf
-        self.delete_rows(self.base_rows, self.num_rows)
+        super().undo()
         self.model.update()
 
     # ------------------------------------------------------------- options
-    def _gurobi(self, values: dict[str, object]) -> dict[str, object]:
-        """``values`` by Gurobi's parameter names (:data:`HIGHS_NAMES` translated); ``ValueError`` for unknown ones."""
-        out: dict[str, object] = {}
-        for key, value in values.items():
-            if key in HIGHS_NAMES:
-                known = HIGHS_NAMES[key]
-                if known is not None:
-                    out[known[0]] = known[1](value)
-                continue
-            if self.model.getParamInfo(key) is None:  # (gurobipy prints "No parameters matching")
-                raise ValueError(f"{key!r} is neither a Gurobi parameter nor a HiGHS option of HIGHS_NAMES")
-            out[key] = value
-        return out
+    def _param(self, key: str) -> object:
+        return self.model.getParamInfo(key)[2]
 
-    def set_options(self, values: dict[str, object]) -> None:
-        """Set options for good (Gurobi's names, or HiGHS's of :data:`HIGHS_NAMES`)."""
-        for key, value in self._gurobi(values).items():
-            self.model.setParam(key, value)
+    def _set_param(self, key: str, value: object) -> None:
+        self.model.setParam(key, value)
 
-    @contextmanager
-    def options(self, values: dict[str, object]) -> Iterator[None]:
-        """Options set for a ``with`` block, then restored.
-
-        >>> import cmab_milp as cm
-        >>> model = GurobiEngine(cm.Cardinality(3, 2).formulation())
-        >>> with model.options({"presolve": "off"}):
-        ...     model.model.Params.Presolve
-        0
-        >>> model.model.Params.Presolve
-        -1
-        """
-        values = self._gurobi(values)
-        saved = {key: self.model.getParamInfo(key)[2] for key in values}
-        try:
-            self.set_options(values)
-            yield
-        finally:
-            self.set_options(saved)
-
-    def set_query_options(self, values: dict[str, object]) -> None:
-        """Set options for the query the model holds now; :meth:`undo` restores the values before."""
-        for key, value in self._gurobi(values).items():
-            if key not in self._query_saved:
-                self._query_saved[key] = self.model.getParamInfo(key)[2]
-            self.model.setParam(key, value)
+    def _has_param(self, key: str) -> bool:
+        return self.model.getParamInfo(key) is not None  # (gurobipy prints "No parameters matching")
 
     def new_model(self, formulation: Formulation, *, integer: bool = True) -> GurobiEngine:
         """A new Gurobi engine holding ``formulation`` (in this one's environment: use it on the same thread)."""

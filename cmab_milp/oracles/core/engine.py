@@ -23,22 +23,28 @@ options                       ``set_options``, ``options``, ``set_query_options`
 new models                    ``new_model``
 ============================  ===================================================================================
 
-Who implements it (:data:`ENGINE_MEMBERS`; ``tests/oracles/test_layers.py`` checks the HiGHS and Gurobi models,
-``tests/oracles/backends/test_gurobi_engine.py`` runs the same engine calls on both):
+Who implements it (:data:`ENGINE_MEMBERS`; ``tests/oracles/test_layers.py`` checks the HiGHS, Gurobi and SCIP
+models; ``tests/oracles/backends/engine_scripts.py`` holds scripts of engine calls that
+``test_gurobi_engine.py`` and ``test_scip_engine.py`` run on HiGHS and on the other engine):
 
 ==========  ==============================================================================================
 engine      members
 ==========  ==============================================================================================
 HiGHS       all (:class:`~cmab_milp.oracles.backends.highs_model.CompiledModel`)
-SCIP        today the :class:`~.model.SolverModel` part (``name``, ``integer``, ``set_costs``,
-            ``set_arm_bounds``, ``add_rows``, ``undo``, ``solve``, ``separate``, ``confirm_infeasible``,
-            ``set_time_limit``). PySCIPOpt can give the edits (``set_col_cost``, ``set_col_bounds``,
-            ``add_cols`` / ``append_cols``, ``delete_rows`` of the query's rows, ``rows``, ``arm_columns``,
-            ``num_rows`` / ``num_cols``, after ``freeTransform``), ``set_mip_start`` (``addSol``),
-            ``clear_solver`` (``freeTransform``), ``new_model`` and the options (SCIP's own parameter
-            names); ``row_duals``, ``run_relaxation`` and ``relaxation_arm_values`` only as a new continuous
-            copy solved without presolve (no warm LP re-solve), and ``delete_cols`` not at all once the
-            columns appear in rows (SCIP deletes variables only before presolve).
+SCIP        all (:class:`~cmab_milp.oracles.backends.scip_engine.ScipEngine`;
+            ``new_engine(..., engine="scip")``): every edit first frees the last solve (``freeTransform``),
+            so every solve starts cold (``tie_tol`` repeats nothing); ``addSol`` of a partial solution at the
+            next run for ``set_mip_start`` (SCIP keeps it for good, so the next start rebuilds the model);
+            ``BESTSOLFOUND`` events for ``candidate_cuts`` (SCIP's incumbents). Differences:
+            a continuous model runs without presolve or propagation, so ``row_duals`` are its LP's duals
+            (``getDualsolLinear``, sign flipped); ``run_relaxation`` / ``relaxation_arm_values`` solve a new
+            continuous copy of the model as it stands (no presolve, no warm LP re-solve) and ``row_duals`` then
+            gives its duals; ``row_duals`` of a MILP solve is refused (``OracleError``); ``delete_cols``
+            replaces each row holding a deleted column by the row without it (SCIP deletes only a variable no
+            constraint holds). Options take SCIP's names, the HiGHS names of the shared code translated or
+            dropped (``scip_engine.HIGHS_NAMES``). What reads no solver (query bookkeeping, options by HiGHS's
+            names) is shared with Gurobi's engine (:mod:`~cmab_milp.oracles.backends.engine_base`). Not
+            wired: the ``scip`` backend still answers with its own model (its one tree, its norm MIQCP).
 Gurobi      all (:class:`~cmab_milp.oracles.backends.gurobi_engine.GurobiEngine`;
             ``new_engine(..., engine="gurobi")``): the edits, ``Start`` for ``set_mip_start``, ``reset()``
             for ``clear_solver``, ``Pi`` for ``row_duals`` (one per engine row: a ranged row is two Gurobi
@@ -52,7 +58,7 @@ Gurobi      all (:class:`~cmab_milp.oracles.backends.gurobi_engine.GurobiEngine`
 
 The option names passed to ``options`` / ``set_query_options`` are the engine's own (HiGHS's, where
 :mod:`~cmab_milp.oracles.mip` and :mod:`~cmab_milp.oracles.norm` set them), so those calls are the HiGHS-only
-part of the solver-neutral code (Gurobi's engine translates the few it meets).
+part of the solver-neutral code (Gurobi's and SCIP's engines translate the few they meet).
 
 Code that builds an LP without a model at hand (the side-row multipliers, the path LPs of the norm methods)
 asks :func:`new_engine`, which loads an engine of :data:`ENGINES` (the default HiGHS) by its lazy
@@ -88,6 +94,7 @@ __all__ = ["DEFAULT_ENGINE", "ENGINES", "ENGINE_MEMBERS", "Engine", "new_engine"
 ENGINES: dict[str, str] = {
     "highs": "cmab_milp.oracles.backends.highs_model:CompiledModel",
     "gurobi": "cmab_milp.oracles.backends.gurobi_engine:GurobiEngine",
+    "scip": "cmab_milp.oracles.backends.scip_engine:ScipEngine",
 }
 #: The engine of the helpers that get no model to copy.
 DEFAULT_ENGINE = ENGINES["highs"]
@@ -242,7 +249,7 @@ def new_engine(formulation: Formulation, *, integer: bool = True, engine: str | 
     >>> new_engine(Formulation(d=2, rows=[]), engine="cplex")
     Traceback (most recent call last):
     ...
-    ValueError: unknown engine 'cplex'; the engines are 'highs', 'gurobi'
+    ValueError: unknown engine 'cplex'; the engines are 'highs', 'gurobi', 'scip'
     """
     if engine is not None and engine not in ENGINES:
         known = ", ".join(repr(name) for name in ENGINES)
