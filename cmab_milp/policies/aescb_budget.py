@@ -106,19 +106,12 @@ class BudgetModel:
         model.add_rows([row])  # appended: back at the same index, among the formulation's rows
         formulation.rows[self._side] = row
 
-    def argmax(
-        self,
-        mu: np.ndarray,
-        w: np.ndarray,
-        rhs: float,
-        include: Sequence[int] = (),
-        exclude: Sequence[int] = (),
-        forbid_pairs: Sequence[tuple[int, int]] = (),
-    ) -> np.ndarray | None:
+    def argmax(self, mu: np.ndarray, w: np.ndarray, rhs: float, **restrictions: Sequence[Any]) -> np.ndarray | None:
         """An action maximising ``mu . a`` among those with ``w . a >= rhs`` (exactly) and the restrictions,
         or ``None`` when there is none.
 
-        ``w`` must be finite and non-negative (AESCB's ``1 / n``), ``rhs`` finite.
+        ``w`` must be finite and non-negative (AESCB's ``1 / n``), ``rhs`` finite; ``restrictions``: ``include``,
+        ``exclude`` (arms) and ``forbid_pairs`` (pairs of arms), as an oracle's.
 
         >>> import cmab_milp as cm
         >>> BudgetModel(cm.Cardinality(2, 1)).argmax(np.zeros(2), np.array([1.0, -1.0]), 0.0)
@@ -134,10 +127,16 @@ class BudgetModel:
             raise ValueError("budget weights w must be finite and >= 0")
         if not math.isfinite(rhs):
             raise ValueError(f"the budget rhs must be finite, got {rhs!r}")
-        restrictions = make_restrictions(d, tuple(include), tuple(exclude), tuple(forbid_pairs), self.space)
-        if restrictions.trivially_infeasible():
+        unknown = set(restrictions) - {"include", "exclude", "forbid_pairs"}
+        if unknown:
+            raise ValueError(
+                f"unknown restriction(s) {sorted(unknown)}: the restrictions are include, exclude, forbid_pairs"
+            )
+        given = [tuple(restrictions.get(key, ())) for key in ("include", "exclude", "forbid_pairs")]
+        query_restrictions = make_restrictions(d, *given, self.space)
+        if query_restrictions.trivially_infeasible():
             return None
-        query = LinearQuery(mu, restrictions, mu.tolist() if d <= 256 else None)
+        query = LinearQuery(mu, query_restrictions, mu.tolist() if d <= 256 else None)
         model, formulation = self._engine()
         self._set_budget_row(model, formulation, _budget_row(w, rhs))
         rows: list[Row] = []

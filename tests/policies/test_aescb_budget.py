@@ -133,4 +133,6 @@ def test_budget_model_refuses_bad_input() -> None:
         budget.argmax(np.zeros(3), np.ones(3), float("inf"))
     with pytest.raises(ValueError, match="include"):
         budget.argmax(np.zeros(3), np.ones(3), 1.0, include=(5,))
+    with pytest.raises(ValueError, match="unknown restriction"):
+        budget.argmax(np.zeros(3), np.ones(3), 1.0, exlude=(0,))
     assert budget.argmax(np.zeros(3), np.ones(3), 0.0, include=(0,), exclude=(0,)) is None
