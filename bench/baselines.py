@@ -24,7 +24,8 @@ cost runs; ``--parts cts,escb,aescb,regret`` picks the parts below).
    a case): its budgeted maximisations on the space's model compiled once
    (the budget row added and removed per query) or, with at most 20,000
    actions, on the action table; beside it the old route, a constrained model
-   compiled per query (``budget_oracle="highs"``).
+   compiled per query (``budget_oracle="highs"``). ``--parts aescb-routes``: the
+   budget routes side by side over the same rounds 21-50 (``--aescb-routes``).
 """
 
 from __future__ import annotations
@@ -204,6 +205,28 @@ def aescb_cost(T: int, cap: float, dims: tuple[int, ...] = (20, 50, 100, 200), c
         print(line, flush=True)
 
 
+def aescb_routes(routes: tuple[str, ...], dims: tuple[int, ...] = (20, 50, 100, 200)) -> None:
+    """AESCB's ms per round over rounds 21-50 of one run per budget route (the same seeds, so the same rounds
+    and decisions on every route: the last action's arm sum, printed, agrees)."""
+    print("\nAESCB per budget route on Cardinality(d, 5), oracle 'auto', rounds 21-50 of one run")
+    for d in dims:
+        means, line = np.random.default_rng(2).uniform(size=d), f"  d={d:>3}"
+        for route in routes:
+            env = cm.UniformNoise(means, width=WIDTH)
+            policy = cm.AESCB(cm.Cardinality(d, 5), None, oracle="auto", budget_oracle=route)
+            draws, times = np.random.default_rng(0), []
+            for _ in range(50):
+                before = time.perf_counter()
+                action = policy.select()
+                policy.observe(action, env.sample(action, draws))
+                times.append(time.perf_counter() - before)
+            line += (
+                f"  {route}: {np.mean(times[20:]) * 1e3:7.1f} ms/round ({policy.index.grid['budgeted']} budgeted,"
+                f" last action's arm sum {int(np.flatnonzero(action).sum())})"
+            )
+        print(line, flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="T = 10^4 only, 2 seeds")
@@ -211,7 +234,10 @@ def main() -> None:
     parser.add_argument("--cap", type=float, default=60.0, help="seconds per ESCB cost case (fewer rounds if slower)")
     parser.add_argument("--m", default="3,5,8", help="comma-separated m values of the regret table")
     parser.add_argument("--horizons", default=None, help="comma-separated horizons of the regret table")
-    parser.add_argument("--parts", default="cts,escb,aescb,regret", help="comma-separated: cts, escb, aescb, regret")
+    parser.add_argument(
+        "--parts", default="cts,escb,aescb,regret", help="comma-separated: cts, escb, aescb, aescb-routes, regret"
+    )
+    parser.add_argument("--aescb-routes", default="auto,highs", help="budget_oracle values of the aescb-routes part")
     args = parser.parse_args()
     parts = set(args.parts.split(","))
     horizons = [10**4] if args.quick else [10**4, 10**5]
@@ -222,6 +248,8 @@ def main() -> None:
         escb_cost(200 if args.quick else 400, args.cap)
     if "aescb" in parts:
         aescb_cost(200 if args.quick else 400, args.cap / 2 if args.quick else args.cap)
+    if "aescb-routes" in parts:
+        aescb_routes(tuple(args.aescb_routes.split(",")))
     if "regret" in parts:
         print()
         if args.horizons:
