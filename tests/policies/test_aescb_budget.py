@@ -106,15 +106,25 @@ def test_the_compiled_model_is_not_copied_pickled_or_saved(tmp_path) -> None:
     assert not policy.clone().index.budget_model.compiled
 
 
+def test_aescb_on_the_compiled_model_decides_as_on_the_action_table_quick() -> None:
+    same_decisions(budget_spaces()["at most m"], seeds=(0,), horizon=80)
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["at most m", "matchings", "paths"])
 def test_aescb_on_the_compiled_model_decides_as_on_the_action_table(name) -> None:
-    space = budget_spaces()[name]
-    for seed in range(3):
+    same_decisions(budget_spaces()[name], seeds=(0, 1, 2), horizon=250)
+
+
+def same_decisions(space: cm.ActionSpace, seeds: tuple[int, ...], horizon: int) -> None:
+    """AESCB on the action table and on the compiled model: the same regret, grid and ledger, seed by seed."""
+    name = repr(space)
+    for seed in seeds:
         means = np.random.default_rng(seed).uniform(0.05, 0.95, space.d)
         runs = {}
         for route in ("auto", "model"):  # "auto" on a small space: the action table
             env = cm.UniformNoise(means, width=0.3, seed=seed)  # continuous noise: no ties between actions
-            policy = cm.AESCB(space, 250, oracle="auto", budget_oracle=route)
+            policy = cm.AESCB(space, horizon, oracle="auto", budget_oracle=route)
             runs[route] = (cm.simulate(policy, env, seed=seed), policy)
         table, model = runs["auto"], runs["model"]
         assert not table[1].index.budget_model.compiled and model[1].index.budget_model.compiled
