@@ -21,8 +21,11 @@ cost runs; ``--parts cts,escb,aescb,regret`` picks the parts below).
    space is small, also the default route.
 4. AESCB's per-round cost against ESCB's on Cardinality(d, 5) for d = 20, 50,
    100 and 200 (rounds after the first half of a short run, ``--cap`` seconds
-   a case): its budgeted maximisations on a budget row (a model per query)
-   or, with at most 20,000 actions, on the action table.
+   a case): its budgeted maximisations on the space's model compiled once
+   (the budget row added and removed per query) or, with at most 20,000
+   actions, on the action table; beside it the old route, a constrained model
+   compiled per query (``budget_oracle="highs"``). ``--parts aescb-routes``: the
+   budget routes side by side over the same rounds 21-50 (``--aescb-routes``).
 """
 
 from __future__ import annotations
@@ -179,21 +182,48 @@ def per_round(policy, env, T: int, cap: float, half: bool = True) -> tuple[float
     return float(np.mean(times[first:])), len(times)
 
 
-def aescb_cost(T: int, cap: float, dims: tuple[int, ...] = (20, 50, 100, 200)) -> None:
+def aescb_cost(T: int, cap: float, dims: tuple[int, ...] = (20, 50, 100, 200), compiled_per_query: bool = True) -> None:
+    """AESCB's per round cost beside CUCB's and ESCB's; ``compiled_per_query``: also the old budget route (a
+    constrained space compiled per budgeted query, ``budget_oracle="highs"``), for the ratio in one run."""
     print(f"\nAESCB and ESCB per round on Cardinality(d, 5), oracle 'auto', second half of <= {T} rounds / {cap:.0f} s")
     rng = np.random.default_rng(2)
     for d in dims:
         space = cm.Cardinality(d, 5)
         env = cm.UniformNoise(rng.uniform(size=d), width=WIDTH)
         line = f"  d={d:>3}"
-        for name, cls in (("CUCB", cm.CUCB), ("ESCB", cm.ESCB), ("AESCB", cm.AESCB)):
-            policy = cls(space, None, oracle="auto")
+        cases = (("CUCB", cm.CUCB, {}), ("ESCB", cm.ESCB, {}), ("AESCB", cm.AESCB, {}))
+        if compiled_per_query:
+            cases += (("AESCB compiled per query", cm.AESCB, {"budget_oracle": "highs"}),)
+        for name, cls, options in cases:
+            policy = cls(space, None, oracle="auto", **options)
             seconds, rounds = per_round(policy, env, T, cap)
             extra = ""
-            if name == "AESCB":
+            if name.startswith("AESCB"):
                 grid = policy.index.grid
                 extra = f" ({grid['budgeted'] / max(grid['rounds'], 1):.1f} budgeted queries a round)"
             line += f"  {name} {seconds * 1e3:8.2f} ms/round over {rounds:>4} rounds{extra}"
+        print(line, flush=True)
+
+
+def aescb_routes(routes: tuple[str, ...], dims: tuple[int, ...] = (20, 50, 100, 200)) -> None:
+    """AESCB's ms per round over rounds 21-50 of one run per budget route (the same seeds, so the same rounds
+    and decisions on every route: the last action's arm sum, printed, agrees)."""
+    print("\nAESCB per budget route on Cardinality(d, 5), oracle 'auto', rounds 21-50 of one run")
+    for d in dims:
+        means, line = np.random.default_rng(2).uniform(size=d), f"  d={d:>3}"
+        for route in routes:
+            env = cm.UniformNoise(means, width=WIDTH)
+            policy = cm.AESCB(cm.Cardinality(d, 5), None, oracle="auto", budget_oracle=route)
+            draws, times = np.random.default_rng(0), []
+            for _ in range(50):
+                before = time.perf_counter()
+                action = policy.select()
+                policy.observe(action, env.sample(action, draws))
+                times.append(time.perf_counter() - before)
+            line += (
+                f"  {route}: {np.mean(times[20:]) * 1e3:7.1f} ms/round ({policy.index.grid['budgeted']} budgeted,"
+                f" last action's arm sum {int(np.flatnonzero(action).sum())})"
+            )
         print(line, flush=True)
 
 
@@ -204,7 +234,10 @@ def main() -> None:
     parser.add_argument("--cap", type=float, default=60.0, help="seconds per ESCB cost case (fewer rounds if slower)")
     parser.add_argument("--m", default="3,5,8", help="comma-separated m values of the regret table")
     parser.add_argument("--horizons", default=None, help="comma-separated horizons of the regret table")
-    parser.add_argument("--parts", default="cts,escb,aescb,regret", help="comma-separated: cts, escb, aescb, regret")
+    parser.add_argument(
+        "--parts", default="cts,escb,aescb,regret", help="comma-separated: cts, escb, aescb, aescb-routes, regret"
+    )
+    parser.add_argument("--aescb-routes", default="auto,highs", help="budget_oracle values of the aescb-routes part")
     args = parser.parse_args()
     parts = set(args.parts.split(","))
     horizons = [10**4] if args.quick else [10**4, 10**5]
@@ -215,6 +248,8 @@ def main() -> None:
         escb_cost(200 if args.quick else 400, args.cap)
     if "aescb" in parts:
         aescb_cost(200 if args.quick else 400, args.cap / 2 if args.quick else args.cap)
+    if "aescb-routes" in parts:
+        aescb_routes(tuple(args.aescb_routes.split(",")))
     if "regret" in parts:
         print()
         if args.horizons:

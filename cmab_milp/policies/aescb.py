@@ -29,14 +29,18 @@ constraint the previous level's answer already meets has the same answer
 once ``y(x_k) + g sqrt(s_max)`` (a bound on every later level's index, since
 ``y(x_k)`` does not increase with ``k``) is no better than the best index found.
 
-**Budget rows.** Each budgeted query is asked on ``space.with_constraint(1 / n,
-">=", s_k)`` with its own oracle (``budget_oracle``, default ``"auto"``; the
-space's oracle takes no per-query side rows, so the constrained space is
-compiled per query: its cost in docs/baselines.md), except that with
-``budget_oracle="auto"`` a space of at most :data:`~.escb.TABLE_UP_TO` actions
-answers it on its action table (the same maximiser, up to ties). Each is
-counted in the policy's oracle ledger (one query and one round, with its time). Unobserved arms are played first, as for
-CUCB. The authors' text was not reachable from this machine: the grid and the
+**Budget rows.** With ``budget_oracle="auto"`` (the default) a space of at most
+:data:`~.escb.TABLE_UP_TO` actions answers each budgeted query on its action table;
+a larger one on the space's formulation compiled once per learner and re-solved
+per query with the one budget row added and removed again
+(:class:`~.aescb_budget.BudgetModel`: HiGHS, certified as every linear answer,
+the row checked exactly; ``budget_oracle="model"`` takes this route on every
+space). Both give the same maximiser, up to ties. A backend
+name (``budget_oracle="highs"``, ...) asks each query on ``space.with_constraint(1
+/ n, ">=", s_k)`` with a new oracle of that backend (the constrained space
+compiled per query: slower, kept to compare). Each budgeted query is counted in
+the policy's oracle ledger (one query and one round, with its time). Unobserved
+arms are played first, as for CUCB. The authors' text was not reachable from this machine: the grid and the
 guarantee above follow the paper's abstract (an approximate ESCB computed by
 repeatedly maximising a linear function under a linear budget constraint)
 and are proved here, not transcribed.
@@ -63,6 +67,7 @@ import numpy as np
 from ..described import ParameterError
 from ..oracles import Oracle, available_backends, make_oracle
 from ..spaces.base import ActionSpace
+from .aescb_budget import BudgetModel
 from .base import check_positive
 from .escb import TABLE_UP_TO, ESCBIndex, _ESCBFamily
 from .escb_search import index_value
@@ -104,6 +109,9 @@ class AESCBIndex(ESCBIndex):
         self._budget_table: np.ndarray | None = None
         self._budget_dense: np.ndarray | None = None
         self._budget_too_big = False
+        if getattr(self, "budget_model", None) is None:  # no learner state in it: kept across resets
+            #: The budget route of large spaces (``budget_oracle="auto"``): one model, compiled at its first query.
+            self.budget_model = BudgetModel(self.space)
 
     def ask(self, oracle: Oracle, queries: list[Mapping[str, Any]]) -> list[np.ndarray | None]:
         if not all(q.get("kind") == "norm" and q.get("sign") == 1 for q in queries):
@@ -144,14 +152,18 @@ class AESCBIndex(ESCBIndex):
     ) -> np.ndarray | None:
         """``argmax {mu . a : w . a >= level}`` under the restrictions, counted in the ledger as one query.
 
-        On the action table when the space has at most :data:`~.escb.TABLE_UP_TO` actions (``budget_oracle =
-        "auto"``), else on ``space.with_constraint(w, ">=", level)`` with its own ``budget_oracle``.
+        With ``budget_oracle = "auto"``: on the action table when the space has at most :data:`~.escb.TABLE_UP_TO`
+        actions, else on the compiled model (:class:`~.aescb_budget.BudgetModel`); ``"model"``: on the compiled
+        model whatever the space's size; with a backend name, on
+        ``space.with_constraint(w, ">=", level)`` with a new oracle of that backend.
         """
         start = time.perf_counter()
         # the row is relaxed by the oracle's tolerance so that the level's own answer (s = level) stays feasible
         rhs = level - 1e-9 * (1.0 + level)
         if self.budget_oracle == "auto" and self._has_budget_table():
             answer = self._budgeted_on_table(mu, w, rhs, restrictions)
+        elif self.budget_oracle in ("auto", "model"):
+            answer = self.budget_model.argmax(mu, w, rhs, **restrictions)
         else:
             constrained = self.space.with_constraint(w, ">=", rhs)
             answer = make_oracle(constrained, self.budget_oracle).argmax(mu, **restrictions)
@@ -190,8 +202,11 @@ class AESCB(_ESCBFamily, EveryRound):
 
     Parameters: ``space``, ``T``, ``oracle`` (default ``"auto"``: the plain linear
     queries), ``C`` and ``loglog`` of ``f(t)`` (as :class:`~.escb.ESCB`), ``eps``
-    (> 0, default 0.1: the grid ratio), ``budget_oracle`` (backend name of the
-    budgeted queries, default ``"auto"``). Attribute ``index.grid``: totals.
+    (> 0, default 0.1: the grid ratio), ``budget_oracle`` (the route of the
+    budgeted queries: ``"auto"``, the default, the action table of a small space
+    or else one compiled model; ``"model"``, the compiled model on every space;
+    or a backend name, a constrained model compiled per query). Attribute
+    ``index.grid``: totals.
 
     >>> import cmab_milp as cm
     >>> AESCB(cm.Cardinality(3, 1), None, oracle="enumerate").params["eps"]
@@ -209,10 +224,11 @@ class AESCB(_ESCBFamily, EveryRound):
                 "budget_oracle", f"budget_oracle must be a backend name, got {type(budget_oracle).__name__}"
             )
         known = available_backends()
-        if budget_oracle.split(":")[0] not in known:
+        if budget_oracle != "model" and budget_oracle.split(":")[0] not in known:
             raise ParameterError(
                 "budget_oracle",
-                f"budget_oracle {budget_oracle!r} is not an available backend; available: {', '.join(known)}",
+                f"budget_oracle {budget_oracle!r} is not 'model' nor an available backend; available: "
+                f"{', '.join(known)}",
             )
         return {"eps": eps, "budget_oracle": budget_oracle}
 
