@@ -230,6 +230,9 @@ def test_the_plain_and_size_forms_are_made_where_they_may_bind():
     assert len(_branch(space, mu, wishart, 1.0, HighsTuning(paths_plain_share=0.0)).concave) == 2
     assert len(_branch(space, mu, wishart + 0.5, 1.0).concave) == 2  # the stars and the size form
     assert len(_branch(space, mu, wishart + 1e-4, 1.0).concave) == 1
+    alone = _branch(space, mu, wishart + 0.5, 1.0, HighsTuning(paths_vertex_taus=(), paths_plain=False))
+    assert len(alone.concave) == 2  # without vertex forms the plain form comes first (exact on paths), then the size
+    assert np.allclose(np.diag(alone.concave[0][0]) + 2 * alone.concave[0][1], np.diag(alone.q.M))
     for M in (diagonal, wishart, wishart + 0.5):  # the answers stay exact either way
         best = float(values(actions, mu, M, 1.0).max())
         for share in (0.0, 0.9, 1.0):

@@ -132,8 +132,8 @@ class ConcavePathBranch(PathBranch):
         plain = shifted_form(*self.parts, arms)
         plain_shift = _shift(self.parts[0], plain[0], arms)
         # the plain form where the vertex forms' diagonal is not much below its own (a diagonal M: always)
-        if self.tuning.paths_plain and star_shift > self.tuning.paths_plain_share * plain_shift:
-            self.add_form(*plain)
+        if not self.concave or (self.tuning.paths_plain and star_shift > self.tuning.paths_plain_share * plain_shift):
+            self.add_form(*plain)  # (first, exact on paths, when there is no vertex form)
         if self.tuning.paths_size_form:
             sized = overestimator_parts(M, arms, arms_bound(self.space))
             kappa_m = float(sized[1][arms].max(initial=0.0))  # kappa m
@@ -143,8 +143,6 @@ class ConcavePathBranch(PathBranch):
                 self.space
             ):
                 self.add_form(*sized_form)
-        if not self.concave:
-            self.add_form(*plain)
         lp = _PathLP(self.space, self.q, 0.0, -float(np.sqrt(max(l_hi, 0.0))), tuning=self.tuning)
         triangle = np.zeros(self.d)
         triangle[arms] = np.sqrt(np.maximum(np.diag(M)[arms], 0.0))
