@@ -96,6 +96,7 @@ OPTION_GROUPS: dict[str, dict[str, Any]] = {
             "vertex_taus": "paths_vertex_taus",
             "size_form": "paths_size_form",
             "plain": "paths_plain",
+            "plain_share": "paths_plain_share",
         },
         "minus_paths": {"enabled": "minus_paths"},
         "paths": {
@@ -370,6 +371,9 @@ class HighsTuning:
     #: A node of the concave branch makes its own form when its free arms are at most this share of its parent's
     #: form's (0: never).
     concave_reform: float = field(default=0.9, metadata=_SHARE)
+    #: Sign +1 on s-t paths: the plain form (with ``paths_plain``) only where the vertex forms' diagonal shift (trace)
+    #: is above this share of its own (0: always, as before). With a diagonal ``M`` the plain form's shift is the least.
+    paths_plain_share: float = field(default=0.9, metadata=_SHARE)
     #: Sign +1 on s-t paths (:mod:`~.norm.paths.plus`): the star terms' weights ``tau`` (times the mean
     #: variance), one vertex form each (empty: the diagonal form alone).
     paths_vertex_taus: tuple[float, ...] = field(default=(1.0,), metadata=_POSITIVES)

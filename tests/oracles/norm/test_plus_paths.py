@@ -99,7 +99,7 @@ def test_a_node_holding_one_action_is_bounded_by_its_index(name):
     for trial in range(8):
         f = [0.01, 0.3, 1.0, 3.0][trial % 4]
         mu, M = rng.uniform(0.0, 1.0, space.d), _correlated(rng, space.d)
-        search = _branch(space, mu, M, f)
+        search = _branch(space, mu, M, f, HighsTuning(paths_plain_share=0.0))
         assert len(search.concave) == 3  # the forms exact on paths (with the stars, the diagonal alone), the size term
         a = actions[rng.integers(len(actions))]
         search.lp.add_tangent(*search.exact_tangent(a.astype(float)))  # what a new incumbent adds
@@ -212,3 +212,29 @@ def test_the_size_form_can_be_switched_off():
     answer = cm.make_oracle(space, "highs", tuning=tuning).argmax_norm(mu, M, 1.0, 1)
     best = float(values(actions, mu, M, 1.0).max())
     assert float(values(answer[None, :], mu, M, 1.0)[0]) >= best - 1e-9 * (1 + abs(best))
+
+
+def test_the_plain_and_size_forms_are_made_where_they_may_bind():
+    """The plain form stays where the star form's diagonal is not much smaller (a diagonal ``M``: there the plain
+    form is exact between paths too) and goes where it is (a Wishart ``M``); the size form needs a common
+    component worth its size term (``M + 0.5``: kept; ``M + 1e-4``: not), and ``paths_plain_share = 0`` keeps
+    the plain form always, as before."""
+    space, _, actions = space_and_actions("grid-3x4")
+    rng = np.random.default_rng(7)
+    mu = rng.uniform(0, 1, space.d)
+    a = rng.normal(size=(space.d, space.d))
+    wishart = a @ a.T / space.d + 0.1 * np.eye(space.d)
+    diagonal = np.diag(np.diag(wishart))
+    assert len(_branch(space, mu, diagonal, 1.0).concave) == 2  # the stars and the plain form
+    assert len(_branch(space, mu, wishart, 1.0).concave) == 1  # the stars alone
+    assert len(_branch(space, mu, wishart, 1.0, HighsTuning(paths_plain_share=0.0)).concave) == 2
+    assert len(_branch(space, mu, wishart + 0.5, 1.0).concave) == 2  # the stars and the size form
+    assert len(_branch(space, mu, wishart + 1e-4, 1.0).concave) == 1
+    alone = _branch(space, mu, wishart + 0.5, 1.0, HighsTuning(paths_vertex_taus=(), paths_plain=False))
+    assert len(alone.concave) == 2  # without vertex forms the plain form comes first (exact on paths), then the size
+    assert np.allclose(np.diag(alone.concave[0][0]) + 2 * alone.concave[0][1], np.diag(alone.q.M))
+    for M in (diagonal, wishart, wishart + 0.5):  # the answers stay exact either way
+        best = float(values(actions, mu, M, 1.0).max())
+        for share in (0.0, 0.9, 1.0):
+            answer = cm.make_oracle(space, "highs", tuning={"paths_plain_share": share}).argmax_norm(mu, M, 1.0, 1)
+            assert abs(float(values(answer[None, :], mu, M, 1.0)[0]) - best) <= 1e-9 * (1 + abs(best))

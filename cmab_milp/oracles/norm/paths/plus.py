@@ -36,7 +36,11 @@ the diagonal alone (both have ``q(a) = a @ M @ a`` on every path) and, when ``M`
 off-diagonal entry ``kappa`` is positive, the one with the size term ``kappa |a| (m - |a|)``, which is not
 exact on paths shorter than ``m``. The first one's plane at each new incumbent enters the LP, so a node
 holding a single path is bounded by that path's index and closes (with the size term's form alone no node
-ever closes).
+ever closes). Each extra form adds tangent rows to every LP, so the diagonal alone is made only where the star
+forms' diagonal shift (its trace) is above ``tuning.paths_plain_share`` of its own (with a diagonal ``M`` its own
+is the least; with ``A A' / d + 0.1 I`` the stars' is ~0.77 of it), and the size term's only where its diagonal
+saves more (by trace) than ``kappa m^2``, four times what its size term may add on an action. These choose effort
+only: every form is valid.
 
 Measured figures and the ideas tried: ``docs/performance.md``, "Norm queries".
 
@@ -96,6 +100,11 @@ def vertex_parts(space, M: np.ndarray, arms: np.ndarray, tau: float) -> tuple[np
     return B, linear
 
 
+def _shift(B: np.ndarray, A: np.ndarray, arms: np.ndarray) -> float:
+    """The trace of the diagonal ``shifted_form`` moved out of ``B`` into ``A`` on ``arms``."""
+    return float(np.sum(np.diag(B)[arms] - np.diag(A)[arms]))
+
+
 class ConcavePathBranch(PathBranch):
     """Branch and bound for ``max mu @ a + f n(a)`` on s-t paths of a cyclic graph (module docstring).
 
@@ -114,14 +123,26 @@ class ConcavePathBranch(PathBranch):
         self.parts = overestimator_parts(M, arms, arms_bound(self.space), size=False)
         self.concave: list[tuple[np.ndarray, np.ndarray, float]] = []
         scale = float(np.mean(np.diag(M)[arms])) if len(arms) else 0.0
+        star_shift = np.inf  # the least diagonal shift (trace) of a vertex form
         for tau in self.tuning.paths_vertex_taus:
-            self.add_form(*shifted_form(*vertex_parts(self.space, M, self.arms, tau * scale), arms))
-        if self.tuning.paths_plain or not self.concave:
-            self.add_form(*shifted_form(*self.parts, arms))
+            B, linear = vertex_parts(self.space, M, self.arms, tau * scale)
+            A, b = shifted_form(B, linear, arms)
+            self.add_form(A, b)
+            star_shift = min(star_shift, _shift(B, A, arms))
+        plain = shifted_form(*self.parts, arms)
+        plain_shift = _shift(self.parts[0], plain[0], arms)
+        # the plain form where the vertex forms' diagonal is not much below its own (a diagonal M: always)
+        if not self.concave or (self.tuning.paths_plain and star_shift > self.tuning.paths_plain_share * plain_shift):
+            self.add_form(*plain)  # (first, exact on paths, when there is no vertex form)
         if self.tuning.paths_size_form:
             sized = overestimator_parts(M, arms, arms_bound(self.space))
-            if np.any(sized[1]):  # kappa > 0
-                self.add_form(*shifted_form(*sized, arms))
+            kappa_m = float(sized[1][arms].max(initial=0.0))  # kappa m
+            sized_form = shifted_form(*sized, arms) if kappa_m > 0.0 else None
+            # kept where its diagonal saves more than its size term may cost on an action (kappa m^2 / 4), per 1/4
+            if sized_form is not None and plain_shift - _shift(sized[0], sized_form[0], arms) > kappa_m * arms_bound(
+                self.space
+            ):
+                self.add_form(*sized_form)
         lp = _PathLP(self.space, self.q, 0.0, -float(np.sqrt(max(l_hi, 0.0))), tuning=self.tuning)
         triangle = np.zeros(self.d)
         triangle[arms] = np.sqrt(np.maximum(np.diag(M)[arms], 0.0))
