@@ -423,7 +423,7 @@ class ListedSubsets:
         if action is None:  # the listing passed its node limit: rank plainly, and back off as after a short listing
             self._skip = self._skips_left = min(max(1, 2 * self._skip), self.backoff)
             return maximise_on_cardinality(mu, w, g, self.k, self.exact, incumbent=incumbent, c=c)
-        if action is None or not listing:
+        if not listing:
             return action, c
         if incumbent is not None:
             listing.append(np.flatnonzero(incumbent).tolist())

@@ -398,13 +398,8 @@ class Oracle:
                 return self._norm(query)
             query = LinearQuery(query.mu, query.restrictions)
         answer = self._linear(query)
-        ties = self.ties
-        if ties == "off" or answer is None:  # the backend's own choice among ties
+        if self.ties == "off":  # the backend's own choice among ties
             return answer
-        if ties == "classes" and query.weights_list is not None:  # the usual query: distinct nonzero weights
-            distinct = set(query.weights_list)
-            if len(distinct) == self.d and 0.0 not in distinct:
-                return answer
         return first_optimum(self, query, answer, _SOLVE_FAILURES)  # one tie rule for all (ties.py)
 
     def _linear(self, query: LinearQuery) -> np.ndarray | None:
