@@ -16,7 +16,7 @@ meaning (``new_engine(formulation, engine="scip")``). What differs from HiGHS, a
   completes it). ``limits/maxorigsol`` is 0 (the ``scip`` backend's tie rule: no solution survives
   ``freeTransform``), so it is raised to 1 only while the start is added.
 * ``candidate_cuts``: each new incumbent SCIP finds during a MILP solve (a ``BESTSOLFOUND`` event) is handed to
-  it and its cuts kept for :meth:`separate`, as HiGHS's solution callback does.
+  it and its cuts kept for :meth:`ScipEngine.separate`, as HiGHS's solution callback does.
 * Options are SCIP's parameter names; the HiGHS names the solver-neutral code sets are translated or dropped
   (:data:`HIGHS_NAMES`); any other unknown name is refused (``ValueError``).
 
