@@ -14,7 +14,13 @@ The queries are :mod:`bench.norm_large`'s "s-t paths 8x8 grid" queries (its buil
   formulation (112 arms and 174 auxiliary columns) is refused;
 - ``gurobi-lean``: the same without node columns (``deg(v) <= 2`` and ``deg(v) - a_e >= a_e`` per edge at each
   inner node: no degree 1), 113 columns, cuts ``a(delta(S)) >= a(delta(v))`` on each cycle the incumbent holds;
+- ``gurobi-star``: ``gurobi-lean`` with the quadratic row's matrix rewritten with the star terms of
+  :mod:`cmab_milp.oracles.norm.paths.plus` (equal on every path; ``tau`` = the mean ``M_ii``);
 - ``scip``: the ``scip`` backend with ``oriented=False`` (as ``auto`` builds it), nonconvex quadratic row.
+
+Limits (the machine is shared, so wall-clock limits measure the load): ``--time-limit`` is Gurobi's work units
+(``WorkLimit``, about a second each) for ``gurobi-lean`` / ``gurobi-star``, CPU seconds for ``scip`` (its clock set
+to CPU time) and wall seconds for ``gurobi`` (the backend's ``TimeLimit``); ``--auto-limit`` is ``auto``'s, wall.
 
 Each query is asked of every route in turn (interleaved: the machine is shared). Printed per query and route: CPU
 and wall seconds (``*``: stopped at the limit, then with the route's dual bound where it has one), the value
@@ -57,10 +63,10 @@ def bench_queries(f: float, sign: int, n: int) -> tuple[cm.STPaths, list[dict]]:
 class LeanGurobi:
     """``gurobi-lean``: edge columns, degree rows without node columns, lazy cuts, the quadratic row (docstring)."""
 
-    def __init__(self, space: cm.STPaths, limit: float):
+    def __init__(self, space: cm.STPaths, limit: float, star_tau: float = 0.0):
         import gurobipy as gp
 
-        self.gp, self.space, self.limit = gp, space, limit
+        self.gp, self.space, self.limit, self.star_tau = gp, space, limit, star_tau
         n = int(max(space.tail.max(), space.head.max())) + 1
         self.star = [np.nonzero((space.tail == v) | (space.head == v))[0] for v in range(n)]
         self.bound = np.nan
@@ -70,7 +76,7 @@ class LeanGurobi:
         GRB = gp.GRB
         model = gp.Model(env=gp.Env(params={"OutputFlag": 0}))
         x = model.addMVar(space.d, vtype=GRB.BINARY)
-        M = np.asarray(M, float)
+        M = self.quadratic(np.asarray(M, float))
         s = model.addVar(lb=0.0, ub=float(np.sqrt(np.abs(M).sum())))
         for v, star in enumerate(self.star):
             total = gp.quicksum(x[i] for i in star)
@@ -92,7 +98,7 @@ class LeanGurobi:
         else:
             model.addConstr(s * s >= x @ M @ x)
         model.setObjective(np.asarray(mu, float) @ x + sign * f * s, GRB.MAXIMIZE)
-        for name, value in (("Threads", 1), ("LazyConstraints", 1), ("MIPGap", 0.0), ("TimeLimit", self.limit)):
+        for name, value in (("Threads", 1), ("LazyConstraints", 1), ("MIPGap", 0.0), ("WorkLimit", self.limit)):
             model.setParam(name, value)
         model.setParam("MIPGapAbs", 0.0)
 
@@ -110,6 +116,17 @@ class LeanGurobi:
         if model.Status != GRB.OPTIMAL:
             raise OracleError(f"gurobi-lean stopped (status {model.Status}), bound {model.ObjBound:.6f}")
         return (np.array(x.X) > 0.5).astype(float)
+
+    def quadratic(self, M: np.ndarray) -> np.ndarray:
+        """``M``, or with ``star_tau > 0`` the matrix ``Q`` with ``a @ Q @ a = a @ M @ a`` on every path whose
+        off-diagonal entries of adjacent edges are lowered by ``tau`` (:func:`~.norm.paths.plus.vertex_parts`'s
+        star terms, ``tau = star_tau`` times the mean ``M_ii``; the linear part on the diagonal: ``a_i^2 = a_i``)."""
+        if self.star_tau <= 0.0:
+            return M
+        from cmab_milp.oracles.norm.paths.plus import vertex_parts
+
+        B, linear = vertex_parts(self.space, M, np.arange(self.space.d), self.star_tau * float(np.mean(np.diag(M))))
+        return B + np.diag(linear)
 
     def close(self) -> None:
         pass
@@ -131,9 +148,11 @@ def make_route(route: str, space: cm.STPaths, limit: float):
         return cm.make_oracle(unoriented, "gurobi", time_limit=limit)
     if route == "gurobi-lean":
         return LeanGurobi(unoriented, limit)
-    if route == "scip":
-        return cm.make_oracle(space, "scip", time_limit=limit, oriented=False)
-    raise ValueError(f"unknown route {route!r}: auto, gurobi, gurobi-lean or scip")
+    if route == "gurobi-star":
+        return LeanGurobi(unoriented, limit, star_tau=1.0)
+    if route == "scip":  # its clock set to CPU time: the limit is CPU seconds
+        return cm.make_oracle(space, "scip", time_limit=limit, oriented=False, params={"timing/clocktype": 1})
+    raise ValueError(f"unknown route {route!r}: auto, gurobi, gurobi-lean, gurobi-star or scip")
 
 
 def _available(route: str) -> bool:
@@ -147,19 +166,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sign", type=int, default=1, choices=(1, -1))
     parser.add_argument("--queries", type=int, default=3, help="the bench's first queries")
     parser.add_argument("--only", default="", help="comma-separated query numbers (default all)")
-    parser.add_argument("--time-limit", type=float, default=300.0, help="wall seconds per query and route")
-    parser.add_argument("--routes", default="auto,gurobi,gurobi-lean,scip")
+    parser.add_argument("--time-limit", type=float, default=300.0, help="limit per query and route (docstring)")
+    parser.add_argument("--auto-limit", type=float, default=3000.0, help="auto's limit (wall seconds)")
+    parser.add_argument("--routes", default="auto,gurobi-lean,scip")
     args = parser.parse_args(argv)
     routes = [r for r in args.routes.split(",") if _available(r)]
     space, queries = bench_queries(args.f, args.sign, args.queries)
     only = {int(k) for k in args.only.split(",")} if args.only else set(range(args.queries))
-    print(f"{FAMILY}, f = {args.f:g}, sign {args.sign:+d}; limit {args.time_limit:g} s wall (* stopped)", flush=True)
+    print(f"{FAMILY}, f = {args.f:g}, sign {args.sign:+d}; limit {args.time_limit:g} (* stopped)", flush=True)
     for k, q in enumerate(queries):
         if k not in only:
             continue
         cells, values, cpu = [], {}, {}
         for route in routes:
-            oracle = make_route(route, space, args.time_limit)
+            oracle = make_route(route, space, args.auto_limit if route == "auto" else args.time_limit)
             c0, w0 = time.process_time(), time.perf_counter()
             try:
                 answer = oracle.argmax_norm(**q)
