@@ -68,8 +68,17 @@ def _check(actions, answer, res, mu, M, f, sign, slack: float, label) -> None:
     assert got >= best - slack * (1 + abs(best)), (*label, got, best)
 
 
-@pytest.mark.parametrize("backend", _backends())
-@pytest.mark.parametrize("label", list(GRIDS))
+def _marks(backend: str, label: str) -> list:
+    """SCIP builds a model per query (``slow_backend``); on the 4x4 grid it takes 3-7 s a case (``slow``)."""
+    if backend != "scip":
+        return []
+    return [pytest.mark.slow_backend] + ([pytest.mark.slow] if label == "grid-4x4-mid" else [])
+
+
+CASES = [pytest.param(backend, label, marks=_marks(backend, label)) for backend in _backends() for label in GRIDS]
+
+
+@pytest.mark.parametrize(("backend", "label"), CASES)
 @pytest.mark.parametrize("sign", [1, -1])
 def test_compact_models_match_brute_force(backend, label, sign):
     space = _space(label)
