@@ -165,9 +165,10 @@ def part_hull(space, q, oracle, start: np.ndarray, iterations: int = 40) -> None
             else:
                 break
         prices = -result.ineqlin.marginals
-        weights = mu + sum(p * g for p, (g, _) in zip(prices, rows, strict=True))
+        priced = rows[: len(prices)]  # (a row added after the last master solve has no price yet)
+        weights = mu + sum(p * g for p, (g, _) in zip(prices, priced, strict=True))
         a = oracle.argmax(weights, **restrictions(q)).astype(float)
-        best = min(best, float(weights @ a + sum(p * c for p, (_, c) in zip(prices, rows, strict=True))))
+        best = min(best, float(weights @ a + sum(p * c for p, (_, c) in zip(prices, priced, strict=True))))
         if best + result.fun < 1e-4:
             break
         paths.append(a)
