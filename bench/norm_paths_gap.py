@@ -18,7 +18,11 @@ takes ~140 CPU s there. Per query and part it prints:
   ``(v @ a)^2 <= (l + u) v @ a - l u`` for ``v @ a`` in ``[l, u]`` (``l``, ``u`` from the root LP), so that the
   diagonal needs to cover only ``lambda_(K+1)``;
 * ``free``: the diagonal shift per arm on the arms free at the search's nodes (not fixed, not excluded by a visit
-  column at 0) against all arms: what a per-node shift would save.
+  column at 0) against all arms: what a per-node shift would save;
+* ``sdp`` (needs ``cvxpy``, not a dependency of the library: ``pip install cvxpy`` in a scratch environment): the
+  semidefinite relaxation on the converged root's LP (arms and visit columns ``y``), ``Y = [[1, y'], [y, X]]`` PSD,
+  ``diag X = y``, ``max mu @ x + f sqrt(<M, X>)``: Shor alone, then with ``X_ij <= y_i`` and the equality rows times
+  every ``y_j`` (``R X = b y'``), then with ``X >= 0`` too (SCS, ``eps`` 3e-5; minutes each).
 
 These are diagnostics: their bounds carry no rounding allowance and are not the library's proven bounds. Figures
 and conclusions: ``docs/performance.md``, "Norm index at d = 100-150", third pass.
@@ -296,10 +300,36 @@ def part_free(space, q) -> None:
     )
 
 
+def part_sdp(space, q) -> None:
+    import cvxpy as cp  # (not a dependency of the library: the module docstring)
+
+    branch = search(space, q)
+    converged_root(branch)
+    lp, d, M = branch.lp, space.d, q["M"]
+    n = lp.t  # every column but the norm's
+    rows, lo, hi = lp.dense[: lp._n_sparse, :n], lp.sparse_lo, lp.sparse_hi
+    equal, above, below = lo == hi, np.isfinite(hi) & (lo != hi), np.isfinite(lo) & (lo != hi)
+    for label, extra in (("Shor", ""), ("+ McCormick, RLT of the equality rows", "mc"), ("+ X >= 0", "mc,nn")):
+        Y = cp.Variable((n + 1, n + 1), PSD=True)
+        y, X = Y[0, 1:], Y[1:, 1:]
+        rules = [Y[0, 0] == 1, cp.diag(X) == y, y >= lp.col_lo[:n], y <= lp.col_hi[:n], rows[equal] @ y == lo[equal]]
+        rules += [rows[above] @ y <= hi[above], rows[below] @ y >= lo[below]]
+        if "mc" in extra:
+            rules.append(X <= cp.reshape(y, (n, 1), order="F") @ np.ones((1, n)))
+            sides = cp.reshape(lo[equal], (int(equal.sum()), 1), order="F")
+            rules.append(rows[equal] @ X == sides @ cp.reshape(y, (1, n), order="F"))
+        if "nn" in extra:
+            rules.append(X >= 0)
+        problem = cp.Problem(cp.Maximize(q["mu"] @ y[:d] + q["f"] * cp.sqrt(cp.trace(M @ X[:d, :d]))), rules)
+        started = time.process_time()
+        problem.solve(solver="SCS", eps=3e-5, max_iters=50000)
+        print(f"  SDP, {label}: {problem.value:.4f} ({problem.status}, {time.process_time() - started:.0f} CPU s)")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--queries", default="1", help="comma-separated query numbers of the cell (#0 is the slow one)")
-    parser.add_argument("--parts", default="root,linear,rlt,eigen", help="root,linear,hull,rlt,eigen,free")
+    parser.add_argument("--parts", default="root,linear,rlt,eigen", help="root,linear,hull,rlt,eigen,free,sdp")
     parser.add_argument("--f", type=float, default=1.0)
     args = parser.parse_args(argv)
     numbers = [int(k) for k in args.queries.split(",")]
@@ -317,7 +347,7 @@ def main(argv: list[str] | None = None) -> None:
             elif part in ("root", "linear"):
                 {"root": part_root, "linear": part_linear}[part](space, q, oracle)
             else:
-                {"rlt": part_rlt, "eigen": part_eigen, "free": part_free}[part](space, q)
+                {"rlt": part_rlt, "eigen": part_eigen, "free": part_free, "sdp": part_sdp}[part](space, q)
             print(f"    ({part}: {time.process_time() - started:.1f} CPU s)", flush=True)
 
 
