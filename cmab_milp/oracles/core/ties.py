@@ -62,8 +62,9 @@ from typing import Any
 
 import numpy as np
 
-from ...spaces import Cardinality, GraphicMatroid, Matchings, PartitionMatroid, SpanningTrees
+from ...spaces import Cardinality, GraphicMatroid, Matchings, PartitionMatroid, SpanningTrees, STPaths
 from .queries import LinearQuery, Restrictions
+from .ties_direct import lexicographic_matching, lexicographic_path
 
 __all__ = ["TIE_LEAVES", "TIE_MODES", "first_optimum", "open_arms"]
 
@@ -404,6 +405,9 @@ def _settle_ties(oracle: Any, query: LinearQuery, action: np.ndarray, leaves: in
             if res.admits(trial) and space._contains(trial):
                 return trial
         return np.array(_exchanges(space, res, held, order, classes))  # a near tie: exchanges from the answer
+    direct = _direct(space, res, weights)
+    if direct is not None and _is_candidate(direct.tolist(), held, order, classes, need):
+        return direct  # the exact lexicographic optimum is a candidate: the rule's action (ties_direct.py)
     checks = [0]  # candidates and partial actions checked
     budget = leaves + len(order) if leaves else 0  # the first descent (one check per open arm), then ``leaves``
     closed = type(space) is Matchings and not space.perfect  # closed under subsets: prune partial actions
@@ -439,6 +443,29 @@ def _settle_ties(oracle: Any, query: LinearQuery, action: np.ndarray, leaves: in
     if getattr(oracle, "time_limit", None) is not None:  # solves would multiply the query's time
         return action
     return np.array(_settle(oracle, query, held, order, classes, need))
+
+
+def _direct(space: Any, res: Restrictions, weights: list[float]) -> np.ndarray | None:
+    """The exact lexicographic optimum in one solve (:mod:`.ties_direct`) where the space has one, else ``None``."""
+    if res.forbid_pairs:
+        return None
+    if type(space) is Matchings and space.bipartite:
+        return lexicographic_matching(space, weights, res)
+    if type(space) is STPaths and space.acyclic:
+        return lexicographic_path(space, weights, res)
+    return None
+
+
+def _is_candidate(trial: list[bool], held: list[bool], order: list[int], classes: list[int], need: list[int]) -> bool:
+    """Whether ``trial`` agrees with ``held`` off the open arms ``order`` and holds ``need[c]`` arms of each class."""
+    is_open = set(order)
+    if any(t != h for i, (t, h) in enumerate(zip(trial, held, strict=True)) if i not in is_open):
+        return False
+    counts = [0] * len(need)
+    for arm, c in zip(order, classes, strict=True):
+        if c >= 0 and trial[arm]:
+            counts[c] += 1
+    return counts == list(need)
 
 
 def _free_ends(space: Any) -> Any:
