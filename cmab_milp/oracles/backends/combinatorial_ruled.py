@@ -38,6 +38,7 @@ import numpy as np
 
 from ...spaces import ActionSpace, Cardinality, GraphicMatroid, Matchings, PartitionMatroid, SpanningTrees, STPaths
 from ..core.exact import ALGORITHMS, prepare_kruskal
+from ..core.exact_matchings import _assignment
 from ..core.exact_paths import _dag_tables
 from ..core.queries import LinearQuery
 
@@ -46,17 +47,28 @@ __all__ = ["RULED", "Ruled"]
 Ruled = Callable[[ActionSpace, LinearQuery], "tuple[np.ndarray | None, bool]"]
 
 _EPS = float(np.finfo(float).eps)
+#: Up to this many arms a cardinality query is answered by Python's (stable) sort: 2.3 us against 7 us for
+#: numpy's ``argpartition`` at d = 20, and the rule's action itself.
+_SORTED_UP_TO = 64
 
 
 def _cardinality(space: Cardinality, q: LinearQuery) -> tuple[np.ndarray | None, bool]:
-    """Top-``m`` by ``argpartition``, proven unique when the ``m``-th and ``(m + 1)``-th weights differ; otherwise
-    (and under restrictions) the rule's greedy itself: a stable sort, lower arm first among equal weights."""
+    """The rule's greedy itself (a stable sort, lower arm first among equal weights) for short vectors, under
+    restrictions, and where ``argpartition`` (longer vectors) cannot prove its top ``m`` unique (the ``m``-th and
+    ``(m + 1)``-th weights equal)."""
     w, res = q.weights, q.restrictions
     d, m = space.d, space.m
     action = np.zeros(d, bool)
+    weights = q.weights_list
+    if res.empty and weights is not None and d <= _SORTED_UP_TO:  # short: the greedy itself, in Python
+        order = sorted(range(d), key=weights.__getitem__, reverse=True)[:m]  # stable: lower arm first
+        if not space.exact:
+            order = [i for i in order if weights[i] >= 0.0]
+        action[order] = True
+        return action, True
     if res.empty and 0 < m < d:
         if space.exact:
-            top = _top(w, None, m, action)
+            top = _top(w, None, m, action, w if q.weights_list is None else q.weights_list)
         else:
             positive = np.flatnonzero(w > 0)
             if len(positive) <= m:  # all positive arms; arms of weight 0 would fit beside them unless m are held
@@ -65,7 +77,7 @@ def _cardinality(space: Cardinality, q: LinearQuery) -> tuple[np.ndarray | None,
                     return action, True
                 top = None
             else:
-                top = _top(w[positive], positive, m, action)
+                top = _top(w[positive], positive, m, action, w if q.weights_list is None else q.weights_list)
         if top is not None and top[1]:
             return top
         action[:] = False
@@ -90,17 +102,20 @@ def _stable_greedy(space: Cardinality, q: LinearQuery, action: np.ndarray) -> np
     return action
 
 
-def _top(values: np.ndarray, arms: np.ndarray | None, m: int, action: np.ndarray) -> tuple[np.ndarray, bool]:
+def _top(
+    values: np.ndarray, arms: np.ndarray | None, m: int, action: np.ndarray, weights: list[float] | np.ndarray
+) -> tuple[np.ndarray, bool]:
     """The ``m`` largest ``values`` held (``arms``: their arms, ``None``: the identity), and whether the ``m``-th
     largest beats the ``(m + 1)``-th (then no other ``m`` values sum as high: the only optimum).
 
-    One ``argpartition`` at ``m`` (the ``m`` largest before position ``m``, the ``(m + 1)``-th at it).
+    One ``argpartition`` at ``m`` (the ``m`` largest before position ``m``, the ``(m + 1)``-th at it); the
+    comparison on ``weights``, all the query's weights (a list for short vectors).
     """
-    top = np.argpartition(-values, m)
-    head = top[: m + 1]
-    ranked = values[head].tolist()
-    chosen = head[:m]
-    action[chosen if arms is None else arms[chosen]] = True
+    head = np.argpartition(-values, m)[: m + 1]
+    if arms is not None:
+        head = arms[head]
+    ranked = [weights[i] for i in head.tolist()] if type(weights) is list else weights[head].tolist()
+    action[head[:m]] = True
     return action, min(ranked[:m]) > ranked[m]
 
 
@@ -214,15 +229,27 @@ def _segment(edges, weights, banned, rank, a, b, n_nodes, tail, incoming, tau) -
 
 
 def _matching(space: Matchings, q: LinearQuery) -> tuple[np.ndarray | None, bool]:
-    """The assignment (or blossom) answer; kept when no weight is 0 and each held weight is held by one arm only."""
-    action = ALGORITHMS[Matchings](space, q)
-    if action is None:
-        return action, True
-    w = q.weights
-    if not w.all():
-        return action, False
-    held = w[action]
-    return action, int(np.count_nonzero(w == held[:, None])) == len(held)
+    """The assignment (or blossom) answer; kept when no weight is 0 and each held weight is held by one arm only.
+
+    Then the answer has no open arm (each class it holds, it holds whole): the rule keeps it. One comparison
+    of every weight with the held ones and 0 (``np.equal.outer``): the count is the number held exactly then.
+    """
+    w, res = q.weights, q.restrictions
+    if res.empty and space.bipartite:  # the usual query: the held arms as a list, straight from the assignment
+        chosen = _assignment(space, w, None, np.zeros(space.n_nodes, bool))
+        if chosen is None:
+            return None, True
+        action = np.zeros(space.d, bool)
+        action[chosen] = True
+    else:
+        action = ALGORITHMS[Matchings](space, q)
+        if action is None:
+            return action, True
+        chosen = np.flatnonzero(action).tolist()
+    weights = q.weights_list if q.weights_list is not None else w.tolist()
+    probe = [weights[k] for k in chosen]
+    probe.append(0.0)
+    return action, int(np.count_nonzero(np.equal.outer(w, probe))) == len(chosen)
 
 
 #: The algorithms above, by the space's type (others: the plain algorithm, nothing proven).

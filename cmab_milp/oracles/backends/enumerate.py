@@ -125,22 +125,27 @@ class EnumerateOracle(Oracle):
         return self.actions[int(near[int(np.argmax(portable))])].copy(), False
 
     def _linear(self, query: LinearQuery) -> np.ndarray | None:
-        return self._valued(query)[0]
+        weights, top = self._scaled(query)
+        return self._best(self._dense @ weights, query, weights, top)
 
     def _linear_ruled(self, query: LinearQuery) -> tuple[np.ndarray | None, bool]:
-        """:meth:`_linear` and whether its answer is the only optimum (:meth:`_pick`); a subclass's own
-        ``_linear`` proves nothing."""
-        if type(self)._linear is not EnumerateOracle._linear:
+        """:meth:`_linear` and whether its answer is the only optimum (:meth:`_pick`); a subclass with its own
+        ``_linear`` or ``_best`` proves nothing."""
+        cls = type(self)
+        if cls._linear is not EnumerateOracle._linear or cls._best is not EnumerateOracle._best:
             return self._linear(query), False
-        return self._valued(query)
+        weights, top = self._scaled(query)
+        return self._pick(self._dense @ weights, query, weights, top)
 
-    def _valued(self, query: LinearQuery) -> tuple[np.ndarray | None, bool]:
+    @staticmethod
+    def _scaled(query: LinearQuery) -> tuple[np.ndarray, float]:
+        """The weights (scaled by a power of 2 near overflow: exact, no tie changes) and their largest ``|w|``."""
         weights = query.weights
         top = float(np.abs(weights).max(initial=0.0))
-        if top > 2.0**900:  # sums of weights near 1e308 overflow: scale by a power of 2 (exact, no tie changes)
+        if top > 2.0**900:  # sums of weights near 1e308 overflow
             weights = np.ldexp(weights, -math.frexp(top)[1])
             top = 1.0  # the largest |weight| now
-        return self._pick(self._dense @ weights, query, weights, top)
+        return weights, top
 
     def linear_values(self, weights: np.ndarray) -> np.ndarray:
         """``weights @ a`` for every enumerated action, summed in arm order (the same bits on every machine).
