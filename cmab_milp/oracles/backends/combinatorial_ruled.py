@@ -35,10 +35,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
+from scipy.optimize import linear_sum_assignment
 
 from ...spaces import ActionSpace, Cardinality, GraphicMatroid, Matchings, PartitionMatroid, SpanningTrees, STPaths
 from ..core.exact import ALGORITHMS, prepare_kruskal
-from ..core.exact_matchings import _assignment
+from ..core.exact_matchings import assignment_tables
 from ..core.exact_paths import _dag_tables
 from ..core.queries import LinearQuery
 
@@ -229,14 +230,17 @@ def _segment(edges, weights, banned, rank, a, b, n_nodes, tail, incoming, tau) -
 
 
 def _matching(space: Matchings, q: LinearQuery) -> tuple[np.ndarray | None, bool]:
-    """The assignment (or blossom) answer; kept when no weight is 0 and each held weight is held by one arm only.
+    """The heaviest matching, kept when no weight is 0 and each held weight is held by one arm only.
 
     Then the answer has no open arm (each class it holds, it holds whole): the rule keeps it. One comparison
     of every weight with the held ones and 0 (``np.equal.outer``): the count is the number held exactly then.
+    Unrestricted queries on bipartite graphs solve the assignment on a cached layout of the arms (one gather
+    of the weights); others the combinatorial backend's algorithm.
     """
     w, res = q.weights, q.restrictions
-    if res.empty and space.bipartite:  # the usual query: the held arms as a list, straight from the assignment
-        chosen = _assignment(space, w, None, np.zeros(space.n_nodes, bool))
+    weights = q.weights_list if q.weights_list is not None else w.tolist()
+    if res.empty and space.bipartite:
+        chosen = _free_assignment(space, w, weights)
         if chosen is None:
             return None, True
         action = np.zeros(space.d, bool)
@@ -246,10 +250,41 @@ def _matching(space: Matchings, q: LinearQuery) -> tuple[np.ndarray | None, bool
         if action is None:
             return action, True
         chosen = np.flatnonzero(action).tolist()
-    weights = q.weights_list if q.weights_list is not None else w.tolist()
     probe = [weights[k] for k in chosen]
     probe.append(0.0)
     return action, int(np.count_nonzero(np.equal.outer(w, probe))) == len(chosen)
+
+
+def _layout(space: Matchings) -> tuple[np.ndarray, np.ndarray | None]:
+    """Each assignment cell's arm (``-1``: no edge) and the mask of edges (``None``: every cell is one), cached."""
+    layout = space.__dict__.get("_ruled_layout")
+    if layout is None:
+        left, right, rows, cols = assignment_tables(space)
+        arm = np.full((len(left), len(right)), -1)
+        arm[rows, cols] = np.arange(space.d)
+        layout = (arm, None if (arm >= 0).all() else arm >= 0)
+        space.__dict__["_ruled_layout"] = layout
+    return layout
+
+
+def _free_assignment(space: Matchings, w: np.ndarray, weights: list[float]) -> list[int] | None:
+    """The arms of the heaviest (perfect, for ``space.perfect``) matching of a bipartite graph (``None``: none)."""
+    arm, edges = _layout(space)
+    gain = w[arm]  # a missing edge gathers arm -1's weight: replaced below
+    if space.perfect:
+        cost = -gain if edges is None else np.where(edges, -gain, np.inf)
+    else:
+        cost = -np.maximum(gain, 0.0) if edges is None else np.where(edges, -np.maximum(gain, 0.0), 0.0)
+    try:
+        r, c = linear_sum_assignment(cost)
+    except ValueError:  # no perfect assignment exists
+        return None
+    picked = arm[r, c].tolist()
+    if space.perfect:
+        if len(picked) != min(arm.shape) or -1 in picked or 2 * len(picked) != space.n_nodes:
+            return None
+        return picked
+    return [k for k in picked if k >= 0 and weights[k] > 0]
 
 
 #: The algorithms above, by the space's type (others: the plain algorithm, nothing proven).
