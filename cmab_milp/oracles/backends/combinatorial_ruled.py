@@ -2,8 +2,8 @@
 
 The one tie rule (:mod:`~cmab_milp.oracles.core.ties`, ``ties="classes"``) returns, among the optimal actions,
 the lexicographically largest. Checking that a backend's answer already is that action costs a look at every
-weight (a ``set`` of ``d`` floats: 2-13 us, against answers of 8-100 us). The algorithms here know it from
-the work they do anyway, and say so (``(action, ruled)``; ``ruled`` False: the rule settles it as usual):
+weight (a ``set`` of ``d`` floats, a visible share of a microsecond answer: ``docs/guide/reproducibility.md``).
+The algorithms here know it from the work they do anyway, and say so (``(action, ruled)``; ``ruled`` False: the rule settles it as usual):
 
 * **sorts and matroid greedies** (cardinality, partition matroids, forests, spanning trees): a stable greedy
   by decreasing weight takes the lower arm first among equal weights, which is the rule's action on a
@@ -38,9 +38,9 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from ...spaces import ActionSpace, Cardinality, GraphicMatroid, Matchings, PartitionMatroid, SpanningTrees, STPaths
+from ..core.dag_programme import dag_tables, longest_from, waypoints
 from ..core.exact import ALGORITHMS, prepare_kruskal
 from ..core.exact_matchings import assignment_tables
-from ..core.exact_paths import _dag_tables
 from ..core.queries import LinearQuery
 
 __all__ = ["RULED", "Ruled"]
@@ -48,8 +48,8 @@ __all__ = ["RULED", "Ruled"]
 Ruled = Callable[[ActionSpace, LinearQuery], "tuple[np.ndarray | None, bool]"]
 
 _EPS = float(np.finfo(float).eps)
-#: Up to this many arms a cardinality query is answered by Python's (stable) sort: 2.3 us against 7 us for
-#: numpy's ``argpartition`` at d = 20, and the rule's action itself.
+#: Up to this many arms a cardinality query is answered by Python's (stable) sort, cheaper there than numpy's
+#: ``argpartition`` (``docs/guide/reproducibility.md``, "What it costs"), and the rule's action itself.
 _SORTED_UP_TO = 64
 
 
@@ -164,18 +164,14 @@ def _dag_path(space: STPaths, q: LinearQuery) -> tuple[np.ndarray | None, bool]:
     if not space.acyclic:
         return ALGORITHMS[STPaths](space, q), False
     w, res = q.weights, q.restrictions
-    rank, edges = _dag_tables(space)
+    rank, edges = dag_tables(space)
     banned = set(res.exclude)
-    fixed = sorted(res.include, key=lambda k: rank[space.tail[k]])
-    starts = [space.s] + [int(space.head[k]) for k in fixed]
-    ends = [int(space.tail[k]) for k in fixed] + [space.t]
-    action = np.zeros(space.d, bool)
-    action[fixed] = True
+    segments, action = waypoints(space, res.include, rank)
     weights = q.weights_list if q.weights_list is not None else w.tolist()
     tau = 4.0 * (space.n_nodes + 1) * _EPS * float(np.add.reduce(np.abs(w)))
     incoming = _incoming(space)
     ruled = True
-    for a, b in zip(starts, ends, strict=True):
+    for a, b in segments:
         if rank[a] > rank[b]:
             return None, True
         segment = _segment(edges, weights, banned, rank, a, b, space.n_nodes, space.tail, incoming, tau)
@@ -191,24 +187,8 @@ def _segment(edges, weights, banned, rank, a, b, n_nodes, tail, incoming, tau) -
     """Longest a-b path (the dynamic programme of :mod:`~cmab_milp.oracles.core.exact_paths`) and its certificate."""
     if a == b:
         return [], True
-    lo, hi = rank[a], rank[b]
-    best: list[float | None] = [None] * n_nodes
-    via = [-1] * n_nodes
-    best[a] = 0.0
-    for k, u, v in edges:
-        ru = rank[u]
-        if ru < lo:
-            continue
-        if ru >= hi:
-            break
-        bu = best[u]
-        if bu is None or k in banned or rank[v] > hi:
-            continue
-        gain = bu + weights[k]
-        bv = best[v]
-        if bv is None or gain > bv:
-            best[v] = gain
-            via[v] = k
+    lo = rank[a]
+    best, via = longest_from(edges, weights, banned, rank, a, b, n_nodes, 0.0)
     if best[b] is None:
         return None
     path, v = [], b

@@ -22,6 +22,7 @@ Example
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -71,15 +72,9 @@ class EnumerateOracle(Oracle):
             values = np.where(mask, values, -np.inf)
         return values if len(values) else None
 
-    def _best(
-        self,
-        values: np.ndarray,
-        query: LinearQuery | NormQuery,
-        weights: np.ndarray | None = None,
-        scale: float = 0.0,
-        exact: np.ndarray | None = None,
-    ) -> np.ndarray | None:
-        return self._pick(values, query, weights, scale, exact)[0]
+    def _best(self, *args: Any) -> np.ndarray | None:
+        """The action of :meth:`_pick` (same arguments), the hook a subclass may replace."""
+        return self._pick(*args)[0]
 
     def _pick(
         self,

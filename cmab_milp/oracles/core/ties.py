@@ -19,8 +19,9 @@ unique optimum of the weights raised by ``eps (d - i)`` on arm ``i``); exchanges
 lower arms are the fallback when its weights differ from ``a``'s (a near tie). Elsewhere the
 search walks these candidates in decreasing lexicographic order (arms of ``P`` by increasing index,
 holding before not holding, class counts pruned; on matchings infeasible partial actions too) and
-returns the first one that is feasible (``space._contains`` and the restrictions). Past one check per open
-arm and ``leaves`` more it
+returns the first one that is feasible (``space._contains`` and the restrictions); on bipartite matchings
+and DAG paths one exact integer solve comes first (:mod:`.ties_direct`). Past one check per open arm and
+``leaves`` more it
 settles the open arms one by one instead, with restricted solves on the same backend: arm ``i`` is
 held when the optimum under "hold the arms settled in, and ``i``; not those settled out" still has
 ``a``'s nonzero weights (one solve per open arm the current best does not hold).
@@ -40,6 +41,10 @@ returned), but backends may differ as before.
 weights shifted by ``delta`` (a thousand times the tolerance; down on ``a``'s arms, up on the others)
 returns ``a`` itself exactly when no other action is within the tolerance of it (:func:`_unique`); only
 then is ``a`` kept, otherwise every arm is settled in turn by restricted solves.
+
+Backends that know their answer is the rule's action say so (``Oracle._linear_ruled``; the sorts, matroid
+greedies, DAG path margins and matchings of :mod:`~cmab_milp.oracles.backends.combinatorial_ruled`, and
+``enumerate``'s unique best): with ``"classes"`` the answer is then returned with no check at all.
 
 Not applied: norm queries (``argmax_norm``; their ties need ``M`` to be symmetric under the swap)
 and oracles in the certified approximate mode (``gap``).

@@ -35,6 +35,7 @@ from fractions import Fraction
 import numpy as np
 
 from ...spaces import Matchings, STPaths
+from .dag_programme import dag_tables, longest_from, waypoints
 from .exact_matchings import assignment_tables
 from .queries import Restrictions
 
@@ -148,38 +149,17 @@ def lexicographic_matching(space: Matchings, weights: list[float], res: Restrict
 def lexicographic_path(space: STPaths, weights: list[float], res: Restrictions) -> np.ndarray | None:
     """The lexicographically largest of the s-t paths of largest exact value in a DAG that ``res`` admits
     (include and exclude; ``None``: none): the longest-path dynamic programme on the integers ``W_i``."""
-    from .exact_paths import _dag_tables  # the same topological tables as the combinatorial algorithm
-
-    rank, edges = _dag_tables(space)
+    rank, edges = dag_tables(space)
     values = ordered_integers(weights)
     banned = set(res.exclude)
-    fixed = sorted(res.include, key=lambda k: rank[space.tail[k]])
-    starts = [space.s] + [int(space.head[k]) for k in fixed]
-    ends = [int(space.tail[k]) for k in fixed] + [space.t]
-    action = np.zeros(space.d, bool)
-    action[fixed] = True
+    segments, action = waypoints(space, res.include, rank)
     tail = space.tail.tolist()
-    for a, b in zip(starts, ends, strict=True):
+    for a, b in segments:
         if rank[a] > rank[b]:
             return None
         if a == b:
             continue
-        lo, hi = rank[a], rank[b]
-        best: list[int | None] = [None] * space.n_nodes
-        via = [-1] * space.n_nodes
-        best[a] = 0
-        for k, u, v in edges:
-            ru = rank[u]
-            if ru < lo:
-                continue
-            if ru >= hi:
-                break
-            bu = best[u]
-            if bu is None or k in banned or rank[v] > hi:
-                continue
-            gain = bu + values[k]
-            if best[v] is None or gain > best[v]:
-                best[v], via[v] = gain, k
+        best, via = longest_from(edges, values, banned, rank, a, b, space.n_nodes, 0)
         if best[b] is None:
             return None
         v = b
