@@ -3,7 +3,8 @@
 The one tie rule (:mod:`~cmab_milp.oracles.core.ties`, ``ties="classes"``) returns, among the optimal actions,
 the lexicographically largest. Checking that a backend's answer already is that action costs a look at every
 weight (a ``set`` of ``d`` floats, a visible share of a microsecond answer: ``docs/guide/reproducibility.md``).
-The algorithms here know it from the work they do anyway, and say so (``(action, ruled)``; ``ruled`` False: the rule settles it as usual):
+The algorithms here know it from the work they do anyway, and say so (``(action, ruled)``; ``ruled`` False:
+the rule settles it as usual):
 
 * **sorts and matroid greedies** (cardinality, partition matroids, forests, spanning trees): a stable greedy
   by decreasing weight takes the lower arm first among equal weights, which is the rule's action on a
