@@ -38,6 +38,7 @@ from ..core.capabilities import Capabilities
 from ..core.exact import ALGORITHMS as _SOLVERS
 from ..core.exact import prepare_fractional_matching, prepare_kruskal, prepare_linear
 from ..core.queries import LinearQuery
+from .combinatorial_ruled import RULED
 
 __all__ = [
     "CombinatorialOracle",
@@ -101,6 +102,8 @@ class CombinatorialOracle(Oracle):
     def __init__(self, space: ActionSpace):
         super().__init__(space)
         self._solver = _SOLVERS.get(type(space))
+        # a subclass with its own ``_linear`` proves nothing
+        self._ruled = RULED.get(type(space)) if type(self)._linear is CombinatorialOracle._linear else None
 
     def _linear(self, query: LinearQuery) -> np.ndarray | None:
         if self._solver is None:
@@ -108,3 +111,9 @@ class CombinatorialOracle(Oracle):
         if query.restrictions.forbid_pairs and type(self.space) is not ExplicitActions:
             raise UnsupportedQuery("forbid_pairs breaks the combinatorial structure; use a MILP backend")
         return self._solver(self.space, query)
+
+    def _linear_ruled(self, query: LinearQuery) -> tuple[np.ndarray | None, bool]:
+        """:meth:`_linear` and whether its answer is the tie rule's action (:mod:`.combinatorial_ruled`)."""
+        if self._ruled is None or query.restrictions.forbid_pairs:
+            return self._linear(query), False
+        return self._ruled(self.space, query)

@@ -22,6 +22,7 @@ Example
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -71,14 +72,18 @@ class EnumerateOracle(Oracle):
             values = np.where(mask, values, -np.inf)
         return values if len(values) else None
 
-    def _best(
+    def _best(self, *args: Any) -> np.ndarray | None:
+        """The action of :meth:`_pick` (same arguments), the hook a subclass may replace."""
+        return self._pick(*args)[0]
+
+    def _pick(
         self,
         values: np.ndarray,
         query: LinearQuery | NormQuery,
         weights: np.ndarray | None = None,
         scale: float = 0.0,
         exact: np.ndarray | None = None,
-    ) -> np.ndarray | None:
+    ) -> tuple[np.ndarray | None, bool]:
         """The first action of largest portable value, found from BLAS ``values`` of the same quantity.
 
         ``values`` is ``weights @ a`` (plus ``exact``, a per-action term computed portably) with the
@@ -90,34 +95,52 @@ class EnumerateOracle(Oracle):
         twice ``delta`` again. Re-valuing only the actions within ``slack``, portably, gives the
         first portable argmax on every BLAS kernel. Without ``weights`` (a subclass's own values):
         the first argmax of ``values`` as given.
+
+        Also returned: whether the answer is the only optimum in exact arithmetic (no other action within
+        ``slack``: each is below it by more than both rounding bounds), hence the tie rule's action.
         """
         values = self._restricted(values, query)
         if values is None:
-            return None
+            return None, True
         best = int(np.argmax(values))
         if weights is None:
-            return self.actions[best].copy()
+            return self.actions[best].copy(), False
         top = float(values[best])
         largest = abs(top) + (0.0 if exact is None else float(np.abs(exact).max(initial=0.0)))
         slack = 4.0 * _EPS * (self.d * self.d * scale + 2.0 * largest)
         close = values >= top - slack
         if np.count_nonzero(close) == 1:  # the usual case: no other action near the best, nothing to re-value
-            return self.actions[best].copy()
+            return self.actions[best].copy(), True
         near = np.flatnonzero(close)
         padded = np.zeros(self.d + 1)
         padded[: self.d] = weights
         portable = gathered_sums(self._index[near], padded)
         if exact is not None:
             portable = portable + exact[near]
-        return self.actions[int(near[int(np.argmax(portable))])].copy()
+        return self.actions[int(near[int(np.argmax(portable))])].copy(), False
 
     def _linear(self, query: LinearQuery) -> np.ndarray | None:
+        weights, top = self._scaled(query)
+        return self._best(self._dense @ weights, query, weights, top)
+
+    def _linear_ruled(self, query: LinearQuery) -> tuple[np.ndarray | None, bool]:
+        """:meth:`_linear` and whether its answer is the only optimum (:meth:`_pick`); a subclass with its own
+        ``_linear`` or ``_best`` proves nothing."""
+        cls = type(self)
+        if cls._linear is not EnumerateOracle._linear or cls._best is not EnumerateOracle._best:
+            return self._linear(query), False
+        weights, top = self._scaled(query)
+        return self._pick(self._dense @ weights, query, weights, top)
+
+    @staticmethod
+    def _scaled(query: LinearQuery) -> tuple[np.ndarray, float]:
+        """The weights (scaled by a power of 2 near overflow: exact, no tie changes) and their largest ``|w|``."""
         weights = query.weights
         top = float(np.abs(weights).max(initial=0.0))
-        if top > 2.0**900:  # sums of weights near 1e308 overflow: scale by a power of 2 (exact, no tie changes)
+        if top > 2.0**900:  # sums of weights near 1e308 overflow
             weights = np.ldexp(weights, -math.frexp(top)[1])
             top = 1.0  # the largest |weight| now
-        return self._best(self._dense @ weights, query, weights, top)
+        return weights, top
 
     def linear_values(self, weights: np.ndarray) -> np.ndarray:
         """``weights @ a`` for every enumerated action, summed in arm order (the same bits on every machine).

@@ -34,6 +34,7 @@ import math
 import threading
 from collections import Counter
 from numbers import Real
+from typing import Any
 
 import numpy as np
 
@@ -168,6 +169,7 @@ class AutoOracle(Oracle):
         self._plans: dict[QueryShape, list[str]] = {}
         self._costs: dict[QueryShape, dict[str, float]] = {}
         self._methods: dict[QueryShape, list[list]] = {}
+        self._ruled_methods: dict[QueryShape, list[list]] = {}
         self._lock = threading.RLock()
         self.routes: Counter[str] = Counter()
 
@@ -290,12 +292,22 @@ class AutoOracle(Oracle):
             self._methods[shape] = routes
         return routes
 
-    def _dispatch(self, query: LinearQuery | NormQuery, shape: QueryShape, count: bool = True) -> np.ndarray | None:
+    def _dispatch(
+        self, query: LinearQuery | NormQuery, shape: QueryShape, count: bool = True, method_name: str | None = None
+    ) -> Any:
+        """The first planned backend's answer (``method_name``: the method asked, default ``_linear`` / ``_norm``)."""
         declined = []
-        for route in self._methods.get(shape) or self._routes_for(shape):
+        if method_name is None:
+            routes = self._methods.get(shape) or self._routes_for(shape)
+        else:  # the tie rule's certified answers (``_linear_ruled``): routes of their own
+            routes = self._ruled_methods.get(shape)
+            if routes is None:
+                routes = self._ruled_methods[shape] = [[name, None] for name in self.plan(shape)]
+        for route in routes:
             name, method = route
             if method is None:
-                method = route[1] = getattr(self._oracle(name), "_linear" if shape.kind == "linear" else "_norm")
+                wanted = method_name or ("_linear" if shape.kind == "linear" else "_norm")
+                method = route[1] = getattr(self._oracle(name), wanted)
             try:
                 answer = method(query)
             except UnsupportedQuery as exc:
@@ -306,13 +318,17 @@ class AutoOracle(Oracle):
             return answer
         raise UnsupportedQuery("no registered exact backend answers this query" + "".join(f"; {d}" for d in declined))
 
-    def _linear(self, query: LinearQuery, count: bool = True) -> np.ndarray | None:
-        r = query.restrictions
+    def _linear_shape(self, query: LinearQuery) -> QueryShape:
         if self._signed:  # s-t paths: longest-path-like queries go where they are fast
-            shape = QueryShape.of(query, True)
-        else:
-            shape = _FREE_LINEAR if r is _NO_RESTRICTIONS else QueryShape.of(query)
-        return self._dispatch(query, shape, count)
+            return QueryShape.of(query, True)
+        return _FREE_LINEAR if query.restrictions is _NO_RESTRICTIONS else QueryShape.of(query)
+
+    def _linear(self, query: LinearQuery, count: bool = True) -> np.ndarray | None:
+        return self._dispatch(query, self._linear_shape(query), count)
+
+    def _linear_ruled(self, query: LinearQuery) -> tuple[np.ndarray | None, bool]:
+        """The route's ``_linear_ruled``: its answer and whether it proved it the tie rule's action."""
+        return self._dispatch(query, self._linear_shape(query), True, "_linear_ruled")
 
     def uncounted_linear(self, query: LinearQuery) -> np.ndarray | None:
         """:meth:`_linear` without counting its route (the tie rule's restricted solves, ``oracles/core/ties.py``)."""
@@ -330,8 +346,10 @@ class AutoOracle(Oracle):
         state = super().__getstate__()
         del state["_lock"]  # locks do not pickle; a copy gets its own
         state["_methods"] = {}  # bound methods: rebuilt on first use
+        state["_ruled_methods"] = {}
         return state
 
     def __setstate__(self, state: dict) -> None:
         super().__setstate__(state)
         self._lock = threading.RLock()
+        self._ruled_methods = {}  # also for copies pickled before it existed

@@ -397,13 +397,28 @@ class Oracle:
             if query.f != 0.0:
                 return self._norm(query)
             query = LinearQuery(query.mu, query.restrictions)
-        answer = self._linear(query)
-        if self.ties == "off":  # the backend's own choice among ties
-            return answer
+        ties = self.ties
+        if ties == "off":  # the backend's own choice among ties
+            return self._linear(query)
+        if ties == "classes":
+            answer, ruled = self._linear_ruled(query)
+            if ruled:  # the backend proved its answer is the rule's action: nothing left to check
+                return answer
+        else:
+            answer = self._linear(query)
         return first_optimum(self, query, answer, _SOLVE_FAILURES)  # one tie rule for all (ties.py)
 
     def _linear(self, query: LinearQuery) -> np.ndarray | None:
         raise NotImplementedError
+
+    def _linear_ruled(self, query: LinearQuery) -> tuple[np.ndarray | None, bool]:
+        """:meth:`_linear`'s answer and whether it is proven to be the tie rule's action (``ties="classes"``).
+
+        ``True`` only with a proof from the backend's own work (a unique optimum, a stable greedy on a
+        matroid; :mod:`~cmab_milp.oracles.backends.combinatorial_ruled`); ``False`` leaves the check to
+        :func:`~cmab_milp.oracles.core.ties.first_optimum`. The default proves nothing.
+        """
+        return self._linear(query), False
 
     def _norm(self, query: NormQuery) -> np.ndarray | None:
         raise UnsupportedQuery(f"backend {self.name!r} does not answer norm queries")

@@ -25,36 +25,19 @@ import numpy as np
 
 from ...spaces import STPaths
 from .base import UnsupportedQuery
+from .dag_programme import dag_tables, longest_from, waypoints
 from .queries import LinearQuery
 
 __all__ = ["path_argmax"]
 
 
-def _dag_tables(space: STPaths) -> tuple[np.ndarray, list[tuple[int, int, int]]]:
-    """Topological rank per node and the edges ``(arm, tail, head)`` sorted by tail rank (cached)."""
-    tables = space.__dict__.get("_dag_tables")
-    if tables is None:
-        order = [space.node_index[v] for v in nx.topological_sort(space.graph)]
-        rank = np.empty(space.n_nodes, np.int64)
-        rank[order] = np.arange(space.n_nodes)
-        edges = sorted(range(space.d), key=lambda k: rank[space.tail[k]])
-        tables = (rank, [(k, int(space.tail[k]), int(space.head[k])) for k in edges])
-        space.__dict__["_dag_tables"] = tables
-    return tables
-
-
 def _dag_path(space: STPaths, q: LinearQuery) -> np.ndarray | None:
     w, res = q.weights, q.restrictions
-    rank, edges = _dag_tables(space)
+    rank, edges = dag_tables(space)
     banned = set(res.exclude)
-    fixed = sorted(res.include, key=lambda k: rank[space.tail[k]])
-    # waypoints: s -> tail(e1), head(e1) -> tail(e2), ..., head(ek) -> t
-    starts = [space.s] + [int(space.head[k]) for k in fixed]
-    ends = [int(space.tail[k]) for k in fixed] + [space.t]
-    action = np.zeros(space.d, bool)
-    action[fixed] = True
+    segments, action = waypoints(space, res.include, rank)
     weights = w.tolist()
-    for a, b in zip(starts, ends, strict=True):
+    for a, b in segments:
         if rank[a] > rank[b]:
             return None
         segment = _dag_segment(edges, weights, banned, rank, a, b, space.n_nodes, space.tail)
@@ -68,24 +51,7 @@ def _dag_segment(edges, weights, banned, rank, a: int, b: int, n_nodes: int, tai
     """Longest a-b path by dynamic programming over edges in topological order."""
     if a == b:
         return []
-    lo, hi = rank[a], rank[b]
-    best: list[float | None] = [None] * n_nodes
-    via = [-1] * n_nodes
-    best[a] = 0.0
-    for k, u, v in edges:
-        ru = rank[u]
-        if ru < lo:
-            continue
-        if ru >= hi:
-            break
-        bu = best[u]
-        if bu is None or k in banned or rank[v] > hi:
-            continue
-        gain = bu + weights[k]
-        bv = best[v]
-        if bv is None or gain > bv:
-            best[v] = gain
-            via[v] = k
+    best, via = longest_from(edges, weights, banned, rank, a, b, n_nodes, 0.0)
     if best[b] is None:
         return None
     path, v = [], b

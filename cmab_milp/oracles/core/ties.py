@@ -19,8 +19,9 @@ unique optimum of the weights raised by ``eps (d - i)`` on arm ``i``); exchanges
 lower arms are the fallback when its weights differ from ``a``'s (a near tie). Elsewhere the
 search walks these candidates in decreasing lexicographic order (arms of ``P`` by increasing index,
 holding before not holding, class counts pruned; on matchings infeasible partial actions too) and
-returns the first one that is feasible (``space._contains`` and the restrictions). Past one check per open
-arm and ``leaves`` more it
+returns the first one that is feasible (``space._contains`` and the restrictions); on bipartite matchings
+and DAG paths one exact integer solve comes first (:mod:`.ties_direct`). Past one check per open arm and
+``leaves`` more it
 settles the open arms one by one instead, with restricted solves on the same backend: arm ``i`` is
 held when the optimum under "hold the arms settled in, and ``i``; not those settled out" still has
 ``a``'s nonzero weights (one solve per open arm the current best does not hold).
@@ -40,6 +41,10 @@ returned), but backends may differ as before.
 weights shifted by ``delta`` (a thousand times the tolerance; down on ``a``'s arms, up on the others)
 returns ``a`` itself exactly when no other action is within the tolerance of it (:func:`_unique`); only
 then is ``a`` kept, otherwise every arm is settled in turn by restricted solves.
+
+Backends that know their answer is the rule's action say so (``Oracle._linear_ruled``; the sorts, matroid
+greedies, DAG path margins and matchings of :mod:`~cmab_milp.oracles.backends.combinatorial_ruled`, and
+``enumerate``'s unique best): with ``"classes"`` the answer is then returned with no check at all.
 
 Not applied: norm queries (``argmax_norm``; their ties need ``M`` to be symmetric under the swap)
 and oracles in the certified approximate mode (``gap``).
@@ -62,8 +67,9 @@ from typing import Any
 
 import numpy as np
 
-from ...spaces import Cardinality, GraphicMatroid, Matchings, PartitionMatroid, SpanningTrees
+from ...spaces import Cardinality, GraphicMatroid, Matchings, PartitionMatroid, SpanningTrees, STPaths
 from .queries import LinearQuery, Restrictions
+from .ties_direct import lexicographic_matching, lexicographic_path
 
 __all__ = ["TIE_LEAVES", "TIE_MODES", "first_optimum", "open_arms"]
 
@@ -404,6 +410,9 @@ def _settle_ties(oracle: Any, query: LinearQuery, action: np.ndarray, leaves: in
             if res.admits(trial) and space._contains(trial):
                 return trial
         return np.array(_exchanges(space, res, held, order, classes))  # a near tie: exchanges from the answer
+    direct = _direct(space, res, weights)
+    if direct is not None and _is_candidate(direct.tolist(), held, order, classes, need):
+        return direct  # the exact lexicographic optimum is a candidate: the rule's action (ties_direct.py)
     checks = [0]  # candidates and partial actions checked
     budget = leaves + len(order) if leaves else 0  # the first descent (one check per open arm), then ``leaves``
     closed = type(space) is Matchings and not space.perfect  # closed under subsets: prune partial actions
@@ -439,6 +448,29 @@ def _settle_ties(oracle: Any, query: LinearQuery, action: np.ndarray, leaves: in
     if getattr(oracle, "time_limit", None) is not None:  # solves would multiply the query's time
         return action
     return np.array(_settle(oracle, query, held, order, classes, need))
+
+
+def _direct(space: Any, res: Restrictions, weights: list[float]) -> np.ndarray | None:
+    """The exact lexicographic optimum in one solve (:mod:`.ties_direct`) where the space has one, else ``None``."""
+    if res.forbid_pairs:
+        return None
+    if type(space) is Matchings and space.bipartite:
+        return lexicographic_matching(space, weights, res)
+    if type(space) is STPaths and space.acyclic:
+        return lexicographic_path(space, weights, res)
+    return None
+
+
+def _is_candidate(trial: list[bool], held: list[bool], order: list[int], classes: list[int], need: list[int]) -> bool:
+    """Whether ``trial`` agrees with ``held`` off the open arms ``order`` and holds ``need[c]`` arms of each class."""
+    is_open = set(order)
+    if any(t != h for i, (t, h) in enumerate(zip(trial, held, strict=True)) if i not in is_open):
+        return False
+    counts = [0] * len(need)
+    for arm, c in zip(order, classes, strict=True):
+        if c >= 0 and trial[arm]:
+            counts[c] += 1
+    return counts == list(need)
 
 
 def _free_ends(space: Any) -> Any:

@@ -1,0 +1,279 @@
+"""The ``combinatorial`` algorithms with a certificate: whether their answer already is the tie rule's action.
+
+The one tie rule (:mod:`~cmab_milp.oracles.core.ties`, ``ties="classes"``) returns, among the optimal actions,
+the lexicographically largest. Checking that a backend's answer already is that action costs a look at every
+weight (a ``set`` of ``d`` floats, a visible share of a microsecond answer: ``docs/guide/reproducibility.md``).
+The algorithms here know it from the work they do anyway, and say so (``(action, ruled)``; ``ruled`` False:
+the rule settles it as usual):
+
+* **sorts and matroid greedies** (cardinality, partition matroids, forests, spanning trees): a stable greedy
+  by decreasing weight takes the lower arm first among equal weights, which is the rule's action on a
+  matroid (the optimum of the weights raised by ``eps 2^-i`` on arm ``i``), unless it leaves out arms of
+  weight 0 that the rule would hold (independent sets, not bases: then nothing is proven). Cardinality's
+  ``argpartition`` (not stable) is proven when the ``m``-th and ``(m + 1)``-th largest weights differ
+  (the top set is then the only optimum); otherwise the stable greedy answers, the rule's action itself;
+* **longest paths in a DAG**: each node of the answer's path beats the runner-up way into it by more than
+  the dynamic programme's rounding bound, so every other path is worse in exact arithmetic (a unique optimum);
+* **matchings**: the assignment solver gives no runner-up; the answer is kept when no weight is 0 and no arm
+  it leaves out has the weight of an arm it holds (then it has no open arm: the rule keeps it), one numpy
+  comparison of the held weights against all weights.
+
+Example
+-------
+>>> import numpy as np
+>>> import cmab_milp as cm
+>>> from cmab_milp.oracles.core.queries import LinearQuery, Restrictions
+>>> space = cm.Cardinality(4, 2)
+>>> action, ruled = RULED[cm.Cardinality](space, LinearQuery(np.array([0.5, 0.9, 0.5, 0.1]), Restrictions()))
+>>> action.nonzero()[0].tolist(), ruled  # 0.5 twice at the boundary: the stable greedy, lower arm first
+([0, 1], True)
+>>> RULED[cm.Cardinality](space, LinearQuery(np.array([0.5, 0.9, 0.4, 0.1]), Restrictions()))[1]
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+
+from ...spaces import ActionSpace, Cardinality, GraphicMatroid, Matchings, PartitionMatroid, SpanningTrees, STPaths
+from ..core.dag_programme import dag_tables, longest_from, waypoints
+from ..core.exact import ALGORITHMS, prepare_kruskal
+from ..core.exact_matchings import assignment_tables
+from ..core.queries import LinearQuery
+
+__all__ = ["RULED", "Ruled"]
+
+Ruled = Callable[[ActionSpace, LinearQuery], "tuple[np.ndarray | None, bool]"]
+
+_EPS = float(np.finfo(float).eps)
+#: Up to this many arms a cardinality query is answered by Python's (stable) sort, cheaper there than numpy's
+#: ``argpartition`` (``docs/guide/reproducibility.md``, "What it costs"), and the rule's action itself.
+_SORTED_UP_TO = 64
+
+
+def _cardinality(space: Cardinality, q: LinearQuery) -> tuple[np.ndarray | None, bool]:
+    """The rule's greedy itself (a stable sort, lower arm first among equal weights) for short vectors, under
+    restrictions, and where ``argpartition`` (longer vectors) cannot prove its top ``m`` unique (the ``m``-th and
+    ``(m + 1)``-th weights equal)."""
+    w, res = q.weights, q.restrictions
+    d, m = space.d, space.m
+    action = np.zeros(d, bool)
+    weights = q.weights_list
+    if res.empty and weights is not None and d <= _SORTED_UP_TO:  # short: the greedy itself, in Python
+        order = sorted(range(d), key=weights.__getitem__, reverse=True)[:m]  # stable: lower arm first
+        if not space.exact:
+            order = [i for i in order if weights[i] >= 0.0]
+        action[order] = True
+        return action, True
+    if res.empty and 0 < m < d:
+        if space.exact:
+            top = _top(w, None, m, action, w if q.weights_list is None else q.weights_list)
+        else:
+            positive = np.flatnonzero(w > 0)
+            if len(positive) <= m:  # all positive arms; arms of weight 0 would fit beside them unless m are held
+                action[positive] = True
+                if len(positive) == m or w.all():
+                    return action, True
+                top = None
+            else:
+                top = _top(w[positive], positive, m, action, w if q.weights_list is None else q.weights_list)
+        if top is not None and top[1]:
+            return top
+        action[:] = False
+    return _stable_greedy(space, q, action), True
+
+
+def _stable_greedy(space: Cardinality, q: LinearQuery, action: np.ndarray) -> np.ndarray | None:
+    """The rule's action on a cardinality space: the included arms, then the allowed arms by decreasing weight
+    (lower arm first among equal ones; arms of weight 0 too, negative ones only when exactly ``m`` are held)."""
+    w, res = q.weights, q.restrictions
+    need = space.m - len(res.include)
+    if need < 0:
+        return None
+    allowed = np.ones(space.d, bool)
+    allowed[list(res.include)] = False
+    allowed[list(res.exclude)] = False
+    candidates = np.flatnonzero(allowed if space.exact else allowed & (w >= 0))
+    if space.exact and len(candidates) < need:
+        return None
+    action[list(res.include)] = True
+    action[candidates[np.argsort(-w[candidates], kind="stable")[:need]]] = True
+    return action
+
+
+def _top(
+    values: np.ndarray, arms: np.ndarray | None, m: int, action: np.ndarray, weights: list[float] | np.ndarray
+) -> tuple[np.ndarray, bool]:
+    """The ``m`` largest ``values`` held (``arms``: their arms, ``None``: the identity), and whether the ``m``-th
+    largest beats the ``(m + 1)``-th (then no other ``m`` values sum as high: the only optimum).
+
+    One ``argpartition`` at ``m`` (the ``m`` largest before position ``m``, the ``(m + 1)``-th at it); the
+    comparison on ``weights``, all the query's weights (a list for short vectors).
+    """
+    head = np.argpartition(-values, m)[: m + 1]
+    if arms is not None:
+        head = arms[head]
+    ranked = [weights[i] for i in head.tolist()] if type(weights) is list else weights[head].tolist()
+    action[head[:m]] = True
+    return action, min(ranked[:m]) > ranked[m]
+
+
+def _partition(space: PartitionMatroid, q: LinearQuery) -> tuple[np.ndarray | None, bool]:
+    """Per block, the positive arms by decreasing weight (a stable sort); kept when no weight is 0."""
+    action = ALGORITHMS[PartitionMatroid](space, q)
+    if action is None:
+        return action, True
+    weights = q.weights_list
+    return action, (0.0 not in weights) if weights is not None else bool(q.weights.all())
+
+
+def _kruskal(space: GraphicMatroid | SpanningTrees, q: LinearQuery) -> tuple[np.ndarray | None, bool]:
+    """Kruskal's stable greedy: the rule's action on spanning trees; on forests when no weight is 0."""
+    spanning = type(space) is SpanningTrees
+    action = prepare_kruskal(space, q.restrictions, spanning)(q.weights)
+    if action is None or spanning:
+        return action, True
+    weights = q.weights_list
+    return action, (0.0 not in weights) if weights is not None else bool(q.weights.all())
+
+
+def _incoming(space: STPaths) -> list[list[tuple[int, int]]]:
+    """Per node, its incoming ``(arm, tail)`` pairs (cached)."""
+    table = space.__dict__.get("_incoming_arms")
+    if table is None:
+        table = [[] for _ in range(space.n_nodes)]
+        for k, (u, v) in enumerate(zip(space.tail.tolist(), space.head.tolist(), strict=True)):
+            table[v].append((k, u))
+        space.__dict__["_incoming_arms"] = table
+    return table
+
+
+def _dag_path(space: STPaths, q: LinearQuery) -> tuple[np.ndarray | None, bool]:
+    """The longest path by segments between included arms, each with its margin certificate.
+
+    A segment's dynamic programme keeps each node's best value and the arm it came by; then, at each node
+    ``v`` of the traced segment, the runner-up way in (the best value over ``v``'s other allowed incoming
+    arms) must be below ``v``'s value by more than ``tau = 4 (n + 1) eps sum |w|``: each value is a float
+    sum of at most ``n`` terms, within ``1.01 n eps sum |w|`` of the exact value of the path it traces,
+    and of the exact best path's value to that node. Then any other path (it leaves the answer's path
+    for good at some node, arriving by another arm) is worse in exact arithmetic: the answer is the only
+    optimum, hence the rule's action.
+    """
+    if not space.acyclic:
+        return ALGORITHMS[STPaths](space, q), False
+    w, res = q.weights, q.restrictions
+    rank, edges = dag_tables(space)
+    banned = set(res.exclude)
+    segments, action = waypoints(space, res.include, rank)
+    weights = q.weights_list if q.weights_list is not None else w.tolist()
+    tau = 4.0 * (space.n_nodes + 1) * _EPS * float(np.add.reduce(np.abs(w)))
+    incoming = _incoming(space)
+    ruled = True
+    for a, b in segments:
+        if rank[a] > rank[b]:
+            return None, True
+        segment = _segment(edges, weights, banned, rank, a, b, space.n_nodes, space.tail, incoming, tau)
+        if segment is None:
+            return None, True
+        path, proven = segment
+        ruled = ruled and proven
+        action[path] = True
+    return action, ruled
+
+
+def _segment(edges, weights, banned, rank, a, b, n_nodes, tail, incoming, tau) -> tuple[list[int], bool] | None:
+    """Longest a-b path (the dynamic programme of :mod:`~cmab_milp.oracles.core.exact_paths`) and its certificate."""
+    if a == b:
+        return [], True
+    lo = rank[a]
+    best, via = longest_from(edges, weights, banned, rank, a, b, n_nodes, 0.0)
+    if best[b] is None:
+        return None
+    path, v = [], b
+    proven = True
+    while v != a:
+        k = via[v]
+        path.append(k)
+        if proven:
+            floor = best[v] - tau
+            for other, u in incoming[v]:
+                bu = best[u]
+                if other == k or bu is None or other in banned or rank[u] < lo:
+                    continue
+                if bu + weights[other] >= floor:  # a way in as good, up to rounding: not proven
+                    proven = False
+                    break
+        v = int(tail[k])
+    return path, proven
+
+
+def _matching(space: Matchings, q: LinearQuery) -> tuple[np.ndarray | None, bool]:
+    """The heaviest matching, kept when no weight is 0 and each held weight is held by one arm only.
+
+    Then the answer has no open arm (each class it holds, it holds whole): the rule keeps it. One comparison
+    of every weight with the held ones and 0 (``np.equal.outer``): the count is the number held exactly then.
+    Unrestricted queries on bipartite graphs solve the assignment on a cached layout of the arms (one gather
+    of the weights); others the combinatorial backend's algorithm.
+    """
+    w, res = q.weights, q.restrictions
+    weights = q.weights_list if q.weights_list is not None else w.tolist()
+    if res.empty and space.bipartite:
+        chosen = _free_assignment(space, w, weights)
+        if chosen is None:
+            return None, True
+        action = np.zeros(space.d, bool)
+        action[chosen] = True
+    else:
+        action = ALGORITHMS[Matchings](space, q)
+        if action is None:
+            return action, True
+        chosen = np.flatnonzero(action).tolist()
+    probe = [weights[k] for k in chosen]
+    probe.append(0.0)
+    return action, int(np.count_nonzero(np.equal.outer(w, probe))) == len(chosen)
+
+
+def _layout(space: Matchings) -> tuple[np.ndarray, np.ndarray | None]:
+    """Each assignment cell's arm (``-1``: no edge) and the mask of edges (``None``: every cell is one), cached."""
+    layout = space.__dict__.get("_ruled_layout")
+    if layout is None:
+        left, right, rows, cols = assignment_tables(space)
+        arm = np.full((len(left), len(right)), -1)
+        arm[rows, cols] = np.arange(space.d)
+        layout = (arm, None if (arm >= 0).all() else arm >= 0)
+        space.__dict__["_ruled_layout"] = layout
+    return layout
+
+
+def _free_assignment(space: Matchings, w: np.ndarray, weights: list[float]) -> list[int] | None:
+    """The arms of the heaviest (perfect, for ``space.perfect``) matching of a bipartite graph (``None``: none)."""
+    arm, edges = _layout(space)
+    gain = w[arm]  # a missing edge gathers arm -1's weight: replaced below
+    if space.perfect:
+        cost = -gain if edges is None else np.where(edges, -gain, np.inf)
+    else:
+        cost = -np.maximum(gain, 0.0) if edges is None else np.where(edges, -np.maximum(gain, 0.0), 0.0)
+    try:
+        r, c = linear_sum_assignment(cost)
+    except ValueError:  # no perfect assignment exists
+        return None
+    picked = arm[r, c].tolist()
+    if space.perfect:
+        if len(picked) != min(arm.shape) or -1 in picked or 2 * len(picked) != space.n_nodes:
+            return None
+        return picked
+    return [k for k in picked if k >= 0 and weights[k] > 0]
+
+
+#: The algorithms above, by the space's type (others: the plain algorithm, nothing proven).
+RULED: dict[type, Ruled] = {
+    Cardinality: _cardinality,
+    PartitionMatroid: _partition,
+    GraphicMatroid: _kruskal,
+    SpanningTrees: _kruskal,
+    STPaths: _dag_path,
+    Matchings: _matching,
+}
