@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from ..oracles.core.ties import TIE_MODES
 from ..untrusted_limits import MAX_HORIZON
 from .protocol import Stretch
 from .state_checks import _MAX_INT, _fail, _kind
@@ -135,8 +136,14 @@ def check_header(header: Mapping[str, Any], arrays: Mapping[str, np.ndarray], ma
         if not isinstance(header[name], Mapping):
             raise _fail(name, f"expected an object, got {_kind(header[name])}")
     oracle = header["oracle"]
-    if not isinstance(oracle.get("backend"), str) or _kind(oracle.get("instance")) != "bool" or len(oracle) != 2:
-        raise _fail("oracle", "expected {backend: name, instance: true or false}")
+    if (
+        not isinstance(oracle.get("backend"), str)
+        or _kind(oracle.get("instance")) != "bool"
+        or set(oracle) - {"ties"} != {"backend", "instance"}
+    ):
+        raise _fail("oracle", "expected {backend: name, instance: true or false} (and ties, a tie rule mode)")
+    if "ties" in oracle and oracle["ties"] not in TIE_MODES:
+        raise _fail("oracle.ties", f"one of {', '.join(map(repr, TIE_MODES))}, got {oracle['ties']!r:.40}")
     d = _space_d(header["space"], arrays)
     ref = header["state"].get("in_flight")
     flight = arrays.get(ref.get("__array__")) if isinstance(ref, Mapping) else None

@@ -8,7 +8,9 @@ A saved policy is one ``.npz`` file (a zip archive, read with
   class name, ``T``, its constants (``params``), the action space *as data*
   (``kind`` + constructor arguments; graphs as node and edge lists), the oracle
   (``backend`` name; ``instance: true`` when the user had passed an Oracle
-  object), the oracle ledger's counts, and the learner's ``state``: round,
+  object; ``ties``, the oracle's tie rule mode when not ``"off"``, so that a
+  learner rebuilt by name, on any exact backend, continues with the same
+  decisions), the oracle ledger's counts, and the learner's ``state``: round,
   horizon guess, outstanding selections, schedule (epochs, grid, survivors,
   held action, planned stretch) and index statistics (counts, sums, pair
   sums, histograms); and ``provenance`` (the versions of the library, numpy,
@@ -63,7 +65,7 @@ import numpy as np
 
 from .. import catalogue
 from ..kind_data import from_data, to_data
-from ..oracles import Oracle, available_backends
+from ..oracles import Oracle, available_backends, make_oracle
 from ..provenance import provenance
 from ..spaces.base import ActionSpace
 from .base import Policy, Stretch
@@ -180,10 +182,16 @@ def _params_data(policy: Policy, encode: _Encoder) -> dict:
 
 
 def _oracle_data(policy: Policy) -> dict:
+    """The backend's name, whether an oracle object was given, and its tie rule when on (files without it: off)."""
     spec = policy._oracle_spec
     if isinstance(spec, str):
-        return {"backend": spec, "instance": False}
-    return {"backend": getattr(spec, "name", type(spec).__name__), "instance": True}
+        data = {"backend": spec, "instance": False}
+    else:
+        data = {"backend": getattr(spec, "name", type(spec).__name__), "instance": True}
+    ties = getattr(policy.oracle, "ties", "off")
+    if ties != "off":  # the same decisions on any exact backend it is rebuilt on
+        data["ties"] = ties
+    return data
 
 
 # ------------------------------------------------------------------ save / load
@@ -344,6 +352,8 @@ def _restore(header: dict, arrays: dict, oracle: str | Oracle | None, max_bytes:
                 "by name: pass oracle= to load_policy"
             )
         oracle = backend
+    if isinstance(oracle, str) and saved.get("ties", "off") != "off":  # by name: with the saved tie rule
+        oracle = make_oracle(space, oracle, ties=saved["ties"])
     try:
         # Constants the file's version did not record take the value that version used (saved_defaults).
         policy = cls.from_params({"space": space, "T": header["T"], "oracle": oracle, **cls.saved_defaults, **params})

@@ -19,6 +19,10 @@
 ``workers = 2``
     threads of the oracle's batches (``make_oracle(space, backend, workers=...)``, every backend;
     default ``min(4, cores)``); answers do not depend on it.
+``ties = "classes"``
+    the one tie rule (``make_oracle(space, backend, ties=...)``, every backend; default ``"off"``):
+    with ``"classes"`` or ``"exact"`` every exact backend returns the same action among exact ties, so
+    a solver swap changes the time, not the curve (:mod:`~cmab_milp.oracles.core.ties`).
 ``tuning = {side_starts = false}``
     the backend's tuning options (``highs``: :class:`~cmab_milp.oracles.mip.tuning.HighsTuning`;
     each is exact either way), checked by the backend's declared record.
@@ -50,8 +54,8 @@ __all__ = ["ORACLE_OPTIONS", "PolicySpec", "parse_policies"]
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 
-#: Keys of a ``[[policies]]`` entry passed to ``make_oracle`` (approximate mode, per-solve limit).
-ORACLE_OPTIONS = ("gap", "norm_gap", "time_limit", "workers")
+#: Keys of a ``[[policies]]`` entry passed to ``make_oracle`` (approximate mode, per-solve limit, threads, tie rule).
+ORACLE_OPTIONS = ("gap", "norm_gap", "time_limit", "workers", "ties")
 
 
 @dataclass(frozen=True)
@@ -173,8 +177,8 @@ def _parse_policy(table: Table, k: int, seen: dict[str, int], check_kinds: bool 
 
 
 def _oracle_options(table: Table, oracle: str) -> dict[str, Any]:
-    """``gap``, ``norm_gap`` (in [0, 1)), ``time_limit`` (> 0 seconds) and ``workers`` (an integer >= 1), each
-    refused if the backend takes none."""
+    """``gap``, ``norm_gap`` (in [0, 1)), ``time_limit`` (> 0 seconds), ``workers`` (an integer >= 1) and
+    ``ties`` (a tie rule mode), each refused if the backend takes none."""
     options: dict[str, Any] = {}
     backend = catalogue.lookup("backend", oracle.partition(":")[0])  # checked by check_backend_name already
     for key in ORACLE_OPTIONS:

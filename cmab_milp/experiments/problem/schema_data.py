@@ -25,6 +25,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from ...figures import DEFAULT_PANELS, PANELS
+from ...oracles.core.ties import TIE_MODES
 from .limits import CEILINGS, Limits
 from .schema import MISSING, Table, describe
 
@@ -357,6 +358,14 @@ POLICY = TableSchema(
         Key("norm_gap", "number", "the same for norm queries (highs)"),
         Key("time_limit", "number", "seconds per solve (> 0)"),
         Key("workers", "integer", "threads of the oracle's batches; answers do not depend on it", minimum=1),
+        Key(
+            "ties",
+            "string",
+            "the one tie rule, `make_oracle(..., ties=...)`: with `classes` or `exact` every exact backend returns "
+            "the same action among exact ties (the same curve on any solver)",
+            choices=TIE_MODES,
+            shown_default='"off"',
+        ),
         Key("tuning", "table", "the backend's tuning options (highs: `HighsTuning`), e.g. `{ side_starts = false }`"),
         Key("constants", "table", "keyword constants of the policy, e.g. `{ C = 1.5 }`"),
         Key(

@@ -182,6 +182,7 @@ def test_every_policy_key_of_the_data_is_accepted() -> None:
         "norm_gap": 0.01,
         "time_limit": 5.0,
         "workers": 1,
+        "ties": "classes",
         "tuning": {},
         "constants": {},
         "horizon": "unknown",
