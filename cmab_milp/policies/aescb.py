@@ -67,13 +67,21 @@ import numpy as np
 from ..described import ParameterError
 from ..oracles import Oracle, available_backends, make_oracle
 from ..spaces.base import ActionSpace
+from ..spaces.sets import Cardinality
 from .aescb_budget import BudgetModel
+from .aescb_levels import LevelAnswers
 from .base import check_positive
 from .escb import TABLE_UP_TO, ESCBIndex, _ESCBFamily
 from .escb_search import index_value
 from .schedules import EveryRound
 
-__all__ = ["AESCB", "AESCBIndex", "budget_levels"]
+__all__ = ["AESCB", "AESCBIndex", "BUDGET_ROUTES", "budget_levels"]
+
+#: AESCB's own budget routes (``budget_oracle``; any backend name is also accepted): ``"auto"`` (the
+#: combinatorial route on plain Cardinality spaces, else the action table of a small space, else the
+#: compiled model), ``"cardinality"`` (the combinatorial route where it applies, else the compiled model),
+#: ``"table"`` (the action table where it fits, else the compiled model), ``"model"`` (the compiled model).
+BUDGET_ROUTES = ("auto", "cardinality", "table", "model")
 
 
 def budget_levels(start: float, stop: float, eps: float) -> list[float]:
@@ -106,6 +114,7 @@ class AESCBIndex(ESCBIndex):
         super().reset()
         #: Totals: budgeted queries asked, levels skipped (answered by the level before), grids stopped early.
         self.grid = {"budgeted": 0, "reused": 0, "stopped": 0, "rounds": 0}
+        self._hints: list[np.ndarray] = []  # last round's level answers: incumbents of the next search
         self._budget_table: np.ndarray | None = None
         self._budget_dense: np.ndarray | None = None
         self._budget_too_big = False
@@ -131,24 +140,73 @@ class AESCBIndex(ESCBIndex):
         answer, s_answer = first, float(w[first].sum())
         positive = w[w > 0]
         floor = float(positive.min()) if len(positive) else s_max
-        for level in budget_levels(max(s_answer, floor), s_max, self.eps):
+        levels = budget_levels(max(s_answer, floor), s_max, self.eps)
+        together = self._together(restrictions)
+        found: LevelAnswers | None = None
+        for j, level in enumerate(levels):
             if s_answer >= level:  # the previous level's answer meets this level too: the same answer
                 self.grid["reused"] += 1
                 continue
             if float(mu[answer].sum()) + g * math.sqrt(s_max) <= best_value:
                 self.grid["stopped"] += 1  # no later level can beat the best (y only falls, s <= s_max)
                 break
-            answer = self._budgeted(oracle, mu, w, level, restrictions)
+            if together:
+                start = time.perf_counter()
+                if found is None:  # every level at once, the first time one is needed
+                    found = self._all_levels(mu, w, levels, restrictions, best_value - g * math.sqrt(s_max))
+                answer = found.answer(j)
+                oracle.ledger.record(1, time.perf_counter() - start)
+                self.grid["budgeted"] += 1
+            else:
+                answer = self._budgeted(oracle, mu, w, level, restrictions)
             if answer is None:
                 break
             s_answer = float(w[answer].sum())
             value = index_value(mu, w, g, answer)
             if value > best_value:
                 best, best_value = answer, value
+        if found is not None:
+            self._hints = found.answered()
         return best
 
+    def _together(self, restrictions: Mapping[str, tuple]) -> bool:
+        """Whether the round's levels are answered together (:class:`~.aescb_levels.LevelAnswers`): a plain
+        :class:`~cmab_milp.Cardinality` space, no forbidden pairs, ``budget_oracle`` ``"auto"`` or ``"cardinality"``."""
+        return (
+            self.budget_oracle in ("auto", "cardinality")
+            and type(self.space) is Cardinality
+            and not restrictions["forbid_pairs"]
+        )
+
+    def _all_levels(
+        self, mu: np.ndarray, w: np.ndarray, levels: list[float], restrictions: Mapping[str, tuple], cutoff: float
+    ) -> LevelAnswers:
+        """The answers of every level, each row relaxed as :meth:`_budgeted` relaxes it, hinted with last round's.
+
+        ``cutoff = index(x_0) - g sqrt(s_max)``: a level whose best ``y`` is below it answers ``None``, and the grid
+        stops there with the same action (:mod:`.aescb_levels`: no later answer's index can reach ``index(x_0)``).
+        """
+        space = self.space
+        found = LevelAnswers(
+            mu,
+            w,
+            [level - 1e-9 * (1.0 + level) for level in levels],
+            space.m,
+            space.exact,
+            restrictions["include"],
+            restrictions["exclude"],
+            cutoff=cutoff,
+            hints=self._hints,
+        )
+        return found
+
     def _budgeted(
-        self, oracle: Oracle, mu: np.ndarray, w: np.ndarray, level: float, restrictions: Mapping[str, tuple]
+        self,
+        oracle: Oracle,
+        mu: np.ndarray,
+        w: np.ndarray,
+        level: float,
+        restrictions: Mapping[str, tuple],
     ) -> np.ndarray | None:
         """``argmax {mu . a : w . a >= level}`` under the restrictions, counted in the ledger as one query.
 
@@ -160,9 +218,9 @@ class AESCBIndex(ESCBIndex):
         start = time.perf_counter()
         # the row is relaxed by the oracle's tolerance so that the level's own answer (s = level) stays feasible
         rhs = level - 1e-9 * (1.0 + level)
-        if self.budget_oracle == "auto" and self._has_budget_table():
+        if self.budget_oracle in ("auto", "table") and self._has_budget_table():
             answer = self._budgeted_on_table(mu, w, rhs, restrictions)
-        elif self.budget_oracle in ("auto", "model"):
+        elif self.budget_oracle in BUDGET_ROUTES:
             answer = self.budget_model.argmax(mu, w, rhs, **restrictions)
         else:
             constrained = self.space.with_constraint(w, ">=", rhs)
@@ -224,11 +282,11 @@ class AESCB(_ESCBFamily, EveryRound):
                 "budget_oracle", f"budget_oracle must be a backend name, got {type(budget_oracle).__name__}"
             )
         known = available_backends()
-        if budget_oracle != "model" and budget_oracle.split(":")[0] not in known:
+        if budget_oracle not in BUDGET_ROUTES and budget_oracle.split(":")[0] not in known:
             raise ParameterError(
                 "budget_oracle",
-                f"budget_oracle {budget_oracle!r} is not 'model' nor an available backend; available: "
-                f"{', '.join(known)}",
+                f"budget_oracle {budget_oracle!r} is not one of {', '.join(map(repr, BUDGET_ROUTES))} nor an"
+                f" available backend; available: {', '.join(known)}",
             )
         return {"eps": eps, "budget_oracle": budget_oracle}
 
