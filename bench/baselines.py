@@ -58,7 +58,11 @@ def figure2(m: int) -> tuple[cm.Cardinality, cm.UniformNoise]:
     return cm.Cardinality(D, m), cm.UniformNoise(means, width=WIDTH)
 
 
-def regret_table(horizons: list[int], seeds: int, budget: float, ms: tuple[int, ...] = (3, 5, 8)) -> None:
+def regret_table(
+    horizons: list[int], seeds: int, budget: float, ms: tuple[int, ...] = (3, 5, 8), names: tuple[str, ...] = ()
+) -> None:
+    """The regret table (module docstring, part 1); ``names``: only these policies (and CUCB, for the ratios)."""
+    chosen = {name: cls for name, cls in POLICIES.items() if not names or name in names or name == "CUCB"}
     print(
         f"{'m':>2} {'T':>7} {'policy':10} {'seeds':>5} {'regret':>17} {'queries':>9} {'wall s/seed':>11} "
         f"{'x CUCB':>6} {str(seeds) + ' seeds':>9}"
@@ -69,7 +73,7 @@ def regret_table(horizons: list[int], seeds: int, budget: float, ms: tuple[int, 
         pace: dict[str, float] = {}  # seconds per round of each policy at the previous horizon
         for T in horizons:
             cucb_wall = math.nan
-            for name, cls in POLICIES.items():
+            for name, cls in chosen.items():
                 if name not in pace:  # a pilot (300 rounds or 20 s), so that a first seed past the budget is not run
                     pace[name] = per_round(cls(space, T, oracle="auto"), env, min(T, 300), 20.0, half=False)[0]
                 if pace[name] * T > budget:
@@ -183,8 +187,9 @@ def per_round(policy, env, T: int, cap: float, half: bool = True) -> tuple[float
 
 
 def aescb_cost(T: int, cap: float, dims: tuple[int, ...] = (20, 50, 100, 200), compiled_per_query: bool = True) -> None:
-    """AESCB's per round cost beside CUCB's and ESCB's; ``compiled_per_query``: also the old budget route (a
-    constrained space compiled per budgeted query, ``budget_oracle="highs"``), for the ratio in one run."""
+    """AESCB's per round cost beside CUCB's and ESCB's; ``compiled_per_query``: also the route before the
+    combinatorial one (the space's HiGHS model with the budget row, ``budget_oracle="model"``), for the ratio in
+    one run (the same rounds: the same seeds, and both routes decide alike)."""
     print(f"\nAESCB and ESCB per round on Cardinality(d, 5), oracle 'auto', second half of <= {T} rounds / {cap:.0f} s")
     rng = np.random.default_rng(2)
     for d in dims:
@@ -192,8 +197,8 @@ def aescb_cost(T: int, cap: float, dims: tuple[int, ...] = (20, 50, 100, 200), c
         env = cm.UniformNoise(rng.uniform(size=d), width=WIDTH)
         line = f"  d={d:>3}"
         cases = (("CUCB", cm.CUCB, {}), ("ESCB", cm.ESCB, {}), ("AESCB", cm.AESCB, {}))
-        if compiled_per_query:
-            cases += (("AESCB compiled per query", cm.AESCB, {"budget_oracle": "highs"}),)
+        if compiled_per_query:  # the route "auto" took before the combinatorial one: the compiled HiGHS model
+            cases += (("AESCB model", cm.AESCB, {"budget_oracle": "model"}),)
         for name, cls, options in cases:
             policy = cls(space, None, oracle="auto", **options)
             seconds, rounds = per_round(policy, env, T, cap)
@@ -237,11 +242,13 @@ def main() -> None:
     parser.add_argument(
         "--parts", default="cts,escb,aescb,regret", help="comma-separated: cts, escb, aescb, aescb-routes, regret"
     )
-    parser.add_argument("--aescb-routes", default="auto,highs", help="budget_oracle values of the aescb-routes part")
+    parser.add_argument("--aescb-routes", default="auto,model", help="budget_oracle values of the aescb-routes part")
+    parser.add_argument("--policies", default="", help="comma-separated policies of the regret table (CUCB always)")
+    parser.add_argument("--seeds", type=int, default=None, help="seeds per regret cell (default 5; --quick: 2)")
     args = parser.parse_args()
     parts = set(args.parts.split(","))
     horizons = [10**4] if args.quick else [10**4, 10**5]
-    seeds = 2 if args.quick else 5
+    seeds = args.seeds or (2 if args.quick else 5)
     if "cts" in parts:
         cts_vs_cucb(2000, 3 if args.quick else 7)
     if "escb" in parts:
@@ -254,7 +261,11 @@ def main() -> None:
         print()
         if args.horizons:
             horizons = [int(h) for h in args.horizons.split(",")]
-        regret_table(horizons, seeds, args.budget, tuple(int(m) for m in args.m.split(",")))
+        names = tuple(name for name in args.policies.split(",") if name)
+        unknown = set(names) - set(POLICIES)
+        if unknown:
+            parser.error(f"unknown policies {sorted(unknown)}; known: {', '.join(POLICIES)}")
+        regret_table(horizons, seeds, args.budget, tuple(int(m) for m in args.m.split(",")), names)
 
 
 if __name__ == "__main__":

@@ -29,16 +29,23 @@ constraint the previous level's answer already meets has the same answer
 once ``y(x_k) + g sqrt(s_max)`` (a bound on every later level's index, since
 ``y(x_k)`` does not increase with ``k``) is no better than the best index found.
 
-**Budget rows.** With ``budget_oracle="auto"`` (the default) a space of at most
-:data:`~.escb.TABLE_UP_TO` actions answers each budgeted query on its action table;
-a larger one on the space's formulation compiled once per learner and re-solved
-per query with the one budget row added and removed again
-(:class:`~.aescb_budget.BudgetModel`: HiGHS, certified as every linear answer,
-the row checked exactly; ``budget_oracle="model"`` takes this route on every
-space). Both give the same maximiser, up to ties. A backend
-name (``budget_oracle="highs"``, ...) asks each query on ``space.with_constraint(1
-/ n, ">=", s_k)`` with a new oracle of that backend (the constrained space
-compiled per query: slower, kept to compare). Each budgeted query is counted in
+**Budget rows.** With ``budget_oracle="auto"`` (the default), on a plain
+:class:`~cmab_milp.Cardinality` space the levels of a round are answered together by
+one exact search (:class:`~.aescb_levels.LevelAnswers`, built at the first level
+that needs a query; it also stops the grid at the first level whose best ``y`` is below
+``index(x_0) - g sqrt(s_max)``, where the grid would go on without changing the action:
+proof in :mod:`.aescb_levels`); ``budget_oracle="cardinality"`` asks one exact
+combinatorial search per level (:func:`~.aescb_cardinality.budgeted_top`). Elsewhere a
+space of at most :data:`~.escb.TABLE_UP_TO` actions answers each budgeted query on its
+action table (``"table"`` takes this route on Cardinality too); a larger one on the
+space's formulation compiled once per learner and re-solved per query with the one
+budget row added and removed again (:class:`~.aescb_budget.BudgetModel`: HiGHS,
+certified as every linear answer, the row checked exactly; ``budget_oracle="model"``
+takes this route on every space). The table and the combinatorial routes return the
+same maximiser, ties included (the first in the table's order); the model, the same up
+to ties. A backend name (``budget_oracle="highs"``, ...) asks each query on
+``space.with_constraint(1 / n, ">=", s_k)`` with a new oracle of that backend (the
+constrained space compiled per query: slower, kept to compare). Each budgeted query is counted in
 the policy's oracle ledger (one query and one round, with its time). Unobserved
 arms are played first, as for CUCB. The authors' text was not reachable from this machine: the grid and the
 guarantee above follow the paper's abstract (an approximate ESCB computed by
@@ -69,18 +76,20 @@ from ..oracles import Oracle, available_backends, make_oracle
 from ..spaces.base import ActionSpace
 from ..spaces.sets import Cardinality
 from .aescb_budget import BudgetModel
+from .aescb_cardinality import budgeted_top
 from .aescb_levels import LevelAnswers
 from .base import check_positive
 from .escb import TABLE_UP_TO, ESCBIndex, _ESCBFamily
 from .escb_search import index_value
 from .schedules import EveryRound
 
-__all__ = ["AESCB", "AESCBIndex", "BUDGET_ROUTES", "budget_levels"]
+__all__ = ["AESCB", "BUDGET_ROUTES", "AESCBIndex", "budget_levels"]
 
-#: AESCB's own budget routes (``budget_oracle``; any backend name is also accepted): ``"auto"`` (the
-#: combinatorial route on plain Cardinality spaces, else the action table of a small space, else the
-#: compiled model), ``"cardinality"`` (the combinatorial route where it applies, else the compiled model),
-#: ``"table"`` (the action table where it fits, else the compiled model), ``"model"`` (the compiled model).
+#: AESCB's own budget routes (``budget_oracle``; any backend name is also accepted): ``"auto"`` (on plain
+#: Cardinality spaces every level of a round from one search, :mod:`.aescb_levels`; else the action table of a
+#: small space, else the compiled model), ``"cardinality"`` (one exact combinatorial search per query,
+#: :mod:`.aescb_cardinality`, where it applies; else the compiled model), ``"table"`` (the action table where
+#: it fits, else the compiled model), ``"model"`` (the compiled model, :mod:`.aescb_budget`).
 BUDGET_ROUTES = ("auto", "cardinality", "table", "model")
 
 
@@ -154,7 +163,9 @@ class AESCBIndex(ESCBIndex):
                 start = time.perf_counter()
                 if found is None:  # every level at once, the first time one is needed
                     found = self._all_levels(mu, w, levels, restrictions, best_value - g * math.sqrt(s_max))
-                answer = found.answer(j)
+                    together = found.complete  # a search past its node limit: each level asked on its own
+            if together:
+                answer = found.answer(j)  # type: ignore[union-attr]
                 oracle.ledger.record(1, time.perf_counter() - start)
                 self.grid["budgeted"] += 1
             else:
@@ -165,23 +176,25 @@ class AESCBIndex(ESCBIndex):
             value = index_value(mu, w, g, answer)
             if value > best_value:
                 best, best_value = answer, value
-        if found is not None:
+        if found is not None and found.complete:
             self._hints = found.answered()
         return best
 
     def _together(self, restrictions: Mapping[str, tuple]) -> bool:
-        """Whether the round's levels are answered together (:class:`~.aescb_levels.LevelAnswers`): a plain
-        :class:`~cmab_milp.Cardinality` space, no forbidden pairs, ``budget_oracle`` ``"auto"`` or ``"cardinality"``."""
-        return (
-            self.budget_oracle in ("auto", "cardinality")
-            and type(self.space) is Cardinality
-            and not restrictions["forbid_pairs"]
-        )
+        """Whether the round's levels are answered together (:class:`~.aescb_levels.LevelAnswers`): ``"auto"`` where
+        the combinatorial routes apply."""
+        return self.budget_oracle == "auto" and self._on_cardinality(restrictions)
+
+    def _on_cardinality(self, restrictions: Mapping[str, tuple]) -> bool:
+        """Whether the combinatorial routes apply: a plain :class:`~cmab_milp.Cardinality` space, no forbidden pairs."""
+        return type(self.space) is Cardinality and not restrictions["forbid_pairs"]
 
     def _all_levels(
         self, mu: np.ndarray, w: np.ndarray, levels: list[float], restrictions: Mapping[str, tuple], cutoff: float
     ) -> LevelAnswers:
-        """The answers of every level, each row relaxed as :meth:`_budgeted` relaxes it, hinted with last round's.
+        """The answers of every level, each row relaxed as :meth:`_budgeted` relaxes it, hinted with last round's;
+        past :data:`~.aescb_levels.MAX_NODES` sets the search gives up and each level is asked on its own
+        (:meth:`_budgeted`: the action table or the compiled model, as ``"table"``).
 
         ``cutoff = index(x_0) - g sqrt(s_max)``: a level whose best ``y`` is below it answers ``None``, and the grid
         stops there with the same action (:mod:`.aescb_levels`: no later answer's index can reach ``index(x_0)``).
@@ -210,7 +223,8 @@ class AESCBIndex(ESCBIndex):
     ) -> np.ndarray | None:
         """``argmax {mu . a : w . a >= level}`` under the restrictions, counted in the ledger as one query.
 
-        With ``budget_oracle = "auto"``: on the action table when the space has at most :data:`~.escb.TABLE_UP_TO`
+        With ``budget_oracle = "cardinality"`` on a Cardinality space: :func:`~.aescb_cardinality.budgeted_top`;
+        ``"auto"`` or ``"table"``: on the action table when the space has at most :data:`~.escb.TABLE_UP_TO`
         actions, else on the compiled model (:class:`~.aescb_budget.BudgetModel`); ``"model"``: on the compiled
         model whatever the space's size; with a backend name, on
         ``space.with_constraint(w, ">=", level)`` with a new oracle of that backend.
@@ -218,7 +232,10 @@ class AESCBIndex(ESCBIndex):
         start = time.perf_counter()
         # the row is relaxed by the oracle's tolerance so that the level's own answer (s = level) stays feasible
         rhs = level - 1e-9 * (1.0 + level)
-        if self.budget_oracle in ("auto", "table") and self._has_budget_table():
+        if self.budget_oracle == "cardinality" and self._on_cardinality(restrictions):
+            space = self.space
+            answer = budgeted_top(mu, w, rhs, space.m, space.exact, restrictions["include"], restrictions["exclude"])
+        elif self.budget_oracle in ("auto", "table") and self._has_budget_table():
             answer = self._budgeted_on_table(mu, w, rhs, restrictions)
         elif self.budget_oracle in BUDGET_ROUTES:
             answer = self.budget_model.argmax(mu, w, rhs, **restrictions)
@@ -261,10 +278,11 @@ class AESCB(_ESCBFamily, EveryRound):
     Parameters: ``space``, ``T``, ``oracle`` (default ``"auto"``: the plain linear
     queries), ``C`` and ``loglog`` of ``f(t)`` (as :class:`~.escb.ESCB`), ``eps``
     (> 0, default 0.1: the grid ratio), ``budget_oracle`` (the route of the
-    budgeted queries: ``"auto"``, the default, the action table of a small space
-    or else one compiled model; ``"model"``, the compiled model on every space;
-    or a backend name, a constrained model compiled per query). Attribute
-    ``index.grid``: totals.
+    budgeted queries, :data:`BUDGET_ROUTES`: ``"auto"``, the default, every level at
+    once on Cardinality spaces, else the action table of a small space or else one
+    compiled model; ``"cardinality"``, one combinatorial search per query;
+    ``"table"``; ``"model"``, the compiled model on every space; or a backend name, a
+    constrained model compiled per query). Attribute ``index.grid``: totals.
 
     >>> import cmab_milp as cm
     >>> AESCB(cm.Cardinality(3, 1), None, oracle="enumerate").params["eps"]

@@ -67,6 +67,7 @@ def dual_multiplier(y: np.ndarray, w: np.ndarray, r: float, k: int, exact: bool)
     >>> lam, sets[0].tolist()  # the LP puts half on each arm; lambda = 1 makes them equal
     (1.0, [1])
     """
+
     def top(lam: float) -> tuple[np.ndarray, float, float]:
         c = y + lam * w
         order = np.argpartition(-c, k - 1)[:k] if k < len(c) else np.arange(len(c))
@@ -111,7 +112,7 @@ def _swapped(y: np.ndarray, w: np.ndarray, r: float, k: int, exact: bool, sets: 
             inside = np.zeros(len(y), bool)
             inside[chosen] = True
             outside = np.flatnonzero(~inside)
-            y_now, w_now = float(y[chosen].sum()), float(w[chosen].sum())
+            w_now = float(w[chosen].sum())
             # rows: drop chosen[i] (last row: drop none); columns: add outside[j] (last column: add none)
             gain = np.append(-y[chosen], 0.0)[:, None] + np.append(y[outside], 0.0)[None, :]
             weight = np.append(-w[chosen], 0.0)[:, None] + np.append(w[outside], 0.0)[None, :]
@@ -189,7 +190,6 @@ class BudgetedTop:
         self.order = free[np.argsort(-w[free], kind="stable")]
         self.ys, self.ws = mu[self.order].tolist(), w[self.order]
         self.base_y, self.base_w = float(mu[self.fixed].sum()), float(w[self.fixed].sum())
-        n = len(self.order)
         self.next_w = np.concatenate(([0.0], np.cumsum(self.ws)))  # next_w[q + t] - next_w[q]: the t after q
         self.best_y = self._suffix_tops(np.array(self.ys))
         self.scale = 1.0 + abs(self.base_y) + self.k * float(np.abs(mu[free]).max(initial=0.0))
@@ -227,7 +227,9 @@ class BudgetedTop:
         c = ys + lam * ws
         best_c = self._suffix_tops(c)
         c_tol = TOLERANCE * (self.scale + lam * (1.0 + self.base_w + k * float(ws.max(initial=0.0)) + abs(rhs)))
-        pool = [(self.canonical.free[c][None, :], self.canonical.value_if_feasible(c[None, :], rhs)) for c in incumbents]
+        pool = [
+            (self.canonical.free[c][None, :], self.canonical.value_if_feasible(c[None, :], rhs)) for c in incumbents
+        ]
         best = max((float(values[0]) for _, values in pool), default=-np.inf)
         tol = TOLERANCE * self.scale
         index = np.arange(n)
@@ -306,7 +308,9 @@ class _Canonical:
         winners = []
         for arms, values in pool:
             for row in arms[values == best]:
-                winners.append((len(row) + int(self.fixed.sum()), sorted(row.tolist() + np.flatnonzero(self.fixed).tolist())))
+                winners.append(
+                    (len(row) + int(self.fixed.sum()), sorted(row.tolist() + np.flatnonzero(self.fixed).tolist()))
+                )
         _, arms_list = min(winners)
         action = np.zeros(len(self.mu), bool)
         action[arms_list] = True

@@ -42,23 +42,31 @@ Example
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-__all__ = ["TOLERANCE", "LevelAnswers"]
+__all__ = ["MAX_NODES", "TOLERANCE", "LevelAnswers"]
 
 #: Relative margin (times the problem's scale) of every float comparison that drops a set or counts an incumbent.
 TOLERANCE = 1e-9
+#: Default ``max_nodes``: sets visited before the search gives up (``complete = False``; the caller asks per level).
+MAX_NODES = 3000
+
+
+class _TooLarge(Exception):
+    """The search visited more than ``max_nodes`` sets."""
 
 
 class LevelAnswers:
     """``argmax {mu . a : w . a >= L_j}`` for every level ``L_j`` (ascending) of one round (module docstring).
 
     ``mu`` finite, ``w`` finite and ``>= 0``, ``levels`` finite and ascending, ``cutoff`` (default ``-inf``:
-    every level answered exactly), ``hints``: actions (0/1 vectors) valued first. :meth:`answer` gives level
-    ``j``'s answer; ``nodes`` counts the sets the search visited.
+    every level answered exactly), ``hints``: actions (0/1 vectors) valued first, ``max_nodes``: sets visited
+    before the search gives up (then ``complete`` is False and :meth:`answer` raises). :meth:`answer` gives
+    level ``j``'s answer; ``nodes`` counts the sets the search visited.
     """
 
     def __init__(
@@ -72,6 +80,7 @@ class LevelAnswers:
         exclude: Sequence[int] = (),
         cutoff: float = -math.inf,
         hints: Iterable[np.ndarray] = (),
+        max_nodes: int = MAX_NODES,
     ):
         mu, w = np.asarray(mu, float), np.asarray(w, float)
         _check(mu, w, levels, m, include, exclude)
@@ -84,7 +93,9 @@ class LevelAnswers:
         free = np.flatnonzero(~self.fixed & ~barred)
         k = m - int(self.fixed.sum())
         self.found: list[tuple[float, float, tuple[int, ...]]] = []  # (y, s, positions) in floats
-        self.nodes = 0
+        self.nodes, self.max_nodes = 0, int(max_nodes)
+        #: False when the search stopped at ``max_nodes`` sets: then no answer is given (:meth:`answer` raises).
+        self.complete = True
         self._answers: list[np.ndarray | None] | None = None
         if (self.fixed & barred).any() or k < 0 or (exact and len(free) < k) or not self.levels:
             self.order = free[:0]
@@ -140,6 +151,8 @@ class LevelAnswers:
 
         def visit(depth: int, last: int, y: float, s: float, chosen: tuple[int, ...]) -> None:
             self.nodes += 1
+            if self.nodes > self.max_nodes:
+                raise _TooLarge
             if not exact or depth == k:
                 record(y, s, chosen)
             left = k - depth
@@ -159,11 +172,16 @@ class LevelAnswers:
                 if bound >= best[j] - tol:
                     visit(depth + 1, q, y_next, s + ws[q], (*chosen, q))
 
-        visit(0, -1, base_y, base_w, ())
+        try:
+            visit(0, -1, base_y, base_w, ())
+        except _TooLarge:
+            self.complete = False
 
     def answer(self, j: int) -> np.ndarray | None:
         """Level ``j``'s answer: the first maximiser in enumeration order (module docstring), or ``None`` when no
         action meets the level or every one that does has ``mu . a`` below the cutoff."""
+        if not self.complete:
+            raise RuntimeError(f"the search stopped at max_nodes={self.max_nodes} sets: no level is answered")
         if self._answers is None:
             self._answers = self._select()
         return self._answers[j]
@@ -181,7 +199,15 @@ class LevelAnswers:
         if not self.found:
             return [None] * len(self.levels)
         d, fixed = len(self.mu), np.flatnonzero(self.fixed).tolist()
-        arms = [sorted(fixed + self.order[list(chosen)].tolist()) for _, _, chosen in self.found]
+        # only actions within reach of the final incumbent of the highest level they may meet can answer one
+        ys, ss = np.array([f[0] for f in self.found]), np.array([f[1] for f in self.found])
+        highest = np.searchsorted(np.array(self.levels), ss + self.w_tol, side="right") - 1
+        bar = np.maximum(np.array(self.best)[highest], self.cutoff) - 2 * self.tol
+        kept = [self.found[i][2] for i in np.flatnonzero(ys >= bar).tolist()]
+        if not kept:
+            return [None] * len(self.levels)
+        order = self.order.tolist()
+        arms = [sorted(fixed + [order[p] for p in chosen]) for chosen in kept]
         arms.sort(key=lambda a: (len(a), a))  # enumeration order: fewest arms, then the smallest list
         rows = np.zeros((len(arms), d))
         for r, a in enumerate(arms):
@@ -221,7 +247,7 @@ def _check(
         raise ValueError("mu must be finite")
     if not (np.isfinite(w).all() and (w >= 0).all()):
         raise ValueError("budget weights w must be finite and >= 0")
-    if not all(math.isfinite(x) for x in levels) or any(b < a for a, b in zip(levels, levels[1:], strict=False)):
+    if not all(math.isfinite(x) for x in levels) or any(b < a for a, b in itertools.pairwise(levels)):
         raise ValueError(f"levels must be finite and ascending, got {list(levels)!r}")
     if not (isinstance(m, (int, np.integer)) and 0 <= m <= d):
         raise ValueError(f"m must be an integer in [0, {d}], got {m!r}")
