@@ -31,6 +31,7 @@ cost runs; ``--parts cts,escb,aescb,regret`` picks the parts below).
 from __future__ import annotations
 
 import argparse
+import copy
 import math
 import time
 
@@ -210,23 +211,37 @@ def aescb_cost(T: int, cap: float, dims: tuple[int, ...] = (20, 50, 100, 200), c
         print(line, flush=True)
 
 
-def aescb_routes(routes: tuple[str, ...], dims: tuple[int, ...] = (20, 50, 100, 200)) -> None:
-    """AESCB's ms per round over rounds 21-50 of one run per budget route (the same seeds, so the same rounds
-    and decisions on every route: the last action's arm sum, printed, agrees)."""
-    print("\nAESCB per budget route on Cardinality(d, 5), oracle 'auto', rounds 21-50 of one run")
+def aescb_routes(routes: tuple[str, ...], dims: tuple[int, ...] = (20, 50, 100, 200), warm: int = 0) -> None:
+    """AESCB's ms per round over 30 rounds of one run per budget route: rounds 21-50, or (``warm`` > 0) rounds
+    ``warm + 1 .. warm + 30`` after ``warm`` rounds played once with ``budget_oracle="auto"`` and copied, learner
+    and draws, for each route (the same rounds and decisions on every route: the last action's arm sum, printed,
+    agrees)."""
+    first, last = (warm, warm + 30) if warm else (20, 50)
+    print(f"\nAESCB per budget route on Cardinality(d, 5), oracle 'auto', rounds {first + 1}-{last} of one run")
     for d in dims:
         means, line = np.random.default_rng(2).uniform(size=d), f"  d={d:>3}"
+        env = cm.UniformNoise(means, width=WIDTH)
+        start = cm.AESCB(cm.Cardinality(d, 5), None, oracle="auto")
+        draws = np.random.default_rng(0)
+        for _ in range(warm):
+            action = start.select()
+            start.observe(action, env.sample(action, draws))
         for route in routes:
-            env = cm.UniformNoise(means, width=WIDTH)
-            policy = cm.AESCB(cm.Cardinality(d, 5), None, oracle="auto", budget_oracle=route)
-            draws, times = np.random.default_rng(0), []
-            for _ in range(50):
+            policy = copy.deepcopy(start)
+            policy.index.budget_oracle = route  # the bench switches the route of a copied learner; same state
+            policy.params["budget_oracle"] = route
+            rng, times, budgeted = copy.deepcopy(draws), [], policy.index.grid["budgeted"]
+            for _ in range(first if not warm else 0):
+                action = policy.select()
+                policy.observe(action, env.sample(action, rng))
+            for _ in range(30):
                 before = time.perf_counter()
                 action = policy.select()
-                policy.observe(action, env.sample(action, draws))
+                policy.observe(action, env.sample(action, rng))
                 times.append(time.perf_counter() - before)
             line += (
-                f"  {route}: {np.mean(times[20:]) * 1e3:7.1f} ms/round ({policy.index.grid['budgeted']} budgeted,"
+                f"  {route}: {np.mean(times) * 1e3:8.2f} ms/round "
+                f"({(policy.index.grid['budgeted'] - budgeted) / (30 + (0 if warm else first)):.1f} budgeted a round,"
                 f" last action's arm sum {int(np.flatnonzero(action).sum())})"
             )
         print(line, flush=True)
@@ -242,11 +257,16 @@ def main() -> None:
     parser.add_argument(
         "--parts", default="cts,escb,aescb,regret", help="comma-separated: cts, escb, aescb, aescb-routes, regret"
     )
-    parser.add_argument("--aescb-routes", default="auto,model", help="budget_oracle values of the aescb-routes part")
+    parser.add_argument(
+        "--aescb-routes", default="model,cardinality,auto", help="budget_oracle values of the aescb-routes part"
+    )
+    parser.add_argument("--aescb-warm", default="0", help="comma-separated warm-up rounds of the aescb-routes part")
+    parser.add_argument("--dims", default="20,50,100,200", help="comma-separated d of the aescb parts")
     parser.add_argument("--policies", default="", help="comma-separated policies of the regret table (CUCB always)")
     parser.add_argument("--seeds", type=int, default=None, help="seeds per regret cell (default 5; --quick: 2)")
     args = parser.parse_args()
     parts = set(args.parts.split(","))
+    dims = tuple(int(d) for d in args.dims.split(","))
     horizons = [10**4] if args.quick else [10**4, 10**5]
     seeds = args.seeds or (2 if args.quick else 5)
     if "cts" in parts:
@@ -254,9 +274,10 @@ def main() -> None:
     if "escb" in parts:
         escb_cost(200 if args.quick else 400, args.cap)
     if "aescb" in parts:
-        aescb_cost(200 if args.quick else 400, args.cap / 2 if args.quick else args.cap)
+        aescb_cost(200 if args.quick else 400, args.cap / 2 if args.quick else args.cap, dims)
     if "aescb-routes" in parts:
-        aescb_routes(tuple(args.aescb_routes.split(",")))
+        for warm in (int(x) for x in args.aescb_warm.split(",")):
+            aescb_routes(tuple(args.aescb_routes.split(",")), dims, warm)
     if "regret" in parts:
         print()
         if args.horizons:

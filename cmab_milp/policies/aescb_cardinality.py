@@ -6,29 +6,35 @@ The query: among subsets ``a`` of ``d`` arms with ``|a| <= m`` (``|a| = m`` if `
 the action's 0/1 row of length ``d`` times the weights summed by ``numpy.sum`` (fixed-order pairwise sum,
 the bits of AESCB's action-table route and of :func:`~.aescb_budget.budget_sum`).
 
-**Lagrangian bound.** Fix the included arms (``k`` free slots left, residual row ``s(a) >= r``). For any
-``lambda >= 0`` and any feasible ``a``, ``y(a) <= y(a) + lambda (s(a) - r) = sum_{i in a} c_i - lambda r``
-with ``c = mu + lambda w``. A partial set ``P`` whose last arm sits at position ``p`` of the free arms sorted
-by ``c`` (decreasing) can only be completed by arms after ``p``, so every feasible completion has
-``y <= y(P) + lambda (s(P) - r) + (the sum of the next t values of c after p)``, with ``t`` the slots left
-(exactly ``k - |P|``), or their positive parts (at most ``k - |P|``: the sorted order puts positives
-first, so this is the best choice of ``0..k - |P|`` of them). Every subset of the free arms is met exactly
-once as an increasing sequence of positions, so a search that extends ``P`` by one later arm at a time
-and drops a state whose bound is below the value of a known feasible action (the *incumbent*) drops no
-maximiser. A second, cruder drop: ``s(P) + w_q`` plus the largest ``t - 1`` weights overall below ``r``
-(no completion reaches the row). ``lambda`` is the minimiser of the LP dual ``L(lambda) = max_{|a| = k}
-sum_{i in a} c_i - lambda r`` (the LP relaxation of one row over a cardinality polytope, whose optimum has
-at most two fractional arms), found by the 1-D cutting-plane iteration on ``L``: the lines of the top set
-at ``lambda = 0`` (row violated) and at ``lambda = inf`` (the widest set), then the top set at the crossing
-of the two lines replaces the one on its side, until it does not rise above the crossing. Any ``lambda >=
-0`` makes the bound valid; the optimal one makes it tight. The incumbent is the last top set found that
-meets the row (canonically).
+**Search.** Fix the included arms (``k`` free slots left). Sort the free arms by weight, largest first
+(ties by arm); every subset of them is met exactly once as an increasing sequence of positions, and a
+breadth-first search extends each partial set ``P`` (last arm at position ``p``, ``t`` slots left after
+the next arm ``q > p``) by one later arm at a time. A child ``P + q`` is dropped when no completion by
+arms after ``q`` can be a maximiser, by any of three bounds, each valid for every such completion ``a``:
+
+* **reach**: ``s(a) <= s(P) + w_q +`` the next ``t`` weights after ``q`` (the sort makes them the largest);
+  below ``rhs``, no completion meets the row;
+* **value**: ``y(a) <= y(P) + mu_q + S_t(q + 1)``, ``S_t(p)`` the largest sum of ``t`` (or at most ``t``)
+  values of ``mu`` at positions ``>= p`` (``S_t(p) = max_{j >= p} (mu_j + S_{t-1}(j + 1))``: one reversed
+  running maximum per ``t``);
+* **Lagrangian**: for any ``lambda >= 0`` and any ``a`` meeting the row, ``y(a) <= y(a) + lambda (s(a) -
+  rhs) = sum_{i in a} c_i - lambda rhs`` with ``c = mu + lambda w``, so ``y(a) <= y(P) + lambda (s(P) -
+  rhs) + c_q + S^c_t(q + 1)`` (the same suffix table for ``c``);
+
+the last two against the best value of an action known to meet the row (the *incumbent*): a child whose
+bound is below it holds no maximiser. ``lambda`` minimises the LP dual ``L(lambda) = max_{|a| = k}
+sum_{i in a} c_i - lambda rhs`` (the LP relaxation of one row over a cardinality polytope, whose optimum
+has at most two fractional arms), found by the 1-D cutting-plane iteration on ``L``
+(:func:`dual_multiplier`: the lines of the top sets at ``lambda = 0`` and ``lambda = inf``, then the top
+set at the crossing of the two lines replaces the one on its side, until none rises above the crossing);
+any ``lambda >= 0`` makes the bound valid, the optimal one makes it tight. The incumbents are the top
+sets met that meet the row, and the best one-arm exchanges from the LP's two sides (a local search).
 
 **Rounding.** The search runs in floats summed in its own order; it drops a state only when its bound is
-below the incumbent's canonical value by ``tol = 1e-9`` times the problem's scale (and the crude row drop
-by as much), far above the ``~1e-15`` relative error of sums of at most ``d`` terms, so every canonical
-maximiser reaches the end. There the survivors are summed canonically, the row is checked canonically, and
-the answer is chosen among those of the largest canonical value.
+below the incumbent's canonical value by ``tol = 1e-9`` times the problem's scale (and the reach drop by
+as much of the weights' scale), far above the ``~1e-15`` relative error of sums of at most ``d`` terms,
+so every canonical maximiser reaches the end. There the survivors are summed canonically, the row is
+checked canonically, and the answer is chosen among those of the largest canonical value.
 
 **Which maximiser.** The first in :meth:`~cmab_milp.Cardinality.enumerate`'s order: fewest arms, then
 the lexicographically smallest list of arms -- the one AESCB's action-table route returns (its ``argmax``
