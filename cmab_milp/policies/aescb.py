@@ -34,8 +34,9 @@ once ``y(x_k) + g sqrt(s_max)`` (a bound on every later level's index, since
 one exact search (:class:`~.aescb_levels.LevelAnswers`, built at the first level
 that needs a query; it also stops the grid at the first level whose best ``y`` is below
 ``index(x_0) - g sqrt(s_max)``, where the grid would go on without changing the action:
-proof in :mod:`.aescb_levels`); ``budget_oracle="cardinality"`` asks one exact
-combinatorial search per level (:func:`~.aescb_cardinality.budgeted_top`). Elsewhere a
+proof in :mod:`.aescb_levels`; past :data:`~.aescb_levels.MAX_NODES` sets that search
+gives up and the round goes on as ``"cardinality"``); ``budget_oracle="cardinality"`` asks
+one exact combinatorial search per level (:func:`~.aescb_cardinality.budgeted_top`). Elsewhere a
 space of at most :data:`~.escb.TABLE_UP_TO` actions answers each budgeted query on its
 action table (``"table"`` takes this route on Cardinality too); a larger one on the
 space's formulation compiled once per learner and re-solved per query with the one
@@ -86,10 +87,11 @@ from .schedules import EveryRound
 __all__ = ["AESCB", "BUDGET_ROUTES", "AESCBIndex", "budget_levels"]
 
 #: AESCB's own budget routes (``budget_oracle``; any backend name is also accepted): ``"auto"`` (on plain
-#: Cardinality spaces every level of a round from one search, :mod:`.aescb_levels`; else the action table of a
-#: small space, else the compiled model), ``"cardinality"`` (one exact combinatorial search per query,
-#: :mod:`.aescb_cardinality`, where it applies; else the compiled model), ``"table"`` (the action table where
-#: it fits, else the compiled model), ``"model"`` (the compiled model, :mod:`.aescb_budget`).
+#: Cardinality spaces every level of a round from one search, :mod:`.aescb_levels`, or per level as
+#: ``"cardinality"`` if it gives up; else the action table of a small space, else the compiled model),
+#: ``"cardinality"`` (one exact combinatorial search per query, :mod:`.aescb_cardinality`, where it applies;
+#: else the compiled model), ``"table"`` (the action table where it fits, else the compiled model),
+#: ``"model"`` (the compiled model, :mod:`.aescb_budget`).
 BUDGET_ROUTES = ("auto", "cardinality", "table", "model")
 
 
@@ -168,8 +170,8 @@ class AESCBIndex(ESCBIndex):
                 answer = found.answer(j)  # type: ignore[union-attr]
                 oracle.ledger.record(1, time.perf_counter() - start)
                 self.grid["budgeted"] += 1
-            else:
-                answer = self._budgeted(oracle, mu, w, level, restrictions)
+            else:  # after a level search past its node limit: one combinatorial search per level ("cardinality")
+                answer = self._budgeted(oracle, mu, w, level, restrictions, per_level=found is not None)
             if answer is None:
                 break
             s_answer = float(w[answer].sum())
@@ -194,7 +196,7 @@ class AESCBIndex(ESCBIndex):
     ) -> LevelAnswers:
         """The answers of every level, each row relaxed as :meth:`_budgeted` relaxes it, hinted with last round's;
         past :data:`~.aescb_levels.MAX_NODES` sets the search gives up and each level is asked on its own
-        (:meth:`_budgeted`: the action table or the compiled model, as ``"table"``).
+        (:meth:`_budgeted`, one combinatorial search per level, as ``"cardinality"``).
 
         ``cutoff = index(x_0) - g sqrt(s_max)``: a level whose best ``y`` is below it answers ``None``, and the grid
         stops there with the same action (:mod:`.aescb_levels`: no later answer's index can reach ``index(x_0)``).
@@ -220,8 +222,12 @@ class AESCBIndex(ESCBIndex):
         w: np.ndarray,
         level: float,
         restrictions: Mapping[str, tuple],
+        per_level: bool = False,
     ) -> np.ndarray | None:
         """``argmax {mu . a : w . a >= level}`` under the restrictions, counted in the ledger as one query.
+
+        ``per_level``: the route ``"cardinality"`` whatever ``budget_oracle`` (``"auto"`` after a level search
+        that gave up).
 
         With ``budget_oracle = "cardinality"`` on a Cardinality space: :func:`~.aescb_cardinality.budgeted_top`;
         ``"auto"`` or ``"table"``: on the action table when the space has at most :data:`~.escb.TABLE_UP_TO`
@@ -232,7 +238,7 @@ class AESCBIndex(ESCBIndex):
         start = time.perf_counter()
         # the row is relaxed by the oracle's tolerance so that the level's own answer (s = level) stays feasible
         rhs = level - 1e-9 * (1.0 + level)
-        if self.budget_oracle == "cardinality" and self._on_cardinality(restrictions):
+        if (per_level or self.budget_oracle == "cardinality") and self._on_cardinality(restrictions):
             space = self.space
             answer = budgeted_top(mu, w, rhs, space.m, space.exact, restrictions["include"], restrictions["exclude"])
         elif self.budget_oracle in ("auto", "table") and self._has_budget_table():
