@@ -56,7 +56,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["TOLERANCE", "BudgetedTop", "budgeted_top", "dual_multiplier"]
+__all__ = ["TOLERANCE", "BudgetedTop", "budgeted_top", "check_query", "dual_multiplier", "free_arms"]
 
 #: Relative margin (times the problem's scale) by which a state's bound must fall short before it is dropped.
 TOLERANCE = 1e-9
@@ -180,17 +180,9 @@ class BudgetedTop:
         exclude: Sequence[int] = (),
     ):
         mu, w = np.asarray(mu, float), np.asarray(w, float)
-        _check(mu, w, 0.0, m, include, exclude)
-        d = len(mu)
+        check_query(mu, w, m, include, exclude)
         self.mu, self.w, self.exact = mu, w, bool(exact)
-        self.fixed = np.zeros(d, bool)
-        self.fixed[list(include)] = True
-        barred = np.zeros(d, bool)
-        barred[list(exclude)] = True
-        free = np.flatnonzero(~self.fixed & ~barred)
-        k = m - int(self.fixed.sum())
-        self.empty = bool((self.fixed & barred).any()) or k < 0 or (self.exact and len(free) < k)
-        self.k = max(min(k, len(free)), 0)
+        self.fixed, free, self.k, self.empty = free_arms(len(mu), m, include, exclude, self.exact)
         # the free arms by weight, largest first (ties by arm): every completion of the arms taken so far by t
         # later ones weighs at most the next t weights
         self.order = free[np.argsort(-w[free], kind="stable")]
@@ -323,7 +315,35 @@ class _Canonical:
         return action
 
 
-def _check(mu: np.ndarray, w: np.ndarray, rhs: float, m: int, include: Sequence[int], exclude: Sequence[int]) -> None:
+def free_arms(
+    d: int, m: int, include: Sequence[int], exclude: Sequence[int], exact: bool
+) -> tuple[np.ndarray, np.ndarray, int, bool]:
+    """``(fixed, free, k, empty)``: the included arms (a mask), the arms neither included nor excluded, the slots
+    left for them (at most ``len(free)``), and whether no subset qualifies (an arm both included and excluded,
+    more included than ``m``, or too few free arms for exactly ``m``).
+
+    >>> fixed, free, k, empty = free_arms(4, 2, (1,), (3,), exact=True)
+    >>> fixed.tolist(), free.tolist(), k, empty
+    ([False, True, False, False], [0, 2], 1, False)
+    """
+    fixed, barred = np.zeros(d, bool), np.zeros(d, bool)
+    fixed[list(include)] = True
+    barred[list(exclude)] = True
+    free = np.flatnonzero(~fixed & ~barred)
+    k = m - int(fixed.sum())
+    empty = bool((fixed & barred).any()) or k < 0 or (exact and len(free) < k)
+    return fixed, free, max(min(k, len(free)), 0), empty
+
+
+def check_query(mu: np.ndarray, w: np.ndarray, m: int, include: Sequence[int], exclude: Sequence[int]) -> None:
+    """A clear ``ValueError`` unless ``mu`` (finite) and ``w`` (finite, ``>= 0``) are vectors of one length ``d``,
+    ``0 <= m <= d`` is an integer, and ``include`` / ``exclude`` hold arm indices.
+
+    >>> check_query(np.zeros(2), np.ones(2), 3, (), ())
+    Traceback (most recent call last):
+    ...
+    ValueError: m must be an integer in [0, 2], got 3
+    """
     d = len(mu)
     if mu.ndim != 1 or w.shape != mu.shape:
         raise ValueError(f"mu and w must be vectors of one shape, got {mu.shape} and {w.shape}")
@@ -331,8 +351,6 @@ def _check(mu: np.ndarray, w: np.ndarray, rhs: float, m: int, include: Sequence[
         raise ValueError("mu must be finite")
     if not (np.isfinite(w).all() and (w >= 0).all()):
         raise ValueError("budget weights w must be finite and >= 0")
-    if not np.isfinite(rhs):
-        raise ValueError(f"the budget rhs must be finite, got {rhs!r}")
     if not (isinstance(m, (int, np.integer)) and 0 <= m <= d):
         raise ValueError(f"m must be an integer in [0, {d}], got {m!r}")
     for name, arms in (("include", include), ("exclude", exclude)):

@@ -48,6 +48,8 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from .aescb_cardinality import check_query, free_arms
+
 __all__ = ["MAX_NODES", "TOLERANCE", "LevelAnswers"]
 
 #: Relative margin (times the problem's scale) of every float comparison that drops a set or counts an incumbent.
@@ -85,22 +87,16 @@ class LevelAnswers:
         mu, w = np.asarray(mu, float), np.asarray(w, float)
         _check(mu, w, levels, m, include, exclude)
         self.mu, self.w, self.levels = mu, w, [float(x) for x in levels]
-        d = len(mu)
-        self.fixed = np.zeros(d, bool)
-        self.fixed[list(include)] = True
-        barred = np.zeros(d, bool)
-        barred[list(exclude)] = True
-        free = np.flatnonzero(~self.fixed & ~barred)
-        k = m - int(self.fixed.sum())
+        self.fixed, free, k, empty = free_arms(len(mu), m, include, exclude, exact)
         self.found: list[tuple[float, float, tuple[int, ...]]] = []  # (y, s, positions) in floats
         self.nodes, self.max_nodes = 0, int(max_nodes)
         #: False when the search stopped at ``max_nodes`` sets: then no answer is given (:meth:`answer` raises).
         self.complete = True
         self._answers: list[np.ndarray | None] | None = None
-        if (self.fixed & barred).any() or k < 0 or (exact and len(free) < k) or not self.levels:
+        if empty or not self.levels:
             self.order = free[:0]
             return
-        self.k, self.exact = min(k, len(free)), bool(exact)
+        self.k, self.exact = k, bool(exact)
         self.order = free[np.argsort(-w[free], kind="stable")]
         self.ys, self.ws = mu[self.order].tolist(), w[self.order].tolist()
         base_y, base_w = float(mu[self.fixed].sum()), float(w[self.fixed].sum())
@@ -240,17 +236,6 @@ def _suffix_tops(ys: list[float], k: int, exact: bool) -> list[list[float]]:
 def _check(
     mu: np.ndarray, w: np.ndarray, levels: Sequence[float], m: int, include: Sequence[int], exclude: Sequence[int]
 ) -> None:
-    d = len(mu)
-    if mu.ndim != 1 or w.shape != mu.shape:
-        raise ValueError(f"mu and w must be vectors of one shape, got {mu.shape} and {w.shape}")
-    if not np.isfinite(mu).all():
-        raise ValueError("mu must be finite")
-    if not (np.isfinite(w).all() and (w >= 0).all()):
-        raise ValueError("budget weights w must be finite and >= 0")
+    check_query(mu, w, m, include, exclude)
     if not all(math.isfinite(x) for x in levels) or any(b < a for a, b in itertools.pairwise(levels)):
         raise ValueError(f"levels must be finite and ascending, got {list(levels)!r}")
-    if not (isinstance(m, (int, np.integer)) and 0 <= m <= d):
-        raise ValueError(f"m must be an integer in [0, {d}], got {m!r}")
-    for name, arms in (("include", include), ("exclude", exclude)):
-        if any(not isinstance(i, (int, np.integer)) or not 0 <= i < d for i in arms):
-            raise ValueError(f"{name} must hold arm indices in [0, {d}), got {tuple(arms)!r}")
