@@ -20,12 +20,16 @@ cost runs; ``--parts cts,escb,aescb,regret`` picks the parts below).
    ``--cap`` seconds, its line says how many rounds it played); where the
    space is small, also the default route.
 4. AESCB's per-round cost against ESCB's on Cardinality(d, 5) for d = 20, 50,
-   100 and 200 (rounds after the first half of a short run, ``--cap`` seconds
-   a case): its budgeted maximisations on the space's model compiled once
-   (the budget row added and removed per query) or, with at most 20,000
-   actions, on the action table; beside it the old route, a constrained model
-   compiled per query (``budget_oracle="highs"``). ``--parts aescb-routes``: the
-   budget routes side by side over the same rounds 21-50 (``--aescb-routes``).
+   100 and 200 (``--dims``; rounds after the first half of a short run, ``--cap``
+   seconds a case): its default route (every level of a round from one
+   combinatorial search, ``policies/aescb_levels.py``) beside the route it took
+   before, the space's HiGHS model with the budget row (``budget_oracle="model"``).
+   ``--parts aescb-routes``: the budget routes (``--aescb-routes``, default model,
+   cardinality, auto) side by side over the same 30 rounds: rounds 21-50, or after
+   ``--aescb-warm`` rounds played once and copied per route.
+
+Run the whole T = 10^5 table, AESCB and Epoch-ESCB included: ``--parts regret --horizons 100000 --budget 6000``
+(``--policies AESCB --seeds 1``: AESCB and CUCB only, one seed).
 """
 
 from __future__ import annotations
