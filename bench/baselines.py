@@ -20,17 +20,22 @@ cost runs; ``--parts cts,escb,aescb,regret`` picks the parts below).
    ``--cap`` seconds, its line says how many rounds it played); where the
    space is small, also the default route.
 4. AESCB's per-round cost against ESCB's on Cardinality(d, 5) for d = 20, 50,
-   100 and 200 (rounds after the first half of a short run, ``--cap`` seconds
-   a case): its budgeted maximisations on the space's model compiled once
-   (the budget row added and removed per query) or, with at most 20,000
-   actions, on the action table; beside it the old route, a constrained model
-   compiled per query (``budget_oracle="highs"``). ``--parts aescb-routes``: the
-   budget routes side by side over the same rounds 21-50 (``--aescb-routes``).
+   100 and 200 (``--dims``; rounds after the first half of a short run, ``--cap``
+   seconds a case): its default route (every level of a round from one
+   combinatorial search, ``policies/aescb_levels.py``) beside the route it took
+   before, the space's HiGHS model with the budget row (``budget_oracle="model"``).
+   ``--parts aescb-routes``: the budget routes (``--aescb-routes``, default model,
+   cardinality, auto) side by side over the same 30 rounds: rounds 21-50, or after
+   ``--aescb-warm`` rounds played once and copied per route.
+
+Run the whole T = 10^5 table, AESCB and Epoch-ESCB included: ``--parts regret --horizons 100000 --budget 6000``
+(``--policies AESCB --seeds 1``: AESCB and CUCB only, one seed).
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import math
 import time
 
@@ -58,7 +63,11 @@ def figure2(m: int) -> tuple[cm.Cardinality, cm.UniformNoise]:
     return cm.Cardinality(D, m), cm.UniformNoise(means, width=WIDTH)
 
 
-def regret_table(horizons: list[int], seeds: int, budget: float, ms: tuple[int, ...] = (3, 5, 8)) -> None:
+def regret_table(
+    horizons: list[int], seeds: int, budget: float, ms: tuple[int, ...] = (3, 5, 8), names: tuple[str, ...] = ()
+) -> None:
+    """The regret table (module docstring, part 1); ``names``: only these policies (and CUCB, for the ratios)."""
+    chosen = {name: cls for name, cls in POLICIES.items() if not names or name in names or name == "CUCB"}
     print(
         f"{'m':>2} {'T':>7} {'policy':10} {'seeds':>5} {'regret':>17} {'queries':>9} {'wall s/seed':>11} "
         f"{'x CUCB':>6} {str(seeds) + ' seeds':>9}"
@@ -69,7 +78,7 @@ def regret_table(horizons: list[int], seeds: int, budget: float, ms: tuple[int, 
         pace: dict[str, float] = {}  # seconds per round of each policy at the previous horizon
         for T in horizons:
             cucb_wall = math.nan
-            for name, cls in POLICIES.items():
+            for name, cls in chosen.items():
                 if name not in pace:  # a pilot (300 rounds or 20 s), so that a first seed past the budget is not run
                     pace[name] = per_round(cls(space, T, oracle="auto"), env, min(T, 300), 20.0, half=False)[0]
                 if pace[name] * T > budget:
@@ -183,8 +192,9 @@ def per_round(policy, env, T: int, cap: float, half: bool = True) -> tuple[float
 
 
 def aescb_cost(T: int, cap: float, dims: tuple[int, ...] = (20, 50, 100, 200), compiled_per_query: bool = True) -> None:
-    """AESCB's per round cost beside CUCB's and ESCB's; ``compiled_per_query``: also the old budget route (a
-    constrained space compiled per budgeted query, ``budget_oracle="highs"``), for the ratio in one run."""
+    """AESCB's per round cost beside CUCB's and ESCB's; ``compiled_per_query``: also the route before the
+    combinatorial one (the space's HiGHS model with the budget row, ``budget_oracle="model"``), for the ratio in
+    one run (the same rounds: the same seeds, and both routes decide alike)."""
     print(f"\nAESCB and ESCB per round on Cardinality(d, 5), oracle 'auto', second half of <= {T} rounds / {cap:.0f} s")
     rng = np.random.default_rng(2)
     for d in dims:
@@ -192,8 +202,8 @@ def aescb_cost(T: int, cap: float, dims: tuple[int, ...] = (20, 50, 100, 200), c
         env = cm.UniformNoise(rng.uniform(size=d), width=WIDTH)
         line = f"  d={d:>3}"
         cases = (("CUCB", cm.CUCB, {}), ("ESCB", cm.ESCB, {}), ("AESCB", cm.AESCB, {}))
-        if compiled_per_query:
-            cases += (("AESCB compiled per query", cm.AESCB, {"budget_oracle": "highs"}),)
+        if compiled_per_query:  # the route "auto" took before the combinatorial one: the compiled HiGHS model
+            cases += (("AESCB model", cm.AESCB, {"budget_oracle": "model"}),)
         for name, cls, options in cases:
             policy = cls(space, None, oracle="auto", **options)
             seconds, rounds = per_round(policy, env, T, cap)
@@ -205,23 +215,37 @@ def aescb_cost(T: int, cap: float, dims: tuple[int, ...] = (20, 50, 100, 200), c
         print(line, flush=True)
 
 
-def aescb_routes(routes: tuple[str, ...], dims: tuple[int, ...] = (20, 50, 100, 200)) -> None:
-    """AESCB's ms per round over rounds 21-50 of one run per budget route (the same seeds, so the same rounds
-    and decisions on every route: the last action's arm sum, printed, agrees)."""
-    print("\nAESCB per budget route on Cardinality(d, 5), oracle 'auto', rounds 21-50 of one run")
+def aescb_routes(routes: tuple[str, ...], dims: tuple[int, ...] = (20, 50, 100, 200), warm: int = 0) -> None:
+    """AESCB's ms per round over 30 rounds of one run per budget route: rounds 21-50, or (``warm`` > 0) rounds
+    ``warm + 1 .. warm + 30`` after ``warm`` rounds played once with ``budget_oracle="auto"`` and copied, learner
+    and draws, for each route (the same rounds and decisions on every route: the last action's arm sum, printed,
+    agrees)."""
+    first, last = (warm, warm + 30) if warm else (20, 50)
+    print(f"\nAESCB per budget route on Cardinality(d, 5), oracle 'auto', rounds {first + 1}-{last} of one run")
     for d in dims:
         means, line = np.random.default_rng(2).uniform(size=d), f"  d={d:>3}"
+        env = cm.UniformNoise(means, width=WIDTH)
+        start = cm.AESCB(cm.Cardinality(d, 5), None, oracle="auto")
+        draws = np.random.default_rng(0)
+        for _ in range(warm):
+            action = start.select()
+            start.observe(action, env.sample(action, draws))
         for route in routes:
-            env = cm.UniformNoise(means, width=WIDTH)
-            policy = cm.AESCB(cm.Cardinality(d, 5), None, oracle="auto", budget_oracle=route)
-            draws, times = np.random.default_rng(0), []
-            for _ in range(50):
+            policy = copy.deepcopy(start)
+            policy.index.budget_oracle = route  # the bench switches the route of a copied learner; same state
+            policy.params["budget_oracle"] = route
+            rng, times, budgeted = copy.deepcopy(draws), [], policy.index.grid["budgeted"]
+            for _ in range(first if not warm else 0):
+                action = policy.select()
+                policy.observe(action, env.sample(action, rng))
+            for _ in range(30):
                 before = time.perf_counter()
                 action = policy.select()
-                policy.observe(action, env.sample(action, draws))
+                policy.observe(action, env.sample(action, rng))
                 times.append(time.perf_counter() - before)
             line += (
-                f"  {route}: {np.mean(times[20:]) * 1e3:7.1f} ms/round ({policy.index.grid['budgeted']} budgeted,"
+                f"  {route}: {np.mean(times) * 1e3:8.2f} ms/round "
+                f"({(policy.index.grid['budgeted'] - budgeted) / (30 + (0 if warm else first)):.1f} budgeted a round,"
                 f" last action's arm sum {int(np.flatnonzero(action).sum())})"
             )
         print(line, flush=True)
@@ -237,24 +261,36 @@ def main() -> None:
     parser.add_argument(
         "--parts", default="cts,escb,aescb,regret", help="comma-separated: cts, escb, aescb, aescb-routes, regret"
     )
-    parser.add_argument("--aescb-routes", default="auto,highs", help="budget_oracle values of the aescb-routes part")
+    parser.add_argument(
+        "--aescb-routes", default="model,cardinality,auto", help="budget_oracle values of the aescb-routes part"
+    )
+    parser.add_argument("--aescb-warm", default="0", help="comma-separated warm-up rounds of the aescb-routes part")
+    parser.add_argument("--dims", default="20,50,100,200", help="comma-separated d of the aescb parts")
+    parser.add_argument("--policies", default="", help="comma-separated policies of the regret table (CUCB always)")
+    parser.add_argument("--seeds", type=int, default=None, help="seeds per regret cell (default 5; --quick: 2)")
     args = parser.parse_args()
     parts = set(args.parts.split(","))
+    dims = tuple(int(d) for d in args.dims.split(","))
     horizons = [10**4] if args.quick else [10**4, 10**5]
-    seeds = 2 if args.quick else 5
+    seeds = args.seeds or (2 if args.quick else 5)
     if "cts" in parts:
         cts_vs_cucb(2000, 3 if args.quick else 7)
     if "escb" in parts:
         escb_cost(200 if args.quick else 400, args.cap)
     if "aescb" in parts:
-        aescb_cost(200 if args.quick else 400, args.cap / 2 if args.quick else args.cap)
+        aescb_cost(200 if args.quick else 400, args.cap / 2 if args.quick else args.cap, dims)
     if "aescb-routes" in parts:
-        aescb_routes(tuple(args.aescb_routes.split(",")))
+        for warm in (int(x) for x in args.aescb_warm.split(",")):
+            aescb_routes(tuple(args.aescb_routes.split(",")), dims, warm)
     if "regret" in parts:
         print()
         if args.horizons:
             horizons = [int(h) for h in args.horizons.split(",")]
-        regret_table(horizons, seeds, args.budget, tuple(int(m) for m in args.m.split(",")))
+        names = tuple(name for name in args.policies.split(",") if name)
+        unknown = set(names) - set(POLICIES)
+        if unknown:
+            parser.error(f"unknown policies {sorted(unknown)}; known: {', '.join(POLICIES)}")
+        regret_table(horizons, seeds, args.budget, tuple(int(m) for m in args.m.split(",")), names)
 
 
 if __name__ == "__main__":

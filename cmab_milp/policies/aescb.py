@@ -29,16 +29,24 @@ constraint the previous level's answer already meets has the same answer
 once ``y(x_k) + g sqrt(s_max)`` (a bound on every later level's index, since
 ``y(x_k)`` does not increase with ``k``) is no better than the best index found.
 
-**Budget rows.** With ``budget_oracle="auto"`` (the default) a space of at most
-:data:`~.escb.TABLE_UP_TO` actions answers each budgeted query on its action table;
-a larger one on the space's formulation compiled once per learner and re-solved
-per query with the one budget row added and removed again
-(:class:`~.aescb_budget.BudgetModel`: HiGHS, certified as every linear answer,
-the row checked exactly; ``budget_oracle="model"`` takes this route on every
-space). Both give the same maximiser, up to ties. A backend
-name (``budget_oracle="highs"``, ...) asks each query on ``space.with_constraint(1
-/ n, ">=", s_k)`` with a new oracle of that backend (the constrained space
-compiled per query: slower, kept to compare). Each budgeted query is counted in
+**Budget rows.** With ``budget_oracle="auto"`` (the default), on a plain
+:class:`~cmab_milp.Cardinality` space the levels of a round are answered together by
+one exact search (:class:`~.aescb_levels.LevelAnswers`, built at the first level
+that needs a query; it also stops the grid at the first level whose best ``y`` is below
+``index(x_0) - g sqrt(s_max)``, where the grid would go on without changing the action:
+proof in :mod:`.aescb_levels`; past :data:`~.aescb_levels.MAX_NODES` sets that search
+gives up and the round goes on as ``"cardinality"``); ``budget_oracle="cardinality"`` asks
+one exact combinatorial search per level (:func:`~.aescb_cardinality.budgeted_top`). Elsewhere a
+space of at most :data:`~.escb.TABLE_UP_TO` actions answers each budgeted query on its
+action table (``"table"`` takes this route on Cardinality too); a larger one on the
+space's formulation compiled once per learner and re-solved per query with the one
+budget row added and removed again (:class:`~.aescb_budget.BudgetModel`: HiGHS,
+certified as every linear answer, the row checked exactly; ``budget_oracle="model"``
+takes this route on every space). The table and the combinatorial routes return the
+same maximiser, ties included (the first in the table's order); the model, the same up
+to ties. A backend name (``budget_oracle="highs"``, ...) asks each query on
+``space.with_constraint(1 / n, ">=", s_k)`` with a new oracle of that backend (the
+constrained space compiled per query: slower, kept to compare). Each budgeted query is counted in
 the policy's oracle ledger (one query and one round, with its time). Unobserved
 arms are played first, as for CUCB. The authors' text was not reachable from this machine: the grid and the
 guarantee above follow the paper's abstract (an approximate ESCB computed by
@@ -67,13 +75,24 @@ import numpy as np
 from ..described import ParameterError
 from ..oracles import Oracle, available_backends, make_oracle
 from ..spaces.base import ActionSpace
+from ..spaces.sets import Cardinality
 from .aescb_budget import BudgetModel
+from .aescb_cardinality import budgeted_top
+from .aescb_levels import LevelAnswers
 from .base import check_positive
 from .escb import TABLE_UP_TO, ESCBIndex, _ESCBFamily
 from .escb_search import index_value
 from .schedules import EveryRound
 
-__all__ = ["AESCB", "AESCBIndex", "budget_levels"]
+__all__ = ["AESCB", "BUDGET_ROUTES", "AESCBIndex", "budget_levels"]
+
+#: AESCB's own budget routes (``budget_oracle``; any backend name is also accepted): ``"auto"`` (on plain
+#: Cardinality spaces every level of a round from one search, :mod:`.aescb_levels`, or per level as
+#: ``"cardinality"`` if it gives up; else the action table of a small space, else the compiled model),
+#: ``"cardinality"`` (one exact combinatorial search per query, :mod:`.aescb_cardinality`, where it applies;
+#: else the compiled model), ``"table"`` (the action table where it fits, else the compiled model),
+#: ``"model"`` (the compiled model, :mod:`.aescb_budget`).
+BUDGET_ROUTES = ("auto", "cardinality", "table", "model")
 
 
 def budget_levels(start: float, stop: float, eps: float) -> list[float]:
@@ -106,6 +125,7 @@ class AESCBIndex(ESCBIndex):
         super().reset()
         #: Totals: budgeted queries asked, levels skipped (answered by the level before), grids stopped early.
         self.grid = {"budgeted": 0, "reused": 0, "stopped": 0, "rounds": 0}
+        self._hints: list[np.ndarray] = []  # last round's level answers: incumbents of the next search
         self._budget_table: np.ndarray | None = None
         self._budget_dense: np.ndarray | None = None
         self._budget_too_big = False
@@ -131,28 +151,86 @@ class AESCBIndex(ESCBIndex):
         answer, s_answer = first, float(w[first].sum())
         positive = w[w > 0]
         floor = float(positive.min()) if len(positive) else s_max
-        for level in budget_levels(max(s_answer, floor), s_max, self.eps):
+        levels = budget_levels(max(s_answer, floor), s_max, self.eps)
+        together = self._together(restrictions)
+        found: LevelAnswers | None = None
+        for j, level in enumerate(levels):
             if s_answer >= level:  # the previous level's answer meets this level too: the same answer
                 self.grid["reused"] += 1
                 continue
             if float(mu[answer].sum()) + g * math.sqrt(s_max) <= best_value:
                 self.grid["stopped"] += 1  # no later level can beat the best (y only falls, s <= s_max)
                 break
-            answer = self._budgeted(oracle, mu, w, level, restrictions)
+            if together:
+                start = time.perf_counter()
+                if found is None:  # every level at once, the first time one is needed
+                    found = self._all_levels(mu, w, levels, restrictions, best_value - g * math.sqrt(s_max))
+                    together = found.complete  # a search past its node limit: each level asked on its own
+            if together:
+                answer = found.answer(j)  # type: ignore[union-attr]
+                oracle.ledger.record(1, time.perf_counter() - start)
+                self.grid["budgeted"] += 1
+            else:  # after a level search past its node limit: one combinatorial search per level ("cardinality")
+                answer = self._budgeted(oracle, mu, w, level, restrictions, per_level=found is not None)
             if answer is None:
                 break
             s_answer = float(w[answer].sum())
             value = index_value(mu, w, g, answer)
             if value > best_value:
                 best, best_value = answer, value
+        if found is not None and found.complete:
+            self._hints = found.answered()
         return best
 
+    def _together(self, restrictions: Mapping[str, tuple]) -> bool:
+        """Whether the round's levels are answered together (:class:`~.aescb_levels.LevelAnswers`): ``"auto"`` where
+        the combinatorial routes apply."""
+        return self.budget_oracle == "auto" and self._on_cardinality(restrictions)
+
+    def _on_cardinality(self, restrictions: Mapping[str, tuple]) -> bool:
+        """Whether the combinatorial routes apply: a plain :class:`~cmab_milp.Cardinality` space, no forbidden pairs."""
+        return type(self.space) is Cardinality and not restrictions["forbid_pairs"]
+
+    def _all_levels(
+        self, mu: np.ndarray, w: np.ndarray, levels: list[float], restrictions: Mapping[str, tuple], cutoff: float
+    ) -> LevelAnswers:
+        """The answers of every level, each row relaxed as :meth:`_budgeted` relaxes it, hinted with last round's;
+        past :data:`~.aescb_levels.MAX_NODES` sets the search gives up and each level is asked on its own
+        (:meth:`_budgeted`, one combinatorial search per level, as ``"cardinality"``).
+
+        ``cutoff = index(x_0) - g sqrt(s_max)``: a level whose best ``y`` is below it answers ``None``, and the grid
+        stops there with the same action (:mod:`.aescb_levels`: no later answer's index can reach ``index(x_0)``).
+        """
+        space = self.space
+        found = LevelAnswers(
+            mu,
+            w,
+            [level - 1e-9 * (1.0 + level) for level in levels],
+            space.m,
+            space.exact,
+            restrictions["include"],
+            restrictions["exclude"],
+            cutoff=cutoff,
+            hints=self._hints,
+        )
+        return found
+
     def _budgeted(
-        self, oracle: Oracle, mu: np.ndarray, w: np.ndarray, level: float, restrictions: Mapping[str, tuple]
+        self,
+        oracle: Oracle,
+        mu: np.ndarray,
+        w: np.ndarray,
+        level: float,
+        restrictions: Mapping[str, tuple],
+        per_level: bool = False,
     ) -> np.ndarray | None:
         """``argmax {mu . a : w . a >= level}`` under the restrictions, counted in the ledger as one query.
 
-        With ``budget_oracle = "auto"``: on the action table when the space has at most :data:`~.escb.TABLE_UP_TO`
+        ``per_level``: the route ``"cardinality"`` whatever ``budget_oracle`` (``"auto"`` after a level search
+        that gave up).
+
+        With ``budget_oracle = "cardinality"`` on a Cardinality space: :func:`~.aescb_cardinality.budgeted_top`;
+        ``"auto"`` or ``"table"``: on the action table when the space has at most :data:`~.escb.TABLE_UP_TO`
         actions, else on the compiled model (:class:`~.aescb_budget.BudgetModel`); ``"model"``: on the compiled
         model whatever the space's size; with a backend name, on
         ``space.with_constraint(w, ">=", level)`` with a new oracle of that backend.
@@ -160,9 +238,12 @@ class AESCBIndex(ESCBIndex):
         start = time.perf_counter()
         # the row is relaxed by the oracle's tolerance so that the level's own answer (s = level) stays feasible
         rhs = level - 1e-9 * (1.0 + level)
-        if self.budget_oracle == "auto" and self._has_budget_table():
+        if (per_level or self.budget_oracle == "cardinality") and self._on_cardinality(restrictions):
+            space = self.space
+            answer = budgeted_top(mu, w, rhs, space.m, space.exact, restrictions["include"], restrictions["exclude"])
+        elif self.budget_oracle in ("auto", "table") and self._has_budget_table():
             answer = self._budgeted_on_table(mu, w, rhs, restrictions)
-        elif self.budget_oracle in ("auto", "model"):
+        elif self.budget_oracle in BUDGET_ROUTES:
             answer = self.budget_model.argmax(mu, w, rhs, **restrictions)
         else:
             constrained = self.space.with_constraint(w, ">=", rhs)
@@ -203,10 +284,11 @@ class AESCB(_ESCBFamily, EveryRound):
     Parameters: ``space``, ``T``, ``oracle`` (default ``"auto"``: the plain linear
     queries), ``C`` and ``loglog`` of ``f(t)`` (as :class:`~.escb.ESCB`), ``eps``
     (> 0, default 0.1: the grid ratio), ``budget_oracle`` (the route of the
-    budgeted queries: ``"auto"``, the default, the action table of a small space
-    or else one compiled model; ``"model"``, the compiled model on every space;
-    or a backend name, a constrained model compiled per query). Attribute
-    ``index.grid``: totals.
+    budgeted queries, :data:`BUDGET_ROUTES`: ``"auto"``, the default, every level at
+    once on Cardinality spaces, else the action table of a small space or else one
+    compiled model; ``"cardinality"``, one combinatorial search per query;
+    ``"table"``; ``"model"``, the compiled model on every space; or a backend name, a
+    constrained model compiled per query). Attribute ``index.grid``: totals.
 
     >>> import cmab_milp as cm
     >>> AESCB(cm.Cardinality(3, 1), None, oracle="enumerate").params["eps"]
@@ -224,11 +306,11 @@ class AESCB(_ESCBFamily, EveryRound):
                 "budget_oracle", f"budget_oracle must be a backend name, got {type(budget_oracle).__name__}"
             )
         known = available_backends()
-        if budget_oracle != "model" and budget_oracle.split(":")[0] not in known:
+        if budget_oracle not in BUDGET_ROUTES and budget_oracle.split(":")[0] not in known:
             raise ParameterError(
                 "budget_oracle",
-                f"budget_oracle {budget_oracle!r} is not 'model' nor an available backend; available: "
-                f"{', '.join(known)}",
+                f"budget_oracle {budget_oracle!r} is not one of {', '.join(map(repr, BUDGET_ROUTES))} nor an"
+                f" available backend; available: {', '.join(known)}",
             )
         return {"eps": eps, "budget_oracle": budget_oracle}
 
