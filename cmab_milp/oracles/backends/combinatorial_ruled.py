@@ -18,6 +18,11 @@ the rule settles it as usual):
   it leaves out has the weight of an arm it holds (then it has no open arm: the rule keeps it), one numpy
   comparison of the held weights against all weights.
 
+For ``ties="exact"`` the flag is a certificate instead of ``True`` where the work done proves more: that every
+other action is below the answer by more than :func:`~cmab_milp.oracles.core.ties_unique.exact_margin`
+(cardinality and partition matroids: the gaps of the sorted weights; DAG paths: the margins beyond it), so
+the shifted solve is skipped (:mod:`~cmab_milp.oracles.core.ties_unique`; called only under ``"exact"``).
+
 Example
 -------
 >>> import numpy as np
@@ -27,8 +32,9 @@ Example
 >>> action, ruled = RULED[cm.Cardinality](space, LinearQuery(np.array([0.5, 0.9, 0.5, 0.1]), Restrictions()))
 >>> action.nonzero()[0].tolist(), ruled  # 0.5 twice at the boundary: the stable greedy, lower arm first
 ([0, 1], True)
->>> RULED[cm.Cardinality](space, LinearQuery(np.array([0.5, 0.9, 0.4, 0.1]), Restrictions()))[1]
-True
+>>> certificate = RULED[cm.Cardinality](space, LinearQuery(np.array([0.5, 0.9, 0.4, 0.1]), Restrictions()))[1]
+>>> bool(certificate), certificate()  # the rule's action, and for ties="exact" the only one within 0.1
+(True, True)
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ from ..core.dag_programme import dag_tables, longest_from, waypoints
 from ..core.exact import ALGORITHMS, prepare_kruskal
 from ..core.exact_matchings import assignment_tables
 from ..core.queries import LinearQuery
+from ..core.ties_unique import exact_margin, sorted_gap
 
 __all__ = ["RULED", "Ruled"]
 
@@ -63,11 +70,16 @@ def _cardinality(space: Cardinality, q: LinearQuery) -> tuple[np.ndarray | None,
     action = np.zeros(d, bool)
     weights = q.weights_list
     if res.empty and weights is not None and d <= _SORTED_UP_TO:  # short: the greedy itself, in Python
-        order = sorted(range(d), key=weights.__getitem__, reverse=True)[:m]  # stable: lower arm first
-        if not space.exact:
-            order = [i for i in order if weights[i] >= 0.0]
-        action[order] = True
-        return action, True
+        order = sorted(range(d), key=weights.__getitem__, reverse=True)  # stable: lower arm first
+        chosen = order[:m] if space.exact else [i for i in order[:m] if weights[i] >= 0.0]
+        action[chosen] = True
+
+        def unique() -> bool:  # the gaps of the sorted weights (ties_unique.sorted_gap), for ties="exact"
+            ranked = [weights[i] for i in order]
+            total = d * max(abs(ranked[0]), abs(ranked[-1]))  # >= sum |w|
+            return sorted_gap(ranked, m, space.exact) > exact_margin(total, d)
+
+        return action, unique
     if res.empty and 0 < m < d:
         if space.exact:
             top = _top(w, None, m, action, w if q.weights_list is None else q.weights_list)
@@ -80,8 +92,9 @@ def _cardinality(space: Cardinality, q: LinearQuery) -> tuple[np.ndarray | None,
                 top = None
             else:
                 top = _top(w[positive], positive, m, action, w if q.weights_list is None else q.weights_list)
-        if top is not None and top[1]:
-            return top
+        if top is not None and top[1] > 0.0:  # the m-th largest weight beats the (m + 1)-th: the only optimum
+            gap = top[1]  # also the gap to every other action (ties_unique.sorted_gap; the (m + 1)-th is positive)
+            return top[0], lambda: gap > exact_margin(float(np.abs(w).sum()), d)
         action[:] = False
     return _stable_greedy(space, q, action), True
 
@@ -106,9 +119,9 @@ def _stable_greedy(space: Cardinality, q: LinearQuery, action: np.ndarray) -> np
 
 def _top(
     values: np.ndarray, arms: np.ndarray | None, m: int, action: np.ndarray, weights: list[float] | np.ndarray
-) -> tuple[np.ndarray, bool]:
-    """The ``m`` largest ``values`` held (``arms``: their arms, ``None``: the identity), and whether the ``m``-th
-    largest beats the ``(m + 1)``-th (then no other ``m`` values sum as high: the only optimum).
+) -> tuple[np.ndarray, float]:
+    """The ``m`` largest ``values`` held (``arms``: their arms, ``None``: the identity), and by how much the
+    ``m``-th largest beats the ``(m + 1)``-th (positive: no other ``m`` values sum as high, the only optimum).
 
     One ``argpartition`` at ``m`` (the ``m`` largest before position ``m``, the ``(m + 1)``-th at it); the
     comparison on ``weights``, all the query's weights (a list for short vectors).
@@ -118,16 +131,34 @@ def _top(
         head = arms[head]
     ranked = [weights[i] for i in head.tolist()] if type(weights) is list else weights[head].tolist()
     action[head[:m]] = True
-    return action, min(ranked[:m]) > ranked[m]
+    return action, min(ranked[:m]) - ranked[m]
 
 
 def _partition(space: PartitionMatroid, q: LinearQuery) -> tuple[np.ndarray | None, bool]:
-    """Per block, the positive arms by decreasing weight (a stable sort); kept when no weight is 0."""
+    """Per block, the positive arms by decreasing weight (a stable sort); kept when no weight is 0.
+
+    Unrestricted, the certificate for ``ties="exact"``: each block's gap (:func:`~.ties_unique.sorted_gap`, at
+    most its capacity) beyond the margin. The blocks are independent: another action is below the answer by
+    the sum of its blocks' shortfalls, each ``>= 0``, and one block at least differs (its gap or more).
+    """
     action = ALGORITHMS[PartitionMatroid](space, q)
     if action is None:
         return action, True
     weights = q.weights_list
-    return action, (0.0 not in weights) if weights is not None else bool(q.weights.all())
+    if not ((0.0 not in weights) if weights is not None else bool(q.weights.all())):
+        return action, False
+    if not q.restrictions.empty:
+        return action, True
+
+    def unique() -> bool:
+        listed = weights if weights is not None else q.weights.tolist()
+        gaps = [
+            sorted_gap(sorted((listed[i] for i in block), reverse=True), cap, False)
+            for block, cap in zip(space.blocks, space.capacities, strict=True)
+        ]
+        return min(gaps) > exact_margin(sum(map(abs, listed)), space.d)
+
+    return action, unique
 
 
 def _kruskal(space: GraphicMatroid | SpanningTrees, q: LinearQuery) -> tuple[np.ndarray | None, bool]:
@@ -169,45 +200,51 @@ def _dag_path(space: STPaths, q: LinearQuery) -> tuple[np.ndarray | None, bool]:
     banned = set(res.exclude)
     segments, action = waypoints(space, res.include, rank)
     weights = q.weights_list if q.weights_list is not None else w.tolist()
-    tau = 4.0 * (space.n_nodes + 1) * _EPS * float(np.add.reduce(np.abs(w)))
+    total = float(np.add.reduce(np.abs(w)))
+    tau = 4.0 * (space.n_nodes + 1) * _EPS * total
     incoming = _incoming(space)
-    ruled = True
+    closest = -float("inf")  # the largest (runner-up way in - node's value) over the answer's nodes
     for a, b in segments:
         if rank[a] > rank[b]:
             return None, True
         segment = _segment(edges, weights, banned, rank, a, b, space.n_nodes, space.tail, incoming, tau)
         if segment is None:
             return None, True
-        path, proven = segment
-        ruled = ruled and proven
+        path, excess = segment
+        closest = max(closest, excess)
         action[path] = True
-    return action, ruled
+    if closest >= -tau:
+        return action, False
+    # ties="exact": every other path leaves the answer's for good at some node, by a way in below the node's
+    # value by more than -closest - tau in exact arithmetic: the gap to every other path (ties_unique.py)
+    return action, lambda: -closest - tau > exact_margin(total, space.d)
 
 
-def _segment(edges, weights, banned, rank, a, b, n_nodes, tail, incoming, tau) -> tuple[list[int], bool] | None:
-    """Longest a-b path (the dynamic programme of :mod:`~cmab_milp.oracles.core.exact_paths`) and its certificate."""
+def _segment(edges, weights, banned, rank, a, b, n_nodes, tail, incoming, tau) -> tuple[list[int], float] | None:
+    """Longest a-b path (the dynamic programme of :mod:`~cmab_milp.oracles.core.exact_paths`) and its certificate:
+    the largest excess of a runner-up way in over its node's value (``>= -tau``: not proven; then not exact)."""
     if a == b:
-        return [], True
+        return [], -float("inf")
     lo = rank[a]
     best, via = longest_from(edges, weights, banned, rank, a, b, n_nodes, 0.0)
     if best[b] is None:
         return None
     path, v = [], b
-    proven = True
+    excess = -float("inf")
     while v != a:
         k = via[v]
         path.append(k)
-        if proven:
-            floor = best[v] - tau
+        if excess < -tau:
+            here = best[v]
             for other, u in incoming[v]:
                 bu = best[u]
                 if other == k or bu is None or other in banned or rank[u] < lo:
                     continue
-                if bu + weights[other] >= floor:  # a way in as good, up to rounding: not proven
-                    proven = False
+                excess = max(excess, bu + weights[other] - here)
+                if excess >= -tau:  # a way in as good, up to rounding: not proven
                     break
         v = int(tail[k])
-    return path, proven
+    return path, excess
 
 
 def _matching(space: Matchings, q: LinearQuery) -> tuple[np.ndarray | None, bool]:
