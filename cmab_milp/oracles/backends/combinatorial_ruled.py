@@ -16,12 +16,17 @@ the rule settles it as usual):
   the dynamic programme's rounding bound, so every other path is worse in exact arithmetic (a unique optimum);
 * **matchings**: the assignment solver gives no runner-up; the answer is kept when no weight is 0 and no arm
   it leaves out has the weight of an arm it holds (then it has no open arm: the rule keeps it), one numpy
-  comparison of the held weights against all weights.
+  comparison of the held weights against all weights. For ``ties="exact"`` no cheap dual certificate exists
+  here (``linear_sum_assignment`` returns no potentials): the shifted solve of ``ties._unique`` (held arms down
+  by ``delta``, others up: it returns the answer only when no other action is within the tolerance) runs on
+  the cached layout, one more assignment without the generic path's Python shifting.
 
 For ``ties="exact"`` the flag is a certificate instead of ``True`` where the work done proves more: that every
 other action is below the answer by more than :func:`~cmab_milp.oracles.core.ties_unique.exact_margin`
-(cardinality and partition matroids: the gaps of the sorted weights; DAG paths: the margins beyond it), so
-the shifted solve is skipped (:mod:`~cmab_milp.oracles.core.ties_unique`; called only under ``"exact"``).
+(cardinality and partition matroids: the gaps of the sorted weights; forests and spanning trees: distinct
+weights beyond it; DAG paths: the margins beyond it; bipartite matchings: the shifted solve, on the cached
+layout), so the generic shifted solve is skipped (:mod:`~cmab_milp.oracles.core.ties_unique`; called only
+under ``"exact"``).
 
 Example
 -------
@@ -75,8 +80,8 @@ def _cardinality(space: Cardinality, q: LinearQuery) -> tuple[np.ndarray | None,
         action[chosen] = True
 
         def unique() -> bool:  # the gaps of the sorted weights (ties_unique.sorted_gap), for ties="exact"
-            ranked = [weights[i] for i in order]
-            total = d * max(abs(ranked[0]), abs(ranked[-1]))  # >= sum |w|
+            total = d * max(abs(weights[order[0]]), abs(weights[order[-1]]))  # >= sum |w|
+            ranked = [weights[i] for i in order[: m + 1]]  # sorted_gap reads no further
             return sorted_gap(ranked, m, space.exact) > exact_margin(total, d)
 
         return action, unique
@@ -137,38 +142,73 @@ def _top(
 def _partition(space: PartitionMatroid, q: LinearQuery) -> tuple[np.ndarray | None, bool]:
     """Per block, the positive arms by decreasing weight (a stable sort); kept when no weight is 0.
 
-    Unrestricted, the certificate for ``ties="exact"``: each block's gap (:func:`~.ties_unique.sorted_gap`, at
-    most its capacity) beyond the margin. The blocks are independent: another action is below the answer by
-    the sum of its blocks' shortfalls, each ``>= 0``, and one block at least differs (its gap or more).
+    Unrestricted (up to 256 arms: plain Python, as the plain algorithm), each block is sorted whole, which gives
+    the certificate for ``ties="exact"``: each block's gap (:func:`~.ties_unique.sorted_gap`, at most its
+    capacity) beyond the margin. The blocks are independent: another action is below the answer by the sum of
+    its blocks' shortfalls, each ``>= 0``, and one block at least differs (its gap or more).
     """
-    action = ALGORITHMS[PartitionMatroid](space, q)
-    if action is None:
-        return action, True
     weights = q.weights_list
-    if not ((0.0 not in weights) if weights is not None else bool(q.weights.all())):
+    if not (q.restrictions.empty and space.d <= 256):
+        action = ALGORITHMS[PartitionMatroid](space, q)
+        if action is None:
+            return action, True
+        return action, (0.0 not in weights) if weights is not None else bool(q.weights.all())
+    if weights is None:
+        weights = q.weights.tolist()
+    orders = [sorted(block, key=weights.__getitem__, reverse=True) for block in space.blocks]
+    chosen: list[int] = []
+    held: list[int] = []
+    for order, cap in zip(orders, space.capacities, strict=True):
+        taken = [i for i in order[:cap] if weights[i] > 0.0]
+        chosen.extend(taken)
+        held.append(len(taken))
+    action = np.zeros(space.d, bool)
+    action[chosen] = True
+    if 0.0 in weights:
         return action, False
-    if not q.restrictions.empty:
-        return action, True
 
-    def unique() -> bool:
-        listed = weights if weights is not None else q.weights.tolist()
-        gaps = [
-            sorted_gap(sorted((listed[i] for i in block), reverse=True), cap, False)
-            for block, cap in zip(space.blocks, space.capacities, strict=True)
-        ]
-        return min(gaps) > exact_margin(sum(map(abs, listed)), space.d)
+    def unique() -> bool:  # each block's sorted_gap, read at its boundary (k held of at most cap)
+        gap = low = float("inf")
+        for order, cap, k in zip(orders, space.capacities, held, strict=True):
+            if k:
+                low = weights[order[k - 1]]  # dropping the lowest held weight
+                if low < gap:
+                    gap = low
+            if k < len(order):
+                step = low - weights[order[k]] if k == cap else -weights[order[k]]  # a swap, or an arm added
+                if step < gap:
+                    gap = step
+            low = float("inf")
+        return gap > exact_margin(sum(map(abs, weights)), space.d)
 
     return action, unique
 
 
 def _kruskal(space: GraphicMatroid | SpanningTrees, q: LinearQuery) -> tuple[np.ndarray | None, bool]:
-    """Kruskal's stable greedy: the rule's action on spanning trees; on forests when no weight is 0."""
+    """Kruskal's stable greedy: the rule's action on spanning trees; on forests when no weight is 0.
+
+    The certificate for ``ties="exact"``: the sorted weights (with 0 among them, for forests) differ pairwise by
+    more than the margin. Then every exchange of the answer (a tree arm ``e`` on the cycle a left-out arm ``f``
+    closes: ``w_e > w_f``) loses more than it, and so does dropping a held arm (``w_e > 0``) or adding a left-out
+    one of weight ``<= 0``; another action differs from the answer by such moves, each losing (Brualdi's
+    bijection between two bases of a matroid; for forests, restrict to the positive arms and extend).
+    """
     spanning = type(space) is SpanningTrees
-    action = prepare_kruskal(space, q.restrictions, spanning)(q.weights)
-    if action is None or spanning:
+    w = q.weights
+    action = prepare_kruskal(space, q.restrictions, spanning)(w)
+    if action is None:
         return action, True
-    weights = q.weights_list
-    return action, (0.0 not in weights) if weights is not None else bool(q.weights.all())
+    if not spanning:
+        weights = q.weights_list
+        if not ((0.0 not in weights) if weights is not None else bool(w.all())):
+            return action, False
+
+    def unique() -> bool:
+        ranked = np.sort(w if spanning else np.append(w, 0.0))
+        gap = float((ranked[1:] - ranked[:-1]).min(initial=np.inf))
+        return gap > exact_margin(len(ranked) * max(-float(ranked[0]), float(ranked[-1])), space.d)  # >= sum |w|
+
+    return action, unique
 
 
 def _incoming(space: STPaths) -> list[list[tuple[int, int]]]:
@@ -270,7 +310,18 @@ def _matching(space: Matchings, q: LinearQuery) -> tuple[np.ndarray | None, bool
         chosen = np.flatnonzero(action).tolist()
     probe = [weights[k] for k in chosen]
     probe.append(0.0)
-    return action, int(np.count_nonzero(np.equal.outer(w, probe))) == len(chosen)
+    if int(np.count_nonzero(np.equal.outer(w, probe))) != len(chosen):
+        return action, False
+    if not (res.empty and space.bipartite):
+        return action, True
+
+    def unique() -> bool:  # ties="exact": the shifted solve of ties._unique, on the cached layout
+        delta = 1e-6 * (1.0 + abs(sum(probe)))
+        shifted = w + np.where(action, -delta, delta)
+        again = _free_assignment(space, shifted, shifted)
+        return again is not None and sorted(again) == sorted(chosen)
+
+    return action, unique
 
 
 def _layout(space: Matchings) -> tuple[np.ndarray, np.ndarray | None]:
