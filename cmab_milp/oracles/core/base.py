@@ -402,7 +402,7 @@ class Oracle:
         if ties == "off":  # the backend's own choice among ties
             return self._linear(query)
         answer, ruled = self._linear_ruled(query)
-        if ruled if ties == "classes" else proves_unique(ruled):  # proven the rule's action (ties_unique.py)
+        if ruled if ties == "classes" else ties == "exact" and proves_unique(ruled):  # proven (ties_unique.py)
             return answer
         return first_optimum(self, query, answer, _SOLVE_FAILURES)  # one tie rule for all (ties.py)
 
