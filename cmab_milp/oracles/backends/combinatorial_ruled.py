@@ -280,9 +280,11 @@ def _segment(edges, weights, banned, rank, a, b, n_nodes, tail, incoming, tau) -
                 bu = best[u]
                 if other == k or bu is None or other in banned or rank[u] < lo:
                     continue
-                excess = max(excess, bu + weights[other] - here)
-                if excess >= -tau:  # a way in as good, up to rounding: not proven
-                    break
+                gain = bu + weights[other] - here
+                if gain > excess:
+                    excess = gain
+                    if gain >= -tau:  # a way in as good, up to rounding: not proven
+                        break
         v = int(tail[k])
     return path, excess
 
