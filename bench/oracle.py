@@ -18,7 +18,9 @@ refer to:
 * ``argmax_norm`` via ``auto`` vs vectorised enumeration at d=20 m=5 (target:
   within 3x) and absolute time at d=40 m=6 (target: under one second);
 * the tie rule (``oracles/core/ties.py``): each query with it vs without it, on weights
-  in ``[0, 1]`` (target: at most 1.10x) and on tied weights (its cost where it works).
+  in ``[0, 1]`` (target: at most 1.10x) and on tied weights (its cost where it works);
+  ``--ties-only --ties classes,exact`` for both modes (``"exact"``: certificates of a unique optimum,
+  ``oracles/core/ties_unique.py``, else a second solve).
 """
 
 from __future__ import annotations
@@ -263,13 +265,14 @@ def main() -> None:
         help="comma-separated backends for the family table",
     )
     parser.add_argument("--ties-only", action="store_true", help="only the tie rule's cost table")
-    parser.add_argument("--ties", default="classes", help="the tie rule's mode compared with ties='off'")
+    parser.add_argument("--ties", default="classes", help="the tie rule's modes to compare with 'off', comma-separated")
     args = parser.parse_args()
     rounds, block = (3, 20) if args.quick else (7, 60)
     backends = [b for b in args.backends.split(",") if b]
     print(f"cmab_milp {cm.__version__}; backends available: {cm.available_backends()}")
     if args.ties_only:
-        tie_rule_cost([b for b in backends if not b.startswith(("pulp", "scip"))], rounds, block, args.ties)
+        for mode in args.ties.split(","):
+            tie_rule_cost([b for b in backends if not b.startswith(("pulp", "scip"))], rounds, block, mode)
         return
     compiled_vs_bare_vs_rebuild(rounds, block)
     auto_vs_bare(rounds, block)

@@ -16,7 +16,17 @@ the rule settles it as usual):
   the dynamic programme's rounding bound, so every other path is worse in exact arithmetic (a unique optimum);
 * **matchings**: the assignment solver gives no runner-up; the answer is kept when no weight is 0 and no arm
   it leaves out has the weight of an arm it holds (then it has no open arm: the rule keeps it), one numpy
-  comparison of the held weights against all weights.
+  comparison of the held weights against all weights. For ``ties="exact"`` no cheap dual certificate exists
+  here (``linear_sum_assignment`` returns no potentials): the shifted solve of ``ties._unique`` (held arms down
+  by ``delta``, others up: it returns the answer only when no other action is within the tolerance) runs on
+  the cached layout, one more assignment without the generic path's Python shifting.
+
+For ``ties="exact"`` the flag is a certificate instead of ``True`` where the work done proves more: that every
+other action is below the answer by more than :func:`~cmab_milp.oracles.core.ties_unique.exact_margin`
+(cardinality and partition matroids: the gaps of the sorted weights; forests and spanning trees: distinct
+weights beyond it; DAG paths: the margins beyond it; bipartite matchings: the shifted solve, on the cached
+layout), so the generic shifted solve is skipped (:mod:`~cmab_milp.oracles.core.ties_unique`; called only
+under ``"exact"``).
 
 Example
 -------
@@ -27,8 +37,9 @@ Example
 >>> action, ruled = RULED[cm.Cardinality](space, LinearQuery(np.array([0.5, 0.9, 0.5, 0.1]), Restrictions()))
 >>> action.nonzero()[0].tolist(), ruled  # 0.5 twice at the boundary: the stable greedy, lower arm first
 ([0, 1], True)
->>> RULED[cm.Cardinality](space, LinearQuery(np.array([0.5, 0.9, 0.4, 0.1]), Restrictions()))[1]
-True
+>>> certificate = RULED[cm.Cardinality](space, LinearQuery(np.array([0.5, 0.9, 0.4, 0.1]), Restrictions()))[1]
+>>> bool(certificate), certificate()  # the rule's action, and for ties="exact" the only one within 0.1
+(True, True)
 """
 
 from __future__ import annotations
@@ -43,6 +54,7 @@ from ..core.dag_programme import dag_tables, longest_from, waypoints
 from ..core.exact import ALGORITHMS, prepare_kruskal
 from ..core.exact_matchings import assignment_tables
 from ..core.queries import LinearQuery
+from ..core.ties_unique import exact_margin, sorted_gap
 
 __all__ = ["RULED", "Ruled"]
 
@@ -63,11 +75,16 @@ def _cardinality(space: Cardinality, q: LinearQuery) -> tuple[np.ndarray | None,
     action = np.zeros(d, bool)
     weights = q.weights_list
     if res.empty and weights is not None and d <= _SORTED_UP_TO:  # short: the greedy itself, in Python
-        order = sorted(range(d), key=weights.__getitem__, reverse=True)[:m]  # stable: lower arm first
-        if not space.exact:
-            order = [i for i in order if weights[i] >= 0.0]
-        action[order] = True
-        return action, True
+        order = sorted(range(d), key=weights.__getitem__, reverse=True)  # stable: lower arm first
+        chosen = order[:m] if space.exact else [i for i in order[:m] if weights[i] >= 0.0]
+        action[chosen] = True
+
+        def unique() -> bool:  # the gaps of the sorted weights (ties_unique.sorted_gap), for ties="exact"
+            total = d * max(abs(weights[order[0]]), abs(weights[order[-1]]))  # >= sum |w|
+            ranked = [weights[i] for i in order[: m + 1]]  # sorted_gap reads no further
+            return sorted_gap(ranked, m, space.exact) > exact_margin(total, d)
+
+        return action, unique
     if res.empty and 0 < m < d:
         if space.exact:
             top = _top(w, None, m, action, w if q.weights_list is None else q.weights_list)
@@ -80,8 +97,9 @@ def _cardinality(space: Cardinality, q: LinearQuery) -> tuple[np.ndarray | None,
                 top = None
             else:
                 top = _top(w[positive], positive, m, action, w if q.weights_list is None else q.weights_list)
-        if top is not None and top[1]:
-            return top
+        if top is not None and top[1] > 0.0:  # the m-th largest weight beats the (m + 1)-th: the only optimum
+            gap = top[1]  # also the gap to every other action (ties_unique.sorted_gap; the (m + 1)-th is positive)
+            return top[0], lambda: gap > exact_margin(float(np.abs(w).sum()), d)
         action[:] = False
     return _stable_greedy(space, q, action), True
 
@@ -106,9 +124,9 @@ def _stable_greedy(space: Cardinality, q: LinearQuery, action: np.ndarray) -> np
 
 def _top(
     values: np.ndarray, arms: np.ndarray | None, m: int, action: np.ndarray, weights: list[float] | np.ndarray
-) -> tuple[np.ndarray, bool]:
-    """The ``m`` largest ``values`` held (``arms``: their arms, ``None``: the identity), and whether the ``m``-th
-    largest beats the ``(m + 1)``-th (then no other ``m`` values sum as high: the only optimum).
+) -> tuple[np.ndarray, float]:
+    """The ``m`` largest ``values`` held (``arms``: their arms, ``None``: the identity), and by how much the
+    ``m``-th largest beats the ``(m + 1)``-th (positive: no other ``m`` values sum as high, the only optimum).
 
     One ``argpartition`` at ``m`` (the ``m`` largest before position ``m``, the ``(m + 1)``-th at it); the
     comparison on ``weights``, all the query's weights (a list for short vectors).
@@ -118,26 +136,79 @@ def _top(
         head = arms[head]
     ranked = [weights[i] for i in head.tolist()] if type(weights) is list else weights[head].tolist()
     action[head[:m]] = True
-    return action, min(ranked[:m]) > ranked[m]
+    return action, min(ranked[:m]) - ranked[m]
 
 
 def _partition(space: PartitionMatroid, q: LinearQuery) -> tuple[np.ndarray | None, bool]:
-    """Per block, the positive arms by decreasing weight (a stable sort); kept when no weight is 0."""
-    action = ALGORITHMS[PartitionMatroid](space, q)
-    if action is None:
-        return action, True
+    """Per block, the positive arms by decreasing weight (a stable sort); kept when no weight is 0.
+
+    Unrestricted (up to 256 arms: plain Python, as the plain algorithm), each block is sorted whole, which gives
+    the certificate for ``ties="exact"``: each block's gap (:func:`~.ties_unique.sorted_gap`, at most its
+    capacity) beyond the margin. The blocks are independent: another action is below the answer by the sum of
+    its blocks' shortfalls, each ``>= 0``, and one block at least differs (its gap or more).
+    """
     weights = q.weights_list
-    return action, (0.0 not in weights) if weights is not None else bool(q.weights.all())
+    if not (q.restrictions.empty and space.d <= 256):
+        action = ALGORITHMS[PartitionMatroid](space, q)
+        if action is None:
+            return action, True
+        return action, (0.0 not in weights) if weights is not None else bool(q.weights.all())
+    if weights is None:
+        weights = q.weights.tolist()
+    orders = [sorted(block, key=weights.__getitem__, reverse=True) for block in space.blocks]
+    chosen: list[int] = []
+    held: list[int] = []
+    for order, cap in zip(orders, space.capacities, strict=True):
+        taken = [i for i in order[:cap] if weights[i] > 0.0]
+        chosen.extend(taken)
+        held.append(len(taken))
+    action = np.zeros(space.d, bool)
+    action[chosen] = True
+    if 0.0 in weights:
+        return action, False
+
+    def unique() -> bool:  # each block's sorted_gap, read at its boundary (k held of at most cap)
+        gap = low = float("inf")
+        for order, cap, k in zip(orders, space.capacities, held, strict=True):
+            if k:
+                low = weights[order[k - 1]]  # dropping the lowest held weight
+                if low < gap:
+                    gap = low
+            if k < len(order):
+                step = low - weights[order[k]] if k == cap else -weights[order[k]]  # a swap, or an arm added
+                if step < gap:
+                    gap = step
+            low = float("inf")
+        return gap > exact_margin(sum(map(abs, weights)), space.d)
+
+    return action, unique
 
 
 def _kruskal(space: GraphicMatroid | SpanningTrees, q: LinearQuery) -> tuple[np.ndarray | None, bool]:
-    """Kruskal's stable greedy: the rule's action on spanning trees; on forests when no weight is 0."""
+    """Kruskal's stable greedy: the rule's action on spanning trees; on forests when no weight is 0.
+
+    The certificate for ``ties="exact"``: the sorted weights (with 0 among them, for forests) differ pairwise by
+    more than the margin. Then every exchange of the answer (a tree arm ``e`` on the cycle a left-out arm ``f``
+    closes: ``w_e > w_f``) loses more than it, and so does dropping a held arm (``w_e > 0``) or adding a left-out
+    one of weight ``<= 0``; another action differs from the answer by such moves, each losing (Brualdi's
+    bijection between two bases of a matroid; for forests, restrict to the positive arms and extend).
+    """
     spanning = type(space) is SpanningTrees
-    action = prepare_kruskal(space, q.restrictions, spanning)(q.weights)
-    if action is None or spanning:
+    w = q.weights
+    action = prepare_kruskal(space, q.restrictions, spanning)(w)
+    if action is None:
         return action, True
-    weights = q.weights_list
-    return action, (0.0 not in weights) if weights is not None else bool(q.weights.all())
+    if not spanning:
+        weights = q.weights_list
+        if not ((0.0 not in weights) if weights is not None else bool(w.all())):
+            return action, False
+
+    def unique() -> bool:
+        ranked = np.sort(w if spanning else np.append(w, 0.0))
+        gap = float((ranked[1:] - ranked[:-1]).min(initial=np.inf))
+        return gap > exact_margin(len(ranked) * max(-float(ranked[0]), float(ranked[-1])), space.d)  # >= sum |w|
+
+    return action, unique
 
 
 def _incoming(space: STPaths) -> list[list[tuple[int, int]]]:
@@ -169,45 +240,53 @@ def _dag_path(space: STPaths, q: LinearQuery) -> tuple[np.ndarray | None, bool]:
     banned = set(res.exclude)
     segments, action = waypoints(space, res.include, rank)
     weights = q.weights_list if q.weights_list is not None else w.tolist()
-    tau = 4.0 * (space.n_nodes + 1) * _EPS * float(np.add.reduce(np.abs(w)))
+    total = float(np.add.reduce(np.abs(w)))
+    tau = 4.0 * (space.n_nodes + 1) * _EPS * total
     incoming = _incoming(space)
-    ruled = True
+    closest = -float("inf")  # the largest (runner-up way in - node's value) over the answer's nodes
     for a, b in segments:
         if rank[a] > rank[b]:
             return None, True
         segment = _segment(edges, weights, banned, rank, a, b, space.n_nodes, space.tail, incoming, tau)
         if segment is None:
             return None, True
-        path, proven = segment
-        ruled = ruled and proven
+        path, excess = segment
+        closest = max(closest, excess)
         action[path] = True
-    return action, ruled
+    if closest >= -tau:
+        return action, False
+    # ties="exact": every other path leaves the answer's for good at some node, by a way in below the node's
+    # value by more than -closest - tau in exact arithmetic: the gap to every other path (ties_unique.py)
+    return action, lambda: -closest - tau > exact_margin(total, space.d)
 
 
-def _segment(edges, weights, banned, rank, a, b, n_nodes, tail, incoming, tau) -> tuple[list[int], bool] | None:
-    """Longest a-b path (the dynamic programme of :mod:`~cmab_milp.oracles.core.exact_paths`) and its certificate."""
+def _segment(edges, weights, banned, rank, a, b, n_nodes, tail, incoming, tau) -> tuple[list[int], float] | None:
+    """Longest a-b path (the dynamic programme of :mod:`~cmab_milp.oracles.core.exact_paths`) and its certificate:
+    the largest excess of a runner-up way in over its node's value (``>= -tau``: not proven; then not exact)."""
     if a == b:
-        return [], True
+        return [], -float("inf")
     lo = rank[a]
     best, via = longest_from(edges, weights, banned, rank, a, b, n_nodes, 0.0)
     if best[b] is None:
         return None
     path, v = [], b
-    proven = True
+    excess = -float("inf")
     while v != a:
         k = via[v]
         path.append(k)
-        if proven:
-            floor = best[v] - tau
+        if excess < -tau:
+            here = best[v]
             for other, u in incoming[v]:
                 bu = best[u]
                 if other == k or bu is None or other in banned or rank[u] < lo:
                     continue
-                if bu + weights[other] >= floor:  # a way in as good, up to rounding: not proven
-                    proven = False
-                    break
+                gain = bu + weights[other] - here
+                if gain > excess:
+                    excess = gain
+                    if gain >= -tau:  # a way in as good, up to rounding: not proven
+                        break
         v = int(tail[k])
-    return path, proven
+    return path, excess
 
 
 def _matching(space: Matchings, q: LinearQuery) -> tuple[np.ndarray | None, bool]:
@@ -233,7 +312,18 @@ def _matching(space: Matchings, q: LinearQuery) -> tuple[np.ndarray | None, bool
         chosen = np.flatnonzero(action).tolist()
     probe = [weights[k] for k in chosen]
     probe.append(0.0)
-    return action, int(np.count_nonzero(np.equal.outer(w, probe))) == len(chosen)
+    if int(np.count_nonzero(np.equal.outer(w, probe))) != len(chosen):
+        return action, False
+    if not (res.empty and space.bipartite):
+        return action, True
+
+    def unique() -> bool:  # ties="exact": the shifted solve of ties._unique, on the cached layout
+        delta = 1e-6 * (1.0 + abs(sum(probe)))
+        shifted = w + np.where(action, -delta, delta)
+        again = _free_assignment(space, shifted, shifted)
+        return again is not None and sorted(again) == sorted(chosen)
+
+    return action, unique
 
 
 def _layout(space: Matchings) -> tuple[np.ndarray, np.ndarray | None]:

@@ -31,6 +31,7 @@ from ...spaces.base import ActionSpace
 from ..core.base import Oracle
 from ..core.capabilities import Capabilities
 from ..core.queries import _NO_RESTRICTIONS, LinearQuery, NormQuery
+from ..core.ties_unique import exact_margin
 from .enumerate_norm import FlatTable, PrefixTree, norm_screen
 
 __all__ = ["EnumerateOracle"]
@@ -97,7 +98,9 @@ class EnumerateOracle(Oracle):
         the first argmax of ``values`` as given.
 
         Also returned: whether the answer is the only optimum in exact arithmetic (no other action within
-        ``slack``: each is below it by more than both rounding bounds), hence the tie rule's action.
+        ``slack``: each is below it by more than both rounding bounds), hence the tie rule's action; as a
+        certificate for ``ties="exact"`` (:mod:`~cmab_milp.oracles.core.ties_unique`): whether no other action is
+        within ``slack`` plus :func:`~cmab_milp.oracles.core.ties_unique.exact_margin` either.
         """
         values = self._restricted(values, query)
         if values is None:
@@ -110,7 +113,12 @@ class EnumerateOracle(Oracle):
         slack = 4.0 * _EPS * (self.d * self.d * scale + 2.0 * largest)
         close = values >= top - slack
         if np.count_nonzero(close) == 1:  # the usual case: no other action near the best, nothing to re-value
-            return self.actions[best].copy(), True
+
+            def unique() -> bool:  # ties="exact": every other action below by more than exact_margin, exactly
+                margin = exact_margin(float(np.abs(weights).sum()), self.d)
+                return int(np.count_nonzero(values >= top - slack - margin)) == 1
+
+            return self.actions[best].copy(), unique
         near = np.flatnonzero(close)
         padded = np.zeros(self.d + 1)
         padded[: self.d] = weights

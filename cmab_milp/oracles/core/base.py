@@ -47,6 +47,7 @@ from .queries import (
     real_array,
 )
 from .ties import first_optimum
+from .ties_unique import proves_unique
 
 __all__ = [
     "Ledger",
@@ -400,12 +401,9 @@ class Oracle:
         ties = self.ties
         if ties == "off":  # the backend's own choice among ties
             return self._linear(query)
-        if ties == "classes":
-            answer, ruled = self._linear_ruled(query)
-            if ruled:  # the backend proved its answer is the rule's action: nothing left to check
-                return answer
-        else:
-            answer = self._linear(query)
+        answer, ruled = self._linear_ruled(query)
+        if ruled if ties == "classes" else ties == "exact" and proves_unique(ruled):  # proven (ties_unique.py)
+            return answer
         return first_optimum(self, query, answer, _SOLVE_FAILURES)  # one tie rule for all (ties.py)
 
     def _linear(self, query: LinearQuery) -> np.ndarray | None:
@@ -416,7 +414,8 @@ class Oracle:
 
         ``True`` only with a proof from the backend's own work (a unique optimum, a stable greedy on a
         matroid; :mod:`~cmab_milp.oracles.backends.combinatorial_ruled`); ``False`` leaves the check to
-        :func:`~cmab_milp.oracles.core.ties.first_optimum`. The default proves nothing.
+        :func:`~cmab_milp.oracles.core.ties.first_optimum`. A function instead of ``True``: also a certificate
+        for ``ties="exact"`` (:mod:`~cmab_milp.oracles.core.ties_unique`). The default proves nothing.
         """
         return self._linear(query), False
 

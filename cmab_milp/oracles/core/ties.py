@@ -44,7 +44,8 @@ then is ``a`` kept, otherwise every arm is settled in turn by restricted solves.
 
 Backends that know their answer is the rule's action say so (``Oracle._linear_ruled``; the sorts, matroid
 greedies, DAG path margins and matchings of :mod:`~cmab_milp.oracles.backends.combinatorial_ruled`, and
-``enumerate``'s unique best): with ``"classes"`` the answer is then returned with no check at all.
+``enumerate``'s unique best): with ``"classes"`` the answer is then returned with no check at all; with
+``"exact"`` too when their certificate proves no other action within the tolerance (:mod:`.ties_unique`).
 
 Not applied: norm queries (``argmax_norm``; their ties need ``M`` to be symmetric under the swap)
 and oracles in the certified approximate mode (``gap``).

@@ -306,7 +306,8 @@ def test_exact_mode_with_signed_weights_and_zeros(backend: str, family: str) -> 
 
 
 def test_exact_mode_proves_a_unique_optimum_with_one_more_solve() -> None:
-    """Distinct positive weights: the answer plus one solve of shifted weights (held arms down, others up), no more."""
+    """Distinct positive weights, a backend that proves nothing (``_linear_ruled`` without a certificate): the
+    answer plus one solve of shifted weights (held arms down, others up), no more."""
     space = cm.Matchings(nx.complete_bipartite_graph(4, 3))
     oracle = cm.make_oracle(space, "enumerate", ties="exact")
     solves = []
@@ -317,6 +318,7 @@ def test_exact_mode_proves_a_unique_optimum_with_one_more_solve() -> None:
         return linear(query)
 
     oracle._linear = counted
+    oracle._linear_ruled = lambda query: (counted(query), False)
     weights = np.random.default_rng(4).uniform(0.1, 1.0, space.d)
     answer = oracle.argmax(weights)
     assert len(solves) == 2
