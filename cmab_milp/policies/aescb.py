@@ -77,7 +77,7 @@ from ..oracles import Oracle, available_backends, make_oracle
 from ..spaces.base import ActionSpace
 from ..spaces.sets import Cardinality
 from .aescb_budget import BudgetModel
-from .aescb_cardinality import budgeted_top
+from .aescb_cardinality import MAX_STATES, SearchTooLarge, budgeted_top
 from .aescb_levels import LevelAnswers
 from .base import check_positive
 from .escb import TABLE_UP_TO, ESCBIndex, _ESCBFamily
@@ -115,6 +115,10 @@ def budget_levels(start: float, stop: float, eps: float) -> list[float]:
 class AESCBIndex(ESCBIndex):
     """ESCB-1's index, its UCB queries answered by the budget grid of the module docstring."""
 
+    #: Under ``budget_oracle="auto"``: partial sets one depth of a per-level search may keep before the query goes
+    #: to the compiled model (:data:`~.aescb_cardinality.MAX_STATES`; the answers are exact either way).
+    max_states: int = MAX_STATES
+
     def __init__(self, d: int, m: int, space: ActionSpace, eps: float, budget_oracle: str, **options: Any):
         self.space = space
         self.eps = float(eps)
@@ -123,8 +127,9 @@ class AESCBIndex(ESCBIndex):
 
     def reset(self) -> None:
         super().reset()
-        #: Totals: budgeted queries asked, levels skipped (answered by the level before), grids stopped early.
-        self.grid = {"budgeted": 0, "reused": 0, "stopped": 0, "rounds": 0}
+        #: Totals: budgeted queries asked, levels skipped (answered by the level before), grids stopped early,
+        #: searches past their limit answered by the compiled model.
+        self.grid = {"budgeted": 0, "reused": 0, "stopped": 0, "rounds": 0, "to_model": 0}
         self._hints: list[np.ndarray] = []  # last round's level answers: incumbents of the next search
         self._budget_table: np.ndarray | None = None
         self._budget_dense: np.ndarray | None = None
@@ -239,8 +244,13 @@ class AESCBIndex(ESCBIndex):
         # the row is relaxed by the oracle's tolerance so that the level's own answer (s = level) stays feasible
         rhs = level - 1e-9 * (1.0 + level)
         if (per_level or self.budget_oracle == "cardinality") and self._on_cardinality(restrictions):
-            space = self.space
-            answer = budgeted_top(mu, w, rhs, space.m, space.exact, restrictions["include"], restrictions["exclude"])
+            space, include, exclude = self.space, restrictions["include"], restrictions["exclude"]
+            limit = self.max_states if self.budget_oracle == "auto" else None  # "cardinality" asked: that search, whole
+            try:
+                answer = budgeted_top(mu, w, rhs, space.m, space.exact, include, exclude, limit)
+            except SearchTooLarge:  # a search past its limit: the compiled model (exact; ties its own way)
+                self.grid["to_model"] += 1
+                answer = self.budget_model.argmax(mu, w, rhs, **restrictions)
         elif self.budget_oracle in ("auto", "table") and self._has_budget_table():
             answer = self._budgeted_on_table(mu, w, rhs, restrictions)
         elif self.budget_oracle in BUDGET_ROUTES:

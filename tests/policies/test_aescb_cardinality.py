@@ -206,3 +206,33 @@ def test_level_search_past_its_node_limit_gives_no_answer_and_says_so() -> None:
     actions = cm.Cardinality(12, 4).enumerate()
     for j, level in enumerate(levels):  # the whole search's answers, for the record
         assert np.array_equal(whole.answer(j), table_answer(actions, mu, w, level, np.ones(len(actions), bool)))
+
+
+def test_a_search_past_its_state_limit_stops_and_the_default_route_asks_the_model() -> None:
+    """Found: on Cardinality(200, 5) one per-level search kept millions of partial sets (a 74-second round); under
+    ``budget_oracle="auto"`` a search past ``MAX_STATES`` now goes to the compiled model, whose answer has the
+    same value (brute force here)."""
+    from itertools import combinations
+
+    from cmab_milp.policies.aescb_cardinality import SearchTooLarge
+
+    d, m = 12, 4
+    mu, w = np.full(d, 0.5), np.full(d, 1.0 / 3.0)  # every 4-set ties: nothing prunes (the hard case's shape)
+    rhs = 1.0
+    with pytest.raises(SearchTooLarge, match="max_states 2"):
+        budgeted_top(mu, w, rhs, m, max_states=2)
+    whole = budgeted_top(mu, w, rhs, m)
+    best = max(
+        (sum(mu[list(c)]) for k in range(m + 1) for c in combinations(range(d), k) if sum(w[list(c)]) >= rhs),
+        default=None,
+    )
+    assert whole is not None and math.isclose(float(mu[whole].sum()), best, rel_tol=1e-12)
+
+    policy = cm.AESCB(cm.Cardinality(d, m), None, oracle="auto")
+    index = policy.index
+    restrictions = {"include": (), "exclude": (), "forbid_pairs": ()}
+    answer = index._budgeted(policy.oracle, mu, w, rhs, restrictions, per_level=True)
+    assert index.grid["to_model"] == 0 and np.array_equal(answer, whole)  # within the limit: the search
+    index.max_states = 2
+    answer = index._budgeted(policy.oracle, mu, w, rhs, restrictions, per_level=True)
+    assert index.grid["to_model"] == 1 and math.isclose(float(mu[answer].sum()), best, rel_tol=1e-9)
