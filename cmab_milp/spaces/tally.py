@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
+from itertools import chain, combinations
+from math import comb
 
 import numpy as np
 
@@ -137,6 +139,8 @@ def tally(space: ActionSpace, limit: int, visits: int) -> Tally:
     while isinstance(base, RuleSpace):
         rules.append(base)
         base = base.parent
+    if not rules and (type(base) is PartitionMatroid or (type(base) is Cardinality and not base.exact)):
+        return _every_subset_allowed(base, limit, visits)
     try:
         rows = _Rows(rules, space.d)
     except TypeError:
@@ -152,6 +156,50 @@ def tally(space: ActionSpace, limit: int, visits: int) -> Tally:
         return Tally("unknown", visits=search.visits)  # an empty space: space.enumerate() names the rules
     found.setflags(write=False)
     return Tally("exact", found, search.visits)
+
+
+def _every_subset_allowed(base: Cardinality | PartitionMatroid, limit: int, visits: int) -> Tally:
+    """The search's outcome where every partial action is an action (``Cardinality`` of at most ``m``, partition
+    matroids, no rules): it visits one partial action per action, so the count (a closed form) tells the outcome;
+    the actions are listed by numpy in ``base.enumerate()``'s order.
+
+    >>> import cmab_milp as cm
+    >>> space = cm.PartitionMatroid([[0, 1], [2, 3, 4]], [1, 2])
+    >>> found = tally(space, 100, 100)
+    >>> found.count, found.visits, bool((found.actions == space.enumerate()).all())
+    (21, 21, True)
+    >>> tally(space, 20, 100).status, tally(space, 100, 20).status
+    ('over', 'unknown')
+    """
+    count = int(base.count_upper_bound())
+    stop = min(visits, limit) + 1  # the visit at which the search would stop
+    if count >= stop:
+        return Tally("unknown" if visits <= limit else "over", visits=stop)
+    if type(base) is Cardinality:
+        actions = np.vstack([_combinations(range(base.d), k, base.d) for k in range(base.m + 1)])
+    else:
+        per_block = [
+            np.vstack([_combinations(b, k, base.d) for k in range(min(c, len(b)) + 1)])
+            for b, c in zip(base.blocks, base.capacities, strict=True)
+        ]
+        actions = np.zeros((count, base.d), dtype=bool)
+        stride = count
+        for rows in per_block:  # itertools.product's order: the first block changes slowest
+            stride //= len(rows)
+            actions |= rows[(np.arange(count) // stride) % len(rows)]
+    actions.setflags(write=False)
+    return Tally("exact", actions, count)
+
+
+def _combinations(arms, k: int, d: int) -> np.ndarray:
+    """The ``k``-subsets of ``arms`` as rows of ``d`` booleans, in ``itertools.combinations``' order."""
+    arms = list(arms)
+    n = comb(len(arms), k)
+    out = np.zeros((n, d), dtype=bool)
+    if k:
+        picked = np.fromiter(chain.from_iterable(combinations(arms, k)), dtype=np.intp, count=n * k).reshape(n, k)
+        out[np.arange(n)[:, None], picked] = True
+    return out
 
 
 class _Search:
