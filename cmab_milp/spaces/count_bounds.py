@@ -17,7 +17,7 @@ above the limit settles the question in milliseconds; below it, the listing is s
 * :class:`~.paths.STPaths`: on a DAG the exact count (dynamic programming); with cycles the exact
   number of simple s-t paths of at most ``2h`` arcs, by meeting in the middle: the simple paths of ``h``
   arcs from ``s`` joined to those of at most ``h`` arcs into ``t`` that share only their junction
-  (:func:`_cyclic_paths_at_least`), ``h`` growing while the work stays within its cap.
+  (:func:`short_paths`), ``h`` growing while the work stays within its cap.
 
 Each answer is cached on the space (its ``_enum_cache``).
 
@@ -26,7 +26,7 @@ Example
 >>> import networkx as nx
 >>> import cmab_milp as cm
 >>> grid = nx.convert_node_labels_to_integers(nx.grid_2d_graph(4, 4))
->>> actions_at_least(cm.STPaths(grid, 0, 15), 100), len(cm.STPaths(grid, 0, 15).enumerate())  # paths of <= 8 arcs
+>>> actions_at_least(cm.STPaths(grid, 0, 15), 100), len(cm.STPaths(grid, 0, 15).enumerate())  # paths of <= 10 arcs
 (104, 184)
 >>> actions_at_least(cm.SpanningTrees(grid), 100_000)  # 100,352 spanning trees, less the margin
 100251
@@ -47,7 +47,7 @@ from .graphs import GraphicMatroid, Matchings, SpanningTrees
 from .paths import STPaths
 from .sets import Cardinality, ExplicitActions, PartitionMatroid
 
-__all__ = ["actions_at_least"]
+__all__ = ["actions_at_least", "short_paths"]
 
 #: The largest graph (nodes) whose spanning trees are counted by a dense determinant (~0.1 s at 1,500).
 _MAX_DETERMINANT_NODES = 1500
@@ -199,40 +199,64 @@ def _hops(succ: list[list[int]], start: int) -> list[int]:
 
 
 def _cyclic_paths_at_least(space: STPaths, limit: int, work: int = 20_000) -> int:
-    """The simple s-t paths of at most ``2h`` arcs, exactly, for the largest ``h`` the work allows (or until past
-    ``limit``): each such path of more than ``h`` arcs is, once, a simple path of ``h`` arcs from ``s`` and one of
-    ``L - h`` arcs into ``t`` that meet only at their junction. Work: at most ``work`` partial paths
-    listed (from each end) and ``max(10^6, 16 limit)`` junction checks (64 nodes a check) a round. It stops early
-    when the count grows too slowly to pass ``limit`` within two more rounds, or by less than half a round (the
-    bound is then below ``limit``, and the caller lists the actions anyway).
+    """The simple s-t paths of at most ``2h`` arcs (:func:`short_paths`) for ``h = 1, 2, ...`` while the work
+    allows (``work`` partial paths listed from each end, ``max(10^6, 16 limit)`` junction checks a round), until
+    past ``limit``. It stops early when the count grows too slowly to pass ``limit`` within two more rounds, or by
+    less than half a round (the bound is then below ``limit``, and the caller lists the actions anyway).
 
     >>> import networkx as nx
     >>> space = STPaths(nx.convert_node_labels_to_integers(nx.grid_2d_graph(8, 8)), 0, 63)
     >>> _cyclic_paths_at_least(space, 150_000)  # the paths of at most 18 arcs, of 7.9e11 in all
     178044
     """
-    succ, pred = _successors(space), _successors(space, reverse=True)
-    s, t, n = space.s, space.t, space.n_nodes
-    to_t, from_s = _hops(pred, t), _hops(succ, s)
-    check_cap = max(10**6, 16 * limit)
-    words = (n + 63) // 64
+    ends = _Ends(space)
     best = 0
-    for h in range(1, n):
-        forward = _walks(succ, s, t, h, to_t, work, last_only=True)
-        backward = _walks(pred, t, s, h, from_s, work, last_only=False)
-        if forward is None or backward is None:
+    for h in range(1, space.n_nodes):
+        counted = short_paths(space, h, work, max(10**6, 16 * limit), ends)
+        if counted is None:
             break
-        (ends, direct), (starts, _) = forward, backward
-        checks = sum(len(masks) * len(starts.get(x, ())) for x, masks in ends.items()) * words
-        if checks > check_cap:
-            break
-        before, best = best, max(best, direct + _joined(ends, starts, words))
-        if best > limit or 2 * h >= n - 1:  # past the limit, or every simple path counted
+        before, best = best, max(best, counted)
+        if best > limit or 2 * h >= space.n_nodes - 1:  # past the limit, or every simple path counted
             break
         growth = best / before if before else math.inf
         if growth < 1.5 or best * growth**2 <= limit:  # too slow to pass the limit within two more rounds
             break
     return best
+
+
+class _Ends:
+    """A path space's arcs out of each node (``succ``), into it (``pred``), the fewest arcs to ``t`` / from ``s``."""
+
+    def __init__(self, space: STPaths):
+        self.succ, self.pred = _successors(space), _successors(space, reverse=True)
+        self.to_t, self.from_s = _hops(self.pred, space.t), _hops(self.succ, space.s)
+
+
+def short_paths(
+    space: STPaths, h: int, work: int = 20_000, checks: int = 10**6, ends: _Ends | None = None
+) -> int | None:
+    """The simple s-t paths of at most ``2h`` arcs, exactly; ``None`` if that takes listing more than ``work`` partial
+    paths from either end or more than ``checks`` junction checks (64 nodes a check).
+
+    Meeting in the middle: a path of ``L <= h`` arcs is found from ``s``; one of ``h < L <= 2h`` arcs is, once, a
+    simple path of ``h`` arcs from ``s`` (never entering ``t``) and one of ``L - h`` arcs into ``t`` (never from
+    ``s``) that share only their junction node. Partial paths that cannot reach the other end within ``2h`` arcs
+    are dropped.
+
+    >>> import networkx as nx
+    >>> short_paths(STPaths(nx.convert_node_labels_to_integers(nx.grid_2d_graph(4, 4)), 0, 15), 5)  # <= 10 arcs
+    104
+    """
+    ends = _Ends(space) if ends is None else ends
+    forward = _walks(ends.succ, space.s, space.t, h, ends.to_t, work, last_only=True)
+    backward = _walks(ends.pred, space.t, space.s, h, ends.from_s, work, last_only=False)
+    if forward is None or backward is None:
+        return None
+    (joints, direct), (starts, _) = forward, backward
+    words = (space.n_nodes + 63) // 64
+    if sum(len(masks) * len(starts.get(x, ())) for x, masks in joints.items()) * words > checks:
+        return None
+    return direct + _joined(joints, starts, words)
 
 
 def _walks(succ, start: int, avoid: int, h: int, hops: list[int], cap: int, last_only: bool):
