@@ -277,21 +277,15 @@ class _Search:
             size_cap = base.n_nodes - 1
             exact_size = base.n_nodes - 1 if type(base) is SpanningTrees else None
         tail, head = base.tail.tolist() if graph else [], base.head.tolist() if graph else []
-        touching = [0] * (base.n_nodes if graph else 0)  # node -> the arms at it
+        # per component (by its label): the arms with their tail / head in it; both: a cycle if added
+        tails, heads = [0] * (base.n_nodes if graph else 0), [0] * (base.n_nodes if graph else 0)
         for k in range(d if graph else 0):
-            touching[tail[k]] |= 1 << k
-            touching[head[k]] |= 1 << k
+            tails[tail[k]] |= 1 << k
+            heads[head[k]] |= 1 << k
         counts = [0] * (len(blocks) if blocks else 0)
         block_of = base.block_of.tolist() if blocks else []
         component = list(range(base.n_nodes)) if graph else []
         members = [[v] for v in component]
-
-        def within(nodes: list[int]) -> int:  # arms with both ends among nodes (a cycle if added)
-            at = 0
-            inside = set(nodes)
-            for v in nodes:
-                at |= touching[v]
-            return sum(1 << k for k in _bits(at) if tail[k] in inside and head[k] in inside)
 
         chosen: list[int] = []
         spanning = type(base) is SpanningTrees
@@ -304,7 +298,7 @@ class _Search:
                 at_node[v] |= 1 << k
 
         def connects(candidates: int) -> bool:  # the chosen edges and the candidates still span the graph
-            parts = sum(1 for v, c in enumerate(component) if v == c)
+            parts = base.n_nodes - len(chosen)  # each chosen edge joined two components
             root = list(component)
 
             def find(x: int) -> int:
@@ -328,7 +322,7 @@ class _Search:
 
         def rec(candidates: int, lhs: list[float]) -> None:
             self._visit()
-            if (exact_size is None or len(chosen) == exact_size) and rows.holds(lhs):
+            if (exact_size is None or len(chosen) == exact_size) and (not lhs or rows.holds(lhs)):
                 self._emit(chosen)
             if len(chosen) >= size_cap:
                 return
@@ -355,20 +349,20 @@ class _Search:
                         nxt &= ~blocks[b]
                 if graph:
                     cu, cv = component[tail[j]], component[head[j]]
-                    merged = members[cu] + members[cv]
-                    undo = (cu, cv, members[cu])
+                    undo = (cu, cv, members[cu], tails[cu], heads[cu])
                     for v in members[cv]:
                         component[v] = cu
-                    members[cu] = merged
-                    nxt &= ~within(merged)
+                    members[cu] = members[cu] + members[cv]
+                    tails[cu] |= tails[cv]
+                    heads[cu] |= heads[cv]
+                    nxt &= ~(tails[cu] & heads[cu])
                 chosen.append(j)
                 rec(nxt, new)
                 chosen.pop()
                 if blocks:
                     counts[block_of[j]] -= 1
                 if undo is not None:
-                    cu, cv, old = undo
-                    members[cu] = old
+                    cu, cv, members[cu], tails[cu], heads[cu] = undo
                     for v in members[cv]:
                         component[v] = cv
 

@@ -135,3 +135,30 @@ def test_the_numpy_listing_gives_the_search_s_outcome(family: str) -> None:
             assert (fast.status, fast.visits) == (slow.status, slow.visits), (limit, visits)
             if fast.status == "exact":
                 assert (fast.actions == slow.actions).all() and (fast.actions == space.enumerate()).all()
+
+
+# The tree search now keeps, per component, the arms with an end in it (the arms closing a cycle in O(1)):
+# 3.7 -> 1.1 s on the 100,352 spanning trees of the 4x4 grid. It must visit the same partial forests, since the
+# visits decide auto's routes (a search past its visit cap gives up). Visits recorded from the search before
+# the change; forests: every partial forest is an action, so one visit per action.
+TREE_VISITS = {
+    "trees 3x4": (lambda: cm.SpanningTrees(grid(3, 4)), 2415, 14453),
+    "trees K6": (lambda: cm.SpanningTrees(nx.complete_graph(6)), 1296, 2377),
+    "trees Petersen": (lambda: cm.SpanningTrees(nx.petersen_graph()), 2000, 8039),
+    "trees 3x4, conflicts": (lambda: cm.SpanningTrees(grid(3, 4)).with_conflicts([(0, 1), (2, 5)]), 722, 4834),
+}
+
+
+@pytest.mark.parametrize("family", list(TREE_VISITS))
+def test_the_tree_search_visits_the_partial_forests_it_visited_before(family: str) -> None:
+    make, count, visits = TREE_VISITS[family]
+    found = tally(make(), 10**6, 10**7)
+    assert (found.count, found.visits) == (count, visits)
+    assert (found.actions == make().enumerate()).all()
+    assert tally(make(), 10**6, visits - 1).status == "unknown"
+
+
+def test_the_forest_search_visits_one_partial_forest_per_forest() -> None:
+    for space in (cm.GraphicMatroid(grid(3, 4)), cm.GraphicMatroid(grid(3, 4)).with_conflicts([(0, 1), (2, 5)])):
+        found = tally(space, 10**6, 10**7)
+        assert found.visits == found.count == len(space.enumerate(10**6))
