@@ -403,7 +403,7 @@ class _Search:
                 new = rows.add(lhs, k) if rows.coeffs else lhs
                 chosen.append(k)
                 if v == target:
-                    if rows.holds(new):
+                    if not new or rows.holds(new):
                         self._emit(sorted(chosen))
                 else:
                     nxt = banned | rows.conflicts[k]
