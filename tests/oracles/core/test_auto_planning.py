@@ -67,7 +67,9 @@ SPACES = {
     "cyclic digraph paths": lambda: cm.STPaths(cyclic_digraph(), 0, 11),
     "DAG paths": lambda: cm.STPaths(dag_grid(6), 0, 35),
     "explicit": lambda: cm.ExplicitActions(np.random.default_rng(0).integers(0, 2, (300, 10))),
-    "intersection": lambda: cm.Intersection(cm.Cardinality(10, 4), cm.PartitionMatroid([[0, 1, 2], list(range(3, 10))], [1, 3])),
+    "intersection": lambda: cm.Intersection(
+        cm.Cardinality(10, 4), cm.PartitionMatroid([[0, 1, 2], list(range(3, 10))], [1, 3])
+    ),
     "conflicts": lambda: cm.Cardinality(12, 4).with_conflicts([(0, 1), (2, 3)]),
     "hop limit": lambda: cm.STPaths(grid(5), 0, 24).with_constraint(np.ones(40), "<=", 10),
 }
