@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
+from itertools import chain, combinations
+from math import comb
 
 import numpy as np
 
@@ -137,6 +139,8 @@ def tally(space: ActionSpace, limit: int, visits: int) -> Tally:
     while isinstance(base, RuleSpace):
         rules.append(base)
         base = base.parent
+    if not rules and (type(base) is PartitionMatroid or (type(base) is Cardinality and not base.exact)):
+        return _every_subset_allowed(base, limit, visits)
     try:
         rows = _Rows(rules, space.d)
     except TypeError:
@@ -152,6 +156,50 @@ def tally(space: ActionSpace, limit: int, visits: int) -> Tally:
         return Tally("unknown", visits=search.visits)  # an empty space: space.enumerate() names the rules
     found.setflags(write=False)
     return Tally("exact", found, search.visits)
+
+
+def _every_subset_allowed(base: Cardinality | PartitionMatroid, limit: int, visits: int) -> Tally:
+    """The search's outcome where every partial action is an action (``Cardinality`` of at most ``m``, partition
+    matroids, no rules): it visits one partial action per action, so the count (a closed form) tells the outcome;
+    the actions are listed by numpy in ``base.enumerate()``'s order.
+
+    >>> import cmab_milp as cm
+    >>> space = cm.PartitionMatroid([[0, 1], [2, 3, 4]], [1, 2])
+    >>> found = tally(space, 100, 100)
+    >>> found.count, found.visits, bool((found.actions == space.enumerate()).all())
+    (21, 21, True)
+    >>> tally(space, 20, 100).status, tally(space, 100, 20).status
+    ('over', 'unknown')
+    """
+    count = int(base.count_upper_bound())
+    stop = min(visits, limit) + 1  # the visit at which the search would stop
+    if count >= stop:
+        return Tally("unknown" if visits <= limit else "over", visits=stop)
+    if type(base) is Cardinality:
+        actions = np.vstack([_combinations(range(base.d), k, base.d) for k in range(base.m + 1)])
+    else:
+        per_block = [
+            np.vstack([_combinations(b, k, base.d) for k in range(min(c, len(b)) + 1)])
+            for b, c in zip(base.blocks, base.capacities, strict=True)
+        ]
+        actions = np.zeros((count, base.d), dtype=bool)
+        stride = count
+        for rows in per_block:  # itertools.product's order: the first block changes slowest
+            stride //= len(rows)
+            actions |= rows[(np.arange(count) // stride) % len(rows)]
+    actions.setflags(write=False)
+    return Tally("exact", actions, count)
+
+
+def _combinations(arms, k: int, d: int) -> np.ndarray:
+    """The ``k``-subsets of ``arms`` as rows of ``d`` booleans, in ``itertools.combinations``' order."""
+    arms = list(arms)
+    n = comb(len(arms), k)
+    out = np.zeros((n, d), dtype=bool)
+    if k:
+        picked = np.fromiter(chain.from_iterable(combinations(arms, k)), dtype=np.intp, count=n * k).reshape(n, k)
+        out[np.arange(n)[:, None], picked] = True
+    return out
 
 
 class _Search:
@@ -229,21 +277,15 @@ class _Search:
             size_cap = base.n_nodes - 1
             exact_size = base.n_nodes - 1 if type(base) is SpanningTrees else None
         tail, head = base.tail.tolist() if graph else [], base.head.tolist() if graph else []
-        touching = [0] * (base.n_nodes if graph else 0)  # node -> the arms at it
+        # per component (by its label): the arms with their tail / head in it; both: a cycle if added
+        tails, heads = [0] * (base.n_nodes if graph else 0), [0] * (base.n_nodes if graph else 0)
         for k in range(d if graph else 0):
-            touching[tail[k]] |= 1 << k
-            touching[head[k]] |= 1 << k
+            tails[tail[k]] |= 1 << k
+            heads[head[k]] |= 1 << k
         counts = [0] * (len(blocks) if blocks else 0)
         block_of = base.block_of.tolist() if blocks else []
         component = list(range(base.n_nodes)) if graph else []
         members = [[v] for v in component]
-
-        def within(nodes: list[int]) -> int:  # arms with both ends among nodes (a cycle if added)
-            at = 0
-            inside = set(nodes)
-            for v in nodes:
-                at |= touching[v]
-            return sum(1 << k for k in _bits(at) if tail[k] in inside and head[k] in inside)
 
         chosen: list[int] = []
         spanning = type(base) is SpanningTrees
@@ -256,7 +298,7 @@ class _Search:
                 at_node[v] |= 1 << k
 
         def connects(candidates: int) -> bool:  # the chosen edges and the candidates still span the graph
-            parts = sum(1 for v, c in enumerate(component) if v == c)
+            parts = base.n_nodes - len(chosen)  # each chosen edge joined two components
             root = list(component)
 
             def find(x: int) -> int:
@@ -280,7 +322,7 @@ class _Search:
 
         def rec(candidates: int, lhs: list[float]) -> None:
             self._visit()
-            if (exact_size is None or len(chosen) == exact_size) and rows.holds(lhs):
+            if (exact_size is None or len(chosen) == exact_size) and (not lhs or rows.holds(lhs)):
                 self._emit(chosen)
             if len(chosen) >= size_cap:
                 return
@@ -307,20 +349,20 @@ class _Search:
                         nxt &= ~blocks[b]
                 if graph:
                     cu, cv = component[tail[j]], component[head[j]]
-                    merged = members[cu] + members[cv]
-                    undo = (cu, cv, members[cu])
+                    undo = (cu, cv, members[cu], tails[cu], heads[cu])
                     for v in members[cv]:
                         component[v] = cu
-                    members[cu] = merged
-                    nxt &= ~within(merged)
+                    members[cu] = members[cu] + members[cv]
+                    tails[cu] |= tails[cv]
+                    heads[cu] |= heads[cv]
+                    nxt &= ~(tails[cu] & heads[cu])
                 chosen.append(j)
                 rec(nxt, new)
                 chosen.pop()
                 if blocks:
                     counts[block_of[j]] -= 1
                 if undo is not None:
-                    cu, cv, old = undo
-                    members[cu] = old
+                    cu, cv, members[cu], tails[cu], heads[cu] = undo
                     for v in members[cv]:
                         component[v] = cv
 
@@ -361,7 +403,7 @@ class _Search:
                 new = rows.add(lhs, k) if rows.coeffs else lhs
                 chosen.append(k)
                 if v == target:
-                    if rows.holds(new):
+                    if not new or rows.holds(new):
                         self._emit(sorted(chosen))
                 else:
                     nxt = banned | rows.conflicts[k]

@@ -14,7 +14,8 @@ A cost model is ``cost(space, shape, facts) -> seconds`` (``math.inf``: cannot
 answer; :mod:`~cmab_milp.oracles.core.auto_costs`). :class:`~.auto_facts.SpaceFacts`
 gives it the action count, found by a search the side rules prune
 (:mod:`cmab_milp.spaces.tally`), stopped past as many actions as could still beat
-the cheapest sure candidate (and at most ``enumerate_cap`` / ``norm_enumerate_cap``).
+the cheapest sure candidate (and at most ``enumerate_cap`` / ``norm_enumerate_cap``); a lower
+bound on the count past that limit (:mod:`cmab_milp.spaces.count_bounds`) settles it without the search.
 :meth:`AutoOracle.explain` says what was counted and how each query shape was ranked.
 
 Example

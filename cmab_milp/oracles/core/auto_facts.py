@@ -24,6 +24,7 @@ import numpy as np
 
 from ...spaces import ExplicitActions, Matchings
 from ...spaces.base import ActionSpace
+from ...spaces.count_bounds import actions_at_least
 from ...spaces.tally import Tally, tally
 from .queries import _NO_RESTRICTIONS, LinearQuery, NormQuery
 
@@ -112,7 +113,9 @@ class SpaceFacts:
     def count(self, limit: int) -> int | None:
         """The number of actions if it is at most ``limit``, else (or while not probing) ``None``.
 
-        Bounded work, never an open-ended enumeration: :func:`~cmab_milp.spaces.tally.tally` lists the
+        A lower bound on the count past ``limit`` (:func:`~cmab_milp.spaces.count_bounds.actions_at_least`:
+        closed forms, the matrix-tree theorem, the short s-t paths) settles it without listing; else
+        bounded work, never an open-ended enumeration: :func:`~cmab_milp.spaces.tally.tally` lists the
         actions with the side rules pruning the search, visiting at most ``count_visits * share * limit``
         partial actions (on most families about one per action, on s-t paths about 14) and at most what
         ``share`` of ``plan_queries`` queries of the cheapest sure backend pays for (its estimate ``budget``;
@@ -132,6 +135,9 @@ class SpaceFacts:
         if math.isfinite(self.budget):  # and within plan_share of plan_queries queries of the cheapest sure backend
             visits = min(visits, int(self.share * self.budget * self.plan_queries / _TALLY_VISIT))
         if visits <= 0 or visits <= self._visits_over:
+            return None
+        if actions_at_least(self.space, limit, max(2_000, visits // 8)) > limit:  # known without listing them
+            self._more_than = max(self._more_than, limit)
             return None
         found = tally(self.space, limit, visits)
         self.tallied = found
