@@ -326,6 +326,34 @@ def part_sdp(space, q) -> None:
         print(f"  SDP, {label}: {problem.value:.4f} ({problem.status}, {time.process_time() - started:.0f} CPU s)")
 
 
+def part_dual(space, q, options: dict | None = None) -> None:
+    """The whole search, today's (``ConcavePathBranch``) and with the root's product-form rounds (``DualPathBranch``),
+    one after the other: CPU s, nodes, root bound, value."""
+    from cmab_milp._threads import blas_single_thread
+    from cmab_milp.oracles.norm.paths.plus_dual import DualPathBranch, DualRoot
+
+    oracle = cm.make_oracle(space, "highs")
+    query = oracle.norm_query(q["mu"], q["M"], q["f"], 1, **restrictions(q))
+    arms = np.setdiff1d(np.arange(space.d), list(query.restrictions.exclude))
+    l_hi = float(np.linalg.eigvalsh(q["M"])[-1]) * arms_bound(space)
+    for label in ("today", "dual root"):
+        with blas_single_thread():
+            started = time.process_time()
+            if label == "today":
+                branch = ConcavePathBranch(space, query, arms, l_hi, None, time.perf_counter, HighsTuning())
+            else:
+                dual = DualRoot(**(options or {}))
+                branch = DualPathBranch(space, query, arms, l_hi, None, time.perf_counter, HighsTuning(), dual=dual)
+            _, value, _ = branch.run(None, -np.inf)
+            seconds = time.process_time() - started
+        fits = getattr(branch, "fits", 0)
+        print(
+            f"  {label:9s}: {seconds:7.2f} CPU s, {branch.nodes:6d} nodes, root {branch.root_bound:.4f},"
+            f" value {value:.4f}" + (f", {fits} fits" if fits else ""),
+            flush=True,
+        )
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--queries", default="1", help="comma-separated query numbers of the cell (#0 is the slow one)")
@@ -347,7 +375,9 @@ def main(argv: list[str] | None = None) -> None:
             elif part in ("root", "linear"):
                 {"root": part_root, "linear": part_linear}[part](space, q, oracle)
             else:
-                {"rlt": part_rlt, "eigen": part_eigen, "free": part_free, "sdp": part_sdp}[part](space, q)
+                {"rlt": part_rlt, "eigen": part_eigen, "free": part_free, "sdp": part_sdp, "dual": part_dual}[part](
+                    space, q
+                )
             print(f"    ({part}: {time.process_time() - started:.1f} CPU s)", flush=True)
 
 
