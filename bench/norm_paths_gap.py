@@ -1,8 +1,8 @@
 """Where the root gap of sign +1 norm queries on s-t paths of the 8x8 grid comes from (issue 43 item 3).
 
-Run: ``.venv/bin/python bench/norm_paths_gap.py [--queries 0,1,2] [--parts root,linear,hull,rlt,eigen,free]
-[--f 1]``. The queries are ``bench/norm_large.py``'s s-t paths cell (sign +1, f given), so ``#0`` is the query that
-takes ~140 CPU s there. Per query and part it prints:
+Run: ``.venv/bin/python bench/norm_paths_gap.py [--queries 0,1,2] [--parts root,linear,hull,rlt,eigen,free,dual]
+[--f 1] [--dual VARIANTS]``. The queries are ``bench/norm_large.py``'s s-t paths cell (sign +1, f given), so ``#0``
+is the query that takes ~140 CPU s there. Per query and part it prints:
 
 * ``root``: the search's root bound as it runs (rounds stop on a stall) and converged (200 Kelley rounds, no stall
   stop), the longest path (``max mu @ a``, a MILP) and its index;
@@ -19,6 +19,9 @@ takes ~140 CPU s there. Per query and part it prints:
   diagonal needs to cover only ``lambda_(K+1)``;
 * ``free``: the diagonal shift per arm on the arms free at the search's nodes (not fixed, not excluded by a visit
   column at 0) against all arms: what a per-node shift would save;
+* ``dual``: the whole search as the library runs it and with :class:`~cmab_milp.oracles.norm.paths.plus_dual.
+  DualPathBranch`'s root (product forms read off the SDP relaxation's dual, multipliers fitted by L-BFGS-B), one
+  after the other: CPU s, nodes, root bound (``--dual "rounds=12;rounds=12,nodes=20"``: variants of its options);
 * ``sdp`` (needs ``cvxpy``, not a dependency of the library: ``pip install cvxpy`` in a scratch environment): the
   semidefinite relaxation on the converged root's LP (arms and visit columns ``y``), ``Y = [[1, y'], [y, X]]`` PSD,
   ``diag X = y``, ``max mu @ x + f sqrt(<M, X>)``: Shor alone, then with ``X_ij <= y_i`` and the equality rows times
@@ -326,9 +329,10 @@ def part_sdp(space, q) -> None:
         print(f"  SDP, {label}: {problem.value:.4f} ({problem.status}, {time.process_time() - started:.0f} CPU s)")
 
 
-def part_dual(space, q, options: dict | None = None) -> None:
+def part_dual(space, q, variants: str = "") -> None:
     """The whole search, today's (``ConcavePathBranch``) and with the root's product-form rounds (``DualPathBranch``),
-    one after the other: CPU s, nodes, root bound, value."""
+    one after the other: CPU s, nodes, root bound, value. ``variants``: ``;``-separated ``DualRoot`` options, each
+    ``key=value,...`` (an empty one: the defaults); the variant ``notoday`` leaves today's search out."""
     from cmab_milp._threads import blas_single_thread
     from cmab_milp.oracles.norm.paths.plus_dual import DualPathBranch, DualRoot
 
@@ -336,19 +340,25 @@ def part_dual(space, q, options: dict | None = None) -> None:
     query = oracle.norm_query(q["mu"], q["M"], q["f"], 1, **restrictions(q))
     arms = np.setdiff1d(np.arange(space.d), list(query.restrictions.exclude))
     l_hi = float(np.linalg.eigvalsh(q["M"])[-1]) * arms_bound(space)
-    for label in ("today", "dual root"):
+    chosen = variants.split(";")
+    for label in ["today", *chosen]:
+        if label == "notoday" or (label == "today" and "notoday" in chosen):
+            continue
         with blas_single_thread():
             started = time.process_time()
             if label == "today":
                 branch = ConcavePathBranch(space, query, arms, l_hi, None, time.perf_counter, HighsTuning())
             else:
-                dual = DualRoot(**(options or {}))
+                pairs = (p.split("=") for p in label.split(",") if p)
+                options = {k: float(v) if "." in v else int(v) for k, v in pairs}
+                dual = DualRoot(**options)
                 branch = DualPathBranch(space, query, arms, l_hi, None, time.perf_counter, HighsTuning(), dual=dual)
+                label = "dual " + (label or "defaults")
             _, value, _ = branch.run(None, -np.inf)
             seconds = time.process_time() - started
         fits = getattr(branch, "fits", 0)
         print(
-            f"  {label:9s}: {seconds:7.2f} CPU s, {branch.nodes:6d} nodes, root {branch.root_bound:.4f},"
+            f"  {label:28s}: {seconds:7.2f} CPU s, {branch.nodes:6d} nodes, root {branch.root_bound:.4f},"
             f" value {value:.4f}" + (f", {fits} fits" if fits else ""),
             flush=True,
         )
@@ -357,8 +367,9 @@ def part_dual(space, q, options: dict | None = None) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--queries", default="1", help="comma-separated query numbers of the cell (#0 is the slow one)")
-    parser.add_argument("--parts", default="root,linear,rlt,eigen", help="root,linear,hull,rlt,eigen,free,sdp")
+    parser.add_argument("--parts", default="root,linear,rlt,eigen", help="root,linear,hull,rlt,eigen,free,sdp,dual")
     parser.add_argument("--f", type=float, default=1.0)
+    parser.add_argument("--dual", default="", help="part dual: ';'-separated DualRoot options (k=v,k=v), 'notoday'")
     args = parser.parse_args(argv)
     numbers = [int(k) for k in args.queries.split(",")]
     parts = args.parts.split(",")
@@ -374,10 +385,10 @@ def main(argv: list[str] | None = None) -> None:
                 part_hull(space, q, oracle, answer)
             elif part in ("root", "linear"):
                 {"root": part_root, "linear": part_linear}[part](space, q, oracle)
+            elif part == "dual":
+                part_dual(space, q, args.dual)
             else:
-                {"rlt": part_rlt, "eigen": part_eigen, "free": part_free, "sdp": part_sdp, "dual": part_dual}[part](
-                    space, q
-                )
+                {"rlt": part_rlt, "eigen": part_eigen, "free": part_free, "sdp": part_sdp}[part](space, q)
             print(f"    ({part}: {time.process_time() - started:.1f} CPU s)", flush=True)
 
 

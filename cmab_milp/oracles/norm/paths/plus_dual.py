@@ -47,7 +47,8 @@ class DualRoot:
 
     ``rounds``: at most this many fits; ``steps``: L-BFGS-B evaluations a fit; ``proximal``: the weight of
     ``|multipliers - last|^2 / 2`` in a fit; ``smoothing``: of the largest eigenvalue, per mean ``M_ii``;
-    ``kelley``: Kelley rounds after each fit; ``stall``: stop when a round gains less than this share of the gap.
+    ``kelley``: Kelley rounds after each fit; ``stall``: stop when a round gains less than this share of the gap;
+    ``nodes``: the first this many nodes after the root run ``node_rounds`` fits too (from the last multipliers).
     """
 
     rounds: int = 30
@@ -56,9 +57,11 @@ class DualRoot:
     smoothing: float = 0.1
     kelley: int = 10
     stall: float = 0.002
+    nodes: int = 0
+    node_rounds: int = 1
 
     def __post_init__(self):
-        for name in ("rounds", "steps", "kelley"):
+        for name in ("rounds", "steps", "kelley", "nodes", "node_rounds"):
             if int(getattr(self, name)) != getattr(self, name) or getattr(self, name) < 0:
                 raise ValueError(f"DualRoot.{name} must be a count >= 0, got {getattr(self, name)!r}")
         for name in ("proximal", "smoothing", "stall"):
@@ -79,6 +82,8 @@ class DualPathBranch(ConcavePathBranch):
         self.dual = DualRoot() if dual is None else dual
         self.fits = 0
         self.fit_bounds: list[float] = []
+        self._fit = None  # (M's PSD majorant, R, b, the forms before the product form): made at the root
+        self._multipliers = None  # the last fit's (P, L, c): the next fit starts there
         super().__init__(*args, **kwargs)
 
     def equality_rows(self) -> tuple[np.ndarray, np.ndarray]:
@@ -89,32 +94,40 @@ class DualPathBranch(ConcavePathBranch):
         return lp.dense[:n_base, : lp.t][equal], lp.base_lo[equal]
 
     def relax(self, node: _Node) -> tuple[float, np.ndarray | None]:
-        """The node's bound; the root's tightened by the product-form rounds."""
+        """The node's bound; the root's (and the first ``DualRoot.nodes`` nodes') tightened by product-form rounds."""
         bound, full = super().relax(node)
-        if self.nodes != 1 or full is None or not self.dual.rounds:
+        root = self.nodes == 1
+        rounds = self.dual.rounds if root else (self.dual.node_rounds if self.nodes <= 1 + self.dual.nodes else 0)
+        if full is None or not rounds:
             return bound, full
+        if self._fit is None:
+            M = psd_majorant(self.q.M, self.arms)
+            self._fit = (M, *self.equality_rows(), list(self.concave))
+        bound, full = self._rounds(node, bound, full, rounds)
+        if root:
+            self.root_bound = bound
+        return bound, full
+
+    def _rounds(self, node: _Node, bound: float, full: np.ndarray, rounds: int) -> tuple[float, np.ndarray | None]:
+        """Up to ``rounds`` fits at the node's LP point, each followed by Kelley rounds: the node's bound and point."""
         lp, options = self.lp, self.dual
-        R, b = self.equality_rows()
-        M = psd_majorant(self.q.M, self.arms)
-        base = list(self.concave)
-        start = None
-        for _ in range(options.rounds):
+        M, R, b, base = self._fit
+        for _ in range(rounds):
             if bound <= self.best_value:
                 break
-            P, L, c = fit_multipliers(
+            self._multipliers = fit_multipliers(
                 M,
                 R,
                 b,
                 full[: lp.t],
                 iterations=options.steps,
                 smoothing=options.smoothing,
-                start=start,
+                start=self._multipliers,
                 proximal=options.proximal,
             )
-            start = (P, L, c)
             self.width = lp.t
             self.concave = list(base)  # the last product form only (the earlier ones' rows stay in the LP)
-            self.add_form(*product_form(M, R, b, P, L, c))
+            self.add_form(*product_form(M, R, b, *self._multipliers))
             self.fits += 1
             before = bound
             new_bound, new_full = self.kelley(node, options.kelley, -1e9)
@@ -122,9 +135,9 @@ class DualPathBranch(ConcavePathBranch):
                 return -np.inf, None
             full = new_full
             bound = min(bound, new_bound)
-            self.fit_bounds.append(bound)
+            if self.nodes == 1:
+                self.fit_bounds.append(bound)
             gap = before - self.best_value if np.isfinite(self.best_value) else 1.0 + abs(before)
             if before - bound < options.stall * gap:
                 break
-        self.root_bound = bound
         return bound, full
