@@ -29,7 +29,7 @@ True
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -43,22 +43,22 @@ __all__ = ["DualPathBranch", "DualRoot"]
 
 @dataclass(frozen=True)
 class DualRoot:
-    """The root's product-form rounds of :class:`DualPathBranch` (module docstring).
-
-    ``rounds``: at most this many fits; ``steps``: L-BFGS-B evaluations a fit; ``proximal``: the weight of
-    ``|multipliers - last|^2 / 2`` in a fit; ``smoothing``: of the largest eigenvalue, per mean ``M_ii``;
-    ``kelley``: Kelley rounds after each fit; ``stall``: stop when a round gains less than this share of the gap;
-    ``nodes``: the first this many nodes after the root run ``node_rounds`` fits too (from the last multipliers).
+    """The root's product-form rounds of :class:`DualPathBranch` (module docstring); ``(name, default)`` pairs:
+    ``rounds`` (30) fits at most; ``steps`` (15) L-BFGS-B evaluations a fit; ``proximal`` (0.2) the weight of
+    ``|multipliers - last|^2 / 2`` in a fit; ``smoothing`` (0.1) of the largest eigenvalue, per mean ``M_ii``;
+    ``kelley`` (10) Kelley rounds after each fit; ``stall`` (0.002): stop when a round gains less than this share of
+    the gap; ``nodes`` (0): the first this many nodes after the root run ``node_rounds`` (1) fits too, from the last
+    multipliers.
     """
 
     rounds: int = 30
     steps: int = 15
-    proximal: float = 0.2
-    smoothing: float = 0.1
     kelley: int = 10
-    stall: float = 0.002
     nodes: int = 0
     node_rounds: int = 1
+    proximal: float = field(default=0.2, metadata={"fit": "proximal weight"})
+    smoothing: float = field(default=0.1, metadata={"fit": "log-sum-exp width, per mean M_ii"})
+    stall: float = field(default=0.002, metadata={"stop": "share of the gap"})
 
     def __post_init__(self):
         for name in ("rounds", "steps", "kelley", "nodes", "node_rounds"):
