@@ -1,8 +1,8 @@
 """Where the root gap of sign +1 norm queries on s-t paths of the 8x8 grid comes from (issue 43 item 3).
 
-Run: ``.venv/bin/python bench/norm_paths_gap.py [--queries 0,1,2] [--parts root,linear,hull,rlt,eigen,free]
-[--f 1]``. The queries are ``bench/norm_large.py``'s s-t paths cell (sign +1, f given), so ``#0`` is the query that
-takes ~140 CPU s there. Per query and part it prints:
+Run: ``.venv/bin/python bench/norm_paths_gap.py [--queries 0,1,2] [--parts root,linear,hull,rlt,eigen,free,dual]
+[--f 1] [--dual VARIANTS]``. The queries are ``bench/norm_large.py``'s s-t paths cell (sign +1, f given), so ``#0``
+is the query that takes ~140 CPU s there. Per query and part it prints:
 
 * ``root``: the search's root bound as it runs (rounds stop on a stall) and converged (200 Kelley rounds, no stall
   stop), the longest path (``max mu @ a``, a MILP) and its index;
@@ -19,6 +19,11 @@ takes ~140 CPU s there. Per query and part it prints:
   diagonal needs to cover only ``lambda_(K+1)``;
 * ``free``: the diagonal shift per arm on the arms free at the search's nodes (not fixed, not excluded by a visit
   column at 0) against all arms: what a per-node shift would save;
+* ``dual``: the whole search as the library runs it and with :class:`~cmab_milp.oracles.norm.paths.plus_dual.
+  DualPathBranch`'s root (product forms read off the SDP relaxation's dual, multipliers fitted by L-BFGS-B), one
+  after the other: CPU s, nodes, root bound (``--dual "rounds=12;rounds=12,nodes=20"``: variants of its options);
+* ``dualroot``: the root alone, converged, then 40 rounds of product-form fits and Kelley rounds: the bound and
+  CPU s after 1, 2, 4, ..., 40 fits;
 * ``sdp`` (needs ``cvxpy``, not a dependency of the library: ``pip install cvxpy`` in a scratch environment): the
   semidefinite relaxation on the converged root's LP (arms and visit columns ``y``), ``Y = [[1, y'], [y, X]]`` PSD,
   ``diag X = y``, ``max mu @ x + f sqrt(<M, X>)``: Shor alone, then with ``X_ij <= y_i`` and the equality rows times
@@ -47,6 +52,7 @@ import cmab_milp as cm
 from cmab_milp.oracles.mip.tuning import HighsTuning
 from cmab_milp.oracles.norm.branch.minus import _Node
 from cmab_milp.oracles.norm.branch.overestimator import shifted_form
+from cmab_milp.oracles.norm.branch.plus import psd_majorant
 from cmab_milp.oracles.norm.paths import method as path_method
 from cmab_milp.oracles.norm.paths.plus import ConcavePathBranch, _shift, vertex_parts
 from cmab_milp.oracles.norm.scaling import arms_bound
@@ -326,11 +332,74 @@ def part_sdp(space, q) -> None:
         print(f"  SDP, {label}: {problem.value:.4f} ({problem.status}, {time.process_time() - started:.0f} CPU s)")
 
 
+def part_dualroot(space, q, fits: int = 40) -> None:
+    """The root alone: converged (200 Kelley rounds), then ``fits`` rounds of a product-form fit at the root's LP point
+    and 10 Kelley rounds (``DualPathBranch``'s rounds, no stall stop): the bound and the CPU s after some of them."""
+    from cmab_milp._threads import blas_single_thread
+    from cmab_milp.oracles.norm.paths.plus_dual import DualPathBranch, DualRoot
+
+    oracle = cm.make_oracle(space, "highs")
+    query = oracle.norm_query(q["mu"], q["M"], q["f"], 1, **restrictions(q))
+    arms = np.setdiff1d(np.arange(space.d), list(query.restrictions.exclude))
+    l_hi = float(np.linalg.eigvalsh(q["M"])[-1]) * arms_bound(space)
+    with blas_single_thread():
+        started = time.process_time()
+        tuning = HighsTuning(paths_early=False)
+        branch = DualPathBranch(space, query, arms, l_hi, None, time.perf_counter, tuning, dual=DualRoot(stall=0.0))
+        branch.nodes = 1
+        root = _Node(-np.inf, 0, np.zeros(branch.lp.n, bool), np.zeros(branch.lp.n, bool))
+        bound, full = branch.kelley(root, 200, -1e9)
+        print(f"  converged root {bound:.4f} ({time.process_time() - started:.2f} CPU s)")
+        branch._fit = (psd_majorant(q["M"], branch.arms), *branch.equality_rows(), list(branch.concave))
+        for k in range(1, fits + 1):
+            bound, full = branch._rounds(root, bound, full, 1)
+            if k in (1, 2, 4, 8, 16, 24, 32, 40) or k == fits:
+                print(f"  {k:3d} fits: root {bound:.4f} ({time.process_time() - started:.2f} CPU s)", flush=True)
+
+
+def part_dual(space, q, variants: str = "") -> None:
+    """The whole search, today's (``ConcavePathBranch``) and with the root's product-form rounds (``DualPathBranch``),
+    one after the other: CPU s, nodes, root bound, value. ``variants``: ``;``-separated ``DualRoot`` options, each
+    ``key=value,...`` (an empty one: the defaults); the variant ``notoday`` leaves today's search out."""
+    from cmab_milp._threads import blas_single_thread
+    from cmab_milp.oracles.norm.paths.plus_dual import DualPathBranch, DualRoot
+
+    oracle = cm.make_oracle(space, "highs")
+    query = oracle.norm_query(q["mu"], q["M"], q["f"], 1, **restrictions(q))
+    arms = np.setdiff1d(np.arange(space.d), list(query.restrictions.exclude))
+    l_hi = float(np.linalg.eigvalsh(q["M"])[-1]) * arms_bound(space)
+    chosen = variants.split(";")
+    for label in ["today", *chosen]:
+        if label == "notoday" or (label == "today" and "notoday" in chosen):
+            continue
+        with blas_single_thread():
+            started = time.process_time()
+            if label == "today":
+                branch = ConcavePathBranch(space, query, arms, l_hi, None, time.perf_counter, HighsTuning())
+            else:
+                pairs = (p.split("=") for p in label.split(",") if p)
+                options = {k: float(v) if "." in v else int(v) for k, v in pairs}
+                dual = DualRoot(**options)
+                branch = DualPathBranch(space, query, arms, l_hi, None, time.perf_counter, HighsTuning(), dual=dual)
+                label = "dual " + (label or "defaults")
+            _, value, _ = branch.run(None, -np.inf)
+            seconds = time.process_time() - started
+        fits = getattr(branch, "fits", 0)
+        print(
+            f"  {label:28s}: {seconds:7.2f} CPU s, {branch.nodes:6d} nodes, root {branch.root_bound:.4f},"
+            f" value {value:.4f}" + (f", {fits} fits" if fits else ""),
+            flush=True,
+        )
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--queries", default="1", help="comma-separated query numbers of the cell (#0 is the slow one)")
-    parser.add_argument("--parts", default="root,linear,rlt,eigen", help="root,linear,hull,rlt,eigen,free,sdp")
+    parser.add_argument(
+        "--parts", default="root,linear,rlt,eigen", help="root,linear,hull,rlt,eigen,free,sdp,dual,dualroot"
+    )
     parser.add_argument("--f", type=float, default=1.0)
+    parser.add_argument("--dual", default="", help="part dual: ';'-separated DualRoot options (k=v,k=v), 'notoday'")
     args = parser.parse_args(argv)
     numbers = [int(k) for k in args.queries.split(",")]
     parts = args.parts.split(",")
@@ -346,6 +415,10 @@ def main(argv: list[str] | None = None) -> None:
                 part_hull(space, q, oracle, answer)
             elif part in ("root", "linear"):
                 {"root": part_root, "linear": part_linear}[part](space, q, oracle)
+            elif part == "dual":
+                part_dual(space, q, args.dual)
+            elif part == "dualroot":
+                part_dualroot(space, q)
             else:
                 {"rlt": part_rlt, "eigen": part_eigen, "free": part_free, "sdp": part_sdp}[part](space, q)
             print(f"    ({part}: {time.process_time() - started:.1f} CPU s)", flush=True)

@@ -153,13 +153,13 @@ class _PathLP:
         self._n_sparse += k
 
     def add_tangent(self, coef: np.ndarray, lo: float) -> None:
-        """Append the row ``t - coef @ a >= lo``."""
+        """Append the row ``t - coef @ z >= lo`` (``coef`` on the arms, or on the arms and the columns after them)."""
         cols = np.flatnonzero(coef)
         self.model.add_rows([Row((*cols.tolist(), self.t), (*(-coef[cols]).tolist(), 1.0), lo, np.inf)])
         self._reserve(1)
         row = self._rows[self._n_sparse + self._n_tan]
         row[:] = 0.0
-        row[: self.d] = -coef
+        row[: len(coef)] = -coef
         row[self.t] = 1.0
         self._n_tan += 1
         self._bounds = None

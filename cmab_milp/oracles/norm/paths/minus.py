@@ -174,6 +174,8 @@ class PathBranch:
         self.free[arms] = True
         self.free[list(self.res.include)] = False
         self.M = query.M
+        #: The leading LP columns the forms see (:meth:`tangents_at`, :meth:`norm`): the arms, or more (a subclass)
+        self.width = d
         self.lp = self.make_bounds(arms, l_hi)
         self.branchable = np.zeros(self.lp.n, bool)  # free arms and visit columns
         self.branchable[:d] = self.free
@@ -332,20 +334,21 @@ class PathBranch:
             gap = bound - self.best_value if np.isfinite(self.best_value) else 1.0 + abs(bound)
             stalled = stalled + 1 if gain < (stall or _STALL) * gap else 0
             x, t = full[: self.d], float(full[lp.t])
-            value = float(q.mu @ x) - q.f * self.norm(x)  # the relaxation's value at x: its optimum is >= this
+            z = full[: self.width]  # what the forms see: the arms (and the visit columns with a product form)
+            value = float(q.mu @ x) - q.f * self.norm(z)  # the relaxation's value at x: its optimum is >= this
             if center is None or value > center_value:
-                center, center_value = x, value
+                center, center_value = z, value
             tangents = []
             g = None
             tol = _TANGENT_GAP * (1.0 + abs(bound))
-            points = [x]
-            if self.tuning.paths_in_out and center is not x:
-                points.insert(0, _CENTER_WEIGHT * center + (1.0 - _CENTER_WEIGHT) * x)
+            points = [z]
+            if self.tuning.paths_in_out and center is not z:
+                points.insert(0, _CENTER_WEIGHT * center + (1.0 - _CENTER_WEIGHT) * z)
             for point in points:
                 for coef, const, slack in self.tangents_at(point):
-                    if g is None and point is x:  # the weights whose linear maximum bounds the index (M's tangent)
-                        g = q.mu - q.f * coef
-                    if q.f * (float(coef @ x) + const - t) > tol:  # (x, t) violates the tangent at point
+                    if g is None and point is z:  # the weights whose linear maximum bounds the index (M's tangent)
+                        g = q.mu - q.f * coef[: self.d]
+                    if q.f * (float(coef @ z[: len(coef)]) + const - t) > tol:  # (x, t) violates the tangent at point
                         tangents.append((coef, const - slack))
                 if tangents and not self.tuning.paths_both_points:
                     break

@@ -164,7 +164,7 @@ class ConcavePathBranch(PathBranch):
         """``(coef, const, allowance)`` of the row ``t >= coef @ a + const - allowance`` (``-sqrt(q)``'s
         tangent at ``x``), or ``None`` where ``q(x)`` is about 0."""
         A, h, row_abs = form
-        x = x[: self.d]
+        x = x[: len(h)]  # (a product form also sees the visit columns: :mod:`.paths.dual_form`)
         hx = A @ x + h
         qx = float(x @ (hx + h))
         if qx <= _Q_FLOOR * (1.0 + row_abs):
@@ -172,7 +172,7 @@ class ConcavePathBranch(PathBranch):
         n = float(np.sqrt(qx))
         grad = hx / n
         const = float(grad @ x) - n
-        slack = _ROUND * self.d * _EPS * (row_abs / n + float(np.abs(grad).sum()) + abs(const) + n + 1.0)
+        slack = _ROUND * len(x) * _EPS * (row_abs / n + float(np.abs(grad).sum()) + abs(const) + n + 1.0)
         return -grad, const, slack
 
     def tangents_at(self, x: np.ndarray) -> list[tuple[np.ndarray, float, float]]:
@@ -185,6 +185,5 @@ class ConcavePathBranch(PathBranch):
 
     def norm(self, x: np.ndarray) -> float:
         """``-min_k sqrt(q_k(x))``: the relaxation's ``t`` at ``x`` (its value is ``mu @ x - f t``)."""
-        x = x[: self.d]
-        q = min(float(x @ (A @ x + 2.0 * h)) for A, h, _ in self.concave)
+        q = min(float(x[: len(h)] @ (A @ x[: len(h)] + 2.0 * h)) for A, h, _ in self.concave)
         return -float(np.sqrt(max(q, 0.0)))
