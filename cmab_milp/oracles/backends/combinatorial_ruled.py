@@ -1,22 +1,24 @@
 """The ``combinatorial`` algorithms with a certificate: whether their answer already is the tie rule's action.
 
-The one tie rule (:mod:`~cmab_milp.oracles.core.ties`, ``ties="classes"``) returns, among the optimal actions,
-the lexicographically largest. Checking that a backend's answer already is that action costs a look at every
-weight (a ``set`` of ``d`` floats, a visible share of a microsecond answer: ``docs/guide/reproducibility.md``).
-The algorithms here know it from the work they do anyway, and say so (``(action, ruled)``; ``ruled`` False:
-the rule settles it as usual):
+The one tie rule (:mod:`~cmab_milp.oracles.core.ties`, ``ties="classes"``) returns, among the optimal actions, the
+one of least binary number ``sum_i 2^i x_i`` (the optimum of the weights lowered by ``eps 2^i`` on arm ``i``).
+Checking that a backend's answer already is that action costs a look at every weight (a ``set`` of ``d`` floats, a
+visible share of a microsecond answer: ``docs/guide/reproducibility.md``). The algorithms here know it from the
+work they do anyway, and say so (``(action, ruled)``; ``ruled`` False: the rule settles it as usual):
 
 * **sorts and matroid greedies** (cardinality, partition matroids, forests, spanning trees): a stable greedy
-  by decreasing weight takes the lower arm first among equal weights, which is the rule's action on a
-  matroid (the optimum of the weights raised by ``eps 2^-i`` on arm ``i``), unless it leaves out arms of
-  weight 0 that the rule would hold (independent sets, not bases: then nothing is proven). Cardinality's
-  ``argpartition`` (not stable) is proven when the ``m``-th and ``(m + 1)``-th largest weights differ
-  (the top set is then the only optimum); otherwise the stable greedy answers, the rule's action itself;
+  by decreasing weight takes the lower arm first among equal weights and, where actions need not be bases,
+  only arms of positive weight: the rule's action on a matroid (the perturbed weights order the arms that
+  way and make the arms of weight 0 negative; :mod:`~cmab_milp.oracles.core.ties_matroids`), whatever the
+  zeros. Cardinality's ``argpartition`` (not stable) is proven when the ``m``-th and ``(m + 1)``-th largest
+  weights differ (the top set is then the only optimum), or when at most ``m`` weights are positive (all of
+  them); otherwise the stable greedy answers, the rule's action itself;
 * **longest paths in a DAG**: each node of the answer's path beats the runner-up way into it by more than
   the dynamic programme's rounding bound, so every other path is worse in exact arithmetic (a unique optimum);
-* **matchings**: the assignment solver gives no runner-up; the answer is kept when no weight is 0 and no arm
-  it leaves out has the weight of an arm it holds (then it has no open arm: the rule keeps it), one numpy
-  comparison of the held weights against all weights. For ``ties="exact"`` no cheap dual certificate exists
+* **matchings**: the assignment solver gives no runner-up; the answer is kept when it holds no arm of weight
+  0 and no arm it leaves out has the weight of an arm it holds (then its only open arms are arms of weight 0
+  it leaves out, and every other candidate adds some: a larger binary number), one numpy comparison of the
+  held weights against all weights. For ``ties="exact"`` no cheap dual certificate exists
   here (``linear_sum_assignment`` returns no potentials): the shifted solve of ``ties._unique`` (held arms down
   by ``delta``, others up: it returns the answer only when no other action is within the tolerance) runs on
   the cached layout, one more assignment without the generic path's Python shifting.
@@ -76,7 +78,7 @@ def _cardinality(space: Cardinality, q: LinearQuery) -> tuple[np.ndarray | None,
     weights = q.weights_list
     if res.empty and weights is not None and d <= _SORTED_UP_TO:  # short: the greedy itself, in Python
         order = sorted(range(d), key=weights.__getitem__, reverse=True)  # stable: lower arm first
-        chosen = order[:m] if space.exact else [i for i in order[:m] if weights[i] >= 0.0]
+        chosen = order[:m] if space.exact else [i for i in order[:m] if weights[i] > 0.0]
         action[chosen] = True
 
         def unique() -> bool:  # the gaps of the sorted weights (ties_unique.sorted_gap), for ties="exact"
@@ -90,14 +92,11 @@ def _cardinality(space: Cardinality, q: LinearQuery) -> tuple[np.ndarray | None,
             top = _top(w, None, m, action, w if q.weights_list is None else q.weights_list)
         else:
             positive = np.flatnonzero(w > 0)
-            if len(positive) <= m:  # all positive arms; arms of weight 0 would fit beside them unless m are held
+            if len(positive) <= m:  # all positive arms (the rule leaves out those of weight 0): its action
                 action[positive] = True
-                if len(positive) == m or w.all():
-                    return action, True
-                top = None
-            else:
-                top = _top(w[positive], positive, m, action, w if q.weights_list is None else q.weights_list)
-        if top is not None and top[1] > 0.0:  # the m-th largest weight beats the (m + 1)-th: the only optimum
+                return action, True
+            top = _top(w[positive], positive, m, action, w if q.weights_list is None else q.weights_list)
+        if top[1] > 0.0:  # the m-th largest weight beats the (m + 1)-th: the only optimum
             gap = top[1]  # also the gap to every other action (ties_unique.sorted_gap; the (m + 1)-th is positive)
             return top[0], lambda: gap > exact_margin(float(np.abs(w).sum()), d)
         action[:] = False
@@ -106,7 +105,7 @@ def _cardinality(space: Cardinality, q: LinearQuery) -> tuple[np.ndarray | None,
 
 def _stable_greedy(space: Cardinality, q: LinearQuery, action: np.ndarray) -> np.ndarray | None:
     """The rule's action on a cardinality space: the included arms, then the allowed arms by decreasing weight
-    (lower arm first among equal ones; arms of weight 0 too, negative ones only when exactly ``m`` are held)."""
+    (lower arm first among equal ones; arms of weight ``<= 0`` only when exactly ``m`` are held)."""
     w, res = q.weights, q.restrictions
     need = space.m - len(res.include)
     if need < 0:
@@ -114,7 +113,7 @@ def _stable_greedy(space: Cardinality, q: LinearQuery, action: np.ndarray) -> np
     allowed = np.ones(space.d, bool)
     allowed[list(res.include)] = False
     allowed[list(res.exclude)] = False
-    candidates = np.flatnonzero(allowed if space.exact else allowed & (w >= 0))
+    candidates = np.flatnonzero(allowed if space.exact else allowed & (w > 0))
     if space.exact and len(candidates) < need:
         return None
     action[list(res.include)] = True
@@ -140,7 +139,7 @@ def _top(
 
 
 def _partition(space: PartitionMatroid, q: LinearQuery) -> tuple[np.ndarray | None, bool]:
-    """Per block, the positive arms by decreasing weight (a stable sort); kept when no weight is 0.
+    """Per block, the positive arms by decreasing weight (a stable sort): the rule's action, whatever the zeros.
 
     Unrestricted (up to 256 arms: plain Python, as the plain algorithm), each block is sorted whole, which gives
     the certificate for ``ties="exact"``: each block's gap (:func:`~.ties_unique.sorted_gap`, at most its
@@ -149,10 +148,7 @@ def _partition(space: PartitionMatroid, q: LinearQuery) -> tuple[np.ndarray | No
     """
     weights = q.weights_list
     if not (q.restrictions.empty and space.d <= 256):
-        action = ALGORITHMS[PartitionMatroid](space, q)
-        if action is None:
-            return action, True
-        return action, (0.0 not in weights) if weights is not None else bool(q.weights.all())
+        return ALGORITHMS[PartitionMatroid](space, q), True  # a stable greedy over the positive arms too
     if weights is None:
         weights = q.weights.tolist()
     orders = [sorted(block, key=weights.__getitem__, reverse=True) for block in space.blocks]
@@ -164,8 +160,6 @@ def _partition(space: PartitionMatroid, q: LinearQuery) -> tuple[np.ndarray | No
         held.append(len(taken))
     action = np.zeros(space.d, bool)
     action[chosen] = True
-    if 0.0 in weights:
-        return action, False
 
     def unique() -> bool:  # each block's sorted_gap, read at its boundary (k held of at most cap)
         gap = low = float("inf")
@@ -185,7 +179,7 @@ def _partition(space: PartitionMatroid, q: LinearQuery) -> tuple[np.ndarray | No
 
 
 def _kruskal(space: GraphicMatroid | SpanningTrees, q: LinearQuery) -> tuple[np.ndarray | None, bool]:
-    """Kruskal's stable greedy: the rule's action on spanning trees; on forests when no weight is 0.
+    """Kruskal's stable greedy (forests: over the positive arms): the rule's action, whatever the zeros.
 
     The certificate for ``ties="exact"``: the sorted weights (with 0 among them, for forests) differ pairwise by
     more than the margin. Then every exchange of the answer (a tree arm ``e`` on the cycle a left-out arm ``f``
@@ -198,10 +192,6 @@ def _kruskal(space: GraphicMatroid | SpanningTrees, q: LinearQuery) -> tuple[np.
     action = prepare_kruskal(space, q.restrictions, spanning)(w)
     if action is None:
         return action, True
-    if not spanning:
-        weights = q.weights_list
-        if not ((0.0 not in weights) if weights is not None else bool(w.all())):
-            return action, False
 
     def unique() -> bool:
         ranked = np.sort(w if spanning else np.append(w, 0.0))
@@ -290,10 +280,11 @@ def _segment(edges, weights, banned, rank, a, b, n_nodes, tail, incoming, tau) -
 
 
 def _matching(space: Matchings, q: LinearQuery) -> tuple[np.ndarray | None, bool]:
-    """The heaviest matching, kept when no weight is 0 and each held weight is held by one arm only.
+    """The heaviest matching, kept when it holds no arm of weight 0 and each held weight is held by one arm only.
 
-    Then the answer has no open arm (each class it holds, it holds whole): the rule keeps it. One comparison
-    of every weight with the held ones and 0 (``np.equal.outer``): the count is the number held exactly then.
+    Then each class it holds, it holds whole, and its only open arms are arms of weight 0 it leaves out: every
+    other candidate holds some of them too, a larger binary number, so the rule keeps it. One comparison of
+    every weight with the held ones (``np.equal.outer``): the count is the number held exactly then.
     Unrestricted queries on bipartite graphs solve the assignment on a cached layout of the arms (one gather
     of the weights); others the combinatorial backend's algorithm.
     """
@@ -311,8 +302,7 @@ def _matching(space: Matchings, q: LinearQuery) -> tuple[np.ndarray | None, bool
             return action, True
         chosen = np.flatnonzero(action).tolist()
     probe = [weights[k] for k in chosen]
-    probe.append(0.0)
-    if int(np.count_nonzero(np.equal.outer(w, probe))) != len(chosen):
+    if 0.0 in probe or int(np.count_nonzero(np.equal.outer(w, probe))) != len(chosen):
         return action, False
     if not (res.empty and space.bipartite):
         return action, True

@@ -1,4 +1,4 @@
-"""One tie rule for every exact backend: the lexicographically first optimum (:func:`first_optimum`).
+"""One tie rule for every exact backend: the optimum of least binary number (:func:`first_optimum`).
 
 Backends break exact ties their own way (a simplex vertex, a branch-and-bound order, the first
 enumerated action, Kruskal's order). Bernoulli arms make ties frequent: arms with equal counts and
@@ -6,32 +6,33 @@ equal sums get equal indices, and an action can swap one for the other at no cha
 every exact backend's answer to a linear query is passed through :func:`first_optimum` (by
 :meth:`~cmab_milp.oracles.core.base.Oracle._answer`), which returns
 
-    **the rule**: among the optimal actions, the one whose 0/1 vector is lexicographically largest:
-    it holds the lowest-numbered arm that any optimal action holds, then (among those) the next...
+    **the rule**: among the optimal actions, the one of least binary number ``sum_i 2^i x_i``,
+    equivalently the optimum of the weights lowered by ``eps 2^i`` on arm ``i`` (``eps`` tiny): it leaves
+    out the highest-numbered arm that some optimal action leaves out, then (among those) the next
+    highest, ...; arms of weight 0 are left out whenever an optimum can leave them out.
 
 What it uses. The *classes* of a query are its arms grouped by equal weight (the same ``float``). A
 backend's answer ``a`` holds some arms of each class; a class it holds partly (some, not all), and
 the arms of weight 0, are the *open* arms ``P``. Every action that agrees with ``a`` off ``P`` and
 holds as many arms of each nonzero class as ``a`` has the same multiset of nonzero weights, hence
 exactly ``a``'s value. On matroids (cardinality, partition, forests, spanning trees; no
-``forbid_pairs``) one greedy pass by decreasing weight, lower arm first, gives the rule's action (the
-unique optimum of the weights raised by ``eps (d - i)`` on arm ``i``); exchanges within a class towards
-lower arms are the fallback when its weights differ from ``a``'s (a near tie). Elsewhere the
-search walks these candidates in decreasing lexicographic order (arms of ``P`` by increasing index,
-holding before not holding, class counts pruned; on matchings infeasible partial actions too) and
-returns the first one that is feasible (``space._contains`` and the restrictions); on bipartite matchings
-and DAG paths one exact integer solve comes first (:mod:`.ties_direct`). Past one check per open arm and
-``leaves`` more it
-settles the open arms one by one instead, with restricted solves on the same backend: arm ``i`` is
-held when the optimum under "hold the arms settled in, and ``i``; not those settled out" still has
-``a``'s nonzero weights (one solve per open arm the current best does not hold).
+``forbid_pairs``) one greedy pass by decreasing weight, lower arm first, arms of weight 0 left out where
+actions need not be bases, gives the rule's action (:mod:`.ties_matroids`); exchanges are the fallback when
+its weights differ from ``a``'s (a near tie). Elsewhere the search walks these candidates by increasing
+binary number (arms of ``P`` by decreasing index, leaving out before holding, class counts pruned; on
+matchings infeasible partial actions too) and returns the first one that is feasible (``space._contains``
+and the restrictions); on bipartite matchings and DAG paths one exact integer solve comes first
+(:mod:`.ties_direct`). Past one check per open arm and ``leaves`` more it settles the open arms one by one
+instead, highest first, with restricted solves on the same backend: arm ``i`` is left out when the optimum
+under "hold the arms settled in; neither those settled out nor ``i``" still has ``a``'s nonzero weights (one
+solve per open arm the current best holds).
 
 Why it is the rule (the proof sketch of ``docs/guide/reproducibility.md``, "One tie rule"). Assume
 (A) no near tie: an action within the backend's tolerance of the optimum is exactly optimal, and
 (B) ties are class ties: two optimal actions hold the same number of arms of each nonzero weight.
 Then ``a`` is optimal (A); the optimal actions are exactly the candidates above (B one way, equal
-multisets the other), so the first feasible candidate in decreasing order is the rule's action, and
-so is the settled one (each restricted optimum is optimal for the full query iff it has ``a``'s
+multisets the other), so the first feasible candidate by increasing binary number is the rule's action,
+and so is the settled one (each restricted optimum is optimal for the full query iff it has ``a``'s
 weights, by A and B). Nothing depends on which optimum ``a`` the backend returned: every backend
 gives the same action. Without (A) or (B) (sums of different weights that coincide, values closer
 than the tolerance), the answer is still optimal (only actions of ``a``'s exact value are
@@ -40,7 +41,7 @@ returned), but backends may differ as before.
 ``ties="exact"`` also settles equal sums of different weights (within the tolerance): one solve of the
 weights shifted by ``delta`` (a thousand times the tolerance; down on ``a``'s arms, up on the others)
 returns ``a`` itself exactly when no other action is within the tolerance of it (:func:`_unique`); only
-then is ``a`` kept, otherwise every arm is settled in turn by restricted solves.
+then is ``a`` kept, otherwise every arm is settled in turn, highest first, by restricted solves.
 
 Backends that know their answer is the rule's action say so (``Oracle._linear_ruled``; the sorts, matroid
 greedies, DAG path margins and matchings of :mod:`~cmab_milp.oracles.backends.combinatorial_ruled`, and
@@ -55,9 +56,9 @@ Example
 >>> import numpy as np
 >>> import cmab_milp as cm
 >>> from cmab_milp.oracles.core.queries import LinearQuery, Restrictions
->>> oracle = cm.make_oracle(cm.Cardinality(4, 2), "enumerate", ties="classes")
->>> query = LinearQuery(np.array([0.5, 0.9, 0.5, 0.5]), Restrictions())
->>> first_optimum(oracle, query, np.array([False, True, False, True])).nonzero()[0].tolist()
+>>> oracle = cm.make_oracle(cm.Cardinality(4, 3), "enumerate", ties="classes")
+>>> query = LinearQuery(np.array([0.5, 0.9, 0.5, 0.0]), Restrictions())
+>>> first_optimum(oracle, query, np.array([False, True, True, True])).nonzero()[0].tolist()
 [0, 1]
 """
 
@@ -68,9 +69,10 @@ from typing import Any
 
 import numpy as np
 
-from ...spaces import Cardinality, GraphicMatroid, Matchings, PartitionMatroid, SpanningTrees, STPaths
+from ...spaces import Matchings, STPaths
 from .queries import LinearQuery, Restrictions
 from .ties_direct import lexicographic_matching, lexicographic_path
+from .ties_matroids import MATROIDS, exchanges, greedy
 
 __all__ = ["TIE_LEAVES", "TIE_MODES", "first_optimum", "open_arms"]
 
@@ -78,8 +80,6 @@ __all__ = ["TIE_LEAVES", "TIE_MODES", "first_optimum", "open_arms"]
 TIE_LEAVES = 64
 #: What ``Oracle.ties`` may say: which ties the rule settles.
 TIE_MODES = ("classes", "exact", "off")
-#: Spaces whose actions are the independent sets or bases of a matroid: settled by exchanges.
-_MATROIDS = (Cardinality, PartitionMatroid, GraphicMatroid, SpanningTrees)
 
 
 def open_arms(weights: list[float], action: list[bool]) -> tuple[list[int], list[int], dict[float, int]]:
@@ -112,25 +112,27 @@ def open_arms(weights: list[float], action: list[bool]) -> tuple[list[int], list
 def _candidates(
     action: list[bool], order: list[int], classes: list[int], need: list[int], fits: Any = None
 ) -> Iterator[list[bool]]:
-    """Actions agreeing with ``action`` off ``order``, ``need[c]`` arms of each class: lexicographically largest first.
+    """Actions agreeing with ``action`` off ``order``, ``need[c]`` arms of each class: least binary number first.
 
-    ``fits(partial, arm)``: whether a partial action (the open arms not yet decided left out) that has just
-    taken ``arm`` may still be completed; given for spaces closed under taking subsets (then: whether it is
-    feasible itself).
+    The open arms ``order`` (ascending) are walked by decreasing index, each left out before it is held.
+    ``fits(partial, arm)``: whether a partial action (the open arms not yet decided left out: those below
+    ``arm``) that has just taken ``arm`` may still be completed; given for spaces closed under taking subsets
+    (then: whether it is feasible itself).
 
-    >>> [[int(x) for x in c] for c in _candidates([False, True, True], [0, 1, 2], [0, 0, 0], [2])]
-    [[1, 1, 0], [1, 0, 1], [0, 1, 1]]
+    >>> [[int(x) for x in c] for c in _candidates([False, True, True, True], [0, 1, 2, 3], [0, 0, 0, -1], [2])]
+    [[1, 1, 0, 0], [1, 0, 1, 0], [0, 1, 1, 0], [1, 1, 0, 1], [1, 0, 1, 1], [0, 1, 1, 1]]
     """
-    left = [0] * len(need)  # arms of each class at positions >= k
-    for c in classes:
+    walk, kinds = order[::-1], classes[::-1]
+    left = [0] * len(need)  # arms of each class at positions >= k (not yet decided)
+    for c in kinds:
         if c >= 0:
             left[c] += 1
     need = list(need)
     current = list(action)
-    for arm in order:
+    for arm in walk:
         current[arm] = False
-    n = len(order)
-    phase = [0] * n  # at position k: 0 nothing tried, 1 holding tried, 2 leaving out tried
+    n = len(walk)
+    phase = [0] * n  # at position k: 0 nothing tried, 1 leaving out tried, 2 holding tried
     held, skipped = [False] * n, [False] * n
     k = 0
     while k >= 0:
@@ -138,9 +140,21 @@ def _candidates(
             yield list(current)
             k -= 1
             continue
-        c, arm = classes[k], order[k]
-        if phase[k] == 0:  # hold the arm first
+        c, arm = kinds[k], walk[k]
+        if phase[k] == 0:  # leave the arm out first
             phase[k] = 1
+            if c < 0 or left[c] - 1 >= need[c]:
+                skipped[k] = True
+                if c >= 0:
+                    left[c] -= 1
+                k += 1
+                continue
+        if phase[k] == 1:  # then hold it
+            if skipped[k]:
+                skipped[k] = False
+                if c >= 0:
+                    left[c] += 1
+            phase[k] = 2
             if c < 0 or need[c] > 0:
                 current[arm] = True
                 if fits is None or fits(current, arm):
@@ -151,22 +165,10 @@ def _candidates(
                     k += 1
                     continue
                 current[arm] = False
-        if phase[k] == 1:  # then leave it out
-            if held[k]:
-                held[k], current[arm] = False, False
-                if c >= 0:
-                    need[c] += 1
-                    left[c] += 1
-            phase[k] = 2
-            if c < 0 or left[c] - 1 >= need[c]:
-                skipped[k] = True
-                if c >= 0:
-                    left[c] -= 1
-                k += 1
-                continue
-        if skipped[k]:  # both tried: step back
-            skipped[k] = False
+        if held[k]:  # both tried: step back
+            held[k], current[arm] = False, False
             if c >= 0:
+                need[c] += 1
                 left[c] += 1
         phase[k] = 0
         k -= 1
@@ -187,151 +189,61 @@ def _holding(oracle: Any, query: LinearQuery, held_in: list[int], held_out: list
 
 
 def _settle(oracle: Any, query: LinearQuery, best: list[bool], order: list[int], classes: list[int], need: list[int]):
-    """The rule's action by restricted solves: each open arm, in order, held iff some optimum holds it with the rest."""
+    """The rule's action by restricted solves: each open arm, highest first, left out iff an optimum leaves it out
+    with the rest (one solve per open arm the current best holds; a class's count decides the others)."""
     weights = query.weights_list if query.weights_list is not None else query.weights.tolist()
     target = _nonzero(weights, best)
     held_in: list[int] = []
     held_out: list[int] = []
     need = list(need)
-    for arm, c in zip(order, classes, strict=True):
-        if c >= 0 and need[c] == 0:
-            held_out.append(arm)
-            continue
-        if not best[arm]:
-            answer = _holding(oracle, query, [*held_in, arm], held_out)
-            if answer is None or _nonzero(weights, answer.tolist()) != target:
+    below = [0] * len(need)  # arms of each class not yet settled
+    for c in classes:
+        if c >= 0:
+            below[c] += 1
+    for arm, c in zip(order[::-1], classes[::-1], strict=True):
+        if c >= 0:
+            below[c] -= 1
+            if need[c] == 0:  # the class's count is reached: out
                 held_out.append(arm)
                 continue
+            if below[c] < need[c]:  # the arms below cannot make up the count: in
+                held_in.append(arm)
+                need[c] -= 1
+                continue
+        if best[arm]:
+            answer = _holding(oracle, query, held_in, [*held_out, arm])
+            if answer is None or _nonzero(weights, answer.tolist()) != target:
+                held_in.append(arm)
+                if c >= 0:
+                    need[c] -= 1
+                continue
             best = answer.tolist()
-        held_in.append(arm)
-        if c >= 0:
-            need[c] -= 1
+        held_out.append(arm)
     return best
 
 
-def _exchanges(space: Any, res: Restrictions, held: list[bool], order: list[int], classes: list[int]) -> list[bool]:
-    """The rule's action on a matroid: exchange towards lower arms within a class (and add arms of weight 0) until none.
-
-    Each move keeps the value and raises the action lexicographically; on a matroid the action no move
-    improves is the unique optimum of the weights with ties broken by arm index (exchange property).
-    """
-    current = list(held)
-    members: dict[int, list[int]] = {}
-    for arm, c in zip(order, classes, strict=True):
-        members.setdefault(c, []).append(arm)
-
-    def feasible(trial: list[bool]) -> bool:
-        action = np.array(trial)
-        return res.admits(action) and bool(space._contains(action))
-
-    moved = True
-    while moved:
-        moved = False
-        for arm, c in zip(order, classes, strict=True):
-            if current[arm]:
-                continue
-            trial = list(current)
-            trial[arm] = True
-            if c < 0 and feasible(trial):  # an arm of weight 0 added
-                current, moved = trial, True
-                continue
-            for other in reversed(members[c]):
-                if other <= arm:
-                    break
-                if current[other]:
-                    trial[other] = False
-                    if feasible(trial):
-                        current, moved = trial, True
-                        break
-                    trial[other] = True
-    return current
-
-
-def _independence(space: Any) -> Any:
-    """A function ``add(arm)``: whether ``arm`` keeps the held arms independent in ``space``'s matroid (then held)."""
-    if type(space) is Cardinality:
-        count = [0]
-
-        def add(arm: int) -> bool:
-            count[0] += 1
-            return count[0] <= space.m
-
-        return add
-    if type(space) is PartitionMatroid:
-        room = list(space.capacities)
-        block_of = space.block_of.tolist()
-
-        def add(arm: int) -> bool:
-            room[block_of[arm]] -= 1
-            return room[block_of[arm]] >= 0
-
-        return add
-    parent = list(range(space.n_nodes))  # forests: union-find over the graph's nodes
-    tail, head = space.tail.tolist(), space.head.tolist()
-
-    def find(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    def add(arm: int) -> bool:
-        u, v = find(tail[arm]), find(head[arm])
-        if u == v:
-            return False
-        parent[u] = v
-        return True
-
-    return add
-
-
-def _greedy(space: Any, res: Restrictions, weights: list[float]) -> list[bool] | None:
-    """The rule's action on a matroid in one pass: the greedy over arms by decreasing weight, lower arm first.
-
-    It is the optimum of the weights raised by ``eps 2^-i`` on arm ``i`` (``eps`` small): among the
-    optima, the lexicographically largest. The arms of ``res.include`` come first (a contraction is
-    a matroid), those of ``res.exclude`` never; arms of negative weight only where actions are bases.
-    ``None`` when an included arm is dependent. The caller checks the result (feasible, same weights).
-
-    >>> _greedy(Cardinality(4, 2), Restrictions(), [0.5, 0.9, 0.5, 0.5])
-    [True, True, False, False]
-    """
-    add = _independence(space)
-    bases = type(space) is SpanningTrees or (type(space) is Cardinality and space.exact)
-    held = [False] * len(weights)
-    for arm in res.include:
-        if not add(arm):
-            return None
-        held[arm] = True
-    excluded = set(res.exclude)
-    for arm in sorted(range(len(weights)), key=lambda i: (-weights[i], i)):
-        if weights[arm] < 0.0 and not bases:
-            break
-        if not held[arm] and arm not in excluded and add(arm):
-            held[arm] = True
-    return held
-
-
 def _settle_values(oracle: Any, query: LinearQuery, best: list[bool]) -> list[bool]:
-    """The rule over every tie (``ties="exact"``): each arm, in order, held iff an action within the tolerance holds it.
+    """The rule over every tie (``ties="exact"``): each arm, highest first, left out iff an action within the
+    tolerance leaves it out with the rest.
 
-    One restricted solve per arm the current best does not hold: ties between sums of different weights too.
+    One restricted solve per arm the current best holds: ties between sums of different weights too.
     """
     res = query.restrictions
     reference = query.value(best)
+    fixed = {*res.include, *res.exclude}
     held_in: list[int] = []
     held_out: list[int] = []
-    for arm in range(len(best)):
-        if arm in res.exclude:
+    for arm in range(len(best) - 1, -1, -1):
+        if arm in fixed:
             continue
-        if not best[arm]:
-            answer = _holding(oracle, query, [*held_in, arm], held_out)
+        if best[arm]:
+            answer = _holding(oracle, query, held_in, [*held_out, arm])
             value = -np.inf if answer is None else query.value(answer)
             if value < reference - 1e-9 * (1.0 + abs(reference)):  # the contract's tolerance (base.tolerance)
-                held_out.append(arm)
+                held_in.append(arm)
                 continue
             best, reference = answer.tolist(), max(reference, value)
-        held_in.append(arm)
+        held_out.append(arm)
     return best
 
 
@@ -361,7 +273,7 @@ def first_optimum(
 
     ``oracle.ties`` says which ties are settled: ``"classes"`` (equal weights, see above),
     ``"exact"`` (also sums of different weights within the tolerance: one solve of shifted weights, then,
-    on a tie, one restricted solve per arm the answer does not hold) or ``"off"``. ``failures``: the
+    on a tie, one restricted solve per arm the current best holds) or ``"off"``. ``failures``: the
     exceptions of a restricted solve that leave the backend's ``action`` as the answer (a declined query,
     a time limit). ``leaves``: checks of candidates and partial actions, beyond one per open arm (the
     search's first descent), before settling by restricted solves on ``oracle`` (``0``: solves at once).
@@ -404,16 +316,16 @@ def _settle_ties(oracle: Any, query: LinearQuery, action: np.ndarray, leaves: in
     if not order:
         return action
     space, res = oracle.space, query.restrictions
-    if type(space) in _MATROIDS and not res.forbid_pairs:
-        greedy = _greedy(space, res, weights)
-        if greedy is not None and _nonzero(weights, greedy) == _nonzero(weights, held):
-            trial = np.array(greedy)
+    if type(space) in MATROIDS and not res.forbid_pairs:
+        settled = greedy(space, res, weights)
+        if settled is not None and _nonzero(weights, settled) == _nonzero(weights, held):
+            trial = np.array(settled)
             if res.admits(trial) and space._contains(trial):
                 return trial
-        return np.array(_exchanges(space, res, held, order, classes))  # a near tie: exchanges from the answer
+        return np.array(exchanges(space, res, held, order, classes))  # a near tie: exchanges from the answer
     direct = _direct(space, res, weights)
     if direct is not None and _is_candidate(direct.tolist(), held, order, classes, need):
-        return direct  # the exact lexicographic optimum is a candidate: the rule's action (ties_direct.py)
+        return direct  # the exact optimum of least binary number is a candidate: the rule's action (ties_direct.py)
     checks = [0]  # candidates and partial actions checked
     budget = leaves + len(order) if leaves else 0  # the first descent (one check per open arm), then ``leaves``
     closed = type(space) is Matchings and not space.perfect  # closed under subsets: prune partial actions
@@ -431,9 +343,9 @@ def _settle_ties(oracle: Any, query: LinearQuery, action: np.ndarray, leaves: in
             return bool(space._contains(np.array(partial)))
         if not free(partial, arm):  # a matching before ``arm``: only its two ends to check
             return False
-        for c, arms in enumerate(members):  # each class can still get its count from the free arms above ``arm``
-            held = sum(1 for e in arms if e <= arm and partial[e])
-            if held < need[c] and sum(1 for e in arms if e > arm and free(partial, e)) < need[c] - held:
+        for c, arms in enumerate(members):  # each class can still get its count from the free arms below ``arm``
+            held = sum(1 for e in arms if e >= arm and partial[e])
+            if held < need[c] and sum(1 for e in arms if e < arm and free(partial, e)) < need[c] - held:
                 return False
         return True
 
@@ -452,7 +364,8 @@ def _settle_ties(oracle: Any, query: LinearQuery, action: np.ndarray, leaves: in
 
 
 def _direct(space: Any, res: Restrictions, weights: list[float]) -> np.ndarray | None:
-    """The exact lexicographic optimum in one solve (:mod:`.ties_direct`) where the space has one, else ``None``."""
+    """The exact optimum of least binary number in one solve (:mod:`.ties_direct`) where the space has one, else
+    ``None``."""
     if res.forbid_pairs:
         return None
     if type(space) is Matchings and space.bipartite:

@@ -5,17 +5,18 @@
 bipartite matchings and DAG paths one exact solve does it instead. Every ``float`` is a dyadic rational, so
 the weights scaled by their largest denominator are integers ``N_i``; the weights
 
-    ``W_i = N_i 2^d + 2^(d - 1 - i)``
+    ``W_i = N_i 2^(d+1) - 2^i``
 
-(Python integers, exact) order actions by value first (a value step is at least ``2^d``, more than all the
-second terms together) and, among equal values, by the 0/1 vector read from arm 0 (the lexicographic order).
-Their optimum ``x`` is the lexicographically largest among the actions of largest *exact* value
-(:func:`lexicographic_matching`: the Hungarian algorithm on integers; :func:`lexicographic_path`: the
-dynamic programme on integers). The rule's action ``r`` is the lexicographically largest among the
-candidates, actions with ``a``'s value. If ``x`` is a candidate (the caller checks it: ``a``'s arms off the
-open ones, ``a``'s count of each class), then ``a`` is exactly optimal, every candidate is among the actions
-``x`` was chosen from, and so ``x = r``. Otherwise (a sum of different weights ties: assumption (B) of the
-rule fails) the caller searches as before.
+(Python integers, exact) order actions by value first (a value step is at least ``2^(d+1)``, more than all
+the second terms together, ``2^d - 1``) and, among equal values, by least binary number ``sum_i 2^i x_i``
+(the weights lowered by ``eps 2^i``, with ``eps = 2^-(d+1)`` after scaling). Their optimum ``x`` is the one
+of least binary number among the actions of largest *exact* value (:func:`lexicographic_matching`: the
+Hungarian algorithm on integers; :func:`lexicographic_path`: the dynamic programme on integers; the names
+say the order: the binary number compares the 0/1 vectors read from the highest arm). The rule's action ``r``
+is the one of least binary number among the candidates, actions with ``a``'s value. If ``x`` is a candidate
+(the caller checks it: ``a``'s arms off the open ones, ``a``'s count of each class), then ``a`` is exactly
+optimal, every candidate is among the actions ``x`` was chosen from, and so ``x = r``. Otherwise (a sum of
+different weights ties: assumption (B) of the rule fails) the caller searches as before.
 
 Example
 -------
@@ -24,8 +25,8 @@ Example
 >>> import cmab_milp as cm
 >>> from cmab_milp.oracles.core.queries import Restrictions
 >>> space = cm.Matchings(nx.complete_bipartite_graph(2, 2))  # arms (0, 2), (0, 3), (1, 2), (1, 3)
->>> lexicographic_matching(space, [1.0, 1.0, 1.0, 1.0], Restrictions()).tolist()
-[True, False, False, True]
+>>> lexicographic_matching(space, [1.0, 1.0, 1.0, 1.0], Restrictions()).tolist()  # arms {1, 2}: 6 < 9 ({0, 3})
+[False, True, True, False]
 """
 
 from __future__ import annotations
@@ -43,15 +44,15 @@ __all__ = ["lexicographic_matching", "lexicographic_path", "ordered_integers"]
 
 
 def ordered_integers(weights: list[float]) -> list[int]:
-    """``W_i = N_i 2^d + 2^(d - 1 - i)``: the weights as exact integers, then the lexicographic order.
+    """``W_i = N_i 2^(d+1) - 2^i``: the weights as exact integers, then the least binary number.
 
-    >>> ordered_integers([0.5, 0.25])
-    [10, 5]
+    >>> ordered_integers([0.5, 0.25, 0.0])
+    [31, 14, -4]
     """
     ratios = [Fraction(w) for w in weights]
     scale = max((r.denominator for r in ratios), default=1)
-    d = len(weights)
-    return [(r.numerator * (scale // r.denominator) << d) + (1 << (d - 1 - i)) for i, r in enumerate(ratios)]
+    step = len(weights) + 1
+    return [(r.numerator * (scale // r.denominator) << step) - (1 << i) for i, r in enumerate(ratios)]
 
 
 def _hungarian(cost: list[list[int]], n: int, m: int, big: int) -> list[int]:
@@ -100,8 +101,8 @@ def _hungarian(cost: list[list[int]], n: int, m: int, big: int) -> list[int]:
 
 
 def lexicographic_matching(space: Matchings, weights: list[float], res: Restrictions) -> np.ndarray | None:
-    """The lexicographically largest of the (perfect, for ``space.perfect``) matchings of largest exact value that
-    ``res`` admits (include and exclude; ``None``: none). Bipartite graphs only; one integer assignment."""
+    """The one of least binary number among the (perfect, for ``space.perfect``) matchings of largest exact value
+    that ``res`` admits (include and exclude; ``None``: none). Bipartite graphs only; one integer assignment."""
     left, right, rows, cols = assignment_tables(space)
     tail, head = space.tail.tolist(), space.head.tolist()
     used: set[int] = set()
@@ -147,7 +148,7 @@ def lexicographic_matching(space: Matchings, weights: list[float], res: Restrict
 
 
 def lexicographic_path(space: STPaths, weights: list[float], res: Restrictions) -> np.ndarray | None:
-    """The lexicographically largest of the s-t paths of largest exact value in a DAG that ``res`` admits
+    """The one of least binary number among the s-t paths of largest exact value in a DAG that ``res`` admits
     (include and exclude; ``None``: none): the longest-path dynamic programme on the integers ``W_i``."""
     rank, edges = dag_tables(space)
     values = ordered_integers(weights)

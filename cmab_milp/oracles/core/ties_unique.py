@@ -1,10 +1,10 @@
 """Certificates of a unique optimum, so that ``ties="exact"`` skips its shifted solve on the usual query.
 
 ``ties="exact"`` returns, among the actions within the tolerance ``tol = 1e-9 (1 + |v(a)|)`` of the optimum
-``v(a)``, the lexicographically largest (:mod:`~cmab_milp.oracles.core.ties`). When no action other than the
-backend's answer ``a`` lies within ``tol`` of it, that is ``a`` itself: the shifted solve (``ties._unique``)
-returns ``a``, or the settling by restricted solves finds no other action within ``tol`` and keeps ``a``. So a
-backend that *proves* that every other action is below ``v(a)`` by more than
+``v(a)``, the one of least binary number ``sum_i 2^i x_i`` (:mod:`~cmab_milp.oracles.core.ties`). When no action
+other than the backend's answer ``a`` lies within ``tol`` of it, that is ``a`` itself: the shifted solve
+(``ties._unique``) returns ``a``, or the settling by restricted solves finds no other action within ``tol`` and
+keeps ``a``. So a backend that *proves* that every other action is below ``v(a)`` by more than
 
     ``exact_margin(S, n) = 1e-9 (1 + S) + 4 (n + 1) eps S``   (``S >= sum |w|``, ``n >= d``)
 

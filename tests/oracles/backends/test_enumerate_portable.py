@@ -42,7 +42,7 @@ def test_linear_answers_are_the_first_portable_argmax(seed):
 def first_of_equal_value(actions: np.ndarray, weights: np.ndarray, found: np.ndarray, mask=None) -> np.ndarray:
     """The tie rule (oracles/core/ties.py, ``ties="classes"``) after the portable argmax ``found``: among the
     actions holding the same nonzero weights (the same exact value; their left-to-right sums may differ in
-    the last bits), the lexicographically largest 0/1 vector."""
+    the last bits), the 0/1 vector of least binary number ``sum_i 2^i x_i``."""
     target = sorted(w for w, h in zip(weights, found, strict=True) if h and w != 0.0)
     ok = np.ones(len(actions), bool) if mask is None else mask
     rows = [
@@ -50,7 +50,7 @@ def first_of_equal_value(actions: np.ndarray, weights: np.ndarray, found: np.nda
         for row, keep in zip(actions, ok, strict=True)
         if keep and sorted(w for w, h in zip(weights, row, strict=True) if h and w != 0.0) == target
     ]
-    return np.array(max(rows))
+    return np.array(min(rows, key=lambda row: sum(1 << i for i, held in enumerate(row) if held)))
 
 
 def test_cancelling_weights_are_decided_by_the_left_to_right_sums():

@@ -1,7 +1,7 @@
-"""One tie rule on every exact backend: the lexicographically first optimum (oracles/core/ties.py).
+"""One tie rule on every exact backend: the optimum of least binary number (oracles/core/ties.py).
 
 The truth is brute force: every action of the space, exact values (``fractions``), and among the
-optimal ones the 0/1 vector that is lexicographically largest. Weights are drawn from a few values
+optimal ones the 0/1 vector ``x`` of least ``sum_i 2^i x_i``. Weights are drawn from a few values
 (square roots of primes: no sum of different ones coincides), so queries are full of exact ties.
 """
 
@@ -55,8 +55,17 @@ def tied_query(rng: np.random.Generator, d: int, kind: int) -> dict:
     return q
 
 
+def binary_number(row) -> int:
+    """``sum_i 2^i x_i``: the number the rule takes the least of among the optimal actions."""
+    return sum(1 << i for i, held in enumerate(row) if held)
+
+
+def least_binary(rows) -> tuple:
+    return min((tuple(bool(x) for x in row) for row in rows), key=binary_number)
+
+
 def first_by_brute_force(actions: np.ndarray, q: dict) -> np.ndarray | None:
-    """The lexicographically largest action among those of largest exact value, and check the query is separated."""
+    """The action of least binary number among those of largest exact value, and check the query is separated."""
     restrictions = make_restrictions(
         actions.shape[1], q.get("include", ()), q.get("exclude", ()), q.get("forbid_pairs", ())
     )
@@ -68,7 +77,7 @@ def first_by_brute_force(actions: np.ndarray, q: dict) -> np.ndarray | None:
     best = max(exact)
     others = [v for v in exact if v != best]
     assert not others or float(best - max(others)) > 1e-6, "the query has a near tie: the rule is not promised there"
-    return max(tuple(row) for row, v in zip(rows, exact, strict=True) if v == best)
+    return least_binary(row for row, v in zip(rows, exact, strict=True) if v == best)
 
 
 def exact_value(weights, action) -> Fraction:
@@ -109,7 +118,7 @@ def test_every_exact_backend_returns_the_first_optimum(backend: str, family: str
     ["matchings-general", "paths-cyclic-undirected", "with-constraint", "graphic", "partition", "spanning-trees"],
 )
 def test_search_and_restricted_solves_agree_from_any_optimum(family: str, leaves: int) -> None:
-    """Start from every optimal action (not just a backend's): the same first optimum, by search or by solves."""
+    """Start from every optimal action (not just a backend's): the same rule's action, by search or by solves."""
     space = SPACES[family]()
     oracle = cm.make_oracle(space, "highs", ties="classes")
     actions = cm.make_oracle(space, "enumerate").actions
@@ -142,11 +151,86 @@ def test_open_arms_are_the_partly_held_classes_and_the_zeros() -> None:
     assert open_arms(weights, [True, True, False, False, False, True]) == ([4], [-1], [])
 
 
-def test_zero_weights_are_held_when_an_optimum_can_hold_them() -> None:
+@pytest.mark.parametrize("backend", ["highs", "enumerate", "combinatorial", "auto"])
+def test_zero_weights_are_left_out_when_an_optimum_can_leave_them_out(backend: str) -> None:
     space = cm.Cardinality(5, 3)  # at most 3 arms
-    oracle = cm.make_oracle(space, "highs", ties="classes")
-    answer = oracle.argmax([0.0, 0.4, 0.0, 0.0, -0.1])
-    assert np.flatnonzero(answer).tolist() == [0, 1, 2]
+    oracle = cm.make_oracle(space, backend, ties="classes")
+    assert np.flatnonzero(oracle.argmax([0.0, 0.4, 0.0, 0.0, -0.1])).tolist() == [1]
+    assert np.flatnonzero(oracle.argmax([0.0, 0.4, 0.0, 0.0, -0.1], include=[3])).tolist() == [1, 3]
+
+
+def old_rule(actions: np.ndarray, q: dict) -> tuple | None:
+    """The previous rule, for comparison: the lexicographically largest optimal 0/1 vector (read from arm 0)."""
+    restrictions = make_restrictions(actions.shape[1], q.get("include", ()), q.get("exclude", ()), ())
+    mask = restrictions.mask(actions)
+    rows = actions if mask is None else actions[mask]
+    if len(rows) == 0:
+        return None
+    exact = [exact_value(q["weights"], row) for row in rows]
+    return max(tuple(bool(x) for x in row) for row, v in zip(rows, exact, strict=True) if v == max(exact))
+
+
+@pytest.mark.parametrize("family", ["spanning-trees", "cardinality-exact", "cardinality", "partition", "graphic"])
+def test_matroid_answers_are_the_old_rule_s_without_its_zero_weight_arms(family: str) -> None:
+    """On bases (spanning trees, exactly ``m``) the answer is the previous rule's (both perturbations order equal
+    weights lower arm first, and an optimal basis depends only on the order); on independent sets it is the
+    previous rule's answer without the arms of weight 0 it added (those not included)."""
+    space = SPACES[family]()
+    oracles = [cm.make_oracle(space, b, ties="classes") for b in ("combinatorial", "highs")]
+    actions = cm.make_oracle(space, "enumerate").actions
+    bases = family in ("spanning-trees", "cardinality-exact")
+    rng = np.random.default_rng(len(family) + 41)
+    dropped = 0
+    for kind in range(40):
+        q = tied_query(rng, space.d, kind)
+        q.pop("forbid_pairs", None)  # a matroid's restrictions only
+        if kind % 2:  # arms of weight 0 beside few positive ones
+            q["weights"] = np.where(rng.random(space.d) < 0.6, 0.0, q["weights"])
+        truth, before = first_by_brute_force(actions, q), old_rule(actions, q)
+        if truth is None:
+            continue
+        zero_out = [w == 0.0 and i not in q.get("include", ()) for i, w in enumerate(q["weights"])]
+        expected = before if bases else tuple(h and not z for h, z in zip(before, zero_out, strict=True))
+        assert truth == expected, kind
+        dropped += expected != before
+        for oracle in oracles:
+            assert tuple(oracle.argmax(**q).tolist()) == truth, (oracle.name, kind)
+    assert bases or dropped >= 3  # zeros the previous rule held, now left out
+
+
+@pytest.mark.parametrize("backend", ["highs", "enumerate", "combinatorial", "auto"])
+def test_zero_weight_arms_are_left_out_on_forests(backend: str) -> None:
+    space = SPACES["graphic"]()
+    oracle = cm.make_oracle(space, backend, ties="classes")
+    rng = np.random.default_rng(43)
+    for _ in range(20):
+        weights = rng.choice([0.0, 0.0, POOL[0], POOL[1], -POOL[2]], size=space.d)
+        answer = oracle.argmax(weights)
+        assert not (answer & (weights <= 0)).any()  # held only where the weight is positive
+        assert tuple(answer.tolist()) == first_by_brute_force(oracle_actions(space), {"weights": weights})
+
+
+def oracle_actions(space: cm.ActionSpace) -> np.ndarray:
+    return cm.make_oracle(space, "enumerate").actions
+
+
+@pytest.mark.parametrize("backend", ["highs", "enumerate", "auto"])
+@pytest.mark.parametrize("family", ["paths-cyclic-undirected", "paths-cyclic-directed", "paths-dag"])
+def test_shortest_path_ties_take_the_least_binary_path(backend: str, family: str) -> None:
+    """Weights ``<= 0`` (costs), many of them 0: the path of least binary number among the shortest, not the
+    previous rule's (which held as many low-numbered arms of weight 0 as a path could: detours)."""
+    space = SPACES[family]()
+    oracle = cm.make_oracle(space, backend, ties="classes")
+    actions = oracle_actions(space)
+    rng = np.random.default_rng(47)
+    changed = 0
+    for k in range(12):
+        weights = -rng.choice([0.0, 0.0, 0.0, POOL[0], POOL[1]], size=space.d) if k else np.zeros(space.d)
+        q = {"weights": weights}
+        truth = first_by_brute_force(actions, q)
+        assert tuple(oracle.argmax(weights).tolist()) == truth, k
+        changed += truth != old_rule(actions, q)
+    assert changed >= 2
 
 
 def test_approximate_mode_is_left_alone() -> None:
@@ -160,7 +244,7 @@ def test_approximate_mode_is_left_alone() -> None:
 @pytest.mark.parametrize("backend", ["enumerate", "highs", "combinatorial", "auto"])
 @pytest.mark.parametrize("family", ["matchings-bipartite", "paths-dag", "partition"])
 def test_exact_mode_settles_equal_sums_of_different_weights(backend: str, family: str) -> None:
-    """``ties="exact"``: weights on a grid of eighths (2/8 + 5/8 = 3/8 + 4/8), truth = first action within 1e-9."""
+    """``ties="exact"``: weights on a grid of eighths (2/8 + 5/8 = 3/8 + 4/8), truth = least binary within 1e-9."""
     space = SPACES[family]()
     oracle = cm.make_oracle(space, backend, ties="classes")
     oracle.ties = "exact"
@@ -169,7 +253,7 @@ def test_exact_mode_settles_equal_sums_of_different_weights(backend: str, family
     for _ in range(12):
         weights = rng.integers(1, 8, space.d) / 8
         values = actions.astype(float) @ weights  # sums of eighths: exact
-        truth = max(tuple(row) for row, v in zip(actions, values, strict=True) if v >= values.max() - 1e-9)
+        truth = least_binary(row for row, v in zip(actions, values, strict=True) if v >= values.max() - 1e-9)
         assert tuple(oracle.argmax(weights).tolist()) == truth
 
 
@@ -252,12 +336,12 @@ def test_bernoulli_runs_are_the_same_on_every_exact_backend(policy: str, family:
 
 @pytest.mark.slow
 def test_without_the_rule_backends_differ_on_the_ad_space() -> None:
-    """The control: with ``ties="off"`` the same CUCB run ends elsewhere on ``highs`` than on ``enumerate``."""
+    """The control: with ``ties="off"`` the same CUCB run ends elsewhere on ``highs`` than on ``enumerate``; with
+    ``"exact"`` on both, the same curve and query counts."""
     runs = bernoulli_runs(cm.CUCB, ads(4, 12), ["enumerate", "highs"], 200, 3, "off")
     assert runs["highs"][0] != runs["enumerate"][0]
-    assert (
-        bernoulli_runs(cm.CUCB, ads(4, 12), ["enumerate", "highs"], 200, 3, "exact")["highs"][0] == runs["enumerate"][0]
-    )
+    ruled = bernoulli_runs(cm.CUCB, ads(4, 12), ["enumerate", "highs"], 200, 3, "exact")
+    assert ruled["highs"] == ruled["enumerate"]
 
 
 def test_ties_is_an_option_of_every_backend_checked_before_any_work() -> None:
@@ -286,13 +370,13 @@ def ads(slots: int = 3, ads_: int = 5) -> cm.ActionSpace:
 
 def first_within_tolerance(actions: np.ndarray, weights: np.ndarray) -> tuple:
     values = actions.astype(float) @ weights  # sums of eighths: exact
-    return max(tuple(row) for row, v in zip(actions, values, strict=True) if v >= values.max() - 1e-9)
+    return least_binary(row for row, v in zip(actions, values, strict=True) if v >= values.max() - 1e-9)
 
 
 @pytest.mark.parametrize("backend", ["enumerate", "highs", "auto"])
 @pytest.mark.parametrize("family", ["matchings-general", "paths-dag", "ads", "cardinality", "spanning-trees"])
 def test_exact_mode_with_signed_weights_and_zeros(backend: str, family: str) -> None:
-    """Eighths in [-3/8, 7/8] (zeros, negatives), or distinct 64ths (equal sums only): the first action within 1e-9."""
+    """Eighths in [-3/8, 7/8] (zeros, negatives), or distinct 64ths (equal sums only): least binary within 1e-9."""
     space = ads() if family == "ads" else SPACES[family]()
     oracle = cm.make_oracle(space, backend, ties="exact")
     actions = cm.make_oracle(space, "enumerate").actions
@@ -329,7 +413,7 @@ def test_exact_mode_proves_a_unique_optimum_with_one_more_solve() -> None:
 
 @pytest.mark.parametrize("family", ["cardinality", "cardinality-exact", "partition", "graphic", "spanning-trees"])
 def test_matroids_settle_in_one_greedy_pass_from_any_optimum(family: str) -> None:
-    """All weights equal, or a few values with zeros and restrictions: the first optimum, whatever the start."""
+    """All weights equal, or a few values with zeros and restrictions: the rule's action, whatever the start."""
     space = SPACES[family]()
     oracle = cm.make_oracle(space, "enumerate", ties="classes")
     actions = oracle.actions
@@ -349,7 +433,7 @@ def test_matroids_settle_in_one_greedy_pass_from_any_optimum(family: str) -> Non
 
 @pytest.mark.parametrize("family", ["matchings-general", "paths-dag", "ads"])
 def test_exact_mode_settles_sum_ties_from_any_optimum(family: str) -> None:
-    """Distinct weights (equal sums, no equal weights): the first optimum from every optimal start.
+    """Distinct weights (equal sums, no equal weights): the rule's action from every optimal start.
 
     64ths in a random order; on the ad space ``p(ad) / 8 + q(slot) / 64`` (every matching of the same ads
     and slots has the same value); on paths, potential differences (every path ties).

@@ -29,8 +29,13 @@ LOCAL = {
 }
 
 
+def binary_number(row) -> int:
+    """``sum_i 2^i x_i``: the rule keeps the optimum where it is least."""
+    return sum(1 << i for i, held in enumerate(row) if held)
+
+
 def exact_first(actions: np.ndarray, weights, include=(), exclude=()) -> tuple | None:
-    """The lexicographically largest of the admitted actions of largest exact value (``None``: none admitted)."""
+    """The one of least binary number among the admitted actions of largest exact value (``None``: none)."""
     res = make_restrictions(actions.shape[1], include, exclude, ())
     mask = res.mask(actions)
     rows = actions if mask is None else actions[mask]
@@ -38,7 +43,7 @@ def exact_first(actions: np.ndarray, weights, include=(), exclude=()) -> tuple |
         return None
     values = [sum((Fraction(w) for w, h in zip(weights, row, strict=True) if h), Fraction(0)) for row in rows]
     best = max(values)
-    return max(tuple(row.tolist()) for row, v in zip(rows, values, strict=True) if v == best)
+    return min((tuple(row.tolist()) for row, v in zip(rows, values, strict=True) if v == best), key=binary_number)
 
 
 def query_weights(rng: np.random.Generator, d: int, kind: int) -> np.ndarray:
@@ -85,7 +90,7 @@ def test_a_certified_answer_is_the_rule_s_action(family: str) -> None:
     [
         (4, 2, False, [0.5, 0.9, 0.5, 0.1], [0, 1]),  # a tie at the boundary: the lower arm
         (4, 2, True, [0.5, 0.9, 0.5, 0.1], [0, 1]),
-        (4, 3, False, [0.0, 0.9, 0.0, -1.0], [0, 1, 2]),  # room for the arms of weight 0: held
+        (4, 3, False, [0.0, 0.9, 0.0, -1.0], [1]),  # room for the arms of weight 0: left out all the same
         (4, 3, True, [0.0, 0.9, -1.0, -1.0], [0, 1, 2]),  # exactly 3: the lower of the two negative arms
         (4, 2, False, [0.5, 0.9, 0.0, 0.1], [0, 1]),  # no tie: argpartition's answer, proven unique
     ],
@@ -111,7 +116,8 @@ def test_a_path_within_rounding_of_another_is_not_proven() -> None:
 
 @pytest.mark.parametrize("family", ["matchings-bipartite", "perfect-bipartite", "paths-dag", "crew"])
 def test_one_exact_solve_gives_the_first_of_the_exactly_best(family: str) -> None:
-    """Integer and dyadic weights whose different sums tie (1 + 3 = 2 + 2): the exact lexicographic optimum."""
+    """Integer and dyadic weights whose different sums tie (1 + 3 = 2 + 2): the exact optimum of least binary
+    number."""
     if family == "crew":
         space = cm.Matchings(nx.complete_bipartite_graph(3, 5))
     else:
@@ -128,19 +134,28 @@ def test_one_exact_solve_gives_the_first_of_the_exactly_best(family: str) -> Non
         assert (None if got is None else tuple(got.tolist())) == exact_first(actions, w, include, exclude), k
 
 
-def test_ordered_integers_order_by_value_then_by_the_lowest_arm() -> None:
+def test_ordered_integers_order_by_value_then_by_least_binary_number() -> None:
     w = [0.25, 0.5, 0.25, 1e-300]
     values = ordered_integers(w)
     assert values[1] > values[0] > values[2] > values[3] > 0
-    assert values[0] + values[2] > values[1]  # 0.25 + 0.25 = 0.5: (1, 0, 1, 0) before (0, 1, 0, 0)
+    assert values[1] > values[0] + values[2]  # 0.25 + 0.25 = 0.5: (0, 1, 0, 0) (number 2) before (1, 0, 1, 0) (5)
     first = ordered_integers([0.5, 0.25, 0.25])
-    assert first[0] > first[1] + first[2]  # (1, 0, 0) before (0, 1, 1)
-    assert ordered_integers([-0.5, 0.0])[0] < 0 < ordered_integers([-0.5, 0.0])[1]
+    assert first[1] + first[2] < first[0]  # (1, 0, 0) (number 1) before (0, 1, 1) (6)
+    second = ordered_integers([0.25, 0.25, 0.5])
+    assert second[0] + second[1] > second[2]  # (1, 1, 0) (number 3) before (0, 0, 1) (4)
+    assert ordered_integers([-0.5, 0.0, 0.0]) == [-((1 << 4) * 1) - 1, -2, -4]  # weight 0: below 0, by arm
+    for weights in ([0.75, 0.25, 0.5, 0.5], [1.0, -1.0, 0.0, 2.0**-60]):  # the order of sum W_i x_i, every action
+        values = ordered_integers(weights)
+        rows = [[(k >> i) & 1 for i in range(4)] for k in range(16)]
+        exact = [sum(Fraction(w) * x for w, x in zip(weights, row, strict=True)) for row in rows]
+        by_w = sorted(range(16), key=lambda k: sum(v * x for v, x in zip(values, rows[k], strict=True)))
+        assert by_w == sorted(range(16), key=lambda k: (exact[k], -k))
 
 
 def test_the_crew_warm_up_settles_in_one_solve_per_tied_query() -> None:
     """Integer weights tied wholesale on K(4, 5) (the crew problem's warm-up): each answer the rule's action, and
-    where the exact lexicographic optimum is among the answer's class ties, no solve past the backend's answer."""
+    where the exact optimum of least binary number is among the answer's class ties, no solve past the backend's
+    answer."""
     space = cm.Matchings(nx.complete_bipartite_graph(4, 5))
     oracle = cm.make_oracle(space, "highs", ties="classes")
     actions = cm.make_oracle(space, "enumerate").actions
@@ -166,8 +181,9 @@ def nonzero(weights, action) -> list[float]:
 
 
 def first_of_class(actions: np.ndarray, weights, answer) -> tuple:
-    """The rule's action from ``answer``: the largest action with ``answer``'s multiset of nonzero weights."""
-    return max(tuple(row.tolist()) for row in actions if nonzero(weights, row) == nonzero(weights, answer))
+    """The rule's action from ``answer``: the least binary number with ``answer``'s multiset of nonzero weights."""
+    rows = (tuple(row.tolist()) for row in actions if nonzero(weights, row) == nonzero(weights, answer))
+    return min(rows, key=binary_number)
 
 
 @pytest.mark.parametrize("exact", [False, True])
@@ -181,7 +197,7 @@ def test_long_cardinality_vectors_are_proven_or_settled_by_the_greedy(exact: boo
     for k in range(30):
         w = rng.normal(size=300) if k % 2 else np.round(rng.normal(size=300), 1)
         order = sorted(range(300), key=lambda i: (-w[i], i))[:7]
-        greedy = sorted(i for i in order if exact or w[i] >= 0)
+        greedy = sorted(i for i in order if exact or w[i] > 0)
         action, ruled = oracle._linear_ruled(oracle.linear_query(w))
         assert ruled and action.nonzero()[0].tolist() == greedy
         assert oracle.argmax(w).nonzero()[0].tolist() == greedy

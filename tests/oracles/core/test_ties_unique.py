@@ -1,9 +1,9 @@
 """``ties="exact"``'s certificates of a unique optimum (``oracles/core/ties_unique.py``): sound, and they fire.
 
-Truth: brute force over every action with exact values (``fractions``): the lexicographically largest action
-within ``1e-9 (1 + |best|)`` of the best (the rule of ``"exact"``). Weights: distinct floats (no tie: the
-certificates should fire), eighths (equal sums of different weights everywhere: 1 + 3 = 2 + 2), and distinct
-floats with a planted equal sum or a planted near tie (a second action within the tolerance, not equal).
+Truth: brute force over every action with exact values (``fractions``): the action of least binary number
+``sum_i 2^i x_i`` within ``1e-9 (1 + |best|)`` of the best (the rule of ``"exact"``). Weights: distinct floats
+(no tie: the certificates should fire), eighths (equal sums of different weights everywhere: 1 + 3 = 2 + 2), and
+distinct floats with a planted equal sum or a planted near tie (a second action within the tolerance, not equal).
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ def exact_values(actions: np.ndarray, weights: np.ndarray) -> list[Fraction]:
 def first_within(actions: np.ndarray, values: list[Fraction]) -> tuple:
     best = max(values)
     floor = best - Fraction(1e-9) * (1 + abs(best))
-    return max(tuple(row.tolist()) for row, v in zip(actions, values, strict=True) if v >= floor)
+    rows = (tuple(row.tolist()) for row, v in zip(actions, values, strict=True) if v >= floor)
+    return min(rows, key=lambda row: sum(1 << i for i, held in enumerate(row) if held))
 
 
 def planted(rng: np.random.Generator, actions: np.ndarray, kind: int) -> np.ndarray:
