@@ -11,7 +11,7 @@ SpanningTrees       maximum spanning tree (Kruskal)                  include, ex
 STPaths (DAG)       longest-path dynamic programme over a            include, exclude
                     topological order, through included edges
 STPaths (cyclic)    shortest path (Dijkstra) when no allowed edge    exclude; one include
-                    has positive weight (else NP-hard: declined);   (undirected)
+                    has positive weight (else NP-hard: declined);    (undirected)
                     through one edge: two disjoint paths
 Matchings           ``scipy.optimize.linear_sum_assignment``         include, exclude
                     (bipartite), blossom (general graphs)

@@ -187,3 +187,18 @@ def test_auto_sends_the_queries_of_a_grid_to_the_ruled_paths(ties: str) -> None:
         if ties == "classes":
             assert answer.tolist() == truth.tolist()
     assert set(oracle.routes) == {"combinatorial"}
+
+
+def test_the_combinatorial_backend_says_which_cyclic_path_queries_it_answers() -> None:
+    from cmab_milp.oracles.backends.combinatorial import supports
+
+    undirected = cm.STPaths(nx.cycle_graph(5), 0, 2)
+    directed = cm.STPaths(nx.DiGraph([(0, 1), (1, 2), (2, 0), (1, 0), (2, 1)]), 0, 2)
+    zeros, positive = np.zeros(5), np.array([0.0, 0.0, 0.25, 0.0, 0.0])
+    assert supports(undirected, LinearQuery(zeros, Restrictions(include=(1,))))
+    assert supports(undirected, LinearQuery(positive, Restrictions(include=(2,))))  # the arm in: any sign
+    assert not supports(undirected, LinearQuery(positive, Restrictions(include=(1,))))
+    assert not supports(undirected, LinearQuery(zeros, Restrictions(include=(0, 1))))
+    assert not supports(directed, LinearQuery(zeros, Restrictions(include=(1,))))
+    with pytest.raises(cm.UnsupportedQuery):
+        cm.make_oracle(directed, "combinatorial").argmax(zeros, include=[1])
