@@ -10,8 +10,9 @@ GraphicMatroid      matroid greedy (Kruskal); include = contract,    include, ex
 SpanningTrees       maximum spanning tree (Kruskal)                  include, exclude
 STPaths (DAG)       longest-path dynamic programme over a            include, exclude
                     topological order, through included edges
-STPaths (cyclic)    shortest path (Dijkstra) when no allowed edge    exclude
-                    has positive weight (else NP-hard: declined)
+STPaths (cyclic)    shortest path (Dijkstra) when no allowed edge    exclude; one include
+                    has positive weight (else NP-hard: declined);    (undirected)
+                    through one edge: two disjoint paths
 Matchings           ``scipy.optimize.linear_sum_assignment``         include, exclude
                     (bipartite), blossom (general graphs)
 ExplicitActions     vectorised scan                                  all
@@ -69,10 +70,12 @@ def supports(space: ActionSpace, query: LinearQuery) -> bool:
     if query.restrictions.forbid_pairs and type(space) is not ExplicitActions:
         return False
     if type(space) is STPaths and not space.acyclic:
-        if query.restrictions.include:
+        include = query.restrictions.include
+        if len(include) > 1 or (include and space.directed):
             return False
         allowed = np.ones(space.d, bool)
         allowed[list(query.restrictions.exclude)] = False
+        allowed[list(include)] = False  # one edge in (undirected): its own weight may have any sign
         return not (query.weights[allowed] > 0).any()
     return True
 
@@ -90,8 +93,8 @@ class CombinatorialOracle(Oracle):
         accepts=accepts_space,
         spaces="Cardinality, PartitionMatroid, GraphicMatroid, SpanningTrees, STPaths, Matchings and"
         " ExplicitActions (no side constraints, conflicts or intersections); include and exclude"
-        " restrictions (forbid_pairs only on ExplicitActions); on cyclic s-t paths only exclude and"
-        " weights <= 0 (longest simple path is NP-hard)",
+        " restrictions (forbid_pairs only on ExplicitActions); on cyclic s-t paths only exclude (and one"
+        " include on undirected graphs) and weights <= 0 (longest simple path is NP-hard)",
         may_decline=declines_space,
         cost="cmab_milp.oracles.core.auto_costs:combinatorial_cost",
     )

@@ -55,6 +55,7 @@ from ...spaces import ActionSpace, Cardinality, GraphicMatroid, Matchings, Parti
 from ..core.dag_programme import dag_tables, longest_from, waypoints
 from ..core.exact import ALGORITHMS, prepare_kruskal
 from ..core.exact_matchings import assignment_tables
+from ..core.paths_ruled import cyclic_path_ruled
 from ..core.queries import LinearQuery
 from ..core.ties_unique import exact_margin, sorted_gap
 
@@ -223,8 +224,9 @@ def _dag_path(space: STPaths, q: LinearQuery) -> tuple[np.ndarray | None, bool]:
     for good at some node, arriving by another arm) is worse in exact arithmetic: the answer is the only
     optimum, hence the rule's action.
     """
-    if not space.acyclic:
-        return ALGORITHMS[STPaths](space, q), False
+    if not space.acyclic:  # weights <= 0 (at most one edge in, undirected): exact integers (paths_ruled.py)
+        ruled = cyclic_path_ruled(space, q)
+        return ruled if ruled is not None else (ALGORITHMS[STPaths](space, q), False)
     w, res = q.weights, q.restrictions
     rank, edges = dag_tables(space)
     banned = set(res.exclude)

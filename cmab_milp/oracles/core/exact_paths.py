@@ -3,7 +3,9 @@
 On a DAG the heaviest path through the included edges is a chain of longest-path segments between them,
 each a dynamic programme over the edges in topological order. On a graph with cycles the longest simple
 path is NP-hard; when no allowed edge has positive weight it is the shortest path under the costs ``-w``
-(Dijkstra), and any other query is declined with :class:`~cmab_milp.oracles.core.base.UnsupportedQuery`.
+(Dijkstra), through one included edge of an undirected graph the least-cost pair of disjoint paths
+(:mod:`~cmab_milp.oracles.core.paths_ruled`, exact integers), and any other query is declined with
+:class:`~cmab_milp.oracles.core.base.UnsupportedQuery`.
 
 Example
 -------
@@ -26,6 +28,7 @@ import numpy as np
 from ...spaces import STPaths
 from .base import UnsupportedQuery
 from .dag_programme import dag_tables, longest_from, waypoints
+from .paths_ruled import cyclic_path_ruled
 from .queries import LinearQuery
 
 __all__ = ["path_argmax"]
@@ -64,8 +67,14 @@ def _dag_segment(edges, weights, banned, rank, a: int, b: int, n_nodes: int, tai
 
 def _cyclic_path(space: STPaths, q: LinearQuery) -> np.ndarray | None:
     w, res = q.weights, q.restrictions
-    if res.include:
-        raise UnsupportedQuery("include on s-t paths in a cyclic graph needs the MILP backend")
+    if res.include:  # one edge in, undirected, no other weight > 0: two disjoint paths (paths_ruled.py)
+        answer = cyclic_path_ruled(space, q)
+        if answer is None:
+            raise UnsupportedQuery(
+                "include on s-t paths in a cyclic graph needs the MILP backend (but one edge of an undirected"
+                " graph when no other allowed weight is > 0)"
+            )
+        return answer[0]
     allowed = np.ones(space.d, bool)
     allowed[list(res.exclude)] = False
     if (w[allowed] > 0).any():
@@ -86,5 +95,6 @@ def _cyclic_path(space: STPaths, q: LinearQuery) -> np.ndarray | None:
 
 def path_argmax(space: STPaths, q: LinearQuery) -> np.ndarray | None:
     """The heaviest s-t path admitted by ``q``'s restrictions (``None``: none); :class:`UnsupportedQuery` when
-    the graph has cycles and an allowed edge has positive weight, or with ``include`` on a cyclic graph."""
+    the graph has cycles and an allowed edge has positive weight, or with ``include`` on a cyclic graph (but one
+    edge of an undirected graph)."""
     return _dag_path(space, q) if space.acyclic else _cyclic_path(space, q)
