@@ -8,9 +8,10 @@ A saved policy is one ``.npz`` file (a zip archive, read with
   class name, ``T``, its constants (``params``), the action space *as data*
   (``kind`` + constructor arguments; graphs as node and edge lists), the oracle
   (``backend`` name; ``instance: true`` when the user had passed an Oracle
-  object; ``ties``, the oracle's tie rule mode when not ``"off"``, so that a
-  learner rebuilt by name, on any exact backend, continues with the same
-  decisions), the oracle ledger's counts, and the learner's ``state``: round,
+  object; ``ties``, the oracle's tie rule mode, so that a learner rebuilt by
+  name, on any exact backend, continues with the same decisions; a file
+  without it was written when the default was ``"off"`` and loads with
+  ``"off"``), the oracle ledger's counts, and the learner's ``state``: round,
   horizon guess, outstanding selections, schedule (epochs, grid, survivors,
   held action, planned stretch) and index statistics (counts, sums, pair
   sums, histograms); and ``provenance`` (the versions of the library, numpy,
@@ -65,7 +66,7 @@ import numpy as np
 
 from .. import catalogue
 from ..kind_data import from_data, to_data
-from ..oracles import Oracle, available_backends, make_oracle
+from ..oracles import Oracle, available_backends
 from ..provenance import provenance
 from ..spaces.base import ActionSpace
 from .base import Policy, Stretch
@@ -182,15 +183,15 @@ def _params_data(policy: Policy, encode: _Encoder) -> dict:
 
 
 def _oracle_data(policy: Policy) -> dict:
-    """The backend's name, whether an oracle object was given, and its tie rule when on (files without it: off)."""
+    """The backend's name, whether an oracle object was given, and its tie rule (files without it: ``"off"``)."""
     spec = policy._oracle_spec
     if isinstance(spec, str):
         data = {"backend": spec, "instance": False}
     else:
         data = {"backend": getattr(spec, "name", type(spec).__name__), "instance": True}
-    ties = getattr(policy.oracle, "ties", "off")
-    if ties != "off":  # the same decisions on any exact backend it is rebuilt on
-        data["ties"] = ties
+    # Always recorded (the same decisions on any exact backend it is rebuilt on); a file without it was
+    # written when the default was "off" and loads with "off".
+    data["ties"] = getattr(policy.oracle, "ties", "off")
     return data
 
 
@@ -352,13 +353,13 @@ def _restore(header: dict, arrays: dict, oracle: str | Oracle | None, max_bytes:
                 "by name: pass oracle= to load_policy"
             )
         oracle = backend
-    if isinstance(oracle, str) and saved.get("ties", "off") != "off":  # by name: with the saved tie rule
-        oracle = make_oracle(space, oracle, ties=saved["ties"])
     try:
         # Constants the file's version did not record take the value that version used (saved_defaults).
         policy = cls.from_params({"space": space, "T": header["T"], "oracle": oracle, **cls.saved_defaults, **params})
     except ValueError as exc:
         raise ValueError(f"params or T: {exc}") from None
+    if isinstance(oracle, str):  # rebuilt by name: with the saved tie rule ("off" in files written before it was kept)
+        policy.oracle.ties = saved.get("ties", "off")
     state = _decoded(header["state"], arrays, "state")
     check_state(policy, state)
     policy.set_state(state)
