@@ -47,9 +47,16 @@ def _final_regrets(data: dict, out: Path) -> dict[str, float]:
 def test_a_problem_file_s_ties_key_gives_every_backend_the_same_curve(tmp_path: Path) -> None:
     ruled = _final_regrets(_problem("classes"), tmp_path / "classes")
     assert len(set(ruled.values())) == 1, ruled
-    off = _final_regrets(_problem(None), tmp_path / "off")
+    off = _final_regrets(_problem("off"), tmp_path / "off")
     assert len(set(off.values())) > 1, off  # the control: without the rule the backends differ on this instance
-    assert ruled["CUCB-enumerate"] == off["CUCB-enumerate"]  # the rule's action is enumerate's first optimum here
+
+
+def test_without_the_key_the_rule_is_on(tmp_path: Path) -> None:
+    """The default is ``"classes"``: a solver swap changes the time, not the curve, unless a file says ``"off"``."""
+    default = _final_regrets(_problem(None), tmp_path / "default")
+    ruled = _final_regrets(_problem("classes"), tmp_path / "classes")
+    assert default == ruled and len(set(default.values())) == 1, default
+    assert cm.make_oracle(cm.Cardinality(6, 2), "highs").ties == "classes"
 
 
 def test_the_ties_key_is_recorded_and_builds_the_oracle_with_it() -> None:
@@ -59,6 +66,8 @@ def test_the_ties_key_is_recorded_and_builds_the_oracle_with_it() -> None:
     assert spec.oracle_for(cm.Cardinality(6, 2)).ties == "exact"
     plain = parse_problem(_problem(None), "x.toml").policies[0]
     assert plain.oracle_options == {} and plain.oracle_for(cm.Cardinality(6, 2)) == "enumerate"
+    off = parse_problem(_problem("off"), "x.toml").policies[0]
+    assert off.oracle_options == {"ties": "off"} and off.oracle_for(cm.Cardinality(6, 2)).ties == "off"
 
 
 @pytest.mark.parametrize(("value", "fragment"), [("lex", "unknown value 'lex'"), (1, "expected a string")])
@@ -121,12 +130,20 @@ def _with_header(path: Path, header: dict, out: Path) -> Path:
     return out
 
 
-def test_the_rule_is_recorded_only_when_on_and_old_files_load_with_it_off(tmp_path: Path) -> None:
+def test_the_rule_is_always_recorded_and_old_files_load_with_it_off(tmp_path: Path) -> None:
     space = cm.Cardinality(6, 2)
     plain = tmp_path / "plain.npz"
     cm.CUCB(space, None, oracle="highs").save(plain)
-    assert _header(plain)["oracle"] == {"backend": "highs", "instance": False}  # as files written before
-    assert cm.load_policy(plain).oracle.ties == "off"
+    header = _header(plain)
+    assert header["oracle"] == {"backend": "highs", "instance": False, "ties": "classes"}  # the default, recorded
+    assert cm.load_policy(plain).oracle.ties == "classes"
+    old = copy.deepcopy(header)
+    del old["oracle"]["ties"]  # as files written before the mode was recorded, when the default was "off"
+    assert cm.load_policy(_with_header(plain, old, tmp_path / "old.npz")).oracle.ties == "off"
+    off = tmp_path / "off.npz"
+    cm.CUCB(space, None, oracle=cm.make_oracle(space, "highs", ties="off")).save(off)
+    assert _header(off)["oracle"] == {"backend": "highs", "instance": True, "ties": "off"}
+    assert cm.load_policy(off).oracle.ties == "off"
     ruled = tmp_path / "ruled.npz"
     cm.CUCB(space, None, oracle=cm.make_oracle(space, "highs", ties="exact")).save(ruled)
     assert _header(ruled)["oracle"] == {"backend": "highs", "instance": True, "ties": "exact"}
