@@ -227,8 +227,10 @@ def test_the_routing_files_say_what_combinatorial_does() -> None:
     mixed[0] = 0.5
     with pytest.raises(cm.UnsupportedQuery):
         combinatorial.argmax(mixed)
+    through = combinatorial.argmax(delays, include=[0])  # one link in: two disjoint paths (a min-cost flow)
+    assert through[0] and np.array_equal(through, highs.argmax(delays, include=[0]))
     with pytest.raises(cm.UnsupportedQuery):
-        combinatorial.argmax(delays, include=[0])
+        combinatorial.argmax(delays, include=[0, 1])
 
 
 #: The quick check every shipped file must pass: ``cmab-milp run FILE --horizon 2000 --seeds 1``.
