@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 import threading
 import traceback
@@ -132,52 +131,38 @@ def _add_run(sub: Any) -> None:
     p.set_defaults(handler=_run)
 
 
-class _Terminated(KeyboardInterrupt):
-    """SIGTERM, raised in the main thread so that the run stops as on Ctrl-C."""
-
-
-#: Set when SIGTERM arrived during a run (the exit code is then 143, not 130).
-_SIGTERM: list[bool] = []
-
-
-def _on_sigterm(signum: int, frame: Any) -> None:
-    _SIGTERM.append(True)
-    raise _Terminated()
-
-
 def _run(args: argparse.Namespace) -> int:
     from .experiments import RunError, RunFailed, RunInterrupted, load_problem, run_problem
     from .experiments.run.executors import EXECUTORS
+    from .oracles.core.interrupts import terminating
 
     name = args.executor.partition("://")[0]
     if name not in EXECUTORS:
         return _error(f"unknown executor {args.executor!r}; known: {', '.join(sorted(EXECUTORS))}")
     problem = load_problem(args.problem, steps=args.steps, seeds=args.seeds)
-    main_thread = threading.current_thread() is threading.main_thread()
-    _SIGTERM.clear()
-    previous = signal.signal(signal.SIGTERM, _on_sigterm) if main_thread else None
-    try:
-        summary = run_problem(
-            problem,
-            args.out,
-            jobs=args.jobs,
-            executor=args.executor,
-            resume=args.resume,
-            plots=not args.no_plots,
-            policies=[n.strip() for n in args.policies.split(",") if n.strip()] if args.policies else None,
-            progress=args.progress_seconds,
-        )
-    except RunInterrupted as exc:
-        sys.stderr.write(f"cmab-milp: {exc}\n")
-        return 143 if _SIGTERM else 130
-    except RunFailed as exc:
-        sys.stderr.write(f"cmab-milp: {exc}\n")
-        return 1
-    except RunError as exc:
-        return _error(str(exc))
-    finally:
-        if main_thread:
-            signal.signal(signal.SIGTERM, previous)
+    # SIGTERM stops the run as Ctrl-C does, solves included (a handler raising inside a solver's callback was lost)
+    with terminating() as termination:
+        try:
+            summary = run_problem(
+                problem,
+                args.out,
+                jobs=args.jobs,
+                executor=args.executor,
+                resume=args.resume,
+                plots=not args.no_plots,
+                policies=[n.strip() for n in args.policies.split(",") if n.strip()] if args.policies else None,
+                progress=args.progress_seconds,
+            )
+        except RunInterrupted as exc:
+            sys.stderr.write(f"cmab-milp: {exc}\n")
+            return 143 if termination.heard else 130
+        except KeyboardInterrupt:  # before or after the jobs (checking the folder, writing the summary)
+            return _failed(args, "interrupted", 143 if termination.heard else 130)
+        except RunFailed as exc:
+            sys.stderr.write(f"cmab-milp: {exc}\n")
+            return 1
+        except RunError as exc:
+            return _error(str(exc))
     _print_summary(summary)
     return 0
 
@@ -326,8 +311,31 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     A user error (a refused file, folder or argument) is one line on stderr and
     exit code 2; anything unexpected is one line and exit code 1; ``--debug``
-    adds the traceback.
+    adds the traceback. Interrupted on the command line (``argv`` not given), the
+    process ends at once, results saved, even if a thread of a job still works
+    (:func:`_leave_now`).
     """
+    code = _main(argv)
+    if argv is None and code in (130, 143):
+        _leave_now(code)
+    return code
+
+
+def _leave_now(code: int) -> None:
+    """End the process with ``code`` now if threads other than the main one still work.
+
+    After an interrupt, the worker threads of a job's batch query end at their next solver call; one in a long
+    stretch of Python code between two calls (a tie search) would otherwise keep the process alive at exit,
+    which waits for every such thread. Everything the run writes is written (atomically) by now.
+    """
+    main_thread = threading.main_thread()
+    if any(t is not main_thread and not t.daemon and t.is_alive() for t in threading.enumerate()):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     from .experiments import ProblemError
     from .experiments.problem.registry import load_plugins
     from .experiments.run.storage import FolderError
@@ -341,8 +349,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args.handler(args)
     except (ProblemError, FolderError) as exc:
         return _failed(args, str(exc), 2)
-    except KeyboardInterrupt:
-        return _failed(args, "interrupted", 143 if _SIGTERM else 130)
+    except KeyboardInterrupt as exc:
+        from .oracles.core.interrupts import Terminated
+
+        return _failed(args, "interrupted", 143 if isinstance(exc, Terminated) else 130)
     except MemoryError:
         return _failed(args, "out of memory (lower the problem's sizes)", 1)
     except OSError as exc:

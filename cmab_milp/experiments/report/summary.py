@@ -63,10 +63,16 @@ def _stats(values: list[float]) -> dict[str, float]:
     return {"mean": float(array.mean()), "std": std, "min": float(array.min()), "max": float(array.max())}
 
 
-def summarise(problem: Problem, out_dir: str | Path, run_info: dict[str, Any] | None = None) -> dict[str, Any]:
-    """``summary.json``'s content from the job files in ``out_dir`` (complete jobs of this problem only)."""
+def summarise(
+    problem: Problem, out_dir: str | Path, run_info: dict[str, Any] | None = None, *, optimum: bool = True
+) -> dict[str, Any]:
+    """``summary.json``'s content from the job files in ``out_dir`` (complete jobs of this problem only).
+
+    ``optimum=False`` leaves out the arms and the optimal action (:func:`describe_arms`): an interrupted run
+    stops at once instead of solving the problem once more (a resumed run's summary has them).
+    """
     out = Path(out_dir)
-    arms = describe_arms(problem)
+    arms = describe_arms(problem) if optimum else None
     policies: dict[str, Any] = {}
     info: dict[str, Any] = {}
     missing: list[str] = []

@@ -5,7 +5,8 @@ run unless resuming it, and refusing to resume a run of a changed problem), runs
 the missing jobs (:mod:`.jobs`) on an executor (:mod:`.executors`), saves each
 job's curves and totals atomically the moment it finishes, then writes
 ``summary.json`` (:mod:`.summary`) and the figures. A job that fails is reported and the others go
-on; an interrupted run keeps every finished job for ``--resume``.
+on; an interrupted run keeps every finished job for ``--resume`` and stops at once: its summary leaves out
+the optimal action (one more solve) and it draws no figures (``cmab-milp plot DIR`` draws a partial run's).
 
 Example
 -------
@@ -190,7 +191,7 @@ def _run_problem(problem: Problem, out: Path, request: _Request) -> dict[str, An
     ``jobs`` workers (default: the number of cores) on the named ``executor``.
     With ``resume``, jobs whose results are already complete are skipped.
     Raises :class:`RunError` if the folder holds another run, if a job failed
-    (after finishing the others), and :class:`RunInterrupted` on Ctrl-C.
+    (after finishing the others), and :class:`RunInterrupted` on Ctrl-C (and on SIGTERM under the command line).
     """
     stream, policies, executor, resume = request.stream, request.policies, request.executor, request.resume
     for warning in problem.warnings:
@@ -242,6 +243,7 @@ def _run_problem(problem: Problem, out: Path, request: _Request) -> dict[str, An
         stream.write(f"on request only (run them with --policies {','.join(left_out)}): {', '.join(left_out)}\n")
     started, clock = now(), time.perf_counter()
     failures: list[str] = []
+    saved = 0  # jobs of this run finished and written
     interrupted = False
     broken: str | None = None  # why the run stopped early: results not writable, executor lost
     every = request.progress
@@ -261,6 +263,7 @@ def _run_problem(problem: Problem, out: Path, request: _Request) -> dict[str, An
             except (OSError, FolderError) as exc:
                 broken = f"cannot write the results of {job} to {out}: {getattr(exc, 'strerror', None) or exc}"
                 break
+            saved += 1
             shown.advance(f"{job} ({outcome['job_seconds']:.1f} s)", label=str(job))
     except KeyboardInterrupt:
         interrupted = True
@@ -283,20 +286,19 @@ def _run_problem(problem: Problem, out: Path, request: _Request) -> dict[str, An
         "failed_jobs": failures,
         "interrupted": interrupted,
     }
-    summary = summarise(problem, out, run_info)
+    summary = summarise(problem, out, run_info, optimum=not interrupted)  # stopped: no solve of the optimum
     continuing = f"finished jobs are saved, continue with --resume --out {out}"
     try:
         write_json(contained(out, out / "summary.json"), summary)
         write_manifest(problem, out)  # hashes of what the run wrote: cmab-milp verify tells edits apart
-        if request.plots and summary["policies"] and broken is None:
+        if request.plots and summary["policies"] and broken is None and not interrupted:  # stopped: stop now
             save_figures(collect_curves(problem, out), problem.panels, out, problem.title)
     except (OSError, FolderError) as exc:
         broken = broken or f"cannot write the summary or figures to {out}: {getattr(exc, 'strerror', None) or exc}"
     elapsed = format_seconds(run_info["wall_seconds"])
     if interrupted:
-        raise RunInterrupted(
-            f"interrupted after {elapsed}: {len(summary['missing_jobs'])} jobs not finished; " + continuing
-        )
+        left = len(todo) - saved - len(failures)  # this run's jobs, not those of policies it was not asked for
+        raise RunInterrupted(f"interrupted after {elapsed}: {left} of {len(todo)} jobs not finished; {continuing}")
     if broken is not None:
         raise RunFailed(f"{broken}; {continuing}")
     if failures:

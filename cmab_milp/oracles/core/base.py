@@ -442,10 +442,11 @@ class Oracle:
         pool, self._pool = self._pool, None
         if pool is None:
             return
-        with halting():
+        workers = list(getattr(pool, "_threads", ()))
+        with halting(workers):  # each worker's later solves too: its query ends at its next solver call
             pool.shutdown(wait=False, cancel_futures=True)
             deadline = time.perf_counter() + seconds
-            for thread in list(getattr(pool, "_threads", ())):
+            for thread in workers:
                 thread.join(max(0.0, deadline - time.perf_counter()))
 
     def reset(self) -> None:

@@ -18,7 +18,11 @@ if its time limit were reached). Every solver call of the backends runs inside :
 * when a SIGINT arrived during the call (or :func:`stop_all` stopped it), leaving the block raises
   ``KeyboardInterrupt``, whatever the solver returned: never an ``OracleError`` nor a time limit;
 * in other threads (the workers of ``argmax_batch``) nothing is installed: the main thread, waiting for
-  their answers, gets the ``KeyboardInterrupt`` and calls :func:`stop_all`.
+  their answers, gets the ``KeyboardInterrupt`` and stops them (:func:`halting`: every later solve of those
+  workers is stopped before it starts, so that none of them works on after the interrupt);
+* inside :func:`terminating` (the command line's runs), SIGTERM is heard the same way and raises
+  :class:`Terminated` (a ``KeyboardInterrupt``): a handler that raised inside a solver's callback instead had
+  its exception swallowed, and the run went on as if never told to stop.
 
 A SIGINT handler of the user's, set before the first solve, is left alone: solves are not stopped then.
 
@@ -34,10 +38,11 @@ import contextlib
 import os
 import signal
 import threading
-from collections.abc import Callable, Iterator
+import weakref
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-__all__ = ["halting", "stop_all", "stoppable"]
+__all__ = ["Terminated", "Termination", "halting", "stop_all", "stoppable", "terminating"]
 
 _lock = threading.Lock()
 _active: set[stoppable] = set()  # the solves running now, in every thread
@@ -47,7 +52,23 @@ _installed = False  # the recording handler and the wakeup pipe are in place (fr
 _pipe: tuple[int, int] | None = None  # (read, write) ends of the watcher's wakeup pipe
 _forward = -1  # the wakeup fd set before ours: what the watcher reads is written on to it
 _halting = 0  # open blocks of :func:`halting`: a solve starting then is stopped before it starts
+_halted: weakref.WeakSet[threading.Thread] = weakref.WeakSet()  # threads whose every solve is stopped before it starts
+_ever_halted = False  # some thread was given to :func:`halting` (until then the check costs nothing)
+_termination: Termination | None = None  # the open :func:`terminating` block: SIGTERM is heard as Ctrl-C is
 _MAIN = threading.main_thread().ident
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM during :func:`terminating`: raised where Ctrl-C raises ``KeyboardInterrupt``."""
+
+
+class Termination:
+    """What a :func:`terminating` block heard: ``heard`` is True once a SIGTERM arrived during it."""
+
+    __slots__ = ("heard",)
+
+    def __init__(self) -> None:
+        self.heard = False
 
 
 class stoppable:  # a context manager, named like one
@@ -55,7 +76,8 @@ class stoppable:  # a context manager, named like one
 
     ``stop()`` asks the solver to stop; it may be called from another thread while the call runs (and
     should do nothing once it has ended). Leaving the block raises ``KeyboardInterrupt`` when a SIGINT
-    arrived or :func:`stop_all` was called during it; ``stopped`` tells whether that happened.
+    arrived or :func:`stop_all` was called during it (:class:`Terminated` once :func:`terminating` heard a
+    SIGTERM); ``stopped`` tells whether that happened.
     """
 
     __slots__ = ("_main", "_sigints", "stop", "stopped")
@@ -68,7 +90,7 @@ class stoppable:  # a context manager, named like one
 
     def __enter__(self) -> stoppable:
         with _lock:
-            if _halting:  # a batch winding down after a Ctrl-C: this solve does not start
+            if _halting or (_ever_halted and threading.current_thread() in _halted):  # winding down after a Ctrl-C
                 raise KeyboardInterrupt
             _active.add(self)
         if threading.get_ident() == _MAIN:
@@ -84,7 +106,7 @@ class stoppable:  # a context manager, named like one
             if _sigints != self._sigints:
                 self.stopped = True
         if self.stopped and not isinstance(value, KeyboardInterrupt):
-            raise KeyboardInterrupt
+            raise Terminated if _termination is not None and _termination.heard else KeyboardInterrupt
 
     def _halt(self) -> None:
         self.stopped = True
@@ -103,11 +125,18 @@ def stop_all() -> None:
 
 
 @contextlib.contextmanager
-def halting() -> Iterator[None]:
+def halting(threads: Iterable[threading.Thread] = ()) -> Iterator[None]:
     """Stop every solve running now, and every solve that starts during the block (the workers of an
-    ``argmax_batch`` winding down after a Ctrl-C: their queries end at their next solver call)."""
-    global _halting
+    ``argmax_batch`` winding down after a Ctrl-C: their queries end at their next solver call).
+
+    ``threads`` (the workers of a pool being shut down) stay halted after the block too: every solve they
+    start later is stopped before it starts, however long their query spends between two solves.
+    """
+    global _halting, _ever_halted
     with _lock:
+        for thread in threads:
+            _halted.add(thread)
+            _ever_halted = True
         _halting += 1
     try:
         stop_all()
@@ -117,13 +146,45 @@ def halting() -> Iterator[None]:
             _halting -= 1
 
 
+@contextlib.contextmanager
+def terminating() -> Iterator[Termination]:
+    """During the block (in the main thread), SIGTERM acts as Ctrl-C: solves stop, :class:`Terminated` is raised.
+
+    Yields a :class:`Termination` that tells whether a SIGTERM arrived. In another thread, where Python
+    cannot set signal handlers, the block changes nothing.
+
+    >>> with terminating() as termination:
+    ...     pass
+    >>> termination.heard
+    False
+    """
+    global _termination
+    termination = Termination()
+    if threading.current_thread() is not threading.main_thread():
+        yield termination
+        return
+    outer = _termination
+    _watcher()  # SIGTERM stops solves of any backend at once, as SIGINT does
+    previous = signal.signal(signal.SIGTERM, _record)
+    _termination = termination
+    try:
+        yield termination
+    finally:
+        _termination = outer
+        signal.signal(signal.SIGTERM, previous)
+
+
 def _record(signum: int, frame: Any) -> None:
-    """Python's SIGINT handler once the main thread has solved: the default one's ``KeyboardInterrupt`` outside
-    solves; during a solve of the main thread only counted (the watcher stops the solve and the block raises
-    when it ends), so that no ``KeyboardInterrupt`` is raised inside a solver's callback, which swallows it."""
+    """Python's SIGINT handler once the main thread has solved (and SIGTERM's in :func:`terminating`): the default
+    one's ``KeyboardInterrupt`` outside solves; during a solve of the main thread only counted (the watcher stops
+    the solve and the block raises when it ends), so that no ``KeyboardInterrupt`` is raised inside a solver's
+    callback, which swallows it."""
     global _sigints
+    term = signum == signal.SIGTERM
+    if term and _termination is not None:
+        _termination.heard = True
     if not _depth:
-        raise KeyboardInterrupt
+        raise Terminated if term else KeyboardInterrupt
     _sigints += 1
 
 
@@ -136,7 +197,7 @@ def _watch(read_end: int) -> None:
             return
         if not data:
             return
-        if signal.SIGINT in data:
+        if (_installed and signal.SIGINT in data) or (_termination is not None and signal.SIGTERM in data):
             stop_all()
         if _forward != -1:
             try:
@@ -147,23 +208,33 @@ def _watch(read_end: int) -> None:
 
 def _listen() -> bool:
     """Count a block of the main thread; the first one installs the watcher (False: a handler of the user's)."""
-    global _depth, _installed, _pipe, _forward
+    global _depth, _installed
     if not _installed:
-        if signal.getsignal(signal.SIGINT) not in (signal.default_int_handler, _record):
-            return False
-        if _pipe is None:
-            read_end, write_end = os.pipe()
-            os.set_blocking(write_end, False)
-            _pipe = (read_end, write_end)
-            threading.Thread(target=_watch, args=(read_end,), name="cmab-milp-sigint", daemon=True).start()
-        try:
-            previous = signal.set_wakeup_fd(_pipe[1], warn_on_full_buffer=False)
-        except ValueError:  # pragma: no cover - not the main thread of the main interpreter
-            return False
-        _forward = -1 if previous == _pipe[1] else previous
-        signal.signal(signal.SIGINT, _record)  # kept: setting handlers per solve cost ten times more
-        _installed = True
+        if signal.getsignal(signal.SIGINT) not in (signal.default_int_handler, _record) or not _watcher():
+            if _termination is None:
+                return False
+            # SIGINT is the user's, SIGTERM is ours: counted during the block, never raised in a solver's callback
+        else:
+            signal.signal(signal.SIGINT, _record)  # kept: setting handlers per solve cost ten times more
+            _installed = True
     _depth += 1
+    return True
+
+
+def _watcher() -> bool:
+    """The wakeup pipe, its watcher thread and Python's wakeup fd on it, set once (False: not possible here)."""
+    global _pipe, _forward
+    if _pipe is None:
+        read_end, write_end = os.pipe()
+        os.set_blocking(write_end, False)
+        _pipe = (read_end, write_end)
+        threading.Thread(target=_watch, args=(read_end,), name="cmab-milp-sigint", daemon=True).start()
+    try:
+        previous = signal.set_wakeup_fd(_pipe[1], warn_on_full_buffer=False)
+    except ValueError:  # pragma: no cover - not the main thread of the main interpreter
+        return False
+    if previous != _pipe[1]:
+        _forward = previous
     return True
 
 
@@ -185,6 +256,7 @@ def _after_fork() -> None:
     _halting = 0
     _MAIN = threading.main_thread().ident
     _active.clear()
+    _halted.clear()
 
 
 if hasattr(os, "register_at_fork"):
