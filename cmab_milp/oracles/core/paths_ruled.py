@@ -61,6 +61,7 @@ import numpy as np
 
 from ...spaces import STPaths
 from .queries import LinearQuery
+from .ties_direct import ordered_integers
 
 __all__ = ["cyclic_path_ruled", "exact_costs", "least_path", "least_path_through"]
 
@@ -74,24 +75,10 @@ def exact_costs(weights: list[float], allowed: list[bool]) -> list[int] | None:
     >>> exact_costs([-0.5, 0.75], [True, True]) is None, exact_costs([-0.5, 0.75], [True, False])
     (True, [9, 0])
     """
-    d = len(weights)
-    ratios = []
-    scale = 1
-    for w, ok in zip(weights, allowed, strict=True):
-        if not ok:
-            ratios.append((0, 1))
-            continue
-        if w > 0.0:
-            return None
-        num, den = w.as_integer_ratio()  # den: a power of 2
-        ratios.append((num, den))
-        if den > scale:
-            scale = den
-    shift = d + 1
-    return [
-        ((-num * (scale // den)) << shift) + (1 << i) if ok else 0
-        for i, ((num, den), ok) in enumerate(zip(ratios, allowed, strict=True))
-    ]
+    if any(ok and w > 0.0 for w, ok in zip(weights, allowed, strict=True)):
+        return None
+    signed = ordered_integers([w if ok else 0.0 for w, ok in zip(weights, allowed, strict=True)])
+    return [-x if ok else 0 for x, ok in zip(signed, allowed, strict=True)]  # C_i = -W_i
 
 
 def _neighbours(space: STPaths) -> list[list[tuple[int, int]]]:

@@ -31,8 +31,6 @@ Example
 
 from __future__ import annotations
 
-from fractions import Fraction
-
 import numpy as np
 
 from ...spaces import Matchings, STPaths
@@ -49,10 +47,10 @@ def ordered_integers(weights: list[float]) -> list[int]:
     >>> ordered_integers([0.5, 0.25, 0.0])
     [31, 14, -4]
     """
-    ratios = [Fraction(w) for w in weights]
-    scale = max((r.denominator for r in ratios), default=1)
+    ratios = [w.as_integer_ratio() for w in weights]  # exact; each denominator a power of 2
+    scale = max((den for _, den in ratios), default=1)
     step = len(weights) + 1
-    return [(r.numerator * (scale // r.denominator) << step) - (1 << i) for i, r in enumerate(ratios)]
+    return [(num * (scale // den) << step) - (1 << i) for i, (num, den) in enumerate(ratios)]
 
 
 def _hungarian(cost: list[list[int]], n: int, m: int, big: int) -> list[int]:
