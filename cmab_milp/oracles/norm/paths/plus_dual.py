@@ -48,7 +48,7 @@ class DualRoot:
     ``|multipliers - last|^2 / 2`` in a fit; ``smoothing`` (0.1) of the largest eigenvalue, per mean ``M_ii``;
     ``kelley`` (10) Kelley rounds after each fit; ``stall`` (0.002): stop when a round gains less than this share of
     the gap; ``nodes`` (0): the first this many nodes after the root run ``node_rounds`` (1) fits too, from the last
-    multipliers.
+    multipliers; ``method`` ("lbfgsb") of :func:`~.dual_form.fit_multipliers` (``"spg"``: no per-fit overhead).
     """
 
     rounds: int = 30
@@ -59,8 +59,11 @@ class DualRoot:
     proximal: float = field(default=0.2, metadata={"fit": "proximal weight"})
     smoothing: float = field(default=0.1, metadata={"fit": "log-sum-exp width, per mean M_ii"})
     stall: float = field(default=0.002, metadata={"stop": "share of the gap"})
+    method: str = "lbfgsb"
 
     def __post_init__(self):
+        if self.method not in ("lbfgsb", "spg"):
+            raise ValueError(f"DualRoot.method must be 'lbfgsb' or 'spg', got {self.method!r}")
         for name in ("rounds", "steps", "kelley", "nodes", "node_rounds"):
             if int(getattr(self, name)) != getattr(self, name) or getattr(self, name) < 0:
                 raise ValueError(f"DualRoot.{name} must be a count >= 0, got {getattr(self, name)!r}")
@@ -84,6 +87,7 @@ class DualPathBranch(ConcavePathBranch):
         self.fit_bounds: list[float] = []
         self._fit = None  # (M's PSD majorant, R, b, the forms before the product form): made at the root
         self._multipliers = None  # the last fit's (P, L, c): the next fit starts there
+        self._spg_memory: dict = {}  # the projected gradient's step length, from fit to fit
         super().__init__(*args, **kwargs)
 
     def equality_rows(self) -> tuple[np.ndarray, np.ndarray]:
@@ -124,6 +128,8 @@ class DualPathBranch(ConcavePathBranch):
                 smoothing=options.smoothing,
                 start=self._multipliers,
                 proximal=options.proximal,
+                method=options.method,
+                memory=self._spg_memory,
             )
             self.width = lp.t
             self.concave = list(base)  # the last product form only (the earlier ones' rows stay in the LP)

@@ -1,0 +1,160 @@
+"""Sign +1 on s-t paths with product-form multipliers carried from node to node: an opt-in search.
+
+:class:`DualCarryBranch` is :class:`~.paths.plus_dual.DualPathBranch` (the root's product-form rounds) whose
+nodes keep product forms too. Each node starts from its parent's multipliers ``(P, L, c)`` of
+:func:`~.dual_form.product_form` (stored on the node: ``_Node.form``), runs its Kelley rounds with that form
+among its forms, and, when its bound is within ``DualCarry.margin`` of the incumbent (the nodes that a tighter
+bound may prune), runs ``DualCarry.fits`` cheap fits: ``DualCarry.steps`` L-BFGS-B evaluations from the
+parent's multipliers at the node's LP point (or over a pool of the last ``DualCarry.pool`` fitted points too),
+each followed by ``DualCarry.kelley`` Kelley rounds. The node's multipliers pass to its children.
+
+Every product form is valid on every path whatever its multipliers, so its tangent rows enter the query's
+shared LP like any other (purged when idle) and every bound stays proven (:mod:`.paths.lp`'s ``safe_bound``,
+the forms' rounding allowances). The multipliers are stored in single precision (any multipliers give a valid
+form; ``product_form`` makes the diagonal exact in double precision).
+
+The figures (what the node fits cost, what they save, the tree with many fits a node): ``docs/performance.md``,
+"Norm queries on paths: the SDP dual bound". Not a route of ``auto``.
+
+>>> import networkx as nx
+>>> import time
+>>> import cmab_milp as cm
+>>> space = cm.STPaths(nx.grid_2d_graph(3, 3), (0, 0), (2, 2))
+>>> rng = np.random.default_rng(0)
+>>> a = rng.normal(size=(space.d, space.d))
+>>> mu, M = rng.uniform(0, 1, space.d), a @ a.T / space.d + 0.1 * np.eye(space.d)
+>>> query = cm.make_oracle(space, "highs").norm_query(mu, M, 1.0, 1)
+>>> search = DualCarryBranch(space, query, np.arange(space.d), 100.0, None, time.perf_counter,
+...                          carry=DualCarry(margin=1.0))
+>>> best, value, bound = search.run(None, -np.inf)
+>>> paths = space.enumerate().astype(float)
+>>> bool(np.isclose(value, max(query.value(p) for p in paths)))
+True
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..branch.minus import _Node
+from ..branch.plus import psd_majorant
+from .dual_form import fit_multipliers, product_form
+from .plus_dual import DualPathBranch
+
+__all__ = ["DualCarry", "DualCarryBranch"]
+
+
+@dataclass(frozen=True)
+class DualCarry:
+    """The nodes' product-form fits of :class:`DualCarryBranch` (module docstring); ``(name, default)`` pairs:
+    ``fits`` (1) fits a node at most; ``steps`` (3) L-BFGS-B evaluations a fit; ``kelley`` (4) Kelley rounds after
+    each fit; ``pool`` (0) earlier fitted LP points fitted over with the node's; ``margin`` (0.01): a node fits when
+    its bound is at most ``margin (1 + |incumbent|)`` above the incumbent; ``proximal`` (0.2) the weight of
+    ``|multipliers - parent's|^2 / 2``; ``smoothing`` (0.1) of the largest eigenvalue, per mean ``M_ii``;
+    ``method`` ("spg") of :func:`~.dual_form.fit_multipliers`.
+    """
+
+    fits: int = 1
+    steps: int = 3
+    kelley: int = 4
+    pool: int = 0
+    margin: float = field(default=0.01, metadata={"fit": "share of 1 + |incumbent|"})
+    proximal: float = field(default=0.2, metadata={"fit": "proximal weight"})
+    smoothing: float = field(default=0.1, metadata={"fit": "log-sum-exp width, per mean M_ii"})
+    method: str = "spg"
+
+    def __post_init__(self):
+        if self.method not in ("lbfgsb", "spg"):
+            raise ValueError(f"DualCarry.method must be 'lbfgsb' or 'spg', got {self.method!r}")
+        for name in ("fits", "steps", "kelley", "pool"):
+            if int(getattr(self, name)) != getattr(self, name) or getattr(self, name) < 0:
+                raise ValueError(f"DualCarry.{name} must be a count >= 0, got {getattr(self, name)!r}")
+        for name in ("margin", "proximal", "smoothing"):
+            if not getattr(self, name) >= 0.0:
+                raise ValueError(f"DualCarry.{name} must be >= 0, got {getattr(self, name)!r}")
+        if self.smoothing == 0.0:
+            raise ValueError("DualCarry.smoothing must be > 0")
+
+
+class DualCarryBranch(DualPathBranch):
+    """:class:`~.paths.plus_dual.DualPathBranch` whose nodes carry and refit product-form multipliers (module
+    docstring). ``carry``: the nodes' options (:class:`DualCarry`); ``dual`` and the rest as ``DualPathBranch``'s.
+    ``node_fits`` counts the fits at nodes after the root (a statistic).
+    """
+
+    def __init__(self, *args, carry: DualCarry | None = None, **kwargs):
+        self.carry = DualCarry() if carry is None else carry
+        self.node_fits = 0
+        self._pool: deque[np.ndarray] = deque(maxlen=max(self.carry.pool, 1))
+        self._active = None  # the multipliers whose form is the search's last form now
+        super().__init__(*args, **kwargs)
+
+    def _use(self, multipliers) -> None:
+        """Make the product form of ``multipliers`` the last of the search's forms (the others stay as made)."""
+        if multipliers is self._active:
+            return
+        self.make_fit()
+        M, R, b, base = self._fit
+        self.width = self.lp.t
+        self.concave = list(base)
+        self.add_form(*product_form(M, R, b, *(np.asarray(m, float) for m in multipliers)))
+        self._active = multipliers
+
+    def relax(self, node: _Node) -> tuple[float, np.ndarray | None]:
+        """The root: :class:`DualPathBranch`'s rounds; a node: its parent's form, then fits near the incumbent."""
+        if self.nodes == 1:
+            bound, full = super().relax(node)
+            if self._multipliers is not None:
+                node.form = self._store(self._multipliers)
+                self._active = None
+                self._use(node.form)
+            return bound, full
+        if node.form is not None:
+            self._use(node.form)
+        bound, full = super().relax(node)  # (DualRoot.nodes, if set, fits the first nodes as DualPathBranch does)
+        options = self.carry
+        if full is None or not options.fits:
+            return bound, full
+        multipliers = node.form  # (None: no fit yet, the first starts from zero multipliers)
+        for _ in range(options.fits):
+            if not bound - self.best_value <= options.margin * (1.0 + abs(self.best_value)):
+                break  # (far from the incumbent: a tighter bound would not prune it; -inf incumbent: no fit)
+            self.make_fit()
+            z = full[: self.lp.t]
+            self._pool.append(z)
+            points = np.array(self._pool) if options.pool else z
+            M, R, b, _ = self._fit
+            fitted = fit_multipliers(
+                M,
+                R,
+                b,
+                points,
+                iterations=options.steps,
+                smoothing=options.smoothing,
+                start=None if multipliers is None else tuple(np.asarray(m, float) for m in multipliers),
+                proximal=options.proximal,
+                method=options.method,
+                memory=self._spg_memory,
+            )
+            multipliers = self._store(fitted)
+            self._use(multipliers)
+            self.node_fits += 1
+            new_bound, new_full = self.kelley(node, options.kelley, -1e9)
+            if new_full is None:
+                return -np.inf, None
+            full, bound = new_full, min(bound, new_bound)
+        node.form = multipliers
+        return bound, full
+
+    @staticmethod
+    def _store(multipliers) -> tuple[np.ndarray, ...]:
+        """The multipliers in single precision (a node's copy; any multipliers give a valid form)."""
+        return tuple(np.asarray(m, np.float32) for m in multipliers)
+
+    def make_fit(self) -> None:
+        """The fit's data (``M``'s PSD majorant, the equality rows, the forms before any product form) if missing."""
+        if self._fit is None:
+            self._fit = (psd_majorant(self.q.M, self.arms), *self.equality_rows(), list(self.concave))
