@@ -26,7 +26,8 @@ is the query that takes ~140 CPU s there. Per query and part it prints:
   multipliers carried from node to node, refitted near the incumbent), one after the other (``--carry
   "fits=1,steps=3/rounds=12;..."``: ``DualCarry`` options, then after ``/`` ``DualRoot`` options; a variant with
   ``opt=1`` starts from the optimum as incumbent; ``limit=S`` stops it after S CPU s, printing the nodes so far);
-* ``dualroot``: (per ``--dual`` variant, e.g. ``"method=spg,steps=15"``) the root alone, converged, then 40 rounds of product-form fits and Kelley rounds: the bound and
+* ``dualroot``: (per ``--dual`` variant, e.g. ``"method=spg,steps=15"``) the root alone, converged, then 40 rounds
+  of product-form fits and Kelley rounds: the bound and
   CPU s after 1, 2, 4, ..., 40 fits;
 * ``sdp`` (needs ``cvxpy``, not a dependency of the library: ``pip install cvxpy`` in a scratch environment): the
   semidefinite relaxation on the converged root's LP (arms and visit columns ``y``), ``Y = [[1, y'], [y, X]]`` PSD,

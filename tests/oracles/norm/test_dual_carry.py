@@ -23,6 +23,8 @@ from cmab_milp.oracles.norm.paths.plus_dual import DualRoot
 NAMES = ["grid-3x4", "petersen", "wheel", "digraph-a"]
 #: Every node fits (margin without limit), from its parent's multipliers, over a pool of points.
 EAGER = DualCarry(fits=2, steps=4, kelley=2, pool=3, margin=1e9)
+#: ... every second depth, eigenvalues in double precision.
+SPARSE = DualCarry(fits=2, steps=3, kelley=2, margin=1e9, every=2, single=False)
 
 
 def _search(space, mu, M, f, carry=EAGER, dual=None, **res) -> DualCarryBranch:
@@ -43,7 +45,7 @@ def test_the_projected_gradient_fit_lowers_the_form_and_keeps_p_nonnegative():
     n = len(z)
     zero = (np.zeros((n, n)), np.zeros((len(b), n)), np.zeros(n))
     memory: dict = {}
-    P, L, c = fit_multipliers(M, R, b, z, iterations=20, proximal=0.1, method="spg", memory=memory)
+    P, L, c = fit_multipliers(M, R, b, z, iterations=20, proximal=0.1, method="spg", memory=memory, single=True)
     assert (P >= 0).all() and memory["step"] > 0
     value = [float(z @ A @ z + lin @ z) for A, lin in (product_form(M, R, b, *zero), product_form(M, R, b, P, L, c))]
     assert value[1] < value[0] - 1e-3, value
@@ -84,16 +86,19 @@ def test_every_node_bound_with_carried_forms_is_at_least_its_best_action(name):
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_the_carrying_search_matches_brute_force(name):
+@pytest.mark.parametrize("carry", [EAGER, SPARSE], ids=["eager", "sparse"])
+def test_the_carrying_search_matches_brute_force(name, carry):
     space, _, actions = space_and_actions(name)
     rng = np.random.default_rng([len(name), 47])
     fits = 0
     for k, f in enumerate([0.3, 1.0, 3.0, 1.0]):
         mu, M = rng.uniform(-0.3, 1.0, space.d), psd(rng, space.d)
         res = random_restrictions(rng, actions, k % 3)
-        search = _search(space, mu, M, f, **res)
+        search = _search(space, mu, M, f, carry=carry, **res)
         best, value, bound = search.run(None, -np.inf)
         check_norm_answer(actions, best, res, mu, M, f, 1, (name, k))
+        if best is not None:  # (none admitted: value and bound -inf)
+            assert value - 1e-12 <= bound <= value + 1e-9 * (1.0 + abs(value)), (name, k, value, bound)  # proven
         fits += search.node_fits
     assert fits >= 1  # (nodes fitted)
 
@@ -109,6 +114,8 @@ def test_bad_input_is_refused_with_a_clear_message():
         DualCarry(smoothing=0.0)
     with pytest.raises(ValueError, match="method"):
         DualCarry(method="newton")
+    with pytest.raises(ValueError, match="every"):
+        DualCarry(every=0)
     with pytest.raises(ValueError, match="method"):
         DualRoot(method="adam")
     with pytest.raises(ValueError, match="method"):

@@ -16,19 +16,16 @@ form; ``product_form`` makes the diagonal exact in double precision).
 The figures (what the node fits cost, what they save, the tree with many fits a node): ``docs/performance.md``,
 "Norm queries on paths: the SDP dual bound". Not a route of ``auto``.
 
->>> import networkx as nx
->>> import time
+Every node of the wheel's path queries fits (``margin`` without limit), answers as brute force:
+
+>>> import networkx as nx, time
 >>> import cmab_milp as cm
->>> space = cm.STPaths(nx.grid_2d_graph(3, 3), (0, 0), (2, 2))
->>> rng = np.random.default_rng(0)
->>> a = rng.normal(size=(space.d, space.d))
->>> mu, M = rng.uniform(0, 1, space.d), a @ a.T / space.d + 0.1 * np.eye(space.d)
->>> query = cm.make_oracle(space, "highs").norm_query(mu, M, 1.0, 1)
->>> search = DualCarryBranch(space, query, np.arange(space.d), 100.0, None, time.perf_counter,
-...                          carry=DualCarry(margin=1.0))
->>> best, value, bound = search.run(None, -np.inf)
->>> paths = space.enumerate().astype(float)
->>> bool(np.isclose(value, max(query.value(p) for p in paths)))
+>>> wheel = cm.STPaths(nx.wheel_graph(7), 1, 4)
+>>> g = np.random.default_rng(3).normal(size=(wheel.d, 4))
+>>> ask = cm.make_oracle(wheel, "highs").norm_query(np.linspace(0.2, 0.8, wheel.d), g @ g.T + np.eye(wheel.d), 2.0, 1)
+>>> carry = DualCarry(fits=2, steps=3, margin=np.inf)
+>>> found = DualCarryBranch(wheel, ask, np.arange(wheel.d), 1e3, None, time.perf_counter, carry=carry).run(None, -1e9)
+>>> bool(np.isclose(found[1], max(ask.value(p) for p in wheel.enumerate())))
 True
 """
 
@@ -41,8 +38,8 @@ import numpy as np
 
 from ..branch.minus import _Node
 from ..branch.plus import psd_majorant
-from .dual_form import fit_multipliers, product_form
-from .plus_dual import DualPathBranch
+from .dual_form import product_form
+from .plus_dual import DualPathBranch, check_fit_options
 
 __all__ = ["DualCarry", "DualCarryBranch"]
 
@@ -54,7 +51,8 @@ class DualCarry:
     each fit; ``pool`` (0) earlier fitted LP points fitted over with the node's; ``margin`` (0.01): a node fits when
     its bound is at most ``margin (1 + |incumbent|)`` above the incumbent; ``proximal`` (0.2) the weight of
     ``|multipliers - parent's|^2 / 2``; ``smoothing`` (0.1) of the largest eigenvalue, per mean ``M_ii``;
-    ``method`` ("spg") of :func:`~.dual_form.fit_multipliers`.
+    ``method`` ("spg") and ``single`` (True: eigenvalues in single precision) of
+    :func:`~.dual_form.fit_multipliers`; ``every`` (1): only nodes whose depth (columns fixed) is a multiple of it fit.
     """
 
     fits: int = 1
@@ -65,18 +63,13 @@ class DualCarry:
     proximal: float = field(default=0.2, metadata={"fit": "proximal weight"})
     smoothing: float = field(default=0.1, metadata={"fit": "log-sum-exp width, per mean M_ii"})
     method: str = "spg"
+    single: bool = True
+    every: int = 1
 
     def __post_init__(self):
-        if self.method not in ("lbfgsb", "spg"):
-            raise ValueError(f"DualCarry.method must be 'lbfgsb' or 'spg', got {self.method!r}")
-        for name in ("fits", "steps", "kelley", "pool"):
-            if int(getattr(self, name)) != getattr(self, name) or getattr(self, name) < 0:
-                raise ValueError(f"DualCarry.{name} must be a count >= 0, got {getattr(self, name)!r}")
-        for name in ("margin", "proximal", "smoothing"):
-            if not getattr(self, name) >= 0.0:
-                raise ValueError(f"DualCarry.{name} must be >= 0, got {getattr(self, name)!r}")
-        if self.smoothing == 0.0:
-            raise ValueError("DualCarry.smoothing must be > 0")
+        check_fit_options(self, ("fits", "steps", "kelley", "pool"), ("margin", "proximal", "smoothing"))
+        if int(self.every) != self.every or self.every < 1:
+            raise ValueError(f"DualCarry.every must be a count >= 1, got {self.every!r}")
 
 
 class DualCarryBranch(DualPathBranch):
@@ -116,7 +109,7 @@ class DualCarryBranch(DualPathBranch):
             self._use(node.form)
         bound, full = super().relax(node)  # (DualRoot.nodes, if set, fits the first nodes as DualPathBranch does)
         options = self.carry
-        if full is None or not options.fits:
+        if full is None or not options.fits or int(node.include.sum() + node.exclude.sum()) % options.every:
             return bound, full
         multipliers = node.form  # (None: no fit yet, the first starts from zero multipliers)
         for _ in range(options.fits):
@@ -126,20 +119,7 @@ class DualCarryBranch(DualPathBranch):
             z = full[: self.lp.t]
             self._pool.append(z)
             points = np.array(self._pool) if options.pool else z
-            M, R, b, _ = self._fit
-            fitted = fit_multipliers(
-                M,
-                R,
-                b,
-                points,
-                iterations=options.steps,
-                smoothing=options.smoothing,
-                start=None if multipliers is None else tuple(np.asarray(m, float) for m in multipliers),
-                proximal=options.proximal,
-                method=options.method,
-                memory=self._spg_memory,
-            )
-            multipliers = self._store(fitted)
+            multipliers = self._store(self.fit(points, multipliers, options))
             self._use(multipliers)
             self.node_fits += 1
             new_bound, new_full = self.kelley(node, options.kelley, -1e9)
