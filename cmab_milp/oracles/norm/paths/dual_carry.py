@@ -3,8 +3,8 @@
 :class:`DualCarryBranch` is :class:`~.paths.plus_dual.DualPathBranch` (the root's product-form rounds) whose
 nodes keep product forms too. Each node starts from its parent's multipliers ``(P, L, c)`` of
 :func:`~.dual_form.product_form` (stored on the node: ``_Node.form``), runs its Kelley rounds with that form
-among its forms, and, when its bound is within ``DualCarry.margin`` of the incumbent (the nodes that a tighter
-bound may prune), runs ``DualCarry.fits`` cheap fits: ``DualCarry.steps`` L-BFGS-B evaluations from the
+among its forms, and, when its bound is within ``DualCarry.margin`` of the incumbent (by default every node at every
+second depth), runs ``DualCarry.fits`` cheap fits: ``DualCarry.steps`` evaluations (projected gradient) from the
 parent's multipliers at the node's LP point (or over a pool of the last ``DualCarry.pool`` fitted points too),
 each followed by ``DualCarry.kelley`` Kelley rounds. The node's multipliers pass to its children.
 
@@ -47,24 +47,25 @@ __all__ = ["DualCarry", "DualCarryBranch"]
 @dataclass(frozen=True)
 class DualCarry:
     """The nodes' product-form fits of :class:`DualCarryBranch` (module docstring); ``(name, default)`` pairs:
-    ``fits`` (1) fits a node at most; ``steps`` (3) L-BFGS-B evaluations a fit; ``kelley`` (4) Kelley rounds after
-    each fit; ``pool`` (0) earlier fitted LP points fitted over with the node's; ``margin`` (0.01): a node fits when
-    its bound is at most ``margin (1 + |incumbent|)`` above the incumbent; ``proximal`` (0.2) the weight of
-    ``|multipliers - parent's|^2 / 2``; ``smoothing`` (0.1) of the largest eigenvalue, per mean ``M_ii``;
-    ``method`` ("spg") and ``single`` (True: eigenvalues in single precision) of
-    :func:`~.dual_form.fit_multipliers`; ``every`` (1): only nodes whose depth (columns fixed) is a multiple of it fit.
+    ``every`` (2): only nodes whose depth (columns fixed) is a multiple of it fit; ``fits`` (3) fits such a node
+    at most; ``steps`` (3) evaluations a fit; ``kelley`` (3) Kelley rounds after each fit; ``pool`` (0) earlier
+    fitted LP points fitted over with the node's; ``margin`` (inf): a node fits when its bound is at most ``margin (1
+    + |incumbent|)`` above the incumbent; ``method`` ("spg") and ``single`` (True: eigenvalues in single precision)
+    of :func:`~.dual_form.fit_multipliers`; ``proximal`` (0.2) the weight of ``|multipliers - parent's|^2 / 2``;
+    ``smoothing`` (0.1) of the largest eigenvalue, per mean ``M_ii``. The defaults: the fastest measured on the 8x8
+    grid (``docs/performance.md``); a finite margin made more nodes there.
     """
 
-    fits: int = 1
-    steps: int = 3
-    kelley: int = 4
-    pool: int = 0
-    margin: float = field(default=0.01, metadata={"fit": "share of 1 + |incumbent|"})
-    proximal: float = field(default=0.2, metadata={"fit": "proximal weight"})
-    smoothing: float = field(default=0.1, metadata={"fit": "log-sum-exp width, per mean M_ii"})
+    every: int = 2
     method: str = "spg"
     single: bool = True
-    every: int = 1
+    fits: int = 3
+    margin: float = field(default=np.inf, metadata={"fit": "share of 1 + |incumbent|"})
+    steps: int = 3
+    kelley: int = 3
+    pool: int = 0
+    smoothing: float = field(default=0.1, metadata={"fit": "log-sum-exp width, per mean M_ii"})
+    proximal: float = field(default=0.2, metadata={"fit": "proximal weight"})
 
     def __post_init__(self):
         check_fit_options(self, ("fits", "steps", "kelley", "pool"), ("margin", "proximal", "smoothing"))

@@ -64,7 +64,9 @@ class DualRoot:
     single: bool = False
 
     def __post_init__(self):
-        check_fit_options(self, ("rounds", "steps", "kelley", "nodes", "node_rounds"), ("proximal", "smoothing", "stall"))
+        check_fit_options(
+            self, ("rounds", "steps", "kelley", "nodes", "node_rounds"), ("proximal", "smoothing", "stall")
+        )
 
 
 def check_fit_options(options, counts: tuple[str, ...], shares: tuple[str, ...]) -> None:
