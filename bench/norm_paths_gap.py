@@ -427,7 +427,7 @@ def part_carry(space, q, variants: str = "") -> None:
             if label == "today":
                 branch = ConcavePathBranch(space, query, arms, l_hi, deadline, time.process_time, HighsTuning())
             else:
-                carry, dual = DualCarry(**options), DualRoot(**_options(root_text))
+                carry, dual = DualCarry(**options), (DualRoot(**_options(root_text)) if root_text else None)
                 branch = DualCarryBranch(
                     space, query, arms, l_hi, deadline, time.process_time, HighsTuning(), dual=dual, carry=carry
                 )

@@ -39,17 +39,20 @@ import numpy as np
 from ..branch.minus import _Node
 from ..branch.plus import psd_majorant
 from .dual_form import product_form
-from .plus_dual import DualPathBranch, check_fit_options
+from .plus_dual import DualPathBranch, DualRoot, check_fit_options
 
-__all__ = ["DualCarry", "DualCarryBranch"]
+__all__ = ["ROOT", "DualCarry", "DualCarryBranch"]
+
+#: The root's rounds of :class:`DualCarryBranch` by default: 24 fits at most, by projected gradient.
+ROOT = DualRoot(rounds=24, method="spg")
 
 
 @dataclass(frozen=True)
 class DualCarry:
     """The nodes' product-form fits of :class:`DualCarryBranch` (module docstring); ``(name, default)`` pairs:
     ``every`` (2): only nodes whose depth (columns fixed) is a multiple of it fit; ``fits`` (3) fits such a node
-    at most; ``steps`` (3) evaluations a fit; ``kelley`` (3) Kelley rounds after each fit; ``pool`` (0) earlier
-    fitted LP points fitted over with the node's; ``margin`` (inf): a node fits when its bound is at most ``margin (1
+    at most; ``steps`` (3) evaluations a fit; ``kelley`` (3) Kelley rounds after each fit; ``pool`` (24) LP points
+    fitted over (the node's and the last ones fitted at); ``margin`` (inf): a node fits when its bound is at most ``margin (1
     + |incumbent|)`` above the incumbent; ``method`` ("spg") and ``single`` (True: eigenvalues in single precision)
     of :func:`~.dual_form.fit_multipliers`; ``proximal`` (0.2) the weight of ``|multipliers - parent's|^2 / 2``;
     ``smoothing`` (0.1) of the largest eigenvalue, per mean ``M_ii``. The defaults: the fastest measured on the 8x8
@@ -63,7 +66,7 @@ class DualCarry:
     margin: float = field(default=np.inf, metadata={"fit": "share of 1 + |incumbent|"})
     steps: int = 3
     kelley: int = 3
-    pool: int = 0
+    pool: int = 24
     smoothing: float = field(default=0.1, metadata={"fit": "log-sum-exp width, per mean M_ii"})
     proximal: float = field(default=0.2, metadata={"fit": "proximal weight"})
 
@@ -75,12 +78,14 @@ class DualCarry:
 
 class DualCarryBranch(DualPathBranch):
     """:class:`~.paths.plus_dual.DualPathBranch` whose nodes carry and refit product-form multipliers (module
-    docstring). ``carry``: the nodes' options (:class:`DualCarry`); ``dual`` and the rest as ``DualPathBranch``'s.
+    docstring). ``carry``: the nodes' options (:class:`DualCarry`); ``dual``: the root's (default :data:`ROOT`); the
+    rest as ``DualPathBranch``'s.
     ``node_fits`` counts the fits at nodes after the root (a statistic).
     """
 
-    def __init__(self, *args, carry: DualCarry | None = None, **kwargs):
+    def __init__(self, *args, carry: DualCarry | None = None, dual: DualRoot | None = None, **kwargs):
         self.carry = DualCarry() if carry is None else carry
+        kwargs["dual"] = ROOT if dual is None else dual
         self.node_fits = 0
         self._pool: deque[np.ndarray] = deque(maxlen=max(self.carry.pool, 1))
         self._active = None  # the multipliers whose form is the search's last form now
