@@ -52,11 +52,11 @@ class DualCarry:
     """The nodes' product-form fits of :class:`DualCarryBranch` (module docstring); ``(name, default)`` pairs:
     ``every`` (2): only nodes whose depth (columns fixed) is a multiple of it fit; ``fits`` (3) fits such a node
     at most; ``steps`` (3) evaluations a fit; ``kelley`` (3) Kelley rounds after each fit; ``pool`` (24) LP points
-    fitted over (the node's and the last ones fitted at); ``margin`` (inf): a node fits when its bound is at most ``margin (1
-    + |incumbent|)`` above the incumbent; ``method`` ("spg") and ``single`` (True: eigenvalues in single precision)
-    of :func:`~.dual_form.fit_multipliers`; ``proximal`` (0.2) the weight of ``|multipliers - parent's|^2 / 2``;
-    ``smoothing`` (0.1) of the largest eigenvalue, per mean ``M_ii``. The defaults: the fastest measured on the 8x8
-    grid (``docs/performance.md``); a finite margin made more nodes there.
+    fitted over (the node's and the last ones fitted at); ``margin`` (inf): a node fits when its bound is at most
+    ``margin (1 + |incumbent|)`` above the incumbent; ``method`` ("spg") and ``single`` (True: eigenvalues in single
+    precision) of :func:`~.dual_form.fit_multipliers`; ``proximal`` (0.2) the weight of ``|multipliers -
+    parent's|^2 / 2``; ``smoothing`` (0.1) of the largest eigenvalue, per mean ``M_ii``. The defaults: the fastest
+    measured on the 8x8 grid (``docs/performance.md``); a finite margin made more nodes there.
     """
 
     every: int = 2
