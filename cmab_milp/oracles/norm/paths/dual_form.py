@@ -42,6 +42,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg
 import scipy.optimize
+import scipy.sparse
 
 from ..shifts import _MARGIN
 
@@ -120,18 +121,26 @@ def fit_multipliers(
     m = len(M)
     M_pad = np.zeros((n, n))
     M_pad[:m, :m] = M
-    off = ~np.eye(n, dtype=bool)
 
     def unpack(v):
         P = v[: n * n].reshape(n, n)
         L = v[n * n : n * n + k * n].reshape(k, n)
         return P, L, v[n * n + k * n :]
 
+    R_sparse = scipy.sparse.csr_matrix(R)  # (a few columns a row: the products with it cost little)
+    R_sparse_t = R_sparse.T.tocsr()
+    diagonal = np.arange(n) * (n + 1)
+    bz = np.outer(b, z_mean)
+    grad = np.empty(n * n + k * n + n)
+
     def value(v):
         P, L, c = unpack(v)
-        P = np.where(off, P, 0.0)
-        RL = R.T @ L
-        B = M_pad + (RL + RL.T - P - P.T) / 2.0
+        P = P.copy()
+        P.flat[diagonal] = 0.0  # (P's diagonal plays no part)
+        RL = R_sparse_t @ L
+        S = RL + RL.T - P - P.T
+        S *= 0.5
+        B = S + M_pad
         if single:
             lam, V = scipy.linalg.eigh((B - np.diag(c)).astype(np.float32), driver="evd", check_finite=False)
             lam, V = lam.astype(float), V.astype(float)
@@ -145,16 +154,18 @@ def fit_multipliers(
         p = e / s
         smooth = top + mu * np.log(s)
         G = ZZ + sw * (V * p) @ V.T  # d value / d B
-        f = float(np.sum(B * ZZ)) + float(P.sum(axis=1) @ z_mean) - float(b @ L @ z_mean) + float(w @ c) + sw * smooth
-        gP = np.where(off, z_mean[:, None] - G, 0.0)
-        gL = R @ G - np.outer(b, z_mean)
-        gc = w - sw * np.einsum("ij,j,ij->i", V, p, V)
-        grad = np.concatenate([gP.ravel(), gL.ravel(), gc])
+        f = float(np.vdot(B, ZZ)) + float(P.sum(axis=1) @ z_mean) - float(np.vdot(L, bz)) + float(w @ c) + sw * smooth
+        gP = grad[: n * n].reshape(n, n)
+        np.subtract(z_mean[:, None], G, out=gP)
+        gP.flat[diagonal] = 0.0
+        grad[n * n : n * n + k * n] = (R_sparse @ G - bz).ravel()
+        grad[n * n + k * n :] = w - sw * ((V * V) @ p)
+        out = grad.copy()
         if proximal > 0.0:
             step = v - v0
             f += 0.5 * proximal * float(step @ step)
-            grad += proximal * step
-        return f, grad
+            out += proximal * step
+        return f, out
 
     if start is None:
         v0 = np.zeros(n * n + k * n + n)
