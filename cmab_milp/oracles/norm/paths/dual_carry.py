@@ -3,8 +3,7 @@
 :class:`DualCarryBranch` is :class:`~.paths.plus_dual.DualPathBranch` (the root's product-form rounds) whose
 nodes keep product forms too. Each node starts from its parent's multipliers ``(P, L, c)`` of
 :func:`~.dual_form.product_form` (stored on the node: ``_Node.form``), runs its Kelley rounds with that form
-among its forms, and, when its bound is within ``DualCarry.margin`` of the incumbent (by default every node at every
-second depth), runs ``DualCarry.fits`` cheap fits: ``DualCarry.steps`` evaluations (projected gradient) from the
+among its forms, and, when its bound is within ``DualCarry.margin`` of the incumbent (by default every node), runs ``DualCarry.fits`` cheap fits: ``DualCarry.steps`` evaluations (projected gradient) from the
 parent's multipliers at the node's LP point (or over a pool of the last ``DualCarry.pool`` fitted points too),
 each followed by ``DualCarry.kelley`` Kelley rounds. The node's multipliers pass to its children.
 
@@ -50,8 +49,8 @@ ROOT = DualRoot(rounds=24, method="spg")
 @dataclass(frozen=True)
 class DualCarry:
     """The nodes' product-form fits of :class:`DualCarryBranch` (module docstring); ``(name, default)`` pairs:
-    ``every`` (2): only nodes whose depth (columns fixed) is a multiple of it fit; ``fits`` (3) fits such a node
-    at most; ``steps`` (3) evaluations a fit; ``kelley`` (3) Kelley rounds after each fit; ``pool`` (24) LP points
+    ``every`` (1): only nodes whose depth (columns fixed) is a multiple of it fit; ``fits`` (1) fits such a node
+    at most; ``steps`` (5) evaluations a fit; ``kelley`` (4) Kelley rounds after each fit; ``pool`` (24) LP points
     fitted over (the node's and the last ones fitted at); ``margin`` (inf): a node fits when its bound is at most
     ``margin (1 + |incumbent|)`` above the incumbent; ``method`` ("spg") and ``single`` (True: eigenvalues in single
     precision) of :func:`~.dual_form.fit_multipliers`; ``proximal`` (0.2) the weight of ``|multipliers -
@@ -59,13 +58,13 @@ class DualCarry:
     measured on the 8x8 grid (``docs/performance.md``); a finite margin made more nodes there.
     """
 
-    every: int = 2
+    every: int = 1
     method: str = "spg"
     single: bool = True
-    fits: int = 3
+    fits: int = 1
     margin: float = field(default=np.inf, metadata={"fit": "share of 1 + |incumbent|"})
-    steps: int = 3
-    kelley: int = 3
+    steps: int = 5
+    kelley: int = 4
     pool: int = 24
     smoothing: float = field(default=0.1, metadata={"fit": "log-sum-exp width, per mean M_ii"})
     proximal: float = field(default=0.2, metadata={"fit": "proximal weight"})
