@@ -3,9 +3,11 @@
 :class:`DualCarryBranch` is :class:`~.paths.plus_dual.DualPathBranch` (the root's product-form rounds) whose
 nodes keep product forms too. Each node starts from its parent's multipliers ``(P, L, c)`` of
 :func:`~.dual_form.product_form` (stored on the node: ``_Node.form``), runs its Kelley rounds with that form
-among its forms, and, when its bound is within ``DualCarry.margin`` of the incumbent (by default every node), runs ``DualCarry.fits`` cheap fits: ``DualCarry.steps`` evaluations (projected gradient) from the
-parent's multipliers at the node's LP point (or over a pool of the last ``DualCarry.pool`` fitted points too),
-each followed by ``DualCarry.kelley`` Kelley rounds. The node's multipliers pass to its children.
+among its forms, and, when its bound is within ``DualCarry.margin`` of the incumbent (by default every node), runs
+``DualCarry.fits`` cheap fits: ``DualCarry.steps`` evaluations (projected gradient) from the parent's multipliers
+over the node's LP point and the last ``DualCarry.pool - 1`` points fitted at (a pool: the multipliers stay good
+at the points the next nodes will have), each followed by ``DualCarry.kelley`` Kelley rounds. The node's
+multipliers pass to its children.
 
 Every product form is valid on every path whatever its multipliers, so its tangent rows enter the query's
 shared LP like any other (purged when idle) and every bound stays proven (:mod:`.paths.lp`'s ``safe_bound``,
