@@ -23,7 +23,7 @@ is the query that takes ~140 CPU s there. Per query and part it prints:
   DualPathBranch`'s root (product forms read off the SDP relaxation's dual, multipliers fitted by L-BFGS-B), one
   after the other: CPU s, nodes, root bound (``--dual "rounds=12;rounds=12,nodes=20"``: variants of its options);
 * ``carry``: today's search and :class:`~cmab_milp.oracles.norm.paths.dual_carry.DualCarryBranch` (product-form
-  multipliers carried from node to node, refitted near the incumbent), one after the other (``--carry
+  multipliers carried from node to node and refitted), one after the other (``--carry
   "fits=1,steps=3/rounds=12;..."``: ``DualCarry`` options, then after ``/`` ``DualRoot`` options; a variant with
   ``opt=1`` starts from the optimum as incumbent; ``limit=S`` stops it after S CPU s, printing the nodes so far);
 * ``dualroot``: (per ``--dual`` variant, e.g. ``"method=spg,steps=15"``) the root alone, converged, then 40 rounds
