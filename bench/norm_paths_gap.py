@@ -22,7 +22,12 @@ is the query that takes ~140 CPU s there. Per query and part it prints:
 * ``dual``: the whole search as the library runs it and with :class:`~cmab_milp.oracles.norm.paths.plus_dual.
   DualPathBranch`'s root (product forms read off the SDP relaxation's dual, multipliers fitted by L-BFGS-B), one
   after the other: CPU s, nodes, root bound (``--dual "rounds=12;rounds=12,nodes=20"``: variants of its options);
-* ``dualroot``: the root alone, converged, then 40 rounds of product-form fits and Kelley rounds: the bound and
+* ``carry``: today's search and :class:`~cmab_milp.oracles.norm.paths.dual_carry.DualCarryBranch` (product-form
+  multipliers carried from node to node and refitted), one after the other (``--carry
+  "fits=1,steps=3/rounds=12;..."``: ``DualCarry`` options, then after ``/`` ``DualRoot`` options; a variant with
+  ``opt=1`` starts from the optimum as incumbent; ``limit=S`` stops it after S CPU s, printing the nodes so far);
+* ``dualroot``: (per ``--dual`` variant, e.g. ``"method=spg,steps=15"``) the root alone, converged, then 40 rounds
+  of product-form fits and Kelley rounds: the bound and
   CPU s after 1, 2, 4, ..., 40 fits;
 * ``sdp`` (needs ``cvxpy``, not a dependency of the library: ``pip install cvxpy`` in a scratch environment): the
   semidefinite relaxation on the converged root's LP (arms and visit columns ``y``), ``Y = [[1, y'], [y, X]]`` PSD,
@@ -332,7 +337,7 @@ def part_sdp(space, q) -> None:
         print(f"  SDP, {label}: {problem.value:.4f} ({problem.status}, {time.process_time() - started:.0f} CPU s)")
 
 
-def part_dualroot(space, q, fits: int = 40) -> None:
+def part_dualroot(space, q, fits: int = 40, variants: str = "") -> None:
     """The root alone: converged (200 Kelley rounds), then ``fits`` rounds of a product-form fit at the root's LP point
     and 10 Kelley rounds (``DualPathBranch``'s rounds, no stall stop): the bound and the CPU s after some of them."""
     from cmab_milp._threads import blas_single_thread
@@ -345,7 +350,8 @@ def part_dualroot(space, q, fits: int = 40) -> None:
     with blas_single_thread():
         started = time.process_time()
         tuning = HighsTuning(paths_early=False)
-        branch = DualPathBranch(space, query, arms, l_hi, None, time.perf_counter, tuning, dual=DualRoot(stall=0.0))
+        dual = DualRoot(stall=0.0, **_options(variants))
+        branch = DualPathBranch(space, query, arms, l_hi, None, time.perf_counter, tuning, dual=dual)
         branch.nodes = 1
         root = _Node(-np.inf, 0, np.zeros(branch.lp.n, bool), np.zeros(branch.lp.n, bool))
         bound, full = branch.kelley(root, 200, -1e9)
@@ -392,13 +398,64 @@ def part_dual(space, q, variants: str = "") -> None:
         )
 
 
+def _options(text: str) -> dict:
+    pairs = (p.split("=") for p in text.split(",") if p)
+    return {k: v if k == "method" else float(v) if ("." in v or "e" in v) else int(v) for k, v in pairs}
+
+
+def part_carry(space, q, variants: str = "") -> None:
+    """Today's search and ``DualCarryBranch`` variants one after the other: CPU s, nodes, fits, root bound, value."""
+    from cmab_milp._threads import blas_single_thread
+    from cmab_milp.oracles.core.base import LimitReached
+    from cmab_milp.oracles.norm.paths.dual_carry import DualCarry, DualCarryBranch
+    from cmab_milp.oracles.norm.paths.plus_dual import DualRoot
+
+    oracle = cm.make_oracle(space, "highs")
+    query = oracle.norm_query(q["mu"], q["M"], q["f"], 1, **restrictions(q))
+    arms = np.setdiff1d(np.arange(space.d), list(query.restrictions.exclude))
+    l_hi = float(np.linalg.eigvalsh(q["M"])[-1]) * arms_bound(space)
+    optimum = None
+    for label in ["today", *variants.split(";")]:
+        if label == "notoday" or (label == "today" and "notoday" in variants.split(";")):
+            continue
+        node_text, _, root_text = label.partition("/")
+        options = _options(node_text) if label != "today" else {}
+        start, limit = options.pop("opt", 0), options.pop("limit", None)
+        with blas_single_thread():
+            started = time.process_time()
+            deadline = None if limit is None else started + float(limit)
+            if label == "today":
+                branch = ConcavePathBranch(space, query, arms, l_hi, deadline, time.process_time, HighsTuning())
+            else:
+                carry, dual = DualCarry(**options), (DualRoot(**_options(root_text)) if root_text else None)
+                branch = DualCarryBranch(
+                    space, query, arms, l_hi, deadline, time.process_time, HighsTuning(), dual=dual, carry=carry
+                )
+            first = (None, -np.inf) if not start or optimum is None else (optimum, query.value(optimum))
+            stopped = ""
+            try:
+                best, value, _ = branch.run(*first)
+            except LimitReached:
+                best, value, stopped = None, np.nan, " STOPPED"
+            seconds = time.process_time() - started
+        if label == "today" and best is not None:
+            optimum = best
+        fits = getattr(branch, "fits", 0) + getattr(branch, "node_fits", 0)
+        print(
+            f"  {label:36s}: {seconds:7.2f} CPU s, {branch.nodes:6d} nodes, {fits:5d} fits, root"
+            f" {branch.root_bound:.4f}, value {value:.4f}{stopped}",
+            flush=True,
+        )
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--queries", default="1", help="comma-separated query numbers of the cell (#0 is the slow one)")
     parser.add_argument(
-        "--parts", default="root,linear,rlt,eigen", help="root,linear,hull,rlt,eigen,free,sdp,dual,dualroot"
+        "--parts", default="root,linear,rlt,eigen", help="root,linear,hull,rlt,eigen,free,sdp,dual,dualroot,carry"
     )
     parser.add_argument("--f", type=float, default=1.0)
+    parser.add_argument("--carry", default="", help="part carry: ';'-separated DualCarry/DualRoot options")
     parser.add_argument("--dual", default="", help="part dual: ';'-separated DualRoot options (k=v,k=v), 'notoday'")
     args = parser.parse_args(argv)
     numbers = [int(k) for k in args.queries.split(",")]
@@ -417,8 +474,12 @@ def main(argv: list[str] | None = None) -> None:
                 {"root": part_root, "linear": part_linear}[part](space, q, oracle)
             elif part == "dual":
                 part_dual(space, q, args.dual)
+            elif part == "carry":
+                part_carry(space, q, args.carry)
             elif part == "dualroot":
-                part_dualroot(space, q)
+                for variant in args.dual.split(";"):
+                    print(f"  DualRoot options: {variant or 'defaults'}")
+                    part_dualroot(space, q, variants=variant)
             else:
                 {"rlt": part_rlt, "eigen": part_eigen, "free": part_free, "sdp": part_sdp}[part](space, q)
             print(f"    ({part}: {time.process_time() - started:.1f} CPU s)", flush=True)

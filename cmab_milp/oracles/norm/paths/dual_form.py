@@ -40,7 +40,9 @@ True
 from __future__ import annotations
 
 import numpy as np
+import scipy.linalg
 import scipy.optimize
+import scipy.sparse
 
 from ..shifts import _MARGIN
 
@@ -91,12 +93,23 @@ def fit_multipliers(
     smoothing: float = 0.02,
     start: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
     proximal: float = 0.0,
+    method: str = "lbfgsb",
+    memory: dict | None = None,
+    single: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(P, L, c)`` lowering ``q(zbar)`` of :func:`product_form` (module docstring): ``iterations`` of L-BFGS-B on
+    """``(P, L, c)`` lowering ``q(zbar)`` of :func:`product_form` (module docstring): ``iterations`` evaluations of
     ``q(zbar)`` with ``lambda_max`` smoothed (log-sum-exp at ``smoothing`` times ``M``'s mean diagonal).
 
-    ``zbar`` may be a matrix of points (rows): then the mean of ``q`` over them. Any result gives a valid form.
+    ``method``: ``"lbfgsb"`` (scipy's L-BFGS-B with the bound ``P >= 0``; its handling of ~40,000 bounds costs
+    ~0.2-0.3 s a call on the 8x8 grid, more than its evaluations) or ``"spg"`` (:func:`_spg`: projected gradient
+    steps of Barzilai-Borwein length, no per-call overhead; ``memory``, a dict, carries its step length from call to
+    call in ``memory["step"]``); ``single``: each evaluation's eigenvalues in single precision (LAPACK's ``syevd``,
+    ~1.5x faster at ``n = 174``; only the fit's path changes, the form is made exact by :func:`product_form`). ``zbar``
+    may be a matrix of points (rows): then the mean
+    of ``q`` over them. Any result gives a valid form.
     """
+    if method not in ("lbfgsb", "spg"):
+        raise ValueError(f"fit_multipliers: method must be 'lbfgsb' or 'spg', got {method!r}")
     R, b = np.asarray(R, float), np.asarray(b, float)
     k, n = R.shape
     Z = np.atleast_2d(np.asarray(zbar, float))
@@ -108,40 +121,62 @@ def fit_multipliers(
     m = len(M)
     M_pad = np.zeros((n, n))
     M_pad[:m, :m] = M
-    off = ~np.eye(n, dtype=bool)
 
     def unpack(v):
         P = v[: n * n].reshape(n, n)
         L = v[n * n : n * n + k * n].reshape(k, n)
         return P, L, v[n * n + k * n :]
 
+    R_sparse = scipy.sparse.csr_matrix(R)  # (a few columns a row: the products with it cost little)
+    R_sparse_t = R_sparse.T.tocsr()
+    diagonal = np.arange(n) * (n + 1)
+    bz = np.outer(b, z_mean)
+    grad = np.empty(n * n + k * n + n)
+
     def value(v):
         P, L, c = unpack(v)
-        P = np.where(off, P, 0.0)
-        RL = R.T @ L
-        B = M_pad + (RL + RL.T - P - P.T) / 2.0
-        lam, V = np.linalg.eigh(B - np.diag(c))
+        P = P.copy()
+        P.flat[diagonal] = 0.0  # (P's diagonal plays no part)
+        RL = R_sparse_t @ L
+        S = RL + RL.T - P - P.T
+        S *= 0.5
+        B = S + M_pad
+        if single:
+            lam, V = scipy.linalg.eigh((B - np.diag(c)).astype(np.float32), driver="evd", check_finite=False)
+            lam, V = lam.astype(float), V.astype(float)
+        else:
+            lam, V = np.linalg.eigh(B - np.diag(c))
         top = lam[-1]
+        near = lam - top > -40.0 * mu  # (the others' weights are below e^-40)
+        lam, V = lam[near], V[:, near]
         e = np.exp((lam - top) / mu)
         s = float(e.sum())
         p = e / s
         smooth = top + mu * np.log(s)
         G = ZZ + sw * (V * p) @ V.T  # d value / d B
-        f = float(np.sum(B * ZZ)) + float(P.sum(axis=1) @ z_mean) - float(b @ L @ z_mean) + float(w @ c) + sw * smooth
-        gP = np.where(off, z_mean[:, None] - G, 0.0)
-        gL = R @ G - np.outer(b, z_mean)
-        gc = w - sw * np.einsum("ij,j,ij->i", V, p, V)
-        grad = np.concatenate([gP.ravel(), gL.ravel(), gc])
+        f = float(np.vdot(B, ZZ)) + float(P.sum(axis=1) @ z_mean) - float(np.vdot(L, bz)) + float(w @ c) + sw * smooth
+        gP = grad[: n * n].reshape(n, n)
+        np.subtract(z_mean[:, None], G, out=gP)
+        gP.flat[diagonal] = 0.0
+        grad[n * n : n * n + k * n] = (R_sparse @ G - bz).ravel()
+        grad[n * n + k * n :] = w - sw * ((V * V) @ p)
+        out = grad.copy()
         if proximal > 0.0:
             step = v - v0
             f += 0.5 * proximal * float(step @ step)
-            grad += proximal * step
-        return f, grad
+            out += proximal * step
+        return f, out
 
     if start is None:
         v0 = np.zeros(n * n + k * n + n)
     else:
         v0 = np.concatenate([np.asarray(s, float).ravel() for s in start])
+    if method == "spg":
+        found, step = _spg(value, v0, n * n, iterations, None if memory is None else memory.get("step"))
+        if memory is not None:
+            memory["step"] = step
+        P, L, c = unpack(found)
+        return np.maximum(P, 0.0), L, c
     bounds = [(0.0, None)] * (n * n) + [(None, None)] * (k * n + n)
     found = scipy.optimize.minimize(
         value,
@@ -153,3 +188,56 @@ def fit_multipliers(
     )
     P, L, c = unpack(found.x)
     return np.maximum(P, 0.0), L, c
+
+
+def _spg(
+    value, v0: np.ndarray, n_bounded: int, evaluations: int, alpha: float | None = None, memory: int = 4
+) -> tuple[np.ndarray, float]:
+    """Spectral projected gradient (Birgin, Martinez, Raydan) on ``value`` (``(f, grad)``) over ``v[:n_bounded] >=
+    0``: ``evaluations`` calls at most, a nonmonotone Armijo search over the last ``memory`` values, steps of
+    Barzilai-Borwein length (the first ``alpha``, default ``1 / max |projected gradient|``). Returns the best point
+    evaluated and the next step length.
+
+    >>> v, _ = _spg(lambda v: (float((v - 1.0) @ (v - 1.0)), 2.0 * (v - 1.0)), np.array([-3.0, 3.0]), 1, 12)
+    >>> np.round(v, 6).tolist()
+    [1.0, 1.0]
+    >>> v, _ = _spg(lambda v: (float(v @ v + 2 * v[0]), 2.0 * v + [2.0, 0.0]), np.array([2.0, 1.0]), 1, 12)
+    >>> np.round(v, 6).tolist()
+    [0.0, 0.0]
+    """
+
+    def project(v):
+        v = v.copy()
+        v[:n_bounded] = np.maximum(v[:n_bounded], 0.0)
+        return v
+
+    x = project(np.asarray(v0, float))
+    f, g = value(x)
+    used = 1
+    best_x, best_f = x, f
+    history = [f]
+    if alpha is None or not alpha > 0.0:
+        scale = float(np.abs(project(x - g) - x).max(initial=0.0))
+        alpha = 1.0 / scale if scale > 0.0 else 1.0
+    while used < evaluations:
+        d = project(x - alpha * g) - x
+        slope = float(g @ d)
+        if slope >= 0.0:
+            break  # a stationary point (projected gradient 0)
+        reference, lam = max(history[-memory:]), 1.0
+        while True:
+            trial = x + lam * d
+            f_new, g_new = value(trial)
+            used += 1
+            if f_new <= reference + 1e-4 * lam * slope or used >= evaluations:
+                break
+            lam *= 0.5
+        if f_new < best_f:
+            best_x, best_f = trial, f_new
+        s, y = trial - x, g_new - g
+        sy = float(s @ y)
+        alpha = float(s @ s) / sy if sy > 0.0 else 1e3 * alpha
+        alpha = min(max(alpha, 1e-10), 1e10)
+        x, f, g = trial, f_new, g_new
+        history.append(f)
+    return best_x, alpha

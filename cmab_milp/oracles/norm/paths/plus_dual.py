@@ -38,7 +38,7 @@ from ..branch.plus import psd_majorant
 from .dual_form import fit_multipliers, product_form
 from .plus import ConcavePathBranch
 
-__all__ = ["DualPathBranch", "DualRoot"]
+__all__ = ["DualPathBranch", "DualRoot", "check_fit_options"]
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,8 @@ class DualRoot:
     ``|multipliers - last|^2 / 2`` in a fit; ``smoothing`` (0.1) of the largest eigenvalue, per mean ``M_ii``;
     ``kelley`` (10) Kelley rounds after each fit; ``stall`` (0.002): stop when a round gains less than this share of
     the gap; ``nodes`` (0): the first this many nodes after the root run ``node_rounds`` (1) fits too, from the last
-    multipliers.
+    multipliers; ``method`` ("lbfgsb") and ``single`` (False) of :func:`~.dual_form.fit_multipliers` (``"spg"``: no
+    per-fit overhead; ``single``: eigenvalues in single precision).
     """
 
     rounds: int = 30
@@ -59,16 +60,36 @@ class DualRoot:
     proximal: float = field(default=0.2, metadata={"fit": "proximal weight"})
     smoothing: float = field(default=0.1, metadata={"fit": "log-sum-exp width, per mean M_ii"})
     stall: float = field(default=0.002, metadata={"stop": "share of the gap"})
+    method: str = "lbfgsb"
+    single: bool = False
 
     def __post_init__(self):
-        for name in ("rounds", "steps", "kelley", "nodes", "node_rounds"):
-            if int(getattr(self, name)) != getattr(self, name) or getattr(self, name) < 0:
-                raise ValueError(f"DualRoot.{name} must be a count >= 0, got {getattr(self, name)!r}")
-        for name in ("proximal", "smoothing", "stall"):
-            if not getattr(self, name) >= 0.0:
-                raise ValueError(f"DualRoot.{name} must be >= 0, got {getattr(self, name)!r}")
-        if self.smoothing == 0.0:
-            raise ValueError("DualRoot.smoothing must be > 0")
+        check_fit_options(
+            self, ("rounds", "steps", "kelley", "nodes", "node_rounds"), ("proximal", "smoothing", "stall")
+        )
+
+
+def check_fit_options(options, counts: tuple[str, ...], shares: tuple[str, ...]) -> None:
+    """Raise ``ValueError`` naming the option unless ``options``'s ``counts`` are counts ``>= 0``, its ``shares`` are
+    ``>= 0``, ``smoothing`` is ``> 0`` and ``method`` is a method of :func:`~.dual_form.fit_multipliers`.
+
+    >>> check_fit_options(DualRoot(), ("rounds",), ("stall",))
+    >>> check_fit_options(DualRoot(rounds=-1), ("rounds",), ())
+    Traceback (most recent call last):
+    ...
+    ValueError: DualRoot.rounds must be a count >= 0, got -1
+    """
+    name = type(options).__name__
+    if options.method not in ("lbfgsb", "spg"):
+        raise ValueError(f"{name}.method must be 'lbfgsb' or 'spg', got {options.method!r}")
+    for key in counts:
+        if int(getattr(options, key)) != getattr(options, key) or getattr(options, key) < 0:
+            raise ValueError(f"{name}.{key} must be a count >= 0, got {getattr(options, key)!r}")
+    for key in shares:
+        if not getattr(options, key) >= 0.0:
+            raise ValueError(f"{name}.{key} must be >= 0, got {getattr(options, key)!r}")
+    if not options.smoothing > 0.0:
+        raise ValueError(f"{name}.smoothing must be > 0, got {options.smoothing!r}")
 
 
 class DualPathBranch(ConcavePathBranch):
@@ -84,6 +105,7 @@ class DualPathBranch(ConcavePathBranch):
         self.fit_bounds: list[float] = []
         self._fit = None  # (M's PSD majorant, R, b, the forms before the product form): made at the root
         self._multipliers = None  # the last fit's (P, L, c): the next fit starts there
+        self._spg_memory: dict = {}  # the projected gradient's step length, from fit to fit
         super().__init__(*args, **kwargs)
 
     def equality_rows(self) -> tuple[np.ndarray, np.ndarray]:
@@ -108,6 +130,24 @@ class DualPathBranch(ConcavePathBranch):
             self.root_bound = bound
         return bound, full
 
+    def fit(self, points: np.ndarray, start, options) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:func:`~.dual_form.fit_multipliers` at ``points`` from ``start`` (None: zero) with the fit options of
+        ``options`` (a :class:`DualRoot` or a subclass's options with the same fields)."""
+        M, R, b, _ = self._fit
+        return fit_multipliers(
+            M,
+            R,
+            b,
+            points,
+            iterations=options.steps,
+            smoothing=options.smoothing,
+            start=None if start is None else tuple(np.asarray(m, float) for m in start),
+            proximal=options.proximal,
+            method=options.method,
+            memory=self._spg_memory,
+            single=options.single,
+        )
+
     def _rounds(self, node: _Node, bound: float, full: np.ndarray, rounds: int) -> tuple[float, np.ndarray | None]:
         """Up to ``rounds`` fits at the node's LP point, each followed by Kelley rounds: the node's bound and point."""
         lp, options = self.lp, self.dual
@@ -115,16 +155,7 @@ class DualPathBranch(ConcavePathBranch):
         for _ in range(rounds):
             if bound <= self.best_value:
                 break
-            self._multipliers = fit_multipliers(
-                M,
-                R,
-                b,
-                full[: lp.t],
-                iterations=options.steps,
-                smoothing=options.smoothing,
-                start=self._multipliers,
-                proximal=options.proximal,
-            )
+            self._multipliers = self.fit(full[: lp.t], self._multipliers, options)
             self.width = lp.t
             self.concave = list(base)  # the last product form only (the earlier ones' rows stay in the LP)
             self.add_form(*product_form(M, R, b, *self._multipliers))
