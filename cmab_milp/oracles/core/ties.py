@@ -48,6 +48,11 @@ greedies, DAG path margins and matchings of :mod:`~cmab_milp.oracles.backends.co
 ``enumerate``'s unique best): with ``"classes"`` the answer is then returned with no check at all; with
 ``"exact"`` too when their certificate proves no other action within the tolerance (:mod:`.ties_unique`).
 
+The search and the settling are Python loops between solves: each step calls
+:func:`~cmab_milp.oracles.core.interrupts.raise_if_halted`, so that a worker of a batch stopped by Ctrl-C or
+SIGTERM ends within one candidate or one restricted solve (the solves alone would not stop it: a backend
+answering in Python, or candidates the restrictions refuse, may keep it there for minutes).
+
 Not applied: norm queries (``argmax_norm``; their ties need ``M`` to be symmetric under the swap)
 and oracles in the certified approximate mode (``gap``).
 
@@ -70,6 +75,7 @@ from typing import Any
 import numpy as np
 
 from ...spaces import Matchings, STPaths
+from .interrupts import raise_if_halted
 from .queries import LinearQuery, Restrictions
 from .ties_direct import lexicographic_matching, lexicographic_path
 from .ties_matroids import MATROIDS, exchanges, greedy
@@ -201,6 +207,7 @@ def _settle(oracle: Any, query: LinearQuery, best: list[bool], order: list[int],
         if c >= 0:
             below[c] += 1
     for arm, c in zip(order[::-1], classes[::-1], strict=True):
+        raise_if_halted()  # a worker of a stopped batch ends here, between two restricted solves
         if c >= 0:
             below[c] -= 1
             if need[c] == 0:  # the class's count is reached: out
@@ -234,6 +241,7 @@ def _settle_values(oracle: Any, query: LinearQuery, best: list[bool]) -> list[bo
     held_in: list[int] = []
     held_out: list[int] = []
     for arm in range(len(best) - 1, -1, -1):
+        raise_if_halted()
         if arm in fixed:
             continue
         if best[arm]:
@@ -351,6 +359,7 @@ def _settle_ties(oracle: Any, query: LinearQuery, action: np.ndarray, leaves: in
 
     try:
         for candidate in _candidates(held, order, classes, need, fits if closed else None):
+            raise_if_halted()  # the candidates the restrictions refuse are not counted: there may be very many
             if candidate == held:
                 return action
             trial = np.array(candidate)
