@@ -142,13 +142,13 @@ class _Milp:
         cols = np.flatnonzero(integer).astype(np.int32)
         kint = highspy.HighsVarType.kInteger
         self.h.changeColsIntegrality(len(cols), cols, np.array([kint] * len(cols)))
-        self._stop_asked = False
+        self._stop_asked = [False]  # read by the callback (which holds this list only: no cycle through HiGHS)
         interrupt = highspy.cb.HighsCallbackType.kCallbackMipInterrupt
-        model = self
+        asked = self._stop_asked
 
         def callback(kind, message, data_out, data_in, user_data) -> None:
             if kind == interrupt:
-                data_in.user_interrupt = model._stop_asked  # HiGHS keeps the value between runs: set each time
+                data_in.user_interrupt = asked[0]  # HiGHS keeps the value between runs: set it each time
 
         self.h.setCallback(callback, None)
         self.h.startCallback(interrupt)
@@ -172,19 +172,25 @@ class _Milp:
         """
         h, statuses = self.h, self._hs.HighsModelStatus
         h.clearSolver()  # cold: the answer depends on the model only (scipy's milp built it anew each round)
-        self._stop_asked = False
+        self._stop_asked[0] = False
         with stoppable(self._ask_stop):
-            h.run()
+            run = h.run()
         status = h.getModelStatus()
         if status == statuses.kInfeasible:
             return None
+        if status == statuses.kNotset and run == self._hs.HighsStatus.kError:
+            raise RuntimeError(
+                f"HiGHS refused to solve {space!r}: a HiGHS model with another 'threads' option than 1 ran in this "
+                "thread before (HiGHS starts one scheduler per thread, at its first run; cmab_milp's models all "
+                "run with threads = 1)"
+            )
         if status != statuses.kOptimal:
             raise RuntimeError(f"HiGHS failed on {space!r}: {h.modelStatusToString(status)}")
         return np.asarray(h.getSolution().col_value)
 
     def _ask_stop(self) -> None:
         """Stop the run under way (called from the interrupt watcher's thread): the callback reads the flag."""
-        self._stop_asked = True
+        self._stop_asked[0] = True
 
 
 def _new_highs() -> Any:  # -> highspy.Highs
@@ -206,9 +212,15 @@ def _new_highs() -> Any:  # -> highspy.Highs
 
 @contextlib.contextmanager
 def _stdout_silenced() -> Iterator[None]:
-    """File descriptor 1 on the null device during the block (what C code prints there is dropped)."""
+    """File descriptor 1 on the null device during the block (what C code prints there is dropped; nothing is
+    changed when there is no file descriptor 1)."""
     sys.stdout.flush()
-    kept, null = os.dup(1), os.open(os.devnull, os.O_WRONLY)
+    try:
+        kept = os.dup(1)
+    except OSError:
+        yield
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
     os.dup2(null, 1)
     try:
         yield

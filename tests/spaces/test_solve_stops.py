@@ -18,6 +18,7 @@ import threading
 import time
 from pathlib import Path
 
+import networkx as nx
 import numpy as np
 import pytest
 
@@ -85,6 +86,34 @@ def test_stop_all_stops_the_solve_of_m_in_another_thread() -> None:
     assert not thread.is_alive(), f"m still solving {STOP_SECONDS:.0f} s after stop_all()"
     assert outcome == ["stopped"] and time.monotonic() - sent < STOP_SECONDS
     assert "m" not in space.__dict__  # nothing cached: the next read solves again
+
+
+def test_a_highs_model_of_another_thread_count_run_before_is_named() -> None:
+    """HiGHS keeps one scheduler per thread: after a run with ``threads=2`` a run asking 1 thread is refused."""
+    import highspy
+
+    space = cm.STPaths(nx.cycle_graph(5), 0, 2)
+    outcome: list[object] = []
+
+    def work() -> None:  # a thread of its own: the scheduler of pytest's thread is left as it was
+        h = highspy.Highs()
+        h.setOptionValue("output_flag", False)
+        h.setOptionValue("threads", 2)
+        h.addCols(1, np.array([-1.0]), np.zeros(1), np.ones(1), 0, [], [], [])
+        h.run()
+        try:
+            outcome.append(best_action(space, enumerate_below=0))
+        except RuntimeError as exc:
+            outcome.append(str(exc))
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join(60)
+    assert len(outcome) == 1
+    if isinstance(outcome[0], str):  # HiGHS refused: the message says why
+        assert "another 'threads' option than 1" in outcome[0]
+    else:  # a HiGHS that accepts it: the answer is right
+        assert space.path_nodes(outcome[0]) == [0, 4, 3, 2]
 
 
 @pytest.mark.slow
