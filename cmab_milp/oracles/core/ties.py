@@ -283,8 +283,9 @@ def first_optimum(
     ``"exact"`` (also sums of different weights within the tolerance: one solve of shifted weights, then,
     on a tie, one restricted solve per arm the current best holds) or ``"off"``. ``failures``: the
     exceptions of a restricted solve that leave the backend's ``action`` as the answer (a declined query,
-    a time limit). ``leaves``: checks of candidates and partial actions, beyond one per open arm (the
-    search's first descent), before settling by restricted solves on ``oracle`` (``0``: solves at once).
+    a time limit). ``leaves``: checks of candidates (those the restrictions refuse too) and partial actions,
+    beyond one per open arm (the search's first descent), before settling by restricted solves on ``oracle``
+    (``0``: solves at once).
     Returns ``action`` itself (no copy) when no other candidate exists: one set of the weights on the
     usual path.
     """
@@ -359,11 +360,16 @@ def _settle_ties(oracle: Any, query: LinearQuery, action: np.ndarray, leaves: in
 
     try:
         for candidate in _candidates(held, order, classes, need, fits if closed else None):
-            raise_if_halted()  # the candidates the restrictions refuse are not counted: there may be very many
+            raise_if_halted()  # a worker of a stopped batch ends here
             if candidate == held:
                 return action
             trial = np.array(candidate)
-            if res.admits(trial) and fits(candidate):
+            if not res.admits(trial):  # a check too: a path through one link first walks every way of leaving it out
+                checks[0] += 1
+                if checks[0] > budget:
+                    raise _OverBudget
+                continue
+            if fits(candidate):
                 return trial
     except _OverBudget:
         pass

@@ -1,10 +1,9 @@
 """A worker of a stopped batch leaves the tie search at once: between two candidates, before a restricted solve.
 
 ``halting(threads)`` stops every later solve of a batch's workers before it starts; but the tie rule's search
-(:mod:`cmab_milp.oracles.core.ties`) walks its candidates in Python, and the candidates the query's
-restrictions refuse are not counted against its budget (a longest path through one link of a cyclic graph:
-every way of leaving that link out comes first), and backends answering in Python (``enumerate``,
-``combinatorial``, ``auto``'s table) never reach a stoppable solve. Before, such a worker ran its query to the
+(:mod:`cmab_milp.oracles.core.ties`) walks its candidates in Python (with a large ``leaves``, as many as
+there are), and backends answering in Python (``enumerate``, ``combinatorial``, ``auto``'s table) never reach
+a stoppable solve. Before, such a worker ran its query to the
 end after the interrupt (the command line waited 2 s, then forced its exit). Here a halted thread runs the
 search on a small cyclic path space with the ``enumerate`` backend: it must raise ``KeyboardInterrupt``
 at its first step, having checked no candidate beyond the first and made no restricted solve.
@@ -94,7 +93,7 @@ def test_a_halted_worker_leaves_the_candidates_at_the_first(halted: bool) -> Non
     space = _grid_paths()
     oracle, solves = _counting_oracle(space)
     weights = np.ones(space.d)  # every longest path ties: all its arms are open
-    restrictions = CountedRestrictions(include=(0,))  # most candidates leave arm 0 out: refused, not counted
+    restrictions = CountedRestrictions(include=(0,))  # most candidates leave arm 0 out: refused
     query = LinearQuery(weights, restrictions)
     answer = oracle._linear(query)
     solves.clear()
