@@ -51,7 +51,7 @@ greedies, DAG path margins and matchings of :mod:`~cmab_milp.oracles.backends.co
 The search and the settling are Python loops between solves: each step calls
 :func:`~cmab_milp.oracles.core.interrupts.raise_if_halted`, so that a worker of a batch stopped by Ctrl-C or
 SIGTERM ends within one candidate or one restricted solve (the solves alone would not stop it: a backend
-answering in Python, or candidates the restrictions refuse, may keep it there for minutes).
+answering in Python never reaches a stoppable solve).
 
 Not applied: norm queries (``argmax_norm``; their ties need ``M`` to be symmetric under the swap)
 and oracles in the certified approximate mode (``gap``).
