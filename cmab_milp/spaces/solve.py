@@ -3,10 +3,15 @@
 Spaces need one exact optimisation of their own: ``m``, the largest number of
 arms in an action, and whether a space has any action at all. This module does
 it without the oracle layer (which sits above spaces): by enumeration when the
-space is small, otherwise with :func:`scipy.optimize.milp` on the space's
+space is small, otherwise with HiGHS (``highspy``) on the space's
 :class:`~cmab_milp.spaces.formulation.Formulation`, looping solve -> separate ->
 add cuts while the formulation's lazy separators find violated rows. The answer
 is checked with ``space.contains`` before it is returned.
+
+Ctrl-C (and SIGTERM in the command line's runs) stops a solve within a moment and raises
+``KeyboardInterrupt``, as the oracles' solves do (:mod:`cmab_milp._interrupts`: HiGHS's interrupt callback
+reads the stop flag). ``m`` of a 9 x 9 grid digraph's s-t paths takes minutes of such solves, some of them
+seconds long; :func:`scipy.optimize.milp`, used before, could only be stopped between two of them.
 
 Example
 -------
@@ -20,12 +25,17 @@ Example
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
+import threading
+from collections.abc import Iterator
 from typing import Any, Protocol
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.optimize import Bounds, LinearConstraint, milp
 
+from .._interrupts import stoppable
 from .formulation import Row
 
 
@@ -84,29 +94,137 @@ def _by_milp(space: _Space, w: np.ndarray) -> np.ndarray | None:
     d, n = f.d, f.n_cols
     cost = np.zeros(n)
     cost[:d] = -w
-    bounds = Bounds(np.concatenate([np.zeros(d), f.aux_lb]), np.concatenate([np.ones(d), f.aux_ub]))
-    integrality = np.concatenate([np.ones(d), f.aux_integer.astype(float)])
-    cuts: list[Row] = []
+    lower = np.concatenate([np.zeros(d), f.aux_lb])
+    upper = np.concatenate([np.ones(d), f.aux_ub])
+    model = _Milp(cost, lower, upper, np.concatenate([np.ones(d, bool), np.asarray(f.aux_integer, bool)]))
+    model.add_rows(f.rows)
     for _ in range(MAX_CUT_ROUNDS):
-        rows = f.rows + cuts
-        constraints = None
-        if rows:
-            lb = np.array([r.lb for r in rows], float)
-            ub = np.array([r.ub for r in rows], float)
-            constraints = LinearConstraint(_rows_matrix(rows, n), lb, ub)
-        res = milp(cost, constraints=constraints, bounds=bounds, integrality=integrality, options={"mip_rel_gap": 0})
-        if res.status == 2:  # infeasible
+        x = model.solve(space)
+        if x is None:  # infeasible
             return None
-        if res.status != 0 or res.x is None:
-            raise RuntimeError(f"scipy.optimize.milp failed on {space!r}: {res.message}")
-        x = res.x[:d]
+        x = x[:d]
         if np.abs(x - np.round(x)).max() > 1e-6:
-            raise RuntimeError(f"scipy.optimize.milp returned a fractional action on {space!r}")
+            raise RuntimeError(f"HiGHS returned a fractional action on {space!r}")
         action = x > 0.5
         new = f.violated_rows(action)
         if not new:
             if not space._contains(action):
                 raise RuntimeError(f"the formulation of {space!r} admits an action its contains() refuses")
             return action
-        cuts.extend(new)
+        model.add_rows(new)
     raise RuntimeError(f"{space!r}: no exact answer after {MAX_CUT_ROUNDS} rounds of lazy cuts")
+
+
+#: HiGHS's options here: silent, one thread (as the oracles' models: HiGHS keeps one scheduler per OS thread and
+#: refuses a run asking another thread count), and a zero relative gap (HiGHS's other defaults, as scipy's ``milp``).
+_OPTIONS: dict[str, object] = {"output_flag": False, "threads": 1, "mip_rel_gap": 0.0}
+_made_lock = threading.Lock()
+_made = False  # a highspy.Highs was made here: HiGHS prints its banner at a process's first one only
+
+
+class _Milp:
+    """A HiGHS model of ``min cost @ x`` within the bounds, some columns integer, rows added as they come;
+    each :meth:`solve` starts cold and is stopped by Ctrl-C (:class:`~cmab_milp._interrupts.stoppable`).
+
+    The cuts of the other integer candidates HiGHS finds during a run (a ``kCallbackMipSolution``) are not
+    added: measured on grid digraphs' longest paths, fewer rounds on some, many more on others (8 x 8: 71 s
+    against 11 s), as chance in which optimum each round returns.
+    """
+
+    def __init__(self, cost: np.ndarray, lower: np.ndarray, upper: np.ndarray, integer: np.ndarray):
+        import highspy
+
+        self._hs = highspy
+        self.h = _new_highs()
+        n = len(cost)
+        self.n = n
+        self.h.addCols(n, cost, lower, upper, 0, [], [], [])
+        cols = np.flatnonzero(integer).astype(np.int32)
+        kint = highspy.HighsVarType.kInteger
+        self.h.changeColsIntegrality(len(cols), cols, np.array([kint] * len(cols)))
+        self._stop_asked = [False]  # read by the callback (which holds this list only: no cycle through HiGHS)
+        interrupt = highspy.cb.HighsCallbackType.kCallbackMipInterrupt
+        asked = self._stop_asked
+
+        def callback(kind, message, data_out, data_in, user_data) -> None:
+            if kind == interrupt:
+                data_in.user_interrupt = asked[0]  # HiGHS keeps the value between runs: set it each time
+
+        self.h.setCallback(callback, None)
+        self.h.startCallback(interrupt)
+
+    def add_rows(self, rows: list[Row]) -> None:
+        if not rows:
+            return
+        a = _rows_matrix(rows, self.n)
+        lower = np.array([r.lb for r in rows], float)
+        upper = np.array([r.ub for r in rows], float)
+        status = self.h.addRows(
+            len(rows), lower, upper, a.nnz, a.indptr.astype(np.int32), a.indices.astype(np.int32), a.data
+        )
+        if status == self._hs.HighsStatus.kError:
+            raise RuntimeError(f"HiGHS refused {len(rows)} rows")
+
+    def solve(self, space: _Space) -> np.ndarray | None:
+        """The optimum's column values (``None``: no feasible point).
+
+        ``KeyboardInterrupt`` when Ctrl-C (or :func:`~cmab_milp._interrupts.stop_all`) stopped the run.
+        """
+        h, statuses = self.h, self._hs.HighsModelStatus
+        h.clearSolver()  # cold: the answer depends on the model only (scipy's milp built it anew each round)
+        self._stop_asked[0] = False
+        with stoppable(self._ask_stop):
+            run = h.run()
+        status = h.getModelStatus()
+        if status == statuses.kInfeasible:
+            return None
+        if status == statuses.kNotset and run == self._hs.HighsStatus.kError:
+            raise RuntimeError(
+                f"HiGHS refused to solve {space!r}: a HiGHS model with another 'threads' option than 1 ran in this "
+                "thread before (HiGHS starts one scheduler per thread, at its first run; cmab_milp's models all "
+                "run with threads = 1)"
+            )
+        if status != statuses.kOptimal:
+            raise RuntimeError(f"HiGHS failed on {space!r}: {h.modelStatusToString(status)}")
+        return np.asarray(h.getSolution().col_value)
+
+    def _ask_stop(self) -> None:
+        """Stop the run under way (called from the interrupt watcher's thread): the callback reads the flag."""
+        self._stop_asked[0] = True
+
+
+def _new_highs() -> Any:  # -> highspy.Highs
+    """A ``highspy.Highs`` with :data:`_OPTIONS`; the banner of the first one made here goes to the null device."""
+    global _made
+    import highspy
+
+    with _made_lock:
+        if _made:
+            h = highspy.Highs()
+        else:
+            with _stdout_silenced():
+                h = highspy.Highs()
+            _made = True
+    for key, value in _OPTIONS.items():
+        h.setOptionValue(key, value)
+    return h
+
+
+@contextlib.contextmanager
+def _stdout_silenced() -> Iterator[None]:
+    """File descriptor 1 on the null device during the block (what C code prints there is dropped; nothing is
+    changed when there is no file descriptor 1)."""
+    sys.stdout.flush()
+    try:
+        kept = os.dup(1)
+    except OSError:
+        yield
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    try:
+        yield
+    finally:
+        os.dup2(kept, 1)
+        os.close(kept)
+        os.close(null)

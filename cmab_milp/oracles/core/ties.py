@@ -48,6 +48,11 @@ greedies, DAG path margins and matchings of :mod:`~cmab_milp.oracles.backends.co
 ``enumerate``'s unique best): with ``"classes"`` the answer is then returned with no check at all; with
 ``"exact"`` too when their certificate proves no other action within the tolerance (:mod:`.ties_unique`).
 
+The search and the settling are Python loops between solves: each step calls
+:func:`~cmab_milp.oracles.core.interrupts.raise_if_halted`, so that a worker of a batch stopped by Ctrl-C or
+SIGTERM ends within one candidate or one restricted solve (the solves alone would not stop it: a backend
+answering in Python never reaches a stoppable solve).
+
 Not applied: norm queries (``argmax_norm``; their ties need ``M`` to be symmetric under the swap)
 and oracles in the certified approximate mode (``gap``).
 
@@ -70,6 +75,7 @@ from typing import Any
 import numpy as np
 
 from ...spaces import Matchings, STPaths
+from .interrupts import raise_if_halted
 from .queries import LinearQuery, Restrictions
 from .ties_direct import lexicographic_matching, lexicographic_path
 from .ties_matroids import MATROIDS, exchanges, greedy
@@ -201,6 +207,7 @@ def _settle(oracle: Any, query: LinearQuery, best: list[bool], order: list[int],
         if c >= 0:
             below[c] += 1
     for arm, c in zip(order[::-1], classes[::-1], strict=True):
+        raise_if_halted()  # a worker of a stopped batch ends here, between two restricted solves
         if c >= 0:
             below[c] -= 1
             if need[c] == 0:  # the class's count is reached: out
@@ -234,6 +241,7 @@ def _settle_values(oracle: Any, query: LinearQuery, best: list[bool]) -> list[bo
     held_in: list[int] = []
     held_out: list[int] = []
     for arm in range(len(best) - 1, -1, -1):
+        raise_if_halted()
         if arm in fixed:
             continue
         if best[arm]:
@@ -275,8 +283,9 @@ def first_optimum(
     ``"exact"`` (also sums of different weights within the tolerance: one solve of shifted weights, then,
     on a tie, one restricted solve per arm the current best holds) or ``"off"``. ``failures``: the
     exceptions of a restricted solve that leave the backend's ``action`` as the answer (a declined query,
-    a time limit). ``leaves``: checks of candidates and partial actions, beyond one per open arm (the
-    search's first descent), before settling by restricted solves on ``oracle`` (``0``: solves at once).
+    a time limit). ``leaves``: checks of candidates (those the restrictions refuse too) and partial actions,
+    beyond one per open arm (the search's first descent), before settling by restricted solves on ``oracle``
+    (``0``: solves at once).
     Returns ``action`` itself (no copy) when no other candidate exists: one set of the weights on the
     usual path.
     """
@@ -351,10 +360,16 @@ def _settle_ties(oracle: Any, query: LinearQuery, action: np.ndarray, leaves: in
 
     try:
         for candidate in _candidates(held, order, classes, need, fits if closed else None):
+            raise_if_halted()  # a worker of a stopped batch ends here
             if candidate == held:
                 return action
             trial = np.array(candidate)
-            if res.admits(trial) and fits(candidate):
+            if not res.admits(trial):  # a check too: a path through one link first walks every way of leaving it out
+                checks[0] += 1
+                if checks[0] > budget:
+                    raise _OverBudget
+                continue
+            if fits(candidate):
                 return trial
     except _OverBudget:
         pass

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from cmab_milp.oracles.core import interrupts
+from cmab_milp import _interrupts as interrupts  # the state lives there (the face re-exports it)
 from cmab_milp.oracles.core.interrupts import halting, stop_all, stoppable
 from cmab_milp.oracles.core.registry import available_backends
 
