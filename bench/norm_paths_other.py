@@ -336,10 +336,8 @@ def lifted_bound(
         h.run()
         x = np.array(h.getSolution().col_value)
         w_at = float(wvec @ x)
-        print(
-            f"    round: s {x[-1]:.4f}, sqrt(w) {math.sqrt(max(w_at, 0)):.4f}, objective {-h.getInfo().objective_function_value:.4f}, {time.process_time() - r0:.2f} CPU s",
-            flush=True,
-        )
+        value, spent = -h.getInfo().objective_function_value, time.process_time() - r0
+        print(f"    LP: s {x[-1]:.4f}, sqrt(w) {math.sqrt(max(w_at, 0)):.4f}, optimum {value:.4f}, {spent:.2f} CPU s")
         if x[-1] <= math.sqrt(max(w_at, 0.0)) + 1e-6:
             break
         tangent(w_at)
