@@ -352,8 +352,14 @@ def lifted_bound(
             r0 = time.process_time()
             h.run()
             child = -h.getInfo().objective_function_value
-            if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-                child = math.nan  # stopped (its bound is not the child's LP optimum)
+            status = h.getModelStatus()
+            if status != highspy.HighsModelStatus.kOptimal:  # (its objective is not the child's LP optimum)
+                print(f"    child z_{col} = {value:g}: HiGHS {h.modelStatusToString(status)}; again from scratch")
+                h.clearSolver()
+                h.run()
+                child = -h.getInfo().objective_function_value
+                if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+                    child = math.nan
             print(
                 f"    child z_{col} = {value:g} (z was {x[col]:.3f}): bound {child:.4f}, dual simplex from the root's"
                 f" basis {time.process_time() - r0:.2f} CPU s, {h.getInfo().simplex_iteration_count} iterations",
