@@ -28,9 +28,9 @@ The queries are :mod:`bench.norm_paths_compact`'s (so :mod:`bench.norm_large`'s 
   ``mu @ z + f s`` with Kelley tangents of ``s <= sqrt(<M, X>)`` (one concave function of one scalar: a few
   rounds). ``--lifted-parts``: ``full`` (as above), ``star`` (each equality row times its own columns only: the
   sparse products a node's star needs), ``plain`` (McCormick only). ``--lp-solver`` (``ipm``: HiGHS's interior point
-  with crossover); ``--children``: then the two children of the most fractional column re-solved by dual simplex
-  from the root's basis, a node's cost in a search using the bound. Printed: each Kelley round, the bound (the
-  LP's optimum, an upper bound of the relaxation) and HiGHS's LP CPU s.
+  with crossover); ``--children``: then the two children of the most fractional column re-solved (``--child-solver``:
+  ``simplex``, dual simplex from the root's basis, or ``ipm``), a node's cost in a search using the bound. Printed:
+  each Kelley round, the bound (the LP's optimum, an upper bound of the relaxation) and HiGHS's LP CPU s.
 * ``scip``: the ``scip`` backend on the compact model (``oriented=False``, as ``norm_paths_compact.py``'s ``scip``
   route), its clock CPU time, ``--time-limit`` CPU s.
 
@@ -223,13 +223,21 @@ def root_lp(space, q):
 
 
 def lifted_bound(
-    space, q, root, variant: str, rounds: int = 60, solver: str = "simplex", children: bool = False
+    space,
+    q,
+    root,
+    variant: str,
+    rounds: int = 60,
+    solver: str = "simplex",
+    children: bool = False,
+    child_solver: str = "simplex",
 ) -> tuple[float, float, int, int]:
     """``max mu @ z + f sqrt(<M, X>)`` over the lifted LP (module docstring); ``variant``: ``full`` (McCormick on
     every pair, every equality row times every column), ``star`` (each equality row times its own columns only),
     ``plain`` (McCormick only). ``solver``: HiGHS's LP solver; ``children``: then re-solve the two children of the
-    most fractional column by dual simplex from the root's basis (a node's cost in a search). Returns ``(bound, LP
-    CPU s, columns, rows)``; the bound is the LP's optimum with its tangent rows (an upper bound of the relaxation)."""
+    most fractional column by ``child_solver`` (``simplex``: dual simplex from the root's basis; a node's cost in a
+    search). Returns ``(bound, LP CPU s, columns, rows)``; the bound is the LP's optimum with its tangent rows (an
+    upper bound of the relaxation)."""
     import highspy
     from scipy import sparse
 
@@ -344,8 +352,8 @@ def lifted_bound(
     bound = float(mu @ x[:d] + f * x[-1])  # the LP's optimum: its tangent rows overestimate the square root
     cpu = time.process_time() - c0
     if children:  # a node's cost: the two children of the most fractional column, re-solved from the root's basis
-        h.setOptionValue("solver", "simplex")
-        h.setOptionValue("time_limit", 300.0)
+        h.setOptionValue("solver", child_solver)
+        h.setOptionValue("time_limit", h.getRunTime() + 600.0)  # (HiGHS counts time since the object was made)
         col = int(np.argmin(np.abs(x[:n] - 0.5)))
         for value in (0.0, 1.0):
             h.changeColBounds(col, value, value)
@@ -360,9 +368,12 @@ def lifted_bound(
                 child = -h.getInfo().objective_function_value
                 if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
                     child = math.nan
+            how = "dual simplex from the root's basis" if child_solver == "simplex" else child_solver
+            info = h.getInfo()
             print(
-                f"    child z_{col} = {value:g} (z was {x[col]:.3f}): bound {child:.4f}, dual simplex from the root's"
-                f" basis {time.process_time() - r0:.2f} CPU s, {h.getInfo().simplex_iteration_count} iterations",
+                f"    child z_{col} = {value:g} (z was {x[col]:.3f}): bound {child:.4f}, {how} "
+                f"{time.process_time() - r0:.2f} CPU s, {info.simplex_iteration_count + info.ipm_iteration_count} "
+                "iterations",
                 flush=True,
             )
             h.changeColBounds(col, col_lo[col], col_hi[col])
@@ -376,7 +387,9 @@ def part_lifted(space, q, args) -> None:
     root = root_lp(space, q)
     print(f"  converged root LP: {root[0].shape[0]} rows, {root[5]} columns ({time.process_time() - c0:.1f} CPU s)")
     for variant in args.lifted_parts.split(","):
-        bound, cpu, cols, nrows = lifted_bound(space, q, root, variant, solver=args.lp_solver, children=args.children)
+        bound, cpu, cols, nrows = lifted_bound(
+            space, q, root, variant, solver=args.lp_solver, children=args.children, child_solver=args.child_solver
+        )
         print(
             f"  lifted LP {variant}: bound {bound:.4f} ({cols} columns, {nrows} rows; LP {cpu:.2f} CPU s)", flush=True
         )
@@ -412,6 +425,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--lifted-parts", default="plain,full", help="plain,star,full")
     parser.add_argument("--lp-solver", default="simplex", help="the lifted LP's HiGHS solver: simplex, ipm, pdlp")
     parser.add_argument("--children", action="store_true", help="lifted: re-solve two children from the root's basis")
+    parser.add_argument("--child-solver", default="simplex", help="the children's HiGHS solver (simplex: warm)")
     parser.add_argument("--reference", action="store_true", help="also solve each query with auto (its optimum)")
     args = parser.parse_args(argv)
     numbers = [int(k) for k in args.only.split(",")]
