@@ -36,6 +36,13 @@ The queries are :mod:`bench.norm_paths_compact`'s (so :mod:`bench.norm_large`'s 
 
 A part whose solver is missing (``ortools``, ``highspy``, ``pyscipopt``) is skipped with a message. Figures and
 conclusions: ``docs/performance.md``, "CP-SAT and the lifted LP".
+
+Measured (2026-12-07, load 5-8 on 2 cores; optima 46.537 / 44.542 / 47.261 for #0 / #1 / #2): CP-SAT proves
+nothing in 120 s (bounds 51-63; once, ``--quad rows --scale 100000``, 44.09 on #1, below its optimum: not a proof);
+``--quad rows --scale 1000`` finds the optimum of #0 and #1 after 39 and 14 CPU s. The lifted LP (``full``) bounds
+the roots at 47.215 / 44.710 / 47.540 (converged path LP 48.36 / 45.88 / 48.77; SDP with the same products 47.10 /
+44.572), 12-20 CPU s an LP by IPM; a child re-solved by dual simplex from the root's basis took 82 CPU s. SCIP
+(``--time-limit 300``) solves #1 in 159 CPU s.
 """
 
 from __future__ import annotations
@@ -439,7 +446,7 @@ def main(argv: list[str] | None = None) -> None:
             c0 = time.process_time()
             a = cm.make_oracle(space, "auto").argmax_norm(**q)
             value = norm_objective(q["mu"], q["M"], q["f"], 1, a)
-            print(f"  auto: optimum {value:.6f} ({time.process_time() - c0:.1f} CPU s)", flush=True)
+            print(f"  auto: optimum {value:.6f} ({time.process_time() - c0:.1f} CPU s with its planning)", flush=True)
         for part in parts:
             if part == "cpsat":
                 if _have("ortools"):
