@@ -31,6 +31,7 @@ The queries are :mod:`bench.norm_paths_compact`'s (so :mod:`bench.norm_large`'s 
   with crossover); ``--children``: then the two children of the most fractional column re-solved (``--child-solver``:
   ``simplex``, dual simplex from the root's basis, or ``ipm``), a node's cost in a search using the bound. Printed:
   each Kelley round, the bound (the LP's optimum, an upper bound of the relaxation) and HiGHS's LP CPU s.
+  ``--dual-form``: the LP's duals read as a linear overestimator of the index on paths (:func:`dual_overestimator`).
 * ``scip``: the ``scip`` backend on the compact model (``oriented=False``, as ``norm_paths_compact.py``'s ``scip``
   route), its clock CPU time, ``--time-limit`` CPU s.
 
@@ -219,14 +220,15 @@ def part_cpsat(space, q, args) -> float | None:
 
 def root_lp(space, q):
     """The converged root's path LP as :mod:`bench.norm_paths_gap`'s ``sdp`` part reads it: ``(rows, lo, hi,
-    col_lo, col_hi, n)`` over every column but the norm's (arms first)."""
+    col_lo, col_hi, n, visit_nodes)`` over every column but the norm's (arms first; ``visit_nodes``: column -> node)."""
     import norm_paths_gap as gap
 
     branch = gap.search(space, q)
     gap.converged_root(branch)
     lp = branch.lp
     n = lp.t
-    return lp.dense[: lp._n_sparse, :n], lp.sparse_lo, lp.sparse_hi, lp.col_lo[:n], lp.col_hi[:n], n
+    visits = dict(zip(lp.visits.tolist(), lp.visit_nodes, strict=True))
+    return lp.dense[: lp._n_sparse, :n], lp.sparse_lo, lp.sparse_hi, lp.col_lo[:n], lp.col_hi[:n], n, visits
 
 
 def lifted_bound(
@@ -238,6 +240,7 @@ def lifted_bound(
     solver: str = "simplex",
     children: bool = False,
     child_solver: str = "simplex",
+    dual_form: bool = False,
 ) -> tuple[float, float, int, int]:
     """``max mu @ z + f sqrt(<M, X>)`` over the lifted LP (module docstring); ``variant``: ``full`` (McCormick on
     every pair, every equality row times every column), ``star`` (each equality row times its own columns only),
@@ -248,7 +251,7 @@ def lifted_bound(
     import highspy
     from scipy import sparse
 
-    rows, lo, hi, col_lo, col_hi, n = root
+    rows, lo, hi, col_lo, col_hi, n, _ = root
     d, mu, f = space.d, np.asarray(q["mu"], float), float(q["f"])
     M = np.asarray(q["M"], float)
     iu, ju = np.triu_indices(n, 1)
@@ -358,6 +361,8 @@ def lifted_bound(
         tangent(w_at)
     bound = float(mu @ x[:d] + f * x[-1])  # the LP's optimum: its tangent rows overestimate the square root
     cpu = time.process_time() - c0
+    if dual_form:
+        dual_overestimator(space, q, root, h, x)
     if children:  # a node's cost: the two children of the most fractional column, re-solved from the root's basis
         h.setOptionValue("solver", child_solver)
         h.setOptionValue("time_limit", h.getRunTime() + 600.0)  # (HiGHS counts time since the object was made)
@@ -387,6 +392,67 @@ def lifted_bound(
     return bound, cpu, ncol, A.shape[0]
 
 
+def dual_overestimator(space, q, root, h, x) -> None:
+    """The lifted LP's duals as a linear overestimator of the index on every path (the path rows kept, every other row
+    relaxed with its dual, each pair column at its better bound): ``mu @ a + f sqrt(a @ M @ a) <= g @ z + g0``.
+    Printed: its maximum over the root's path LP (the lifted bound again), its value at the best path of
+    ``max g @ a`` over paths (one longest-path MILP: the Lagrangian bound a search with this one form cannot pass)
+    and over the path LP with the most fractional column fixed (a child's bound with the root's form, no re-fit)."""
+    from scipy import sparse
+    from scipy.optimize import linprog
+
+    rows, lo, hi, col_lo, col_hi, n, visits = root
+    lp, sol = h.getLp(), h.getSolution()
+    A = sparse.csc_matrix((lp.a_matrix_.value_, lp.a_matrix_.index_, lp.a_matrix_.start_), (lp.num_row_, lp.num_col_))
+    y = np.array(sol.row_dual)
+    y[: rows.shape[0]] = 0.0  # the path rows stay as rows
+    y[np.abs(y) < 1e-12] = 0.0
+    r_lo, r_hi = np.array(lp.row_lower_), np.array(lp.row_upper_)
+    side = np.where(y > 0, r_lo, r_hi)  # HiGHS minimises: y > 0 at a lower side
+    K = float(y[y != 0] @ side[y != 0])
+    others = np.array(lp.col_cost_) - A.T @ y  # the columns' costs with the relaxed rows' duals taken off
+    red_x = others[n:]
+    c_lo, c_hi = np.array(lp.col_lower_)[n:], np.array(lp.col_upper_)[n:]
+    K += float(np.minimum(red_x * c_lo, red_x * c_hi).sum())  # each pair column and s at its better bound
+    g, g0 = -others[:n], -K
+    d = space.d
+    equal = lo == hi
+    bounds = list(zip(col_lo, col_hi, strict=True))
+
+    def path_lp(fixed=None):
+        b = list(bounds)
+        if fixed is not None:
+            b[fixed[0]] = (fixed[1], fixed[1])
+        above, below = np.isfinite(hi) & ~equal, np.isfinite(lo) & ~equal
+        found = linprog(
+            -g,
+            A_ub=np.vstack([rows[above], -rows[below]]),
+            b_ub=np.concatenate([hi[above], -lo[below]]),
+            A_eq=rows[equal],
+            b_eq=lo[equal],
+            bounds=b,
+            method="highs",
+        )
+        return -found.fun + g0
+
+    fold = g[:d].copy()  # visit columns folded into the arms: visit(v) = (arms of the path at v) / 2
+    for column, v in visits.items():
+        for e in np.flatnonzero((space.tail == v) | (space.head == v)):
+            fold[e] += g[column] / 2
+    oracle = cm.make_oracle(space, "highs")
+    keep = {k: q[k] for k in ("include", "exclude", "forbid_pairs") if k in q}
+    best = oracle.argmax(fold, **keep).astype(float)
+    optimum = oracle.argmax_norm(**q).astype(float)
+    col = int(np.argmin(np.abs(x[:n] - 0.5)))
+    print(
+        f"    dual form: over the path LP {path_lp():.4f}; over paths (MILP) {fold @ best + g0:.4f} (that path's index"
+        f" {norm_objective(q['mu'], q['M'], q['f'], 1, best):.4f}); at the optimum {fold @ optimum + g0:.4f} >= "
+        f"{norm_objective(q['mu'], q['M'], q['f'], 1, optimum):.4f}; children z_{col} = 0 / 1 on the path LP "
+        f"{path_lp((col, 0.0)):.4f} / {path_lp((col, 1.0)):.4f}",
+        flush=True,
+    )
+
+
 def part_lifted(space, q, args) -> None:
     if not _have("highspy"):
         return
@@ -395,7 +461,14 @@ def part_lifted(space, q, args) -> None:
     print(f"  converged root LP: {root[0].shape[0]} rows, {root[5]} columns ({time.process_time() - c0:.1f} CPU s)")
     for variant in args.lifted_parts.split(","):
         bound, cpu, cols, nrows = lifted_bound(
-            space, q, root, variant, solver=args.lp_solver, children=args.children, child_solver=args.child_solver
+            space,
+            q,
+            root,
+            variant,
+            solver=args.lp_solver,
+            children=args.children,
+            child_solver=args.child_solver,
+            dual_form=args.dual_form,
         )
         print(
             f"  lifted LP {variant}: bound {bound:.4f} ({cols} columns, {nrows} rows; LP {cpu:.2f} CPU s)", flush=True
@@ -433,6 +506,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--lp-solver", default="simplex", help="the lifted LP's HiGHS solver: simplex, ipm, pdlp")
     parser.add_argument("--children", action="store_true", help="lifted: re-solve two children from the root's basis")
     parser.add_argument("--child-solver", default="simplex", help="the children's HiGHS solver (simplex: warm)")
+    parser.add_argument("--dual-form", action="store_true", help="lifted: the linear overestimator of its duals")
     parser.add_argument("--reference", action="store_true", help="also solve each query with auto (its optimum)")
     args = parser.parse_args(argv)
     numbers = [int(k) for k in args.only.split(",")]
