@@ -42,8 +42,9 @@ Measured (2026-12-07, load 5-8 on 2 cores; optima 46.537 / 44.542 / 47.261 for #
 nothing in 120 s (bounds 51-63; once, ``--quad rows --scale 100000``, 44.09 on #1, below its optimum: not a proof);
 ``--quad rows --scale 1000`` finds the optimum of #0 and #1 after 39 and 14 CPU s. The lifted LP (``full``) bounds
 the roots at 47.215 / 44.710 / 47.540 (converged path LP 48.36 / 45.88 / 48.77; SDP with the same products 47.10 /
-44.572), 12-20 CPU s an LP by IPM; a child re-solved by dual simplex from the root's basis took 82 CPU s. SCIP
-(``--time-limit 300``) solves #1 in 159 CPU s.
+44.572), 12-20 CPU s an LP by IPM; a child 19-20 CPU s by IPM, 82 CPU s by dual simplex from the root's basis;
+``--dual-form`` is constant on the path LP (#1, #2: the root's bound at every node). SCIP (``--time-limit 300``)
+solves #1 in 159 CPU s and stops on #0 and #2.
 """
 
 from __future__ import annotations
@@ -445,7 +446,8 @@ def dual_overestimator(space, q, root, h, x) -> None:
     optimum = oracle.argmax_norm(**q).astype(float)
     col = int(np.argmin(np.abs(x[:n] - 0.5)))
     print(
-        f"    dual form: over the path LP {path_lp():.4f}; over paths (MILP) {fold @ best + g0:.4f} (that path's index"
+        f"    dual form: max |g| {np.abs(g).max():.2e}, g0 {g0:.4f};"
+        f" over the path LP {path_lp():.4f}; over paths (MILP) {fold @ best + g0:.4f} (that path's index"
         f" {norm_objective(q['mu'], q['M'], q['f'], 1, best):.4f}); at the optimum {fold @ optimum + g0:.4f} >= "
         f"{norm_objective(q['mu'], q['M'], q['f'], 1, optimum):.4f}; children z_{col} = 0 / 1 on the path LP "
         f"{path_lp((col, 0.0)):.4f} / {path_lp((col, 1.0)):.4f}",
