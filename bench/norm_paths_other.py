@@ -1,7 +1,7 @@
 """The slow norm query on s-t paths on the solvers not yet tried: CP-SAT, and the lifted LP (issue 43 item 3).
 
 Run: ``.venv/bin/python bench/norm_paths_other.py [--parts cpsat,lifted,scip] [--only 0,1,2] [--time-limit 120]
-[--workers 2] [--scale 100000] [--quad pairs|rows] [--lifted-parts plain,star,full] [--lp-solver ipm]
+[--workers 2] [--scale 100000] [--quad pairs|rows] [--lifted-parts full,star,plain] [--lp-solver ipm|simplex]
 [--children] [--reference]``.
 
 The queries are :mod:`bench.norm_paths_compact`'s (so :mod:`bench.norm_large`'s s-t paths cell of the 8x8 grid,
@@ -504,8 +504,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--workers", type=int, default=2, help="CP-SAT's workers")
     parser.add_argument("--scale", type=float, default=1e5, help="CP-SAT's scale S of mu (S^2 of M)")
     parser.add_argument("--quad", default="pairs", help="CP-SAT's quadratic: pairs or rows")
-    parser.add_argument("--lifted-parts", default="plain,full", help="plain,star,full")
-    parser.add_argument("--lp-solver", default="simplex", help="the lifted LP's HiGHS solver: simplex, ipm, pdlp")
+    parser.add_argument("--lifted-parts", default="full", help="plain,star,full")
+    parser.add_argument("--lp-solver", default="ipm", help="the lifted LP's HiGHS solver: simplex, ipm, pdlp")
     parser.add_argument("--children", action="store_true", help="lifted: re-solve two children from the root's basis")
     parser.add_argument("--child-solver", default="simplex", help="the children's HiGHS solver (simplex: warm)")
     parser.add_argument("--dual-form", action="store_true", help="lifted: the linear overestimator of its duals")
