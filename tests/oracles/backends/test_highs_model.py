@@ -162,16 +162,18 @@ def test_options_are_restored_even_when_the_block_raises_and_the_relaxation_is_f
 
 
 def test_no_module_but_the_highs_model_calls_highspy() -> None:
-    """Highspy is called from the HiGHS model's two modules (the names in docstrings and lists are fine)."""
+    """Highspy is called from the HiGHS model's two modules and, below the oracle layer, from the spaces' own
+    MILP (``spaces/solve.py``: ``space.m``, stoppable by Ctrl-C); the names in docstrings and lists are fine."""
     import re
     from pathlib import Path
 
     root = Path(cm.__file__).parent
     raw = re.compile(r"import highspy|highspy\.|\.h\.\w+\(|\b_hs\.")
+    allowed = {"oracles/backends/highs_model.py", "oracles/backends/highs_solve.py", "spaces/solve.py"}
     offenders = [
         f"{path.relative_to(root)}:{n}"
         for path in sorted(root.rglob("*.py"))
-        if path.name not in ("highs_model.py", "highs_solve.py")
+        if path.relative_to(root).as_posix() not in allowed
         for n, line in enumerate(path.read_text().splitlines(), 1)
         if raw.search(line)
     ]
