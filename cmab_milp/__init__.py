@@ -26,7 +26,7 @@ from .spaces.base import ActionSpace, Intersection
 from .spaces.graphs import GraphicMatroid, Matchings, SpanningTrees, STPaths
 from .spaces.sets import Cardinality, ExplicitActions, PartitionMatroid
 
-__version__ = "0.2.0.dev1"
+__version__ = "0.2.0.dev0"
 
 # Names implemented in modules above the oracle layer are imported lazily, so
 # ``import cmab_milp`` stays cheap and the layers keep importing downward only.

@@ -10,7 +10,7 @@ A saved policy is one ``.npz`` file (a zip archive, read with
   (``backend`` name; ``instance: true`` when the user had passed an Oracle
   object; ``ties``, the oracle's tie rule mode, so that a learner rebuilt by
   name, on any exact backend, continues with the same decisions; a file
-  without it was written when the default was ``"off"`` and loads with
+  without it, written before the mode was always recorded, loads with
   ``"off"``), the oracle ledger's counts, and the learner's ``state``: round,
   horizon guess, outstanding selections, schedule (epochs, grid, survivors,
   held action, planned stretch) and index statistics (counts, sums, pair
@@ -190,7 +190,7 @@ def _oracle_data(policy: Policy) -> dict:
     else:
         data = {"backend": getattr(spec, "name", type(spec).__name__), "instance": True}
     # Always recorded (the same decisions on any exact backend it is rebuilt on); a file without it was
-    # written when the default was "off" and loads with "off".
+    # written before the mode was always recorded, when it was recorded only if not "off": it loads with "off".
     data["ties"] = getattr(policy.oracle, "ties", "off")
     return data
 
@@ -358,7 +358,7 @@ def _restore(header: dict, arrays: dict, oracle: str | Oracle | None, max_bytes:
         policy = cls.from_params({"space": space, "T": header["T"], "oracle": oracle, **cls.saved_defaults, **params})
     except ValueError as exc:
         raise ValueError(f"params or T: {exc}") from None
-    if isinstance(oracle, str):  # rebuilt by name: with the saved tie rule ("off" in files written before it was kept)
+    if isinstance(oracle, str):  # rebuilt by name: with the saved tie rule ("off" in files written without it)
         policy.oracle.ties = saved.get("ties", "off")
     state = _decoded(header["state"], arrays, "state")
     check_state(policy, state)

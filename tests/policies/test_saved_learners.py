@@ -80,7 +80,7 @@ def test_the_file_is_an_npz_with_a_json_header(tmp_path):
     assert header["format"] == "cmab_milp.policy" and header["version"] == FORMAT_VERSION
     assert header["policy"] == "SROQCov" and header["T"] is None
     assert header["space"] == {"kind": "Cardinality", "d": 4, "m": 2, "exact": False}
-    assert header["oracle"] == {"backend": "enumerate", "instance": False, "ties": "classes"}
+    assert header["oracle"] == {"backend": "enumerate", "instance": False, "ties": "off"}
     assert header["state"]["t"] == 31
 
 

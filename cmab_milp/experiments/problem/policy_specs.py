@@ -20,8 +20,8 @@
     threads of the oracle's batches (``make_oracle(space, backend, workers=...)``, every backend;
     default ``min(4, cores)``); answers do not depend on it.
 ``ties = "classes"``
-    the one tie rule (``make_oracle(space, backend, ties=...)``, every backend; default ``"classes"``;
-    ``"off"``: each backend's own choice among ties):
+    the one tie rule (``make_oracle(space, backend, ties=...)``, every backend; default ``"off"``,
+    each backend's own choice among ties):
     with ``"classes"`` or ``"exact"`` every exact backend returns the same action among exact ties, so
     a solver swap changes the time, not the curve (:mod:`~cmab_milp.oracles.core.ties`).
 ``tuning = {side_starts = false}``

@@ -364,7 +364,7 @@ POLICY = TableSchema(
             "the one tie rule, `make_oracle(..., ties=...)`: with `classes` or `exact` every exact backend returns "
             "the same action among exact ties (the same curve on any solver)",
             choices=TIE_MODES,
-            shown_default='"classes"',
+            shown_default='"off"',
         ),
         Key("tuning", "table", "the backend's tuning options (highs: `HighsTuning`), e.g. `{ side_starts = false }`"),
         Key("constants", "table", "keyword constants of the policy, e.g. `{ C = 1.5 }`"),

@@ -188,10 +188,10 @@ class Oracle:
     #: option ``make_oracle(space, backend, workers=n)``. Answers do not depend on it (the tie rule).
     workers: int | None = None
     #: Which exact ties every answer settles by the one tie rule (:mod:`~cmab_milp.oracles.core.ties`):
-    #: ``"classes"`` (default: ties of equal weights, so a solver swap changes the time, not the curve),
-    #: ``"exact"`` (also equal sums of different weights; a solve per arm) or ``"off"`` (the backend's own
-    #: choice among ties). ``make_oracle(space, backend, ties=...)`` sets it.
-    ties: str = "classes"
+    #: ``"off"`` (default: the backend's own choice among ties), ``"classes"`` (ties of equal weights, so a
+    #: solver swap changes the time, not the curve) or ``"exact"`` (also equal sums of different weights; a
+    #: solve per arm). ``make_oracle(space, backend, ties=...)`` sets it.
+    ties: str = "off"
 
     def __init__(self, space: ActionSpace):
         if not isinstance(space, ActionSpace):

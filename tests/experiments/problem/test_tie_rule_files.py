@@ -51,12 +51,12 @@ def test_a_problem_file_s_ties_key_gives_every_backend_the_same_curve(tmp_path: 
     assert len(set(off.values())) > 1, off  # the control: without the rule the backends differ on this instance
 
 
-def test_without_the_key_the_rule_is_on(tmp_path: Path) -> None:
-    """The default is ``"classes"``: a solver swap changes the time, not the curve, unless a file says ``"off"``."""
+def test_without_the_key_the_rule_is_off(tmp_path: Path) -> None:
+    """The default is ``"off"`` (each backend's own choice): the rule is asked for by the key."""
     default = _final_regrets(_problem(None), tmp_path / "default")
-    ruled = _final_regrets(_problem("classes"), tmp_path / "classes")
-    assert default == ruled and len(set(default.values())) == 1, default
-    assert cm.make_oracle(cm.Cardinality(6, 2), "highs").ties == "classes"
+    off = _final_regrets(_problem("off"), tmp_path / "off")
+    assert default == off and len(set(default.values())) > 1, default
+    assert cm.make_oracle(cm.Cardinality(6, 2), "highs").ties == "off"
 
 
 def test_the_ties_key_is_recorded_and_builds_the_oracle_with_it() -> None:
@@ -135,11 +135,14 @@ def test_the_rule_is_always_recorded_and_old_files_load_with_it_off(tmp_path: Pa
     plain = tmp_path / "plain.npz"
     cm.CUCB(space, None, oracle="highs").save(plain)
     header = _header(plain)
-    assert header["oracle"] == {"backend": "highs", "instance": False, "ties": "classes"}  # the default, recorded
-    assert cm.load_policy(plain).oracle.ties == "classes"
+    assert header["oracle"] == {"backend": "highs", "instance": False, "ties": "off"}  # the default, recorded
+    assert cm.load_policy(plain).oracle.ties == "off"
     old = copy.deepcopy(header)
-    del old["oracle"]["ties"]  # as files written before the mode was recorded, when the default was "off"
+    del old["oracle"]["ties"]  # as files written before the mode was always recorded: "off" then
     assert cm.load_policy(_with_header(plain, old, tmp_path / "old.npz")).oracle.ties == "off"
+    on = tmp_path / "on.npz"
+    cm.CUCB(space, None, oracle=cm.make_oracle(space, "highs", ties="classes")).save(on)
+    assert cm.load_policy(on).oracle.ties == "classes"  # rebuilt by name with its mode
     off = tmp_path / "off.npz"
     cm.CUCB(space, None, oracle=cm.make_oracle(space, "highs", ties="off")).save(off)
     assert _header(off)["oracle"] == {"backend": "highs", "instance": True, "ties": "off"}

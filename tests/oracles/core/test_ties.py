@@ -348,7 +348,7 @@ def test_ties_is_an_option_of_every_backend_checked_before_any_work() -> None:
     space = cm.Cardinality(4, 2)
     for backend in ("enumerate", "highs", "combinatorial", "auto"):
         assert cm.make_oracle(space, backend, ties="exact").ties == "exact"
-        assert cm.make_oracle(space, backend).ties == "classes"  # the default
+        assert cm.make_oracle(space, backend).ties == "off"  # the default
     with pytest.raises(ValueError, match="ties must be one of"):
         cm.make_oracle(space, "highs", ties="sometimes")
     w = np.array(
