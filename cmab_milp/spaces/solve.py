@@ -25,16 +25,12 @@ Example
 
 from __future__ import annotations
 
-import contextlib
-import os
-import sys
-import threading
-from collections.abc import Iterator
 from typing import Any, Protocol
 
 import numpy as np
 import scipy.sparse as sp
 
+from .._highs import quiet_highs
 from .._interrupts import stoppable
 from .formulation import Row
 
@@ -118,8 +114,6 @@ def _by_milp(space: _Space, w: np.ndarray) -> np.ndarray | None:
 #: HiGHS's options here: silent, one thread (as the oracles' models: HiGHS keeps one scheduler per OS thread and
 #: refuses a run asking another thread count), and a zero relative gap (HiGHS's other defaults, as scipy's ``milp``).
 _OPTIONS: dict[str, object] = {"output_flag": False, "threads": 1, "mip_rel_gap": 0.0}
-_made_lock = threading.Lock()
-_made = False  # a highspy.Highs was made here: HiGHS prints its banner at a process's first one only
 
 
 class _Milp:
@@ -194,37 +188,8 @@ class _Milp:
 
 
 def _new_highs() -> Any:  # -> highspy.Highs
-    """A ``highspy.Highs`` with :data:`_OPTIONS`; the banner of the first one made here goes to the null device."""
-    global _made
-    import highspy
-
-    with _made_lock:
-        if _made:
-            h = highspy.Highs()
-        else:
-            with _stdout_silenced():
-                h = highspy.Highs()
-            _made = True
+    """A ``highspy.Highs`` with :data:`_OPTIONS` (the process's first one made without its banner)."""
+    h = quiet_highs()
     for key, value in _OPTIONS.items():
         h.setOptionValue(key, value)
     return h
-
-
-@contextlib.contextmanager
-def _stdout_silenced() -> Iterator[None]:
-    """File descriptor 1 on the null device during the block (what C code prints there is dropped; nothing is
-    changed when there is no file descriptor 1)."""
-    sys.stdout.flush()
-    try:
-        kept = os.dup(1)
-    except OSError:
-        yield
-        return
-    null = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(null, 1)
-    try:
-        yield
-    finally:
-        os.dup2(kept, 1)
-        os.close(kept)
-        os.close(null)

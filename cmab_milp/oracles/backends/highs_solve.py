@@ -22,13 +22,11 @@ Example
 from __future__ import annotations
 
 import math
-import os
-import sys
-import threading
 import weakref
 
 import numpy as np
 
+from ..._highs import quiet_highs
 from ...portable import dot
 from ...spaces.formulation import Row
 from ..core.base import LimitReached, OracleError, tolerance
@@ -38,31 +36,11 @@ from ..mip.options import HIGHS_OPTIONS
 
 __all__ = ["HighsSolving", "new_highs"]
 
-_banner_lock = threading.Lock()
-_banner_done = False
-
 
 def new_highs(time_limit: float | None = None):  # -> highspy.Highs
-    """A configured ``highspy.Highs``; the once-per-process banner is swallowed."""
-    global _banner_done
-    import highspy
-
-    if not _banner_done:
-        with _banner_lock:
-            if not _banner_done:
-                sys.stdout.flush()
-                saved = os.dup(1)
-                try:
-                    with open(os.devnull, "w") as null:
-                        os.dup2(null.fileno(), 1)
-                        h = highspy.Highs()
-                finally:
-                    os.dup2(saved, 1)
-                    os.close(saved)
-                _banner_done = True
-                _configure(h, time_limit)
-                return h
-    h = highspy.Highs()
+    """A configured ``highspy.Highs``; the once-per-process banner is swallowed
+    (:func:`~cmab_milp._highs.quiet_highs`)."""
+    h = quiet_highs()
     _configure(h, time_limit)
     return h
 
